@@ -1,0 +1,46 @@
+"""Command line: ``python -m simulation evaluate FILE.json`` (``-`` reads stdin).
+
+Prints the report as JSON on stdout. Bad input prints ``error: <field>: <message>`` on
+stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import ScenarioError, evaluate_dict
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m simulation",
+                                 description="tierlab engine: evaluate a scenario")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ev = sub.add_parser("evaluate", help="print the report of a scenario JSON file")
+    ev.add_argument("file", help="scenario JSON file, or - for stdin")
+    ev.add_argument("--indent", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    try:
+        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    except OSError as e:
+        print(f"error: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return 2
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        print(f"error: {args.file} is not valid JSON: {e}", file=sys.stderr)
+        return 2
+    try:
+        report = evaluate_dict(data)
+    except ScenarioError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    json.dump(report, sys.stdout, indent=args.indent)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

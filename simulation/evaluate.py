@@ -1,0 +1,122 @@
+"""``evaluate(scenario) -> Report``: pure, deterministic, no I/O."""
+
+from __future__ import annotations
+
+from .estimators import deepspeed_estimate
+from .memory import NODE_TIERS, build_parts, fragmentation_part, tier_summary
+from .params import count_params
+from .parallel import layout
+from .report import Report, Violation
+from .scenario import Scenario
+from .states import state_bytes
+from .units import fmt_bytes
+
+_CONVENTIONS = {
+    "realistic": ("What DeepSpeed, PyTorch FSDP and Megatron really allocate: fp32 gradient "
+                  "partitions and buckets, gathered layers, swap buffers, CUDA context and "
+                  "allocator fragmentation. Use this to decide whether it fits."),
+    "zero_paper": ("The ZeRO paper's textbook accounting (SC'20 Table 1): 2 + 2 + K bytes "
+                   "per parameter, sharded by stage, plus activations; no buffers."),
+}
+_TIER_LABEL = {"hbm": "HBM per GPU", "ddr": "DDR per node", "nvme": "NVMe per node",
+               "cxl": "CXL per node"}
+
+
+def evaluate(sc: Scenario) -> Report:
+    """Memory per tier for one scenario; an overflow is a result (``fits`` false)."""
+    from . import ENGINE_VERSION
+
+    pc = count_params(sc.model)
+    lay = layout(sc)
+    sb = state_bytes(sc.training.precision, sc.training.optimizer)
+    parts = build_parts(sc, pc, lay, sb)
+    if sc.convention == "realistic":
+        frag = fragmentation_part(parts, sc.runtime.fragmentation_fraction)
+        if frag:
+            parts.append(frag)
+
+    acc = sc.cluster.accelerator
+    per_gpu = {"hbm": tier_summary(parts, "hbm", acc.hbm_capacity_bytes, True)}
+    per_node = {}
+    for t in NODE_TIERS:
+        spec = sc.cluster.tiers.get(t)
+        per_node[t] = tier_summary(parts, t, spec.capacity_bytes if spec else 0.0, spec is not None)
+
+    violations, notes = [], []
+    for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
+        for t, s in tiers.items():
+            over = s["total_bytes"] - s["capacity_bytes"]
+            if over > 0:
+                where = "" if s["present"] else f" (this node has no {t.upper()} tier: add cluster.tiers.{t})"
+                violations.append(Violation(
+                    tier=t, scope=scope, required_bytes=s["total_bytes"],
+                    capacity_bytes=s["capacity_bytes"], over_bytes=over,
+                    message=f"{_TIER_LABEL[t]} needs {fmt_bytes(s['total_bytes'])} but has "
+                            f"{fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)}){where}"))
+    notes += _advice(sc, per_gpu["hbm"], lay)
+
+    model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
+                 params_per_layer=pc.per_layer, embedding_params=pc.embedding,
+                 largest_module_params=pc.largest_module, num_layers=sc.model.num_layers,
+                 hidden_size=sc.model.hidden_size, exact_count=pc.exact)
+    bpp = sb.to_dict()
+    convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
+                      bytes_per_param=bpp,
+                      hbm_model_state_bytes_per_param=_states_per_param(per_gpu["hbm"], pc, lay))
+    return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
+                  violations=tuple(violations), model=model, parallelism=lay.to_dict(),
+                  convention=convention, memory=dict(per_gpu=per_gpu, per_node=per_node),
+                  cross_checks=_cross_checks(sc, pc, lay, sb), notes=tuple(notes),
+                  scenario=sc.to_dict())
+
+
+def evaluate_dict(d: dict, **lookups) -> dict:
+    """Validate and evaluate a scenario given as JSON-like dict; returns the report dict."""
+    return evaluate(Scenario.from_dict(d, **lookups)).to_dict()
+
+
+def _states_per_param(hbm: dict, pc, lay) -> float:
+    """Model-state bytes on one GPU per parameter of the whole model (shows the sharding)."""
+    states = hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"]
+    return states / pc.total if pc.total else 0.0
+
+
+def _cross_checks(sc: Scenario, pc, lay, sb) -> dict:
+    out = {}
+    psi = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    d, stage = lay.shard_degree, sc.strategy.zero_stage
+    p_div, g_div, o_div = (d if stage >= 3 else 1), (d if stage >= 2 else 1), (d if stage >= 1 else 1)
+    out["zero_paper_model_states_per_gpu_bytes"] = (
+        sb.params * psi / p_div + sb.grads * psi / g_div + sb.k * psi / o_div)
+    s = sc.strategy
+    offload_opt, offload_par = s.offload_optimizer == "cpu", s.offload_params == "cpu"
+    if stage >= 1 and s.offload_optimizer in ("none", "cpu") and s.offload_params in ("none", "cpu") \
+            and lay.tensor_parallel == lay.pipeline_parallel == 1 and not s.is_fsdp:
+        ds = deepspeed_estimate(stage, pc.total, pc.largest_module, sc.cluster.gpus_per_node,
+                                sc.cluster.num_nodes, offload_opt, offload_par)
+        ds["view"] = ("DeepSpeed 0.19.8 estimate_zero%d_model_states_mem_needs: model states "
+                      "only, no activations; cpu_bytes per node includes its 1.5x buffer factor"
+                      % (3 if stage == 3 else 2))
+        out["deepspeed_estimator"] = ds
+    return out
+
+
+def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
+    notes = []
+    if hbm["free_bytes"] < 0 and hbm["activations_bytes"] > 0.25 * hbm["total_bytes"] \
+            and sc.training.recompute != "full":
+        notes.append("Activations are a large share of HBM: try training.recompute = full "
+                     "(or selective), flash_attention, or a smaller micro batch.")
+    if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3:
+        notes.append("Model states do not fit: a higher ZeRO stage (zero3 / FSDP FULL_SHARD) "
+                     "shards parameters too, or offload the optimizer to CPU/NVMe/CXL.")
+    if sc.training.tensor_parallel > sc.cluster.gpus_per_node:
+        notes.append("tensor_parallel exceeds GPUs per node: its all-reduces cross the network.")
+    if sc.model.num_experts > 1:
+        notes.append("MoE: all experts are counted and sharded by the chosen strategy; expert "
+                     "parallelism is not modelled yet.")
+    if not sc.model.has_architecture:
+        notes.append("Only num_params given: per-layer sizes are assumed uniform.")
+    if lay.grad_accumulation_steps > 1:
+        notes.append(f"{lay.grad_accumulation_steps} gradient-accumulation steps per optimizer step.")
+    return notes

@@ -1,0 +1,63 @@
+"""Parallel layout: data-parallel degree, shard degree, gradient accumulation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .errors import ScenarioError
+from .scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Layout:
+    num_gpus: int
+    data_parallel: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    shard_degree: int               # ranks the sharded states are split over (1 = none)
+    replica_groups: int             # HSDP: data-parallel replicas of one shard group
+    micro_batch_size: int
+    global_batch_size: int
+    grad_accumulation_steps: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def layout(sc: Scenario) -> Layout:
+    """Derive the layout; raises ScenarioError when degrees or batches do not divide."""
+    c, t, s = sc.cluster, sc.training, sc.strategy
+    n = c.num_gpus
+    mp = t.tensor_parallel * t.pipeline_parallel
+    if n % mp:
+        raise ScenarioError("training.tensor_parallel",
+                            f"tensor_parallel x pipeline_parallel = {mp} must divide the "
+                            f"{n} GPUs ({c.num_nodes} nodes x {c.gpus_per_node})")
+    dp = n // mp
+    if sc.model.num_layers and sc.model.num_layers % t.pipeline_parallel:
+        raise ScenarioError("training.pipeline_parallel",
+                            f"must divide the model's {sc.model.num_layers} layers, "
+                            f"got {t.pipeline_parallel}")
+    if sc.model.num_attention_heads and sc.model.num_attention_heads % t.tensor_parallel:
+        raise ScenarioError("training.tensor_parallel",
+                            f"must divide the {sc.model.num_attention_heads} attention heads, "
+                            f"got {t.tensor_parallel}")
+    per_step = t.micro_batch_size * dp
+    gbs = t.global_batch_size if t.global_batch_size is not None else per_step
+    if gbs % per_step:
+        raise ScenarioError("training.global_batch_size",
+                            f"must be a multiple of micro_batch_size x data-parallel degree = "
+                            f"{t.micro_batch_size} x {dp} = {per_step}, got {gbs}")
+    if s.zero_stage == 0:
+        shard = 1
+    elif s.kind == "fsdp_hybrid_shard":
+        if dp % s.shard_group_size:
+            raise ScenarioError("strategy.shard_group_size",
+                                f"must divide the data-parallel degree {dp}, got {s.shard_group_size}")
+        shard = s.shard_group_size
+    else:
+        shard = dp
+    return Layout(num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
+                  pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
+                  replica_groups=dp // shard, micro_batch_size=t.micro_batch_size,
+                  global_batch_size=gbs, grad_accumulation_steps=gbs // per_step)

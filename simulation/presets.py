@@ -1,0 +1,145 @@
+"""Built-in presets: model architectures, accelerators and node templates.
+
+Each preset is a plain dict in the scenario's own vocabulary (the same keys a user may
+write inline), with the ``source`` it came from. The web app seeds its catalog from these
+and may pass edited copies back to :func:`simulation.scenario.resolve`; the engine itself
+only ever sees explicit values.
+
+Units: bytes, seconds, FLOP/s, bytes/s (SI). "GB" in a source means 1e9 bytes unless noted;
+DIMM and HBM sizes sold as "64 GB" / "80 GB" are binary (GiB).
+"""
+
+GIB = 2**30
+TB = 1e12
+GB = 1e9
+
+# ---------------------------------------------------------------- models
+_LLAMA2 = "Touvron et al., Llama 2 (arXiv 2307.09288) Table 1 + released config.json"
+_GPT3 = "Brown et al., Language Models are Few-Shot Learners (arXiv 2005.14165) Table 2.1"
+_KORT = "Korthikanti et al., Reducing Activation Recomputation (arXiv 2205.05198) Table 3"
+
+MODELS: dict[str, dict] = {
+    "llama2-7b": dict(
+        name="Llama-2-7B", num_layers=32, hidden_size=4096, num_attention_heads=32,
+        num_kv_heads=32, ffn_hidden_size=11008, vocab_size=32000, gated_mlp=True,
+        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False, dropout=False,
+        max_seq_len=4096, source=_LLAMA2),
+    "llama2-13b": dict(
+        name="Llama-2-13B", num_layers=40, hidden_size=5120, num_attention_heads=40,
+        num_kv_heads=40, ffn_hidden_size=13824, vocab_size=32000, gated_mlp=True,
+        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False, dropout=False,
+        max_seq_len=4096, source=_LLAMA2),
+    "llama2-70b": dict(
+        name="Llama-2-70B", num_layers=80, hidden_size=8192, num_attention_heads=64,
+        num_kv_heads=8, ffn_hidden_size=28672, vocab_size=32000, gated_mlp=True,
+        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False, dropout=False,
+        max_seq_len=4096, source=_LLAMA2),
+    "gpt3-6.7b": dict(
+        name="GPT-3 6.7B", num_layers=32, hidden_size=4096, num_attention_heads=32,
+        num_kv_heads=32, ffn_hidden_size=16384, vocab_size=50257, gated_mlp=False,
+        tied_embeddings=True, position_embedding="learned", norm="layernorm",
+        linear_bias=True, max_seq_len=2048, source=_GPT3),
+    "gpt3-175b": dict(
+        name="GPT-3 175B", num_layers=96, hidden_size=12288, num_attention_heads=96,
+        num_kv_heads=96, ffn_hidden_size=49152, vocab_size=50257, gated_mlp=False,
+        tied_embeddings=True, position_embedding="learned", norm="layernorm",
+        linear_bias=True, max_seq_len=2048, source=_GPT3),
+    "megatron-22b": dict(
+        name="Megatron GPT 22B", num_layers=48, hidden_size=6144, num_attention_heads=64,
+        num_kv_heads=64, ffn_hidden_size=24576, vocab_size=51200, gated_mlp=False,
+        tied_embeddings=True, position_embedding="learned", norm="layernorm",
+        linear_bias=True, max_seq_len=2048, source=_KORT),
+    "mixtral-8x7b": dict(
+        name="Mixtral-8x7B", num_layers=32, hidden_size=4096, num_attention_heads=32,
+        num_kv_heads=8, ffn_hidden_size=14336, vocab_size=32000, gated_mlp=True,
+        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False, dropout=False,
+        num_experts=8, moe_top_k=2, max_seq_len=32768,
+        source="Jiang et al., Mixtral of Experts (arXiv 2401.04088) Table 1"),
+}
+
+# ---------------------------------------------------------------- accelerators
+# Usable HBM: the driver exposes about 79.3 GiB of an "80 GB" part (ECC and reserved
+# pages); the same ratio is applied to the other parts.
+_USABLE = 79.3 / 80
+
+ACCELERATORS: dict[str, dict] = {
+    "a100-sxm4-40gb": dict(
+        name="NVIDIA A100 40GB SXM4", hbm_capacity_bytes=int(40 * GIB * _USABLE),
+        hbm_bytes_per_s=1555 * GB, peak_flops_bf16=312e12, peak_flops_fp32=19.5e12,
+        host_link_bytes_per_s=25 * GB, scaleup_bytes_per_s=300 * GB,
+        source="NVIDIA A100 datasheet; PCIe 4.0 x16 measured ~25 GB/s"),
+    "a100-sxm4-80gb": dict(
+        name="NVIDIA A100 80GB SXM4", hbm_capacity_bytes=int(80 * GIB * _USABLE),
+        hbm_bytes_per_s=2039 * GB, peak_flops_bf16=312e12, peak_flops_fp32=19.5e12,
+        host_link_bytes_per_s=25 * GB, scaleup_bytes_per_s=300 * GB,
+        source="NVIDIA A100 datasheet; PCIe 4.0 x16 measured ~25 GB/s"),
+    "h100-sxm5-80gb": dict(
+        name="NVIDIA H100 SXM5 80GB", hbm_capacity_bytes=int(80 * GIB * _USABLE),
+        hbm_bytes_per_s=3350 * GB, peak_flops_bf16=989e12, peak_flops_fp32=67e12,
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=450 * GB,
+        source="NVIDIA H100 datasheet (dense bf16 989 TFLOP/s); PCIe 5.0 x16 H2D measured 55.4 GB/s"),
+    "h200-sxm-141gb": dict(
+        name="NVIDIA H200 SXM 141GB", hbm_capacity_bytes=int(140 * GIB),
+        hbm_bytes_per_s=4800 * GB, peak_flops_bf16=989e12, peak_flops_fp32=67e12,
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=450 * GB,
+        source="NVIDIA H200 datasheet; about 140 GiB exposed"),
+    "b200-sxm-180gb": dict(
+        name="NVIDIA B200 SXM", hbm_capacity_bytes=int(180 * GIB * _USABLE),
+        hbm_bytes_per_s=8000 * GB, peak_flops_bf16=2250e12, peak_flops_fp32=80e12,
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=900 * GB,
+        source="NVIDIA DGX B200 datasheet"),
+    "mi300x-192gb": dict(
+        name="AMD Instinct MI300X", hbm_capacity_bytes=int(192 * GIB * _USABLE),
+        hbm_bytes_per_s=5300 * GB, peak_flops_bf16=1307.4e12, peak_flops_fp32=163.4e12,
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=448 * GB,
+        source="AMD Instinct MI300X datasheet"),
+}
+
+# ---------------------------------------------------------------- nodes
+_DGX_H100_SRC = ("NVIDIA DGX BasePOD reference architecture, core components (DGX H100: 2 TB "
+                 "DDR5, 8x 3.84 TB U.2 data drives, 8x ConnectX-7 400 Gb/s)")
+_NVME_PCIE4 = dict(  # U.2 PCIe 4.0 data drives of DGX H100/H200/B200, figures of a Kioxia CM6
+    device="8x 3.84 TB U.2 NVMe (PCIe 4.0, Kioxia CM6-class: 6.9 GB/s read, 4.2 GB/s write)",
+    devices=8, capacity_bytes=8 * 3.84 * TB, read_bytes_per_s=8 * 6.9 * GB,
+    write_bytes_per_s=8 * 4.2 * GB, latency_s=80e-6)
+_DDR_SPR_2TIB = dict(
+    device="2 TiB DDR5-4800 (32x 64 GB RDIMM, 2 sockets x 8 channels)",
+    devices=32, capacity_bytes=2048 * GIB, read_bytes_per_s=2 * 307.2 * GB,
+    write_bytes_per_s=2 * 307.2 * GB, latency_s=100e-9)
+
+NODES: dict[str, dict] = {
+    "dgx-h100": dict(
+        name="NVIDIA DGX H100", accelerator="h100-sxm5-80gb", gpus_per_node=8,
+        nic_bytes_per_s=8 * 50 * GB,
+        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4), source=_DGX_H100_SRC),
+    "dgx-h200": dict(
+        name="NVIDIA DGX H200", accelerator="h200-sxm-141gb", gpus_per_node=8,
+        nic_bytes_per_s=8 * 50 * GB,
+        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
+        source="NVIDIA DGX H200 user guide (2 TB DDR5, 8x 3.84 TB U.2)"),
+    "dgx-a100-80gb": dict(
+        name="NVIDIA DGX A100 (640 GB)", accelerator="a100-sxm4-80gb", gpus_per_node=8,
+        nic_bytes_per_s=8 * 25 * GB,
+        tiers=dict(
+            ddr=dict(device="2 TiB DDR4-3200 (2x AMD EPYC 7742, 8 channels each)", devices=32,
+                     capacity_bytes=2048 * GIB, read_bytes_per_s=2 * 204.8 * GB,
+                     write_bytes_per_s=2 * 204.8 * GB, latency_s=100e-9),
+            nvme=_NVME_PCIE4),
+        source="NVIDIA DGX A100 user guide (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR 200 Gb/s)"),
+    "dgx-b200": dict(
+        name="NVIDIA DGX B200", accelerator="b200-sxm-180gb", gpus_per_node=8,
+        nic_bytes_per_s=8 * 50 * GB,
+        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
+        source="NVIDIA DGX B200 user guide (2 TB DDR5, 8x 3.84 TB U.2 RAID0)"),
+    "dgx-h100-cxl": dict(
+        name="DGX H100 + 4x 256 GB CXL expanders (example build)",
+        accelerator="h100-sxm5-80gb", gpus_per_node=8, nic_bytes_per_s=8 * 50 * GB,
+        tiers=dict(
+            ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4,
+            cxl=dict(device="4x Micron CZ120 256 GB CXL 2.0 Type-3 (PCIe 5.0 x8, 36 GB/s each)",
+                     devices=4, capacity_bytes=4 * 256 * GIB, read_bytes_per_s=4 * 36 * GB,
+                     write_bytes_per_s=4 * 36 * GB, latency_s=250e-9)),
+        source=_DGX_H100_SRC + "; CXL: Micron CZ120 announcement (36 GB/s per module, MLC 2:1)"),
+}
+
+TIER_NAMES = ("ddr", "nvme", "cxl")

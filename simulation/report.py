@@ -1,0 +1,58 @@
+"""The report: what the engine answers, as a frozen dataclass that round-trips JSON.
+
+Keys outside checks rely on (``"schema": 1``)::
+
+    fits                          bool: every tier within capacity
+    violations[*]                 {tier, scope, required_bytes, capacity_bytes, over_bytes, message}
+    model.num_params              parameters (elements)
+    memory.per_gpu.hbm.{params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
+                        buffers_bytes, total_bytes, capacity_bytes, free_bytes, parts[*]}
+    memory.per_node.{ddr,nvme,cxl}  the same keys, per node
+    convention                    {name, description, bytes_per_param}
+    cross_checks                  other estimators' views of the same scenario
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+
+@dataclass(frozen=True)
+class Violation:
+    tier: str
+    scope: str               # per_gpu | per_node
+    required_bytes: float
+    capacity_bytes: float
+    over_bytes: float
+    message: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Report:
+    schema: int
+    engine_version: str
+    fits: bool
+    violations: tuple[Violation, ...]
+    model: dict
+    parallelism: dict
+    convention: dict
+    memory: dict
+    cross_checks: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    scenario: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["violations"] = [v.to_dict() for v in self.violations]
+        d["notes"] = list(self.notes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        kw["violations"] = tuple(Violation(**v) for v in d.get("violations", ()))
+        kw["notes"] = tuple(d.get("notes", ()))
+        return cls(**kw)

@@ -1,0 +1,521 @@
+"""The scenario: what the user asks about, as frozen dataclasses that round-trip JSON.
+
+Shape (``"schema": 1``)::
+
+    {"schema": 1,
+     "model":    {"preset": "llama2-70b"}            # or explicit architecture fields,
+                                                     # or {"num_params": 7e9, ...}
+     "cluster":  {"node": "dgx-h100", "num_nodes": 2,
+                  "accelerator": "h100-sxm5-80gb",   # optional overrides of the template
+                  "gpus_per_node": 8,
+                  "tiers": {"ddr": {"capacity_bytes": ...}, "nvme": {...}, "cxl": {...}}},
+     "training": {"micro_batch_size": 1, "global_batch_size": 16, "seq_len": 4096,
+                  "precision": "bf16", "optimizer": "adam", "recompute": "none",
+                  "tensor_parallel": 1, "pipeline_parallel": 1, "sequence_parallel": false},
+     "strategy": {"kind": "zero3", "shard_group_size": null,
+                  "offload_optimizer": "none", "offload_params": "none",
+                  "prefetch_depth": 1},
+     "convention": "realistic"}                      # or "zero_paper"
+
+Presets are expanded by :func:`resolve` into explicit values; a resolved scenario
+carries everything the engine uses, so a stored run can be re-evaluated exactly.
+Every bad value raises :class:`ScenarioError` naming its dotted field.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+
+from . import presets
+from .errors import ScenarioError
+
+SCHEMA_VERSION = 1
+
+STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
+                  "zero_offload", "zero_infinity")
+OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
+PRECISIONS = ("bf16", "fp16", "fp32")
+OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
+RECOMPUTE = ("none", "selective", "full")
+CONVENTIONS = ("realistic", "zero_paper")
+
+
+# ------------------------------------------------------------------ field checks
+def _int(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False):
+    v = d.get(key, default)
+    if v is None:
+        if required:
+            raise ScenarioError(f"{path}.{key}", "is required")
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and (
+            not math.isfinite(v) or v != int(v)):
+        raise ScenarioError(f"{path}.{key}", f"must be a whole number, got {v!r}")
+    v = int(v)
+    if v < minimum:
+        raise ScenarioError(f"{path}.{key}", f"must be at least {minimum}, got {v}")
+    return v
+
+
+def _num(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
+         maximum: float | None = None):
+    v = d.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
+    if v < minimum or (strict and v == minimum):
+        op = ">" if strict else ">="
+        raise ScenarioError(f"{path}.{key}", f"must be {op} {minimum:g}, got {v:g}")
+    if maximum is not None and v > maximum:
+        raise ScenarioError(f"{path}.{key}", f"must be <= {maximum:g}, got {v:g}")
+    return float(v)
+
+
+def _bool(d: dict, key: str, path: str, default: bool):
+    v = d.get(key, default)
+    if not isinstance(v, bool):
+        raise ScenarioError(f"{path}.{key}", f"must be true or false, got {v!r}")
+    return v
+
+
+def _choice(d: dict, key: str, path: str, choices, default):
+    v = d.get(key, default)
+    if v not in choices:
+        raise ScenarioError(f"{path}.{key}", f"must be one of {', '.join(choices)}; got {v!r}")
+    return v
+
+
+def _str(d: dict, key: str, path: str, default=None):
+    v = d.get(key, default)
+    if v is not None and not isinstance(v, str):
+        raise ScenarioError(f"{path}.{key}", f"must be a string, got {v!r}")
+    return v
+
+
+def _section(d: dict, key: str, path: str = "") -> dict:
+    v = d.get(key, {})
+    where = f"{path}.{key}" if path else key
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ScenarioError(where, f"must be an object, got {type(v).__name__}")
+    return v
+
+
+def _no_unknown(d: dict, allowed, path: str):
+    for k in d:
+        if k not in allowed:
+            raise ScenarioError(f"{path}.{k}" if path else k,
+                                f"unknown field; known fields: {', '.join(sorted(allowed))}")
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+# ------------------------------------------------------------------ dataclasses
+@dataclass(frozen=True)
+class ModelSpec:
+    """A transformer's architecture, or just its size.
+
+    Either the architecture (layers, hidden size, heads, FFN size, vocab) is given and the
+    parameter count is derived, or ``num_params`` is given (then ``num_layers`` and
+    ``hidden_size`` are still needed for activations).
+    """
+    name: str = "custom"
+    num_layers: int | None = None
+    hidden_size: int | None = None
+    num_attention_heads: int | None = None
+    num_kv_heads: int | None = None
+    ffn_hidden_size: int | None = None
+    vocab_size: int | None = None
+    gated_mlp: bool = True
+    tied_embeddings: bool = False
+    position_embedding: str = "rope"
+    norm: str = "rmsnorm"
+    linear_bias: bool = False
+    dropout: bool = True
+    num_experts: int = 1
+    moe_top_k: int = 1
+    max_seq_len: int | None = None
+    num_params: int | None = None
+    preset: str | None = None
+    source: str | None = None
+
+    @property
+    def has_architecture(self) -> bool:
+        return None not in (self.num_layers, self.hidden_size, self.num_attention_heads,
+                            self.ffn_hidden_size, self.vocab_size)
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str = "model") -> "ModelSpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        m = cls(
+            name=_str(d, "name", path, "custom") or "custom",
+            num_layers=_int(d, "num_layers", path),
+            hidden_size=_int(d, "hidden_size", path),
+            num_attention_heads=_int(d, "num_attention_heads", path),
+            num_kv_heads=_int(d, "num_kv_heads", path),
+            ffn_hidden_size=_int(d, "ffn_hidden_size", path),
+            vocab_size=_int(d, "vocab_size", path),
+            gated_mlp=_bool(d, "gated_mlp", path, True),
+            tied_embeddings=_bool(d, "tied_embeddings", path, False),
+            position_embedding=_choice(d, "position_embedding", path, ("rope", "learned"), "rope"),
+            norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
+            linear_bias=_bool(d, "linear_bias", path, False),
+            dropout=_bool(d, "dropout", path, True),
+            num_experts=_int(d, "num_experts", path, 1),
+            moe_top_k=_int(d, "moe_top_k", path, 1),
+            max_seq_len=_int(d, "max_seq_len", path),
+            num_params=_int(d, "num_params", path),
+            preset=_str(d, "preset", path),
+            source=_str(d, "source", path),
+        )
+        if m.num_kv_heads is None and m.num_attention_heads is not None:
+            m = replace(m, num_kv_heads=m.num_attention_heads)
+        if m.num_params is None and not m.has_architecture:
+            missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads",
+                                   "ffn_hidden_size", "vocab_size") if getattr(m, k) is None]
+            raise ScenarioError(f"{path}.{missing[0]}",
+                                "is required: give a preset, the full architecture "
+                                f"(missing: {', '.join(missing)}) or num_params")
+        if m.num_params is not None and (m.num_layers is None or m.hidden_size is None):
+            raise ScenarioError(f"{path}.num_layers" if m.num_layers is None else f"{path}.hidden_size",
+                                "is required with num_params (activations depend on it)")
+        if m.num_attention_heads and m.hidden_size and m.hidden_size % m.num_attention_heads:
+            raise ScenarioError(f"{path}.num_attention_heads",
+                                f"must divide hidden_size {m.hidden_size}, got {m.num_attention_heads}")
+        if m.num_kv_heads and m.num_attention_heads and m.num_attention_heads % m.num_kv_heads:
+            raise ScenarioError(f"{path}.num_kv_heads",
+                                f"must divide num_attention_heads {m.num_attention_heads}, got {m.num_kv_heads}")
+        if m.moe_top_k > m.num_experts:
+            raise ScenarioError(f"{path}.moe_top_k",
+                                f"must be <= num_experts ({m.num_experts}), got {m.moe_top_k}")
+        return m
+
+    def to_dict(self) -> dict:
+        return _drop_none(asdict(self))
+
+
+@dataclass(frozen=True)
+class AcceleratorSpec:
+    name: str
+    hbm_capacity_bytes: float
+    hbm_bytes_per_s: float
+    peak_flops_bf16: float
+    peak_flops_fp32: float
+    host_link_bytes_per_s: float
+    scaleup_bytes_per_s: float
+    preset: str | None = None
+    source: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        vals = {}
+        for k in ("hbm_capacity_bytes", "hbm_bytes_per_s", "peak_flops_bf16", "peak_flops_fp32",
+                  "host_link_bytes_per_s", "scaleup_bytes_per_s"):
+            if d.get(k) is None:
+                raise ScenarioError(f"{path}.{k}", "is required")
+            vals[k] = _num(d, k, path, strict=True)
+        return cls(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
+                   preset=_str(d, "preset", path), source=_str(d, "source", path), **vals)
+
+    def to_dict(self) -> dict:
+        return _drop_none(asdict(self))
+
+
+@dataclass(frozen=True)
+class TierSpec:
+    """One memory/storage tier of a node (totals for the node)."""
+    capacity_bytes: float
+    read_bytes_per_s: float
+    write_bytes_per_s: float
+    latency_s: float = 0.0
+    device: str | None = None
+    devices: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str) -> "TierSpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
+            if d.get(k) is None:
+                raise ScenarioError(f"{path}.{k}", "is required")
+        return cls(capacity_bytes=_num(d, "capacity_bytes", path),
+                   read_bytes_per_s=_num(d, "read_bytes_per_s", path, strict=True),
+                   write_bytes_per_s=_num(d, "write_bytes_per_s", path, strict=True),
+                   latency_s=_num(d, "latency_s", path, 0.0),
+                   device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0))
+
+    def to_dict(self) -> dict:
+        return _drop_none(asdict(self))
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    accelerator: AcceleratorSpec
+    gpus_per_node: int
+    num_nodes: int
+    tiers: dict  # tier name -> TierSpec
+    nic_bytes_per_s: float | None = None
+    node: str | None = None
+    node_name: str | None = None
+    source: str | None = None
+
+    @property
+    def num_gpus(self) -> int:
+        return self.gpus_per_node * self.num_nodes
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str = "cluster") -> "ClusterSpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        acc = d.get("accelerator")
+        if not isinstance(acc, dict):
+            raise ScenarioError(f"{path}.accelerator",
+                                "must name an accelerator preset "
+                                f"({', '.join(presets.ACCELERATORS)}) or give its specs")
+        tiers_in = _section(d, "tiers", path)
+        tiers = {}
+        for name, spec in tiers_in.items():
+            if name not in presets.TIER_NAMES:
+                raise ScenarioError(f"{path}.tiers.{name}",
+                                    f"unknown tier; known tiers: {', '.join(presets.TIER_NAMES)}")
+            if spec is None:
+                continue
+            if not isinstance(spec, dict):
+                raise ScenarioError(f"{path}.tiers.{name}", "must be an object")
+            tiers[name] = TierSpec.from_dict(spec, f"{path}.tiers.{name}")
+        return cls(
+            accelerator=AcceleratorSpec.from_dict(acc, f"{path}.accelerator"),
+            gpus_per_node=_int(d, "gpus_per_node", path, required=True),
+            num_nodes=_int(d, "num_nodes", path, 1),
+            tiers=tiers,
+            nic_bytes_per_s=_num(d, "nic_bytes_per_s", path, strict=True),
+            node=_str(d, "node", path), node_name=_str(d, "node_name", path),
+            source=_str(d, "source", path))
+
+    def to_dict(self) -> dict:
+        return _drop_none(dict(
+            node=self.node, node_name=self.node_name, num_nodes=self.num_nodes,
+            gpus_per_node=self.gpus_per_node, accelerator=self.accelerator.to_dict(),
+            nic_bytes_per_s=self.nic_bytes_per_s,
+            tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source))
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    micro_batch_size: int = 1
+    global_batch_size: int | None = None
+    seq_len: int = 4096
+    precision: str = "bf16"
+    optimizer: str = "adam"
+    recompute: str = "none"
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    sequence_parallel: bool = False
+    flash_attention: bool = False
+    interleave_stages: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        return cls(
+            micro_batch_size=_int(d, "micro_batch_size", path, 1),
+            global_batch_size=_int(d, "global_batch_size", path),
+            seq_len=_int(d, "seq_len", path, 4096),
+            precision=_choice(d, "precision", path, PRECISIONS, "bf16"),
+            optimizer=_choice(d, "optimizer", path, OPTIMIZERS, "adam"),
+            recompute=_choice(d, "recompute", path, RECOMPUTE, "none"),
+            tensor_parallel=_int(d, "tensor_parallel", path, 1),
+            pipeline_parallel=_int(d, "pipeline_parallel", path, 1),
+            sequence_parallel=_bool(d, "sequence_parallel", path, False),
+            flash_attention=_bool(d, "flash_attention", path, False),
+            interleave_stages=_int(d, "interleave_stages", path))
+
+    def to_dict(self) -> dict:
+        return _drop_none(asdict(self))
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    kind: str = "zero3"
+    shard_group_size: int | None = None
+    offload_optimizer: str = "none"
+    offload_params: str = "none"
+    prefetch_depth: int = 1
+
+    @property
+    def zero_stage(self) -> int:
+        """ZeRO stage equivalent: 0 (DDP), 1, 2 or 3 (FSDP shards like stage 3)."""
+        return {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2}.get(self.kind, 3)
+
+    @property
+    def is_fsdp(self) -> bool:
+        return self.kind.startswith("fsdp")
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str = "strategy") -> "StrategySpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        kind = _choice(d, "kind", path, STRATEGY_KINDS, "zero3")
+        # ZeRO-Offload / ZeRO-Infinity name a stage plus an offload target.
+        default_opt = {"zero_offload": "cpu", "zero_infinity": "nvme"}.get(kind, "none")
+        default_par = "nvme" if kind == "zero_infinity" else "none"
+        s = cls(kind=kind,
+                shard_group_size=_int(d, "shard_group_size", path),
+                offload_optimizer=_choice(d, "offload_optimizer", path, OFFLOAD_TARGETS, default_opt),
+                offload_params=_choice(d, "offload_params", path, OFFLOAD_TARGETS, default_par),
+                prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0))
+        if s.zero_stage == 0 and s.offload_optimizer != "none":
+            raise ScenarioError(f"{path}.offload_optimizer",
+                                "DDP keeps every state on the GPU; offload needs ZeRO-1 or higher")
+        if s.zero_stage < 3 and s.offload_params != "none":
+            raise ScenarioError(f"{path}.offload_params",
+                                f"parameter offload needs sharded parameters (ZeRO-3/FSDP/ZeRO-Infinity), "
+                                f"not {kind}")
+        if kind == "zero_offload" and s.offload_optimizer == "none":
+            raise ScenarioError(f"{path}.offload_optimizer", "ZeRO-Offload offloads the optimizer; "
+                                                             "choose cpu, nvme or cxl")
+        if kind == "fsdp_hybrid_shard" and s.shard_group_size is None:
+            raise ScenarioError(f"{path}.shard_group_size",
+                                "is required for fsdp_hybrid_shard (often the GPUs of one node)")
+        if kind != "fsdp_hybrid_shard" and s.shard_group_size is not None:
+            raise ScenarioError(f"{path}.shard_group_size", "applies to fsdp_hybrid_shard only")
+        return s
+
+    def to_dict(self) -> dict:
+        return _drop_none(asdict(self))
+
+
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """Framework overheads the realistic convention adds on each GPU.
+
+    ``runtime_bytes``: CUDA context, cuBLAS workspace and NCCL buffers, allocated before
+    any tensor (typically 1-2 GiB on Hopper; measure an idle process with nvidia-smi).
+    ``fragmentation_fraction``: caching-allocator reserve beyond what tensors use, as a
+    fraction of activations and working buffers (PyTorch's reserved/allocated is
+    typically 1.05-1.3).
+    """
+    runtime_bytes: float = 1.5 * 2**30
+    fragmentation_fraction: float = 0.10
+
+    @classmethod
+    def from_dict(cls, d: dict, path: str = "runtime") -> "RuntimeSpec":
+        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        return cls(runtime_bytes=_num(d, "runtime_bytes", path, cls.runtime_bytes),
+                   fragmentation_fraction=_num(d, "fragmentation_fraction", path,
+                                               cls.fragmentation_fraction, maximum=1.0))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: ModelSpec
+    cluster: ClusterSpec
+    training: TrainingSpec = field(default_factory=TrainingSpec)
+    strategy: StrategySpec = field(default_factory=StrategySpec)
+    convention: str = "realistic"
+    runtime: RuntimeSpec = field(default_factory=RuntimeSpec)
+    schema: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
+        """Validate, expand presets and build a scenario. Raises ScenarioError."""
+        d = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
+        return cls(model=ModelSpec.from_dict(d["model"]),
+                   cluster=ClusterSpec.from_dict(d["cluster"]),
+                   training=TrainingSpec.from_dict(_section(d, "training")),
+                   strategy=StrategySpec.from_dict(_section(d, "strategy")),
+                   convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
+                   runtime=RuntimeSpec.from_dict(_section(d, "runtime")))
+
+    def to_dict(self) -> dict:
+        return dict(schema=self.schema, model=self.model.to_dict(),
+                    cluster=self.cluster.to_dict(), training=self.training.to_dict(),
+                    strategy=self.strategy.to_dict(), convention=self.convention,
+                    runtime=self.runtime.to_dict())
+
+
+# ------------------------------------------------------------------ preset expansion
+def _expand(value, table: dict, path: str, what: str) -> dict:
+    """A preset id, or a dict with an optional ``preset`` key plus overrides."""
+    if isinstance(value, str):
+        value = {"preset": value}
+    if not isinstance(value, dict):
+        raise ScenarioError(path, f"must be a {what} preset name or an object")
+    name = value.get("preset")
+    if name is None:
+        return dict(value)
+    if name not in table:
+        if set(value) - {"preset", "name", "source"}:
+            return dict(value)   # already resolved: the preset is provenance only
+        raise ScenarioError(f"{path}.preset" if "preset" in value else path,
+                            f"unknown {what} preset {name!r}; known: {', '.join(sorted(table))}")
+    out = {k: v for k, v in table[name].items()}
+    out.update({k: v for k, v in value.items() if v is not None})
+    out["preset"] = name
+    return out
+
+
+def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
+    """Expand preset names into explicit values; returns a new dict (input unchanged).
+
+    ``models``/``nodes``/``accelerators`` are lookup tables (id -> spec dict); the
+    built-in :mod:`simulation.presets` are used where omitted.
+    """
+    if not isinstance(d, dict):
+        raise ScenarioError("scenario", "must be a JSON object")
+    schema = d.get("schema", SCHEMA_VERSION)
+    if schema != SCHEMA_VERSION:
+        raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
+    _no_unknown(d, {"schema", "model", "cluster", "training", "strategy", "convention", "runtime",
+                   "name"}, "")
+    models = presets.MODELS if models is None else models
+    nodes = presets.NODES if nodes is None else nodes
+    accelerators = presets.ACCELERATORS if accelerators is None else accelerators
+    if "model" not in d:
+        raise ScenarioError("model", "is required")
+    if "cluster" not in d:
+        raise ScenarioError("cluster", "is required")
+    out = dict(d)
+    out["model"] = _expand(d["model"], models, "model", "model")
+
+    cluster_in = d["cluster"]
+    if not isinstance(cluster_in, dict):
+        raise ScenarioError("cluster", "must be an object")
+    cluster = {}
+    node_id = cluster_in.get("node")
+    explicit = cluster_in.get("accelerator") is not None and cluster_in.get("gpus_per_node") is not None
+    if node_id is not None and not (node_id not in nodes and explicit):
+        if node_id not in nodes:
+            raise ScenarioError("cluster.node",
+                                f"unknown node template {node_id!r}; known: {', '.join(sorted(nodes))}")
+        tpl = nodes[node_id]
+        cluster = {k: v for k, v in tpl.items() if k not in ("name", "tiers")}
+        cluster["node_name"] = tpl.get("name")
+        cluster["tiers"] = {k: dict(v) for k, v in (tpl.get("tiers") or {}).items()}
+    for k, v in cluster_in.items():
+        if k == "tiers":
+            if v is None:
+                continue
+            if not isinstance(v, dict):
+                raise ScenarioError("cluster.tiers", "must be an object")
+            tiers = cluster.setdefault("tiers", {})
+            for tname, tspec in v.items():
+                if tspec is None:            # null removes a tier of the template
+                    tiers.pop(tname, None)
+                elif isinstance(tspec, dict):
+                    tiers[tname] = {**tiers.get(tname, {}), **tspec}
+                else:
+                    raise ScenarioError(f"cluster.tiers.{tname}", "must be an object or null")
+        elif v is not None:
+            cluster[k] = v
+    acc = cluster.get("accelerator")
+    if acc is None:
+        raise ScenarioError("cluster.accelerator", "is required (or give a node template)")
+    cluster["accelerator"] = _expand(acc, accelerators, "cluster.accelerator", "accelerator")
+    out["cluster"] = cluster
+    return out

@@ -1,0 +1,124 @@
+"""Scenario validation, JSON round trips, the CLI, and the engine's independence from Django."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simulation import Report, Scenario, ScenarioError, evaluate, evaluate_dict
+
+BASE = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+        "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096,
+                     "recompute": "full"},
+        "strategy": {"kind": "zero3"}}
+
+
+def with_(path, value):
+    d = json.loads(json.dumps(BASE))
+    *head, last = path.split(".")
+    node = d
+    for k in head:
+        node = node.setdefault(k, {})
+    node[last] = value
+    return d
+
+
+def test_scenario_round_trips_through_json():
+    sc = Scenario.from_dict(BASE)
+    again = Scenario.from_dict(json.loads(json.dumps(sc.to_dict())))
+    assert again == sc
+    assert sc.to_dict()["schema"] == 1
+
+
+def test_report_round_trips_through_json():
+    r = evaluate(Scenario.from_dict(BASE))
+    assert Report.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_evaluation_is_deterministic():
+    assert evaluate_dict(BASE) == evaluate_dict(BASE)
+
+
+@pytest.mark.parametrize("path,value,field", [
+    ("cluster.num_nodes", 0, "cluster.num_nodes"),
+    ("cluster.gpus_per_node", -8, "cluster.gpus_per_node"),
+    ("training.global_batch_size", 33, "training.global_batch_size"),
+    ("training.micro_batch_size", 1.5, "training.micro_batch_size"),
+    ("model.preset", "llama-9000", "model.preset"),
+    ("cluster.node", "dgx-z900", "cluster.node"),
+    ("cluster.tiers.hbm4", {"capacity_bytes": 1}, "cluster.tiers.hbm4"),
+    ("cluster.tiers.ddr.capacity_bytes", -1, "cluster.tiers.ddr.capacity_bytes"),
+    ("cluster.tiers.nvme.read_bytes_per_s", 0, "cluster.tiers.nvme.read_bytes_per_s"),
+    ("strategy.kind", "zero4", "strategy.kind"),
+    ("strategy.offload_params", "cpu", "strategy.offload_params"),   # zero3 + ... ok? no: see below
+    ("training.tensor_parallel", 3, "training.tensor_parallel"),
+    ("training.precision", "fp8", "training.precision"),
+    ("training.seq_len", "long", "training.seq_len"),
+    ("runtime.fragmentation_fraction", 2, "runtime.fragmentation_fraction"),
+    ("model.colour", "blue", "model.colour"),
+])
+def test_bad_input_names_the_field(path, value, field):
+    d = with_(path, value)
+    if path == "strategy.offload_params":
+        d["strategy"]["kind"] = "zero2"          # parameter offload needs ZeRO-3
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(d)
+    assert e.value.field == field
+    assert str(e.value).startswith(field + ": ")
+
+
+def test_hybrid_shard_needs_a_dividing_group():
+    d = with_("strategy", {"kind": "fsdp_hybrid_shard", "shard_group_size": 5})
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(d)
+    assert e.value.field == "strategy.shard_group_size"
+
+
+def test_preset_values_can_be_overridden():
+    d = with_("cluster.tiers", {"ddr": {"capacity_bytes": 1e12}, "cxl": None})
+    r = evaluate_dict(d)
+    assert r["memory"]["per_node"]["ddr"]["capacity_bytes"] == 1e12
+    assert r["scenario"]["cluster"]["tiers"]["ddr"]["read_bytes_per_s"] > 0   # kept from the template
+
+
+def test_resolved_scenario_needs_no_presets():
+    """A stored run's input re-evaluates to the same report without any preset table."""
+    resolved = Scenario.from_dict(BASE).to_dict()
+    again = Scenario.from_dict(resolved, models={}, nodes={}, accelerators={})
+    assert evaluate(again).memory == evaluate(Scenario.from_dict(BASE)).memory
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "simulation", *args], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_prints_report_from_stdin():
+    p = run_cli("evaluate", "-", stdin=json.dumps(BASE))
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["model"]["num_params"] == 68976648192
+    for k in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
+              "buffers_bytes", "total_bytes", "capacity_bytes"):
+        assert k in r["memory"]["per_gpu"]["hbm"]
+        for t in ("ddr", "nvme", "cxl"):
+            assert k in r["memory"]["per_node"][t]
+
+
+def test_cli_reads_a_file_and_reports_bad_input(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(with_("training.global_batch_size", 7)))
+    p = run_cli("evaluate", str(f))
+    assert p.returncode == 2
+    assert "training.global_batch_size" in p.stderr
+    f.write_text("{not json")
+    assert run_cli("evaluate", str(f)).returncode == 2
+
+
+def test_engine_never_imports_django_or_celery():
+    code = ("import sys, simulation; simulation.evaluate_dict(%r); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'celery', 'rest_framework')]; "
+            "print(bad); sys.exit(1 if bad else 0)") % (BASE,)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
