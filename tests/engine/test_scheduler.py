@@ -1,0 +1,204 @@
+"""The bandwidth scheduler: hand-worked systems, invariants, bad graphs, C == Python."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from simulation.scheduler import GraphError, TaskGraph, simulate, simulate_reference
+
+ENGINES = ["python", "c"]
+
+
+def run(g, engine):
+    return simulate(g.arrays(), engine=engine)
+
+
+def test_c_extension_is_built():
+    """``pip install`` builds it; a missing build must fail here, not skip silently."""
+    from simulation import _cscheduler
+    assert callable(_cscheduler.simulate)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_flows_share_one_link(engine):
+    # Link 10 B/s; flows of 10 B and 20 B start together: each gets 5 B/s.
+    # The 10 B flow ends at t = 2; the other has 10 B left, now alone at 10 B/s: ends at 3.
+    g = TaskGraph()
+    g.add_link("pcie", 10)
+    a = g.transfer("a", 10, ["pcie"])
+    b = g.transfer("b", 20, ["pcie"])
+    s = run(g, engine)
+    assert s.end_s[a] == pytest.approx(2.0)
+    assert s.end_s[b] == pytest.approx(3.0)
+    assert s.link_busy_s[0] == pytest.approx(3.0)
+    assert s.link_bytes[0] == pytest.approx(30.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_max_min_fair_shares_on_a_path(engine):
+    # Links A = 10 B/s and B = 4 B/s. f1 crosses A and B, f2 only A, f3 only B.
+    # Progressive filling: B is tightest (4/2 = 2 each): f1 = f3 = 2; A has 10 - 2 = 8 left
+    # for f2 alone: f2 = 8. Sizes 2, 8, 2 -> all end at t = 1.
+    g = TaskGraph()
+    g.add_link("A", 10)
+    g.add_link("B", 4)
+    f1 = g.transfer("f1", 2, ["A", "B"])
+    f2 = g.transfer("f2", 8, ["A"])
+    f3 = g.transfer("f3", 2, ["B"])
+    s = run(g, engine)
+    assert [s.end_s[f] for f in (f1, f2, f3)] == pytest.approx([1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_prefetch_overlaps_compute_and_slots_bound_it(engine):
+    # Two layers: fetch_i (10 B over 10 B/s = 1 s, issued in order) then compute_i (2 s).
+    # With 2 slots fetch_1 runs during compute_0: 0-1 fetch0, 1-3 c0, 1-2 fetch1, 3-5 c1 -> 5 s.
+    # With 1 slot fetch_1 waits for c0 to release: 0-1, 1-3, 3-4, 4-6 -> 6 s.
+    for slots, makespan in ((2, 5.0), (1, 6.0)):
+        g = TaskGraph()
+        g.add_link("pcie", 10)
+        g.add_pool("buf", slots)
+        prev = f = None
+        for i in range(2):
+            f = g.transfer(f"fetch{i}", 10, ["pcie"], deps=[f], acquire="buf")
+            prev = g.compute(f"c{i}", "gpu", 2.0, deps=[f, prev], release="buf")
+        s = run(g, engine)
+        assert s.makespan_s == pytest.approx(makespan)
+        assert s.stream_busy_s[0] == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_zero_length_tasks_and_dependencies(engine):
+    g = TaskGraph()
+    g.add_link("l", 1)
+    a = g.compute("a", "gpu", 0.0)
+    b = g.transfer("b", 0.0, ["l"], deps=[a])
+    c = g.compute("c", "gpu", 1.5, deps=[b])
+    s = run(g, engine)
+    assert s.end_s[a] == s.end_s[b] == 0.0
+    assert s.end_s[c] == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("break_it,msg", [
+    ("cycle", "cycle"), ("zero_bw", "bandwidth"), ("negative", "size"), ("nan", "duration"),
+    ("no_link", "no link"), ("bad_link", "unknown link"), ("bad_dep", "unknown task"),
+])
+def test_bad_graphs_raise_clear_errors(engine, break_it, msg):
+    g = TaskGraph()
+    g.add_link("l", 1.0)
+    t0 = g.transfer("t0", 1.0, ["l"])
+    g.compute("c", "gpu", 1.0, deps=[t0])
+    a = g.arrays()
+    if break_it == "cycle":
+        a["dep_ptr"] = np.array([0, 1, 2], dtype=np.int32)
+        a["dep_idx"] = np.array([1, 0], dtype=np.int32)
+    elif break_it == "zero_bw":
+        a["link_bw"][0] = 0
+    elif break_it == "negative":
+        a["size"][0] = -5
+    elif break_it == "nan":
+        a["duration"][1] = np.nan
+    elif break_it == "no_link":
+        a["path_ptr"] = np.array([0, 0, 0], dtype=np.int32)
+        a["path_links"] = np.array([], dtype=np.int32)
+    elif break_it == "bad_link":
+        a["path_links"][0] = 7
+    elif break_it == "bad_dep":
+        a["dep_idx"][0] = 42
+    with pytest.raises(GraphError, match=msg):
+        if engine == "c":
+            simulate(a, engine="c")
+        else:
+            simulate_reference(a)
+
+
+def test_unknown_link_name_in_builder():
+    g = TaskGraph()
+    with pytest.raises(GraphError, match="unknown link 'nvlink'"):
+        g.transfer("x", 1, ["nvlink"])
+
+
+def random_graph(draw):
+    n_links = draw(st.integers(1, 4))
+    g = TaskGraph()
+    for l in range(n_links):
+        g.add_link(f"l{l}", draw(st.floats(0.5, 100)))
+    g.add_pool("p", draw(st.integers(1, 3)))
+    n = draw(st.integers(1, 25))
+    holders = 0
+    for i in range(n):
+        deps = draw(st.lists(st.integers(0, max(i - 1, 0)), max_size=3)) if i else []
+        if draw(st.booleans()):
+            g.compute(f"c{i}", draw(st.sampled_from(["gpu", "cpu"])),
+                      draw(st.floats(0, 5)), deps=deps)
+        else:
+            path = draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True))
+            # acquire/release in pairs along a dependency chain so slots always come back
+            acq = "p" if draw(st.booleans()) else None
+            tid = g.transfer(f"t{i}", draw(st.floats(0, 50)), [f"l{k}" for k in path],
+                             deps=deps, acquire=acq)
+            if acq:
+                g.compute(f"r{i}", "gpu", draw(st.floats(0, 1)), deps=[tid], release="p")
+    return g
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_c_equals_python_on_generated_graphs(data):
+    g = random_graph(data.draw)
+    a = g.arrays()
+    ref = simulate_reference(a)
+    fast = simulate(a, engine="c")
+    np.testing.assert_allclose(fast.start_s, ref.start_s, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fast.end_s, ref.end_s, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fast.link_busy_s, ref.link_busy_s, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fast.link_bytes, ref.link_bytes, rtol=1e-9, atol=1e-7)
+    np.testing.assert_allclose(fast.stream_busy_s, ref.stream_busy_s, rtol=1e-12)
+    assert fast.makespan_s == pytest.approx(ref.makespan_s, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_more_bandwidth_never_slows_a_graph(data):
+    g = random_graph(data.draw)
+    a = g.arrays()
+    base = simulate_reference(a).makespan_s
+    k = data.draw(st.integers(0, len(a["link_bw"]) - 1))
+    a["link_bw"][k] *= data.draw(st.floats(1.0, 10.0))
+    assert simulate_reference(a).makespan_s <= base * (1 + 1e-9) + 1e-9
+
+
+def _call_c(a, n_streams=1, outs=None):
+    from simulation import _cscheduler
+    n, nl = len(a["kind"]), len(a["link_bw"])
+    outs = outs or (np.empty(n), np.empty(n), np.zeros(nl), np.zeros(nl), np.zeros(n_streams))
+    return _cscheduler.simulate(a["link_bw"], n_streams, a["pool_cap"], a["kind"], a["stream"],
+                                a["duration"], a["size"], a["path_ptr"], a["path_links"],
+                                a["dep_ptr"], a["dep_idx"], a["acquire"], a["release"], *outs)
+
+
+@pytest.mark.parametrize("break_it", ["cycle", "link", "dep", "lengths", "dtype", "ptr"])
+def test_c_rejects_bad_graphs_without_python_checks(break_it):
+    """Called directly (no Python validation), the C code raises; it never crashes."""
+    g = TaskGraph()
+    g.add_link("l", 1.0)
+    t0 = g.transfer("t0", 1.0, ["l"])
+    g.compute("c", "gpu", 1.0, deps=[t0])
+    a = g.arrays()
+    outs = None
+    if break_it == "cycle":
+        a["dep_ptr"] = np.array([0, 1, 2], dtype=np.int32)
+        a["dep_idx"] = np.array([1, 0], dtype=np.int32)
+    elif break_it == "link":
+        a["path_links"][0] = -3
+    elif break_it == "dep":
+        a["dep_idx"][0] = 99
+    elif break_it == "lengths":
+        outs = (np.empty(1), np.empty(2), np.zeros(1), np.zeros(1), np.zeros(1))
+    elif break_it == "dtype":
+        a["kind"] = a["kind"].astype(np.int64)
+    elif break_it == "ptr":
+        a["path_ptr"] = np.array([0, 5, 5], dtype=np.int32)
+    with pytest.raises((GraphError, TypeError)):
+        _call_c(a, outs=outs)
