@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import bandwidth
 from .estimators import deepspeed_estimate
 from .memory import NODE_TIERS, build_parts, fragmentation_part, tier_summary
 from .params import count_params
@@ -9,6 +10,7 @@ from .parallel import layout
 from .report import Report, Violation
 from .scenario import Scenario
 from .states import state_bytes
+from .step import links_for, peak_flops, step_report
 from .units import fmt_bytes
 
 _CONVENTIONS = {
@@ -63,11 +65,31 @@ def evaluate(sc: Scenario) -> Report:
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
                       hbm_model_state_bytes_per_param=_states_per_param(per_gpu["hbm"], pc, lay))
+    perf = step_report(sc, pc, lay, sb) if sc.model.has_architecture or sc.model.num_params else {}
+    if perf.get("step", perf).get("available") is False:
+        notes.append(f"Step time not computed: {perf['reason']}.")
+        perf = {"step": perf}
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
                   violations=tuple(violations), model=model, parallelism=lay.to_dict(),
                   convention=convention, memory=dict(per_gpu=per_gpu, per_node=per_node),
                   cross_checks=_cross_checks(sc, pc, lay, sb), notes=tuple(notes),
-                  scenario=sc.to_dict())
+                  scenario=sc.to_dict(), step=perf.get("step", {}),
+                  throughput=perf.get("throughput", {}), mfu=perf.get("mfu"),
+                  links=tuple(perf.get("links", ())), timeline=perf.get("timeline", {}),
+                  verdict=perf.get("verdict", {}), offload_bandwidth=_offload_bw(sc, lay))
+
+
+def _offload_bw(sc: Scenario, lay) -> dict:
+    """ZeRO-Infinity's efficiency-vs-bandwidth curves with this node's tiers marked."""
+    links = links_for(sc, lay)
+    tiers = {"ddr": links["ddr"]}
+    if "cxl" in links:
+        tiers["cxl"] = links["cxl"]
+    if "nvme_read" in links:
+        tiers["nvme"] = links["nvme_read"]
+    rate = peak_flops(sc) * sc.training.compute_efficiency
+    return bandwidth.analysis(sc.training.seq_len, sc.training.micro_batch_size,
+                              sc.model.hidden_size, rate, tiers)
 
 
 def evaluate_dict(d: dict, **lookups) -> dict:

@@ -25,6 +25,7 @@ class ParamCount:
     total: int              # every parameter the model stores
     active: int             # touched per token (MoE: top-k experts only)
     per_layer: int          # one transformer block (all experts)
+    per_layer_active: int   # one block as a token sees it (top-k experts)
     embedding: int          # token embedding (+ learned positions)
     output_head: int        # 0 when tied to the embedding
     largest_module: int     # biggest single weight tensor (DeepSpeed's "largest layer")
@@ -36,7 +37,8 @@ def count_params(m: ModelSpec) -> ParamCount:
     if not m.has_architecture:
         total = int(m.num_params)
         per_layer = total // max(m.num_layers, 1)
-        return ParamCount(total=total, active=total, per_layer=per_layer, embedding=0,
+        return ParamCount(total=total, active=total, per_layer=per_layer,
+                          per_layer_active=per_layer, embedding=0,
                           output_head=0, largest_module=per_layer, exact=False)
 
     h, f, v = m.hidden_size, m.ffn_hidden_size, m.vocab_size
@@ -62,5 +64,5 @@ def count_params(m: ModelSpec) -> ParamCount:
     if m.num_params is not None:          # an explicit count wins over the derived one
         total = active = int(m.num_params)
     return ParamCount(total=total, active=active, per_layer=per_layer,
-                      embedding=token_emb + pos_emb, output_head=head,
+                      per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
                       largest_module=largest, exact=m.num_params is None)

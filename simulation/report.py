@@ -10,6 +10,11 @@ Keys outside checks rely on (``"schema": 1``)::
     memory.per_node.{ddr,nvme,cxl}  the same keys, per node
     convention                    {name, description, bytes_per_param}
     cross_checks                  other estimators' views of the same scenario
+    step.{time_s, breakdown_s.{compute, exposed_comm, exposed_offload, cpu_optimizer,
+          stall, pipeline_bubble}}
+    throughput.tokens_per_s, mfu, links[*].{name, busy_s, utilization}
+    timeline.tasks[*].{name, lane, kind, start_s, end_s}, verdict.{bottleneck, message}
+    offload_bandwidth             ZeRO-Infinity efficiency-vs-bandwidth curves
 """
 
 from __future__ import annotations
@@ -43,11 +48,19 @@ class Report:
     cross_checks: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     scenario: dict = field(default_factory=dict)
+    step: dict = field(default_factory=dict)
+    throughput: dict = field(default_factory=dict)
+    mfu: float | None = None
+    links: tuple = ()
+    timeline: dict = field(default_factory=dict)
+    verdict: dict = field(default_factory=dict)
+    offload_bandwidth: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["violations"] = [v.to_dict() for v in self.violations]
         d["notes"] = list(self.notes)
+        d["links"] = list(self.links)
         return d
 
     @classmethod
@@ -55,4 +68,5 @@ class Report:
         kw = {f.name: d[f.name] for f in fields(cls) if f.name in d}
         kw["violations"] = tuple(Violation(**v) for v in d.get("violations", ()))
         kw["notes"] = tuple(d.get("notes", ()))
+        kw["links"] = tuple(d.get("links", ()))
         return cls(**kw)

@@ -305,6 +305,14 @@ class ClusterSpec:
 
 @dataclass(frozen=True)
 class TrainingSpec:
+    """Batch, precision and parallel degrees.
+
+    ``compute_efficiency``: fraction of peak FLOP/s a transformer layer's kernels reach.
+    The default 0.55 is what Korthikanti et al. 2022 Table 4 implies for a 22B layer on
+    A100 (7.7 ms forward, 11.9 ms backward, less the tensor-parallel all-reduces).
+    ``network_efficiency``: fraction of a link's bandwidth NCCL collectives reach (8-GPU
+    H100 ring all-reduce: 365.6 of 450 GB/s bus bandwidth = 0.81).
+    """
     micro_batch_size: int = 1
     global_batch_size: int | None = None
     seq_len: int = 4096
@@ -316,6 +324,8 @@ class TrainingSpec:
     sequence_parallel: bool = False
     flash_attention: bool = False
     interleave_stages: int | None = None
+    compute_efficiency: float = 0.55
+    network_efficiency: float = 0.8
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -331,7 +341,9 @@ class TrainingSpec:
             pipeline_parallel=_int(d, "pipeline_parallel", path, 1),
             sequence_parallel=_bool(d, "sequence_parallel", path, False),
             flash_attention=_bool(d, "flash_attention", path, False),
-            interleave_stages=_int(d, "interleave_stages", path))
+            interleave_stages=_int(d, "interleave_stages", path),
+            compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
+            network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
 
     def to_dict(self) -> dict:
         return _drop_none(asdict(self))
@@ -343,7 +355,9 @@ class StrategySpec:
     shard_group_size: int | None = None
     offload_optimizer: str = "none"
     offload_params: str = "none"
+    offload_activations: str = "none"
     prefetch_depth: int = 1
+    prefetch_miss_rate: float = 0.0
 
     @property
     def zero_stage(self) -> int:
@@ -365,7 +379,9 @@ class StrategySpec:
                 shard_group_size=_int(d, "shard_group_size", path),
                 offload_optimizer=_choice(d, "offload_optimizer", path, OFFLOAD_TARGETS, default_opt),
                 offload_params=_choice(d, "offload_params", path, OFFLOAD_TARGETS, default_par),
-                prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0))
+                offload_activations=_choice(d, "offload_activations", path, ("none", "cpu"), "none"),
+                prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0),
+                prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0))
         if s.zero_stage == 0 and s.offload_optimizer != "none":
             raise ScenarioError(f"{path}.offload_optimizer",
                                 "DDP keeps every state on the GPU; offload needs ZeRO-1 or higher")

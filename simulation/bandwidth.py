@@ -1,0 +1,53 @@
+"""ZeRO-Infinity's bandwidth analysis: how fast must an offload tier be?
+
+Source: Rajbhandari et al., "ZeRO-Infinity: Breaking the GPU Memory Wall for Extreme
+Scale Deep Learning", SC'21, Sec. 4.1-4.2. With per-GPU batch ``bsz``, sequence ``seq``,
+hidden ``hd`` and an activation checkpoint every ``ci`` layers, the arithmetic
+intensity (FLOPs per byte moved to and from the tier) is
+
+    parameters and gradients    AIT = seq * bsz
+    optimizer states            AIT = seq * bsz / 4
+    activation checkpoints      AIT = 24 * hd * ci
+
+and training efficiency at bandwidth ``bw`` (bytes/s) and achievable FLOP/s ``peak``
+is ``AIT * bw / (AIT * bw + peak)``. The bandwidth for a target efficiency e is
+``e * peak / ((1 - e) * AIT)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def intensities(seq: int, bsz: int, hidden: int, ci: int = 1) -> dict:
+    return {"params_grads": float(seq * bsz), "optimizer_states": seq * bsz / 4.0,
+            "activations": 24.0 * hidden * ci}
+
+
+def efficiency(ait: float, bw: np.ndarray | float, peak: float):
+    bw = np.asarray(bw, dtype=float)
+    return ait * bw / (ait * bw + peak)
+
+
+def bandwidth_for(ait: float, target: float, peak: float) -> float:
+    return target * peak / ((1 - target) * ait)
+
+
+def analysis(seq: int, bsz: int, hidden: int, peak_flops: float, tiers: dict,
+             target: float = 0.9, points: int = 40) -> dict:
+    """Efficiency curves over 1 GB/s..10 TB/s and where each tier of this node stands.
+
+    ``tiers``: name -> per-GPU bandwidth (bytes/s) of this node's DDR, CXL, NVMe.
+    """
+    bw = np.logspace(9, 13, points)
+    out = {"bandwidth_bytes_per_s": bw.tolist(), "target_efficiency": target,
+           "achievable_flops": peak_flops, "curves": {}, "tiers": []}
+    for name, ait in intensities(seq, bsz, hidden).items():
+        out["curves"][name] = {"arithmetic_intensity": ait,
+                               "efficiency": efficiency(ait, bw, peak_flops).tolist(),
+                               "bandwidth_needed_bytes_per_s": bandwidth_for(ait, target, peak_flops)}
+    for tier, tbw in tiers.items():
+        out["tiers"].append({"tier": tier, "bytes_per_s": tbw, "efficiency": {
+            k: float(efficiency(c["arithmetic_intensity"], tbw, peak_flops))
+            for k, c in out["curves"].items()}})
+    return out

@@ -1,0 +1,237 @@
+"""Step time: FLOPs, the simulated micro-batch, the pipeline schedule and the verdict.
+
+Compute per layer and micro-batch (Korthikanti et al. 2022, Sec. 5, Eq. 7-8): forward
+2 x (matmul parameters) x tokens + 4*b*s^2*h for attention scores and their use;
+backward twice the forward; full recomputation adds one forward, selective the
+attention-core forward (4*b*s^2*h); the output layer 2*b*s*h*v forward. All divided by
+the tensor-parallel degree and run at peak FLOP/s x ``compute_efficiency``.
+
+A step of m micro-batches on p pipeline stages with v interleaved chunks takes
+(m - 1 + (p - 1)/v) x T_micro + T_last (Narayanan et al. 2021, Sec. 2.2: bubble
+(p - 1)/v micro-batch times), where T_micro and T_last are simulated by the bandwidth
+scheduler (T_last adds gradient synchronisation and the optimizer step).
+
+Exposed time is attributed by walking back from each GPU idle gap to the task it was
+waiting for: communication (all-gather, reduce-scatter, all-reduce, TP all-reduce),
+offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefetch miss
+(stall).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .memory import OFFLOAD_TIER
+from .params import ParamCount
+from .parallel import Layout
+from .scenario import Scenario
+from .scheduler import COMPUTE, simulate
+from .states import StateBytes
+from .stepgraph import RankModel, build
+
+CATEGORY = {"allgather": "exposed_comm", "reduce_scatter": "exposed_comm",
+            "allreduce": "exposed_comm", "tp_allreduce": "exposed_comm",
+            "offload": "exposed_offload", "cpu_optimizer": "cpu_optimizer",
+            "fetch_miss": "stall", "optimizer": "compute", "compute": "compute"}
+BREAKDOWN_KEYS = ("compute", "exposed_comm", "exposed_offload", "cpu_optimizer", "stall",
+                  "pipeline_bubble")
+TIMELINE_MAX_TASKS = 4000
+
+
+def peak_flops(sc: Scenario) -> float:
+    acc = sc.cluster.accelerator
+    return acc.peak_flops_fp32 if sc.training.precision == "fp32" else acc.peak_flops_bf16
+
+
+def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
+    """FLOPs of one layer for one micro-batch on one GPU, and of the output layer."""
+    m, tr = sc.model, sc.training
+    b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    norms = (4 if m.norm == "layernorm" else 2) * h
+    matmul = max(pc.per_layer_active - norms, 0)
+    attn = 4 * b * s * s * h
+    fwd = (2 * matmul * b * s + attn) / t
+    extra = {"full": fwd, "selective": attn / t, "none": 0.0}[tr.recompute]
+    head = 2 * b * s * h * (m.vocab_size or 0) / t
+    return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
+
+
+def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
+    """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7."""
+    m, tr = sc.model, sc.training
+    tokens = lay.global_batch_size * tr.seq_len
+    per_layer_attn = 12 * tr.seq_len * m.hidden_size          # 3 passes x 4*s*h per token
+    return 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+
+
+def links_for(sc: Scenario, lay: Layout) -> dict:
+    """Each rank's links and its share of the node's (bytes/s)."""
+    c, tr = sc.cluster, sc.training
+    acc, g = c.accelerator, c.gpus_per_node
+    ne = tr.network_efficiency
+    links = {"pcie_h2d": acc.host_link_bytes_per_s, "pcie_d2h": acc.host_link_bytes_per_s,
+             "nvlink": acc.scaleup_bytes_per_s * ne,
+             "nic": (c.nic_bytes_per_s / g if c.nic_bytes_per_s else 25e9) * ne}
+    t = c.tiers
+    links["ddr"] = (t["ddr"].read_bytes_per_s if "ddr" in t else 100e9) / g
+    if "nvme" in t:
+        links["nvme_read"] = t["nvme"].read_bytes_per_s / g
+        links["nvme_write"] = t["nvme"].write_bytes_per_s / g
+    if "cxl" in t:
+        links["cxl"] = t["cxl"].read_bytes_per_s / g
+    return links
+
+
+def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
+    m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
+    fl = layer_flops(sc, pc)
+    rate = peak_flops(sc) * tr.compute_efficiency
+    t, p = lay.tensor_parallel, lay.pipeline_parallel
+    gpn = c.gpus_per_node
+    sbh = tr.micro_batch_size * tr.seq_len * m.hidden_size
+    return RankModel(
+        layers=m.num_layers // p, fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
+        head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate if p == 1 else 0.0,
+        unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
+        param_bytes=sb.params, grad_bytes=sb.grads,
+        optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
+        shard=lay.shard_degree, shard_link="nvlink" if t * lay.shard_degree <= gpn else "nic",
+        replicas=lay.replica_groups, dp=lay.data_parallel,
+        dp_link="nvlink" if t * lay.data_parallel <= gpn else "nic",
+        stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
+        bwd_allreduces=4 if tr.recompute == "full" else 2,
+        act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
+        offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
+        prefetch_depth=st.prefetch_depth, miss_rate=st.prefetch_miss_rate,
+        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s)
+
+
+def attribute(g, sched) -> dict:
+    """Split the makespan into GPU compute and the causes of each GPU idle gap."""
+    out = dict.fromkeys(BREAKDOWN_KEYS, 0.0)
+    a = np.asarray(g.kind)
+    gpu = g.streams.get("gpu")
+    comp = [i for i in range(len(a)) if a[i] == COMPUTE and g.stream[i] == gpu]
+    comp.sort(key=lambda i: (sched.start_s[i], i))
+
+    def blame(i):
+        """Follow the latest-ending dependency until a non-compute task."""
+        seen = 0
+        while seen < 10_000:
+            seen += 1
+            if g.kind[i] != COMPUTE or g.labels[i] != "compute":
+                return CATEGORY.get(g.labels[i], "exposed_comm")
+            if not g.deps[i]:
+                return "stall"
+            i = max(g.deps[i], key=lambda d: (sched.end_s[d], d))
+        return "stall"
+
+    t = 0.0
+    for i in comp:
+        gap = sched.start_s[i] - t
+        if gap > 1e-15 and g.deps[i]:
+            out[blame(max(g.deps[i], key=lambda d: (sched.end_s[d], d)))] += gap
+        out["compute" if g.labels[i] in ("compute", "optimizer") else CATEGORY[g.labels[i]]] += \
+            sched.end_s[i] - sched.start_s[i]
+        t = max(t, sched.end_s[i])
+    tail = sched.makespan_s - t
+    if tail > 1e-15:
+        last = int(np.argmax(sched.end_s))
+        out[blame(last)] += tail
+    return out
+
+
+def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                engine: str = "auto") -> dict:
+    """Step time, its breakdown, throughput, MFU, link use, timeline and the verdict."""
+    missing = [t for t in (OFFLOAD_TIER.get(sc.strategy.offload_optimizer),
+                           OFFLOAD_TIER.get(sc.strategy.offload_params))
+               if t and t != "ddr" and t not in sc.cluster.tiers]
+    if missing:
+        return {"available": False,
+                "reason": f"the node has no {missing[0].upper()} tier to offload to"}
+    r = rank_model(sc, pc, lay, sb)
+    links = links_for(sc, lay)
+    g_last = build(r, links, last=True)
+    s_last = simulate(g_last.arrays(), engine)
+    m = lay.grad_accumulation_steps
+    p, v = lay.pipeline_parallel, (sc.training.interleave_stages or 1)
+    bubble_mb = (p - 1) / v
+    parts = attribute(g_last, s_last)
+    link_busy = dict(zip(g_last.links, s_last.link_busy_s))
+    link_bytes = dict(zip(g_last.links, s_last.link_bytes))
+    t_mb = 0.0
+    if m > 1 or p > 1:
+        g_mb = build(r, links, last=False)
+        s_mb = simulate(g_mb.arrays(), engine)
+        t_mb = s_mb.makespan_s
+        pm = attribute(g_mb, s_mb)
+        for k in BREAKDOWN_KEYS:
+            parts[k] += (m - 1) * pm[k]
+        parts["pipeline_bubble"] += bubble_mb * t_mb
+        for name, busy, nbytes in zip(g_mb.links, s_mb.link_busy_s, s_mb.link_bytes):
+            link_busy[name] += (m - 1) * busy
+            link_bytes[name] += (m - 1) * nbytes
+    step_s = (m - 1 + bubble_mb) * t_mb + s_last.makespan_s
+    tokens = lay.global_batch_size * sc.training.seq_len
+    mflops = model_flops_per_step(sc, pc, lay)
+    mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0
+    link_rows = [dict(name=n, bytes_per_s=links[n], busy_s=link_busy[n], bytes=link_bytes[n],
+                      utilization=link_busy[n] / step_s if step_s else 0.0) for n in g_last.links]
+    parts = {k: float(v) for k, v in parts.items()}
+    link_rows = [{k: (float(v) if k != "name" else v) for k, v in row.items()} for row in link_rows]
+    report = dict(
+        available=True, time_s=float(step_s), breakdown_s=parts,
+        micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
+        micro_batches=m, model_flops=mflops)
+    return dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
+                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
+                mfu=float(mfu), links=link_rows, timeline=timeline(g_last, s_last),
+                verdict=verdict(sc, parts, step_s, link_rows))
+
+
+def timeline(g, sched) -> dict:
+    """Tasks of the last micro-batch (with the optimizer step) for a Gantt chart."""
+    names = list(g.links)
+    streams = list(g.streams)
+    rows = []
+    for i in range(min(len(g.names), TIMELINE_MAX_TASKS)):
+        if g.kind[i] == COMPUTE:
+            lane = streams[g.stream[i]]
+        else:
+            lane = names[g.paths[i][0]] if len(g.paths[i]) == 1 else " > ".join(names[k] for k in g.paths[i])
+        if sched.end_s[i] - sched.start_s[i] <= 0:
+            continue
+        rows.append(dict(name=g.names[i], lane=lane, kind=g.labels[i],
+                         start_s=float(sched.start_s[i]), end_s=float(sched.end_s[i])))
+    return dict(tasks=rows, makespan_s=float(sched.makespan_s),
+                truncated=len(g.names) > TIMELINE_MAX_TASKS)
+
+
+_WORDS = {"exposed_comm": "communication that does not hide behind compute",
+          "exposed_offload": "offload traffic (PCIe/NVMe/CXL/DDR) that does not hide behind compute",
+          "cpu_optimizer": "the CPU optimizer step",
+          "stall": "synchronous fetches after prefetch misses",
+          "pipeline_bubble": "the pipeline bubble"}
+
+
+def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
+    """The bottleneck in words and the link to buy more of."""
+    if not step_s:
+        return {"bottleneck": "none", "message": "empty step"}
+    waste = {k: v for k, v in parts.items() if k != "compute" and v > 0}
+    if not waste or max(waste.values()) < 0.02 * step_s:
+        msg = (f"Compute-bound: {parts['compute'] / step_s:.0%} of the step is GPU compute; "
+               "communication and offload hide behind it.")
+        return {"bottleneck": "compute", "message": msg, "buy_more_of": None}
+    worst = max(waste, key=waste.get)
+    busiest = max(link_rows, key=lambda l: l["utilization"]) if link_rows else None
+    msg = (f"{worst.replace('_', ' ')} costs {waste[worst]:.3g} s of a {step_s:.3g} s step "
+           f"({waste[worst] / step_s:.0%}): {_WORDS[worst]}.")
+    if worst == "exposed_offload":
+        msg += " Offloading makes this step slower than keeping the states in HBM would."
+    if busiest and busiest["utilization"] > 0.5:
+        msg += (f" The busiest link is {busiest['name']} ({busiest['utilization']:.0%} busy at "
+                f"{busiest['bytes_per_s'] / 1e9:.1f} GB/s per GPU): more of it shortens the step.")
+    return {"bottleneck": worst, "message": msg,
+            "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}

@@ -1,0 +1,230 @@
+"""Build the task graph of one micro-batch on one representative rank.
+
+Ranks are symmetric, so one rank's graph with its share of every shared resource stands
+for all: per-GPU links (PCIe each way, NVLink, its NIC) and the GPU's share of the
+node's DDR, NVMe and CXL bandwidth (node figure / GPUs per node).
+
+Per layer of the rank's pipeline stage, forward then backward:
+
+* ZeRO-3 / FSDP: all-gather of the layer's parameters before forward and again before
+  backward, issued in order and bounded by a pool of ``1 + prefetch_depth`` buffers
+  (the layer i+k fetch runs while layer i computes); a reduce-scatter of its gradients
+  after backward. A prefetch *miss* (``prefetch_miss_rate``) issues the fetch only after
+  the previous layer's compute: a synchronous fetch that stalls the GPU.
+* Parameters offloaded to DDR/NVMe/CXL: each rank first fetches its shard over PCIe (and
+  from NVMe or CXL into DDR on the way), then all-gathers (ZeRO-Infinity).
+* Tensor parallelism: Megatron's two all-reduces of s*b*h activations per layer in
+  forward and two in backward (four with full recomputation, which reruns the
+  forward), on the critical path.
+* DDP / ZeRO-1: bucketed all-reduce of gradients after each layer's backward, on the
+  last micro-batch only; ZeRO-2: reduce-scatter every micro-batch.
+* Activation offload: each layer's checkpoint (2*s*b*h bytes) to DDR after forward and
+  back before backward.
+* Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU at the
+  DDR share, with NVMe/CXL reads and write-backs per 1e9-element sub-group), then the
+  updated parameters back to the GPU and, for ZeRO-1/2, their all-gather.
+
+Collective volumes per rank are those of a ring: all-gather and reduce-scatter move
+(n-1)/n of the buffer, all-reduce 2(n-1)/n (Patarasuk & Yuan 2009; ZeRO Sec. 7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .scheduler import TaskGraph
+
+# Adam step traffic per parameter: read grad (4) + master, m, v (12); write master, m,
+# v (12) and the low-precision copy (2).
+ADAM_BYTES_PER_PARAM = 30.0
+SUB_GROUP_ELEMENTS = 1e9
+
+
+@dataclass(frozen=True)
+class RankModel:
+    """Plain numbers the graph needs (all per rank)."""
+    layers: int
+    fwd_s: float                 # one layer's forward compute
+    bwd_s: float                 # backward (+ recomputation)
+    head_s: float                # embedding/logits forward + backward (last stage)
+    unit_params: float           # parameters of one layer on this rank (after TP)
+    params_per_rank: float       # Psi / (tp * pp)
+    param_bytes: int
+    grad_bytes: int
+    optimizer_state_bytes: int   # master + moments per parameter (K)
+    shard: int                   # ranks the states are sharded over
+    shard_link: str              # "nvlink" or "nic"
+    replicas: int                # HSDP replica groups (1 otherwise)
+    dp: int
+    dp_link: str
+    stage: int                   # ZeRO stage equivalent
+    tp: int
+    tp_bytes: float              # one TP all-reduce buffer (s*b*h*2)
+    bwd_allreduces: int          # 2, or 4 when full recomputation reruns the forward
+    act_ckpt_bytes: float        # one layer's activation checkpoint
+    offload_params: str          # none | cpu | nvme | cxl
+    offload_optimizer: str
+    offload_activations: str
+    prefetch_depth: int
+    miss_rate: float
+    hbm_bytes_per_s: float
+
+
+def ring(kind: str, nbytes: float, n: int) -> float:
+    """Bytes one rank sends in a ring collective over n ranks."""
+    if n <= 1:
+        return 0.0
+    return (2 if kind == "allreduce" else 1) * (n - 1) / n * nbytes
+
+
+def _tier_path(tier: str, direction: str) -> list:
+    """Links a transfer between HBM and an offload tier crosses."""
+    pcie = "pcie_h2d" if direction == "in" else "pcie_d2h"
+    if tier == "nvme":
+        return ["nvme_read" if direction == "in" else "nvme_write", pcie]
+    if tier == "cxl":
+        return ["cxl", pcie]
+    return ["ddr", pcie]
+
+
+def is_miss(i: int, rate: float) -> bool:
+    """Deterministic misses: layer i misses when floor((i+1)*rate) > floor(i*rate)."""
+    return rate > 0 and math.floor((i + 1) * rate + 1e-12) > math.floor(i * rate + 1e-12)
+
+
+def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
+    """The graph of one micro-batch; ``last`` adds gradient sync and the optimizer step."""
+    g = TaskGraph()
+    for name, bw in links.items():
+        g.add_link(name, bw)
+    zero3 = r.stage >= 3
+    if zero3:
+        g.add_pool("gather", 1 + r.prefetch_depth)
+    shard_param_bytes = r.unit_params * r.param_bytes / r.shard
+    full_param_bytes = r.unit_params * r.param_bytes
+    grad_bytes = r.unit_params * r.grad_bytes
+    state = dict(prev_c=None, prev_fetch=None)
+    syncs, act_out = [], {}
+
+    def fetch(tag, i):
+        deps = [state["prev_fetch"]]
+        label = "allgather"
+        if is_miss(i, r.miss_rate):
+            deps.append(state["prev_c"])
+            label = "fetch_miss"
+        if r.offload_params != "none":
+            up = g.transfer(f"{tag} L{i} shard from {r.offload_params}", shard_param_bytes,
+                            _tier_path(r.offload_params, "in"), deps=deps, acquire="gather",
+                            label="fetch_miss" if label == "fetch_miss" else "offload")
+            t = g.transfer(f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
+                           [r.shard_link], deps=[up], label=label)
+        else:
+            t = g.transfer(f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
+                           [r.shard_link], deps=deps, acquire="gather", label=label)
+        state["prev_fetch"] = t
+        return t
+
+    def layer_compute(name, seconds, deps, release, n_allreduce):
+        if r.tp > 1:   # Megatron: all-reduces inside the layer, on the critical path
+            prev = None
+            for k in range(n_allreduce):
+                c = g.compute(f"{name} ({k + 1}/{n_allreduce})", "gpu", seconds / n_allreduce,
+                              deps=deps if k == 0 else [prev],
+                              release=release if k == n_allreduce - 1 else None)
+                prev = g.transfer(f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
+                                  ["nvlink"], deps=[c], label="tp_allreduce")
+            return prev
+        return g.compute(name, "gpu", seconds, deps=deps, release=release)
+
+    release = "gather" if zero3 else None
+    for i in range(r.layers):
+        deps = [state["prev_c"]] + ([fetch("fwd", i)] if zero3 else [])
+        state["prev_c"] = layer_compute(f"forward L{i}", r.fwd_s, deps, release, 2)
+        if r.offload_activations != "none":
+            act_out[i] = g.transfer(f"L{i} activations to DDR", r.act_ckpt_bytes,
+                                    ["ddr", "pcie_d2h"], deps=[state["prev_c"]], label="offload")
+    if r.head_s:
+        state["prev_c"] = g.compute("embedding + logits", "gpu", r.head_s, deps=[state["prev_c"]])
+    prev_act = None
+    for i in reversed(range(r.layers)):
+        deps = [state["prev_c"]] + ([fetch("bwd", i)] if zero3 else [])
+        if i in act_out:
+            prev_act = g.transfer(f"L{i} activations from DDR", r.act_ckpt_bytes,
+                                  ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act], label="offload")
+            deps.append(prev_act)
+        c = layer_compute(f"backward L{i}", r.bwd_s, deps, release, r.bwd_allreduces)
+        state["prev_c"] = c
+        syncs += _grad_sync(g, r, i, c, grad_bytes, last)
+    if last:
+        _optimizer(g, r, syncs, state["prev_c"])
+    return g
+
+
+def _grad_sync(g, r: RankModel, i, c, grad_bytes, last) -> list:
+    out = []
+    if r.stage >= 2:
+        rs = g.transfer(f"L{i} reduce-scatter", ring("reduce_scatter", grad_bytes, r.shard),
+                        [r.shard_link], deps=[c], label="reduce_scatter")
+        out.append(rs)
+        if last and r.replicas > 1:
+            out.append(g.transfer(f"L{i} all-reduce across replicas",
+                                  ring("allreduce", grad_bytes / r.shard, r.replicas), ["nic"],
+                                  deps=[rs], label="allreduce"))
+        if last and r.offload_optimizer != "none":
+            tier = "cxl" if r.offload_optimizer == "cxl" else "cpu"
+            out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
+                                  _tier_path(tier, "out"), deps=[out[-1]], label="offload"))
+    elif last and r.dp > 1:
+        out.append(g.transfer(f"L{i} gradient all-reduce", ring("allreduce", grad_bytes, r.dp),
+                              [r.dp_link], deps=[c], label="allreduce"))
+    elif last and r.offload_optimizer != "none":
+        out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
+                              _tier_path("cpu", "out"), deps=[c], label="offload"))
+    return out
+
+
+def _optimizer(g, r: RankModel, syncs, last_c):
+    deps = syncs + [last_c]
+    n = r.params_per_rank / r.shard                  # parameters this rank updates
+    where = r.offload_optimizer
+    if where == "none":
+        done = g.compute("optimizer step (GPU)", "gpu", n * ADAM_BYTES_PER_PARAM / r.hbm_bytes_per_s,
+                         deps=deps, label="optimizer")
+    else:
+        # One sub-group at a time: read states, CPU Adam at the DDR share, write back;
+        # the reads of group j+1 overlap the update of group j.
+        chunks = max(1, math.ceil(n / SUB_GROUP_ELEMENTS))
+        per = n / chunks
+        prev_read = prev_cpu = None
+        tail = []
+        for j in range(chunks):
+            if where in ("nvme", "cxl"):
+                link = "nvme_read" if where == "nvme" else "cxl"
+                prev_read = g.transfer(f"optimizer states in ({j + 1}/{chunks})",
+                                       per * r.optimizer_state_bytes, [link],
+                                       deps=deps + [prev_read], label="offload")
+                cdeps = [prev_read, prev_cpu]
+            else:
+                cdeps = deps + [prev_cpu]
+            prev_cpu = g.transfer(f"CPU Adam ({j + 1}/{chunks})", per * ADAM_BYTES_PER_PARAM,
+                                  ["ddr"], deps=cdeps, label="cpu_optimizer")
+            if where in ("nvme", "cxl"):
+                link = "nvme_write" if where == "nvme" else "cxl"
+                tail.append(g.transfer(f"optimizer states out ({j + 1}/{chunks})",
+                                       per * r.optimizer_state_bytes, [link], deps=[prev_cpu],
+                                       label="offload"))
+        done = prev_cpu
+        if r.offload_params == "none":
+            # updated low-precision parameters back to the GPU
+            done = g.transfer("updated parameters to GPU", n * r.param_bytes,
+                              ["pcie_h2d"], deps=[prev_cpu], label="offload")
+        elif r.offload_params == "nvme":
+            tail.append(g.transfer("updated parameters to NVMe", n * r.param_bytes,
+                                   ["nvme_write"], deps=[prev_cpu], label="offload"))
+        if tail:
+            done = g.compute("optimizer step done", "gpu", 0.0, deps=tail + [done])
+    if r.stage in (1, 2) and r.dp > 1:
+        g.transfer("updated parameters all-gather",
+                   ring("allgather", r.params_per_rank * r.param_bytes, r.dp), [r.dp_link],
+                   deps=[done], label="allgather")
