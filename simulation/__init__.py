@@ -11,9 +11,9 @@
 from .errors import ScenarioError
 from .scenario import SCHEMA_VERSION, Scenario, resolve
 from .report import Report
-from .evaluate import evaluate, evaluate_dict
+from .evaluate import estimate_dict, evaluate, evaluate_dict
 
 ENGINE_VERSION = "0.1.0"
 
 __all__ = ["ENGINE_VERSION", "SCHEMA_VERSION", "Report", "Scenario", "ScenarioError",
-           "evaluate", "evaluate_dict", "resolve"]
+           "estimate_dict", "evaluate", "evaluate_dict", "resolve"]

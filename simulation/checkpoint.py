@@ -381,7 +381,7 @@ def monte_carlo(interval_s: float, cost_s: float, mtbf_s: float, restart_s: floa
     """
     rng = np.random.default_rng(seed)
     period = interval_s + cost_s
-    horizon = min(run_length_s, 1e6 * mtbf_s)          # bounded work for absurd MTBFs
+    horizon = min(run_length_s, 2e7 / max(runs, 1) * mtbf_s)   # at most ~2e7 failures drawn
     expect = horizon / mtbf_s
     k = int(expect + 6 * math.sqrt(expect) + 16)
     out = []

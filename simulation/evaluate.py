@@ -24,8 +24,12 @@ _TIER_LABEL = {"hbm": "HBM per GPU", "ddr": "DDR per node", "nvme": "NVMe per no
                "cxl": "CXL per node"}
 
 
-def evaluate(sc: Scenario) -> Report:
-    """Memory per tier for one scenario; an overflow is a result (``fits`` false)."""
+def evaluate(sc: Scenario, include_step: bool = True) -> Report:
+    """Memory per tier and (unless ``include_step`` is false) the simulated step.
+
+    An overflow is a result (``fits`` false), not an exception. The memory-only form is
+    the quick estimate the scenario form shows while a user types.
+    """
     from . import ENGINE_VERSION
 
     pc = count_params(sc.model)
@@ -65,7 +69,7 @@ def evaluate(sc: Scenario) -> Report:
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
                       hbm_model_state_bytes_per_param=_states_per_param(per_gpu["hbm"], pc, lay))
-    perf = step_report(sc, pc, lay, sb) if sc.model.has_architecture or sc.model.num_params else {}
+    perf = step_report(sc, pc, lay, sb) if include_step else {}
     if perf.get("step", perf).get("available") is False:
         notes.append(f"Step time not computed: {perf['reason']}.")
         perf = {"step": perf}
@@ -76,7 +80,8 @@ def evaluate(sc: Scenario) -> Report:
                   scenario=sc.to_dict(), step=perf.get("step", {}),
                   throughput=perf.get("throughput", {}), mfu=perf.get("mfu"),
                   links=tuple(perf.get("links", ())), timeline=perf.get("timeline", {}),
-                  verdict=perf.get("verdict", {}), offload_bandwidth=_offload_bw(sc, lay))
+                  verdict=perf.get("verdict", {}),
+                  offload_bandwidth=_offload_bw(sc, lay) if include_step else {})
 
 
 def _offload_bw(sc: Scenario, lay) -> dict:
@@ -92,9 +97,14 @@ def _offload_bw(sc: Scenario, lay) -> dict:
                               sc.model.hidden_size, rate, tiers)
 
 
-def evaluate_dict(d: dict, **lookups) -> dict:
+def evaluate_dict(d: dict, include_step: bool = True, **lookups) -> dict:
     """Validate and evaluate a scenario given as JSON-like dict; returns the report dict."""
-    return evaluate(Scenario.from_dict(d, **lookups)).to_dict()
+    return evaluate(Scenario.from_dict(d, **lookups), include_step=include_step).to_dict()
+
+
+def estimate_dict(d: dict, **lookups) -> dict:
+    """Memory only (no step simulation): the fast live estimate."""
+    return evaluate_dict(d, include_step=False, **lookups)
 
 
 def _states_per_param(hbm: dict, pc, lay) -> float:

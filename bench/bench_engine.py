@@ -1,0 +1,153 @@
+"""Engine benchmarks: they print figures measured in one run; they never pass or fail.
+
+    python bench/bench_engine.py            # all figures, about a minute
+    python bench/bench_engine.py --quick    # fewer repetitions
+
+1. The bandwidth scheduler on a 1000-task step (ZeRO-3, 200 layers): the C extension vs
+   the Python reference vs the same model written with SimPy (processes, interrupts on
+   every rate change, max-min fair sharing), as events per second and ratios.
+2. Full scenario evaluations per second per core (memory + step simulation of an
+   80-layer model) and quick memory-only estimates per second per core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from simulation import estimate_dict, evaluate_dict  # noqa: E402
+from simulation.scheduler import COMPUTE, max_min_rates, simulate  # noqa: E402
+from simulation.stepgraph import RankModel, build  # noqa: E402
+
+LINKS = {"nvlink": 360e9, "nic": 40e9, "pcie_h2d": 55e9, "pcie_d2h": 55e9, "ddr": 77e9}
+SCENARIO = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+            "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096,
+                         "recompute": "full", "flash_attention": True},
+            "strategy": {"kind": "zero3"}}
+
+
+def step_graph(layers=200):
+    r = RankModel(layers=layers, fwd_s=0.014, bwd_s=0.042, head_s=0.0, unit_params=8.5e8,
+                  params_per_rank=6.9e10, param_bytes=2, grad_bytes=2, optimizer_state_bytes=12,
+                  shard=16, shard_link="nic", replicas=1, dp=16, dp_link="nic", stage=3, tp=1,
+                  tp_bytes=0.0, bwd_allreduces=2, act_ckpt_bytes=0.0, offload_params="none",
+                  offload_optimizer="none", offload_activations="none", prefetch_depth=2,
+                  miss_rate=0.0, hbm_bytes_per_s=3.35e12)
+    return build(r, LINKS, last=False)
+
+
+def simpy_makespan(g):
+    """The same task graph in SimPy: one process per task, fair-shared links."""
+    import simpy
+    a = g.arrays()
+    env = simpy.Environment()
+    n = len(g.names)
+    done = [env.event() for _ in range(n)]
+    streams = [simpy.Resource(env, capacity=1) for _ in g.streams]
+    pools = [simpy.Container(env, capacity=c, init=c) for c in g.pool_cap]
+    paths = [list(p) for p in g.paths]
+    active = {}     # task -> [remaining, rate, process]
+    clock = {"t": 0.0}
+
+    def settle():
+        dt = env.now - clock["t"]
+        for f in active.values():
+            f[0] -= f[1] * dt
+        clock["t"] = env.now
+        rates = max_min_rates(sorted(active), paths, a["link_bw"])
+        for k, f in active.items():
+            f[1] = rates[k]
+
+    def poke(skip):
+        for k, f in active.items():
+            if k != skip and f[2].is_alive and f[2].target is not None:
+                f[2].interrupt()
+
+    def task(i):
+        if g.deps[i]:
+            yield env.all_of([done[d] for d in g.deps[i]])
+        if g.acquire[i] >= 0:
+            yield pools[g.acquire[i]].get(1)
+        if g.kind[i] == COMPUTE:
+            with streams[g.stream[i]].request() as req:
+                yield req
+                yield env.timeout(g.duration[i])
+        elif g.size[i] > 0:
+            settle()
+            active[i] = [g.size[i], 0.0, env.active_process]
+            settle()
+            poke(i)
+            while True:
+                try:
+                    rem, rate = active[i][0], active[i][1]
+                    yield env.timeout(max(rem / rate, 0.0))
+                    settle()
+                    if active[i][0] <= 1e-6 * g.size[i]:
+                        break
+                except simpy.Interrupt:
+                    continue
+            del active[i]
+            if active:
+                settle()
+                poke(i)
+        if g.release[i] >= 0:
+            yield pools[g.release[i]].put(1)
+        done[i].succeed()
+
+    for i in range(n):
+        env.process(task(i))
+    env.run()
+    return env.now
+
+
+def timeit(fn, min_s):
+    reps, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        reps += 1
+        el = time.perf_counter() - t0
+        if el >= min_s:
+            return el / reps
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    min_s = 0.5 if args.quick else 2.0
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+
+    g = step_graph()
+    a = g.arrays()
+    n = len(g.names)
+    events = 2 * n
+    t_c = timeit(lambda: simulate(a, "c"), min_s)
+    t_py = timeit(lambda: simulate(a, "python"), min_s)
+    ms = [simulate(a, "c").makespan_s, simulate(a, "python").makespan_s]
+    try:
+        t_simpy = timeit(lambda: simpy_makespan(g), min_s)
+        ms.append(simpy_makespan(g))
+    except ImportError:
+        t_simpy = None
+    print(f"\n1. scheduler, {n}-task step ({events} start/end events); makespans {', '.join(f'{m:.4f}' for m in ms)} s")
+    print(f"   C extension       {t_c * 1e3:9.3f} ms  {events / t_c:12,.0f} events/s")
+    print(f"   Python reference  {t_py * 1e3:9.3f} ms  {events / t_py:12,.0f} events/s   C is {t_py / t_c:6.1f}x faster (goal >= 50x)")
+    if t_simpy:
+        print(f"   SimPy             {t_simpy * 1e3:9.3f} ms  {events / t_simpy:12,.0f} events/s   C is {t_simpy / t_c:6.1f}x faster (goal >= 100x)")
+    else:
+        print("   SimPy             not installed (pip install simpy)")
+
+    t_full = timeit(lambda: evaluate_dict(SCENARIO), min_s)
+    t_quick = timeit(lambda: estimate_dict(SCENARIO), min_s)
+    print("\n2. scenario evaluations (Llama-2-70B, 80 layers, ZeRO-3, 2x DGX H100), one core")
+    print(f"   full (memory + step simulation)  {1 / t_full:10,.0f} /s   ({t_full * 1e3:.2f} ms each; goal >= 2,000/s)")
+    print(f"   quick (memory only)              {1 / t_quick:10,.0f} /s   ({t_quick * 1e3:.3f} ms each; goal >= 20,000/s)")
+
+
+if __name__ == "__main__":
+    main()
