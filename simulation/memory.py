@@ -36,7 +36,7 @@ optimizer step (fp32 gradient conversion); the total is persistent + the larger 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .activations import ActivationShape, first_stage
 from .params import ParamCount
@@ -68,9 +68,10 @@ class Part:
     note: str = ""
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        if d["bytes_per_param"] is None:
-            del d["bytes_per_param"]
+        d = {"name": self.name, "category": self.category, "tier": self.tier,
+             "bytes": self.bytes, "phase": self.phase, "note": self.note}
+        if self.bytes_per_param is not None:
+            d["bytes_per_param"] = self.bytes_per_param
         return d
 
 

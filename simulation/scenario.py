@@ -25,7 +25,7 @@ Every bad value raises :class:`ScenarioError` naming its dotted field.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from . import presets
 from .errors import ScenarioError
@@ -114,6 +114,11 @@ def _drop_none(d: dict) -> dict:
     return {k: v for k, v in d.items() if v is not None}
 
 
+def _plain(obj) -> dict:
+    """Shallow field dict (dataclasses.asdict deep-copies, which is slow here)."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
 # ------------------------------------------------------------------ dataclasses
 @dataclass(frozen=True)
 class ModelSpec:
@@ -195,7 +200,7 @@ class ModelSpec:
         return m
 
     def to_dict(self) -> dict:
-        return _drop_none(asdict(self))
+        return _drop_none(_plain(self))
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,7 @@ class AcceleratorSpec:
                    preset=_str(d, "preset", path), source=_str(d, "source", path), **vals)
 
     def to_dict(self) -> dict:
-        return _drop_none(asdict(self))
+        return _drop_none(_plain(self))
 
 
 @dataclass(frozen=True)
@@ -249,7 +254,7 @@ class TierSpec:
                    device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0))
 
     def to_dict(self) -> dict:
-        return _drop_none(asdict(self))
+        return _drop_none(_plain(self))
 
 
 @dataclass(frozen=True)
@@ -346,7 +351,7 @@ class TrainingSpec:
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
 
     def to_dict(self) -> dict:
-        return _drop_none(asdict(self))
+        return _drop_none(_plain(self))
 
 
 @dataclass(frozen=True)
@@ -400,7 +405,7 @@ class StrategySpec:
         return s
 
     def to_dict(self) -> dict:
-        return _drop_none(asdict(self))
+        return _drop_none(_plain(self))
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,7 @@ class RuntimeSpec:
                                                cls.fragmentation_fraction, maximum=1.0))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return _plain(self)
 
 
 @dataclass(frozen=True)
