@@ -213,8 +213,12 @@ def resolve_target(spec: CheckpointSpec, *, gpus_per_node: int, host_link_bytes_
                    nvme_read_bytes_per_s: float | None = None, nvme_capacity_bytes: float | None = None,
                    ddr_capacity_bytes: float | None = None, cxl_write_bytes_per_s: float | None = None,
                    cxl_read_bytes_per_s: float | None = None,
-                   cxl_capacity_bytes: float | None = None) -> Target:
-    """The target's rates: the spec's overrides, else the node's, else the table's."""
+                   cxl_capacity_bytes: float | None = None, num_nodes: int = 1) -> Target:
+    """The target's rates: the spec's overrides, else the node's, else the table's.
+    Raises ScenarioError when the cluster lacks what the policy needs (call it while
+    validating a scenario to fail early)."""
+    if spec.method == "in_memory_then_flush" and num_nodes > 1 and not nic_bytes_per_s:
+        raise ScenarioError("cluster.nic_bytes_per_s", "is required for in_memory_then_flush")
     t = TARGET_DEFAULTS[spec.target]
     kind, source = t.kind, t.source
     write, read, cap = t.write_bytes_per_s, t.read_bytes_per_s, t.capacity_bytes
@@ -353,12 +357,13 @@ def goodput(interval_s, cost_s, mtbf_s, restart_s=0.0):
     return float(g) if g.ndim == 0 else g
 
 
-def waste_parts(interval_s: float, cost_s: float, mtbf_s: float, restart_s: float = 0.0) -> dict:
-    """``1 - goodput`` split in proportion to the first-order terms: checkpoint C/tau,
-    rework (tau + C)/(2M) per failure and restart R/M per failure."""
-    terms = dict(checkpoint=cost_s / interval_s, rework=(interval_s + cost_s) / (2 * mtbf_s),
-                 restart=restart_s / mtbf_s)
-    total = 1.0 - goodput(interval_s, cost_s, mtbf_s, restart_s)
+def waste_parts(interval_s: float, cost_s: float, mtbf_s: float, restart_s: float = 0.0,
+                lag_s: float = 0.0) -> dict:
+    """``1 - goodput(tau, C, M, R + lag)`` split in proportion to the first-order terms:
+    checkpoint C/tau, rework ((tau + C)/2 + lag)/M and restart R/M."""
+    terms = dict(checkpoint=cost_s / interval_s,
+                 rework=((interval_s + cost_s) / 2 + lag_s) / mtbf_s, restart=restart_s / mtbf_s)
+    total = 1.0 - goodput(interval_s, cost_s, mtbf_s, restart_s + lag_s)
     s = sum(terms.values())
     return {k: (v / s * total if s else 0.0) for k, v in terms.items()}
 
@@ -378,10 +383,11 @@ def monte_carlo(interval_s: float, cost_s: float, mtbf_s: float, restart_s: floa
     after its stall ends (async: the background write). A failure loses everything since
     the last recovery point and costs a restart R (a failure during R restarts it). The
     span between failures is memoryless, so each span is computed at once (vectorised).
+    The simulated length is cut so that about 1e6 failures are drawn at most.
     """
     rng = np.random.default_rng(seed)
     period = interval_s + cost_s
-    horizon = min(run_length_s, 2e7 / max(runs, 1) * mtbf_s)   # at most ~2e7 failures drawn
+    horizon = min(run_length_s, 1e6 / max(runs, 1) * mtbf_s)   # at most ~1e6 failures drawn
     expect = horizon / mtbf_s
     k = int(expect + 6 * math.sqrt(expect) + 16)
     out = []
@@ -423,10 +429,8 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
         raise ScenarioError("model.num_params", f"must be > 0, got {num_params!r}")
     tgt = resolve_target(spec, gpus_per_node=gpus_per_node, host_link_bytes_per_s=host_link_bytes_per_s,
                          nic_bytes_per_s=nic_bytes_per_s, nvme_write_bytes_per_s=nvme_write_bytes_per_s,
-                         **node_tiers)
+                         num_nodes=num_nodes, **node_tiers)
     in_mem, peer = spec.method == "in_memory_then_flush", num_nodes > 1
-    if in_mem and peer and not nic_bytes_per_s:
-        raise ScenarioError("cluster.nic_bytes_per_s", "is required for in_memory_then_flush")
     sz = checkpoint_size_bytes(num_params, state_bytes_per_param, spec, num_gpus)
     size, shard, full = sz["size_bytes"], sz["shard_bytes"], sz["full_bytes"]
     per_node = (lambda b: b / num_nodes) if spec.sharded else (lambda b: b)
@@ -491,7 +495,7 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
         interval_steps=steps, young_interval_s=young, daly_interval_s=daly,
         mtbf_s=mtbf, gpu_failure_rate_per_hour=None if spec.mtbf_s else rate,
         restart_s=restart, restart=dict(detect_s=spec.detect_s, reload_s=reload, warmup_s=spec.warmup_s),
-        goodput=g, waste_fraction=1.0 - g, waste_parts=waste_parts(interval, stall, mtbf, r_eff),
+        goodput=g, waste_fraction=1.0 - g, waste_parts=waste_parts(interval, stall, mtbf, restart, lag),
         target=dict(tgt.to_dict(), stored_bytes=stored, fits=fits),
         traffic=dict(host_link_bytes_per_gpu=shard if via_host else 0.0,
                      nic_bytes_per_node=nic_bytes, host_buffer_bytes_per_node=host_buffer,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from . import bandwidth
+from .checkpoint import evaluate_checkpoint
 from .estimators import deepspeed_estimate
 from .memory import NODE_TIERS, build_parts, fragmentation_part, tier_summary
 from .params import count_params
@@ -10,7 +13,7 @@ from .parallel import layout
 from .report import Report, Violation
 from .scenario import Scenario
 from .states import state_bytes
-from .step import links_for, peak_flops, step_report
+from .step import background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
 
 _CONVENTIONS = {
@@ -73,6 +76,19 @@ def evaluate(sc: Scenario, include_step: bool = True) -> Report:
     if perf.get("step", perf).get("available") is False:
         notes.append(f"Step time not computed: {perf['reason']}.")
         perf = {"step": perf}
+    step_s = perf["step"]["time_s"] if perf.get("step", {}).get("available") else None
+    checkpoint = _checkpoint(sc, pc, lay, sb, step_s) if include_step else {}
+    if checkpoint and step_s and checkpoint.get("background_s", 0) > 0:
+        per_step = background_slowdown(sc, pc, lay, sb, checkpoint["shard_bytes"],
+                                       checkpoint["background_s"],
+                                       bool(checkpoint["target"].get("network")))
+        overlapped = max(1, math.ceil(checkpoint["background_s"] / step_s))
+        checkpoint["training_slowdown"] = dict(
+            per_step_s=per_step, steps_overlapped=overlapped,
+            per_checkpoint_s=per_step * overlapped,
+            note="steps that overlap the background write, simulated with its traffic on "
+                 "PCIe and the NIC")
+    notes += checkpoint.get("notes", [])
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
                   violations=tuple(violations), model=model, parallelism=lay.to_dict(),
                   convention=convention, memory=dict(per_gpu=per_gpu, per_node=per_node),
@@ -81,7 +97,27 @@ def evaluate(sc: Scenario, include_step: bool = True) -> Report:
                   throughput=perf.get("throughput", {}), mfu=perf.get("mfu"),
                   links=tuple(perf.get("links", ())), timeline=perf.get("timeline", {}),
                   verdict=perf.get("verdict", {}),
-                  offload_bandwidth=_offload_bw(sc, lay) if include_step else {})
+                  offload_bandwidth=_offload_bw(sc, lay) if include_step else {},
+                  checkpoint=checkpoint)
+
+
+def _checkpoint(sc: Scenario, pc, lay, sb, step_s) -> dict:
+    """Checkpoint size, stall, best interval and goodput on this cluster's tiers."""
+    spec = sc.checkpoint
+    t = sc.cluster.tiers
+    nvme, cxl, ddr = t.get("nvme"), t.get("cxl"), t.get("ddr")
+    return evaluate_checkpoint(
+        spec, num_params=pc.total, num_gpus=lay.num_gpus, gpus_per_node=sc.cluster.gpus_per_node,
+        num_nodes=sc.cluster.num_nodes, state_bytes_per_param=sb.to_dict(),
+        host_link_bytes_per_s=sc.cluster.accelerator.host_link_bytes_per_s,
+        nic_bytes_per_s=sc.cluster.nic_bytes_per_s,
+        nvme_write_bytes_per_s=nvme and nvme.write_bytes_per_s,
+        nvme_read_bytes_per_s=nvme and nvme.read_bytes_per_s,
+        nvme_capacity_bytes=nvme and nvme.capacity_bytes,
+        ddr_capacity_bytes=ddr and ddr.capacity_bytes,
+        cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
+        cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
+        cxl_capacity_bytes=cxl and cxl.capacity_bytes, step_time_s=step_s)
 
 
 def _offload_bw(sc: Scenario, lay) -> dict:

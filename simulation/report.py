@@ -15,6 +15,8 @@ Keys outside checks rely on (``"schema": 1``)::
     throughput.tokens_per_s, mfu, links[*].{name, busy_s, utilization}
     timeline.tasks[*].{name, lane, kind, start_s, end_s}, verdict.{bottleneck, message}
     offload_bandwidth             ZeRO-Infinity efficiency-vs-bandwidth curves
+    checkpoint.{size_bytes, write_s, stall_s, interval_s, young_interval_s, daly_interval_s,
+                mtbf_s, restart_s, goodput, waste_fraction, curve, monte_carlo}
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Report:
     timeline: dict = field(default_factory=dict)
     verdict: dict = field(default_factory=dict)
     offload_bandwidth: dict = field(default_factory=dict)
+    checkpoint: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -15,7 +15,9 @@ Shape (``"schema": 1``)::
      "strategy": {"kind": "zero3", "shard_group_size": null,
                   "offload_optimizer": "none", "offload_params": "none",
                   "prefetch_depth": 1},
-     "convention": "realistic"}                      # or "zero_paper"
+     "convention": "realistic",                      # or "zero_paper"
+     "runtime":  {"runtime_bytes": 1610612736, "fragmentation_fraction": 0.1},
+     "checkpoint": {"target": "parallel_fs", "method": "blocking", ...}}   # see checkpoint.py
 
 Presets are expanded by :func:`resolve` into explicit values; a resolved scenario
 carries everything the engine uses, so a stored run can be re-evaluated exactly.
@@ -28,6 +30,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 
 from . import presets
+from .checkpoint import CheckpointSpec, resolve_target
 from .errors import ScenarioError
 
 SCHEMA_VERSION = 1
@@ -440,24 +443,28 @@ class Scenario:
     strategy: StrategySpec = field(default_factory=StrategySpec)
     convention: str = "realistic"
     runtime: RuntimeSpec = field(default_factory=RuntimeSpec)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     schema: int = SCHEMA_VERSION
 
     @classmethod
     def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
         """Validate, expand presets and build a scenario. Raises ScenarioError."""
         d = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
-        return cls(model=ModelSpec.from_dict(d["model"]),
+        sc = cls(model=ModelSpec.from_dict(d["model"]),
                    cluster=ClusterSpec.from_dict(d["cluster"]),
                    training=TrainingSpec.from_dict(_section(d, "training")),
                    strategy=StrategySpec.from_dict(_section(d, "strategy")),
                    convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
-                   runtime=RuntimeSpec.from_dict(_section(d, "runtime")))
+                   runtime=RuntimeSpec.from_dict(_section(d, "runtime")),
+                   checkpoint=CheckpointSpec.from_dict(_section(d, "checkpoint")))
+        _check_checkpoint_target(sc)
+        return sc
 
     def to_dict(self) -> dict:
         return dict(schema=self.schema, model=self.model.to_dict(),
                     cluster=self.cluster.to_dict(), training=self.training.to_dict(),
                     strategy=self.strategy.to_dict(), convention=self.convention,
-                    runtime=self.runtime.to_dict())
+                    runtime=self.runtime.to_dict(), checkpoint=self.checkpoint.to_dict())
 
 
 # ------------------------------------------------------------------ preset expansion
@@ -493,7 +500,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     if schema != SCHEMA_VERSION:
         raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
     _no_unknown(d, {"schema", "model", "cluster", "training", "strategy", "convention", "runtime",
-                   "name"}, "")
+                   "checkpoint", "name"}, "")
     models = presets.MODELS if models is None else models
     nodes = presets.NODES if nodes is None else nodes
     accelerators = presets.ACCELERATORS if accelerators is None else accelerators
@@ -540,3 +547,19 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     cluster["accelerator"] = _expand(acc, accelerators, "cluster.accelerator", "accelerator")
     out["cluster"] = cluster
     return out
+
+
+def _check_checkpoint_target(sc: Scenario) -> None:
+    """Reject a checkpoint target this node lacks (ScenarioError on checkpoint.target)."""
+    c, t = sc.cluster, sc.cluster.tiers
+    nvme, cxl, ddr = t.get("nvme"), t.get("cxl"), t.get("ddr")
+    resolve_target(sc.checkpoint, gpus_per_node=c.gpus_per_node, num_nodes=c.num_nodes,
+                   host_link_bytes_per_s=c.accelerator.host_link_bytes_per_s,
+                   nic_bytes_per_s=c.nic_bytes_per_s,
+                   nvme_write_bytes_per_s=nvme and nvme.write_bytes_per_s,
+                   nvme_read_bytes_per_s=nvme and nvme.read_bytes_per_s,
+                   nvme_capacity_bytes=nvme and nvme.capacity_bytes,
+                   ddr_capacity_bytes=ddr and ddr.capacity_bytes,
+                   cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
+                   cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
+                   cxl_capacity_bytes=cxl and cxl.capacity_bytes)

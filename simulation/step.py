@@ -235,3 +235,26 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
                 f"{busiest['bytes_per_s'] / 1e9:.1f} GB/s per GPU): more of it shortens the step.")
     return {"bottleneck": worst, "message": msg,
             "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}
+
+
+def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                        bytes_per_rank: float, write_s: float, network: bool,
+                        engine: str = "auto") -> float:
+    """Extra seconds one step takes while a background checkpoint write shares its links.
+
+    The last micro-batch is simulated again with one more flow: the rank's checkpoint
+    shard leaving over PCIe (and the NIC for network targets) to the target at the rate
+    the checkpoint model gives it (``bytes_per_rank / write_s``). Max-min sharing then
+    takes bandwidth from training's transfers where they meet.
+    """
+    if bytes_per_rank <= 0 or write_s <= 0:
+        return 0.0
+    r = rank_model(sc, pc, lay, sb)
+    links = dict(links_for(sc, lay), checkpoint_target=bytes_per_rank / write_s)
+    g = build(r, links, last=True)
+    n_train = len(g.names)
+    base = simulate(g.arrays(), engine).makespan_s
+    path = ["pcie_d2h"] + (["nic"] if network else []) + ["checkpoint_target"]
+    g.transfer("checkpoint write (background)", bytes_per_rank, path, label="checkpoint")
+    s = simulate(g.arrays(), engine)
+    return max(float(np.max(s.end_s[:n_train])) - base, 0.0)

@@ -191,3 +191,25 @@ def test_korthikanti_table5_iteration_times_within_10_percent(model, recompute, 
         "training": training, "strategy": {"kind": "ddp"}})
     expected = case["expected"][expected_key]
     assert r["step"]["time_s"] == pytest.approx(expected, rel=0.10)
+
+
+def test_background_checkpoint_write_slows_the_steps_it_overlaps():
+    # ZeRO-3 over two nodes is NIC-bound; an async checkpoint to the parallel FS sends each
+    # rank's 14 B/param shard over the same NIC, so the overlapped step gets longer.
+    d = {"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
+         "training": {"recompute": "full", "global_batch_size": 32}}
+    a = evaluate_dict(dict(d, checkpoint={"method": "async", "monte_carlo_runs": 0}))
+    b = evaluate_dict(dict(d, checkpoint={"method": "blocking", "monte_carlo_runs": 0}))
+    slow = a["checkpoint"]["training_slowdown"]
+    assert slow["per_step_s"] > 0
+    assert slow["steps_overlapped"] >= 1
+    assert "training_slowdown" not in b["checkpoint"]          # blocking stalls instead
+    assert a["checkpoint"]["stall_s"] < b["checkpoint"]["stall_s"]
+
+
+def test_background_write_on_idle_links_costs_nothing():
+    # One GPU, no collectives and no offload: PCIe and the NIC are idle during the step.
+    r = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100", "gpus_per_node": 1},
+                       "training": {"recompute": "full"}, "strategy": {"kind": "zero1"},
+                       "checkpoint": {"method": "async", "monte_carlo_runs": 0}})
+    assert r["checkpoint"]["training_slowdown"]["per_step_s"] == pytest.approx(0.0, abs=1e-9)
