@@ -1,0 +1,6 @@
+// Loaded on every page: the CSS (Pico, light/dark by the OS setting or <html data-theme>)
+// and tierlab's few additions. Page scripts import this too, so either order works.
+import "@picocss/pico/css/pico.min.css";
+import "./styles/app.css";
+
+document.documentElement.classList.add("js");

@@ -1,0 +1,97 @@
+// The one ECharts wrapper every chart goes through: registers what the charts use
+// (tree-shaken from echarts/core), follows the element's size and the light/dark scheme,
+// marks the element data-rendered="true" once drawn, and disposes cleanly.
+
+import { BarChart } from "echarts/charts";
+import {
+  AriaComponent,
+  GridComponent,
+  LegendComponent,
+  TooltipComponent,
+} from "echarts/components";
+import * as echarts from "echarts/core";
+import { SVGRenderer } from "echarts/renderers";
+
+echarts.use([BarChart, AriaComponent, GridComponent, LegendComponent, TooltipComponent, SVGRenderer]);
+
+/** Dark when the page says so (`<html data-theme="dark">`, as Pico uses), else the OS setting. */
+export function prefersDark(): boolean {
+  const forced = document.documentElement.dataset.theme;
+  if (forced === "dark") return true;
+  if (forced === "light") return false;
+  return window.matchMedia?.("(prefers-color-scheme: dark)").matches ?? false;
+}
+
+export type OptionBuilder<O> = (style: { dark: boolean }) => O;
+
+export interface ChartHandle {
+  /** Replace what the chart shows (the builder is re-run on theme changes). */
+  update(build: OptionBuilder<echarts.EChartsCoreOption>): void;
+  dispose(): void;
+  readonly instance: echarts.ECharts | null;
+}
+
+/**
+ * Draws the option built by `build` into `el`. `el` needs a height (CSS); the chart
+ * follows its width with a ResizeObserver and redraws in the other theme when the
+ * colour scheme changes.
+ */
+export function mountChart(
+  el: HTMLElement,
+  build: OptionBuilder<echarts.EChartsCoreOption>,
+): ChartHandle {
+  let builder = build;
+  let chart: echarts.ECharts | null = null;
+  let dark = prefersDark();
+
+  const draw = () => {
+    chart?.dispose();
+    el.dataset.rendered = "false";
+    chart = echarts.init(el, dark ? "dark" : undefined, { renderer: "svg" });
+    chart.on("finished", () => {
+      el.dataset.rendered = "true";
+    });
+    chart.setOption(builder({ dark }), { notMerge: true });
+  };
+
+  const onScheme = () => {
+    const now = prefersDark();
+    if (now !== dark) {
+      dark = now;
+      draw();
+    }
+  };
+
+  const media = window.matchMedia?.("(prefers-color-scheme: dark)");
+  media?.addEventListener("change", onScheme);
+  const themeObserver = new MutationObserver(onScheme);
+  themeObserver.observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+
+  let frame = 0;
+  const resizeObserver = new ResizeObserver(() => {
+    cancelAnimationFrame(frame);
+    frame = requestAnimationFrame(() => chart?.resize());
+  });
+  resizeObserver.observe(el);
+
+  draw();
+
+  return {
+    update(next) {
+      builder = next;
+      chart?.setOption(builder({ dark }), { notMerge: true });
+    },
+    dispose() {
+      media?.removeEventListener("change", onScheme);
+      themeObserver.disconnect();
+      resizeObserver.disconnect();
+      cancelAnimationFrame(frame);
+      chart?.dispose();
+      chart = null;
+      delete el.dataset.rendered;
+    },
+    get instance() {
+      return chart;
+    },
+  };
+}

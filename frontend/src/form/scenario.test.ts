@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest";
+
+import {
+  DEFAULT_VALUES,
+  buildRequest,
+  inputNameForErrorKey,
+  modelOptionLabel,
+  nodeOptionLabel,
+  offloadAfterStrategyChange,
+  settingsNotOnForm,
+  valuesFromScenario,
+} from "./scenario";
+
+const values = {
+  ...DEFAULT_VALUES,
+  name: " 70B on two DGX ",
+  "model.preset": "llama2-70b",
+  "cluster.node": "dgx-h100",
+  "cluster.num_nodes": "2",
+  "cluster.gpus_per_node": "8",
+  "strategy.kind": "zero3",
+  "training.global_batch_size": "32",
+  "training.flash_attention": true,
+};
+
+describe("buildRequest", () => {
+  it("builds the scenario the API takes, numbers as numbers", () => {
+    expect(buildRequest(values)).toEqual({
+      name: "70B on two DGX",
+      scenario: {
+        schema: 1,
+        model: { preset: "llama2-70b" },
+        cluster: { node: "dgx-h100", num_nodes: 2, gpus_per_node: 8 },
+        training: {
+          micro_batch_size: 1, global_batch_size: 32, seq_len: 4096, tensor_parallel: 1,
+          pipeline_parallel: 1, precision: "bf16", optimizer: "adam", recompute: "none",
+          flash_attention: true, sequence_parallel: false,
+        },
+        strategy: { kind: "zero3", offload_optimizer: "none", offload_params: "none" },
+        convention: "realistic",
+      },
+    });
+  });
+
+  it("leaves out an empty global batch and sends the shard group only for HSDP", () => {
+    const r = buildRequest({ ...values, "training.global_batch_size": "", "strategy.shard_group_size": "8" });
+    expect(r.scenario.training).not.toHaveProperty("global_batch_size");
+    expect(r.scenario.strategy).not.toHaveProperty("shard_group_size");
+    const hsdp = buildRequest({ ...values, "strategy.kind": "fsdp_hybrid_shard", "strategy.shard_group_size": "8" });
+    expect(hsdp.scenario.strategy).toMatchObject({ kind: "fsdp_hybrid_shard", shard_group_size: 8 });
+  });
+
+  it("never sends an offload the strategy cannot do", () => {
+    const r = buildRequest({ ...values, "strategy.kind": "ddp", "strategy.offload_optimizer": "cpu", "strategy.offload_params": "nvme" });
+    expect(r.scenario.strategy).toEqual({ kind: "ddp", offload_optimizer: "none", offload_params: "none" });
+    const z2 = buildRequest({ ...values, "strategy.kind": "zero2", "strategy.offload_optimizer": "cpu", "strategy.offload_params": "nvme" });
+    expect(z2.scenario.strategy).toEqual({ kind: "zero2", offload_optimizer: "cpu", offload_params: "none" });
+  });
+
+  it("keeps an example's settings the form has no input for", () => {
+    const base = {
+      model: { preset: "llama2-70b" },
+      cluster: { node: "dgx-h100", num_nodes: 1, tiers: { cxl: { capacity_bytes: 1e12, read_bytes_per_s: 1e11, write_bytes_per_s: 1e11 } } },
+      strategy: { kind: "zero3", prefetch_depth: 2 },
+    };
+    const r = buildRequest(values, base);
+    expect(r.scenario.cluster).toEqual({ tiers: base.cluster.tiers, node: "dgx-h100", num_nodes: 2, gpus_per_node: 8 });
+    expect(r.scenario.strategy).toMatchObject({ prefetch_depth: 2 });
+    // another node template drops the example's tier overrides
+    expect(buildRequest({ ...values, "cluster.node": "dgx-a100-80gb" }, base).scenario.cluster).not.toHaveProperty("tiers");
+  });
+
+  it("sends a custom model from an example when no preset is chosen", () => {
+    const base = { model: { name: "tiny", num_params: 1e9, num_layers: 8, hidden_size: 1024 }, cluster: { node: "dgx-h100" } };
+    expect(buildRequest({ ...values, "model.preset": "" }, base).scenario.model).toEqual(base.model);
+  });
+});
+
+describe("valuesFromScenario", () => {
+  it("fills the form from an example, strings for inputs", () => {
+    const v = valuesFromScenario(
+      {
+        model: { preset: "llama2-70b" },
+        cluster: { node: "dgx-h100", num_nodes: 2, gpus_per_node: 8 },
+        training: { global_batch_size: 32, flash_attention: true, recompute: "full" },
+        strategy: { kind: "zero_infinity" },
+        convention: "zero_paper",
+      },
+      "Ex",
+    );
+    expect(v).toMatchObject({
+      name: "Ex", "model.preset": "llama2-70b", "cluster.num_nodes": "2", "training.global_batch_size": "32",
+      "training.flash_attention": true, "training.recompute": "full", "strategy.kind": "zero_infinity",
+      // ZeRO-Infinity's defaults when the example does not say
+      "strategy.offload_optimizer": "nvme", "strategy.offload_params": "nvme", convention: "zero_paper",
+      "training.seq_len": "4096",
+    });
+  });
+
+  it("round-trips through buildRequest", () => {
+    const req = buildRequest(values);
+    expect(buildRequest(valuesFromScenario(req.scenario, req.name)).scenario).toEqual(req.scenario);
+  });
+
+  it("names settings that have no input", () => {
+    expect(settingsNotOnForm({
+      model: { preset: "llama2-70b" },
+      cluster: { node: "x", tiers: { cxl: { capacity_bytes: 1 } } },
+      strategy: { kind: "zero3", prefetch_depth: 2 },
+    })).toEqual(["cluster.tiers.cxl.capacity_bytes", "strategy.prefetch_depth"]);
+  });
+});
+
+describe("strategy changes", () => {
+  it("sets ZeRO-Offload and ZeRO-Infinity targets and clears what is not allowed", () => {
+    expect(offloadAfterStrategyChange("zero_offload", { optimizer: "none", params: "none" })).toEqual({ optimizer: "cpu", params: "none" });
+    expect(offloadAfterStrategyChange("zero_infinity", { optimizer: "none", params: "none" })).toEqual({ optimizer: "nvme", params: "nvme" });
+    expect(offloadAfterStrategyChange("zero_infinity", { optimizer: "cxl", params: "none" })).toEqual({ optimizer: "cxl", params: "nvme" });
+    expect(offloadAfterStrategyChange("ddp", { optimizer: "cpu", params: "nvme" })).toEqual({ optimizer: "none", params: "none" });
+    expect(offloadAfterStrategyChange("zero1", { optimizer: "cpu", params: "nvme" })).toEqual({ optimizer: "cpu", params: "none" });
+  });
+});
+
+describe("error keys", () => {
+  it("maps API keys onto input names", () => {
+    expect(inputNameForErrorKey("scenario.training.global_batch_size")).toBe("training.global_batch_size");
+    expect(inputNameForErrorKey("name")).toBe("name");
+    expect(inputNameForErrorKey("scenario.model")).toBe("model.preset");
+    expect(inputNameForErrorKey("scenario")).toBe("");
+    expect(inputNameForErrorKey("")).toBe("");
+  });
+});
+
+describe("catalog labels", () => {
+  it("shows the parameter count when the spec has it, else the shape", () => {
+    expect(modelOptionLabel({ slug: "x", name: "Llama-2-70B", spec: { num_params: 68976648192 } })).toBe("Llama-2-70B — 69.0 B params");
+    expect(modelOptionLabel({ slug: "x", name: "Llama-2-70B", spec: { num_layers: 80, hidden_size: 8192 } })).toBe("Llama-2-70B — 80 layers, hidden 8192");
+  });
+  it("shows a node's GPUs and tiers", () => {
+    expect(nodeOptionLabel({ slug: "dgx-h100", name: "NVIDIA DGX H100", spec: { gpus_per_node: 8, tiers: { ddr: {}, nvme: {} } } }))
+      .toBe("NVIDIA DGX H100 — 8 GPUs, tiers: DDR, NVMe");
+  });
+});

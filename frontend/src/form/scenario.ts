@@ -1,0 +1,347 @@
+// Pure logic of the scenario form: the fields, form values <-> scenario JSON, and
+// mapping API error keys onto inputs. No DOM here, so it is unit-tested in Node.
+
+import type { CatalogEntry, ScenarioJSON } from "../types";
+import { formatCount } from "../units";
+
+/** Form values keyed by input name (the dotted scenario path). Checkboxes are booleans. */
+export type FormValues = Record<string, string | boolean>;
+
+export const STRATEGIES: [string, string][] = [
+  ["ddp", "DDP (no sharding)"],
+  ["zero1", "ZeRO-1 (shard optimizer)"],
+  ["zero2", "ZeRO-2 (shard optimizer + gradients)"],
+  ["zero3", "ZeRO-3 (shard everything)"],
+  ["fsdp_full_shard", "FSDP FULL_SHARD"],
+  ["fsdp_hybrid_shard", "FSDP HYBRID_SHARD (shard in a group, replicate across)"],
+  ["zero_offload", "ZeRO-Offload (optimizer in CPU memory)"],
+  ["zero_infinity", "ZeRO-Infinity (ZeRO-3 + NVMe/CPU offload)"],
+];
+
+export const OFFLOAD_TARGETS: [string, string][] = [
+  ["none", "none (stay in GPU HBM)"],
+  ["cpu", "CPU DDR"],
+  ["nvme", "NVMe"],
+  ["cxl", "CXL memory"],
+];
+
+export const PRECISIONS: [string, string][] = [
+  ["bf16", "bf16 (2 B)"],
+  ["fp16", "fp16 (2 B)"],
+  ["fp32", "fp32 (4 B)"],
+];
+
+export const OPTIMIZERS: [string, string][] = [
+  ["adam", "Adam"],
+  ["adamw", "AdamW"],
+  ["adam_8bit", "8-bit Adam"],
+  ["sgd_momentum", "SGD with momentum"],
+  ["adafactor", "Adafactor"],
+];
+
+export const RECOMPUTE: [string, string][] = [
+  ["none", "none"],
+  ["selective", "selective (attention)"],
+  ["full", "full (≈ +33% compute)"],
+];
+
+export const CONVENTIONS: [string, string][] = [
+  ["realistic", "realistic: what DeepSpeed / FSDP / Megatron allocate"],
+  ["zero_paper", "zero_paper: the ZeRO paper's 2 + 2 + 12 B/param"],
+];
+
+/** Integer inputs, by name. */
+export const INTEGER_FIELDS = [
+  "cluster.num_nodes",
+  "cluster.gpus_per_node",
+  "training.micro_batch_size",
+  "training.global_batch_size",
+  "training.seq_len",
+  "training.tensor_parallel",
+  "training.pipeline_parallel",
+  "strategy.shard_group_size",
+] as const;
+
+export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel"] as const;
+
+/** Human label of every input (units in the label), for the error summary. */
+export const FIELD_LABELS: Record<string, string> = {
+  example: "Example",
+  name: "Name",
+  "model.preset": "Model",
+  "cluster.node": "Node template",
+  "cluster.num_nodes": "Number of nodes",
+  "cluster.gpus_per_node": "GPUs per node",
+  "strategy.kind": "Strategy",
+  "strategy.shard_group_size": "Shard group size",
+  "strategy.offload_optimizer": "Offload optimizer states to",
+  "strategy.offload_params": "Offload parameters to",
+  "training.micro_batch_size": "Micro batch size",
+  "training.global_batch_size": "Global batch size",
+  "training.seq_len": "Sequence length",
+  "training.precision": "Precision",
+  "training.optimizer": "Optimizer",
+  "training.recompute": "Activation recomputation",
+  "training.flash_attention": "Flash attention",
+  "training.sequence_parallel": "Sequence parallel",
+  "training.tensor_parallel": "Tensor parallel degree",
+  "training.pipeline_parallel": "Pipeline parallel degree",
+  convention: "Memory convention",
+};
+
+export const DEFAULT_VALUES: FormValues = {
+  name: "",
+  "model.preset": "llama2-7b",
+  "cluster.node": "dgx-h100",
+  "cluster.num_nodes": "1",
+  "cluster.gpus_per_node": "8",
+  "strategy.kind": "zero3",
+  "strategy.shard_group_size": "",
+  "strategy.offload_optimizer": "none",
+  "strategy.offload_params": "none",
+  "training.micro_batch_size": "1",
+  "training.global_batch_size": "",
+  "training.seq_len": "4096",
+  "training.precision": "bf16",
+  "training.optimizer": "adam",
+  "training.recompute": "none",
+  "training.flash_attention": false,
+  "training.sequence_parallel": false,
+  "training.tensor_parallel": "1",
+  "training.pipeline_parallel": "1",
+  convention: "realistic",
+};
+
+/** Which offload targets a strategy allows, and what it starts with. */
+export function offloadRules(kind: string): {
+  optimizer: boolean;
+  params: boolean;
+  defaultOptimizer: string;
+  defaultParams: string;
+} {
+  const zeroStage = ({ ddp: 0, zero1: 1, zero2: 2, zero_offload: 2 } as Record<string, number>)[kind] ?? 3;
+  return {
+    optimizer: zeroStage >= 1,
+    params: zeroStage >= 3,
+    defaultOptimizer: kind === "zero_offload" ? "cpu" : kind === "zero_infinity" ? "nvme" : "none",
+    defaultParams: kind === "zero_infinity" ? "nvme" : "none",
+  };
+}
+
+/** Offload selects after a strategy change: defaults of the new kind, "none" where not allowed. */
+export function offloadAfterStrategyChange(
+  kind: string,
+  current: { optimizer: string; params: string },
+): { optimizer: string; params: string } {
+  const rules = offloadRules(kind);
+  let optimizer = rules.optimizer ? current.optimizer : "none";
+  let params = rules.params ? current.params : "none";
+  if (kind === "zero_offload" && optimizer === "none") optimizer = rules.defaultOptimizer;
+  if (kind === "zero_infinity") {
+    if (optimizer === "none") optimizer = rules.defaultOptimizer;
+    if (params === "none") params = rules.defaultParams;
+  }
+  return { optimizer, params };
+}
+
+function intOrRaw(value: string | boolean | undefined): number | string | undefined {
+  if (typeof value !== "string") return undefined;
+  const text = value.trim();
+  if (text === "") return undefined;
+  const n = Number(text);
+  // A non-number goes to the server as typed, so its message names the field.
+  return Number.isFinite(n) ? n : text;
+}
+
+const str = (v: string | boolean | undefined, fallback: string) =>
+  typeof v === "string" && v !== "" ? v : fallback;
+
+function setIf(target: Record<string, unknown>, key: string, value: unknown) {
+  if (value !== undefined) target[key] = value;
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+
+/**
+ * The request body for POST /api/v1/scenarios/ (and, without name, /estimate/).
+ * `base` is the example the form was filled from: settings the form has no input for
+ * (tier overrides, a custom model) are kept from it.
+ */
+export function buildRequest(
+  values: FormValues,
+  base?: ScenarioJSON | null,
+): { name: string; scenario: ScenarioJSON } {
+  const preset = str(values["model.preset"], "");
+  const baseModel = isObject(base?.model) ? base.model : null;
+  const model: Record<string, unknown> =
+    preset === "" && baseModel ? { ...baseModel } : { preset };
+
+  const node = str(values["cluster.node"], "");
+  const baseCluster = isObject(base?.cluster) ? base.cluster : {};
+  const cluster: Record<string, unknown> = {};
+  // Keep the example's extra cluster settings only while its node template is chosen.
+  if (baseCluster.node === node) {
+    for (const [k, v] of Object.entries(baseCluster)) {
+      if (!["node", "num_nodes", "gpus_per_node"].includes(k)) cluster[k] = v;
+    }
+  }
+  cluster.node = node;
+  setIf(cluster, "num_nodes", intOrRaw(values["cluster.num_nodes"]));
+  setIf(cluster, "gpus_per_node", intOrRaw(values["cluster.gpus_per_node"]));
+
+  const baseTraining = isObject(base?.training) ? base.training : {};
+  const training: Record<string, unknown> = { ...baseTraining };
+  for (const f of INTEGER_FIELDS) {
+    if (!f.startsWith("training.")) continue;
+    const key = f.slice("training.".length);
+    const v = intOrRaw(values[f]);
+    if (v === undefined) delete training[key];
+    else training[key] = v;
+  }
+  training.precision = str(values["training.precision"], "bf16");
+  training.optimizer = str(values["training.optimizer"], "adam");
+  training.recompute = str(values["training.recompute"], "none");
+  training.flash_attention = values["training.flash_attention"] === true;
+  training.sequence_parallel = values["training.sequence_parallel"] === true;
+
+  const kind = str(values["strategy.kind"], "zero3");
+  const baseStrategy = isObject(base?.strategy) ? base.strategy : {};
+  const strategy: Record<string, unknown> = { ...baseStrategy, kind };
+  delete strategy.shard_group_size;
+  const rules = offloadRules(kind);
+  strategy.offload_optimizer = rules.optimizer ? str(values["strategy.offload_optimizer"], "none") : "none";
+  strategy.offload_params = rules.params ? str(values["strategy.offload_params"], "none") : "none";
+  if (kind === "fsdp_hybrid_shard") {
+    setIf(strategy, "shard_group_size", intOrRaw(values["strategy.shard_group_size"]));
+  }
+
+  const scenario: ScenarioJSON = {
+    schema: 1,
+    model,
+    cluster,
+    training,
+    strategy,
+    convention: str(values.convention, "realistic"),
+  };
+  return { name: str(values.name, "").trim(), scenario };
+}
+
+/** Form values for a scenario (an example's): what the form can show of it. */
+export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValues {
+  const v: FormValues = { ...DEFAULT_VALUES, name };
+  const model = scenario.model;
+  if (typeof model === "string") v["model.preset"] = model;
+  else if (isObject(model)) v["model.preset"] = typeof model.preset === "string" ? model.preset : "";
+  const sections: Record<string, unknown> = {
+    cluster: scenario.cluster,
+    training: scenario.training,
+    strategy: scenario.strategy,
+  };
+  for (const [section, body] of Object.entries(sections)) {
+    if (!isObject(body)) continue;
+    for (const [k, val] of Object.entries(body)) {
+      const key = `${section}.${k}`;
+      if (!(key in DEFAULT_VALUES)) continue;
+      if (typeof DEFAULT_VALUES[key] === "boolean") v[key] = val === true;
+      else if (val !== null && val !== undefined && typeof val !== "object") v[key] = String(val);
+    }
+  }
+  if (typeof scenario.convention === "string") v.convention = scenario.convention;
+  // Strategies that imply an offload target when none is written.
+  const kind = String(v["strategy.kind"]);
+  const strategy = isObject(scenario.strategy) ? scenario.strategy : {};
+  const rules = offloadRules(kind);
+  if (strategy.offload_optimizer === undefined) v["strategy.offload_optimizer"] = rules.defaultOptimizer;
+  if (strategy.offload_params === undefined) v["strategy.offload_params"] = rules.defaultParams;
+  return v;
+}
+
+/** Settings of a scenario that the form has no input for, as dotted paths (shown to the user). */
+export function settingsNotOnForm(scenario: ScenarioJSON): string[] {
+  const out: string[] = [];
+  const walk = (value: unknown, path: string) => {
+    if (isObject(value)) {
+      for (const [k, v] of Object.entries(value)) walk(v, path ? `${path}.${k}` : k);
+    } else if (!(path in DEFAULT_VALUES) && path !== "schema" && path !== "name") {
+      out.push(path);
+    }
+  };
+  const model = scenario.model;
+  if (isObject(model) && typeof model.preset === "string") {
+    const { preset: _preset, ...rest } = model;
+    walk({ ...scenario, model: rest }, "");
+  } else {
+    walk(scenario, "");
+  }
+  return out.filter((p) => p !== "model" && !p.startsWith("model.preset"));
+}
+
+/**
+ * The input name an API error key belongs to: "scenario.training.global_batch_size" ->
+ * "training.global_batch_size"; "name" -> "name". Whole-section keys point at the
+ * section's main input ("scenario.model" -> "model.preset").
+ */
+export function inputNameForErrorKey(key: string): string {
+  let k = key.startsWith("scenario.") ? key.slice("scenario.".length) : key;
+  if (k === "scenario") k = "";
+  const sectionMain: Record<string, string> = {
+    model: "model.preset",
+    cluster: "cluster.node",
+    "cluster.accelerator": "cluster.node",
+    strategy: "strategy.kind",
+  };
+  return sectionMain[k] ?? k;
+}
+
+/** The parameter count of a model catalog entry, if its spec states it. */
+export function modelParamCount(entry: CatalogEntry): number | null {
+  const spec = entry.spec ?? {};
+  for (const key of ["num_params", "param_count", "params"]) {
+    const v = (spec as Record<string, unknown>)[key] ?? (entry as unknown as Record<string, unknown>)[key];
+    if (typeof v === "number" && Number.isFinite(v) && v > 0) return v;
+  }
+  return null;
+}
+
+/** The option text of a model: "Llama-2-70B — 69.0 B params" or "… — 80 layers, hidden 8192". */
+export function modelOptionLabel(entry: CatalogEntry): string {
+  const n = modelParamCount(entry);
+  if (n !== null) return `${entry.name} — ${formatCount(n)} params`;
+  const spec = entry.spec as Record<string, unknown>;
+  if (typeof spec?.num_layers === "number" && typeof spec?.hidden_size === "number") {
+    return `${entry.name} — ${spec.num_layers} layers, hidden ${spec.hidden_size}`;
+  }
+  return entry.name;
+}
+
+/** The option text of a node: "NVIDIA DGX H100 — 8 GPUs, tiers: ddr, nvme". */
+export function nodeOptionLabel(entry: CatalogEntry): string {
+  const spec = entry.spec as Record<string, unknown>;
+  const gpus = typeof spec?.gpus_per_node === "number" ? `${spec.gpus_per_node} GPUs` : null;
+  const tiers = isObject(spec?.tiers) ? Object.keys(spec.tiers) : [];
+  const bits = [gpus, tiers.length ? `tiers: ${tiers.map(tierName).join(", ")}` : null].filter(Boolean);
+  return bits.length ? `${entry.name} — ${bits.join(", ")}` : entry.name;
+}
+
+const TIER_NAMES: Record<string, string> = { ddr: "DDR", nvme: "NVMe", cxl: "CXL", pmem: "PMEM" };
+export const tierName = (key: string) => TIER_NAMES[key] ?? key.toUpperCase();
+
+/** The node's GPUs per node, from its catalog spec. */
+export function nodeGpus(entry: CatalogEntry | undefined): number | null {
+  const v = (entry?.spec as Record<string, unknown> | undefined)?.gpus_per_node;
+  return typeof v === "number" ? v : null;
+}
+
+/** The tiers a node template has ("ddr", "nvme", "cxl"). */
+export function nodeTiers(entry: CatalogEntry | undefined): string[] {
+  const t = (entry?.spec as Record<string, unknown> | undefined)?.tiers;
+  return isObject(t) ? Object.keys(t) : [];
+}
+
+/** A default scenario name from the choices: "Llama-2-70B · 2× NVIDIA DGX H100 · zero3". */
+export function suggestName(values: FormValues, models: CatalogEntry[], nodes: CatalogEntry[]): string {
+  const model = models.find((m) => m.slug === values["model.preset"])?.name ?? String(values["model.preset"] || "custom model");
+  const node = nodes.find((n) => n.slug === values["cluster.node"])?.name ?? String(values["cluster.node"]);
+  return `${model} · ${values["cluster.num_nodes"]}× ${node} · ${values["strategy.kind"]}`;
+}

@@ -1,0 +1,493 @@
+// The scenario builder at "/": pick a model, a node and a strategy, see a live estimate,
+// submit to create a scenario and start a run, land on the run's page. Errors from the
+// API are shown next to the input whose name is the error's dotted path.
+
+import "../base";
+
+import { ApiError, endpoints, listCatalog, postJSON, type FieldErrors } from "../api";
+import { h, readJSONScript, replaceChildren } from "../dom";
+import {
+  CONVENTIONS,
+  DEFAULT_VALUES,
+  FIELD_LABELS,
+  OFFLOAD_TARGETS,
+  OPTIMIZERS,
+  PRECISIONS,
+  RECOMPUTE,
+  STRATEGIES,
+  buildRequest,
+  inputNameForErrorKey,
+  modelOptionLabel,
+  nodeGpus,
+  nodeOptionLabel,
+  nodeTiers,
+  offloadAfterStrategyChange,
+  offloadRules,
+  settingsNotOnForm,
+  suggestName,
+  valuesFromScenario,
+  type FormValues,
+} from "../form/scenario";
+import { estimateSummary } from "../report";
+import type { CatalogEntry, Example, Report, Run, ScenarioJSON } from "../types";
+import { formatParams } from "../units";
+
+type Control = HTMLInputElement | HTMLSelectElement;
+
+const idFor = (name: string) => `f-${name.replace(/[^\w]/g, "-")}`;
+
+interface FieldOptions {
+  unit?: string;
+  help?: string;
+}
+
+/** A labelled control with an (initially empty) inline error and optional help text. */
+function field(name: string, label: string, control: Control, opts: FieldOptions = {}): HTMLElement {
+  const id = idFor(name);
+  control.id = id;
+  control.name = name;
+  const error = h("small", { class: "field-error", id: `${id}-error`, "data-error-for": name, hidden: true });
+  const help = opts.help ? h("small", { id: `${id}-help`, class: "field-help" }, opts.help) : null;
+  if (help) control.setAttribute("aria-describedby", help.id);
+  if (control instanceof HTMLInputElement && control.type === "checkbox") {
+    return h(
+      "div",
+      { class: "field", "data-field": name },
+      h("label", { for: id }, control, ` ${label}`, opts.unit ? h("span", { class: "unit" }, ` (${opts.unit})`) : null),
+      error,
+      help,
+    );
+  }
+  return h(
+    "div",
+    { class: "field", "data-field": name },
+    h("label", { for: id }, label, opts.unit ? h("span", { class: "unit" }, ` (${opts.unit})`) : null),
+    control,
+    error,
+    help,
+  );
+}
+
+function select(options: [string, string][], attrs: Record<string, string | boolean> = {}): HTMLSelectElement {
+  const el = h("select", attrs);
+  for (const [value, label] of options) el.append(h("option", { value }, label));
+  return el;
+}
+
+function integer(attrs: Record<string, string | number | boolean> = {}): HTMLInputElement {
+  return h("input", { type: "number", inputmode: "numeric", min: 1, step: 1, ...attrs });
+}
+
+function fillSelect(el: HTMLSelectElement, options: [string, string][], keep?: string): void {
+  const previous = keep ?? el.value;
+  el.replaceChildren(...options.map(([value, label]) => h("option", { value }, label)));
+  if (options.some(([v]) => v === previous)) el.value = previous;
+}
+
+function mount(root: HTMLElement): void {
+  const examples = readJSONScript<Example[]>("examples-data") ?? [];
+  let models: CatalogEntry[] = [];
+  let nodes: CatalogEntry[] = [];
+  let base: ScenarioJSON | null = null; // the example the form was filled from
+  let nameTouched = false;
+
+  // ------------------------------------------------------------------ controls
+  const exampleSelect = select([["", examples.length ? "— start from an example —" : "— no examples —"]], {
+    "aria-describedby": "example-note",
+  });
+  examples.forEach((ex, i) => exampleSelect.append(h("option", { value: String(i) }, ex.name)));
+  exampleSelect.id = "f-example";
+  exampleSelect.name = "example";
+
+  const c = {
+    name: h("input", { type: "text", maxlength: 200, required: true, autocomplete: "off", placeholder: "e.g. 70B on two DGX H100" }),
+    model: select([["", "Loading models…"]], { required: true }),
+    node: select([["", "Loading node templates…"]], { required: true }),
+    numNodes: integer({ required: true }),
+    gpus: integer({ required: true }),
+    kind: select(STRATEGIES),
+    shardGroup: integer({ placeholder: "GPUs of one node" }),
+    offloadOpt: select(OFFLOAD_TARGETS),
+    offloadParams: select(OFFLOAD_TARGETS),
+    micro: integer({ required: true }),
+    global: integer({ placeholder: "micro batch × data-parallel GPUs" }),
+    seq: integer({ required: true }),
+    precision: select(PRECISIONS),
+    optimizer: select(OPTIMIZERS),
+    recompute: select(RECOMPUTE),
+    flash: h("input", { type: "checkbox", role: "switch" }),
+    seqParallel: h("input", { type: "checkbox", role: "switch" }),
+    tp: integer({ required: true }),
+    pp: integer({ required: true }),
+    convention: select(CONVENTIONS),
+  };
+
+  const shardGroupField = field("strategy.shard_group_size", FIELD_LABELS["strategy.shard_group_size"], c.shardGroup, {
+    unit: "GPUs",
+    help: "HYBRID_SHARD shards inside groups of this many GPUs and replicates across groups.",
+  });
+
+  const exampleNote = h("small", { id: "example-note" }, "Fills every input below; you can change any of them.");
+  const errorSummary = h("article", { id: "form-errors", class: "error-summary", role: "alert", tabindex: -1, hidden: true });
+  const estimate = h("article", { id: "live-estimate", class: "live-estimate", "aria-live": "polite" },
+    h("p", null, "Live estimate: fill the form to see whether it fits."));
+  const submit = h("button", { type: "submit", id: "submit-scenario" }, "Save and run");
+
+  const form = h(
+    "form",
+    { id: "scenario-form", "aria-describedby": "form-errors" },
+    h(
+      "fieldset",
+      null,
+      h("legend", null, h("strong", null, "Start")),
+      h("div", { class: "grid" },
+        h("div", { class: "field" }, h("label", { for: "f-example" }, "Example"), exampleSelect, exampleNote),
+        field("name", FIELD_LABELS.name, c.name, { unit: "text" }),
+      ),
+    ),
+    h(
+      "fieldset",
+      null,
+      h("legend", null, h("strong", null, "Model and hardware")),
+      h("div", { class: "grid" },
+        field("model.preset", FIELD_LABELS["model.preset"], c.model, { unit: "preset" }),
+        field("cluster.node", FIELD_LABELS["cluster.node"], c.node, { unit: "preset: GPUs, tiers" }),
+      ),
+      h("div", { class: "grid" },
+        field("cluster.num_nodes", FIELD_LABELS["cluster.num_nodes"], c.numNodes, { unit: "nodes" }),
+        field("cluster.gpus_per_node", FIELD_LABELS["cluster.gpus_per_node"], c.gpus, { unit: "GPUs" }),
+      ),
+    ),
+    h(
+      "fieldset",
+      null,
+      h("legend", null, h("strong", null, "Training")),
+      h("div", { class: "grid" },
+        field("training.micro_batch_size", FIELD_LABELS["training.micro_batch_size"], c.micro, { unit: "sequences per GPU" }),
+        field("training.global_batch_size", FIELD_LABELS["training.global_batch_size"], c.global, { unit: "sequences per step" }),
+        field("training.seq_len", FIELD_LABELS["training.seq_len"], c.seq, { unit: "tokens" }),
+      ),
+      h("div", { class: "grid" },
+        field("training.precision", FIELD_LABELS["training.precision"], c.precision, { unit: "bytes per value" }),
+        field("training.optimizer", FIELD_LABELS["training.optimizer"], c.optimizer, { unit: "sets bytes/param" }),
+        field("training.recompute", FIELD_LABELS["training.recompute"], c.recompute, { unit: "activations" }),
+      ),
+      h("div", { class: "grid" },
+        field("training.flash_attention", FIELD_LABELS["training.flash_attention"], c.flash, { unit: "no s × s scores kept" }),
+        field("training.sequence_parallel", FIELD_LABELS["training.sequence_parallel"], c.seqParallel, { unit: "with tensor parallel" }),
+      ),
+    ),
+    h(
+      "fieldset",
+      null,
+      h("legend", null, h("strong", null, "Parallelism and sharding")),
+      h("div", { class: "grid" },
+        field("strategy.kind", FIELD_LABELS["strategy.kind"], c.kind, { unit: "sharding over data-parallel GPUs" }),
+        shardGroupField,
+      ),
+      h("div", { class: "grid" },
+        field("strategy.offload_optimizer", FIELD_LABELS["strategy.offload_optimizer"], c.offloadOpt, { unit: "memory tier" }),
+        field("strategy.offload_params", FIELD_LABELS["strategy.offload_params"], c.offloadParams, { unit: "memory tier" }),
+      ),
+      h("div", { class: "grid" },
+        field("training.tensor_parallel", FIELD_LABELS["training.tensor_parallel"], c.tp, { unit: "GPUs per group" }),
+        field("training.pipeline_parallel", FIELD_LABELS["training.pipeline_parallel"], c.pp, { unit: "pipeline stages" }),
+      ),
+    ),
+    h(
+      "fieldset",
+      null,
+      h("legend", null, h("strong", null, "Accounting")),
+      field("convention", FIELD_LABELS.convention, c.convention, { unit: "which bytes per parameter count" }),
+    ),
+    estimate,
+    submit,
+  );
+
+  replaceChildren(root, errorSummary, form);
+
+  const controls = (): Control[] =>
+    Array.from(form.querySelectorAll<Control>("input[name], select[name]")).filter((el) => el.name !== "example");
+
+  // ------------------------------------------------------------------ values
+  const readValues = (): FormValues => {
+    const v: FormValues = {};
+    for (const el of controls()) {
+      v[el.name] = el instanceof HTMLInputElement && el.type === "checkbox" ? el.checked : el.value;
+    }
+    return v;
+  };
+
+  const writeValues = (values: FormValues) => {
+    for (const el of controls()) {
+      const v = values[el.name];
+      if (v === undefined) continue;
+      if (el instanceof HTMLInputElement && el.type === "checkbox") el.checked = v === true;
+      else el.value = String(v);
+    }
+  };
+
+  // ------------------------------------------------------------------ dependent inputs
+  const currentNode = () => nodes.find((n) => n.slug === c.node.value);
+
+  const syncOffloadLabels = () => {
+    const tiers = nodeTiers(currentNode());
+    const have: Record<string, boolean> = { none: true, cpu: tiers.includes("ddr"), nvme: tiers.includes("nvme"), cxl: tiers.includes("cxl") };
+    const label = ([v, text]: [string, string]): [string, string] => [v, have[v] || !currentNode() ? text : `${text} (not on this node)`];
+    fillSelect(c.offloadOpt, OFFLOAD_TARGETS.map(label));
+    fillSelect(c.offloadParams, OFFLOAD_TARGETS.map(label));
+  };
+
+  const syncStrategy = (changed: boolean) => {
+    const kind = c.kind.value;
+    if (changed) {
+      const next = offloadAfterStrategyChange(kind, { optimizer: c.offloadOpt.value, params: c.offloadParams.value });
+      c.offloadOpt.value = next.optimizer;
+      c.offloadParams.value = next.params;
+    }
+    const rules = offloadRules(kind);
+    c.offloadOpt.disabled = !rules.optimizer;
+    c.offloadParams.disabled = !rules.params;
+    const hybrid = kind === "fsdp_hybrid_shard";
+    shardGroupField.hidden = !hybrid;
+    c.shardGroup.required = hybrid;
+    if (hybrid && !c.shardGroup.value) c.shardGroup.value = c.gpus.value;
+  };
+
+  const syncName = () => {
+    if (!nameTouched) c.name.value = suggestName(readValues(), models, nodes);
+  };
+
+  // ------------------------------------------------------------------ errors
+  const clearErrors = () => {
+    errorSummary.hidden = true;
+    errorSummary.replaceChildren();
+    for (const el of form.querySelectorAll<HTMLElement>("[aria-invalid]")) el.removeAttribute("aria-invalid");
+    for (const el of form.querySelectorAll<HTMLElement>(".field-error")) {
+      el.hidden = true;
+      el.textContent = "";
+    }
+    for (const el of controls()) restoreDescribedBy(el);
+  };
+
+  const restoreDescribedBy = (el: Control) => {
+    const help = document.getElementById(`${el.id}-help`);
+    if (help) el.setAttribute("aria-describedby", help.id);
+    else el.removeAttribute("aria-describedby");
+  };
+
+  const clearFieldError = (el: Control) => {
+    if (!el.hasAttribute("aria-invalid")) return;
+    el.removeAttribute("aria-invalid");
+    const err = document.getElementById(`${el.id}-error`);
+    if (err) {
+      err.hidden = true;
+      err.textContent = "";
+    }
+    restoreDescribedBy(el);
+  };
+
+  const showErrors = (errors: FieldErrors, heading = "The scenario was not saved") => {
+    clearErrors();
+    const items: HTMLElement[] = [];
+    for (const [key, messages] of Object.entries(errors)) {
+      const name = inputNameForErrorKey(key);
+      const el = name ? form.querySelector<Control>(`[name="${CSS.escape(name)}"]`) : null;
+      const label = FIELD_LABELS[name] ?? (key ? key.replace(/^scenario\./, "") : "");
+      if (el) {
+        el.setAttribute("aria-invalid", "true");
+        const err = document.getElementById(`${el.id}-error`);
+        if (err) {
+          err.textContent = messages.join(" ");
+          err.hidden = false;
+          const help = document.getElementById(`${el.id}-help`);
+          el.setAttribute("aria-describedby", [err.id, help?.id].filter(Boolean).join(" "));
+        }
+        // A hidden field (shard group) is shown when it is at fault.
+        el.closest<HTMLElement>(".field")?.removeAttribute("hidden");
+      }
+      for (const message of messages) {
+        const text = label ? `${label}: ${message}` : message;
+        items.push(
+          h("li", null, el
+            ? h("a", { href: `#${el.id}`, onclick: ((e: Event) => { e.preventDefault(); el.focus(); }) as EventListener }, text)
+            : text),
+        );
+      }
+    }
+    if (!items.length) items.push(h("li", null, "Unknown error"));
+    errorSummary.append(h("strong", null, heading), h("ul", null, items));
+    errorSummary.hidden = false;
+    errorSummary.focus();
+  };
+
+  const errorsOf = (err: unknown): FieldErrors => {
+    if (err instanceof ApiError) {
+      if (err.status === 403 || err.status === 401) {
+        return { "": [`${err.message} — log in at /accounts/login/ and try again.`] };
+      }
+      return Object.keys(err.fieldErrors).length ? err.fieldErrors : { "": [err.message] };
+    }
+    return { "": [err instanceof Error ? err.message : String(err)] };
+  };
+
+  // ------------------------------------------------------------------ live estimate
+  let estimateTimer = 0;
+  let estimateAbort: AbortController | null = null;
+  let estimateAvailable = true;
+
+  const runEstimate = async () => {
+    if (!estimateAvailable || !models.length || !nodes.length) return;
+    estimateAbort?.abort();
+    const abort = new AbortController();
+    estimateAbort = abort;
+    estimate.setAttribute("aria-busy", "true");
+    const { scenario } = buildRequest(readValues(), base);
+    try {
+      const report = await postJSON<Report>(endpoints.estimate, { scenario }, abort.signal);
+      if (abort.signal.aborted) return;
+      estimate.dataset.fits = String(report.fits);
+      const params = report.model?.num_params;
+      replaceChildren(
+        estimate,
+        h("p", null, h("strong", null, report.fits ? "✓ " : "✗ "), "Live estimate: ", h("strong", { id: "estimate-summary" }, estimateSummary(report))),
+        params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}.`)) : null,
+        (report.violations ?? []).length > 1
+          ? h("ul", null, (report.violations ?? []).map((v) => h("li", null, v.message)))
+          : null,
+      );
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      delete estimate.dataset.fits;
+      if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
+        estimateAvailable = false;
+        estimate.hidden = true;
+        return;
+      }
+      const errors = errorsOf(err);
+      const lines = Object.entries(errors).flatMap(([key, msgs]) => {
+        const name = inputNameForErrorKey(key);
+        const label = FIELD_LABELS[name] ?? key.replace(/^scenario\./, "");
+        return msgs.map((m) => (label ? `${label}: ${m}` : m));
+      });
+      replaceChildren(estimate, h("p", null, "Live estimate unavailable — check the inputs:"), h("ul", null, lines.map((l) => h("li", null, l))));
+      estimate.dataset.fits = "error";
+    } finally {
+      if (estimateAbort === abort) estimate.removeAttribute("aria-busy");
+    }
+  };
+
+  const scheduleEstimate = () => {
+    window.clearTimeout(estimateTimer);
+    estimateTimer = window.setTimeout(runEstimate, 500);
+  };
+
+  // ------------------------------------------------------------------ events
+  form.addEventListener("input", (e) => {
+    const el = e.target as Control;
+    if (el === c.name) nameTouched = c.name.value.trim() !== "";
+    clearFieldError(el);
+  });
+  form.addEventListener("change", (e) => {
+    const el = e.target as Control;
+    if (el === exampleSelect) return;
+    if (el === c.node) {
+      const gpus = nodeGpus(currentNode());
+      if (gpus !== null) c.gpus.value = String(gpus);
+      syncOffloadLabels();
+    }
+    if (el === c.kind) syncStrategy(true);
+    if (el !== c.name) syncName();
+    scheduleEstimate();
+  });
+  form.addEventListener("input", (e) => {
+    if ((e.target as Control).type === "number") scheduleEstimate();
+  });
+
+  exampleSelect.addEventListener("change", () => {
+    const ex = examples[Number(exampleSelect.value)];
+    if (!exampleSelect.value || !ex) {
+      base = null;
+      exampleNote.textContent = "Fills every input below; you can change any of them.";
+      return;
+    }
+    base = ex.scenario;
+    const values = valuesFromScenario(ex.scenario, ex.name);
+    ensureModelOption(String(values["model.preset"]));
+    clearErrors();
+    writeValues(values);
+    const exCluster = ex.scenario.cluster as Record<string, unknown> | undefined;
+    if (exCluster?.gpus_per_node === undefined) {
+      const gpus = nodeGpus(currentNode());
+      if (gpus !== null) c.gpus.value = String(gpus);
+    }
+    syncOffloadLabels();
+    syncStrategy(false);
+    nameTouched = true;
+    const extra = settingsNotOnForm(ex.scenario);
+    exampleNote.textContent = extra.length
+      ? `Filled from “${ex.name}”. Also kept from it (no input here): ${extra.join(", ")}.`
+      : `Filled from “${ex.name}”.`;
+    scheduleEstimate();
+  });
+
+  /** An example with an inline (non-preset) model gets a "custom" entry in the model list. */
+  const ensureModelOption = (preset: string) => {
+    if (preset === "" && !c.model.querySelector('option[value=""]')) {
+      const name = typeof (base?.model as Record<string, unknown>)?.name === "string"
+        ? String((base?.model as Record<string, unknown>).name) : "custom";
+      c.model.prepend(h("option", { value: "" }, `${name} (custom model from the example)`));
+    }
+  };
+
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clearErrors();
+    const request = buildRequest(readValues(), base);
+    submit.setAttribute("aria-busy", "true");
+    submit.disabled = true;
+    try {
+      const scenario = await postJSON<{ id: number | string }>(endpoints.scenarios, request);
+      try {
+        const run = await postJSON<Run>(endpoints.scenarioRuns(scenario.id), {});
+        window.location.assign(endpoints.runPage(run.id));
+        return;
+      } catch (err) {
+        showErrors(errorsOf(err), "The scenario was saved but its run could not be started");
+      }
+    } catch (err) {
+      showErrors(errorsOf(err));
+    }
+    submit.removeAttribute("aria-busy");
+    submit.disabled = false;
+  });
+
+  // ------------------------------------------------------------------ start
+  writeValues(DEFAULT_VALUES);
+  syncStrategy(false);
+  c.model.disabled = true;
+  c.node.disabled = true;
+
+  Promise.all([listCatalog(endpoints.models), listCatalog(endpoints.nodes)])
+    .then(([m, n]) => {
+      models = m;
+      nodes = n;
+      fillSelect(c.model, models.map((x) => [x.slug, modelOptionLabel(x)]), String(DEFAULT_VALUES["model.preset"]));
+      fillSelect(c.node, nodes.map((x) => [x.slug, nodeOptionLabel(x)]), String(DEFAULT_VALUES["cluster.node"]));
+      c.model.disabled = false;
+      c.node.disabled = false;
+      const gpus = nodeGpus(currentNode());
+      if (gpus !== null) c.gpus.value = String(gpus);
+      syncOffloadLabels();
+      syncStrategy(false);
+      syncName();
+      root.dataset.ready = "true";
+      scheduleEstimate();
+    })
+    .catch((err) => {
+      showErrors(errorsOf(err), "Could not load the model and node catalog");
+    });
+}
+
+const root = document.getElementById("scenario-form-root");
+if (root) mount(root);

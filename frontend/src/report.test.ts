@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+
+import { crossCheckRows, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
+import { fittingReport, sampleReport } from "./testdata/report";
+
+describe("partsRows", () => {
+  it("lists every part of every tier, HBM first", () => {
+    const rows = partsRows(sampleReport());
+    expect(rows).toHaveLength(7);
+    expect(rows[0]).toEqual({
+      tier: "hbm", tierLabel: "GPU HBM", where: "HBM per GPU", scope: "per_gpu", scopeLabel: "per GPU",
+      name: "bf16 parameters (shard)", category: "params", categoryLabel: "Parameters",
+      phase: "persistent", bytes: 8e9, note: "sharded over 16 ranks",
+    });
+    expect(rows[6]).toMatchObject({
+      tier: "ddr", tierLabel: "CPU DDR", where: "DDR per node", scopeLabel: "per node", name: "pinned staging buffers",
+      categoryLabel: "Buffers", note: "", bytes: 2e9,
+    });
+    expect(rows.reduce((s, r) => s + (r.tier === "hbm" ? r.bytes : 0), 0)).toBe(9.1e10);
+  });
+});
+
+describe("tierSummaryRows", () => {
+  it("gives used, capacity and free per tier, negative when over", () => {
+    const rows = tierSummaryRows(sampleReport());
+    expect(rows.map((r) => r.tier)).toEqual(["hbm", "ddr", "nvme", "cxl"]);
+    expect(rows[0]).toMatchObject({ totalBytes: 9.1e10, capacityBytes: 8.5e10, freeBytes: -6e9, fits: false });
+    expect(rows[1].fits).toBe(true);
+    expect(rows[3]).toMatchObject({ present: false, capacityBytes: 0, fits: true });
+  });
+});
+
+describe("verdict", () => {
+  it("names each violation when the run does not fit", () => {
+    expect(verdict(sampleReport())).toEqual({
+      fits: false,
+      headline: "Does not fit: 1 tier over capacity",
+      messages: ["HBM per GPU needs 91.0 GB but has 85.0 GB (over by 6.0 GB)"],
+    });
+  });
+  it("says fits when it fits", () => {
+    expect(verdict(fittingReport())).toEqual({ fits: true, headline: "Fits: every tier has room", messages: [] });
+  });
+});
+
+describe("estimateSummary", () => {
+  it("gives the overflow in GB", () => {
+    expect(estimateSummary(sampleReport())).toBe("Overflows HBM per GPU by 6.0 GB");
+  });
+  it("gives HBM use and room when it fits", () => {
+    // 85.0 - 62.1 = 22.9 GB free
+    expect(estimateSummary(fittingReport())).toBe("Fits — HBM per GPU 62.1 GB of 85.0 GB (22.9 GB free)");
+  });
+});
+
+describe("cross checks", () => {
+  it("names keys in words", () => {
+    expect(humanizeKey("zero_paper_model_states_per_gpu_bytes")).toBe("ZeRO paper model states per GPU");
+    expect(humanizeKey("deepspeed_estimator")).toBe("DeepSpeed estimator");
+    expect(humanizeKey("largest_layer_memory_bytes")).toBe("Largest layer memory");
+  });
+  it("shows other estimators' bytes in GB and GiB with their caveat", () => {
+    const r = sampleReport();
+    r.cross_checks = {
+      zero_paper_model_states_per_gpu_bytes: 6.4e10,
+      deepspeed_estimator: { gpu_bytes: 2 ** 36, cpu_bytes: 1e10, view: "model states only" },
+    };
+    // 6.4e10 / 2^30 = 59.6 GiB; 2^36 = 68.7e9 bytes = 64 GiB; 1e10 / 2^30 = 9.3 GiB
+    expect(crossCheckRows(r)).toEqual([
+      { name: "ZeRO paper model states per GPU", value: "64.0 GB (59.6 GiB)", note: "" },
+      { name: "DeepSpeed estimator: GPU", value: "68.7 GB (64.0 GiB)", note: "model states only" },
+      { name: "DeepSpeed estimator: CPU", value: "10.0 GB (9.3 GiB)", note: "model states only" },
+    ]);
+    expect(crossCheckRows(sampleReport())).toEqual([]);
+  });
+});

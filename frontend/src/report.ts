@@ -1,0 +1,218 @@
+// Pure helpers that read an engine report for display. No DOM, no ECharts.
+
+import { CATEGORIES, type Category, type Report, type Scope, type TierKey, type TierUsage } from "./types";
+import { formatBytes, formatGB, formatNumber } from "./units";
+
+export interface TierInfo {
+  key: TierKey;
+  scope: Scope;
+  label: string;
+  name: string;
+}
+
+/** The tiers a report can hold, in display order. */
+export const TIERS: readonly TierInfo[] = [
+  { key: "hbm", scope: "per_gpu", label: "HBM per GPU", name: "GPU HBM" },
+  { key: "ddr", scope: "per_node", label: "DDR per node", name: "CPU DDR" },
+  { key: "nvme", scope: "per_node", label: "NVMe per node", name: "NVMe" },
+  { key: "cxl", scope: "per_node", label: "CXL per node", name: "CXL memory" },
+];
+
+export const CATEGORY_LABELS: Record<Category, string> = {
+  params: "Parameters",
+  grads: "Gradients",
+  optimizer: "Optimizer states",
+  activations: "Activations",
+  buffers: "Buffers",
+};
+
+export const SCOPE_LABELS: Record<Scope, string> = { per_gpu: "per GPU", per_node: "per node" };
+
+export function tierInfo(key: string, scope?: string): TierInfo | undefined {
+  return TIERS.find((t) => t.key === key && (scope === undefined || t.scope === scope));
+}
+
+/** A tier's usage from the report, or undefined when the report has no entry for it. */
+export function tierUsage(report: Report, tier: TierInfo): TierUsage | undefined {
+  const usage = report.memory?.[tier.scope]?.[tier.key];
+  return usage && typeof usage.total_bytes === "number" ? usage : undefined;
+}
+
+/** Bytes of one category in a tier: the `<category>_bytes` total, else the sum of its parts. */
+export function categoryBytes(usage: TierUsage, category: Category): number {
+  const key = `${category}_bytes` as keyof TierUsage;
+  const total = usage[key];
+  if (typeof total === "number") return total;
+  return (usage.parts ?? [])
+    .filter((p) => p.category === category)
+    .reduce((sum, p) => sum + p.bytes, 0);
+}
+
+export interface PartRow {
+  tier: TierKey;
+  tierLabel: string;
+  /** Tier and scope: "HBM per GPU". */
+  where: string;
+  scope: Scope;
+  scopeLabel: string;
+  name: string;
+  category: string;
+  categoryLabel: string;
+  phase: string;
+  bytes: number;
+  note: string;
+}
+
+/** Every part of every tier, tiers in display order, parts as the engine listed them. */
+export function partsRows(report: Report): PartRow[] {
+  const rows: PartRow[] = [];
+  for (const tier of TIERS) {
+    const usage = tierUsage(report, tier);
+    for (const part of usage?.parts ?? []) {
+      rows.push({
+        tier: tier.key,
+        tierLabel: tier.name,
+        where: tier.label,
+        scope: tier.scope,
+        scopeLabel: SCOPE_LABELS[tier.scope],
+        name: part.name,
+        category: part.category,
+        categoryLabel: CATEGORY_LABELS[part.category as Category] ?? part.category,
+        phase: part.phase ?? "",
+        bytes: part.bytes,
+        note: part.note ?? "",
+      });
+    }
+  }
+  return rows;
+}
+
+export interface TierSummaryRow {
+  tier: TierKey;
+  label: string;
+  present: boolean;
+  totalBytes: number;
+  capacityBytes: number;
+  /** capacity - total; negative when the tier overflows. */
+  freeBytes: number;
+  fits: boolean;
+}
+
+/** One row per tier in the report (absent tiers included, marked present=false). */
+export function tierSummaryRows(report: Report): TierSummaryRow[] {
+  const rows: TierSummaryRow[] = [];
+  for (const tier of TIERS) {
+    const usage = tierUsage(report, tier);
+    if (!usage) continue;
+    const capacity = usage.present ? usage.capacity_bytes : 0;
+    const free = usage.free_bytes ?? capacity - usage.total_bytes;
+    rows.push({
+      tier: tier.key,
+      label: tier.label,
+      present: usage.present,
+      totalBytes: usage.total_bytes,
+      capacityBytes: capacity,
+      freeBytes: free,
+      fits: usage.total_bytes <= capacity || usage.total_bytes === 0,
+    });
+  }
+  return rows;
+}
+
+export interface Verdict {
+  fits: boolean;
+  headline: string;
+  messages: string[];
+}
+
+export function verdict(report: Report): Verdict {
+  const messages = (report.violations ?? []).map((v) => v.message);
+  if (report.fits) {
+    return { fits: true, headline: "Fits: every tier has room", messages };
+  }
+  const n = messages.length;
+  return {
+    fits: false,
+    headline: n ? `Does not fit: ${n} tier${n === 1 ? "" : "s"} over capacity` : "Does not fit",
+    messages,
+  };
+}
+
+/** One line for the live estimate: "Fits — HBM per GPU 62.1 GB of 85.1 GB (23.0 GB free)". */
+export function estimateSummary(report: Report): string {
+  const hbm = TIERS[0];
+  const usage = tierUsage(report, hbm);
+  if (!report.fits) {
+    const violations = report.violations ?? [];
+    if (!violations.length) return "Does not fit";
+    const parts = violations.map((v) => {
+      const info = tierInfo(v.tier, v.scope);
+      const label = info ? info.label : `${v.tier} ${v.scope.replace("_", " ")}`;
+      return `${label} by ${formatGB(v.over_bytes)}`;
+    });
+    return `Overflows ${parts.join("; ")}`;
+  }
+  if (!usage) return "Fits";
+  const free = usage.capacity_bytes - usage.total_bytes;
+  return (
+    `Fits — ${hbm.label} ${formatGB(usage.total_bytes)} of ${formatGB(usage.capacity_bytes)} ` +
+    `(${formatGB(free)} free)`
+  );
+}
+
+const WORDS: Record<string, string> = {
+  zero: "ZeRO", gpu: "GPU", cpu: "CPU", hbm: "HBM", ddr: "DDR", nvme: "NVMe", cxl: "CXL",
+  deepspeed: "DeepSpeed", fsdp: "FSDP", k: "K",
+};
+
+/** A snake_case key as words, without its unit suffix: "zero_paper_model_states_per_gpu_bytes" -> "ZeRO paper model states per GPU". */
+export function humanizeKey(key: string): string {
+  const words = key.replace(/_bytes$/, "").split("_").filter(Boolean).map((w) => WORDS[w] ?? w);
+  if (!words.length) return key;
+  const first = words[0];
+  words[0] = first === first.toLowerCase() ? first.charAt(0).toUpperCase() + first.slice(1) : first;
+  return words.join(" ");
+}
+
+export interface CrossCheckRow {
+  name: string;
+  value: string;
+  note: string;
+}
+
+/** Other estimators' views of the scenario (report.cross_checks), bytes in GB and GiB. */
+export function crossCheckRows(report: Report): CrossCheckRow[] {
+  const rows: CrossCheckRow[] = [];
+  const show = (key: string, v: unknown): string | null => {
+    if (typeof v === "number") return key.endsWith("_bytes") ? formatBytes(v) : formatNumber(v, 2);
+    if (typeof v === "string" || typeof v === "boolean") return String(v);
+    return null;
+  };
+  for (const [key, val] of Object.entries(report.cross_checks ?? {})) {
+    if (val !== null && typeof val === "object" && !Array.isArray(val)) {
+      const obj = val as Record<string, unknown>;
+      const note = typeof obj.view === "string" ? obj.view : typeof obj.note === "string" ? obj.note : "";
+      for (const [k, v] of Object.entries(obj)) {
+        if (k === "view" || k === "note") continue;
+        const text = show(k, v);
+        if (text !== null) rows.push({ name: `${humanizeKey(key)}: ${humanizeKey(k)}`, value: text, note });
+      }
+    } else {
+      const text = show(key, val);
+      if (text !== null) rows.push({ name: humanizeKey(key), value: text, note: "" });
+    }
+  }
+  return rows;
+}
+
+/** Names of the convention's bytes-per-parameter entries. */
+export const BYTES_PER_PARAM_LABELS: Record<string, string> = {
+  params: "Parameters",
+  grads: "Gradients",
+  master_weights: "Master weights",
+  optimizer_states: "Optimizer states",
+  k: "K: optimizer total (master weights + states)",
+  total: "Total",
+};
+
+export { CATEGORIES };

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import {
+  GB,
+  GIB,
+  formatBytes,
+  formatBytesPerParam,
+  formatCount,
+  formatGB,
+  formatGiB,
+  formatNumber,
+  formatParams,
+  formatPercent,
+  formatSeconds,
+} from "./units";
+
+describe("byte units", () => {
+  it("uses 1e9 for GB and 2^30 for GiB", () => {
+    expect(GB).toBe(1_000_000_000);
+    expect(GIB).toBe(1_073_741_824);
+  });
+
+  it("formats an H100's usable HBM (int(79.3 * 2^30) bytes) in both units", () => {
+    const hbm = Math.trunc(79.3 * 2 ** 30); // 85,148,488,908 bytes
+    expect(formatGB(hbm)).toBe("85.1 GB");
+    expect(formatGiB(hbm)).toBe("79.3 GiB");
+    expect(formatBytes(hbm)).toBe("85.1 GB (79.3 GiB)");
+  });
+
+  it("labels GB and GiB differently for the same bytes", () => {
+    // 8.6e9 / 2^30 = 8.0094 GiB
+    expect(formatGB(8.6e9)).toBe("8.6 GB");
+    expect(formatGiB(8.6e9)).toBe("8.0 GiB");
+    // 1e9 / 2^30 = 0.931 GiB
+    expect(formatBytes(1e9)).toBe("1.0 GB (0.9 GiB)");
+    expect(formatGiB(2 ** 30)).toBe("1.0 GiB");
+  });
+
+  it("keeps thousands separators and digits", () => {
+    // 8 x 3.84 TB NVMe = 30.72e12 bytes
+    expect(formatGB(8 * 3.84e12)).toBe("30,720.0 GB");
+    expect(formatGB(2048 * GIB, 0)).toBe("2,199 GB");
+    expect(formatGiB(2048 * GIB, 0)).toBe("2,048 GiB");
+    expect(formatGB(1.23456e9, 3)).toBe("1.235 GB");
+  });
+
+  it("shows negatives but never a negative zero", () => {
+    expect(formatGB(-6e9)).toBe("-6.0 GB");
+    expect(formatGB(-1e7)).toBe("0.0 GB");
+    expect(formatGB(0)).toBe("0.0 GB");
+  });
+
+  it("does not print NaN", () => {
+    expect(formatNumber(Number.NaN)).toBe("—");
+    expect(formatNumber(Number.POSITIVE_INFINITY)).toBe("∞");
+  });
+});
+
+describe("seconds", () => {
+  it("picks a unit by size", () => {
+    expect(formatSeconds(0)).toBe("0 s");
+    expect(formatSeconds(0.00085)).toBe("850 µs");
+    expect(formatSeconds(0.0123)).toBe("12.3 ms");
+    expect(formatSeconds(4.2)).toBe("4.20 s");
+    expect(formatSeconds(90)).toBe("1.5 min");
+    expect(formatSeconds(7200)).toBe("2.0 h");
+  });
+});
+
+describe("percentages and counts", () => {
+  it("formats fractions as percent", () => {
+    expect(formatPercent(0.4567)).toBe("45.7%");
+    expect(formatPercent(1)).toBe("100.0%");
+    expect(formatPercent(0.05, 0)).toBe("5%");
+  });
+
+  it("abbreviates counts", () => {
+    expect(formatCount(68_976_648_192)).toBe("69.0 B");
+    expect(formatCount(6_738_415_616)).toBe("6.7 B");
+    expect(formatCount(1.75e11)).toBe("175.0 B");
+    expect(formatCount(1.2e12)).toBe("1.2 T");
+    expect(formatCount(350e6)).toBe("350.0 M");
+    expect(formatCount(999)).toBe("999");
+  });
+
+  it("formats parameter counts with the exact figure", () => {
+    expect(formatParams(68_976_648_192)).toBe("69.0 B parameters (68,976,648,192)");
+  });
+
+  it("formats bytes per parameter", () => {
+    expect(formatBytesPerParam(16)).toBe("16 B/param");
+    expect(formatBytesPerParam(12)).toBe("12 B/param");
+    expect(formatBytesPerParam(0.5)).toBe("0.5 B/param");
+    expect(formatBytesPerParam(2.25)).toBe("2.25 B/param");
+  });
+});

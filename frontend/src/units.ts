@@ -1,0 +1,77 @@
+// Display units. The engine speaks SI (bytes, seconds); every number shown carries its unit.
+// GB = 1e9 bytes (what the engine and datasheets call GB), GiB = 2^30 bytes (what
+// nvidia-smi and `free -g` show). Numbers are formatted en-US so output is stable.
+
+export const GB = 1e9;
+export const GIB = 2 ** 30;
+
+const formatters = new Map<number, Intl.NumberFormat>();
+
+/** A number with exactly `digits` decimals and thousands separators: 30720 -> "30,720.0". */
+export function formatNumber(value: number, digits = 1): string {
+  if (!Number.isFinite(value)) return value > 0 ? "∞" : value < 0 ? "-∞" : "—";
+  let fmt = formatters.get(digits);
+  if (!fmt) {
+    fmt = new Intl.NumberFormat("en-US", {
+      minimumFractionDigits: digits,
+      maximumFractionDigits: digits,
+    });
+    formatters.set(digits, fmt);
+  }
+  const text = fmt.format(value);
+  // -0.04 rounds to "-0.0": show it as "0.0".
+  return /^-0(\.0*)?$/.test(text) ? text.slice(1) : text;
+}
+
+/** Bytes as decimal gigabytes: 85.1e9 -> "85.1 GB". */
+export function formatGB(bytes: number, digits = 1): string {
+  return `${formatNumber(bytes / GB, digits)} GB`;
+}
+
+/** Bytes as binary gibibytes: 2^30 * 79.3 -> "79.3 GiB". */
+export function formatGiB(bytes: number, digits = 1): string {
+  return `${formatNumber(bytes / GIB, digits)} GiB`;
+}
+
+/** Both units: "85.1 GB (79.3 GiB)". */
+export function formatBytes(bytes: number, digits = 1): string {
+  return `${formatGB(bytes, digits)} (${formatGiB(bytes, digits)})`;
+}
+
+/** Seconds with a unit that suits the size: "850 µs", "12.3 ms", "4.20 s", "1.5 min", "2.0 h". */
+export function formatSeconds(seconds: number): string {
+  if (!Number.isFinite(seconds)) return formatNumber(seconds);
+  const abs = Math.abs(seconds);
+  if (abs === 0) return "0 s";
+  if (abs < 1e-3) return `${formatNumber(seconds * 1e6, 0)} µs`;
+  if (abs < 1) return `${formatNumber(seconds * 1e3, 1)} ms`;
+  if (abs < 60) return `${formatNumber(seconds, 2)} s`;
+  if (abs < 3600) return `${formatNumber(seconds / 60, 1)} min`;
+  return `${formatNumber(seconds / 3600, 1)} h`;
+}
+
+/** A fraction as a percentage: 0.4567 -> "45.7%". */
+export function formatPercent(fraction: number, digits = 1): string {
+  return `${formatNumber(fraction * 100, digits)}%`;
+}
+
+/** A large count with a short suffix: 68976648192 -> "69.0 B" (billion). */
+export function formatCount(n: number, digits = 1): string {
+  const abs = Math.abs(n);
+  if (abs >= 1e12) return `${formatNumber(n / 1e12, digits)} T`;
+  if (abs >= 1e9) return `${formatNumber(n / 1e9, digits)} B`;
+  if (abs >= 1e6) return `${formatNumber(n / 1e6, digits)} M`;
+  if (abs >= 1e3) return `${formatNumber(n / 1e3, digits)} k`;
+  return formatNumber(n, 0);
+}
+
+/** A parameter count: "69.0 B parameters (68,976,648,192)". */
+export function formatParams(n: number): string {
+  return `${formatCount(n)} parameters (${formatNumber(n, 0)})`;
+}
+
+/** Bytes per parameter: 16 -> "16 B/param", 0.5 -> "0.5 B/param". */
+export function formatBytesPerParam(b: number): string {
+  const text = Number.isInteger(b) ? formatNumber(b, 0) : formatNumber(b, 2).replace(/0$/, "");
+  return `${text} B/param`;
+}

@@ -1,0 +1,27 @@
+// Vite builds the browser code that Django serves through django-vite.
+// django-vite reads dist/.vite/manifest.json by the entry paths below (relative to this folder).
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  base: "/static/",
+  build: {
+    manifest: true,
+    outDir: "dist",
+    emptyOutDir: true,
+    // ECharts (core + bar + SVG renderer) is most of the run page: ~530 kB, ~180 kB gzipped.
+    chunkSizeWarningLimit: 800,
+    rollupOptions: {
+      input: ["src/base.ts", "src/pages/scenario_form.ts", "src/pages/run_result.ts"],
+    },
+  },
+  server: {
+    // `npm run dev` for django-vite's dev mode (DJANGO_VITE dev_mode = True).
+    port: 5173,
+    strictPort: true,
+    origin: "http://localhost:5173",
+  },
+  test: {
+    include: ["src/**/*.test.ts"],
+    environment: "node",
+  },
+});

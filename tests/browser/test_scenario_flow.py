@@ -1,0 +1,85 @@
+"""The scenario flow in a real browser: log in, fill the form, submit, and watch a real
+Celery worker compute the run; and a bad input shown next to its field."""
+
+import re
+
+import pytest
+
+from tests.browser.conftest import log_in, screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def open_form(page, live_url, user):
+    log_in(page, live_url, user)
+    page.wait_for_selector("#scenario-form-root[data-ready='true']")
+
+
+def fill_llama70b_on_two_dgx(page, global_batch: str):
+    page.select_option("select[name='model.preset']", "llama2-70b")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.fill("input[name='cluster.num_nodes']", "2")
+    page.fill("input[name='cluster.gpus_per_node']", "8")
+    page.select_option("select[name='strategy.kind']", "zero3")
+    page.fill("input[name='training.micro_batch_size']", "1")
+    page.fill("input[name='training.global_batch_size']", global_batch)
+    page.fill("input[name='training.seq_len']", "4096")
+    page.select_option("select[name='training.precision']", "bf16")
+    page.select_option("select[name='training.recompute']", "full")
+    page.check("input[name='training.flash_attention']")
+
+
+def test_a_scenario_runs_on_the_worker_and_its_memory_is_charted(page, live_url, user_admin, catalog, celery_worker):
+    open_form(page, live_url, user_admin)
+    # the model list comes from the catalog API
+    assert page.locator("select[name='model.preset'] option[value='llama2-70b']").count() == 1
+    fill_llama70b_on_two_dgx(page, "32")
+    page.fill("input[name='name']", "Llama-2-70B on 2x DGX H100, ZeRO-3 (browser test)")
+    page.wait_for_selector("#live-estimate[data-fits]")
+    screenshot(page, "scenario-form")
+
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    panel = page.locator("#run-progress-panel")
+    page.wait_for_selector("#run-progress-panel[data-status='succeeded'], #run-progress-panel[data-status='failed']",
+                           timeout=60_000)
+    assert panel.get_attribute("data-status") == "succeeded", page.locator("#run-problem").inner_text()
+    assert page.locator("#run-status").inner_text().strip() == "succeeded"
+
+    page.wait_for_selector("#memory-chart[data-rendered='true']", timeout=20_000)
+    assert page.locator("#memory-chart svg").count() >= 1
+    assert page.locator("#parts-table tbody tr").count() > 0
+    parts_text = page.locator("#parts-table").inner_text()
+    assert "HBM per GPU" in parts_text and " GB" in parts_text and " GiB" in parts_text
+    assert "Llama-2-70B" in page.locator("#run-report").inner_text()
+    assert page.locator("#verdict").get_attribute("data-fits") in ("true", "false")
+    screenshot(page, "run-result")
+    assert page.js_errors == []
+
+
+def test_a_batch_that_does_not_divide_is_shown_next_to_its_input(page, live_url, user_admin, catalog):
+    from tierlab.scenarios.models import Scenario
+
+    open_form(page, live_url, user_admin)
+    fill_llama70b_on_two_dgx(page, "33")  # 16 data-parallel GPUs x micro batch 1 do not divide 33
+    page.fill("input[name='name']", "batch that does not divide")
+    page.click("#submit-scenario")
+
+    error = page.locator("[data-error-for='training.global_batch_size']")
+    error.wait_for(state="visible")
+    assert error.inner_text().strip()
+    field = page.locator("input[name='training.global_batch_size']")
+    assert field.get_attribute("aria-invalid") == "true"
+    assert error.get_attribute("id") in (field.get_attribute("aria-describedby") or "").split()
+    summary = page.locator("#form-errors[role='alert']")
+    assert summary.is_visible()
+    assert "Global batch size" in summary.inner_text()
+    screenshot(page, "scenario-form-error")
+
+    assert re.fullmatch(r".*/", page.url) and "/runs/" not in page.url
+    assert not Scenario.objects.filter(name="batch that does not divide").exists()
+
+    # editing the field clears its error
+    field.fill("32")
+    assert field.get_attribute("aria-invalid") is None
+    assert page.js_errors == []
