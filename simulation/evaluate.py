@@ -98,7 +98,21 @@ def evaluate(sc: Scenario, include_step: bool = True) -> Report:
                   links=tuple(perf.get("links", ())), timeline=perf.get("timeline", {}),
                   verdict=perf.get("verdict", {}),
                   offload_bandwidth=_offload_bw(sc, lay) if include_step else {},
-                  checkpoint=checkpoint)
+                  checkpoint=checkpoint, cost=_cost(sc, lay, perf))
+
+
+def _cost(sc: Scenario, lay, perf: dict) -> dict:
+    """Cluster price per hour and per million training tokens (when the step is known)."""
+    price = sc.cluster.price_usd_per_node_hour
+    if price is None:
+        return {"available": False, "reason": "no price for this node (cluster.price_usd_per_node_hour)"}
+    per_hour = price * sc.cluster.num_nodes
+    out = {"available": True, "usd_per_hour": per_hour, "usd_per_gpu_hour": price / sc.cluster.gpus_per_node,
+           "source": sc.cluster.price_source}
+    tps = perf.get("throughput", {}).get("tokens_per_s")
+    if tps:
+        out["usd_per_million_tokens"] = per_hour / 3600 / tps * 1e6
+    return out
 
 
 def _checkpoint(sc: Scenario, pc, lay, sb, step_s) -> dict:

@@ -98,6 +98,7 @@ ACCELERATORS: dict[str, dict] = {
 # ---------------------------------------------------------------- nodes
 _DGX_H100_SRC = ("NVIDIA DGX BasePOD reference architecture, core components (DGX H100: 2 TB "
                  "DDR5, 8x 3.84 TB U.2 data drives, 8x ConnectX-7 400 Gb/s)")
+_AWS_CB = "AWS EC2 Capacity Blocks price list, late 2024 (reserved short-term, not on-demand)"
 _NVME_PCIE4 = dict(  # U.2 PCIe 4.0 data drives of DGX H100/H200/B200, figures of a Kioxia CM6
     device="8x 3.84 TB U.2 NVMe (PCIe 4.0, Kioxia CM6-class: 6.9 GB/s read, 4.2 GB/s write)",
     devices=8, capacity_bytes=8 * 3.84 * TB, read_bytes_per_s=8 * 6.9 * GB,
@@ -111,12 +112,16 @@ NODES: dict[str, dict] = {
     "dgx-h100": dict(
         name="NVIDIA DGX H100", accelerator="h100-sxm5-80gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
-        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4), source=_DGX_H100_SRC),
+        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4), source=_DGX_H100_SRC,
+        price_usd_per_node_hour=39.33,
+        price_source="AWS p5.48xlarge (8x H100): " + _AWS_CB),
     "dgx-h200": dict(
         name="NVIDIA DGX H200", accelerator="h200-sxm-141gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
-        source="NVIDIA DGX H200 user guide (2 TB DDR5, 8x 3.84 TB U.2)"),
+        source="NVIDIA DGX H200 user guide (2 TB DDR5, 8x 3.84 TB U.2)",
+        price_usd_per_node_hour=43.26,
+        price_source="AWS p5e.48xlarge (8x H200): " + _AWS_CB),
     "dgx-a100-80gb": dict(
         name="NVIDIA DGX A100 (640 GB)", accelerator="a100-sxm4-80gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 25 * GB,
@@ -125,7 +130,9 @@ NODES: dict[str, dict] = {
                      capacity_bytes=2048 * GIB, read_bytes_per_s=2 * 204.8 * GB,
                      write_bytes_per_s=2 * 204.8 * GB, latency_s=100e-9),
             nvme=_NVME_PCIE4),
-        source="NVIDIA DGX A100 user guide (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR 200 Gb/s)"),
+        source="NVIDIA DGX A100 user guide (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR 200 Gb/s)",
+        price_usd_per_node_hour=14.75,
+        price_source="AWS p4d.24xlarge (8x A100 40GB) as a proxy: " + _AWS_CB),
     "dgx-b200": dict(
         name="NVIDIA DGX B200", accelerator="b200-sxm-180gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
@@ -139,7 +146,9 @@ NODES: dict[str, dict] = {
             cxl=dict(device="4x Micron CZ120 256 GB CXL 2.0 Type-3 (PCIe 5.0 x8, 36 GB/s each)",
                      devices=4, capacity_bytes=4 * 256 * GIB, read_bytes_per_s=4 * 36 * GB,
                      write_bytes_per_s=4 * 36 * GB, latency_s=250e-9)),
-        source=_DGX_H100_SRC + "; CXL: Micron CZ120 announcement (36 GB/s per module, MLC 2:1)"),
+        source=_DGX_H100_SRC + "; CXL: Micron CZ120 announcement (36 GB/s per module, MLC 2:1)",
+        price_usd_per_node_hour=39.33,
+        price_source="AWS p5.48xlarge (8x H100), CXL modules not priced: " + _AWS_CB),
 }
 
 TIER_NAMES = ("ddr", "nvme", "cxl")

@@ -17,6 +17,7 @@ Keys outside checks rely on (``"schema": 1``)::
     offload_bandwidth             ZeRO-Infinity efficiency-vs-bandwidth curves
     checkpoint.{size_bytes, write_s, stall_s, interval_s, young_interval_s, daly_interval_s,
                 mtbf_s, restart_s, goodput, waste_fraction, curve, monte_carlo}
+    cost.{usd_per_hour, usd_per_million_tokens, source}
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Report:
     verdict: dict = field(default_factory=dict)
     offload_bandwidth: dict = field(default_factory=dict)
     checkpoint: dict = field(default_factory=dict)
+    cost: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}

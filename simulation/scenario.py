@@ -267,6 +267,8 @@ class ClusterSpec:
     num_nodes: int
     tiers: dict  # tier name -> TierSpec
     nic_bytes_per_s: float | None = None
+    price_usd_per_node_hour: float | None = None
+    price_source: str | None = None
     node: str | None = None
     node_name: str | None = None
     source: str | None = None
@@ -300,6 +302,8 @@ class ClusterSpec:
             num_nodes=_int(d, "num_nodes", path, 1),
             tiers=tiers,
             nic_bytes_per_s=_num(d, "nic_bytes_per_s", path, strict=True),
+            price_usd_per_node_hour=_num(d, "price_usd_per_node_hour", path),
+            price_source=_str(d, "price_source", path),
             node=_str(d, "node", path), node_name=_str(d, "node_name", path),
             source=_str(d, "source", path))
 
@@ -308,6 +312,7 @@ class ClusterSpec:
             node=self.node, node_name=self.node_name, num_nodes=self.num_nodes,
             gpus_per_node=self.gpus_per_node, accelerator=self.accelerator.to_dict(),
             nic_bytes_per_s=self.nic_bytes_per_s,
+            price_usd_per_node_hour=self.price_usd_per_node_hour, price_source=self.price_source,
             tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source))
 
 

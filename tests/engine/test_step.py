@@ -213,3 +213,16 @@ def test_background_write_on_idle_links_costs_nothing():
                        "training": {"recompute": "full"}, "strategy": {"kind": "zero1"},
                        "checkpoint": {"method": "async", "monte_carlo_runs": 0}})
     assert r["checkpoint"]["training_slowdown"]["per_step_s"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_cost_per_hour_and_per_million_tokens():
+    # 2 x DGX H100 at the AWS p5.48xlarge capacity-block price of $39.33/node-hour:
+    # $78.66/h; per million tokens = 78.66 / 3600 / (tokens/s) * 1e6.
+    r = evaluate_dict({"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
+                       "training": {"recompute": "full", "global_batch_size": 32}})
+    c = r["cost"]
+    assert c["usd_per_hour"] == pytest.approx(78.66)
+    tps = 32 * 4096 / r["step"]["time_s"]
+    assert c["usd_per_million_tokens"] == pytest.approx(78.66 / 3600 / tps * 1e6)
+    b200 = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-b200"}})
+    assert b200["cost"]["available"] is False

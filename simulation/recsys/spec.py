@@ -1,0 +1,433 @@
+"""The ``recsys`` section: embedding tables, dense MLPs, batch, tiers and parameter server.
+
+Shape::
+
+    "recsys": {"preset": "dlrm-mlperf-v1",          # or explicit "tables"
+               "tables": [{"name": "C1", "rows": 39884406, "dim": 128, "dtype": "fp32",
+                           "lookups_per_sample": 1, "zipf_alpha": 1.05,
+                           "hash_overhead_bytes_per_row": 0}, ...],
+               "bottom_mlp": [13, 512, 256, 128],   # widths, input first
+               "top_mlp": [1024, 1024, 512, 256, 1],  # widths after the interaction
+               "interaction": "dot",                # or "dcn"
+               "batch_size": 65536,                 # global samples per step
+               "zipf_alpha": 1.0,                   # default for tables without their own
+               "tiers": {"hbm": {}, "ddr": {"capacity_bytes": 1e12}, "nvme": {}},
+               "ps": {"servers": 4, "replication": 2},
+               "comm_dtype": "fp32", "dense_step_s": null,
+               "sample_lookups": 100000, "seed": 0}
+
+Tier figures are per device: per GPU for ``hbm``, per node for the others. Every bad
+value raises :class:`ScenarioError` naming its dotted field (``recsys.tables.3.rows``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+
+from ..errors import ScenarioError
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
+TIER_ORDER = ("hbm", "ddr", "cxl", "pmem", "nvme")       # hottest rows first
+INTERACTIONS = ("dot", "dcn")
+GB, GIB, TB = 1e9, 2**30, 1e12
+
+
+# ------------------------------------------------------------------ field checks
+def _num(d, key, path, default=None, minimum=0.0, strict=False):
+    v = d.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
+    if v < minimum or (strict and v == minimum):
+        raise ScenarioError(f"{path}.{key}", f"must be {'>' if strict else '>='} {minimum:g}, got {v:g}")
+    return float(v)
+
+
+def _int(d, key, path, default=None, minimum=1):
+    v = d.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ScenarioError(f"{path}.{key}", f"must be a whole number >= {minimum}, got {v!r}")
+    return v
+
+
+def _choice(d, key, path, choices, default):
+    v = d.get(key, default)
+    if isinstance(v, bool) or v not in choices:
+        raise ScenarioError(f"{path}.{key}", f"must be one of {', '.join(choices)}; got {v!r}")
+    return v
+
+
+def _obj(v, path) -> dict:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ScenarioError(path, f"must be an object, got {type(v).__name__}")
+    return v
+
+
+def _known(d, cls_or_names, path):
+    names = cls_or_names if isinstance(cls_or_names, (set, frozenset)) else {f.name for f in fields(cls_or_names)}
+    for k in d:
+        if k not in names:
+            raise ScenarioError(f"{path}.{k}", f"unknown field; known fields: {', '.join(sorted(names))}")
+
+
+def _widths(d, key, path, default):
+    v = d.get(key, default)
+    if not isinstance(v, (list, tuple)):
+        raise ScenarioError(f"{path}.{key}", f"must be a list of layer widths, got {v!r}")
+    for i, w in enumerate(v):
+        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+            raise ScenarioError(f"{path}.{key}.{i}", f"must be a whole number >= 1, got {w!r}")
+    return tuple(v)
+
+
+# ------------------------------------------------------------------ tables
+@dataclass(frozen=True)
+class TableSpec:
+    """One embedding table. ``lookups_per_sample`` is the pooling factor (multi-hot
+    size; 1 for one-hot). ``zipf_alpha``: skew of its lookups, 0 = uniform."""
+    name: str
+    rows: int
+    dim: int
+    dtype: str = "fp32"
+    lookups_per_sample: float = 1.0
+    zipf_alpha: float = 1.0
+    hash_overhead_bytes_per_row: float = 0.0
+
+    @property
+    def value_bytes(self) -> int:
+        """Bytes of one row's values: what a pull, push or lookup moves."""
+        return self.dim * DTYPE_BYTES[self.dtype]
+
+    @property
+    def row_bytes(self) -> float:
+        """Bytes one row occupies in memory (values + hash-table overhead)."""
+        return self.value_bytes + self.hash_overhead_bytes_per_row
+
+    @property
+    def bytes(self) -> float:
+        return self.rows * self.row_bytes
+
+    @classmethod
+    def from_dict(cls, d, path, zipf_alpha: float) -> "TableSpec":
+        d = _obj(d, path)
+        _known(d, cls, path)
+        name = d.get("name")
+        if not isinstance(name, str) or not name:
+            raise ScenarioError(f"{path}.name", f"must be a non-empty string, got {name!r}")
+        for k in ("rows", "dim"):
+            if d.get(k) is None:
+                raise ScenarioError(f"{path}.{k}", "is required")
+        return cls(name=name, rows=_int(d, "rows", path), dim=_int(d, "dim", path),
+                   dtype=_choice(d, "dtype", path, tuple(DTYPE_BYTES), "fp32"),
+                   lookups_per_sample=_num(d, "lookups_per_sample", path, 1.0, strict=True),
+                   zipf_alpha=_num(d, "zipf_alpha", path, zipf_alpha),
+                   hash_overhead_bytes_per_row=_num(d, "hash_overhead_bytes_per_row", path, 0.0))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------ tiers
+@dataclass(frozen=True)
+class TierOption:
+    """Where embedding rows may live. Per device: per GPU (hbm), per node (the rest).
+
+    ``read_iops``: random reads per second (None: not a bound); ``queue_depth``:
+    outstanding reads (Little's law: at most queue_depth / latency_s reads per second);
+    ``access_bytes``: the smallest unit the medium reads (a row costs
+    ceil(row / access) of them)."""
+    tier: str
+    capacity_bytes: float | None = None
+    latency_s: float | None = None
+    read_iops: float | None = None
+    read_bytes_per_s: float | None = None
+    queue_depth: float | None = None
+    access_bytes: float = 64.0
+    price_usd_per_gb: float = 0.0
+    source: str = ""
+    price_source: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+TIER_FIELDS = frozenset(f.name for f in fields(TierOption)) - {"tier"}
+
+# Prices: the project's hardware catalog has cloud GPU-hour prices but no purchase price
+# per GB of any memory or drive, so every price below is an assumption to override.
+_PRICE = "ASSUMPTION (no per-GB price in the project's catalog; override price_usd_per_gb): "
+
+# Defaults per tier, copied from the project's hardware catalog with their sources.
+TIER_DEFAULTS: dict[str, TierOption] = {t.tier: t for t in (
+    TierOption("hbm", access_bytes=32, price_usd_per_gb=300.0,
+               source="capacity: the HBM left per GPU after the dense part (given by the caller); "
+                      "bandwidth: the accelerator's HBM figure; 32-byte sectors (CUDA C++ "
+                      "Programming Guide, device memory accesses); latency hidden by the GPU's "
+                      "parallelism, so not a bound",
+               price_source=_PRICE + "HBM is bought with the GPU: ~$25,000 per 80 GB H100 "
+                                     "= ~$300/GB of capacity"),
+    TierOption("ddr", capacity_bytes=2048 * GIB, latency_s=100e-9, read_bytes_per_s=2 * 307.2 * GB,
+               queue_depth=1024, access_bytes=64, price_usd_per_gb=5.0,
+               source="2 TiB DDR5-4800, 2 sockets x 8 channels = 614.4 GB/s (DGX H100; catalog: "
+                      "Sapphire Rapids socket 307.2 GB/s); idle latency <100 ns (catalog: Intel "
+                      "via pcper.com); 64-byte cache lines; queue_depth 1024 outstanding reads "
+                      "per node is an assumption",
+               price_source=_PRICE + "server DDR5 RDIMM, ~$5/GB (volatile; 2025-26 prices rose)"),
+    TierOption("cxl", capacity_bytes=4 * 256 * GIB, latency_s=250e-9, read_bytes_per_s=4 * 36 * GB,
+               queue_depth=1024, access_bytes=64, price_usd_per_gb=8.0,
+               source="4x Micron CZ120 256 GB CXL 2.0, 36 GB/s each (MLC 2:1; catalog: Tom's "
+                      "Hardware); 250 ns within the 140-410 ns measured on real devices (catalog: "
+                      "Melody, ASPLOS'25); queue_depth assumed as DDR",
+               price_source=_PRICE + "DDR5 plus CXL controller and E3.S module, ~$8/GB"),
+    TierOption("pmem", capacity_bytes=2 * 6 * 256 * GB, latency_s=305e-9,
+               read_bytes_per_s=2 * 39.4 * GB, queue_depth=1024, access_bytes=256,
+               price_usd_per_gb=4.5,
+               source="Optane PMem 100: 2 sockets x 6x 256 GB; 39.4 GB/s read per 6 interleaved "
+                      "DIMMs, 305 ns random read (catalog: Izraelevitz et al., arXiv 1903.05714); "
+                      "256-byte media access (XPLine; Yang et al., FAST'20)",
+               price_source=_PRICE + "Intel's 2019 list price $577 per 128 GB DIMM (~$4.5/GB, "
+                                     "as reported by hwsw.hu); discontinued, last shipments 2025"),
+    TierOption("nvme", capacity_bytes=8 * 3.84 * TB, latency_s=60e-6, read_iops=8 * 1.4e6,
+               read_bytes_per_s=8 * 6.9 * GB, queue_depth=8 * 128, access_bytes=4096,
+               price_usd_per_gb=0.10,
+               source="8x 3.84 TB U.2 (DGX H100), Kioxia CM6-class: 6.9 GB/s and 1,400K 4K random "
+                      "reads/s each (catalog: heise.de); 60 us read latency (catalog: Micron 9550 "
+                      "spec table); 4 KiB pages; queue depth 128 per drive is an assumption",
+               price_source=_PRICE + "enterprise TLC NVMe, ~$0.10/GB"),
+)}
+
+
+def _tier_overrides(d, path) -> dict:
+    out = {}
+    for name, v in _obj(d, path).items():
+        where = f"{path}.{name}"
+        if name not in TIER_ORDER:
+            raise ScenarioError(where, f"unknown tier; known tiers: {', '.join(TIER_ORDER)}")
+        v = _obj(v, where)
+        _known(v, TIER_FIELDS, where)
+        o = {}
+        for k in ("capacity_bytes", "latency_s"):
+            if k in v:
+                o[k] = _num(v, k, where)
+        for k in ("read_iops", "read_bytes_per_s", "queue_depth", "access_bytes"):
+            if k in v:
+                o[k] = _num(v, k, where, strict=True)
+        if "price_usd_per_gb" in v:
+            o["price_usd_per_gb"] = _num(v, "price_usd_per_gb", where)
+        for k in ("source", "price_source"):
+            if k in v:
+                if not isinstance(v[k], str):
+                    raise ScenarioError(f"{where}.{k}", f"must be a string, got {v[k]!r}")
+                o[k] = v[k]
+        out[name] = o
+    if d is not None and not out:
+        raise ScenarioError(path, f"needs at least one tier ({', '.join(TIER_ORDER)})")
+    return out
+
+
+# ------------------------------------------------------------------ parameter server
+@dataclass(frozen=True)
+class PSSpec:
+    """Parameter-server deployment. ``servers``: shards (default: one per worker node);
+    ``replication``: copies of every row (each push is forwarded to replication - 1
+    backups); heartbeats: every node messages the scheduler every interval."""
+    servers: int | None = None
+    server_nic_bytes_per_s: float = 50 * GB
+    replication: int = 1
+    heartbeat_interval_s: float = 5.0
+    heartbeat_bytes: float = 128.0
+    source: str = ("one 400 Gb/s NIC (50 GB/s) per server (catalog: ConnectX-7 / NDR); heartbeat "
+                   "interval and size are assumptions")
+
+    @classmethod
+    def from_dict(cls, d, path="recsys.ps") -> "PSSpec":
+        d = _obj(d, path)
+        _known(d, cls, path)
+        return cls(servers=_int(d, "servers", path),
+                   server_nic_bytes_per_s=_num(d, "server_nic_bytes_per_s", path, 50 * GB, strict=True),
+                   replication=_int(d, "replication", path, 1),
+                   heartbeat_interval_s=_num(d, "heartbeat_interval_s", path, 5.0, strict=True),
+                   heartbeat_bytes=_num(d, "heartbeat_bytes", path, 128.0),
+                   source=d.get("source", cls.source))
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+# ------------------------------------------------------------------ presets
+_V1_ROWS = [39884406, 39043, 17289, 7420, 20263, 3, 7120, 1543, 63, 38532951, 2953546, 403346,
+            10, 2208, 11938, 155, 4, 976, 14, 39979771, 25641295, 39664984, 585935, 12972, 108, 36]
+_V2_ROWS = [40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282,
+            10, 2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36]
+_V2_HOT = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
+
+
+def _tables(rows, hot=None):
+    return [dict(name=f"C{i + 1}", rows=r, dim=128, dtype="fp32",
+                 lookups_per_sample=(hot[i] if hot else 1)) for i, r in enumerate(rows)]
+
+
+PRESETS: dict[str, dict] = {
+    "dlrm-mlperf-v1": dict(
+        name="DLRM, MLPerf v1 (Criteo 1TB, 40M rows cap)", tables=_tables(_V1_ROWS),
+        bottom_mlp=[13, 512, 256, 128], top_mlp=[1024, 1024, 512, 256, 1], interaction="dot",
+        batch_size=2048,
+        source="facebookresearch/dlrm bench/run_and_time.sh (MLPerf flags, --mini-batch-size=2048) "
+               "and tools/visualize.py (table sizes for --max-ind-range=40000000)"),
+    "dlrm-mlperf-v2": dict(
+        name="DLRM-DCNv2, MLPerf v2 (Criteo 1TB multi-hot)", tables=_tables(_V2_ROWS, _V2_HOT),
+        bottom_mlp=[13, 512, 256, 128], top_mlp=[1024, 1024, 512, 256, 1], interaction="dcn",
+        dcn_num_layers=3, dcn_low_rank_dim=512, batch_size=65536,
+        source="mlcommons/training recommendation_v2/torchrec_dlrm/README.MD (benchmark "
+               "command: multi-hot sizes, DCN 3 layers rank 512, global batch 65536)"),
+}
+
+
+# ------------------------------------------------------------------ the section
+@dataclass(frozen=True)
+class RecModelSpec:
+    """A recommendation model and how its embeddings are stored and served."""
+    tables: tuple = ()
+    bottom_mlp: tuple = ()
+    top_mlp: tuple = ()
+    interaction: str = "dot"
+    dcn_num_layers: int | None = None
+    dcn_low_rank_dim: int | None = None
+    batch_size: int = 1
+    zipf_alpha: float = 1.0
+    zipf_alpha_given: bool = False
+    tiers: dict | None = None               # tier -> overrides of TIER_DEFAULTS; None: default set
+    ps: PSSpec = field(default_factory=PSSpec)
+    comm_dtype: str = "fp32"
+    dense_step_s: float | None = None
+    sample_lookups: int = 100_000
+    seed: int = 0
+    name: str = "custom"
+    preset: str | None = None
+    source: str | None = None
+
+    @property
+    def embedding_bytes(self) -> float:
+        return sum(t.bytes for t in self.tables)
+
+    @property
+    def top_mlp_input(self) -> int:
+        """DLRM dot: dense vector + F(F-1)/2 pairwise dots of F = tables + 1 features
+        (dlrm_s_pytorch.py); DCN keeps the concatenation, F * dim (TorchRec DLRM_DCN)."""
+        f, dim = len(self.tables) + 1, self.bottom_mlp[-1]
+        return dim + f * (f - 1) // 2 if self.interaction == "dot" else f * dim
+
+    @property
+    def dense_params(self) -> dict:
+        """Parameters of the MLPs (weights + biases) and of DCNv2's low-rank cross layers
+        (per layer U: d x r, V: r x d, bias d; TorchRec LowRankCrossNet)."""
+        mlp = lambda w: sum(a * b + b for a, b in zip(w[:-1], w[1:]))   # noqa: E731
+        top = mlp((self.top_mlp_input,) + self.top_mlp) if self.top_mlp else 0
+        d = self.top_mlp_input
+        cross = (self.dcn_num_layers or 0) * (2 * d * (self.dcn_low_rank_dim or 0) + d) \
+            if self.interaction == "dcn" else 0
+        return dict(bottom_mlp=mlp(self.bottom_mlp), top_mlp=top, interaction=cross,
+                    total=mlp(self.bottom_mlp) + top + cross)
+
+    @classmethod
+    def from_dict(cls, d: dict | None, path: str = "recsys") -> "RecModelSpec":
+        d = _obj(d, path)
+        _known(d, cls, path)
+        d = dict(d)
+        name = d.get("preset")
+        if name is not None:
+            if name not in PRESETS:
+                raise ScenarioError(f"{path}.preset", f"unknown recsys preset {name!r}; known: "
+                                    f"{', '.join(sorted(PRESETS))}")
+            d = {**PRESETS[name], **{k: v for k, v in d.items() if v is not None}}
+        alpha_given = "zipf_alpha" in d or d.get("zipf_alpha_given", False)
+        alpha = _num(d, "zipf_alpha", path, 1.0)
+        raw = d.get("tables")
+        if not isinstance(raw, (list, tuple)) or not raw:
+            raise ScenarioError(f"{path}.tables", "is required: a non-empty list of tables (or a preset)")
+        tables = tuple(TableSpec.from_dict(t, f"{path}.tables.{i}", alpha) for i, t in enumerate(raw))
+        alpha_given = alpha_given or any(isinstance(t, dict) and "zipf_alpha" in t for t in raw)
+        seen = set()
+        for i, t in enumerate(tables):
+            if t.name in seen:
+                raise ScenarioError(f"{path}.tables.{i}.name", f"duplicate table name {t.name!r}")
+            seen.add(t.name)
+        if d.get("batch_size") is None:
+            raise ScenarioError(f"{path}.batch_size", "is required (global samples per step)")
+        interaction = _choice(d, "interaction", path, INTERACTIONS, "dot")
+        s = cls(tables=tables, bottom_mlp=_widths(d, "bottom_mlp", path, ()),
+                top_mlp=_widths(d, "top_mlp", path, ()), interaction=interaction,
+                dcn_num_layers=_int(d, "dcn_num_layers", path, 2 if interaction == "dcn" else None),
+                dcn_low_rank_dim=_int(d, "dcn_low_rank_dim", path, 512 if interaction == "dcn" else None),
+                batch_size=_int(d, "batch_size", path), zipf_alpha=alpha, zipf_alpha_given=alpha_given,
+                tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers") if d.get("tiers") is not None else None,
+                ps=PSSpec.from_dict(d.get("ps"), f"{path}.ps"),
+                comm_dtype=_choice(d, "comm_dtype", path, ("fp32", "fp16", "bf16"), "fp32"),
+                dense_step_s=_num(d, "dense_step_s", path),
+                sample_lookups=_int(d, "sample_lookups", path, 100_000, minimum=0),
+                seed=_int(d, "seed", path, 0, minimum=0),
+                name=d.get("name") or "custom", preset=name, source=d.get("source"))
+        if not s.bottom_mlp:
+            raise ScenarioError(f"{path}.bottom_mlp", "needs at least the dense input width")
+        if interaction == "dot" and len(set(t.dim for t in tables) | {s.bottom_mlp[-1]}) > 1:
+            raise ScenarioError(f"{path}.bottom_mlp", "dot interaction needs the last bottom MLP "
+                                f"width ({s.bottom_mlp[-1]}) to equal every table's dim")
+        if interaction != "dcn" and (d.get("dcn_num_layers") or d.get("dcn_low_rank_dim")):
+            raise ScenarioError(f"{path}.dcn_num_layers", "applies to interaction dcn only")
+        return s
+
+    def to_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in ("name", "preset", "source", "interaction",
+                                              "dcn_num_layers", "dcn_low_rank_dim", "batch_size",
+                                              "zipf_alpha", "zipf_alpha_given", "tiers",
+                                              "comm_dtype", "dense_step_s", "sample_lookups", "seed")}
+        out.update(tables=[t.to_dict() for t in self.tables], bottom_mlp=list(self.bottom_mlp),
+                   top_mlp=list(self.top_mlp), ps=self.ps.to_dict())
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def resolve_tiers(spec: RecModelSpec, *, hbm_free_bytes_per_gpu: float | None = None,
+                  hbm_bytes_per_s: float | None = None, node_tiers: dict | None = None) -> list:
+    """The tiers embeddings may use, hottest first, each a full :class:`TierOption`.
+
+    Figures come from the spec's overrides, else the node's tier (``node_tiers``:
+    name -> ``{capacity_bytes, read_bytes_per_s, latency_s, devices}``, as
+    ``cluster.tiers``), else :data:`TIER_DEFAULTS`. Without ``recsys.tiers`` the set is
+    HBM plus the node's DDR, CXL and NVMe (HBM, DDR, NVMe without a node); PMEM only
+    when asked for.
+    """
+    node_tiers = node_tiers or {}
+    names = list(spec.tiers) if spec.tiers is not None else (
+        ["hbm"] + ([t for t in TIER_ORDER if t in node_tiers] or ["ddr", "nvme"]))
+    out = []
+    for name in sorted(set(names), key=TIER_ORDER.index):
+        t = TIER_DEFAULTS[name]
+        node = node_tiers.get(name)
+        if name == "hbm":
+            t = replace(t, capacity_bytes=hbm_free_bytes_per_gpu, read_bytes_per_s=hbm_bytes_per_s)
+        elif node:
+            t = replace(t, capacity_bytes=node.get("capacity_bytes", t.capacity_bytes),
+                        read_bytes_per_s=node.get("read_bytes_per_s", t.read_bytes_per_s),
+                        latency_s=node.get("latency_s") or t.latency_s,
+                        source=f"the node's {name.upper()} tier (cluster.tiers.{name}); other "
+                               f"figures: {t.source}")
+            if name == "nvme" and node.get("devices"):
+                t = replace(t, read_iops=node["devices"] * 1.4e6, queue_depth=node["devices"] * 128)
+        t = replace(t, **(spec.tiers or {}).get(name, {}))
+        where = f"recsys.tiers.{name}"
+        if t.capacity_bytes is None:
+            raise ScenarioError(f"{where}.capacity_bytes",
+                                "is required (HBM left per GPU after the dense part)" if name == "hbm"
+                                else "is required")
+        if not t.read_bytes_per_s:
+            raise ScenarioError(f"{where}.read_bytes_per_s", "is required")
+        out.append(t)
+    return out
