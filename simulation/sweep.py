@@ -1,0 +1,99 @@
+"""Sweeps: one base scenario, one or two parameters varied over a grid.
+
+Axes name a dotted scenario path and its values, e.g.
+``[{"path": "cluster.num_nodes", "values": [1, 2, 4]},
+   {"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]}]``.
+Every grid point is evaluated on its own; a point whose scenario is invalid or does not
+fit is a result (``valid``/``fits`` false with the reason), never an abort. ``summarize``
+keeps what a heatmap and a Pareto chart need; ``pareto`` marks the points no other point
+beats on both cost per million tokens and step time.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Callable
+
+from .errors import ScenarioError
+from .evaluate import evaluate_dict
+
+MAX_POINTS = 400
+
+
+def _set(d: dict, path: str, value):
+    node = d
+    *head, last = path.split(".")
+    for k in head:
+        nxt = node.get(k)
+        if isinstance(nxt, str) and k in ("model",):
+            nxt = {"preset": nxt}
+        if not isinstance(nxt, dict):
+            nxt = {}
+        node[k] = nxt
+        node = nxt
+    node[last] = value
+
+
+def expand(base: dict, axes: list) -> list[dict]:
+    """Grid points: ``[{"index": i, "values": {path: v}, "scenario": {...}}]``."""
+    if not isinstance(axes, list) or not 1 <= len(axes) <= 2:
+        raise ScenarioError("axes", "give one or two axes")
+    for k, ax in enumerate(axes):
+        if not isinstance(ax, dict) or not isinstance(ax.get("path"), str) or not ax["path"]:
+            raise ScenarioError(f"axes.{k}.path", "must name a scenario field, e.g. cluster.num_nodes")
+        if not isinstance(ax.get("values"), list) or not ax["values"]:
+            raise ScenarioError(f"axes.{k}.values", "must be a non-empty list")
+    n = 1
+    for ax in axes:
+        n *= len(ax["values"])
+    if n > MAX_POINTS:
+        raise ScenarioError("axes", f"{n} points; at most {MAX_POINTS} per sweep")
+    points = []
+    for i, combo in enumerate(itertools.product(*[ax["values"] for ax in axes])):
+        d = copy.deepcopy(base)
+        for ax, v in zip(axes, combo):
+            _set(d, ax["path"], v)
+        points.append({"index": i, "values": {ax["path"]: v for ax, v in zip(axes, combo)},
+                       "scenario": d})
+    return points
+
+
+def summarize(point: dict, **lookups) -> dict:
+    """Evaluate one grid point and keep its headline numbers."""
+    out = {"index": point["index"], "values": point["values"]}
+    try:
+        r = evaluate_dict(point["scenario"], **lookups)
+    except ScenarioError as e:
+        return dict(out, valid=False, fits=False, error=str(e))
+    step = r.get("step", {})
+    hbm = r["memory"]["per_gpu"]["hbm"]
+    return dict(out, valid=True, fits=r["fits"],
+                violations=[v["message"] for v in r["violations"]],
+                hbm_total_bytes=hbm["total_bytes"], hbm_capacity_bytes=hbm["capacity_bytes"],
+                step_time_s=step.get("time_s"), tokens_per_s=r.get("throughput", {}).get("tokens_per_s"),
+                mfu=r.get("mfu"), usd_per_hour=r.get("cost", {}).get("usd_per_hour"),
+                usd_per_million_tokens=r.get("cost", {}).get("usd_per_million_tokens"),
+                goodput=r.get("checkpoint", {}).get("goodput"),
+                bottleneck=r.get("verdict", {}).get("bottleneck"))
+
+
+def run(points: list, progress: Callable[[float], None] | None = None, **lookups) -> list[dict]:
+    """Summaries of ``points`` in order; ``progress(fraction)`` after each one."""
+    out = []
+    for k, p in enumerate(points):
+        out.append(summarize(p, **lookups))
+        if progress:
+            progress((k + 1) / len(points))
+    return out
+
+
+def pareto(results: list[dict]) -> list[int]:
+    """Indices of feasible points on the cost-per-million-tokens / step-time front."""
+    pts = [(r["usd_per_million_tokens"], r["step_time_s"], r["index"]) for r in results
+           if r.get("fits") and r.get("step_time_s") and r.get("usd_per_million_tokens") is not None]
+    front = []
+    for c, t, i in pts:
+        if not any((c2 <= c and t2 <= t) and (c2 < c or t2 < t) for c2, t2, _ in pts):
+            front.append(i)
+    return sorted(front)
