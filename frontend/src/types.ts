@@ -63,6 +63,139 @@ export interface Report {
   };
   cross_checks?: Record<string, unknown>;
   notes?: string[];
+  step?: Step;
+  throughput?: { tokens_per_s?: number; samples_per_s?: number };
+  /** Model FLOPs utilization, 0..1. */
+  mfu?: number | null;
+  links?: Link[];
+  verdict?: StepVerdict;
+  timeline?: Timeline;
+  offload_bandwidth?: OffloadBandwidth;
+  checkpoint?: Checkpoint;
+}
+
+// ------------------------------------------------------------------ step time
+export const BREAKDOWN_KEYS = [
+  "compute",
+  "exposed_comm",
+  "exposed_offload",
+  "cpu_optimizer",
+  "stall",
+  "pipeline_bubble",
+] as const;
+export type BreakdownKey = (typeof BREAKDOWN_KEYS)[number];
+
+export interface Step {
+  available: boolean;
+  reason?: string;
+  time_s?: number;
+  breakdown_s?: Partial<Record<BreakdownKey, number>> & Record<string, number>;
+  micro_batch_s?: number;
+  last_micro_batch_s?: number;
+  micro_batches?: number;
+  model_flops?: number;
+}
+
+/** One link of the node as the step used it; rates and bytes are per GPU. */
+export interface Link {
+  name: string;
+  bytes_per_s: number;
+  busy_s: number;
+  bytes?: number;
+  utilization: number;
+}
+
+export interface StepVerdict {
+  bottleneck?: string;
+  message?: string;
+  buy_more_of?: string | null;
+}
+
+// ------------------------------------------------------------------ timeline
+export interface TimelineTask {
+  name: string;
+  /** A stream ("gpu") or a link ("nic"), or a path of links ("nvme_read > pcie_h2d"). */
+  lane: string;
+  kind: string;
+  start_s: number;
+  end_s: number;
+}
+
+export interface Timeline {
+  tasks: TimelineTask[];
+  makespan_s?: number;
+  truncated?: boolean;
+}
+
+// ------------------------------------------------------------------ offload bandwidth
+export const STATE_KINDS = ["params_grads", "optimizer_states", "activations"] as const;
+export type StateKind = (typeof STATE_KINDS)[number];
+
+export interface OffloadBandwidth {
+  bandwidth_bytes_per_s: number[];
+  target_efficiency?: number;
+  achievable_flops?: number;
+  curves: Partial<Record<StateKind, {
+    arithmetic_intensity?: number;
+    efficiency: number[];
+    bandwidth_needed_bytes_per_s?: number;
+  }>>;
+  tiers?: { tier: string; bytes_per_s: number; efficiency?: Partial<Record<StateKind, number>> }[];
+}
+
+// ------------------------------------------------------------------ checkpoint
+export interface MonteCarlo {
+  mean_goodput: number;
+  std_goodput?: number;
+  p5: number;
+  p50?: number;
+  p95: number;
+  runs: number;
+  run_length_s?: number;
+  expected_failures_per_run?: number;
+}
+
+export interface Checkpoint {
+  size_bytes: number;
+  full_size_bytes?: number;
+  shard_bytes?: number;
+  size?: { writers?: number; bytes_per_param?: Record<string, number>; parts_bytes?: Record<string, number> };
+  snapshot_s?: number;
+  write_s?: number;
+  replicate_s?: number;
+  stall_s: number;
+  background_s?: number;
+  durable_lag_s?: number;
+  interval_s: number;
+  interval_source?: string;
+  interval_steps?: number;
+  young_interval_s?: number;
+  daly_interval_s?: number;
+  mtbf_s?: number;
+  gpu_failure_rate_per_hour?: number;
+  restart_s?: number;
+  restart?: { detect_s?: number; reload_s?: number; warmup_s?: number };
+  goodput: number;
+  waste_fraction?: number;
+  waste_parts?: Record<string, number>;
+  target?: {
+    kind: string;
+    scope?: string;
+    write_bytes_per_s?: number | null;
+    read_bytes_per_s?: number | null;
+    capacity_bytes?: number | null;
+    persistent?: boolean;
+    network?: boolean;
+    source?: string;
+    stored_bytes?: number;
+    fits?: boolean | null;
+  };
+  traffic?: Record<string, number>;
+  curve?: { interval_s: number[]; goodput: number[] };
+  monte_carlo?: MonteCarlo | null;
+  training_slowdown?: { per_step_s: number; steps_overlapped: number; per_checkpoint_s: number; note?: string };
+  notes?: string[];
+  spec?: Record<string, unknown>;
 }
 
 export type RunStatus = "queued" | "pending" | "running" | "succeeded" | "failed" | string;

@@ -75,3 +75,37 @@ export function formatBytesPerParam(b: number): string {
   const text = Number.isInteger(b) ? formatNumber(b, 0) : formatNumber(b, 2).replace(/0$/, "");
   return `${text} B/param`;
 }
+
+/** A bandwidth in decimal gigabytes per second: 4e10 -> "40.0 GB/s". */
+export function formatGBps(bytesPerSecond: number, digits = 1): string {
+  return `${formatNumber(bytesPerSecond / GB, digits)} GB/s`;
+}
+
+/**
+ * A long duration in hours and minutes, for checkpoint intervals, MTBF and restarts:
+ * 45 -> "45.0 s", 750 -> "12 min 30 s", 4984 -> "1 h 23 min", 11.4e6 -> "132.0 days (3,167 h)".
+ */
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return formatNumber(seconds);
+  const abs = Math.abs(seconds);
+  const sign = seconds < 0 ? "-" : "";
+  if (abs < 60) return `${sign}${formatNumber(abs, 1)} s`;
+  if (abs < 3600) {
+    let min = Math.floor(abs / 60);
+    let sec = Math.round(abs - min * 60);
+    if (sec === 60) { min += 1; sec = 0; }
+    return min >= 60 ? `${sign}1 h 0 min` : `${sign}${min} min${sec ? ` ${sec} s` : ""}`;
+  }
+  if (abs < 2 * 86400) {
+    let hours = Math.floor(abs / 3600);
+    let min = Math.round((abs - hours * 3600) / 60);
+    if (min === 60) { hours += 1; min = 0; }
+    return `${sign}${hours} h${min ? ` ${min} min` : ""}`;
+  }
+  return `${sign}${formatNumber(abs / 86400, 1)} days (${formatNumber(abs / 3600, 0)} h)`;
+}
+
+/** Seconds as milliseconds with 1 decimal: 0.0401088 -> "40.1 ms". */
+export function formatMs(seconds: number, digits = 1): string {
+  return `${formatNumber(seconds * 1e3, digits)} ms`;
+}

@@ -30,6 +30,7 @@ from ..errors import ScenarioError
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
 TIER_ORDER = ("hbm", "ddr", "cxl", "pmem", "nvme")       # hottest rows first
 INTERACTIONS = ("dot", "dcn")
+DEFAULT_ZIPF_ALPHA = 1.0      # an assumption, flagged in the report's notes when used
 GB, GIB, TB = 1e9, 2**30, 1e12
 
 
@@ -92,13 +93,14 @@ def _widths(d, key, path, default):
 @dataclass(frozen=True)
 class TableSpec:
     """One embedding table. ``lookups_per_sample`` is the pooling factor (multi-hot
-    size; 1 for one-hot). ``zipf_alpha``: skew of its lookups, 0 = uniform."""
+    size; 1 for one-hot). ``zipf_alpha``: skew of its lookups, 0 = uniform; None: the
+    section's ``zipf_alpha``."""
     name: str
     rows: int
     dim: int
     dtype: str = "fp32"
     lookups_per_sample: float = 1.0
-    zipf_alpha: float = 1.0
+    zipf_alpha: float | None = None
     hash_overhead_bytes_per_row: float = 0.0
 
     @property
@@ -116,7 +118,7 @@ class TableSpec:
         return self.rows * self.row_bytes
 
     @classmethod
-    def from_dict(cls, d, path, zipf_alpha: float) -> "TableSpec":
+    def from_dict(cls, d, path) -> "TableSpec":
         d = _obj(d, path)
         _known(d, cls, path)
         name = d.get("name")
@@ -128,11 +130,11 @@ class TableSpec:
         return cls(name=name, rows=_int(d, "rows", path), dim=_int(d, "dim", path),
                    dtype=_choice(d, "dtype", path, tuple(DTYPE_BYTES), "fp32"),
                    lookups_per_sample=_num(d, "lookups_per_sample", path, 1.0, strict=True),
-                   zipf_alpha=_num(d, "zipf_alpha", path, zipf_alpha),
+                   zipf_alpha=_num(d, "zipf_alpha", path),
                    hash_overhead_bytes_per_row=_num(d, "hash_overhead_bytes_per_row", path, 0.0))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 # ------------------------------------------------------------------ tiers
@@ -256,7 +258,7 @@ class PSSpec:
                    replication=_int(d, "replication", path, 1),
                    heartbeat_interval_s=_num(d, "heartbeat_interval_s", path, 5.0, strict=True),
                    heartbeat_bytes=_num(d, "heartbeat_bytes", path, 128.0),
-                   source=d.get("source", cls.source))
+                   source=str(d.get("source", cls.source)))
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -302,8 +304,7 @@ class RecModelSpec:
     dcn_num_layers: int | None = None
     dcn_low_rank_dim: int | None = None
     batch_size: int = 1
-    zipf_alpha: float = 1.0
-    zipf_alpha_given: bool = False
+    zipf_alpha: float | None = None         # default for tables without their own
     tiers: dict | None = None               # tier -> overrides of TIER_DEFAULTS; None: default set
     ps: PSSpec = field(default_factory=PSSpec)
     comm_dtype: str = "fp32"
@@ -313,6 +314,17 @@ class RecModelSpec:
     name: str = "custom"
     preset: str | None = None
     source: str | None = None
+
+    def alpha(self, t: TableSpec) -> float:
+        """The table's Zipf alpha: its own, else the section's, else DEFAULT_ZIPF_ALPHA."""
+        for a in (t.zipf_alpha, self.zipf_alpha):
+            if a is not None:
+                return a
+        return DEFAULT_ZIPF_ALPHA
+
+    @property
+    def alpha_assumed(self) -> bool:
+        return self.zipf_alpha is None and any(t.zipf_alpha is None for t in self.tables)
 
     @property
     def embedding_bytes(self) -> float:
@@ -348,13 +360,10 @@ class RecModelSpec:
                 raise ScenarioError(f"{path}.preset", f"unknown recsys preset {name!r}; known: "
                                     f"{', '.join(sorted(PRESETS))}")
             d = {**PRESETS[name], **{k: v for k, v in d.items() if v is not None}}
-        alpha_given = "zipf_alpha" in d or d.get("zipf_alpha_given", False)
-        alpha = _num(d, "zipf_alpha", path, 1.0)
         raw = d.get("tables")
         if not isinstance(raw, (list, tuple)) or not raw:
             raise ScenarioError(f"{path}.tables", "is required: a non-empty list of tables (or a preset)")
-        tables = tuple(TableSpec.from_dict(t, f"{path}.tables.{i}", alpha) for i, t in enumerate(raw))
-        alpha_given = alpha_given or any(isinstance(t, dict) and "zipf_alpha" in t for t in raw)
+        tables = tuple(TableSpec.from_dict(t, f"{path}.tables.{i}") for i, t in enumerate(raw))
         seen = set()
         for i, t in enumerate(tables):
             if t.name in seen:
@@ -365,9 +374,9 @@ class RecModelSpec:
         interaction = _choice(d, "interaction", path, INTERACTIONS, "dot")
         s = cls(tables=tables, bottom_mlp=_widths(d, "bottom_mlp", path, ()),
                 top_mlp=_widths(d, "top_mlp", path, ()), interaction=interaction,
-                dcn_num_layers=_int(d, "dcn_num_layers", path, 2 if interaction == "dcn" else None),
+                dcn_num_layers=_int(d, "dcn_num_layers", path, 3 if interaction == "dcn" else None),
                 dcn_low_rank_dim=_int(d, "dcn_low_rank_dim", path, 512 if interaction == "dcn" else None),
-                batch_size=_int(d, "batch_size", path), zipf_alpha=alpha, zipf_alpha_given=alpha_given,
+                batch_size=_int(d, "batch_size", path), zipf_alpha=_num(d, "zipf_alpha", path),
                 tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers") if d.get("tiers") is not None else None,
                 ps=PSSpec.from_dict(d.get("ps"), f"{path}.ps"),
                 comm_dtype=_choice(d, "comm_dtype", path, ("fp32", "fp16", "bf16"), "fp32"),
@@ -377,9 +386,11 @@ class RecModelSpec:
                 name=d.get("name") or "custom", preset=name, source=d.get("source"))
         if not s.bottom_mlp:
             raise ScenarioError(f"{path}.bottom_mlp", "needs at least the dense input width")
-        if interaction == "dot" and len(set(t.dim for t in tables) | {s.bottom_mlp[-1]}) > 1:
-            raise ScenarioError(f"{path}.bottom_mlp", "dot interaction needs the last bottom MLP "
-                                f"width ({s.bottom_mlp[-1]}) to equal every table's dim")
+        for i, t in enumerate(tables):
+            if t.dim != s.bottom_mlp[-1]:
+                raise ScenarioError(f"{path}.tables.{i}.dim", f"the {interaction} interaction needs "
+                                    f"every dim to equal the last bottom_mlp width "
+                                    f"({s.bottom_mlp[-1]}), got {t.dim}")
         if interaction != "dcn" and (d.get("dcn_num_layers") or d.get("dcn_low_rank_dim")):
             raise ScenarioError(f"{path}.dcn_num_layers", "applies to interaction dcn only")
         return s
@@ -387,7 +398,7 @@ class RecModelSpec:
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("name", "preset", "source", "interaction",
                                               "dcn_num_layers", "dcn_low_rank_dim", "batch_size",
-                                              "zipf_alpha", "zipf_alpha_given", "tiers",
+                                              "zipf_alpha", "tiers",
                                               "comm_dtype", "dense_step_s", "sample_lookups", "seed")}
         out.update(tables=[t.to_dict() for t in self.tables], bottom_mlp=list(self.bottom_mlp),
                    top_mlp=list(self.top_mlp), ps=self.ps.to_dict())

@@ -1,0 +1,160 @@
+// Pure helpers that read the simulated step of an engine report for display: the parts of
+// the step time, the links, the verdict. No DOM, no ECharts.
+
+import { BREAKDOWN_KEYS, type BreakdownKey, type Report } from "./types";
+
+/** The step-time parts, in the engine's order, as words. */
+export const BREAKDOWN_LABELS: Record<BreakdownKey, string> = {
+  compute: "Compute",
+  exposed_comm: "Exposed communication",
+  exposed_offload: "Exposed offload I/O",
+  cpu_optimizer: "CPU optimizer",
+  stall: "Prefetch stall",
+  pipeline_bubble: "Pipeline bubble",
+};
+
+/** What each part means, for the table and tooltips. */
+export const BREAKDOWN_HELP: Record<BreakdownKey, string> = {
+  compute: "forward, backward (and recomputation) kernels on the GPU",
+  exposed_comm: "collectives (all-gather, reduce-scatter, all-reduce) not hidden behind compute",
+  exposed_offload: "PCIe / NVMe / CXL / DDR transfers not hidden behind compute",
+  cpu_optimizer: "the optimizer step on the CPU that the GPU waits for",
+  stall: "GPU waiting on a mispredicted prefetch",
+  pipeline_bubble: "pipeline-parallel fill and drain",
+};
+
+/** Names of the node's links and streams, as the engine writes them. */
+export const LINK_LABELS: Record<string, string> = {
+  gpu: "GPU stream",
+  cpu: "CPU",
+  nvlink: "NVLink (GPU↔GPU)",
+  nic: "NIC (node↔node)",
+  pcie_h2d: "PCIe host→GPU",
+  pcie_d2h: "PCIe GPU→host",
+  ddr: "CPU DDR",
+  cxl: "CXL memory",
+  cxl_read: "CXL read",
+  cxl_write: "CXL write",
+  nvme_read: "NVMe read",
+  nvme_write: "NVMe write",
+  nvme: "NVMe",
+};
+
+/** A lane or link as words; a path of links "nvme_read > pcie_h2d" -> "NVMe read → PCIe host→GPU". */
+export function linkLabel(name: string): string {
+  const hops = name.split(">").map((s) => s.trim()).filter(Boolean);
+  if (hops.length > 1) return hops.map(linkLabel).join(" ⇒ ");
+  return LINK_LABELS[name] ?? name.replace(/_/g, " ");
+}
+
+export function breakdownLabel(key: string): string {
+  return BREAKDOWN_LABELS[key as BreakdownKey] ?? key.replace(/_/g, " ");
+}
+
+export interface StepHeadline {
+  available: boolean;
+  reason: string;
+  timeS: number;
+  tokensPerS: number | null;
+  samplesPerS: number | null;
+  mfu: number | null;
+  microBatches: number | null;
+  microBatchS: number | null;
+}
+
+/** The step's headline numbers, or available=false with the engine's reason. */
+export function stepHeadline(report: Report): StepHeadline {
+  const step = report.step;
+  const available = !!step && step.available !== false && typeof step.time_s === "number";
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+  return {
+    available,
+    reason: available ? "" : step?.reason ?? "The report has no simulated step.",
+    timeS: available ? (step!.time_s as number) : 0,
+    tokensPerS: num(report.throughput?.tokens_per_s),
+    samplesPerS: num(report.throughput?.samples_per_s),
+    mfu: num(report.mfu),
+    microBatches: num(step?.micro_batches),
+    microBatchS: num(step?.micro_batch_s),
+  };
+}
+
+export interface BreakdownSegment {
+  key: string;
+  label: string;
+  seconds: number;
+  /** Share of the step time, 0..1. */
+  fraction: number;
+}
+
+/**
+ * The parts of the step time in the engine's order, zero parts left out. They add up to
+ * the step time (the engine attributes every second of the step to one part).
+ */
+export function breakdownSegments(report: Report): BreakdownSegment[] {
+  const head = stepHeadline(report);
+  if (!head.available) return [];
+  const parts = report.step?.breakdown_s ?? {};
+  const keys = [...BREAKDOWN_KEYS, ...Object.keys(parts).filter((k) => !(BREAKDOWN_KEYS as readonly string[]).includes(k))];
+  const out: BreakdownSegment[] = [];
+  for (const key of keys) {
+    const seconds = parts[key];
+    if (typeof seconds !== "number" || !(seconds > 0)) continue;
+    out.push({ key, label: breakdownLabel(key), seconds, fraction: head.timeS > 0 ? seconds / head.timeS : 0 });
+  }
+  return out;
+}
+
+export interface StepVerdictText {
+  bottleneck: string;
+  bottleneckLabel: string;
+  message: string;
+  buyMoreOf: string | null;
+  buyMoreOfLabel: string | null;
+  /** One sentence naming the bottleneck: "Bottleneck: exposed communication (54% of the step)." */
+  headline: string;
+}
+
+/** The engine's verdict on the step, with its bottleneck and the link to buy named in words. */
+export function stepVerdict(report: Report): StepVerdictText | null {
+  const v = report.verdict;
+  if (!v || (!v.bottleneck && !v.message)) return null;
+  const bottleneck = v.bottleneck ?? "";
+  const label = bottleneck ? breakdownLabel(bottleneck) : "none";
+  const share = breakdownSegments(report).find((s) => s.key === bottleneck)?.fraction;
+  const buy = v.buy_more_of ?? null;
+  const pct = share !== undefined ? ` (${Math.round(share * 100)}% of the step)` : "";
+  return {
+    bottleneck,
+    bottleneckLabel: label,
+    message: v.message ?? "",
+    buyMoreOf: buy,
+    buyMoreOfLabel: buy ? linkLabel(buy) : null,
+    headline: `Bottleneck: ${label.toLowerCase()}${pct}${buy ? ` — more ${linkLabel(buy)} bandwidth shortens the step` : ""}.`,
+  };
+}
+
+export interface LinkRow {
+  name: string;
+  label: string;
+  bytesPerS: number;
+  bytes: number | null;
+  busyS: number;
+  utilization: number;
+  /** The link the verdict says to buy more of. */
+  bottleneck: boolean;
+}
+
+/** The links of the node as the step used them (rates and bytes per GPU), engine order. */
+export function linkRows(report: Report): LinkRow[] {
+  const buy = report.verdict?.buy_more_of;
+  return (report.links ?? []).map((l) => ({
+    name: l.name,
+    label: linkLabel(l.name),
+    bytesPerS: l.bytes_per_s,
+    bytes: typeof l.bytes === "number" ? l.bytes : null,
+    busyS: l.busy_s,
+    utilization: l.utilization,
+    bottleneck: !!buy && buy === l.name,
+  }));
+}

@@ -1,0 +1,49 @@
+"""POST /api/v1/estimate/: the engine's report, synchronously."""
+
+import pytest
+
+URL = "/api/v1/estimate/"
+pytestmark = pytest.mark.django_db
+
+
+def test_it_returns_the_report(owner_api, example_spec):
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200
+    report = r.json()
+    assert report["fits"] is True
+    assert report["memory"]["per_gpu"]["hbm"]["total_bytes"] > 0
+    assert not report.get("step")                     # memory only: the fast path
+
+
+def test_it_simulates_the_step_when_asked(owner_api, example_spec):
+    r = owner_api.post(URL, {"scenario": example_spec, "include_step": True}, format="json")
+    assert r.status_code == 200 and r.json()["step"]
+
+
+def test_it_reports_an_overflow_as_a_result(owner_api, example_spec):
+    example_spec["strategy"] = {"kind": "ddp"}
+    example_spec["model"] = {"preset": "llama2-70b"}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200
+    assert r.json()["fits"] is False and r.json()["violations"]
+
+
+def test_it_names_the_bad_field(owner_api, example_spec):
+    example_spec["training"]["micro_batch_size"] = 0
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["scenario.training.micro_batch_size"]
+
+
+def test_it_requires_the_scenario(owner_api):
+    r = owner_api.post(URL, {}, format="json")
+    assert r.status_code == 400 and "scenario" in r.json()
+
+
+def test_it_rejects_malformed_json(owner_api):
+    r = owner_api.post(URL, data="{", content_type="application/json")
+    assert r.status_code == 400 and "body" in r.json()
+
+
+def test_it_requires_login(anon_api, example_spec):
+    assert anon_api.post(URL, {"scenario": example_spec}, format="json").status_code == 401

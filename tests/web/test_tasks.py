@@ -1,0 +1,79 @@
+"""The run_scenario task body: outcomes are written on the Run row, never stuck running."""
+
+import pytest
+
+from tierlab.catalog.models import ModelPreset
+from tierlab.scenarios import services, tasks
+from tierlab.scenarios.models import Run, Scenario
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(owner, example_spec):
+    scenario = Scenario.objects.create(owner=owner, name="mine", spec=example_spec)
+    return services.start_run(scenario)
+
+
+def test_it_evaluates_the_stored_input(run):
+    tasks.run_scenario.apply(args=[run.pk])   # the task itself, run in this process
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.progress == 1.0
+    assert run.started_at and run.finished_at and run.started_at <= run.finished_at
+    assert run.result["fits"] is True
+    assert run.result == services.estimate(run.scenario.spec, include_step=True)
+    assert run.result["step"]
+
+
+def test_it_fails_with_the_engine_message(run):
+    run.input["training"]["global_batch_size"] = 3
+    run.input["cluster"]["gpus_per_node"] = 2
+    run.save()
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed"
+    assert run.error.startswith("training.global_batch_size: must be a multiple")
+
+
+def test_it_fails_with_a_reason_on_any_other_error(run, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(services, "evaluate_resolved", boom)
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error == "engine error: RuntimeError: boom"
+    assert run.finished_at is not None
+
+
+def test_it_ignores_a_redelivered_finished_run(run):
+    run.mark_failed("worker lost")
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error == "worker lost"
+
+
+def test_it_reruns_a_redelivered_running_run(run):
+    run.mark_running("old-task")
+    services.execute_run(run.pk, task_id="new-task")
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.celery_task_id == "new-task"
+
+
+def test_it_ignores_a_missing_run():
+    services.execute_run(999999)
+
+
+def test_it_evaluates_stored_input_even_after_the_preset_is_gone(run, catalog):
+    expected = services.estimate(run.scenario.spec, include_step=True)
+    ModelPreset.objects.all().delete()
+    services.execute_run(run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.result == expected
+
+
+def test_the_hash_covers_input_and_engine_version():
+    a = services.input_hash({"x": 1, "y": [1, 2]}, "1")
+    assert a == services.input_hash({"y": [1, 2], "x": 1}, "1")
+    assert a != services.input_hash({"x": 1, "y": [1, 2]}, "2")
+    assert a != services.input_hash({"x": 2, "y": [1, 2]}, "1")

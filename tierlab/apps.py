@@ -1,0 +1,11 @@
+"""The project package as an app: base templates, system checks, the `seed` command."""
+
+from django.apps import AppConfig
+
+
+class TierlabConfig(AppConfig):
+    name = "tierlab"
+    verbose_name = "tierlab"
+
+    def ready(self):
+        from tierlab import checks  # noqa: F401  (registers the checks)

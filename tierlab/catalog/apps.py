@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class CatalogConfig(AppConfig):
+    name = "tierlab.catalog"
+    label = "catalog"
+    verbose_name = "Catalog"

@@ -1,0 +1,123 @@
+"""Scenarios (what the user asked) and runs (one engine evaluation each, the truth about it)."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Scenario(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.CASCADE, related_name="scenarios")
+    name = models.CharField(max_length=200)
+    spec = models.JSONField(help_text="The scenario JSON as the user gave it (presets unexpanded).")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return f"/scenarios/{self.pk}/"
+
+    # Short labels for lists; the spec may be partial or hand-written.
+    def _section(self, key) -> dict:
+        value = self.spec.get(key) if isinstance(self.spec, dict) else None
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def model_label(self) -> str:
+        model = self.spec.get("model") if isinstance(self.spec, dict) else None
+        if isinstance(model, str):
+            return model
+        model = model if isinstance(model, dict) else {}
+        return str(model.get("preset") or model.get("name") or "custom")
+
+    @property
+    def nodes_label(self) -> str:
+        cluster = self._section("cluster")
+        label = f"{cluster.get('num_nodes', 1)}× {cluster.get('node') or 'custom node'}"
+        if cluster.get("gpus_per_node"):
+            label += f" ({cluster['gpus_per_node']} GPU/node)"
+        return label
+
+    @property
+    def strategy_label(self) -> str:
+        return str(self._section("strategy").get("kind", "zero3"))
+
+    @property
+    def last_run(self):
+        return self.runs.order_by("-created_at", "-id").first()
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    progress = models.FloatField(default=0.0, help_text="0..1")
+    input = models.JSONField(help_text="The resolved scenario the engine runs (presets expanded).")
+    input_hash = models.CharField(max_length=64, db_index=True,
+                                  help_text="sha256 of canonical input JSON + engine version")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    engine_version = models.CharField(max_length=32)
+    reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+", help_text="The run whose stored result this copies.")
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"Run {self.pk} of {self.scenario_id} ({self.status})"
+
+    def get_absolute_url(self):
+        return f"/runs/{self.pk}/"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    def mark_running(self, task_id: str = ""):
+        self.status, self.started_at, self.progress = self.Status.RUNNING, timezone.now(), 0.0
+        self.error, self.finished_at = "", None
+        self.celery_task_id = task_id or self.celery_task_id
+        self.save(update_fields=["status", "started_at", "progress", "error", "finished_at",
+                                 "celery_task_id"])
+
+    def set_progress(self, fraction: float):
+        self.progress = min(1.0, max(0.0, float(fraction)))
+        Run.objects.filter(pk=self.pk).update(progress=self.progress)
+
+    def mark_succeeded(self, result: dict):
+        self.status, self.result, self.progress = self.Status.SUCCEEDED, result, 1.0
+        self.error, self.finished_at = "", timezone.now()
+        self.save(update_fields=["status", "result", "progress", "error", "finished_at"])
+
+    def mark_failed(self, reason: str):
+        self.status, self.error, self.finished_at = self.Status.FAILED, reason, timezone.now()
+        self.save(update_fields=["status", "error", "finished_at"])
+
+    @classmethod
+    def fail_stale(cls, now=None) -> int:
+        """Mark runs failed whose worker died: running past the hard time limit + margin."""
+        now = now or timezone.now()
+        cutoff = now - timedelta(seconds=settings.TIERLAB_RUN_STALE_AFTER_S)
+        return cls.objects.filter(status=cls.Status.RUNNING, started_at__lt=cutoff).update(
+            status=cls.Status.FAILED, finished_at=now,
+            error=("worker lost: the run was still marked running "
+                   f"{settings.TIERLAB_RUN_STALE_AFTER_S} s after it started "
+                   "(past the time limit); start it again"))

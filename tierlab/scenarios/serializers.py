@@ -1,0 +1,67 @@
+"""API shapes for scenarios, runs and the live estimate."""
+
+import json
+
+from rest_framework import serializers
+
+from simulation import ScenarioError
+from tierlab.scenarios.models import Run, Scenario
+
+
+def scenario_error_detail(exc: ScenarioError) -> dict:
+    """``{"scenario.<field>": [message]}``: the engine's field, under the request's key."""
+    field = exc.field if exc.field and exc.field != "scenario" else ""
+    return {f"scenario.{field}" if field else "scenario": [exc.message]}
+
+
+class ScenarioJSONField(serializers.JSONField):
+    """A scenario object; a JSON string holding one is accepted too (e.g. from a form)."""
+
+    default_error_messages = {
+        "malformed": "malformed JSON: {error}",
+        "not_object": "must be a JSON object (the scenario), got {kind}",
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as exc:
+                self.fail("malformed", error=exc)
+        data = super().to_internal_value(data)
+        if not isinstance(data, dict):
+            self.fail("not_object", kind=type(data).__name__ if data is not None else "null")
+        return data
+
+
+class LastRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Run
+        fields = ["id", "status", "created_at"]
+
+
+class ScenarioSerializer(serializers.ModelSerializer):
+    scenario = ScenarioJSONField(source="spec")
+    last_run = LastRunSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Scenario
+        fields = ["id", "name", "scenario", "created_at", "updated_at", "last_run"]
+        read_only_fields = ["id", "created_at", "updated_at", "last_run"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    scenario_name = serializers.CharField(source="scenario.name", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = ["id", "scenario", "scenario_name", "status", "progress", "result", "error",
+                  "engine_version", "input", "input_hash", "reused_from", "created_at",
+                  "started_at", "finished_at"]
+        read_only_fields = fields
+
+
+class EstimateRequestSerializer(serializers.Serializer):
+    scenario = ScenarioJSONField()
+    include_step = serializers.BooleanField(
+        default=False, help_text="Also simulate the training step (slower); default: memory only.")

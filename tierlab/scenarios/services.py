@@ -1,0 +1,162 @@
+"""What the API, pages and tasks do with scenarios and runs; views and tasks stay thin.
+
+The engine (`simulation`) is called here and only here on the web side.
+"""
+
+import hashlib
+import inspect
+import json
+import logging
+import uuid
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+import simulation
+from simulation import ScenarioError
+from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
+from tierlab.scenarios.models import Run, Scenario
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- engine calls
+def catalog_lookups() -> dict:
+    """Preset tables for the engine, from the database so admin edits take effect.
+
+    A table with no rows yet (catalog not loaded) falls back to the engine's built-ins.
+    """
+    tables = {}
+    for key, model in (("models", ModelPreset), ("nodes", NodeTemplate),
+                       ("accelerators", Accelerator)):
+        rows = {row.slug: row.engine_spec() for row in model.objects.all()}
+        tables[key] = rows or None
+    return tables
+
+
+def resolve(spec: dict) -> dict:
+    """Validate ``spec`` completely and return the resolved scenario JSON.
+
+    Raises ScenarioError. Some checks (batch divisibility, parallel degrees) happen only
+    when the engine lays the scenario out, so this evaluates it too (well under 1 ms).
+    """
+    scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
+    simulation.evaluate(scenario)
+    return scenario.to_dict()
+
+
+def estimate(spec: dict, include_step: bool = False) -> dict:
+    """The engine's report for ``spec``, computed now. Raises ScenarioError.
+
+    By default memory only (the fast live estimate); ``include_step`` adds the simulated
+    step (time, links, timeline) as a run's report has it.
+    """
+    scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
+    return simulation.evaluate(scenario, include_step=include_step).to_dict()
+
+
+def _pinned_lookups(resolved: dict) -> dict:
+    """Preset tables that accept exactly the ids named in a resolved scenario.
+
+    A resolved scenario already carries every value; empty templates keep its preset
+    labels valid even if a catalog entry was renamed or deleted since.
+    """
+    model, cluster = resolved.get("model") or {}, resolved.get("cluster") or {}
+    accelerator = cluster.get("accelerator") or {}
+    pick = lambda name: {name: {}} if isinstance(name, str) else {}  # noqa: E731
+    return {"models": pick(model.get("preset")), "nodes": pick(cluster.get("node")),
+            "accelerators": pick(accelerator.get("preset"))}
+
+
+def evaluate_resolved(resolved: dict, progress=None) -> dict:
+    """Evaluate a stored, resolved scenario exactly as stored."""
+    scenario = simulation.Scenario.from_dict(resolved, **_pinned_lookups(resolved))
+    if progress is not None and "progress" in inspect.signature(simulation.evaluate).parameters:
+        return simulation.evaluate(scenario, progress=progress).to_dict()
+    return simulation.evaluate(scenario).to_dict()
+
+
+def input_hash(resolved: dict, engine_version: str) -> str:
+    """sha256 of the canonical JSON of the resolved scenario and the engine version."""
+    canonical = json.dumps({"engine_version": engine_version, "scenario": resolved},
+                           sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- scenarios and runs
+def create_scenario(owner, name: str, spec: dict) -> Scenario:
+    """Validate with the engine, then save. Raises ScenarioError; nothing saved then."""
+    resolve(spec)
+    return Scenario.objects.create(owner=owner, name=name, spec=spec)
+
+
+@transaction.atomic
+def start_run(scenario: Scenario) -> Run:
+    """Create a run of the scenario as it is now.
+
+    An identical input (same hash) that already succeeded is reused: the new run is
+    created succeeded with a copy of that result. Otherwise the run is queued and
+    sent to a Celery worker once this transaction commits. Raises ScenarioError.
+    """
+    resolved = resolve(scenario.spec)
+    version = simulation.ENGINE_VERSION
+    digest = input_hash(resolved, version)
+    done = (Run.objects.filter(input_hash=digest, status=Run.Status.SUCCEEDED)
+            .order_by("-finished_at").first())
+    if done is not None:
+        now = timezone.now()
+        return Run.objects.create(
+            scenario=scenario, status=Run.Status.SUCCEEDED, progress=1.0, input=resolved,
+            input_hash=digest, result=done.result, engine_version=version, reused_from=done,
+            started_at=now, finished_at=now)
+    run = Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
+                             engine_version=version, celery_task_id=str(uuid.uuid4()))
+    transaction.on_commit(lambda: enqueue(run))
+    return run
+
+
+def enqueue(run: Run) -> None:
+    """Send the run to the worker queue; a broker failure fails the run instead of hiding it."""
+    from tierlab.scenarios.tasks import run_scenario
+
+    try:
+        run_scenario.apply_async(args=[run.pk], task_id=run.celery_task_id,
+                                 queue=settings.TIERLAB_RUN_QUEUE)
+    except Exception as exc:  # broker down or misconfigured
+        log.exception("could not queue run %s", run.pk)
+        run.mark_failed(f"could not queue the run: the task broker is unavailable ({exc})")
+
+
+def execute_run(run_id: int, task_id: str = "") -> None:
+    """Body of the Celery task: evaluate the run's stored input and record the outcome.
+
+    Never leaves the run `running`: a ScenarioError, a time limit or any other error
+    becomes `failed` with a reason. A redelivered task for a finished run does nothing.
+    """
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        log.warning("run %s does not exist (deleted, or another database)", run_id)
+        return
+    if run.is_finished:
+        log.info("run %s is already %s; nothing to do", run_id, run.status)
+        return
+    run.mark_running(task_id)
+    try:
+        result = evaluate_resolved(run.input, progress=run.set_progress)
+    except ScenarioError as exc:
+        run.mark_failed(f"{exc.field}: {exc.message}")
+    except SoftTimeLimitExceeded:
+        run.mark_failed(f"time limit exceeded: the engine ran longer than "
+                        f"{settings.CELERY_TASK_SOFT_TIME_LIMIT} s")
+    except Exception as exc:
+        log.exception("run %s failed", run_id)
+        run.mark_failed(f"engine error: {type(exc).__name__}: {exc}")
+    else:
+        run.mark_succeeded(result)
+
+
+def fail_stale_runs() -> int:
+    """The read-time sweep: runs whose worker died are marked failed ("worker lost")."""
+    return Run.fail_stale()

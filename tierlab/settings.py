@@ -1,0 +1,199 @@
+"""Django settings for tierlab, read from environment variables.
+
+Defaults start everything on a fresh machine with no servers: SQLite under ``var/`` and
+Celery's filesystem broker under ``var/broker/``. Set ``DATABASE_URL`` (PostgreSQL) and
+``CELERY_BROKER_URL`` (Redis) for the production-shaped stack.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from tierlab.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("TIERLAB_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", True)
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_vite",
+    "tierlab.apps.TierlabConfig",
+    "tierlab.catalog",
+    "tierlab.scenarios",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "tierlab.urls"
+WSGI_APPLICATION = "tierlab.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ---------------------------------------------------------------- database
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'tierlab.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, 0))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # Web and worker share one file: WAL lets readers run beside a writer.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+    # A file, not :memory:, so a Celery worker subprocess can open the test database;
+    # one per test process, so two test runs in one checkout do not share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_tierlab_{os.getpid()}.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [] if DEBUG else [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# ---------------------------------------------------------------- static files + Vite
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATICFILES_DIRS = [FRONTEND_DIST]
+# Vite already puts a content hash in every asset name and its modules import each other by
+# those names, so files are served as built (no second, Django-side hash); whitenoise
+# compresses them and marks the hashed ones immutable.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
+        else "whitenoise.storage.CompressedStaticFilesStorage",
+    },
+}
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^.+/assets/[^/]+-[0-9A-Za-z_-]{8,}\.[0-9a-z]+$"
+
+DJANGO_VITE = {
+    "default": {
+        "dev_mode": env_bool("VITE_DEV_MODE", False),
+        "dev_server_port": env_int("VITE_DEV_SERVER_PORT", 5173, 1),
+        "manifest_path": FRONTEND_DIST / ".vite" / "manifest.json",
+        "static_url_prefix": "",
+    }
+}
+
+# tierlab.E001 says the same, with the command that fixes it.
+SILENCED_SYSTEM_CHECKS = ["django_vite.W001"]
+
+# ---------------------------------------------------------------- REST API
+REST_FRAMEWORK = {
+    # Token first: an anonymous API call gets 401 with a WWW-Authenticate header.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "tierlab.api.exception_handler",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "tierlab API",
+    "DESCRIPTION": "Memory per tier, step time and fit for large-model training scenarios.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# ---------------------------------------------------------------- Celery
+CELERY_TASK_TIME_LIMIT = env_int("RUN_TIME_LIMIT_S", 300, 1)
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - 30)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost//")
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    BROKER_DIR = Path(env_str("CELERY_BROKER_DIR", str(VAR_DIR / "broker")))
+    for _sub in ("queue", "processed", "control"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "polling_interval": 0.25,
+    }
+else:
+    # With acks_late, Redis redelivers a task whose worker vanished after this many seconds:
+    # longer than a run may take, shorter than the "worker lost" cutoff below.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 30, 1)}
+
+CELERY_TASK_IGNORE_RESULT = True      # results live on Run rows
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+
+# Queue the web side sends runs to (the worker reads it with -Q; tests use their own).
+TIERLAB_RUN_QUEUE = env_str("TIERLAB_RUN_QUEUE", "tierlab")
+CELERY_TASK_DEFAULT_QUEUE = TIERLAB_RUN_QUEUE
+# A run still "running" this long after it started lost its worker and is marked failed.
+TIERLAB_RUN_STALE_AFTER_S = CELERY_TASK_TIME_LIMIT + env_int("RUN_STALE_MARGIN_S", 60, 0)
+
+# ---------------------------------------------------------------- logging
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

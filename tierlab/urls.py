@@ -1,0 +1,40 @@
+"""URLs: pages, the REST API under /api/v1/, its schema and docs, admin and login."""
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from tierlab.catalog import api as catalog_api
+from tierlab.catalog import views as catalog_views
+from tierlab.scenarios import api as scenario_api
+from tierlab.scenarios import views as scenario_views
+
+router = DefaultRouter()
+router.register("catalog/models", catalog_api.ModelPresetViewSet, basename="catalog-model")
+router.register("catalog/nodes", catalog_api.NodeTemplateViewSet, basename="catalog-node")
+router.register("catalog/accelerators", catalog_api.AcceleratorViewSet, basename="catalog-accelerator")
+router.register("catalog/hardware", catalog_api.HardwareItemViewSet, basename="catalog-hardware")
+router.register("scenarios", scenario_api.ScenarioViewSet, basename="scenario")
+router.register("runs", scenario_api.RunViewSet, basename="run")
+
+_login_hint = "Local development login: admin / admin (created by manage.py seed)." if settings.DEBUG else ""
+
+urlpatterns = [
+    path("", scenario_views.scenario_form, name="scenario-form"),
+    path("scenarios/", scenario_views.scenario_list, name="scenario-list"),
+    path("scenarios/<int:pk>/", scenario_views.scenario_detail, name="scenario-detail"),
+    path("scenarios/<int:pk>/run/", scenario_views.scenario_run, name="scenario-run"),
+    path("runs/<int:pk>/", scenario_views.run_detail, name="run-detail"),
+    path("catalog/", catalog_views.catalog, name="catalog"),
+    path("accounts/login/", auth_views.LoginView.as_view(extra_context={"debug_hint": _login_hint}),
+         name="login"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("api/v1/estimate/", scenario_api.EstimateView.as_view(), name="estimate"),
+    path("api/v1/", include((router.urls, "api"), namespace="api")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]
