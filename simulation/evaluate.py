@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from . import bandwidth
 from .checkpoint import evaluate_checkpoint
@@ -27,12 +28,15 @@ _TIER_LABEL = {"hbm": "HBM per GPU", "ddr": "DDR per node", "nvme": "NVMe per no
                "cxl": "CXL per node"}
 
 
-def evaluate(sc: Scenario, include_step: bool = True) -> Report:
+def evaluate(sc: Scenario, include_step: bool = True,
+             progress: Callable[[float], None] | None = None) -> Report:
     """Memory per tier and (unless ``include_step`` is false) the simulated step.
 
     An overflow is a result (``fits`` false), not an exception. The memory-only form is
-    the quick estimate the scenario form shows while a user types.
+    the quick estimate the scenario form shows while a user types. ``progress(fraction)``
+    is called as the stages finish (memory, step simulation, checkpoint).
     """
+    tick = progress or (lambda _f: None)
     from . import ENGINE_VERSION
 
     pc = count_params(sc.model)
@@ -72,7 +76,9 @@ def evaluate(sc: Scenario, include_step: bool = True) -> Report:
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
                       hbm_model_state_bytes_per_param=_states_per_param(per_gpu["hbm"], pc, lay))
+    tick(0.2)
     perf = step_report(sc, pc, lay, sb) if include_step else {}
+    tick(0.7)
     if perf.get("step", perf).get("available") is False:
         notes.append(f"Step time not computed: {perf['reason']}.")
         perf = {"step": perf}
@@ -89,6 +95,7 @@ def evaluate(sc: Scenario, include_step: bool = True) -> Report:
             note="steps that overlap the background write, simulated with its traffic on "
                  "PCIe and the NIC")
     notes += checkpoint.get("notes", [])
+    tick(1.0)
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
                   violations=tuple(violations), model=model, parallelism=lay.to_dict(),
                   convention=convention, memory=dict(per_gpu=per_gpu, per_node=per_node),

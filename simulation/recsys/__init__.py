@@ -1,0 +1,69 @@
+"""Recommendation models: hybrid embedding tiers, and parameter server versus collectives.
+
+:class:`RecModelSpec` is the scenario's ``recsys`` section (:mod:`.spec`);
+:func:`evaluate_recsys` answers, JSON-ready::
+
+    embedding.tiers[*].{tier, rows, bytes, hit_rate, lookup_s, cost_usd, ...}
+    embedding.{lookup_s_per_step, exposed_s, hidden_s, cost_usd, tables[*], sample_check}
+    ps.designs[*].{design, step_time_s, bytes_on_wire, traffic_bytes, links[*]}
+    ps.{faster, speedup, notes}
+    dense.{params, flops_per_step, step_s}
+
+Modules: :mod:`.zipf` (harmonic numbers, hit rates, distinct rows, sampler),
+:mod:`.tiers` (placement, lookup cost, money), :mod:`.ps` (the step graphs).
+"""
+
+from __future__ import annotations
+
+from ..errors import ScenarioError
+from .ps import embedding_designs, moe_designs
+from .spec import PRESETS, TIER_DEFAULTS, RecModelSpec, TableSpec, TierOption, resolve_tiers
+from .tiers import evaluate_embedding
+
+__all__ = ["PRESETS", "TIER_DEFAULTS", "RecModelSpec", "TableSpec", "TierOption",
+           "dense_flops_per_step", "embedding_designs", "evaluate_embedding",
+           "evaluate_recsys", "moe_designs", "resolve_tiers"]
+
+
+def dense_flops_per_step(spec: RecModelSpec) -> float:
+    """FLOPs of the dense part for one global batch, forward + backward.
+
+    Matrix layers: 2 FLOPs per weight per sample forward, 4 backward (6 in all; Kaplan
+    et al. 2020 Sec. 2.1). DLRM's dot interaction: a batched F x d by d x F product,
+    2 F^2 d forward per sample, times 3 with backward.
+    """
+    f, d = len(spec.tables) + 1, spec.bottom_mlp[-1]
+    inter = 3 * 2 * f * f * d if spec.interaction == "dot" else 0
+    return spec.batch_size * (6 * spec.dense_params["total"] + inter)
+
+
+def evaluate_recsys(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
+                    hbm_free_bytes_per_gpu: float | None, hbm_bytes_per_s: float,
+                    host_link_bytes_per_s: float | None, nic_bytes_per_s: float | None,
+                    scaleup_bytes_per_s: float, flops_per_s: float | None = None,
+                    network_efficiency: float = 0.8, node_tiers: dict | None = None) -> dict:
+    """Placement, lookup cost, money and PS-versus-all-to-all for ``spec`` on a cluster.
+
+    ``hbm_free_bytes_per_gpu``: HBM left per GPU for embeddings after the dense part.
+    ``flops_per_s``: sustained FLOP/s per GPU (peak x compute efficiency) for the dense
+    step, unless ``spec.dense_step_s`` is given. ``node_tiers``: the node's tiers as
+    ``cluster.tiers`` (name -> {capacity_bytes, read_bytes_per_s, latency_s, devices}).
+    """
+    tiers = resolve_tiers(spec, hbm_free_bytes_per_gpu=hbm_free_bytes_per_gpu,
+                          hbm_bytes_per_s=hbm_bytes_per_s, node_tiers=node_tiers)
+    flops = dense_flops_per_step(spec)
+    dense_s = spec.dense_step_s
+    if dense_s is None:
+        if not flops_per_s:
+            raise ScenarioError("recsys.dense_step_s", "is required when the GPU's FLOP/s are unknown")
+        dense_s = flops / num_gpus / flops_per_s
+    emb = evaluate_embedding(spec, tiers, num_gpus=num_gpus, gpus_per_node=gpus_per_node,
+                             host_link_bytes_per_s=host_link_bytes_per_s, dense_step_s=dense_s)
+    ps = embedding_designs(spec, num_gpus=num_gpus, gpus_per_node=gpus_per_node,
+                           nic_bytes_per_s=nic_bytes_per_s, scaleup_bytes_per_s=scaleup_bytes_per_s,
+                           dense_step_s=dense_s, lookup_s=emb["lookup_s_per_step"],
+                           network_efficiency=network_efficiency)
+    return dict(embedding=emb, ps=ps,
+                dense=dict(params=spec.dense_params, flops_per_step=flops, step_s=dense_s,
+                           source="given" if spec.dense_step_s is not None else "flops / (GPUs x FLOP/s)"),
+                notes=emb["notes"] + ps["notes"], spec=spec.to_dict())

@@ -122,3 +122,9 @@ def test_engine_never_imports_django_or_celery():
             "print(bad); sys.exit(1 if bad else 0)") % (BASE,)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_progress_is_reported_in_order_up_to_one():
+    seen = []
+    evaluate(Scenario.from_dict(BASE), progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) >= 3
