@@ -150,9 +150,18 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
         sequence_parallel=tr.sequence_parallel, recompute=tr.recompute)
     act = first_stage(shape, m.num_layers, tr.pipeline_parallel, lay.grad_accumulation_steps,
                       tr.interleave_stages, m.vocab_size if realistic else None)
-    add(f"activations ({act.layers_held:g} layers x {tr.recompute} recompute)",
-        "activations", "hbm", act.layers_bytes, phase="fwd_bwd",
-        note=f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)")
+    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)"
+    if st.offload_activations == "cpu" and act.layers_held > 2:
+        # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
+        # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
+        on_hbm = act.layers_bytes * 2 / act.layers_held
+        add("activations (2 layers in HBM, the rest offloaded)", "activations", "hbm", on_hbm,
+            phase="fwd_bwd", note=note)
+        add(f"offloaded activations ({act.layers_held - 2:g} layers)", "activations", "ddr",
+            act.layers_bytes - on_hbm, note="pinned host copies of activation checkpoints")
+    else:
+        add(f"activations ({act.layers_held:g} layers x {tr.recompute} recompute)",
+            "activations", "hbm", act.layers_bytes, phase="fwd_bwd", note=note)
     if realistic:
         add("embedding and output-layer activations", "activations", "hbm", act.extras_bytes,
             phase="fwd_bwd", note="logits in fp32 for the loss (Korthikanti Sec. 4.3)")

@@ -183,17 +183,50 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     report = dict(
         available=True, time_s=float(step_s), breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
-        micro_batches=m, model_flops=mflops)
+        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]))
     return dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                          "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                 mfu=float(mfu), links=link_rows, timeline=timeline(g_last, s_last),
                 verdict=verdict(sc, parts, step_s, link_rows))
 
 
+def critical_path(g, sched) -> list[int]:
+    """Tasks on the critical path, first to last.
+
+    From the last task to end, step back to whichever finished last just before it
+    started: a dependency, or the previous task on its stream (it waited for the GPU).
+    """
+    n = len(g.names)
+    if not n:
+        return []
+    start, end = sched.start_s, sched.end_s
+    prev_on_stream = {}
+    by_stream: dict = {}
+    for i in range(n):
+        if g.kind[i] == COMPUTE:
+            by_stream.setdefault(g.stream[i], []).append(i)
+    for tasks in by_stream.values():
+        tasks.sort(key=lambda i: (start[i], i))
+        for a, b in zip(tasks, tasks[1:]):
+            prev_on_stream[b] = a
+    i = int(np.argmax(end))
+    path = [i]
+    while len(path) <= n:
+        tol = 1e-9 * max(1.0, start[i])
+        cands = [c for c in g.deps[i] + ([prev_on_stream[i]] if i in prev_on_stream else [])
+                 if end[c] <= start[i] + tol]
+        if not cands:
+            break
+        i = max(cands, key=lambda c: (end[c], c))
+        path.append(i)
+    return path[::-1]
+
+
 def timeline(g, sched) -> dict:
     """Tasks of the last micro-batch (with the optimizer step) for a Gantt chart."""
     names = list(g.links)
     streams = list(g.streams)
+    critical = set(critical_path(g, sched))
     rows = []
     for i in range(min(len(g.names), TIMELINE_MAX_TASKS)):
         if g.kind[i] == COMPUTE:
@@ -203,11 +236,15 @@ def timeline(g, sched) -> dict:
         if sched.end_s[i] - sched.start_s[i] <= 0:
             continue
         rows.append(dict(name=g.names[i], lane=lane, kind=g.labels[i],
-                         start_s=float(sched.start_s[i]), end_s=float(sched.end_s[i])))
+                         start_s=float(sched.start_s[i]), end_s=float(sched.end_s[i]),
+                         critical=i in critical))
     return dict(tasks=rows, makespan_s=float(sched.makespan_s),
                 truncated=len(g.names) > TIMELINE_MAX_TASKS)
 
 
+_LABEL = {"exposed_comm": "Exposed communication", "exposed_offload": "Exposed offload I/O",
+          "cpu_optimizer": "The CPU optimizer step", "stall": "Prefetch-miss stalls",
+          "pipeline_bubble": "The pipeline bubble"}
 _WORDS = {"exposed_comm": "communication that does not hide behind compute",
           "exposed_offload": "offload traffic (PCIe/NVMe/CXL/DDR) that does not hide behind compute",
           "cpu_optimizer": "the CPU optimizer step",
@@ -226,10 +263,11 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
         return {"bottleneck": "compute", "message": msg, "buy_more_of": None}
     worst = max(waste, key=waste.get)
     busiest = max(link_rows, key=lambda l: l["utilization"]) if link_rows else None
-    msg = (f"{worst.replace('_', ' ')} costs {waste[worst]:.3g} s of a {step_s:.3g} s step "
+    msg = (f"{_LABEL[worst]} costs {waste[worst]:.3g} s of a {step_s:.3g} s step "
            f"({waste[worst] / step_s:.0%}): {_WORDS[worst]}.")
     if worst == "exposed_offload":
         msg += " Offloading makes this step slower than keeping the states in HBM would."
+        msg += _nvme_wall(sc, link_rows)
     if busiest and busiest["utilization"] > 0.5:
         msg += (f" The busiest link is {busiest['name']} ({busiest['utilization']:.0%} busy at "
                 f"{busiest['bytes_per_s'] / 1e9:.1f} GB/s per GPU): more of it shortens the step.")
@@ -258,3 +296,19 @@ def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
     g.transfer("checkpoint write (background)", bytes_per_rank, path, label="checkpoint")
     s = simulate(g.arrays(), engine)
     return max(float(np.max(s.end_s[:n_train])) - base, 0.0)
+
+
+def _nvme_wall(sc: Scenario, link_rows: list) -> str:
+    """"Each node moves X TB through NVMe at Y GB/s: at least Z s per step"."""
+    nvme = sc.cluster.tiers.get("nvme")
+    rows = {r["name"]: r for r in link_rows}
+    if not nvme or "nvme_read" not in rows:
+        return ""
+    g = sc.cluster.gpus_per_node
+    read_b, write_b = rows["nvme_read"]["bytes"] * g, rows["nvme_write"]["bytes"] * g
+    if read_b + write_b <= 0:
+        return ""
+    floor_s = max(read_b / nvme.read_bytes_per_s, write_b / nvme.write_bytes_per_s)
+    return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:.2f} TB at "
+            f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:.2f} TB at "
+            f"{nvme.write_bytes_per_s / 1e9:.1f} GB/s per step: at least {floor_s:.3g} s.")

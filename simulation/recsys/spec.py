@@ -72,8 +72,8 @@ def _obj(v, path) -> dict:
     return v
 
 
-def _known(d, cls_or_names, path):
-    names = cls_or_names if isinstance(cls_or_names, (set, frozenset)) else {f.name for f in fields(cls_or_names)}
+def _known(d, names, path):
+    names = names if isinstance(names, frozenset) else frozenset(f.name for f in fields(names))
     for k in d:
         if k not in names:
             raise ScenarioError(f"{path}.{k}", f"unknown field; known fields: {', '.join(sorted(names))}")
@@ -207,7 +207,9 @@ TIER_DEFAULTS: dict[str, TierOption] = {t.tier: t for t in (
 )}
 
 
-def _tier_overrides(d, path) -> dict:
+def _tier_overrides(d, path) -> dict | None:
+    if d is None:
+        return None
     out = {}
     for name, v in _obj(d, path).items():
         where = f"{path}.{name}"
@@ -230,7 +232,7 @@ def _tier_overrides(d, path) -> dict:
                     raise ScenarioError(f"{where}.{k}", f"must be a string, got {v[k]!r}")
                 o[k] = v[k]
         out[name] = o
-    if d is not None and not out:
+    if not out:
         raise ScenarioError(path, f"needs at least one tier ({', '.join(TIER_ORDER)})")
     return out
 
@@ -377,7 +379,7 @@ class RecModelSpec:
                 dcn_num_layers=_int(d, "dcn_num_layers", path, 3 if interaction == "dcn" else None),
                 dcn_low_rank_dim=_int(d, "dcn_low_rank_dim", path, 512 if interaction == "dcn" else None),
                 batch_size=_int(d, "batch_size", path), zipf_alpha=_num(d, "zipf_alpha", path),
-                tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers") if d.get("tiers") is not None else None,
+                tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers"),
                 ps=PSSpec.from_dict(d.get("ps"), f"{path}.ps"),
                 comm_dtype=_choice(d, "comm_dtype", path, ("fp32", "fp16", "bf16"), "fp32"),
                 dense_step_s=_num(d, "dense_step_s", path),

@@ -62,7 +62,7 @@ def prefix_rows(tab: dict, capacity_bytes: float) -> np.ndarray:
     logw = np.log(tab["lookups"]) - np.log(tab["h"]) - np.log(rb)
 
     def rows(log_tau):
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = np.where(a > 0, np.floor(np.exp(np.minimum((logw - log_tau) / np.where(a > 0, a, 1),
                                                            np.log(n) + 1))),
                          np.where(logw >= log_tau, n, 0.0))

@@ -167,3 +167,16 @@ def test_more_stages_shard_more(nodes, model):
     assert by["ddp"] > by["zero1"] > by["zero2"] > by["zero3"]
     more = states(scen(model=model, nodes=nodes + 1, convention="zero_paper")["memory"]["per_gpu"]["hbm"])
     assert more < by["zero3"]
+
+
+def test_activation_offload_moves_checkpoints_to_ddr():
+    # Llama-2-70B, full recompute: 80 layers x 2*s*b*h = 80 x 67.1 MB on HBM without offload.
+    # With activation offload HBM keeps 2 layers; DDR holds the other 78 for each of 8 ranks.
+    per_layer = 2 * 4096 * 8192
+    base = scen(nodes=2)["memory"]
+    off = evaluate_dict({"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+                         "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full"},
+                         "strategy": {"kind": "zero3", "offload_activations": "cpu"}})["memory"]
+    assert part(off["per_gpu"]["hbm"], "activations (2 layers") == pytest.approx(2 * per_layer)
+    assert part(off["per_node"]["ddr"], "offloaded activations") == pytest.approx(8 * 78 * per_layer)
+    assert off["per_gpu"]["hbm"]["activations_bytes"] < base["per_gpu"]["hbm"]["activations_bytes"]

@@ -226,3 +226,20 @@ def test_cost_per_hour_and_per_million_tokens():
     assert c["usd_per_million_tokens"] == pytest.approx(78.66 / 3600 / tps * 1e6)
     b200 = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-b200"}})
     assert b200["cost"]["available"] is False
+
+
+def test_critical_path_of_the_hand_worked_graph():
+    # Prefetch depth 1 (see above): ag0 -> f0 -> f1 -> b1 -> b0 -> rs0 -> optimizer ends at 9 s.
+    from simulation.step import critical_path
+    g, s = run(tiny(prefetch_depth=1))
+    names = [g.names[i] for i in critical_path(g, s)]
+    assert names[0] == "fwd L0 all-gather" and names[-1] == "optimizer step (GPU)"
+    assert "backward L0" in names and "L0 reduce-scatter" in names
+
+
+def test_nvme_wall_sentence_gives_bytes_and_floor():
+    r = scen(model={"preset": "llama2-70b"}, strategy__kind="zero_infinity")
+    msg = r["verdict"]["message"]
+    assert "NVMe bandwidth wall" in msg and "TB" in msg
+    crit = [t for t in r["timeline"]["tasks"] if t["critical"]]
+    assert crit and r["step"]["gpu_idle_s"] > 0
