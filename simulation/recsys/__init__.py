@@ -22,7 +22,19 @@ from .tiers import evaluate_embedding
 
 __all__ = ["PRESETS", "TIER_DEFAULTS", "RecModelSpec", "TableSpec", "TierOption",
            "dense_flops_per_step", "embedding_designs", "evaluate_embedding",
-           "evaluate_recsys", "moe_designs", "resolve_tiers"]
+           "evaluate_recsys", "hbm_left_for_embeddings", "moe_designs", "resolve_tiers"]
+
+
+def hbm_left_for_embeddings(spec: RecModelSpec, *, hbm_capacity_bytes: float,
+                            runtime_bytes: float = 0.0, bytes_per_dense_param: float = 16.0) -> float:
+    """HBM per GPU left for embedding rows: capacity - runtime - the dense part's states.
+
+    The dense MLPs are data parallel, so every GPU holds all their states
+    (``bytes_per_dense_param``: 16 for mixed-precision Adam, ZeRO Sec. 3.1; 8 for fp32
+    SGD). Activations of the MLPs (batch / GPUs x layer widths) are not subtracted.
+    """
+    return max(0.0, hbm_capacity_bytes - runtime_bytes
+               - spec.dense_params["total"] * bytes_per_dense_param)
 
 
 def dense_flops_per_step(spec: RecModelSpec) -> float:

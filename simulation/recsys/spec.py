@@ -13,6 +13,7 @@ Shape::
                "zipf_alpha": 1.0,                   # default for tables without their own
                "tiers": {"hbm": {}, "ddr": {"capacity_bytes": 1e12}, "nvme": {}},
                "ps": {"servers": 4, "replication": 2},
+               "embedding_optimizer": "sgd",        # or adagrad, rowwise_adagrad
                "comm_dtype": "fp32", "dense_step_s": null,
                "sample_lookups": 100000, "seed": 0}
 
@@ -30,6 +31,13 @@ from ..errors import ScenarioError
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
 TIER_ORDER = ("hbm", "ddr", "cxl", "pmem", "nvme")       # hottest rows first
 INTERACTIONS = ("dot", "dcn")
+# Optimizer state stored with each embedding row, bytes per row for a dim-wide row:
+# SGD none; Adagrad one fp32 accumulator per element; row-wise Adagrad one per row
+# (FBGEMM's EXACT_ROWWISE_ADAGRAD).
+ROW_STATE_BYTES = {"sgd": lambda dim: 0, "adagrad": lambda dim: 4 * dim,
+                   "rowwise_adagrad": lambda dim: 4}
+NVME_IOPS_PER_DRIVE = 1.4e6            # Kioxia CM6 4K random read (catalog: heise.de)
+NVME_QUEUE_DEPTH_PER_DRIVE = 128       # assumption
 DEFAULT_ZIPF_ALPHA = 1.0      # an assumption, flagged in the report's notes when used
 GB, GIB, TB = 1e9, 2**30, 1e12
 
@@ -109,13 +117,9 @@ class TableSpec:
         return self.dim * DTYPE_BYTES[self.dtype]
 
     @property
-    def row_bytes(self) -> float:
-        """Bytes one row occupies in memory (values + hash-table overhead)."""
-        return self.value_bytes + self.hash_overhead_bytes_per_row
-
-    @property
     def bytes(self) -> float:
-        return self.rows * self.row_bytes
+        """Bytes of the table's values (what published table sizes count)."""
+        return self.rows * self.value_bytes
 
     @classmethod
     def from_dict(cls, d, path) -> "TableSpec":
@@ -197,8 +201,9 @@ TIER_DEFAULTS: dict[str, TierOption] = {t.tier: t for t in (
                       "256-byte media access (XPLine; Yang et al., FAST'20)",
                price_source=_PRICE + "Intel's 2019 list price $577 per 128 GB DIMM (~$4.5/GB, "
                                      "as reported by hwsw.hu); discontinued, last shipments 2025"),
-    TierOption("nvme", capacity_bytes=8 * 3.84 * TB, latency_s=60e-6, read_iops=8 * 1.4e6,
-               read_bytes_per_s=8 * 6.9 * GB, queue_depth=8 * 128, access_bytes=4096,
+    TierOption("nvme", capacity_bytes=8 * 3.84 * TB, latency_s=60e-6, read_iops=8 * NVME_IOPS_PER_DRIVE,
+               read_bytes_per_s=8 * 6.9 * GB, queue_depth=8 * NVME_QUEUE_DEPTH_PER_DRIVE,
+               access_bytes=4096,
                price_usd_per_gb=0.10,
                source="8x 3.84 TB U.2 (DGX H100), Kioxia CM6-class: 6.9 GB/s and 1,400K 4K random "
                       "reads/s each (catalog: heise.de); 60 us read latency (catalog: Micron 9550 "
@@ -289,9 +294,9 @@ PRESETS: dict[str, dict] = {
     "dlrm-mlperf-v2": dict(
         name="DLRM-DCNv2, MLPerf v2 (Criteo 1TB multi-hot)", tables=_tables(_V2_ROWS, _V2_HOT),
         bottom_mlp=[13, 512, 256, 128], top_mlp=[1024, 1024, 512, 256, 1], interaction="dcn",
-        dcn_num_layers=3, dcn_low_rank_dim=512, batch_size=65536,
+        dcn_num_layers=3, dcn_low_rank_dim=512, batch_size=65536, embedding_optimizer="adagrad",
         source="mlcommons/training recommendation_v2/torchrec_dlrm/README.MD (benchmark "
-               "command: multi-hot sizes, DCN 3 layers rank 512, global batch 65536)"),
+               "command: multi-hot sizes, DCN 3 layers rank 512, Adagrad, global batch 65536)"),
 }
 
 
@@ -309,6 +314,7 @@ class RecModelSpec:
     zipf_alpha: float | None = None         # default for tables without their own
     tiers: dict | None = None               # tier -> overrides of TIER_DEFAULTS; None: default set
     ps: PSSpec = field(default_factory=PSSpec)
+    embedding_optimizer: str = "sgd"
     comm_dtype: str = "fp32"
     dense_step_s: float | None = None
     sample_lookups: int = 100_000
@@ -328,9 +334,20 @@ class RecModelSpec:
     def alpha_assumed(self) -> bool:
         return self.zipf_alpha is None and any(t.zipf_alpha is None for t in self.tables)
 
+    def row_bytes(self, t: TableSpec) -> float:
+        """Bytes one row occupies where it is stored: values, the optimizer's state for
+        the row and any hash-table overhead."""
+        return t.value_bytes + ROW_STATE_BYTES[self.embedding_optimizer](t.dim) + t.hash_overhead_bytes_per_row
+
     @property
     def embedding_bytes(self) -> float:
+        """Bytes of all tables' values (the published sizes)."""
         return sum(t.bytes for t in self.tables)
+
+    @property
+    def stored_bytes(self) -> float:
+        """Bytes the tiers must hold: values + optimizer state + overhead."""
+        return sum(t.rows * self.row_bytes(t) for t in self.tables)
 
     @property
     def top_mlp_input(self) -> int:
@@ -381,6 +398,7 @@ class RecModelSpec:
                 batch_size=_int(d, "batch_size", path), zipf_alpha=_num(d, "zipf_alpha", path),
                 tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers"),
                 ps=PSSpec.from_dict(d.get("ps"), f"{path}.ps"),
+                embedding_optimizer=_choice(d, "embedding_optimizer", path, tuple(ROW_STATE_BYTES), "sgd"),
                 comm_dtype=_choice(d, "comm_dtype", path, ("fp32", "fp16", "bf16"), "fp32"),
                 dense_step_s=_num(d, "dense_step_s", path),
                 sample_lookups=_int(d, "sample_lookups", path, 100_000, minimum=0),
@@ -400,7 +418,7 @@ class RecModelSpec:
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in ("name", "preset", "source", "interaction",
                                               "dcn_num_layers", "dcn_low_rank_dim", "batch_size",
-                                              "zipf_alpha", "tiers",
+                                              "zipf_alpha", "tiers", "embedding_optimizer",
                                               "comm_dtype", "dense_step_s", "sample_lookups", "seed")}
         out.update(tables=[t.to_dict() for t in self.tables], bottom_mlp=list(self.bottom_mlp),
                    top_mlp=list(self.top_mlp), ps=self.ps.to_dict())
@@ -433,7 +451,8 @@ def resolve_tiers(spec: RecModelSpec, *, hbm_free_bytes_per_gpu: float | None = 
                         source=f"the node's {name.upper()} tier (cluster.tiers.{name}); other "
                                f"figures: {t.source}")
             if name == "nvme" and node.get("devices"):
-                t = replace(t, read_iops=node["devices"] * 1.4e6, queue_depth=node["devices"] * 128)
+                n = node["devices"]
+                t = replace(t, read_iops=n * NVME_IOPS_PER_DRIVE, queue_depth=n * NVME_QUEUE_DEPTH_PER_DRIVE)
         t = replace(t, **(spec.tiers or {}).get(name, {}))
         where = f"recsys.tiers.{name}"
         if t.capacity_bytes is None:

@@ -40,7 +40,7 @@ def table_arrays(spec: RecModelSpec) -> dict:
     t = spec.tables
     alpha = np.array([spec.alpha(x) for x in t])
     rows = np.array([x.rows for x in t], dtype=np.float64)
-    return dict(rows=rows, row_bytes=np.array([x.row_bytes for x in t], dtype=np.float64),
+    return dict(rows=rows, row_bytes=np.array([spec.row_bytes(x) for x in t], dtype=np.float64),
                 value_bytes=np.array([x.value_bytes for x in t], dtype=np.float64),
                 lookups=np.array([x.lookups_per_sample for x in t], dtype=np.float64),
                 alpha=alpha, h=np.array([zipf.harmonic(n, a) for n, a in zip(rows, alpha)]))
@@ -89,13 +89,15 @@ def prefix_rows(tab: dict, capacity_bytes: float) -> np.ndarray:
 
 def place(tab: dict, capacities_bytes: list) -> np.ndarray:
     """Cumulative rows per tier and table, shape (tiers, tables); the last tier takes the
-    rest. ``capacities_bytes``: each tier's total capacity, hottest tier first."""
-    cum, out = 0.0, []
+    rest. ``capacities_bytes``: each tier's total capacity, hottest tier first. Each tier
+    fills on top of the bytes the tiers above really hold, so none exceeds its own."""
+    used, prev, out = 0.0, np.zeros_like(tab["rows"]), []
     for c in capacities_bytes[:-1]:
-        cum += c
-        out.append(prefix_rows(tab, cum))
+        prev = np.maximum(prefix_rows(tab, used + c), prev)
+        used = float(prev @ tab["row_bytes"])
+        out.append(prev)
     out.append(tab["rows"].copy())
-    return np.maximum.accumulate(np.array(out), axis=0)
+    return np.array(out)
 
 
 def hit_rates(tab: dict, cum_rows: np.ndarray) -> np.ndarray:
@@ -164,6 +166,7 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
         useful, medium = float(n @ tab["value_bytes"]), float(n @ units)
         secs, bound = tier_time_s(t, float(n.sum()) / devices[k], medium / devices[k])
         stored = float(rows[k] @ tab["row_bytes"])
+        over = stored - caps[k] if stored > caps[k] * (1 + 1e-12) else 0.0
         node_useful = useful / num_nodes
         if secs > 0 and node_useful > 0:
             g.add_link(t.tier, node_useful / secs)
@@ -171,7 +174,7 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
             g.transfer(f"{t.tier} lookups", node_useful, path, label="lookup")
         out.append(dict(
             tier=t.tier, devices=devices[k], rows=int(rows[k].sum()), bytes=stored,
-            capacity_bytes=caps[k], over_capacity_bytes=max(0.0, stored - caps[k]),
+            capacity_bytes=caps[k], over_capacity_bytes=over,
             hit_rate=float(n.sum()) / total_lookups,
             sampled_hit_rate=float(check["sampled"][k] @ per_step) / total_lookups if check else None,
             lookups_per_step=float(n.sum()),
@@ -185,8 +188,8 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
     lookup_s = sched.makespan_s if sched else 0.0
     pcie_s = float(sched.link_busy_s[pcie]) if sched is not None and pcie is not None else 0.0
     dense = dense_step_s or 0.0
-    tables = [dict(name=x.name, rows=x.rows, dim=x.dim, dtype=x.dtype, row_bytes=x.row_bytes,
-                   bytes=x.bytes, lookups_per_sample=x.lookups_per_sample,
+    tables = [dict(name=x.name, rows=x.rows, dim=x.dim, dtype=x.dtype, row_bytes=spec.row_bytes(x),
+                   bytes=x.rows * spec.row_bytes(x), lookups_per_sample=x.lookups_per_sample,
                    zipf_alpha=float(tab["alpha"][i]),
                    tiers={t.tier: dict(rows=int(rows[k, i]), hit_rate=float(hits[k, i]),
                                        sampled_hit_rate=float(check["sampled"][k, i]) if check else None)
@@ -194,6 +197,7 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
               for i, x in enumerate(spec.tables)]
     res = dict(
         tiers=out, tables=tables, total_rows=int(tab["rows"].sum()), total_bytes=total_bytes,
+        value_bytes=spec.embedding_bytes, embedding_optimizer=spec.embedding_optimizer,
         fits=all(o["over_capacity_bytes"] == 0 for o in out),
         lookups_per_step=total_lookups, lookup_s_per_step=lookup_s, pcie_busy_s=pcie_s,
         dense_step_s=dense_step_s, hidden_s=min(lookup_s, dense),
@@ -227,8 +231,12 @@ def _notes(spec: RecModelSpec, r: dict) -> list[str]:
     if any(t["tier"] == "pmem" and t["rows"] for t in r["tiers"]):
         notes.append("Optane PMem is discontinued (last shipments 2025) and needs a Xeon that "
                      "supports it (Cascade/Ice Lake for the 100/200 series).")
-    notes.append("Training also writes every looked-up row back (and Adagrad its state): "
-                  "the same rows again, not counted in lookup_s.")
+    if spec.embedding_optimizer != "sgd":
+        notes.append(f"Stored bytes include {spec.embedding_optimizer}'s state for every row "
+                     f"({r['total_bytes'] / 1e9:.1f} GB stored for {r['value_bytes'] / 1e9:.1f} GB "
+                     "of embedding values).")
+    notes.append("Training also writes every looked-up row back (and its optimizer state): "
+                 "the same rows again, not counted in lookup_s.")
     notes.append("Prices per GB are assumptions (the catalog lists none): override "
                  "recsys.tiers.<tier>.price_usd_per_gb.")
     return notes

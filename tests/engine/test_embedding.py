@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from simulation import ScenarioError
 from simulation.recsys import (PRESETS, RecModelSpec, TierOption, embedding_designs,
-                               evaluate_embedding, evaluate_recsys, moe_designs, resolve_tiers)
+                               evaluate_embedding, evaluate_recsys, hbm_left_for_embeddings,
+                               moe_designs, resolve_tiers)
 from simulation.recsys import zipf
 from simulation.recsys.tiers import hit_rates, place, table_arrays, tier_time_s
 from tests.refdata import assert_close, cases, ids
@@ -79,6 +80,15 @@ def test_hottest_rows_per_byte_win_across_tables():
                                host_link_bytes_per_s=None, dense_step_s=None)
         assert [t["tiers"]["hbm"]["hit_rate"] for t in r["tables"]] == pytest.approx([a, b])
         assert r["tiers"][0]["hit_rate"] == pytest.approx(total)
+
+
+def test_a_tier_does_not_absorb_the_slack_above_it():
+    # 64 B rows (16 x fp32), uniform: 100 B of HBM hold 1 row; 100 B of DDR hold 1 more
+    # (not 2, which a cumulative 200 B would give); NVMe the other 8.
+    s = spec([dict(name="t", rows=10, dim=16, zipf_alpha=0)])
+    r = evaluate_embedding(s, [tier("hbm", 100), tier("ddr", 100), tier("nvme", 1e9)], num_gpus=1,
+                           gpus_per_node=1, host_link_bytes_per_s=None, dense_step_s=None)
+    assert [t["rows"] for t in r["tiers"]] == [1, 1, 8] and r["fits"]
 
 
 def test_a_table_that_fits_in_hbm_never_touches_lower_tiers():
@@ -282,9 +292,10 @@ def test_dlrm_sizes_equal_the_published_ones(case):
             got.update(bottom_mlp_params=s.dense_params["bottom_mlp"],
                        top_mlp_params=s.dense_params["top_mlp"], top_mlp_input=s.top_mlp_input)
         else:
-            # Adagrad: one fp32 accumulator per weight = the fp32 table bytes again.
+            # The preset trains with Adagrad: one fp32 accumulator per weight, stored with
+            # the rows, = the fp32 table bytes again.
             got.update(multi_hot_sizes=[t.lookups_per_sample for t in s.tables],
-                       adagrad_state_bytes_fp32_if_rowwise_free=b)
+                       adagrad_state_bytes_fp32_if_rowwise_free=s.stored_bytes - b)
             for k in ("total_training_samples", "target_auroc", "materialized_dataset_tb"):
                 e = {x: v for x, v in e.items() if x != k}      # dataset facts, not sizes
     for key, expected in e.items():
@@ -293,6 +304,18 @@ def test_dlrm_sizes_equal_the_published_ones(case):
             assert got[key] == expected, key
         else:
             assert_close(got[key], expected, tol, f"{case['id']}.{key}")
+
+
+def test_stored_row_bytes_and_hbm_left():
+    # 10 rows of 4 fp16 values (8 B): row-wise Adagrad adds one fp32 per row (4 B) and
+    # a 16 B hash overhead: 28 B stored per row, 8 B moved per lookup.
+    s = spec([dict(name="t", rows=10, dim=4, dtype="fp16", hash_overhead_bytes_per_row=16)],
+             embedding_optimizer="rowwise_adagrad")
+    assert (s.embedding_bytes, s.stored_bytes, s.tables[0].value_bytes) == (80, 280, 8)
+    # DLRM v1 dense part: 171,392 + 2,197,505 parameters x 16 B (mixed-precision Adam).
+    v1 = RecModelSpec.from_dict({"preset": "dlrm-mlperf-v1"})
+    assert hbm_left_for_embeddings(v1, hbm_capacity_bytes=80e9, runtime_bytes=1.5e9) == \
+        pytest.approx(80e9 - 1.5e9 - 2368897 * 16)
 
 
 def test_spec_round_trips_and_preset_overrides():
@@ -339,6 +362,7 @@ GOOD = dict(tables=[dict(name="t", rows=10, dim=4)], bottom_mlp=[4], batch_size=
     (dict(tiers={"ddr": {"bandwidth": 1}}), "recsys.tiers.ddr.bandwidth"),
     (dict(ps={"replication": 0}), "recsys.ps.replication"),
     (dict(comm_dtype="fp8"), "recsys.comm_dtype"),
+    (dict(embedding_optimizer="adam"), "recsys.embedding_optimizer"),
     (dict(dcn_num_layers=2), "recsys.dcn_num_layers"),
     (dict(colour="red"), "recsys.colour"),
 ])
@@ -376,10 +400,12 @@ def test_hit_rates_sum_to_one_and_more_hbm_never_hurts(ts, f1, f2, f3):
     weights = tab["lookups"] / tab["lookups"].sum()
     hbm = []
     for cap in (small, big):
-        cum = place(tab, [cap, f3 * total, total])
+        caps = [cap, f3 * total, total]
+        cum = place(tab, caps)
         hits = hit_rates(tab, cum)
         assert hits.sum(axis=0) == pytest.approx(np.ones(len(ts)), abs=1e-9)
-        assert float(np.sum(cum[0] * tab["row_bytes"])) <= cap * (1 + 1e-12)
+        held = np.diff(np.vstack([0 * cum[0], cum]), axis=0) @ tab["row_bytes"]
+        assert np.all(held <= np.array(caps) * (1 + 1e-12))      # no tier over its capacity
         assert np.array_equal(cum[-1], tab["rows"])
         hbm.append(float(hits[0] @ weights))
     assert hbm[1] >= hbm[0] - 1e-12
