@@ -175,8 +175,9 @@ def test_speeding_up_every_resource_by_k_divides_the_makespan_by_k(data):
     a["link_bw"] = a["link_bw"] * k
     a["duration"] = a["duration"] / k
     fast = simulate_reference(a)
-    assert fast.makespan_s == pytest.approx(base.makespan_s / k, rel=1e-9, abs=1e-12)
-    np.testing.assert_allclose(fast.end_s, base.end_s / k, rtol=1e-9, atol=1e-12)
+    # (the simulators treat events closer than ~1e-9 s as simultaneous: absolute slack)
+    assert fast.makespan_s == pytest.approx(base.makespan_s / k, rel=1e-9, abs=1e-8)
+    np.testing.assert_allclose(fast.end_s, base.end_s / k, rtol=1e-9, atol=1e-8)
 
 
 def _call_c(a, n_streams=1, outs=None):
