@@ -11,6 +11,7 @@ from .estimators import deepspeed_estimate
 from .memory import NODE_TIERS, build_parts, fragmentation_part, tier_summary
 from .params import count_params
 from .parallel import layout
+from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
 from .scenario import Scenario
 from .states import state_bytes
@@ -25,7 +26,7 @@ _CONVENTIONS = {
                    "per parameter, sharded by stage, plus activations; no buffers."),
 }
 _TIER_LABEL = {"hbm": "HBM per GPU", "ddr": "DDR per node", "nvme": "NVMe per node",
-               "cxl": "CXL per node"}
+               "cxl": "CXL per node", "pmem": "PMEM per node"}
 
 
 def evaluate(sc: Scenario, include_step: bool = True,
@@ -37,6 +38,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     is called as the stages finish (memory, step simulation, checkpoint).
     """
     tick = progress or (lambda _f: None)
+    if sc.model is None:
+        return _evaluate_recsys_only(sc, include_step, tick)
     from . import ENGINE_VERSION
 
     pc = count_params(sc.model)
@@ -55,17 +58,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
         spec = sc.cluster.tiers.get(t)
         per_node[t] = tier_summary(parts, t, spec.capacity_bytes if spec else 0.0, spec is not None)
 
-    violations, notes = [], []
-    for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
-        for t, s in tiers.items():
-            over = s["total_bytes"] - s["capacity_bytes"]
-            if over > 0:
-                where = "" if s["present"] else f" (this node has no {t.upper()} tier: add cluster.tiers.{t})"
-                violations.append(Violation(
-                    tier=t, scope=scope, required_bytes=s["total_bytes"],
-                    capacity_bytes=s["capacity_bytes"], over_bytes=over,
-                    message=f"{_TIER_LABEL[t]} needs {fmt_bytes(s['total_bytes'])} but has "
-                            f"{fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)}){where}"))
+    violations, notes = find_violations(per_gpu, per_node), []
     notes += _advice(sc, per_gpu["hbm"], lay)
 
     model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
@@ -96,8 +89,13 @@ def evaluate(sc: Scenario, include_step: bool = True,
                  "PCIe and the NIC")
     notes += checkpoint.get("notes", [])
     tick(1.0)
+    extra = {}
+    if sc.recsys is not None and include_step:
+        rs = recsys_sections(sc, sb, peak_flops(sc), per_gpu["hbm"]["free_bytes"])
+        extra = dict(embedding=rs["embedding"], ps=rs["ps"])
+        notes += rs["notes"]
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
-                  violations=tuple(violations), model=model, parallelism=lay.to_dict(),
+                  violations=tuple(violations), model=model, parallelism=lay.to_dict(), **extra,
                   convention=convention, memory=dict(per_gpu=per_gpu, per_node=per_node),
                   cross_checks=_cross_checks(sc, pc, lay, sb), notes=tuple(notes),
                   scenario=sc.to_dict(), step=perf.get("step", {}),
@@ -152,6 +150,22 @@ def _offload_bw(sc: Scenario, lay) -> dict:
     rate = peak_flops(sc) * sc.training.compute_efficiency
     return bandwidth.analysis(sc.training.seq_len, sc.training.micro_batch_size,
                               sc.model.hidden_size, rate, tiers)
+
+
+def find_violations(per_gpu: dict, per_node: dict) -> list:
+    """One Violation per tier whose total exceeds its capacity."""
+    out = []
+    for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
+        for t, s in tiers.items():
+            over = s["total_bytes"] - s["capacity_bytes"]
+            if over > 0:
+                where = "" if s["present"] else f" (this node has no {t.upper()} tier: add cluster.tiers.{t})"
+                out.append(Violation(
+                    tier=t, scope=scope, required_bytes=s["total_bytes"],
+                    capacity_bytes=s["capacity_bytes"], over_bytes=over,
+                    message=f"{_TIER_LABEL.get(t, t.upper())} needs {fmt_bytes(s['total_bytes'])} "
+                            f"but has {fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)}){where}"))
+    return out
 
 
 def evaluate_dict(d: dict, include_step: bool = True, **lookups) -> dict:
@@ -209,3 +223,44 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
     if lay.grad_accumulation_steps > 1:
         notes.append(f"{lay.grad_accumulation_steps} gradient-accumulation steps per optimizer step.")
     return notes
+
+
+def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
+    """A recommendation model without a transformer: embedding tiers, PS vs all-to-all."""
+    from . import ENGINE_VERSION
+
+    sb = state_bytes(sc.training.precision, sc.training.optimizer)
+    rs = recsys_sections(sc, sb, peak_flops(sc))
+    tick(0.5)
+    memory = recsys_memory(sc, rs)
+    violations = find_violations(memory["per_gpu"], memory["per_node"])
+    spec = sc.recsys
+    emb_params = sum(t["rows"] * t["dim"] for t in rs["embedding"]["tables"])
+    dense = spec.dense_params["total"]
+    model = dict(name=f"recommendation model ({spec.preset})" if spec.preset else "recommendation model",
+                 num_params=emb_params + dense, num_active_params=None, embedding_params=emb_params,
+                 dense_params=dense, num_layers=None, hidden_size=None, exact_count=True)
+    faster = min(rs["ps"]["designs"], key=lambda d: d["step_time_s"]) if rs["ps"].get("designs") else None
+    step, throughput, perf = {"available": False, "reason": "no parameter-server comparison"}, {}, {}
+    if faster:
+        t, dense_s = faster["step_time_s"], rs["dense"]["step_s"]
+        compute = min(dense_s, t)
+        offload = min(rs["embedding"].get("exposed_s", 0.0), t - compute)
+        step = dict(available=True, time_s=t, design=faster["design"],
+                    breakdown_s=dict(compute=compute, exposed_comm=t - compute - offload,
+                                     exposed_offload=offload, cpu_optimizer=0.0, stall=0.0,
+                                     pipeline_bubble=0.0))
+        throughput = {"samples_per_s": spec.batch_size / t if t else 0.0}
+        perf = {"throughput": {"tokens_per_s": None}}
+    convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
+                      bytes_per_param=sb.to_dict())
+    notes = list(rs["notes"]) + ["Checkpoint cost is not modelled for recommendation models yet."]
+    tick(1.0)
+    return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
+                  violations=tuple(violations), model=model,
+                  parallelism=dict(num_gpus=sc.cluster.num_gpus, data_parallel=sc.cluster.num_gpus,
+                                   tensor_parallel=1, pipeline_parallel=1,
+                                   global_batch_size=spec.batch_size),
+                  convention=convention, memory=memory, notes=tuple(notes), scenario=sc.to_dict(),
+                  step=step, throughput=throughput, embedding=rs["embedding"], ps=rs["ps"],
+                  cost=_cost(sc, None, perf))

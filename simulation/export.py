@@ -16,7 +16,14 @@ from __future__ import annotations
 from .memory import (DS_BUCKET_ELEMENTS, DS_MAX_LIVE_PARAMETERS, DS_PARAM_SWAP_BUFFERS,
                      DS_PARAM_SWAP_ELEMENTS, DS_SUB_GROUP_ELEMENTS)
 from .parallel import layout
+from .errors import ScenarioError
 from .scenario import Scenario
+
+
+def _need_transformer(sc: Scenario) -> None:
+    if sc.model is None:
+        raise ScenarioError("model", "framework configs are exported for transformer models; "
+                                     "this scenario has only a recommendation model")
 
 _DS_OPT = {"adam": "Adam", "adamw": "AdamW", "sgd_momentum": "SGD", "adafactor": "Adafactor",
            "adam_8bit": "AdamW"}
@@ -31,6 +38,7 @@ def _device(target: str) -> str:
 
 def deepspeed_config(sc: Scenario) -> dict:
     """DeepSpeed config JSON for the scenario (dict; ``json.dumps`` it)."""
+    _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
             "reduce_bucket_size": int(DS_BUCKET_ELEMENTS)}
@@ -73,6 +81,7 @@ def deepspeed_config(sc: Scenario) -> dict:
 
 def fsdp_snippet(sc: Scenario) -> str:
     """A PyTorch FSDP wrapping snippet for the scenario's strategy (Python source)."""
+    _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
     dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}[tr.precision]
     strategy = _FSDP[st.kind]

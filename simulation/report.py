@@ -18,6 +18,8 @@ Keys outside checks rely on (``"schema": 1``)::
     checkpoint.{size_bytes, write_s, stall_s, interval_s, young_interval_s, daly_interval_s,
                 mtbf_s, restart_s, goodput, waste_fraction, curve, monte_carlo}
     cost.{usd_per_hour, usd_per_million_tokens, source}
+    embedding.{tiers[*].{tier, rows, bytes, hit_rate, lookup_s, cost_usd}, lookup_s_per_step}
+    ps.{designs[*].{design, step_time_s, bytes_on_wire}, faster}    (recommendation models)
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class Report:
     offload_bandwidth: dict = field(default_factory=dict)
     checkpoint: dict = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
+    embedding: dict = field(default_factory=dict)
+    ps: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from . import presets
 from .checkpoint import CheckpointSpec, resolve_target
+from .recsys import RecModelSpec
 from .errors import ScenarioError
 
 SCHEMA_VERSION = 1
@@ -442,20 +443,24 @@ class RuntimeSpec:
 
 @dataclass(frozen=True)
 class Scenario:
-    model: ModelSpec
+    """A training plan. ``model`` is a transformer; ``recsys`` a recommendation model
+    (embedding tables + dense MLPs); at least one of the two is given."""
+    model: ModelSpec | None
     cluster: ClusterSpec
     training: TrainingSpec = field(default_factory=TrainingSpec)
     strategy: StrategySpec = field(default_factory=StrategySpec)
     convention: str = "realistic"
     runtime: RuntimeSpec = field(default_factory=RuntimeSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    recsys: RecModelSpec | None = None
     schema: int = SCHEMA_VERSION
 
     @classmethod
     def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
         """Validate, expand presets and build a scenario. Raises ScenarioError."""
         d = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
-        sc = cls(model=ModelSpec.from_dict(d["model"]),
+        sc = cls(model=ModelSpec.from_dict(d["model"]) if d.get("model") is not None else None,
+                   recsys=RecModelSpec.from_dict(d["recsys"]) if d.get("recsys") is not None else None,
                    cluster=ClusterSpec.from_dict(d["cluster"]),
                    training=TrainingSpec.from_dict(_section(d, "training")),
                    strategy=StrategySpec.from_dict(_section(d, "strategy")),
@@ -466,10 +471,15 @@ class Scenario:
         return sc
 
     def to_dict(self) -> dict:
-        return dict(schema=self.schema, model=self.model.to_dict(),
-                    cluster=self.cluster.to_dict(), training=self.training.to_dict(),
-                    strategy=self.strategy.to_dict(), convention=self.convention,
-                    runtime=self.runtime.to_dict(), checkpoint=self.checkpoint.to_dict())
+        d = dict(schema=self.schema, cluster=self.cluster.to_dict(),
+                 training=self.training.to_dict(), strategy=self.strategy.to_dict(),
+                 convention=self.convention, runtime=self.runtime.to_dict(),
+                 checkpoint=self.checkpoint.to_dict())
+        if self.model is not None:
+            d["model"] = self.model.to_dict()
+        if self.recsys is not None:
+            d["recsys"] = self.recsys.to_dict()
+        return d
 
 
 # ------------------------------------------------------------------ preset expansion
@@ -505,16 +515,17 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     if schema != SCHEMA_VERSION:
         raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
     _no_unknown(d, {"schema", "model", "cluster", "training", "strategy", "convention", "runtime",
-                   "checkpoint", "name"}, "")
+                   "checkpoint", "recsys", "name"}, "")
     models = presets.MODELS if models is None else models
     nodes = presets.NODES if nodes is None else nodes
     accelerators = presets.ACCELERATORS if accelerators is None else accelerators
-    if "model" not in d:
-        raise ScenarioError("model", "is required")
+    if d.get("model") is None and d.get("recsys") is None:
+        raise ScenarioError("model", "is required (or give a recommendation model in recsys)")
     if "cluster" not in d:
         raise ScenarioError("cluster", "is required")
     out = dict(d)
-    out["model"] = _expand(d["model"], models, "model", "model")
+    if d.get("model") is not None:
+        out["model"] = _expand(d["model"], models, "model", "model")
 
     cluster_in = d["cluster"]
     if not isinstance(cluster_in, dict):
