@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, fields, replace
 import numpy as np
 
 from .errors import ScenarioError
+from .fields import choice_field as _choice, int_field as _int, num_field as _num
 
 CONTENTS = ("model_states", "weights_only")
 METHODS = ("blocking", "async", "in_memory_then_flush")
@@ -108,36 +109,10 @@ TARGET_DEFAULTS: dict[str, Target] = {t.kind: t for t in (
 
 
 # ------------------------------------------------------------------ the policy
-def _num(d, key, path, default=None, minimum=0.0, strict=False, maximum=None):
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
-    if v < minimum or (strict and v == minimum):
-        raise ScenarioError(f"{path}.{key}", f"must be {'>' if strict else '>='} {minimum:g}, got {v:g}")
-    if maximum is not None and v > maximum:
-        raise ScenarioError(f"{path}.{key}", f"must be <= {maximum:g}, got {v:g}")
-    return float(v)
 
 
-def _int(d, key, path, default=None, minimum=1):
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ScenarioError(f"{path}.{key}", f"must be a whole number >= {minimum}, got {v!r}")
-    return v
 
 
-def _choice(d, key, path, choices, default):
-    v = d.get(key, default)
-    if isinstance(v, bool) or v not in choices:
-        shown = ", ".join("null" if c is None else str(c) for c in choices)
-        raise ScenarioError(f"{path}.{key}", f"must be one of {shown}; got {v!r}")
-    return v
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from .params import count_params
 from .parallel import layout
 from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
-from .scenario import Scenario
+from .scenario import Scenario, node_figures
 from .states import state_bytes
 from .step import background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
@@ -122,21 +122,9 @@ def _cost(sc: Scenario, lay, perf: dict) -> dict:
 
 def _checkpoint(sc: Scenario, pc, lay, sb, step_s) -> dict:
     """Checkpoint size, stall, best interval and goodput on this cluster's tiers."""
-    spec = sc.checkpoint
-    t = sc.cluster.tiers
-    nvme, cxl, ddr = t.get("nvme"), t.get("cxl"), t.get("ddr")
-    return evaluate_checkpoint(
-        spec, num_params=pc.total, num_gpus=lay.num_gpus, gpus_per_node=sc.cluster.gpus_per_node,
-        num_nodes=sc.cluster.num_nodes, state_bytes_per_param=sb.to_dict(),
-        host_link_bytes_per_s=sc.cluster.accelerator.host_link_bytes_per_s,
-        nic_bytes_per_s=sc.cluster.nic_bytes_per_s,
-        nvme_write_bytes_per_s=nvme and nvme.write_bytes_per_s,
-        nvme_read_bytes_per_s=nvme and nvme.read_bytes_per_s,
-        nvme_capacity_bytes=nvme and nvme.capacity_bytes,
-        ddr_capacity_bytes=ddr and ddr.capacity_bytes,
-        cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
-        cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
-        cxl_capacity_bytes=cxl and cxl.capacity_bytes, step_time_s=step_s)
+    return evaluate_checkpoint(sc.checkpoint, num_params=pc.total, num_gpus=lay.num_gpus,
+                               state_bytes_per_param=sb.to_dict(), step_time_s=step_s,
+                               **node_figures(sc))
 
 
 def _offload_bw(sc: Scenario, lay) -> dict:

@@ -33,6 +33,9 @@ from . import presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
+from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
+                     int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
+                     section as _section, str_field as _str)
 
 SCHEMA_VERSION = 1
 
@@ -43,84 +46,6 @@ PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 CONVENTIONS = ("realistic", "zero_paper")
-
-
-# ------------------------------------------------------------------ field checks
-def _int(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False):
-    v = d.get(key, default)
-    if v is None:
-        if required:
-            raise ScenarioError(f"{path}.{key}", "is required")
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and (
-            not math.isfinite(v) or v != int(v)):
-        raise ScenarioError(f"{path}.{key}", f"must be a whole number, got {v!r}")
-    v = int(v)
-    if v < minimum:
-        raise ScenarioError(f"{path}.{key}", f"must be at least {minimum}, got {v}")
-    return v
-
-
-def _num(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
-         maximum: float | None = None):
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
-    if v < minimum or (strict and v == minimum):
-        op = ">" if strict else ">="
-        raise ScenarioError(f"{path}.{key}", f"must be {op} {minimum:g}, got {v:g}")
-    if maximum is not None and v > maximum:
-        raise ScenarioError(f"{path}.{key}", f"must be <= {maximum:g}, got {v:g}")
-    return float(v)
-
-
-def _bool(d: dict, key: str, path: str, default: bool):
-    v = d.get(key, default)
-    if not isinstance(v, bool):
-        raise ScenarioError(f"{path}.{key}", f"must be true or false, got {v!r}")
-    return v
-
-
-def _choice(d: dict, key: str, path: str, choices, default):
-    v = d.get(key, default)
-    if v not in choices:
-        raise ScenarioError(f"{path}.{key}", f"must be one of {', '.join(choices)}; got {v!r}")
-    return v
-
-
-def _str(d: dict, key: str, path: str, default=None):
-    v = d.get(key, default)
-    if v is not None and not isinstance(v, str):
-        raise ScenarioError(f"{path}.{key}", f"must be a string, got {v!r}")
-    return v
-
-
-def _section(d: dict, key: str, path: str = "") -> dict:
-    v = d.get(key, {})
-    where = f"{path}.{key}" if path else key
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise ScenarioError(where, f"must be an object, got {type(v).__name__}")
-    return v
-
-
-def _no_unknown(d: dict, allowed, path: str):
-    for k in d:
-        if k not in allowed:
-            raise ScenarioError(f"{path}.{k}" if path else k,
-                                f"unknown field; known fields: {', '.join(sorted(allowed))}")
-
-
-def _drop_none(d: dict) -> dict:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def _plain(obj) -> dict:
-    """Shallow field dict (dataclasses.asdict deep-copies, which is slow here)."""
-    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
 
 
 # ------------------------------------------------------------------ dataclasses
@@ -565,17 +490,22 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     return out
 
 
-def _check_checkpoint_target(sc: Scenario) -> None:
-    """Reject a checkpoint target this node lacks (ScenarioError on checkpoint.target)."""
+def node_figures(sc: Scenario) -> dict:
+    """The node's tier figures as the checkpoint model's keyword arguments."""
     c, t = sc.cluster, sc.cluster.tiers
     nvme, cxl, ddr = t.get("nvme"), t.get("cxl"), t.get("ddr")
-    resolve_target(sc.checkpoint, gpus_per_node=c.gpus_per_node, num_nodes=c.num_nodes,
-                   host_link_bytes_per_s=c.accelerator.host_link_bytes_per_s,
-                   nic_bytes_per_s=c.nic_bytes_per_s,
-                   nvme_write_bytes_per_s=nvme and nvme.write_bytes_per_s,
-                   nvme_read_bytes_per_s=nvme and nvme.read_bytes_per_s,
-                   nvme_capacity_bytes=nvme and nvme.capacity_bytes,
-                   ddr_capacity_bytes=ddr and ddr.capacity_bytes,
-                   cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
-                   cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
-                   cxl_capacity_bytes=cxl and cxl.capacity_bytes)
+    return dict(gpus_per_node=c.gpus_per_node, num_nodes=c.num_nodes,
+                host_link_bytes_per_s=c.accelerator.host_link_bytes_per_s,
+                nic_bytes_per_s=c.nic_bytes_per_s,
+                nvme_write_bytes_per_s=nvme and nvme.write_bytes_per_s,
+                nvme_read_bytes_per_s=nvme and nvme.read_bytes_per_s,
+                nvme_capacity_bytes=nvme and nvme.capacity_bytes,
+                ddr_capacity_bytes=ddr and ddr.capacity_bytes,
+                cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
+                cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
+                cxl_capacity_bytes=cxl and cxl.capacity_bytes)
+
+
+def _check_checkpoint_target(sc: Scenario) -> None:
+    """Reject a checkpoint target this node lacks (ScenarioError on checkpoint.target)."""
+    resolve_target(sc.checkpoint, **node_figures(sc))

@@ -27,6 +27,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..errors import ScenarioError
+from ..fields import choice_field as _choice, int_field as _int, num_field as _num
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
 TIER_ORDER = ("hbm", "ddr", "cxl", "pmem", "nvme")       # hottest rows first
@@ -43,33 +44,10 @@ GB, GIB, TB = 1e9, 2**30, 1e12
 
 
 # ------------------------------------------------------------------ field checks
-def _num(d, key, path, default=None, minimum=0.0, strict=False):
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
-    if v < minimum or (strict and v == minimum):
-        raise ScenarioError(f"{path}.{key}", f"must be {'>' if strict else '>='} {minimum:g}, got {v:g}")
-    return float(v)
 
 
-def _int(d, key, path, default=None, minimum=1):
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise ScenarioError(f"{path}.{key}", f"must be a whole number >= {minimum}, got {v!r}")
-    return v
 
 
-def _choice(d, key, path, choices, default):
-    v = d.get(key, default)
-    if isinstance(v, bool) or v not in choices:
-        raise ScenarioError(f"{path}.{key}", f"must be one of {', '.join(choices)}; got {v!r}")
-    return v
 
 
 def _obj(v, path) -> dict:

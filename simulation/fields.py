@@ -1,0 +1,88 @@
+"""Field checks shared by every scenario section: each names the dotted field it rejects.
+
+``d`` is the section (a dict), ``key`` the field, ``path`` the section's dotted path;
+every helper returns the value (or the default) or raises :class:`ScenarioError`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import ScenarioError
+
+def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False):
+    v = d.get(key, default)
+    if v is None:
+        if required:
+            raise ScenarioError(f"{path}.{key}", "is required")
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and (
+            not math.isfinite(v) or v != int(v)):
+        raise ScenarioError(f"{path}.{key}", f"must be a whole number, got {v!r}")
+    v = int(v)
+    if v < minimum:
+        raise ScenarioError(f"{path}.{key}", f"must be at least {minimum}, got {v}")
+    return v
+
+
+def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
+         maximum: float | None = None):
+    v = d.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
+    if v < minimum or (strict and v == minimum):
+        op = ">" if strict else ">="
+        raise ScenarioError(f"{path}.{key}", f"must be {op} {minimum:g}, got {v:g}")
+    if maximum is not None and v > maximum:
+        raise ScenarioError(f"{path}.{key}", f"must be <= {maximum:g}, got {v:g}")
+    return float(v)
+
+
+def bool_field(d: dict, key: str, path: str, default: bool):
+    v = d.get(key, default)
+    if not isinstance(v, bool):
+        raise ScenarioError(f"{path}.{key}", f"must be true or false, got {v!r}")
+    return v
+
+
+def choice_field(d: dict, key: str, path: str, choices, default):
+    v = d.get(key, default)
+    if isinstance(v, bool) or v not in choices:
+        shown = ", ".join("null" if c is None else str(c) for c in choices)
+        raise ScenarioError(f"{path}.{key}", f"must be one of {shown}; got {v!r}")
+    return v
+
+
+def str_field(d: dict, key: str, path: str, default=None):
+    v = d.get(key, default)
+    if v is not None and not isinstance(v, str):
+        raise ScenarioError(f"{path}.{key}", f"must be a string, got {v!r}")
+    return v
+
+
+def section(d: dict, key: str, path: str = "") -> dict:
+    v = d.get(key, {})
+    where = f"{path}.{key}" if path else key
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ScenarioError(where, f"must be an object, got {type(v).__name__}")
+    return v
+
+
+def no_unknown(d: dict, allowed, path: str):
+    for k in d:
+        if k not in allowed:
+            raise ScenarioError(f"{path}.{k}" if path else k,
+                                f"unknown field; known fields: {', '.join(sorted(allowed))}")
+
+
+def drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def plain(obj) -> dict:
+    """Shallow field dict (dataclasses.asdict deep-copies, which is slow here)."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
