@@ -1,15 +1,127 @@
-"""Project-wide REST API helpers."""
+"""Project-wide REST API helpers: a JSON parser with limits and the exception handler.
 
-from rest_framework import exceptions
+A request body is never a 500: too large is 413, anything malformed (broken JSON, not
+UTF-8, nested too deeply, NaN, strings the database cannot store) is 400 under ``body``.
+"""
+
+import json
+import math
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from rest_framework import exceptions, parsers, status
 from rest_framework.views import exception_handler as drf_exception_handler
+
+# Deeper than any scenario, comparison or sweep; far below Python's recursion limit.
+MAX_JSON_DEPTH = 64
+
+
+class RequestTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "request_too_large"
+
+    def __init__(self, limit: int, size: int | None = None):
+        size_text = f"{size} bytes" if size is not None else "more than that"
+        super().__init__(f"request body too large: {size_text}, the limit is {limit} bytes")
+
+
+class UnsafeJSON(ValueError):
+    """JSON that parses (or nearly) but must not reach the engine or the database."""
+
+
+def _reject(message: str):
+    raise UnsafeJSON(message)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        _reject(f"number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str):
+    _reject(f"{name} is not valid JSON")
+
+
+def _check_strings(text: str, where: str):
+    if "\x00" in text:
+        _reject(f"{where} contains a NUL character (\\u0000), which cannot be stored")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        _reject(f"{where} contains an unpaired surrogate (\\ud800-\\udfff), which is not text")
+
+
+def check_value(data) -> None:
+    """Walk parsed JSON without recursion: depth, and strings the database can store."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                _reject(f"nested deeper than {MAX_JSON_DEPTH} levels")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    _check_strings(key, "a key")
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, str):
+            _check_strings(value, "a string")
+
+
+def loads(text: str):
+    """``json.loads`` for untrusted text; every problem is a ValueError with a readable message."""
+    try:
+        data = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except RecursionError:
+        _reject(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    check_value(data)
+    return data
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser, reading at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (else 413)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        request = (parser_context or {}).get("request")
+        if limit is not None:
+            try:
+                declared = int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+            except ValueError:
+                declared = 0
+            if declared > limit:
+                raise RequestTooLarge(limit, declared)
+            raw = stream.read(limit + 1)
+            if len(raw) > limit:
+                raise RequestTooLarge(limit)
+        else:
+            raw = stream.read()
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            return loads(raw.decode(encoding))
+        except UnicodeDecodeError as exc:
+            message = f"the body is not valid {encoding} ({exc.reason} at byte {exc.start})"
+        except LookupError:
+            message = f"unknown charset {encoding!r}"
+        except ValueError as exc:     # UnsafeJSON, json's errors, int digit limits
+            message = str(exc)
+        raise exceptions.ParseError(f"JSON parse error - {message}")
 
 
 def exception_handler(exc, context):
-    """DRF's handler, with a malformed request body reported under the field ``body``.
+    """DRF's handler, with request-body problems reported under the field ``body``.
 
-    Every 400 then has one shape: ``{field: [message, ...]}``.
+    Every 400 then has one shape: ``{field: [message, ...]}``; a body over the size limit
+    is 413 ``{"body": [...]}``, also when Django's form parsing noticed it first.
     """
+    if isinstance(exc, RequestDataTooBig):
+        exc = RequestTooLarge(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    elif isinstance(exc, SuspiciousOperation):      # too many fields, bad multipart, ...
+        exc = exceptions.ParseError(str(exc) or type(exc).__name__)
     response = drf_exception_handler(exc, context)
-    if response is not None and isinstance(exc, exceptions.ParseError):
+    if response is not None and isinstance(exc, (exceptions.ParseError, RequestTooLarge)):
         response.data = {"body": [str(exc.detail)]}
     return response

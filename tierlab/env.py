@@ -45,3 +45,36 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_float(name: str, default: float, minimum: float | None = None) -> float:
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name} must be a finite number, got {value!r}")
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
+    return number
+
+
+def env_choice(name: str, default: str, choices: list[str]) -> str:
+    """One of ``choices`` (compared case-sensitively, as the header or setting expects)."""
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def env_required(name: str, why: str) -> str:
+    """The variable's value; unset or empty stops startup with ``why`` in the message."""
+    value = os.environ.get(name, "")
+    if value.strip() == "":
+        raise ImproperlyConfigured(f"{name} must be set {why}")
+    return value

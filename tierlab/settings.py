@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from tierlab.env import env_bool, env_int, env_list, env_str
+from tierlab.env import env_bool, env_choice, env_float, env_int, env_list, env_required, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TIERLAB_VAR_DIR", str(BASE_DIR / "var")))
@@ -24,8 +24,32 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
+if not DEBUG:
+    env_required("ALLOWED_HOSTS", "when DEBUG is off: the comma-separated host names this site "
+                                  "answers to, e.g. tierlab.example.com")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# ---------------------------------------------------------------- HTTPS and security headers
+# Checked by tierlab.checks (E002-E005, W001-W003) whenever DEBUG is off.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Opt-in: only behind a proxy that sets X-Forwarded-Proto itself (and strips the client's).
+SECURE_PROXY_SSL_HEADER = (("HTTP_X_FORWARDED_PROTO", "https")
+                           if env_bool("SECURE_PROXY_SSL_HEADER", False) else None)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = env_choice("SECURE_REFERRER_POLICY", "same-origin", [
+    "no-referrer", "no-referrer-when-downgrade", "origin", "origin-when-cross-origin",
+    "same-origin", "strict-origin", "strict-origin-when-cross-origin", "unsafe-url"])
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = env_choice("X_FRAME_OPTIONS", "DENY", ["DENY", "SAMEORIGIN"])
+
+# Request bodies larger than this are refused with 413 (tierlab.api.JSONParser); a scenario
+# is a few kB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, 1024)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -42,9 +66,12 @@ INSTALLED_APPS = [
     "tierlab.apps.TierlabConfig",
     "tierlab.catalog",
     "tierlab.scenarios",
+    "tierlab.dashboard",
 ]
 
 MIDDLEWARE = [
+    # First: /healthz answers load balancers before host validation and HTTPS redirects.
+    "tierlab.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -75,7 +102,10 @@ TEMPLATES = [
 
 # ---------------------------------------------------------------- database
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'tierlab.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, 0))}
+# Persistent connections (DB_CONN_MAX_AGE s) are checked before reuse, so a database restart
+# costs one reconnect, not an error.
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, 0),
+                                              conn_health_checks=True)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # Web and worker share one file: WAL lets readers run beside a writer.
@@ -142,6 +172,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "tierlab.api.JSONParser",                  # size, depth and UTF-8 limits
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "tierlab.api.exception_handler",
 }
@@ -154,8 +189,11 @@ SPECTACULAR_SETTINGS = {
 }
 
 # ---------------------------------------------------------------- Celery
+# Hard limit: the pool process is killed and the run marked failed (tasks.RunRequest); soft
+# limit: SoftTimeLimitExceeded is raised in the run, which is marked failed. tierlab.E006
+# checks soft < hard.
 CELERY_TASK_TIME_LIMIT = env_int("RUN_TIME_LIMIT_S", 300, 1)
-CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - 30)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("RUN_SOFT_TIME_LIMIT_S", max(1, CELERY_TASK_TIME_LIMIT - 30), 1)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost//")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if CELERY_BROKER_URL.startswith("filesystem://"):
@@ -172,8 +210,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 else:
     # With acks_late, Redis redelivers a task whose worker vanished after this many seconds:
     # longer than a run may take, shorter than the "worker lost" cutoff below.
+    # tierlab.E007 checks it is longer than the hard time limit.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 30, 1)}
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 30, 1),
+        "socket_connect_timeout": 5,
+    }
 
 CELERY_TASK_IGNORE_RESULT = True      # results live on Run rows
 CELERY_RESULT_BACKEND = None
@@ -188,6 +229,12 @@ TIERLAB_RUN_QUEUE = env_str("TIERLAB_RUN_QUEUE", "tierlab")
 CELERY_TASK_DEFAULT_QUEUE = TIERLAB_RUN_QUEUE
 # A run still "running" this long after it started lost its worker and is marked failed.
 TIERLAB_RUN_STALE_AFTER_S = CELERY_TASK_TIME_LIMIT + env_int("RUN_STALE_MARGIN_S", 60, 0)
+# A run whose worker died this many times (killed mid-run, redelivered) is marked failed.
+TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
+# Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
+TIERLAB_TEST_TASK_SLEEP_S = env_float("TIERLAB_TEST_TASK_SLEEP_S", 0.0, 0.0)
+# GET /healthz gives the broker this long to answer.
+HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 
 # ---------------------------------------------------------------- logging
 LOGGING = {

@@ -23,6 +23,7 @@ router.register("runs", scenario_api.RunViewSet, basename="run")
 _login_hint = "Local development login: admin / admin (created by manage.py seed)." if settings.DEBUG else ""
 
 urlpatterns = [
+    path("", include("tierlab.dashboard.urls")),   # comparisons, sweeps, share links, exports
     path("", scenario_views.scenario_form, name="scenario-form"),
     path("scenarios/", scenario_views.scenario_list, name="scenario-list"),
     path("scenarios/<int:pk>/", scenario_views.scenario_detail, name="scenario-detail"),

@@ -123,6 +123,8 @@ export function stepVerdict(report: Report): StepVerdictText | null {
   const label = bottleneck ? breakdownLabel(bottleneck) : "none";
   const share = breakdownSegments(report).find((s) => s.key === bottleneck)?.fraction;
   const buy = v.buy_more_of ?? null;
+  // "Exposed offload I/O" -> "exposed offload I/O"; "CPU optimizer" stays as it is.
+  const lower = /^[A-Z][a-z]/.test(label) ? label.charAt(0).toLowerCase() + label.slice(1) : label;
   const pct = share !== undefined ? ` (${Math.round(share * 100)}% of the step)` : "";
   return {
     bottleneck,
@@ -130,7 +132,7 @@ export function stepVerdict(report: Report): StepVerdictText | null {
     message: v.message ?? "",
     buyMoreOf: buy,
     buyMoreOfLabel: buy ? linkLabel(buy) : null,
-    headline: `Bottleneck: ${label.toLowerCase()}${pct}${buy ? ` — more ${linkLabel(buy)} bandwidth shortens the step` : ""}.`,
+    headline: `Bottleneck: ${lower}${pct}${buy ? ` — more ${linkLabel(buy)} bandwidth shortens the step` : ""}.`,
   };
 }
 

@@ -5,6 +5,10 @@ import {
   formatBytes,
   formatBytesPerParam,
   formatCount,
+  formatDuration,
+  formatGBps,
+  formatMs,
+  formatTick,
   formatGB,
   formatGiB,
   formatNumber,
@@ -91,5 +95,31 @@ describe("percentages and counts", () => {
     expect(formatBytesPerParam(12)).toBe("12 B/param");
     expect(formatBytesPerParam(0.5)).toBe("0.5 B/param");
     expect(formatBytesPerParam(2.25)).toBe("2.25 B/param");
+  });
+});
+
+describe("rates, durations and ticks", () => {
+  it("gives bandwidth in GB/s", () => {
+    expect(formatGBps(40e9)).toBe("40.0 GB/s");
+    expect(formatGBps(6.9e9, 2)).toBe("6.90 GB/s");
+  });
+
+  it("gives long durations in h and min", () => {
+    expect(formatDuration(45)).toBe("45.0 s");
+    expect(formatDuration(750)).toBe("12 min 30 s");
+    expect(formatDuration(3599.7)).toBe("1 h 0 min");
+    expect(formatDuration(4984.4)).toBe("1 h 23 min");
+    expect(formatDuration(7200)).toBe("2 h");
+    expect(formatDuration(7199)).toBe("2 h");
+    // 11,402,325 s = 131.97 days = 3,167 h
+    expect(formatDuration(11402325.5)).toBe("132.0 days (3,167 h)");
+  });
+
+  it("gives milliseconds and trimmed ticks", () => {
+    expect(formatMs(0.0401088)).toBe("40.1 ms");
+    expect(formatTick(2.5)).toBe("2.5");
+    expect(formatTick(10)).toBe("10");
+    expect(formatTick(1234.5678)).toBe("1,234.568");
+    expect(formatTick(-0)).toBe("0");
   });
 });

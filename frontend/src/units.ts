@@ -109,3 +109,17 @@ export function formatDuration(seconds: number): string {
 export function formatMs(seconds: number, digits = 1): string {
   return `${formatNumber(seconds * 1e3, digits)} ms`;
 }
+
+const trimmed = new Map<number, Intl.NumberFormat>();
+
+/** An axis tick: at most `maxDigits` decimals, trailing zeros dropped: 2.5 -> "2.5", 10 -> "10", 1234 -> "1,234". */
+export function formatTick(value: number, maxDigits = 3): string {
+  if (!Number.isFinite(value)) return formatNumber(value);
+  let fmt = trimmed.get(maxDigits);
+  if (!fmt) {
+    fmt = new Intl.NumberFormat("en-US", { minimumFractionDigits: 0, maximumFractionDigits: maxDigits });
+    trimmed.set(maxDigits, fmt);
+  }
+  const text = fmt.format(value);
+  return text === "-0" ? "0" : text;
+}

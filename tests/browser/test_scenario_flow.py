@@ -1,5 +1,6 @@
-"""The scenario flow in a real browser: log in, fill the form, submit, and watch a real
-Celery worker compute the run; and a bad input shown next to its field."""
+"""The scenario flow in a real browser: log in, fill the form (a checkpoint setting
+included), submit, and watch a real Celery worker compute the run: memory chart, step
+verdict, timeline and goodput charts; and a bad input shown next to its field."""
 
 import re
 
@@ -34,6 +35,7 @@ def test_a_scenario_runs_on_the_worker_and_its_memory_is_charted(page, live_url,
     # the model list comes from the catalog API
     assert page.locator("select[name='model.preset'] option[value='llama2-70b']").count() == 1
     fill_llama70b_on_two_dgx(page, "32")
+    page.select_option("select[name='checkpoint.method']", "async")
     page.fill("input[name='name']", "Llama-2-70B on 2x DGX H100, ZeRO-3 (browser test)")
     page.wait_for_selector("#live-estimate[data-fits]")
     screenshot(page, "scenario-form")
@@ -53,6 +55,20 @@ def test_a_scenario_runs_on_the_worker_and_its_memory_is_charted(page, live_url,
     assert "HBM per GPU" in parts_text and " GB" in parts_text and " GiB" in parts_text
     assert "Llama-2-70B" in page.locator("#run-report").inner_text()
     assert page.locator("#verdict").get_attribute("data-fits") in ("true", "false")
+
+    # the simulated step: its verdict names the bottleneck, its timeline and goodput are charted
+    verdict = page.locator("#step-verdict")
+    assert verdict.inner_text().startswith("Bottleneck:"), verdict.inner_text()
+    assert verdict.get_attribute("data-bottleneck")
+    assert " s" in page.locator("#step-time").inner_text()
+    assert "tokens/s" in page.locator("#step-tokens").inner_text()
+    page.wait_for_selector("#timeline-chart[data-rendered='true']", timeout=20_000)
+    page.wait_for_selector("#goodput-chart[data-rendered='true']", timeout=20_000)
+    assert page.locator("#timeline-chart svg").count() >= 1
+    assert page.locator("#goodput-chart svg").count() >= 1
+    assert "GB/s" in page.locator("#links-table").inner_text()
+    # the checkpoint setting chosen in the form reached the engine
+    assert "async" in page.locator("#checkpoint-table").inner_text()
     screenshot(page, "run-result")
     assert page.js_errors == []
 
@@ -82,4 +98,20 @@ def test_a_batch_that_does_not_divide_is_shown_next_to_its_input(page, live_url,
     # editing the field clears its error
     field.fill("32")
     assert field.get_attribute("aria-invalid") is None
+    assert page.js_errors == []
+
+
+def test_a_bad_checkpoint_interval_is_shown_next_to_its_input(page, live_url, user_admin, catalog):
+    open_form(page, live_url, user_admin)
+    fill_llama70b_on_two_dgx(page, "32")
+    page.fill("input[name='name']", "checkpoint interval of zero")
+    page.fill("input[name='checkpoint.interval_s']", "0")  # the engine wants > 0 s
+    page.click("#submit-scenario")
+
+    error = page.locator("[data-error-for='checkpoint.interval_s']")
+    error.wait_for(state="visible")
+    assert error.inner_text().strip()
+    assert page.locator("input[name='checkpoint.interval_s']").get_attribute("aria-invalid") == "true"
+    assert "Checkpoint interval" in page.locator("#form-errors").inner_text()
+    assert "/runs/" not in page.url
     assert page.js_errors == []

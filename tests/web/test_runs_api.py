@@ -44,7 +44,8 @@ def test_it_sends_the_run_to_the_worker_queue_after_commit(owner_api, scenario, 
             body = start(owner_api, scenario).json()
     run = Run.objects.get(pk=body["id"])
     send.assert_called_once_with(args=[run.pk], task_id=run.celery_task_id,
-                                 queue=settings.TIERLAB_RUN_QUEUE)
+                                 queue=settings.TIERLAB_RUN_QUEUE,
+                                 time_limit=None, soft_time_limit=None)   # the worker's apply
 
 
 def test_it_fails_the_run_when_the_broker_is_down(owner_api, scenario,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from tierlab.env import env_bool, env_int, env_list, env_str
+from tierlab.env import env_bool, env_choice, env_float, env_int, env_list, env_required, env_str
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,9 +25,23 @@ def test_env_helpers_parse(monkeypatch):
     assert env_bool("X_UNSET", True) is True
 
 
+def test_more_env_helpers_parse(monkeypatch):
+    monkeypatch.setenv("X_FLOAT", "0.25")
+    monkeypatch.setenv("X_CHOICE", "SAMEORIGIN")
+    assert env_float("X_FLOAT", 0.0) == 0.25 and env_float("X_UNSET", 1.5) == 1.5
+    assert env_choice("X_CHOICE", "DENY", ["DENY", "SAMEORIGIN"]) == "SAMEORIGIN"
+    assert env_choice("X_UNSET", "DENY", ["DENY", "SAMEORIGIN"]) == "DENY"
+    assert env_required("X_FLOAT", "always") == "0.25"
+
+
 @pytest.mark.parametrize("helper, value", [(lambda: env_bool("X", False), "maybe"),
                                            (lambda: env_int("X", 0), "4.5"),
-                                           (lambda: env_int("X", 0, minimum=1), "0")])
+                                           (lambda: env_int("X", 0, minimum=1), "0"),
+                                           (lambda: env_float("X", 0.0), "fast"),
+                                           (lambda: env_float("X", 0.0), "nan"),
+                                           (lambda: env_float("X", 0.0, minimum=0), "-1"),
+                                           (lambda: env_choice("X", "a", ["a", "b"]), "c"),
+                                           (lambda: env_required("X", "here"), " ")])
 def test_env_helpers_fail_loudly(monkeypatch, helper, value):
     monkeypatch.setenv("X", value)
     with pytest.raises(ImproperlyConfigured) as info:
@@ -36,16 +50,16 @@ def test_env_helpers_fail_loudly(monkeypatch, helper, value):
 
 
 def _import_settings(**env):
-    full = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG")}
+    full = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "ALLOWED_HOSTS")}
     full.update(env)
     return subprocess.run([sys.executable, "-c", "import tierlab.settings"], cwd=ROOT, env=full,
                           capture_output=True, text=True)
 
 
 def test_production_needs_a_secret_key():
-    result = _import_settings(DEBUG="0")
+    result = _import_settings(DEBUG="0", ALLOWED_HOSTS="tierlab.example.com")
     assert result.returncode != 0 and "SECRET_KEY must be set" in result.stderr
-    assert _import_settings(DEBUG="0", SECRET_KEY="s3cret").returncode == 0
+    assert _import_settings(DEBUG="0", SECRET_KEY="s3cret", ALLOWED_HOSTS="tierlab.example.com").returncode == 0
 
 
 def test_a_bad_boolean_stops_startup():

@@ -74,6 +74,10 @@ class Run(models.Model):
     reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+", help_text="The run whose stored result this copies.")
     celery_task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=255, blank=True,
+                              help_text="Hostname of the Celery worker that ran it last (name@host).")
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times a worker started it (more than 1: redelivered).")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -91,12 +95,13 @@ class Run(models.Model):
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
 
-    def mark_running(self, task_id: str = ""):
+    def mark_running(self, task_id: str = "", worker: str = ""):
         self.status, self.started_at, self.progress = self.Status.RUNNING, timezone.now(), 0.0
         self.error, self.finished_at = "", None
         self.celery_task_id = task_id or self.celery_task_id
+        self.worker, self.attempts = worker or self.worker, self.attempts + 1
         self.save(update_fields=["status", "started_at", "progress", "error", "finished_at",
-                                 "celery_task_id"])
+                                 "celery_task_id", "worker", "attempts"])
 
     def set_progress(self, fraction: float):
         self.progress = min(1.0, max(0.0, float(fraction)))

@@ -1,10 +1,9 @@
 """API shapes for scenarios, runs and the live estimate."""
 
-import json
-
 from rest_framework import serializers
 
 from simulation import ScenarioError
+from tierlab.api import loads
 from tierlab.scenarios.models import Run, Scenario
 
 
@@ -25,7 +24,7 @@ class ScenarioJSONField(serializers.JSONField):
     def to_internal_value(self, data):
         if isinstance(data, str):
             try:
-                data = json.loads(data)
+                data = loads(data)
             except ValueError as exc:
                 self.fail("malformed", error=exc)
         data = super().to_internal_value(data)
@@ -56,8 +55,8 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "scenario", "scenario_name", "status", "progress", "result", "error",
-                  "engine_version", "input", "input_hash", "reused_from", "created_at",
-                  "started_at", "finished_at"]
+                  "engine_version", "input", "input_hash", "reused_from", "worker", "attempts",
+                  "created_at", "started_at", "finished_at"]
         read_only_fields = fields
 
 

@@ -7,6 +7,7 @@ import hashlib
 import inspect
 import json
 import logging
+import time
 import uuid
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -122,18 +123,22 @@ def enqueue(run: Run) -> None:
     from tierlab.scenarios.tasks import run_scenario
 
     try:
+        # No time limits in the message: the worker's own (RUN_TIME_LIMIT_S) apply.
         run_scenario.apply_async(args=[run.pk], task_id=run.celery_task_id,
-                                 queue=settings.TIERLAB_RUN_QUEUE)
+                                 queue=settings.TIERLAB_RUN_QUEUE,
+                                 time_limit=None, soft_time_limit=None)
     except Exception as exc:  # broker down or misconfigured
         log.exception("could not queue run %s", run.pk)
         run.mark_failed(f"could not queue the run: the task broker is unavailable ({exc})")
 
 
-def execute_run(run_id: int, task_id: str = "") -> None:
+def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
     """Body of the Celery task: evaluate the run's stored input and record the outcome.
 
     Never leaves the run `running`: a ScenarioError, a time limit or any other error
-    becomes `failed` with a reason. A redelivered task for a finished run does nothing.
+    becomes `failed` with a reason. A redelivered task for a finished run does nothing; one
+    whose workers already died ``TIERLAB_RUN_MAX_ATTEMPTS`` times fails it instead of
+    killing another worker.
     """
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
@@ -142,19 +147,33 @@ def execute_run(run_id: int, task_id: str = "") -> None:
     if run.is_finished:
         log.info("run %s is already %s; nothing to do", run_id, run.status)
         return
-    run.mark_running(task_id)
+    if run.attempts >= settings.TIERLAB_RUN_MAX_ATTEMPTS:
+        run.mark_failed(f"worker lost: the run was started {run.attempts} times and its worker "
+                        "died each time (killed, out of memory?); not trying again")
+        return
+    run.mark_running(task_id, worker)
     try:
+        if settings.TIERLAB_TEST_TASK_SLEEP_S:      # test-only: a slow run on purpose
+            time.sleep(settings.TIERLAB_TEST_TASK_SLEEP_S)
         result = evaluate_resolved(run.input, progress=run.set_progress)
     except ScenarioError as exc:
         run.mark_failed(f"{exc.field}: {exc.message}")
     except SoftTimeLimitExceeded:
-        run.mark_failed(f"time limit exceeded: the engine ran longer than "
-                        f"{settings.CELERY_TASK_SOFT_TIME_LIMIT} s")
+        run.mark_failed(f"time limit exceeded: the run took longer than "
+                        f"{settings.CELERY_TASK_SOFT_TIME_LIMIT} s (soft limit)")
     except Exception as exc:
         log.exception("run %s failed", run_id)
         run.mark_failed(f"engine error: {type(exc).__name__}: {exc}")
     else:
         run.mark_succeeded(result)
+
+
+def fail_after_hard_limit(run_id: int, limit_s: float) -> None:
+    """The worker killed the run's process at the hard time limit: record why."""
+    Run.objects.filter(pk=run_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
+        status=Run.Status.FAILED, finished_at=timezone.now(),
+        error=f"time limit exceeded: the run took longer than {limit_s:g} s (hard limit; its "
+              "process was killed)")
 
 
 def fail_stale_runs() -> int:

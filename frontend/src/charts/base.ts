@@ -2,17 +2,26 @@
 // (tree-shaken from echarts/core), follows the element's size and the light/dark scheme,
 // marks the element data-rendered="true" once drawn, and disposes cleanly.
 
-import { BarChart } from "echarts/charts";
+import { BarChart, CustomChart, LineChart, ScatterChart } from "echarts/charts";
 import {
   AriaComponent,
+  DataZoomInsideComponent,
+  DataZoomSliderComponent,
   GridComponent,
   LegendComponent,
+  MarkAreaComponent,
+  MarkLineComponent,
   TooltipComponent,
 } from "echarts/components";
 import * as echarts from "echarts/core";
 import { SVGRenderer } from "echarts/renderers";
 
-echarts.use([BarChart, AriaComponent, GridComponent, LegendComponent, TooltipComponent, SVGRenderer]);
+echarts.use([
+  BarChart, CustomChart, LineChart, ScatterChart,
+  AriaComponent, DataZoomInsideComponent, DataZoomSliderComponent, GridComponent, LegendComponent,
+  MarkAreaComponent, MarkLineComponent, TooltipComponent,
+  SVGRenderer,
+]);
 
 /** Dark when the page says so (`<html data-theme="dark">`, as Pico uses), else the OS setting. */
 export function prefersDark(): boolean {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_VALUES,
   buildRequest,
+  hasAdvancedValues,
   inputNameForErrorKey,
   modelOptionLabel,
   nodeOptionLabel,
@@ -36,10 +37,43 @@ describe("buildRequest", () => {
           pipeline_parallel: 1, precision: "bf16", optimizer: "adam", recompute: "none",
           flash_attention: true, sequence_parallel: false,
         },
-        strategy: { kind: "zero3", offload_optimizer: "none", offload_params: "none" },
+        strategy: { kind: "zero3", offload_optimizer: "none", offload_params: "none", offload_activations: "none" },
+        // the engine's defaults, written out; blank numbers (interval = Daly's optimum) left out
+        checkpoint: { content: "model_states", target: "parallel_fs", method: "blocking", sharded: true },
         convention: "realistic",
       },
     });
+  });
+
+  it("sends the advanced and checkpoint inputs under their dotted paths, numbers as numbers", () => {
+    const r = buildRequest({
+      ...values,
+      "training.compute_efficiency": "0.6",
+      "training.network_efficiency": " 0.7 ",
+      "strategy.prefetch_depth": "0",
+      "strategy.prefetch_miss_rate": "0.05",
+      "strategy.offload_activations": "cpu",
+      "checkpoint.target": "local_nvme",
+      "checkpoint.method": "async",
+      "checkpoint.content": "weights_only",
+      "checkpoint.sharded": false,
+      "checkpoint.interval_s": "3600",
+      "checkpoint.quantize_bits": "8",
+      "checkpoint.differential_fraction": "0.25",
+      "checkpoint.gpu_failure_rate_per_hour": "1e-5",
+    });
+    expect(r.scenario.training).toMatchObject({ compute_efficiency: 0.6, network_efficiency: 0.7 });
+    // depth 0 (no prefetch) is a value, not a blank
+    expect(r.scenario.strategy).toMatchObject({ prefetch_depth: 0, prefetch_miss_rate: 0.05, offload_activations: "cpu" });
+    expect(r.scenario.checkpoint).toEqual({
+      content: "weights_only", target: "local_nvme", method: "async", sharded: false, interval_s: 3600,
+      quantize_bits: 8, differential_fraction: 0.25, gpu_failure_rate_per_hour: 1e-5,
+    });
+  });
+
+  it("sends a non-number as typed so the server's message names the field", () => {
+    const r = buildRequest({ ...values, "checkpoint.interval_s": "soon" });
+    expect(r.scenario.checkpoint).toMatchObject({ interval_s: "soon" });
   });
 
   it("leaves out an empty global batch and sends the shard group only for HSDP", () => {
@@ -52,9 +86,9 @@ describe("buildRequest", () => {
 
   it("never sends an offload the strategy cannot do", () => {
     const r = buildRequest({ ...values, "strategy.kind": "ddp", "strategy.offload_optimizer": "cpu", "strategy.offload_params": "nvme" });
-    expect(r.scenario.strategy).toEqual({ kind: "ddp", offload_optimizer: "none", offload_params: "none" });
+    expect(r.scenario.strategy).toEqual({ kind: "ddp", offload_optimizer: "none", offload_params: "none", offload_activations: "none" });
     const z2 = buildRequest({ ...values, "strategy.kind": "zero2", "strategy.offload_optimizer": "cpu", "strategy.offload_params": "nvme" });
-    expect(z2.scenario.strategy).toEqual({ kind: "zero2", offload_optimizer: "cpu", offload_params: "none" });
+    expect(z2.scenario.strategy).toEqual({ kind: "zero2", offload_optimizer: "cpu", offload_params: "none", offload_activations: "none" });
   });
 
   it("keeps an example's settings the form has no input for", () => {
@@ -62,10 +96,16 @@ describe("buildRequest", () => {
       model: { preset: "llama2-70b" },
       cluster: { node: "dgx-h100", num_nodes: 1, tiers: { cxl: { capacity_bytes: 1e12, read_bytes_per_s: 1e11, write_bytes_per_s: 1e11 } } },
       strategy: { kind: "zero3", prefetch_depth: 2 },
+      checkpoint: { method: "in_memory_then_flush", flush_every: 5, detect_s: 60, quantize_bits: 8 },
     };
     const r = buildRequest(values, base);
     expect(r.scenario.cluster).toEqual({ tiers: base.cluster.tiers, node: "dgx-h100", num_nodes: 2, gpus_per_node: 8 });
-    expect(r.scenario.strategy).toMatchObject({ prefetch_depth: 2 });
+    // the prefetch depth has an input now: the (blank) input wins over the example
+    expect(r.scenario.strategy).not.toHaveProperty("prefetch_depth");
+    // detect_s has no input and is kept; flush_every goes with a method that is not in_memory_then_flush
+    expect(r.scenario.checkpoint).toEqual({ detect_s: 60, content: "model_states", target: "parallel_fs", method: "blocking", sharded: true });
+    const flush = buildRequest({ ...values, "checkpoint.method": "in_memory_then_flush", "checkpoint.quantize_bits": "8" }, base);
+    expect(flush.scenario.checkpoint).toMatchObject({ flush_every: 5, detect_s: 60, quantize_bits: 8 });
     // another node template drops the example's tier overrides
     expect(buildRequest({ ...values, "cluster.node": "dgx-a100-80gb" }, base).scenario.cluster).not.toHaveProperty("tiers");
   });
@@ -100,6 +140,25 @@ describe("valuesFromScenario", () => {
   it("round-trips through buildRequest", () => {
     const req = buildRequest(values);
     expect(buildRequest(valuesFromScenario(req.scenario, req.name)).scenario).toEqual(req.scenario);
+    const full = buildRequest({
+      ...values, "strategy.prefetch_depth": "2", "training.compute_efficiency": "0.5",
+      "checkpoint.method": "async", "checkpoint.sharded": false, "checkpoint.quantize_bits": "4", "checkpoint.mtbf_s": "86400",
+    });
+    expect(buildRequest(valuesFromScenario(full.scenario, full.name)).scenario).toEqual(full.scenario);
+  });
+
+  it("fills the checkpoint and advanced inputs, a null quantization as none", () => {
+    const v = valuesFromScenario({
+      model: { preset: "llama2-70b" }, cluster: { node: "dgx-h100" },
+      strategy: { kind: "zero3", prefetch_depth: 2 },
+      checkpoint: { method: "async", sharded: false, quantize_bits: null, interval_s: 1800 },
+    });
+    expect(v).toMatchObject({
+      "strategy.prefetch_depth": "2", "checkpoint.method": "async", "checkpoint.sharded": false,
+      "checkpoint.quantize_bits": "", "checkpoint.interval_s": "1800", "checkpoint.target": "parallel_fs",
+    });
+    expect(hasAdvancedValues(v)).toBe(true);
+    expect(hasAdvancedValues(DEFAULT_VALUES)).toBe(false);
   });
 
   it("names settings that have no input", () => {
@@ -107,7 +166,8 @@ describe("valuesFromScenario", () => {
       model: { preset: "llama2-70b" },
       cluster: { node: "x", tiers: { cxl: { capacity_bytes: 1 } } },
       strategy: { kind: "zero3", prefetch_depth: 2 },
-    })).toEqual(["cluster.tiers.cxl.capacity_bytes", "strategy.prefetch_depth"]);
+      checkpoint: { method: "async", detect_s: 60 },
+    })).toEqual(["cluster.tiers.cxl.capacity_bytes", "checkpoint.detect_s"]);
   });
 });
 
@@ -127,6 +187,9 @@ describe("error keys", () => {
     expect(inputNameForErrorKey("name")).toBe("name");
     expect(inputNameForErrorKey("scenario.model")).toBe("model.preset");
     expect(inputNameForErrorKey("scenario")).toBe("");
+    expect(inputNameForErrorKey("scenario.checkpoint.interval_s")).toBe("checkpoint.interval_s");
+    expect(inputNameForErrorKey("scenario.strategy.prefetch_depth")).toBe("strategy.prefetch_depth");
+    expect(inputNameForErrorKey("scenario.checkpoint")).toBe("checkpoint.target");
     expect(inputNameForErrorKey("")).toBe("");
   });
 });

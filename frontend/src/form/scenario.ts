@@ -50,6 +50,37 @@ export const CONVENTIONS: [string, string][] = [
   ["zero_paper", "zero_paper: the ZeRO paper's 2 + 2 + 12 B/param"],
 ];
 
+export const ACTIVATION_OFFLOAD: [string, string][] = [
+  ["none", "none (keep in GPU HBM)"],
+  ["cpu", "CPU DDR"],
+];
+
+export const CHECKPOINT_TARGETS: [string, string][] = [
+  ["parallel_fs", "parallel file system (GPFS / Lustre)"],
+  ["local_nvme", "local NVMe"],
+  ["gds_nvme", "local NVMe via GPUDirect Storage"],
+  ["remote_dram", "peer node DRAM over RDMA"],
+  ["cxl_pool", "CXL memory pool"],
+  ["object_store", "object store (S3-like)"],
+];
+
+export const CHECKPOINT_METHODS: [string, string][] = [
+  ["blocking", "blocking: training waits for the write"],
+  ["async", "async: snapshot, write in the background"],
+  ["in_memory_then_flush", "in-memory copy to a peer, then flush"],
+];
+
+export const CHECKPOINT_CONTENTS: [string, string][] = [
+  ["model_states", "model states (weights + optimizer)"],
+  ["weights_only", "weights only"],
+];
+
+export const QUANTIZE_BITS: [string, string][] = [
+  ["", "none (fp32 states as they are)"],
+  ["8", "8 bits"],
+  ["4", "4 bits"],
+];
+
 /** Integer inputs, by name. */
 export const INTEGER_FIELDS = [
   "cluster.num_nodes",
@@ -60,9 +91,30 @@ export const INTEGER_FIELDS = [
   "training.tensor_parallel",
   "training.pipeline_parallel",
   "strategy.shard_group_size",
+  "strategy.prefetch_depth",
 ] as const;
 
-export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel"] as const;
+/** Inputs that take any number (fractions, seconds); blank = the engine's default. */
+export const DECIMAL_FIELDS = [
+  "training.compute_efficiency",
+  "training.network_efficiency",
+  "strategy.prefetch_miss_rate",
+  "checkpoint.interval_s",
+  "checkpoint.differential_fraction",
+  "checkpoint.gpu_failure_rate_per_hour",
+  "checkpoint.mtbf_s",
+] as const;
+
+export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "checkpoint.sharded"] as const;
+
+/** The inputs of the "Advanced" section (opened when an example sets one of them). */
+export const ADVANCED_FIELDS = [
+  "training.compute_efficiency",
+  "training.network_efficiency",
+  "strategy.prefetch_depth",
+  "strategy.prefetch_miss_rate",
+  "strategy.offload_activations",
+] as const;
 
 /** Human label of every input (units in the label), for the error summary. */
 export const FIELD_LABELS: Record<string, string> = {
@@ -86,6 +138,20 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.sequence_parallel": "Sequence parallel",
   "training.tensor_parallel": "Tensor parallel degree",
   "training.pipeline_parallel": "Pipeline parallel degree",
+  "training.compute_efficiency": "Compute efficiency",
+  "training.network_efficiency": "Network efficiency",
+  "strategy.prefetch_depth": "Prefetch depth",
+  "strategy.prefetch_miss_rate": "Prefetch miss rate",
+  "strategy.offload_activations": "Activation offload",
+  "checkpoint.target": "Checkpoint target",
+  "checkpoint.method": "Checkpoint method",
+  "checkpoint.content": "Checkpoint content",
+  "checkpoint.sharded": "Sharded checkpoint",
+  "checkpoint.interval_s": "Checkpoint interval",
+  "checkpoint.quantize_bits": "Quantize fp32 states",
+  "checkpoint.differential_fraction": "Differential fraction",
+  "checkpoint.gpu_failure_rate_per_hour": "GPU failure rate",
+  "checkpoint.mtbf_s": "Job MTBF",
   convention: "Memory convention",
 };
 
@@ -109,7 +175,33 @@ export const DEFAULT_VALUES: FormValues = {
   "training.sequence_parallel": false,
   "training.tensor_parallel": "1",
   "training.pipeline_parallel": "1",
+  "training.compute_efficiency": "",
+  "training.network_efficiency": "",
+  "strategy.prefetch_depth": "",
+  "strategy.prefetch_miss_rate": "",
+  "strategy.offload_activations": "none",
+  "checkpoint.target": "parallel_fs",
+  "checkpoint.method": "blocking",
+  "checkpoint.content": "model_states",
+  "checkpoint.sharded": true,
+  "checkpoint.interval_s": "",
+  "checkpoint.quantize_bits": "",
+  "checkpoint.differential_fraction": "",
+  "checkpoint.gpu_failure_rate_per_hour": "",
+  "checkpoint.mtbf_s": "",
   convention: "realistic",
+};
+
+/** The engine's defaults of the inputs that may be left blank, shown as placeholders. */
+export const PLACEHOLDERS: Record<string, string> = {
+  "training.compute_efficiency": "0.55",
+  "training.network_efficiency": "0.8",
+  "strategy.prefetch_depth": "1",
+  "strategy.prefetch_miss_rate": "0",
+  "checkpoint.interval_s": "optimal (Daly)",
+  "checkpoint.differential_fraction": "1 (full)",
+  "checkpoint.gpu_failure_rate_per_hour": "1.97e-5 (Llama 3)",
+  "checkpoint.mtbf_s": "from the failure rate",
 };
 
 /** Which offload targets a strategy allows, and what it starts with. */
@@ -142,6 +234,13 @@ export function offloadAfterStrategyChange(
     if (params === "none") params = rules.defaultParams;
   }
   return { optimizer, params };
+}
+
+/** Sets `key` of `target` to the input's number, or deletes it when the input is blank. */
+function setOrDelete(target: Record<string, unknown>, key: string, value: string | boolean | undefined) {
+  const v = intOrRaw(value);
+  if (v === undefined) delete target[key];
+  else target[key] = v;
 }
 
 function intOrRaw(value: string | boolean | undefined): number | string | undefined {
@@ -204,6 +303,8 @@ export function buildRequest(
   training.recompute = str(values["training.recompute"], "none");
   training.flash_attention = values["training.flash_attention"] === true;
   training.sequence_parallel = values["training.sequence_parallel"] === true;
+  setOrDelete(training, "compute_efficiency", values["training.compute_efficiency"]);
+  setOrDelete(training, "network_efficiency", values["training.network_efficiency"]);
 
   const kind = str(values["strategy.kind"], "zero3");
   const baseStrategy = isObject(base?.strategy) ? base.strategy : {};
@@ -215,6 +316,22 @@ export function buildRequest(
   if (kind === "fsdp_hybrid_shard") {
     setIf(strategy, "shard_group_size", intOrRaw(values["strategy.shard_group_size"]));
   }
+  setOrDelete(strategy, "prefetch_depth", values["strategy.prefetch_depth"]);
+  setOrDelete(strategy, "prefetch_miss_rate", values["strategy.prefetch_miss_rate"]);
+  strategy.offload_activations = str(values["strategy.offload_activations"], "none");
+
+  // Checkpoint: the form's choices over the example's other settings (detect_s, ...).
+  const baseCheckpoint = isObject(base?.checkpoint) ? base.checkpoint : {};
+  const checkpoint: Record<string, unknown> = { ...baseCheckpoint };
+  checkpoint.content = str(values["checkpoint.content"], "model_states");
+  checkpoint.target = str(values["checkpoint.target"], "parallel_fs");
+  checkpoint.method = str(values["checkpoint.method"], "blocking");
+  checkpoint.sharded = values["checkpoint.sharded"] !== false;
+  if (checkpoint.method !== "in_memory_then_flush") delete checkpoint.flush_every;
+  setOrDelete(checkpoint, "quantize_bits", values["checkpoint.quantize_bits"]);
+  for (const key of ["interval_s", "differential_fraction", "gpu_failure_rate_per_hour", "mtbf_s"]) {
+    setOrDelete(checkpoint, key, values[`checkpoint.${key}`]);
+  }
 
   const scenario: ScenarioJSON = {
     schema: 1,
@@ -222,6 +339,7 @@ export function buildRequest(
     cluster,
     training,
     strategy,
+    checkpoint,
     convention: str(values.convention, "realistic"),
   };
   return { name: str(values.name, "").trim(), scenario };
@@ -237,6 +355,7 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
     cluster: scenario.cluster,
     training: scenario.training,
     strategy: scenario.strategy,
+    checkpoint: scenario.checkpoint,
   };
   for (const [section, body] of Object.entries(sections)) {
     if (!isObject(body)) continue;
@@ -290,6 +409,9 @@ export function inputNameForErrorKey(key: string): string {
     cluster: "cluster.node",
     "cluster.accelerator": "cluster.node",
     strategy: "strategy.kind",
+    checkpoint: "checkpoint.target",
+    "checkpoint.target_write_bytes_per_s": "checkpoint.target",
+    "checkpoint.flush_every": "checkpoint.method",
   };
   return sectionMain[k] ?? k;
 }
@@ -344,4 +466,9 @@ export function suggestName(values: FormValues, models: CatalogEntry[], nodes: C
   const model = models.find((m) => m.slug === values["model.preset"])?.name ?? String(values["model.preset"] || "custom model");
   const node = nodes.find((n) => n.slug === values["cluster.node"])?.name ?? String(values["cluster.node"]);
   return `${model} · ${values["cluster.num_nodes"]}× ${node} · ${values["strategy.kind"]}`;
+}
+
+/** Whether any input of the "Advanced" section differs from its default (then it is shown open). */
+export function hasAdvancedValues(values: FormValues): boolean {
+  return ADVANCED_FIELDS.some((k) => values[k] !== undefined && values[k] !== DEFAULT_VALUES[k]);
 }

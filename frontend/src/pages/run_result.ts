@@ -4,15 +4,20 @@
 import "../base";
 
 import { ApiError, getJSON } from "../api";
-import { mountMemoryChart } from "../charts/memory_chart";
+import { bandwidthRows, tierMarks } from "../charts/bandwidth_series";
+import { mountRunCharts } from "../charts/run_charts";
 import { absentTiers } from "../charts/series";
+import { ganttLayout, timelineHeight } from "../charts/timeline_series";
+import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import type { Report, Run } from "../types";
+import { BREAKDOWN_HELP, breakdownSegments, linkRows, stepHeadline, stepVerdict } from "../step";
+import type { BreakdownKey, Report, Run } from "../types";
 import {
   formatBytesPerParam,
   formatGB,
+  formatGBps,
   formatGiB,
   formatNumber,
   formatParams,
@@ -48,6 +53,150 @@ function table(
       h("tbody", null, rows.map((r) => h("tr", null, r.map((cell, i) =>
         i === 0 ? h("th", { scope: "row", class: cls(i) }, cell) : h("td", { class: cls(i) }, cell))))),
     ),
+  );
+}
+
+function chartFigure(id: string, label: string, caption: (string | Node | null)[], cls = "chart"): HTMLElement {
+  return h(
+    "figure",
+    null,
+    h("div", { id, class: cls, role: "img", "aria-label": label }),
+    h("figcaption", null, ...caption),
+  );
+}
+
+/** Step time: headline numbers, the verdict in words, the breakdown chart and table, the links. */
+function stepSection(report: Report): HTMLElement | null {
+  const head = stepHeadline(report);
+  if (!report.step) return null;
+  if (!head.available) {
+    return h("section", { id: "step" }, h("h2", null, "Step time"),
+      h("p", { id: "step-unavailable" }, `No step time: ${head.reason}`));
+  }
+  const stat = (label: string, value: string, id: string, note?: string) =>
+    h("div", { class: "stat", id }, h("small", null, label), h("strong", null, value), note ? h("small", null, note) : null);
+  const stats = h(
+    "div",
+    { class: "stats", id: "step-headline" },
+    stat("Step time", formatSeconds(head.timeS), "step-time",
+      head.microBatches ? `${head.microBatches} micro-batch${head.microBatches === 1 ? "" : "es"}${head.microBatchS ? ` of ≈ ${formatSeconds(head.microBatchS)}` : ""}` : undefined),
+    head.tokensPerS !== null
+      ? stat("Throughput", `${formatNumber(head.tokensPerS, 0)} tokens/s`, "step-tokens",
+          head.samplesPerS !== null ? `${formatNumber(head.samplesPerS, 2)} sequences/s` : undefined)
+      : null,
+    head.mfu !== null ? stat("MFU", formatPercent(head.mfu), "step-mfu", "model FLOPs / peak FLOP/s") : null,
+  );
+  const v = stepVerdict(report);
+  const verdictEl = v
+    ? h("article", { id: "step-verdict", class: "step-verdict", "data-bottleneck": v.bottleneck },
+        h("p", null, h("strong", null, v.headline)),
+        v.message ? h("p", null, v.message) : null)
+    : null;
+
+  const segs = breakdownSegments(report);
+  const chart = chartFigure("step-chart", "Stacked bar of the step time by part, in seconds", [
+    `Where the ${formatSeconds(head.timeS)} of a step go, in seconds; the parts add up to the step time. Hover a part for its share.`,
+  ], "chart step-chart");
+  const breakdown = table(
+    "step-breakdown-table",
+    "Step time by part (s, and % of the step)",
+    ["Part", "Time (s)", "Share (%)", "What it is"],
+    [
+      ...segs.map((seg) => [seg.label, `${formatNumber(seg.seconds, 3)} s`, formatPercent(seg.fraction), BREAKDOWN_HELP[seg.key as BreakdownKey] ?? ""]),
+      [h("strong", null, "Step"), h("strong", null, `${formatNumber(head.timeS, 3)} s`), formatPercent(1), ""],
+    ],
+    [1, 2],
+  );
+  const links = linkRows(report);
+  const linksTable = links.length
+    ? table(
+        "links-table",
+        "Links during the step, per GPU (GB = 1e9 bytes; busy and utilization over the whole step)",
+        ["Link", "Bandwidth per GPU (GB/s)", "Moved per GPU (GB)", "Busy (s)", "Utilization (%)"],
+        links.map((l) => [
+          l.bottleneck ? h("span", null, l.label, " ", h("mark", null, "bottleneck")) : l.label,
+          formatGBps(l.bytesPerS),
+          l.bytes !== null ? formatGB(l.bytes, 1) : "—",
+          `${formatNumber(l.busyS, 2)} s`,
+          formatPercent(l.utilization),
+        ]),
+        [1, 2, 3, 4],
+        [0],
+      )
+    : null;
+  return h("section", { id: "step" }, h("h2", null, "Step time"), stats, verdictEl, chart, breakdown, linksTable);
+}
+
+/** The Gantt chart of the simulated micro-batch. */
+function timelineSection(report: Report): HTMLElement | null {
+  const layout = ganttLayout(report);
+  if (!layout.items.length) return null;
+  const fig = chartFigure("timeline-chart", "Gantt chart of the simulated micro-batch: tasks per stream and link over time", [
+    `The step's last micro-batch as simulated, with the optimizer step: ${formatNumber(layout.items.length, 0)} tasks on `,
+    `${layout.rows.length} lanes (the GPU stream and the links), ${formatSeconds(layout.makespan)} in all. `,
+    "Overlapping flows on one link are drawn on thinner tracks. Drag the slider or scroll inside the chart to zoom; ",
+    "click a legend entry to hide a kind; hover a task for its start, end and duration in ms.",
+    layout.truncated ? h("strong", null, " The engine cut the task list short: later tasks are not shown.") : null,
+  ], "chart timeline-chart");
+  const el = fig.querySelector<HTMLElement>("#timeline-chart");
+  if (el) el.style.height = `${timelineHeight(layout)}px`;
+  return h("section", { id: "timeline" }, h("h2", null, "Timeline of a micro-batch"), fig);
+}
+
+/** ZeRO-Infinity's efficiency vs offload bandwidth, with this node's tiers. */
+function bandwidthSection(report: Report): HTMLElement | null {
+  const ob = report.offload_bandwidth;
+  if (!ob || !Object.keys(ob.curves ?? {}).length) return null;
+  const tiers = tierMarks(report);
+  const target = ob.target_efficiency;
+  const fig = chartFigure("bandwidth-chart", "Training efficiency against offload bandwidth per GPU, one curve per kind of state", [
+    "ZeRO-Infinity's analysis (Rajbhandari et al., SC'21, Sec. 4): the share of peak compute a GPU keeps when a kind of state ",
+    "lives on a tier of this bandwidth per GPU (log scale). Dashed lines: this node's tiers",
+    tiers.length ? ` (${tiers.map((t) => `${t.label} ${formatGBps(t.gbps * 1e9)}`).join(", ")} per GPU)` : "",
+    typeof target === "number" ? `; dotted: the ${formatPercent(target, 0)} target.` : ".",
+  ], "chart bandwidth-chart");
+  const rows = bandwidthRows(report);
+  const tbl = table(
+    "bandwidth-table",
+    "Bandwidth each kind of state needs (GB/s per GPU) and the efficiency it gets on this node's tiers (%)",
+    ["State", "Intensity (FLOP/B)", typeof target === "number" ? `Needed for ${formatPercent(target, 0)} (GB/s)` : "Needed (GB/s)",
+      ...tiers.map((t) => `On ${t.label} (%)`)],
+    rows.map((r) => [r.label, r.intensity, r.needed, ...r.perTier]),
+    [1, 2, ...tiers.map((_, i) => i + 3)],
+    [0],
+  );
+  return h("section", { id: "offload-bandwidth" }, h("h2", null, "Offload bandwidth"), fig, tbl);
+}
+
+/** Checkpoint cost, interval and goodput. */
+function checkpointSection(report: Report): HTMLElement | null {
+  const ck = report.checkpoint;
+  if (!ck || typeof ck.size_bytes !== "number") return null;
+  const rows = checkpointRows(report);
+  const tbl = table("checkpoint-table", "Checkpoint: size (GB = 1e9 bytes, GiB = 2^30 bytes), times, interval, goodput",
+    ["", "Value", "Note"], rows.map((r) => [r.name, r.value, r.note]), [], [0]);
+  const waste = wasteSlices(ck);
+  const wasteEl = waste.length
+    ? h("div", { id: "checkpoint-waste" },
+        h("p", null, h("strong", null, `Wall time lost: ${formatPercent(ck.waste_fraction ?? 1 - ck.goodput, 3)}`), ", of which:"),
+        h("ul", null, waste.map((w) => h("li", null, `${w.label}: ${formatPercent(w.fraction, 3)}`))))
+    : null;
+  const curve = ck.curve?.interval_s?.length
+    ? chartFigure("goodput-chart", "Goodput against checkpoint interval, with the chosen interval and Daly's optimum", [
+        "Goodput (useful work / wall time) against the checkpoint interval in hours (log scale): too often wastes time writing, ",
+        "too rarely loses more work per failure. Solid line: the chosen interval; dashed: Daly's optimum",
+        ck.monte_carlo ? `; the shaded box spans the p5–p95 goodput of ${ck.monte_carlo.runs} simulated runs around the chosen interval, the diamond their mean.` : ".",
+      ], "chart goodput-chart")
+    : null;
+  const notes = ck.notes ?? [];
+  return h(
+    "section",
+    { id: "checkpoint" },
+    h("h2", null, "Checkpoint"),
+    tbl,
+    wasteEl,
+    curve,
+    notes.length ? h("ul", { id: "checkpoint-notes", class: "notes" }, notes.map((n) => h("li", null, n))) : null,
   );
 }
 
@@ -120,7 +269,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
   );
 
   const absent = absentTiers(report);
-  const chart = h("div", { id: "memory-chart", class: "memory-chart", role: "img", "aria-label": "Stacked bar chart of memory per tier by category, with capacity" });
+  const chart = h("div", { id: "memory-chart", class: "chart memory-chart", role: "img", "aria-label": "Stacked bar chart of memory per tier by category, with capacity" });
   const figure = h(
     "figure",
     null,
@@ -150,13 +299,23 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     : null;
 
   const notes = report.notes ?? [];
+  const sections: [string, string, HTMLElement | null][] = [
+    ["step", "Step time", stepSection(report)],
+    ["timeline", "Timeline", timelineSection(report)],
+    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable)],
+    ["offload-bandwidth", "Offload bandwidth", bandwidthSection(report)],
+    ["checkpoint", "Checkpoint", checkpointSection(report)],
+    ["parts", "Parts", h("section", { id: "parts" }, h("h2", null, "Parts"), parts.length ? partsTable : h("p", { id: "parts-table" }, "The report lists no parts."))],
+  ];
+  const present = sections.filter(([, , el]) => el !== null);
   return h(
     "div",
     { id: "run-report" },
     banner,
-    h("section", null, h("h2", null, "Setup"), h("dl", { class: "facts" }, facts.flatMap(([k, val]) => [h("dt", null, k), h("dd", null, val)])), bppTable),
-    h("section", null, h("h2", null, "Memory per tier"), figure, tiersTable),
-    h("section", null, h("h2", null, "Parts"), parts.length ? partsTable : h("p", { id: "parts-table" }, "The report lists no parts.")),
+    h("nav", { class: "report-nav", "aria-label": "Sections of the report" },
+      h("ul", null, present.map(([id, label]) => h("li", null, h("a", { href: `#${id}` }, label))))),
+    h("section", { id: "setup" }, h("h2", null, "Setup"), h("dl", { class: "facts" }, facts.flatMap(([k, val]) => [h("dt", null, k), h("dd", null, val)])), bppTable),
+    present.map(([, , el]) => el),
     checksTable ? h("section", { id: "cross-checks" }, h("h2", null, "Cross-checks"), checksTable) : null,
     notes.length ? h("section", { id: "notes" }, h("h2", null, "Notes"), h("ul", null, notes.map((n) => h("li", null, n)))) : null,
     h("p", null, h("small", null, h("a", { href: runUrl }, "This run as JSON"))),
@@ -220,8 +379,7 @@ function mount(root: HTMLElement): void {
         return;
       }
       replaceChildren(body, renderReport(run.result, runUrl));
-      const chartEl = document.getElementById("memory-chart");
-      if (chartEl) mountMemoryChart(chartEl, run.result);
+      mountRunCharts(run.result);
     }
   };
 

@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+
+import { betterWord, columnLabel, formatInput, formatUSD, formatValue, inputUnit, pathLabel } from "./format";
+
+describe("formatValue", () => {
+  it("labels every number with its unit, bytes in GB and GiB", () => {
+    expect(formatValue(85.1e9, "bytes")).toBe("85.1 GB (79.3 GiB)");
+    expect(formatValue(4.2654, "s")).toBe("4.27 s");
+    expect(formatValue(0.3641, "fraction")).toBe("36.4%");
+    expect(formatValue(7682.29, "tokens_per_s")).toBe("7,682 tokens/s");
+    expect(formatValue(39.33, "usd_per_hour")).toBe("$39.33/h");
+    expect(formatValue(0.4221, "usd_per_mtok")).toBe("$0.422 per 1M tokens");
+    expect(formatValue(68976648192, "count")).toBe("69.0 B (68,976,648,192)");
+    expect(formatValue(16, "count")).toBe("16");
+  });
+
+  it("shows booleans as words and missing values as a dash", () => {
+    expect(formatValue(true, "bool")).toBe("yes");
+    expect(formatValue(false, "bool")).toBe("no");
+    expect(formatValue(null, "s")).toBe("—");
+    expect(formatValue(undefined, "bytes")).toBe("—");
+    expect(formatValue("exposed_comm", "text")).toBe("exposed_comm");
+  });
+});
+
+describe("inputs", () => {
+  it("reads the unit from the key's suffix", () => {
+    expect(inputUnit("cluster.tiers.ddr.capacity_bytes")).toBe("bytes");
+    expect(inputUnit("cluster.nic_bytes_per_s")).toBe("bytes_per_s");
+    expect(inputUnit("checkpoint.detect_s")).toBe("s");
+    expect(inputUnit("training.compute_efficiency")).toBe("fraction");
+    expect(inputUnit("strategy.kind")).toBe("");
+  });
+
+  it("formats an input by its unit", () => {
+    expect(formatInput("cluster.nic_bytes_per_s", 4e11)).toBe("400.0 GB/s");
+    expect(formatInput("cluster.tiers.ddr.capacity_bytes", 2 ** 41)).toBe("2,199.0 GB (2,048.0 GiB)");
+    expect(formatInput("training.compute_efficiency", 0.55)).toBe("55.0%");
+    expect(formatInput("cluster.num_nodes", 2)).toBe("2");
+    expect(formatInput("strategy.kind", "zero3")).toBe("zero3");
+    expect(formatInput("training.flash_attention", true)).toBe("true");
+  });
+});
+
+describe("labels", () => {
+  it("numbers columns and cuts long names", () => {
+    expect(columnLabel(0, "ZeRO-3")).toBe("1. ZeRO-3");
+    const long = columnLabel(7, "Llama-2-70B on 2x DGX H100 with ZeRO-3 and NVMe offload", 20);
+    expect(long).toHaveLength(20);
+    expect(long.startsWith("8. Llama")).toBe(true);
+    expect(long.endsWith("…")).toBe(true);
+  });
+
+  it("names what best means and paths as words", () => {
+    expect(betterWord("min")).toBe("lowest");
+    expect(betterWord("max")).toBe("highest");
+    expect(betterWord("")).toBe("");
+    expect(pathLabel("strategy.offload_optimizer")).toBe("strategy › offload optimizer");
+    expect(formatUSD(1234.5)).toBe("$1,234.50");
+  });
+});

@@ -1,0 +1,104 @@
+// Shapes of the dashboard's API: comparisons, sweeps, share links (see tierlab/dashboard).
+
+import type { Report } from "../types";
+
+/** How a table value is shown: the engine's SI unit, named. */
+export type Unit =
+  | "bytes"
+  | "s"
+  | "fraction"
+  | "tokens_per_s"
+  | "usd_per_hour"
+  | "usd_per_mtok"
+  | "count"
+  | "bool"
+  | "text";
+
+export type Value = number | string | boolean | null | unknown[];
+
+export interface OutputRow {
+  key: string;
+  label: string;
+  unit: Unit | string;
+  better: "min" | "max" | "";
+  values: Value[];
+  /** Columns holding the best value (chosen by the server, among the columns that fit). */
+  best: number[];
+}
+
+export interface InputRow {
+  key: string;
+  values: Value[];
+  differs: boolean;
+}
+
+export interface ComparisonItem {
+  position: number;
+  name: string;
+  scenario: number | null;
+  run: number | null;
+  status: string;
+  progress: number;
+  error: string;
+  report: Report | null;
+}
+
+export interface Comparison {
+  id: number | null;
+  name: string;
+  status: "running" | "succeeded" | "failed" | string;
+  progress: number;
+  items: ComparisonItem[];
+  table: { inputs: InputRow[]; outputs: OutputRow[] };
+  url?: string;
+}
+
+export interface Axis {
+  path: string;
+  label?: string;
+  values: (number | string | boolean)[];
+}
+
+export interface SweepPoint {
+  index: number;
+  values: Record<string, number | string | boolean>;
+  status: "done" | "failed" | "cancelled" | "pending" | string;
+  valid?: boolean;
+  fits?: boolean;
+  error?: string;
+  violations?: string[];
+  hbm_total_bytes?: number | null;
+  hbm_capacity_bytes?: number | null;
+  step_time_s?: number | null;
+  tokens_per_s?: number | null;
+  mfu?: number | null;
+  usd_per_hour?: number | null;
+  usd_per_million_tokens?: number | null;
+  goodput?: number | null;
+  bottleneck?: string | null;
+}
+
+export interface Sweep {
+  id: number | null;
+  name: string;
+  base: { id: number | null; name: string } | null;
+  axes: Axis[];
+  status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | string;
+  cancelled: boolean;
+  progress: number;
+  done_points: number;
+  total_points: number;
+  chunks: number;
+  points: SweepPoint[];
+  pareto: number[];
+  error: string;
+}
+
+export interface Shared<T> {
+  kind: "scenario" | "comparison" | "sweep";
+  token: string;
+  name: string;
+  owner: string;
+  created_at: string;
+  data: T;
+}

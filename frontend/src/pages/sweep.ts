@@ -1,0 +1,214 @@
+// A sweep's page at /sweeps/<id>/ (and a shared sweep at /s/<token>/): a progress bar that
+// moves as the worker's chunks finish points, a Cancel button, then the heatmap of a metric
+// (chosen in a select that is kept in the URL, ?metric=...), the Pareto chart and a table
+// of every point. The charts fill in while the sweep runs.
+
+import "../base";
+import "../styles/dashboard.css";
+
+import { ApiError } from "../api";
+import { drawChart } from "../charts/dashboard_charts";
+import { METRICS, heatmapHeight, heatmapOption, metricByKey, paretoGroups, paretoOption, pointClass,
+  valueText, CLASS_LABELS, type Metric } from "../charts/sweep_series";
+import type { ChartHandle } from "../charts/base";
+import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
+import { formatUSD } from "../dashboard/format";
+import type { Sweep, SweepPoint } from "../dashboard/types";
+import { h, replaceChildren } from "../dom";
+import { pollDelay } from "../poll";
+import { formatBytes, formatNumber, formatPercent, formatSeconds } from "../units";
+
+const STATUS_TEXT: Record<string, string> = {
+  queued: "Queued — waiting for a worker",
+  running: "Running",
+  succeeded: "Finished",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+const show = (v: unknown, f: (x: number) => string) => {
+  const n = num(v);
+  return n === null ? "—" : f(n);
+};
+
+function outcome(p: SweepPoint, onFront: boolean): string {
+  if (p.status !== "done") return p.status === "pending" ? "not yet run" : `${p.status}: ${p.error ?? ""}`;
+  if (p.valid === false) return `invalid: ${p.error ?? ""}`;
+  if (!p.fits) return `does not fit${p.violations?.length ? `: ${p.violations.join("; ")}` : ""}`;
+  return onFront ? "fits ◆ Pareto front" : "fits";
+}
+
+function pointsTable(sweep: Sweep): HTMLElement {
+  const front = new Set(sweep.pareto);
+  const cls = (p: SweepPoint) => pointClass(p, METRICS[0]);
+  return h("div", { class: "overflow-auto", tabindex: 0, role: "region", "aria-label": "Every point of the sweep" },
+    h("table", { id: "sweep-table", class: "striped" },
+      h("caption", null, "Every point: its values, whether it fits, and its numbers (◆ on the cost / step-time Pareto front)."),
+      h("thead", null, h("tr", null,
+        h("th", { scope: "col" }, "#"),
+        sweep.axes.map((ax) => h("th", { scope: "col" }, ax.label ?? ax.path)),
+        h("th", { scope: "col" }, "Outcome"),
+        h("th", { scope: "col", class: "num" }, "Step time (s)"),
+        h("th", { scope: "col", class: "num" }, "Throughput (tokens/s)"),
+        h("th", { scope: "col", class: "num" }, "USD per hour"),
+        h("th", { scope: "col", class: "num" }, "USD per 1M tokens"),
+        h("th", { scope: "col", class: "num" }, "HBM used per GPU (GB / GiB)"),
+        h("th", { scope: "col", class: "num" }, "MFU (%)"))),
+      h("tbody", null, sweep.points.map((p) => h("tr", {
+        "data-index": p.index, "data-status": p.status, "data-class": cls(p), "data-pareto": String(front.has(p.index)),
+        class: front.has(p.index) ? "pareto" : null,
+      },
+        h("th", { scope: "row" }, String(p.index + 1)),
+        sweep.axes.map((ax) => h("td", null, valueText(p.values[ax.path]))),
+        h("td", { class: cls(p) === "value" ? null : "muted" }, outcome(p, front.has(p.index))),
+        h("td", { class: "num" }, show(p.step_time_s, formatSeconds)),
+        h("td", { class: "num" }, show(p.tokens_per_s, (v) => `${formatNumber(v, 0)} tokens/s`)),
+        h("td", { class: "num" }, show(p.usd_per_hour, (v) => `${formatUSD(v)}/h`)),
+        h("td", { class: "num" }, show(p.usd_per_million_tokens, (v) => formatUSD(v))),
+        h("td", { class: "num" }, show(p.hbm_total_bytes, (v) => formatBytes(v))),
+        h("td", { class: "num" }, show(p.mfu, (v) => formatPercent(v))))))));
+}
+
+function mount(root: HTMLElement): void {
+  const url = root.dataset.url ?? "";
+  const cancelUrl = root.dataset.cancelUrl ?? "";
+  const params = new URLSearchParams(window.location.search);
+  let metric: Metric = metricByKey(params.get("metric"));
+
+  const statusText = h("strong", { id: "sweep-status" }, "Loading…");
+  const progress = h("progress", { id: "sweep-progress", max: 100, value: 0, "aria-label": "Points finished",
+    "aria-describedby": "sweep-progress-text" });
+  const progressText = h("span", { id: "sweep-progress-text" });
+  const problem = h("p", { id: "sweep-problem", class: "run-error", hidden: true });
+  const cancel = h("button", { type: "button", id: "sweep-cancel", class: "secondary", hidden: true }, "Cancel the sweep");
+  const panel = h("article", { id: "sweep-panel", "aria-live": "polite", "data-status": "loading" },
+    h("p", null, "Status: ", statusText, " — ", progressText), progress, problem, cancel);
+
+  const select = h("select", { id: "sweep-metric", name: "metric" },
+    METRICS.map((m) => h("option", { value: m.key, selected: m.key === metric.key }, `${m.label} (${m.scaleUnit})`)));
+  const heatmapEl = h("div", { id: "sweep-heatmap", class: "dash-chart", role: "img",
+    "aria-label": "Heatmap of the chosen metric over the sweep's grid" });
+  const paretoEl = h("div", { id: "sweep-pareto", class: "dash-chart", role: "img",
+    "aria-label": "Scatter chart of cost per million tokens against step time, with the Pareto front" });
+  const unplotted = h("p", { id: "sweep-unplotted", class: "hint" });
+  const tableHolder = h("section", { id: "sweep-points" });
+  const charts = h("section", { id: "sweep-charts" },
+    h("h2", null, "Heatmap"),
+    h("label", { for: "sweep-metric" }, "Colour the grid by"), select,
+    h("figure", null, heatmapEl, h("figcaption", null,
+      "Each cell is one point, labelled with its value and unit; green is better. Points that do not fit, are invalid, ",
+      "failed or were cancelled are grey and say so.")),
+    h("h2", null, "Pareto: cost against step time"),
+    h("figure", null, paretoEl, h("figcaption", null,
+      "Cost per million tokens (USD) against step time (s). The red line joins the points no other feasible point beats on ",
+      "both; grey crosses do not fit in memory.")),
+    unplotted);
+  replaceChildren(root, panel, charts, tableHolder);
+
+  let latest: Sweep | null = null;
+  let heat: ChartHandle | null = null;
+  let pareto: ChartHandle | null = null;
+  let attempt = 0;
+  let timer = 0;
+  let done = false;
+
+  const draw = (sweep: Sweep) => {
+    const heatBuild = (s: { dark: boolean }) => heatmapOption(sweep, metric, s);
+    const paretoBuild = (s: { dark: boolean }) => paretoOption(sweep, s);
+    if (heat) heat.update(heatBuild as never);
+    else heat = drawChart(heatmapEl, heatmapHeight(sweep), heatBuild);
+    if (pareto) pareto.update(paretoBuild as never);
+    else pareto = drawChart(paretoEl, 400, paretoBuild);
+    const g = paretoGroups(sweep);
+    const notShown = g.unplotted.filter((p) => p.status !== "pending");
+    const counts = new Map<string, number>();
+    for (const p of notShown) {
+      const c = pointClass(p, metric);
+      const label = c === "value" || c === "infeasible" ? "No step time" : CLASS_LABELS[c];
+      counts.set(label, (counts.get(label) ?? 0) + 1);
+    }
+    unplotted.textContent = notShown.length
+      ? `Not on the Pareto chart (no step time or cost): ${[...counts].map(([k, n]) => `${n} ${k.toLowerCase()}`).join(", ")}; see the table.`
+      : "";
+    replaceChildren(tableHolder, h("h2", null, "Points"), pointsTable(sweep));
+  };
+
+  const render = (sweep: Sweep, shared: boolean) => {
+    latest = sweep;
+    panel.dataset.status = sweep.status;
+    root.dataset.status = sweep.status;
+    statusText.textContent = STATUS_TEXT[sweep.status] ?? sweep.status;
+    const pct = Math.round(sweep.progress * 100);
+    progress.value = pct;
+    progress.dataset.value = String(pct);
+    progressText.textContent = `${sweep.done_points} of ${sweep.total_points} points (${pct}%) in ${sweep.chunks} jobs`;
+    cancel.hidden = shared || !cancelUrl || FINISHED.has(sweep.status);
+    problem.hidden = !sweep.error;
+    problem.textContent = sweep.error;
+    draw(sweep);
+  };
+
+  const schedule = () => {
+    window.clearTimeout(timer);
+    if (!done) timer = window.setTimeout(poll, pollDelay(Math.min(attempt++, 3), document.hidden));
+  };
+
+  async function poll() {
+    try {
+      const { data, shared } = await fetchSweep(url);
+      render(data, shared !== null || root.dataset.shared === "true");
+      if (FINISHED.has(data.status)) {
+        done = true;
+        root.dataset.ready = "true";
+        return;
+      }
+    } catch (err) {
+      if (err instanceof ApiError && [401, 403, 404, 410].includes(err.status)) {
+        panel.dataset.status = "unavailable";
+        statusText.textContent = err.message;
+        done = true;
+        return;
+      }
+      problem.hidden = false;
+      problem.textContent = `Could not reach the server (${err instanceof Error ? err.message : String(err)}); retrying…`;
+    }
+    schedule();
+  }
+
+  select.addEventListener("change", () => {
+    metric = metricByKey(select.value);
+    const next = new URL(window.location.href);
+    next.searchParams.set("metric", metric.key);
+    window.history.replaceState(null, "", next);
+    if (latest) draw(latest);
+  });
+
+  cancel.addEventListener("click", async () => {
+    cancel.disabled = true;
+    cancel.setAttribute("aria-busy", "true");
+    try {
+      render(await cancelSweep(cancelUrl), false);
+      done = true;
+    } catch (err) {
+      problem.hidden = false;
+      problem.textContent = err instanceof Error ? err.message : String(err);
+      cancel.disabled = false;
+    }
+    cancel.removeAttribute("aria-busy");
+    if (!done) schedule();
+  });
+
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && !done) {
+      attempt = 0;
+      window.clearTimeout(timer);
+      void poll();
+    }
+  });
+
+  void poll();
+}
+
+const root = document.getElementById("sweep-root");
+if (root) mount(root);

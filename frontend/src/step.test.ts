@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+
+import { breakdownSegments, linkLabel, linkRows, stepHeadline, stepVerdict } from "./step";
+import { sampleReport, stepReport } from "./testdata/report";
+
+describe("breakdownSegments", () => {
+  it("lists the non-zero parts in the engine's order, and they add up to the step time", () => {
+    const segs = breakdownSegments(stepReport());
+    expect(segs.map((s) => s.key)).toEqual(["compute", "exposed_comm", "cpu_optimizer", "stall"]);
+    expect(segs.map((s) => s.label)).toEqual(["Compute", "Exposed communication", "CPU optimizer", "Prefetch stall"]);
+    // 6 + 3 + 0.5 + 0.5 = 10 s
+    expect(segs.reduce((sum, s) => sum + s.seconds, 0)).toBe(10);
+    expect(segs.map((s) => s.fraction)).toEqual([0.6, 0.3, 0.05, 0.05]);
+  });
+
+  it("is empty when the step is not available", () => {
+    const r = stepReport();
+    r.step = { available: false, reason: "does not fit" };
+    expect(breakdownSegments(r)).toEqual([]);
+    expect(stepHeadline(r)).toMatchObject({ available: false, reason: "does not fit" });
+    expect(stepHeadline(sampleReport())).toMatchObject({ available: false, reason: "The report has no simulated step." });
+  });
+});
+
+describe("stepHeadline", () => {
+  it("reads step time, tokens/s, MFU and micro-batches", () => {
+    expect(stepHeadline(stepReport())).toEqual({
+      available: true, reason: "", timeS: 10, tokensPerS: 13107.2, samplesPerS: 3.2, mfu: 0.42,
+      microBatches: 2, microBatchS: 5,
+    });
+  });
+});
+
+describe("stepVerdict", () => {
+  it("names the bottleneck in words, its share and the link to buy", () => {
+    const v = stepVerdict(stepReport())!;
+    expect(v.bottleneckLabel).toBe("Exposed communication");
+    expect(v.buyMoreOfLabel).toBe("NIC (node↔node)");
+    expect(v.headline).toBe("Bottleneck: exposed communication (30% of the step) — more NIC (node↔node) bandwidth shortens the step.");
+    expect(v.message).toContain("busiest link is nic");
+  });
+
+  it("keeps acronyms in the bottleneck's name", () => {
+    const r = stepReport();
+    r.verdict = { bottleneck: "exposed_offload", message: "m", buy_more_of: "nvme_read" };
+    expect(stepVerdict(r)!.headline).toBe("Bottleneck: exposed offload I/O — more NVMe read bandwidth shortens the step.");
+    r.verdict = { bottleneck: "cpu_optimizer", message: "m", buy_more_of: null };
+    expect(stepVerdict(r)!.headline).toBe("Bottleneck: CPU optimizer (5% of the step).");
+  });
+
+  it("is null without a verdict", () => {
+    expect(stepVerdict(sampleReport())).toBeNull();
+  });
+});
+
+describe("links", () => {
+  it("names links and paths of links in words", () => {
+    expect(linkLabel("nic")).toBe("NIC (node↔node)");
+    expect(linkLabel("nvme_read > pcie_h2d")).toBe("NVMe read ⇒ PCIe host→GPU");
+    expect(linkLabel("some_new_link")).toBe("some new link");
+  });
+
+  it("gives a row per link, the verdict's link marked", () => {
+    const rows = linkRows(stepReport());
+    expect(rows.map((r) => r.name)).toEqual(["pcie_h2d", "nvlink", "nic"]);
+    expect(rows[2]).toEqual({
+      name: "nic", label: "NIC (node↔node)", bytesPerS: 40e9, bytes: 3.2e11, busyS: 8, utilization: 0.8, bottleneck: true,
+    });
+    expect(rows.filter((r) => r.bottleneck)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,129 @@
+"""/api/v1/comparisons/: 2–8 of your scenarios side by side, one run each, best values marked."""
+
+import pytest
+
+from tests.web.dashboard_helpers import run_queued_runs, spec, strategies
+from tierlab.dashboard.models import Comparison
+from tierlab.scenarios.models import Run, Scenario
+
+URL = "/api/v1/comparisons/"
+pytestmark = pytest.mark.django_db
+
+
+def create(client, ids, **extra):
+    return client.post(URL, {"scenarios": ids, **extra}, format="json")
+
+
+def test_it_requires_login(anon_api, owner):
+    ids = [s.pk for s in strategies(owner)]
+    assert anon_api.get(URL).status_code == 401
+    assert create(anon_api, ids).status_code == 401
+
+
+def test_it_compares_scenarios_in_the_given_order_and_starts_their_runs(owner_api, owner):
+    a, b, c = strategies(owner)
+    r = create(owner_api, [c.pk, a.pk, b.pk])
+    assert r.status_code == 201, r.json()
+    body = r.json()
+    assert body["name"] == "7B fsdp_full_shard vs 7B zero2 vs 7B zero3"
+    assert body["scenarios"] == [c.pk, a.pk, b.pk]
+    assert [i["name"] for i in body["items"]] == ["7B fsdp_full_shard", "7B zero2", "7B zero3"]
+    assert body["status"] == "running" and body["progress"] == 0.0
+    assert all(i["status"] == "queued" and i["report"] is None for i in body["items"])
+    assert Run.objects.count() == 3
+    assert r["Location"] == f"/api/v1/comparisons/{body['id']}/"
+
+
+def test_it_shows_reports_differences_and_best_values_once_the_runs_finish(owner_api, owner):
+    ids = [s.pk for s in strategies(owner)]
+    pk = create(owner_api, ids, name="sharding").json()["id"]
+    run_queued_runs()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["name"] == "sharding" and body["status"] == "succeeded" and body["progress"] == 1.0
+    assert all(i["report"]["fits"] in (True, False) for i in body["items"])
+    inputs = {row["key"]: row for row in body["table"]["inputs"]}
+    assert inputs["strategy.kind"]["differs"] is True
+    assert inputs["strategy.kind"]["values"] == ["zero2", "zero3", "fsdp_full_shard"]
+    assert inputs["cluster.num_nodes"]["differs"] is False
+    assert body["table"]["inputs"][0]["differs"] is True              # differing rows first
+    outputs = {row["key"]: row for row in body["table"]["outputs"]}
+    hbm = outputs["memory.per_gpu.hbm.total_bytes"]
+    assert hbm["unit"] == "bytes" and hbm["better"] == "min"
+    # ZeRO-2 keeps whole parameters on every GPU: ZeRO-3 / FSDP FULL_SHARD need less HBM
+    assert hbm["values"][0] > hbm["values"][1]
+    assert 0 not in hbm["best"] and hbm["best"]
+    assert [hbm["values"][i] for i in hbm["best"]] == [min(hbm["values"])] * len(hbm["best"])
+    step = outputs["step.time_s"]
+    assert step["values"] == [i["report"]["step"]["time_s"] for i in body["items"]]
+    assert outputs["cost.usd_per_million_tokens"]["unit"] == "usd_per_mtok"
+
+
+def test_the_best_value_is_picked_among_the_scenarios_that_fit(owner_api, owner):
+    fits = Scenario.objects.create(owner=owner, name="fits", spec=spec())
+    big = Scenario.objects.create(owner=owner, name="ddp 70B", spec=spec(**{
+        "model.preset": "llama2-70b", "strategy.kind": "ddp"}))
+    pk = create(owner_api, [fits.pk, big.pk]).json()["id"]
+    run_queued_runs()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert [i["report"]["fits"] for i in body["items"]] == [True, False]
+    outputs = {row["key"]: row for row in body["table"]["outputs"]}
+    assert outputs["fits"]["best"] == [0]
+    # whatever the numbers, the scenario that does not fit is never "best"
+    for row in body["table"]["outputs"]:
+        assert 1 not in row["best"], row["key"]
+
+
+def test_a_failed_run_leaves_its_column_empty(owner_api, owner):
+    a, b = strategies(owner, ("zero2", "zero3"))
+    pk = create(owner_api, [a.pk, b.pk]).json()["id"]
+    run_queued_runs()
+    Run.objects.filter(scenario=b).update(status=Run.Status.FAILED, error="engine error: boom", result=None)
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "failed"
+    assert body["items"][1]["error"] == "engine error: boom" and body["items"][1]["report"] is None
+    step = next(r for r in body["table"]["outputs"] if r["key"] == "step.time_s")
+    assert step["values"][1] is None and step["best"] == []
+
+
+@pytest.mark.parametrize("ids,field", [
+    ([], "scenarios"), (["x", 1], "scenarios"), ([1], "scenarios"), (list(range(1, 10)), "scenarios"),
+])
+def test_it_refuses_a_bad_list_naming_the_field(owner_api, ids, field):
+    r = create(owner_api, ids)
+    assert r.status_code == 400 and field in r.json(), r.json()
+
+
+def test_it_refuses_twice_the_same_scenario(owner_api, owner):
+    a, _ = strategies(owner, ("zero2", "zero3"))
+    r = create(owner_api, [a.pk, a.pk])
+    assert r.status_code == 400 and "once" in r.json()["scenarios"][0]
+
+
+def test_it_refuses_a_strangers_scenario_naming_its_position(owner_api, owner, stranger):
+    mine = strategies(owner, ("zero2",))[0]
+    theirs = strategies(stranger, ("zero3",))[0]
+    r = create(owner_api, [mine.pk, theirs.pk])
+    assert r.status_code == 400
+    assert r.json() == {"scenarios.1": [f"you have no scenario {theirs.pk}"]}
+    assert Comparison.objects.count() == 0 and Run.objects.count() == 0    # nothing saved
+
+
+def test_a_missing_body_is_a_400_not_a_500(owner_api):
+    r = owner_api.post(URL, "{not json", content_type="application/json")
+    assert r.status_code == 400 and "body" in r.json()
+
+
+def test_strangers_see_404_and_lists_are_own(owner_api, stranger_api, owner):
+    pk = create(owner_api, [s.pk for s in strategies(owner, ("zero2", "zero3"))]).json()["id"]
+    assert stranger_api.get(f"{URL}{pk}/").status_code == 404
+    assert stranger_api.get(URL).json()["results"] == []
+    assert [c["id"] for c in owner_api.get(URL).json()["results"]] == [pk]
+
+
+def test_identical_inputs_reuse_stored_results(owner_api, owner):
+    a, b = strategies(owner, ("zero2", "zero3"))
+    create(owner_api, [a.pk, b.pk])
+    run_queued_runs()
+    body = create(owner_api, [b.pk, a.pk]).json()
+    assert body["status"] == "succeeded"              # no new work: both runs reused
+    assert all(i["report"] for i in body["items"])

@@ -1,0 +1,76 @@
+"""Huge or malformed request bodies are 413 or 400 with a reason under ``body``, never 500."""
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+ESTIMATE, SCENARIOS = "/api/v1/estimate/", "/api/v1/scenarios/"
+MB = 1024 * 1024
+
+
+def post_raw(client, url, body: bytes, content_type="application/json"):
+    return client.post(url, data=body, content_type=content_type)
+
+
+@pytest.mark.parametrize("url", [ESTIMATE, SCENARIOS])
+def test_a_20_mb_json_body_is_413(owner_api, url):
+    body = b'{"name": "big", "scenario": {"pad": "' + b"x" * (20 * MB) + b'"}}'
+    r = post_raw(owner_api, url, body)
+    assert r.status_code == 413
+    assert list(r.json()) == ["body"] and "too large" in r.json()["body"][0]
+
+
+def test_a_20_mb_form_body_is_413(owner_api):
+    r = owner_api.post(SCENARIOS, {"name": "big", "scenario": "x" * (20 * MB)})
+    assert r.status_code == 413 and "too large" in r.json()["body"][0]
+
+
+def test_a_body_just_under_the_limit_is_parsed(owner_api, settings, example_spec):
+    body = json.dumps({"scenario": example_spec, "pad": "x" * 1000}).encode()
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(body)
+    assert post_raw(owner_api, ESTIMATE, body).status_code == 200
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(body) - 1
+    assert post_raw(owner_api, ESTIMATE, body).status_code == 413
+
+
+def test_a_page_post_over_the_limit_is_not_a_500(client):
+    r = client.post("/accounts/login/", {"username": "x" * (20 * MB), "password": "y"})
+    assert r.status_code == 400
+
+
+@pytest.mark.parametrize("body, words", [
+    (b'{"scenario": {', "Expecting"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64"),
+    (b'{"scenario": ' + b"[" * 70 + b"]" * 70 + b"}", "nested deeper than 64"),
+    (b'{"scenario": {"model": "\xff\xfe"}}', "not valid utf-8"),
+    (b'{"scenario": {"model": NaN}}', "NaN is not valid JSON"),
+    (b'{"scenario": {"model": 1e999}}', "out of range"),
+    (b'{"scenario": {"model": ' + b"9" * 5000 + b"}}", "digits"),
+    (b'{"scenario": {"model": "a\\u0000b"}}', "NUL"),
+    (b'{"scenario": {"model\\u0000": 1}}', "NUL"),
+    (b'{"scenario": {"model": "\\ud800"}}', "surrogate"),
+    (b"\xef\xbb\xbf{}", "BOM"),
+])
+def test_a_malformed_json_body_is_400(owner_api, body, words):
+    r = post_raw(owner_api, ESTIMATE, body)
+    assert r.status_code == 400
+    assert list(r.json()) == ["body"]
+    assert words.lower() in r.json()["body"][0].lower(), r.json()
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 100_000, "nested deeper"),
+    ('{"model": "\\u0000"}', "NUL"),
+    ('{"model": ', "Expecting"),
+])
+def test_a_malformed_scenario_string_is_400_on_its_field(owner_api, text, words):
+    r = owner_api.post(SCENARIOS, {"name": "form", "scenario": text})
+    assert r.status_code == 400 and list(r.json()) == ["scenario"]
+    assert words in r.json()["scenario"][0]
+
+
+def test_a_wrong_content_type_is_415(owner_api):
+    r = post_raw(owner_api, ESTIMATE, b"<scenario/>", content_type="application/xml")
+    assert r.status_code == 415

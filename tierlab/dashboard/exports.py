@@ -1,0 +1,85 @@
+"""Downloads: a run's report as JSON, a comparison as CSV, a scenario as a DeepSpeed config
+or an FSDP snippet (written by ``simulation.export``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.http import HttpResponse
+from django.utils.text import slugify
+
+import simulation
+from simulation import export as engine_export
+from tierlab.scenarios import services
+
+CSV_UNITS = {
+    "bytes": "bytes", "s": "s", "fraction": "fraction (0..1)", "tokens_per_s": "tokens/s",
+    "usd_per_hour": "USD/h", "usd_per_mtok": "USD per 1e6 tokens", "count": "count",
+    "bool": "true/false", "text": "",
+}
+
+
+def _scenario(spec: dict) -> simulation.Scenario:
+    """The scenario as the catalog has it now. Raises ScenarioError."""
+    return simulation.Scenario.from_dict(spec, **services.catalog_lookups())
+
+
+def deepspeed_config(spec: dict) -> dict:
+    return engine_export.deepspeed_config(_scenario(spec))
+
+
+def fsdp_snippet(spec: dict) -> str:
+    return engine_export.fsdp_snippet(_scenario(spec))
+
+
+def filename(stem: str, ext: str) -> str:
+    return f"{slugify(stem)[:80] or 'tierlab'}.{ext}"
+
+
+def download(body: str, content_type: str, name: str) -> HttpResponse:
+    """A response the browser saves as ``name`` (and a script can read as it is)."""
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def json_download(data, name: str) -> HttpResponse:
+    return download(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+                    "application/json; charset=utf-8", name)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def comparison_csv(payload: dict) -> str:
+    """The comparison table as CSV: one row per output, then per input; SI values, unit column.
+
+    Columns: section, key, label, unit, best (names of the best columns) or differs (for
+    inputs), then one column per scenario in the comparison's order.
+    """
+    names = [f"{i['position'] + 1}. {i['name']}" for i in payload["items"]]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["section", "key", "label", "unit", "best_or_differs", *names])
+    w.writerow(["status", "status", "Run status", "", "", *[i["status"] for i in payload["items"]]])
+    for row in payload["table"]["outputs"]:
+        best = "; ".join(names[i] for i in row["best"])
+        w.writerow(["output", row["key"], row["label"], CSV_UNITS.get(row["unit"], row["unit"]), best,
+                    *[_cell(v) for v in row["values"]]])
+    for row in payload["table"]["inputs"]:
+        unit = "bytes" if row["key"].endswith("_bytes") else "bytes/s" if row["key"].endswith("_bytes_per_s") \
+            else "s" if row["key"].endswith("_s") else ""
+        w.writerow(["input", row["key"], row["key"], unit, "differs" if row["differs"] else "",
+                    *[_cell(v) for v in row["values"]]])
+    return buf.getvalue()

@@ -1,0 +1,209 @@
+"""Comparisons (2–8 scenarios side by side), sweeps (a grid of points run in chunks) and
+share links (an unguessable read-only token for any of the three).
+
+The rows are the truth: a comparison points at one run per scenario; a sweep's progress
+and results live on its chunks, each written by one Celery task.
+"""
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from tierlab.scenarios.models import Run, Scenario
+
+MIN_COMPARED, MAX_COMPARED = 2, 8
+
+
+class Comparison(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="comparisons")
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return f"/compare/{self.pk}/"
+
+    def ordered_items(self):
+        return self.items.select_related("scenario", "run").order_by("position")
+
+
+class ComparisonItem(models.Model):
+    """One column of a comparison: a scenario and the run whose report it shows."""
+
+    comparison = models.ForeignKey(Comparison, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveSmallIntegerField()
+    scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["comparison", "position"],
+                                               name="comparison_item_position_unique")]
+
+    def __str__(self):
+        return f"{self.comparison_id}[{self.position}] {self.scenario_id}"
+
+
+class Sweep(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="sweeps")
+    name = models.CharField(max_length=200)
+    base = models.ForeignKey(Scenario, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="sweeps", help_text="The scenario the grid varies.")
+    base_spec = models.JSONField(help_text="The base scenario's JSON when the sweep was made.")
+    axes = models.JSONField(help_text='[{"path": "cluster.num_nodes", "values": [1, 2, 4]}, ...]')
+    total_points = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    cancelled = models.BooleanField(default=False, help_text="Cancel requested: remaining chunks stop.")
+    pareto = models.JSONField(default=list, blank=True,
+                              help_text="Indices of points on the cost / step-time front.")
+    error = models.TextField(blank=True)
+    engine_version = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return f"/sweeps/{self.pk}/"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def done_points(self) -> int:
+        return self.chunks.aggregate(n=Sum("done"))["n"] or 0
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.done_points / self.total_points) if self.total_points else 1.0
+
+    @property
+    def axes_label(self) -> str:
+        return " × ".join(str(ax.get("path")) for ax in self.axes or [])
+
+
+class SweepChunk(models.Model):
+    """Points ``start`` .. ``stop - 1`` of a sweep: one Celery task."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
+
+    sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="chunks")
+    start = models.PositiveIntegerField()
+    stop = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    done = models.PositiveIntegerField(default=0, help_text="Points finished (any outcome).")
+    results = models.JSONField(default=list, blank=True, help_text="One summary per point, in order.")
+    error = models.TextField(blank=True)
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["sweep", "start"]
+
+    def __str__(self):
+        return f"Sweep {self.sweep_id} points {self.start}..{self.stop - 1} ({self.status})"
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+    @classmethod
+    def stale(cls, now=None):
+        """Chunks still `running` past the hard time limit + margin: their worker died."""
+        now = now or timezone.now()
+        cutoff = now - timedelta(seconds=settings.TIERLAB_RUN_STALE_AFTER_S)
+        return cls.objects.filter(status=cls.Status.RUNNING, started_at__lt=cutoff)
+
+
+def new_token() -> str:
+    """32 random bytes, URL-safe: 43 characters, unguessable."""
+    return secrets.token_urlsafe(32)
+
+
+class ShareLink(models.Model):
+    """A read-only link to one scenario, comparison or sweep; works without an account."""
+
+    KINDS = ("scenario", "comparison", "sweep")
+
+    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="share_links")
+    scenario = models.ForeignKey(Scenario, null=True, blank=True, on_delete=models.CASCADE,
+                                 related_name="share_links")
+    comparison = models.ForeignKey(Comparison, null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="share_links")
+    sweep = models.ForeignKey(Sweep, null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="share_links")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(
+            condition=(Q(scenario__isnull=False, comparison__isnull=True, sweep__isnull=True)
+                       | Q(scenario__isnull=True, comparison__isnull=False, sweep__isnull=True)
+                       | Q(scenario__isnull=True, comparison__isnull=True, sweep__isnull=False)),
+            name="share_link_one_target")]
+
+    def __str__(self):
+        return f"Share link to {self.kind} {self.target_id}"
+
+    def get_absolute_url(self):
+        return f"/s/{self.token}/"
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in self.KINDS if getattr(self, f"{k}_id") is not None)
+
+    @property
+    def target(self):
+        return getattr(self, self.kind)
+
+    @property
+    def target_id(self) -> int:
+        return getattr(self, f"{self.kind}_id")
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def revoke(self):
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])

@@ -1,0 +1,334 @@
+"""Sweeps: one base scenario, one or two parameters over a grid, run in chunks by Celery.
+
+A sweep is split into chunks of ``TIERLAB_SWEEP_CHUNK_POINTS`` points, one Celery task
+each. A chunk bumps its ``done`` count (``F()``) after every point, so progress moves;
+when it ends it writes its results and, holding the sweep's row (``select_for_update``),
+settles the sweep once no chunk is left. Cancelling stops queued chunks at once and
+running ones before their next point. Every point ends as a result: evaluated (valid or
+not, fitting or not, see ``simulation.sweep``), failed with the chunk's reason, or
+cancelled; a chunk whose worker died is failed by the read-time check, so no sweep stays
+running forever.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import re
+import uuid
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+import simulation
+from simulation import ScenarioError
+from simulation import sweep as engine_sweep
+from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.models import Sweep, SweepChunk
+from tierlab.dashboard.table import flatten
+from tierlab.scenarios import services
+from tierlab.scenarios.models import Scenario
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_POINTS = 5
+
+# What the sweep form offers: (path, label, unit or choices hint).
+PARAMETERS: tuple[tuple[str, str, str], ...] = (
+    ("cluster.num_nodes", "Number of nodes", "nodes"),
+    ("cluster.gpus_per_node", "GPUs per node", "GPUs"),
+    ("cluster.node", "Node template", "catalog slug, e.g. dgx-h100"),
+    ("model.preset", "Model", "catalog slug, e.g. llama2-13b"),
+    ("training.micro_batch_size", "Micro batch size", "sequences per GPU"),
+    ("training.global_batch_size", "Global batch size", "sequences per step"),
+    ("training.seq_len", "Sequence length", "tokens"),
+    ("training.tensor_parallel", "Tensor-parallel degree", "GPUs"),
+    ("training.pipeline_parallel", "Pipeline-parallel degree", "stages"),
+    ("training.recompute", "Activation recomputation", "none, selective, full"),
+    ("training.precision", "Precision", "bf16, fp16, fp32"),
+    ("training.optimizer", "Optimizer", "adam, adamw, adam_8bit, sgd_momentum, adafactor"),
+    ("strategy.kind", "Strategy", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_hybrid_shard, "
+                                  "zero_offload, zero_infinity"),
+    ("strategy.offload_optimizer", "Offload optimizer states to", "none, cpu, nvme, cxl"),
+    ("strategy.offload_params", "Offload parameters to", "none, cpu, nvme, cxl"),
+    ("strategy.prefetch_depth", "Prefetch depth", "layers ahead"),
+    ("strategy.shard_group_size", "Shard group size", "GPUs"),
+    ("checkpoint.target", "Checkpoint target", "local_nvme, remote_dram, cxl_pool, parallel_fs, "
+                                               "object_store, gds_nvme"),
+    ("checkpoint.method", "Checkpoint method", "blocking, async, in_memory_then_flush"),
+)
+PARAMETER_LABELS = {path: label for path, label, _ in PARAMETERS}
+
+# Ready-made grids: (slug, title, axes).
+PRESETS: tuple[tuple[str, str, list], ...] = (
+    ("nodes-x-micro-batch", "Nodes × micro batch",
+     [{"path": "cluster.num_nodes", "values": [1, 2, 4]},
+      {"path": "training.micro_batch_size", "values": [1, 2, 4]}]),
+    ("offload-x-prefetch", "Offload tier × prefetch depth",
+     [{"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]},
+      {"path": "strategy.prefetch_depth", "values": [0, 1, 2]}]),
+    ("sharding", "ZeRO-2 vs ZeRO-3 vs FSDP",
+     [{"path": "strategy.kind", "values": ["zero2", "zero3", "fsdp_full_shard"]}]),
+    ("checkpoint-target", "Checkpoint target × method",
+     [{"path": "checkpoint.target", "values": ["local_nvme", "remote_dram", "parallel_fs"]},
+      {"path": "checkpoint.method", "values": ["blocking", "async"]}]),
+)
+
+
+def chunk_points() -> int:
+    return max(1, int(getattr(settings, "TIERLAB_SWEEP_CHUNK_POINTS", DEFAULT_CHUNK_POINTS)))
+
+
+# ---------------------------------------------------------------- input
+_INT = re.compile(r"^[+-]?\d+$")
+_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+
+
+def parse_value(text: str):
+    """A typed value from a form: ``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"true"`` -> True, else the text."""
+    t = text.strip()
+    if _INT.match(t):
+        return int(t)
+    if _FLOAT.match(t):
+        return float(t)
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    return t
+
+
+def parse_values(text: str) -> list:
+    """``"1, 2, 4"`` -> ``[1, 2, 4]``; empty items dropped."""
+    return [parse_value(part) for part in str(text).split(",") if part.strip()]
+
+
+def grid_values(axes: list) -> list[dict]:
+    """``{path: value}`` of every grid point, in ``simulation.sweep.expand``'s order."""
+    return [{ax["path"]: v for ax, v in zip(axes, combo)}
+            for combo in itertools.product(*[ax["values"] for ax in axes])]
+
+
+def validate_axes(base_spec: dict, axes) -> list[dict]:
+    """The axes, checked against the engine's grid rules and the scenario's fields.
+
+    Raises ScenarioError (``axes``, ``axes.<k>.path``, ``axes.<k>.values``), or InputError
+    (``scenario``) when the base scenario itself cannot run.
+    """
+    if isinstance(axes, list):
+        axes = [{"path": ax.get("path"), "values": ax.get("values")} if isinstance(ax, dict) else ax
+                for ax in axes]
+    engine_sweep.expand({}, axes)             # shape, sizes, at most MAX_POINTS points
+    try:
+        resolved = services.resolve(base_spec)
+    except ScenarioError as exc:
+        raise InputError("scenario", f"the base scenario cannot run: {exc.field}: {exc.message}") from None
+    known = set(flatten(resolved)) | set(PARAMETER_LABELS)
+    seen = set()
+    for k, ax in enumerate(axes):
+        path = ax["path"]
+        if path not in known:
+            raise ScenarioError(f"axes.{k}.path", f"no scenario field “{path}”; for example "
+                                + ", ".join(p for p, _, _ in PARAMETERS[:5]))
+        if path in seen:
+            raise ScenarioError(f"axes.{k}.path", f"“{path}” is already the other axis")
+        seen.add(path)
+        if len(set(map(repr, ax["values"]))) != len(ax["values"]):
+            raise ScenarioError(f"axes.{k}.values", "each value may appear once")
+    return axes
+
+
+# ---------------------------------------------------------------- making and cancelling
+@transaction.atomic
+def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
+    """A sweep of the owner's scenario ``scenario_id`` over ``axes``, its chunks queued.
+
+    Raises InputError (``scenario``) or ScenarioError (the axes); nothing is saved then.
+    """
+    try:
+        base = Scenario.objects.get(owner=owner, pk=int(scenario_id))
+    except (TypeError, ValueError, Scenario.DoesNotExist):
+        raise InputError("scenario", f"you have no scenario {scenario_id!r}") from None
+    axes = validate_axes(base.spec, axes)
+    total = math.prod(len(ax["values"]) for ax in axes)
+    default = f"{base.name}: " + " × ".join(PARAMETER_LABELS.get(ax["path"], ax["path"]) for ax in axes)
+    sweep = Sweep.objects.create(owner=owner, name=((name or "").strip() or default)[:200], base=base,
+                                 base_spec=base.spec, axes=axes, total_points=total,
+                                 engine_version=simulation.ENGINE_VERSION)
+    size = chunk_points()
+    chunks = [SweepChunk.objects.create(sweep=sweep, start=start, stop=min(total, start + size),
+                                        celery_task_id=str(uuid.uuid4()))
+              for start in range(0, total, size)]
+    transaction.on_commit(lambda: [enqueue(c) for c in chunks])
+    return sweep
+
+
+def enqueue(chunk: SweepChunk) -> None:
+    """Send a chunk to the worker queue; a broker failure fails its points instead of hiding it."""
+    from tierlab.dashboard.tasks import run_sweep_chunk
+
+    try:
+        run_sweep_chunk.apply_async(args=[chunk.pk], task_id=chunk.celery_task_id,
+                                    queue=settings.TIERLAB_RUN_QUEUE)
+    except Exception as exc:  # broker down or misconfigured
+        log.exception("could not queue sweep chunk %s", chunk.pk)
+        finish_chunk(chunk, [], SweepChunk.Status.FAILED,
+                     f"could not queue the chunk: the task broker is unavailable ({exc})")
+
+
+def cancel_sweep(sweep: Sweep) -> Sweep:
+    """Stop the sweep: queued chunks are cancelled now, running ones before their next point.
+
+    Raises InputError (``status``) when the sweep has already finished.
+    """
+    with transaction.atomic():
+        sweep = Sweep.objects.select_for_update().get(pk=sweep.pk)
+        if sweep.is_finished:
+            raise InputError("status", f"the sweep has already {'been ' if sweep.status == 'cancelled' else ''}"
+                                       f"{sweep.status}; only a queued or running sweep can be cancelled")
+        now = timezone.now()
+        sweep.cancelled, sweep.status, sweep.finished_at = True, Sweep.Status.CANCELLED, now
+        sweep.save(update_fields=["cancelled", "status", "finished_at"])
+        values = grid_values(sweep.axes)
+        for chunk in sweep.chunks.filter(status=SweepChunk.Status.QUEUED):
+            _write_chunk(chunk, _left_over(values, chunk, [], "cancelled", "cancelled before it ran"),
+                         SweepChunk.Status.CANCELLED, "cancelled", now)
+        _settle(sweep)
+    return sweep
+
+
+# ---------------------------------------------------------------- a chunk, in the worker
+def _left_over(values: list[dict], chunk: SweepChunk, results: list, status: str, reason: str) -> list:
+    """``results`` plus one entry per point of the chunk that has none."""
+    rest = [{"index": i, "values": values[i], "valid": False, "fits": False, "status": status,
+             "error": reason} for i in range(chunk.start + len(results), chunk.stop)]
+    return list(results) + rest
+
+
+def _write_chunk(chunk: SweepChunk, results: list, status: str, error: str, now) -> None:
+    SweepChunk.objects.filter(pk=chunk.pk).update(status=status, results=results, error=error,
+                                                  done=chunk.size, finished_at=now)
+
+
+def _settle(sweep: Sweep) -> None:
+    """Update the Pareto front; finish the sweep once no chunk is queued or running.
+
+    The caller holds the sweep's row (select_for_update) inside a transaction.
+    """
+    chunks = list(sweep.chunks.all())
+    results = [r for c in chunks for r in c.results or []]
+    fields = {"pareto": engine_sweep.pareto([r for r in results if r.get("status") == "done"])}
+    if not any(c.status in (SweepChunk.Status.QUEUED, SweepChunk.Status.RUNNING) for c in chunks):
+        failed = [c for c in chunks if c.status == SweepChunk.Status.FAILED]
+        if not sweep.is_finished:
+            fields["status"] = Sweep.Status.FAILED if chunks and len(failed) == len(chunks) else Sweep.Status.SUCCEEDED
+            fields["finished_at"] = timezone.now()
+        if failed:
+            fields["error"] = (f"{sum(c.size for c in failed)} of {sweep.total_points} points failed: "
+                               + "; ".join(sorted({c.error for c in failed})))
+    Sweep.objects.filter(pk=sweep.pk).update(**fields)
+
+
+def finish_chunk(chunk: SweepChunk, results: list, status: str, reason: str = "") -> None:
+    """Write the chunk's results (points without one get ``reason``) and settle the sweep."""
+    sweep_values = None
+    with transaction.atomic():
+        sweep = Sweep.objects.select_for_update().get(pk=chunk.sweep_id)
+        if len(results) < chunk.size:
+            sweep_values = grid_values(sweep.axes)
+            point_status = "cancelled" if status == SweepChunk.Status.CANCELLED else "failed"
+            results = _left_over(sweep_values, chunk, results, point_status, reason or point_status)
+        _write_chunk(chunk, results, status, reason, timezone.now())
+        _settle(sweep)
+
+
+def _cancel_requested(sweep_id: int) -> bool:
+    return Sweep.objects.filter(pk=sweep_id, cancelled=True).exists()
+
+
+def execute_chunk(chunk_id: int, task_id: str = "") -> None:
+    """Body of the Celery task: evaluate the chunk's points and record them.
+
+    A redelivered chunk that already finished does nothing; one left running by a dead
+    worker starts over (its count is reset, so progress is not counted twice).
+    """
+    chunk = SweepChunk.objects.select_related("sweep").filter(pk=chunk_id).first()
+    if chunk is None or chunk.status in SweepChunk.FINISHED:
+        log.info("sweep chunk %s: nothing to do (%s)", chunk_id, chunk.status if chunk else "gone")
+        return
+    sweep = chunk.sweep
+    if sweep.cancelled:
+        finish_chunk(chunk, [], SweepChunk.Status.CANCELLED, "cancelled before it ran")
+        return
+    now = timezone.now()
+    claimed = SweepChunk.objects.filter(
+        pk=chunk.pk, status__in=[SweepChunk.Status.QUEUED, SweepChunk.Status.RUNNING]).update(
+        status=SweepChunk.Status.RUNNING, started_at=now, done=0,
+        celery_task_id=task_id or chunk.celery_task_id)
+    if not claimed:
+        return
+    Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.QUEUED).update(status=Sweep.Status.RUNNING,
+                                                                         started_at=now)
+    results, status, reason = [], SweepChunk.Status.DONE, ""
+    try:
+        points = engine_sweep.expand(sweep.base_spec, sweep.axes)[chunk.start:chunk.stop]
+        lookups = services.catalog_lookups()
+        for point in points:
+            if _cancel_requested(sweep.pk):
+                status, reason = SweepChunk.Status.CANCELLED, "cancelled"
+                break
+            summary = engine_sweep.summarize(point, **lookups)
+            summary["status"] = "done"
+            results.append(summary)
+            SweepChunk.objects.filter(pk=chunk.pk).update(done=F("done") + 1)
+    except SoftTimeLimitExceeded:
+        status, reason = SweepChunk.Status.FAILED, (
+            f"time limit exceeded: the chunk ran longer than {settings.CELERY_TASK_SOFT_TIME_LIMIT} s")
+    except Exception as exc:
+        log.exception("sweep chunk %s failed", chunk_id)
+        status, reason = SweepChunk.Status.FAILED, f"engine error: {type(exc).__name__}: {exc}"
+    finish_chunk(chunk, results, status, reason)
+
+
+def fail_stale_chunks() -> int:
+    """The read-time check: chunks whose worker died fail ("worker lost"), settling their sweep."""
+    n = 0
+    for chunk in SweepChunk.stale():
+        finish_chunk(chunk, [], SweepChunk.Status.FAILED,
+                     "worker lost: the chunk was still running "
+                     f"{settings.TIERLAB_RUN_STALE_AFTER_S} s after it started (past the time limit)")
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------- what the page reads
+def points(sweep: Sweep) -> list[dict]:
+    """Every grid point in order: its result, or ``{index, values, status: "pending"}``."""
+    values = grid_values(sweep.axes)
+    out: list[dict | None] = [None] * len(values)
+    for chunk in sweep.chunks.all():
+        for r in chunk.results or []:
+            if 0 <= r.get("index", -1) < len(out):
+                out[r["index"]] = r
+    return [r if r is not None else {"index": i, "values": values[i], "status": "pending"}
+            for i, r in enumerate(out)]
+
+
+def sweep_payload(sweep: Sweep) -> dict:
+    fail_stale_chunks()
+    sweep.refresh_from_db()
+    done = sweep.done_points
+    return {
+        "id": sweep.pk, "name": sweep.name,
+        "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
+        "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"])) for ax in sweep.axes],
+        "status": sweep.status, "cancelled": sweep.cancelled,
+        "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,
+        "done_points": done, "total_points": sweep.total_points,
+        "chunks": sweep.chunks.count(),
+        "points": points(sweep), "pareto": sweep.pareto, "error": sweep.error,
+        "engine_version": sweep.engine_version,
+        "created_at": sweep.created_at, "started_at": sweep.started_at, "finished_at": sweep.finished_at,
+    }

@@ -1,0 +1,127 @@
+"""The comparison table: which inputs differ, and each output with its best value marked.
+
+Every number is read from the engine's report as it is (SI units, named in ``unit``); the
+only thing decided here is which column is best. The page and the CSV export both use
+these rows, so they always agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Leaves of the resolved scenario that describe rather than configure (sources, names of
+# devices): shown nowhere in the table, they would only make every column differ.
+_SKIP_LEAVES = {"source", "price_source", "device", "node_name", "schema"}
+
+
+@dataclass(frozen=True)
+class Output:
+    key: str          # dotted path in the report
+    label: str
+    unit: str         # bytes | s | fraction | tokens_per_s | usd_per_hour | usd_per_mtok | count | bool | text
+    better: str = ""  # "min" | "max" | "" (no best)
+
+
+OUTPUTS: tuple[Output, ...] = (
+    Output("fits", "Fits in every tier", "bool", "max"),
+    Output("memory.per_gpu.hbm.total_bytes", "HBM used per GPU", "bytes", "min"),
+    Output("memory.per_gpu.hbm.capacity_bytes", "HBM capacity per GPU", "bytes"),
+    Output("memory.per_node.ddr.total_bytes", "DDR used per node", "bytes", "min"),
+    Output("memory.per_node.ddr.capacity_bytes", "DDR capacity per node", "bytes"),
+    Output("memory.per_node.nvme.total_bytes", "NVMe used per node", "bytes", "min"),
+    Output("memory.per_node.cxl.total_bytes", "CXL used per node", "bytes", "min"),
+    Output("step.time_s", "Step time", "s", "min"),
+    Output("step.breakdown_s.compute", "Step: compute", "s", "min"),
+    Output("step.breakdown_s.exposed_comm", "Step: exposed communication", "s", "min"),
+    Output("step.breakdown_s.exposed_offload", "Step: exposed offload I/O", "s", "min"),
+    Output("step.breakdown_s.cpu_optimizer", "Step: CPU optimizer", "s", "min"),
+    Output("step.breakdown_s.stall", "Step: prefetch stall", "s", "min"),
+    Output("step.breakdown_s.pipeline_bubble", "Step: pipeline bubble", "s", "min"),
+    Output("throughput.tokens_per_s", "Throughput", "tokens_per_s", "max"),
+    Output("mfu", "Model FLOPs utilization", "fraction", "max"),
+    Output("verdict.bottleneck", "Bottleneck", "text"),
+    Output("cost.usd_per_hour", "Cost per hour", "usd_per_hour", "min"),
+    Output("cost.usd_per_million_tokens", "Cost per million tokens", "usd_per_mtok", "min"),
+    Output("checkpoint.size_bytes", "Checkpoint size", "bytes", "min"),
+    Output("checkpoint.stall_s", "Checkpoint stall", "s", "min"),
+    Output("checkpoint.interval_s", "Checkpoint interval", "s"),
+    Output("checkpoint.goodput", "Goodput (useful work / wall time)", "fraction", "max"),
+    Output("parallelism.num_gpus", "GPUs", "count"),
+    Output("model.num_params", "Parameters", "count"),
+)
+
+
+def dig(data, path: str):
+    """``data["a"]["b"]`` for ``"a.b"``; None where a step is missing."""
+    node = data
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def flatten(data: dict, prefix: str = "") -> dict:
+    """Scalar leaves of a nested dict by dotted path (lists kept whole)."""
+    out = {}
+    for key, value in (data or {}).items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, path + "."))
+        elif key not in _SKIP_LEAVES:
+            out[path] = value
+    return out
+
+
+def input_rows(inputs: list[dict | None]) -> list[dict]:
+    """One row per input leaf of any column: ``{key, values, differs}``; differing rows first."""
+    flat = [flatten(i) if isinstance(i, dict) else {} for i in inputs]
+    keys: list[str] = []
+    seen = set()
+    for f in flat:
+        for k in f:
+            if k not in seen:
+                seen.add(k)
+                keys.append(k)
+    rows = []
+    for k in keys:
+        values = [f.get(k) for f in flat]
+        rows.append({"key": k, "values": values, "differs": any(v != values[0] for v in values)})
+    return sorted(rows, key=lambda r: not r["differs"])   # stable: keeps scenario order
+
+
+def best_indices(values: list, better: str, eligible: list[bool]) -> list[int]:
+    """Columns holding the best value: among the eligible columns (those that fit) if any
+    has a value, else among all. None when every value is the same or there is no rule."""
+    if better not in ("min", "max"):
+        return []
+    numeric = [(i, float(v)) for i, v in enumerate(values)
+               if isinstance(v, (int, float)) and v is not None]
+    pool = [(i, v) for i, v in numeric if eligible[i]] or numeric
+    if len({v for _, v in numeric}) <= 1 or not pool:
+        return []
+    pick = min if better == "min" else max
+    target = pick(v for _, v in pool)
+    return [i for i, v in pool if v == target]
+
+
+def output_rows(reports: list[dict | None]) -> list[dict]:
+    """One row per output in OUTPUTS that any report has: ``{key, label, unit, better, values, best}``."""
+    eligible = [bool(r and r.get("fits")) for r in reports]
+    rows = []
+    for out in OUTPUTS:
+        values = [dig(r, out.key) if r else None for r in reports]
+        if all(v is None for v in values):
+            continue
+        if out.unit == "bool":
+            best = best_indices([None if v is None else int(bool(v)) for v in values], out.better,
+                                [True] * len(values))
+        else:
+            best = best_indices(values, out.better, eligible)
+        rows.append({"key": out.key, "label": out.label, "unit": out.unit, "better": out.better,
+                     "values": values, "best": best})
+    return rows
+
+
+def comparison_table(inputs: list[dict | None], reports: list[dict | None]) -> dict:
+    return {"inputs": input_rows(inputs), "outputs": output_rows(reports)}

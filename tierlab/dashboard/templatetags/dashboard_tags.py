@@ -1,0 +1,18 @@
+"""The share panel: a page's links to one object, with Copy and Revoke, and a button for a new one."""
+
+from django import template
+
+from tierlab.dashboard.models import ShareLink
+
+register = template.Library()
+
+
+@register.inclusion_tag("dashboard/_share_panel.html", takes_context=True)
+def share_panel(context, kind: str, target):
+    request = context["request"]
+    links = ShareLink.objects.filter(owner=request.user, **{kind: target})
+    return {
+        "kind": kind, "target": target, "request": request, "csrf_token": context.get("csrf_token"),
+        "links": [{"link": link, "url": request.build_absolute_uri(link.get_absolute_url())}
+                  for link in links[:20]],
+    }

@@ -1,0 +1,165 @@
+"""Pages: comparisons, sweeps, share links and the shared view. Each looks its object up,
+calls one service and renders or redirects; the front end mounts on the template's ids."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from simulation import ScenarioError
+from tierlab.dashboard import comparisons, sharing, sweeps
+from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.forms import SweepForm
+from tierlab.dashboard.models import Comparison, ShareLink, Sweep
+from tierlab.scenarios.examples import examples
+from tierlab.scenarios.models import Scenario
+
+
+def _next(request, fallback: str) -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                         require_https=request.is_secure())
+    return target if ok and target.startswith("/") else fallback
+
+
+# ---------------------------------------------------------------- duplicate
+@login_required
+def scenario_duplicate(request, pk):
+    """The scenario builder holding a copy of one of your scenarios (saved as a new one)."""
+    source = get_object_or_404(Scenario, pk=pk, owner=request.user)
+    copy = {"name": f"Copy of {source.name}"[:200], "scenario": source.spec}
+    return render(request, "scenarios/form.html", {"examples": [copy, *examples()], "source": source})
+
+
+# ---------------------------------------------------------------- comparisons
+@login_required
+def compare_index(request):
+    """GET: your comparisons and sweeps. POST (the scenario list's Compare button): compare
+    the checked scenarios."""
+    if request.method == "POST":
+        try:
+            comparison = comparisons.create_comparison(request.user, request.POST.getlist("scenario"),
+                                                       request.POST.get("name", ""))
+        except InputError as exc:
+            field = "the checked scenarios" if exc.field.startswith("scenarios") else exc.field
+            messages.error(request, f"Could not compare {field}: {exc.message}.")
+            return redirect("scenario-list")
+        return redirect(comparison)
+    return render(request, "dashboard/index.html", {
+        "comparisons": Comparison.objects.filter(owner=request.user).prefetch_related("items__scenario")[:100],
+        "sweeps": Sweep.objects.filter(owner=request.user)[:100],
+    })
+
+
+@login_required
+def compare_detail(request, pk):
+    comparison = get_object_or_404(Comparison, pk=pk, owner=request.user)
+    return render(request, "dashboard/compare.html", {
+        "comparison": comparison, "items": comparison.ordered_items(),
+        "api_url": f"/api/v1/comparisons/{comparison.pk}/",
+        "csv_url": f"/api/v1/comparisons/{comparison.pk}/export.csv"})
+
+
+# ---------------------------------------------------------------- sweeps
+@login_required
+def sweep_new(request):
+    """The sweep form; ``?scenario=<id>`` picks the base, ``?preset=<slug>`` fills the axes."""
+    scenarios = Scenario.objects.filter(owner=request.user)
+    presets = [{"slug": slug, "title": title, "axes": axes} for slug, title, axes in sweeps.PRESETS]
+    if request.method == "POST":
+        form = SweepForm(request.POST, scenarios=scenarios)
+        if form.is_valid():
+            try:
+                sweep = sweeps.create_sweep(request.user, form.cleaned_data["scenario"], form.axes(),
+                                            form.cleaned_data["name"])
+            except (InputError, ScenarioError) as exc:
+                form.add_error(SweepForm.FIELD_FOR_ERROR.get(exc.field, None), exc.message)
+            else:
+                return redirect(sweep)
+    else:
+        preset = next((p for p in presets if p["slug"] == request.GET.get("preset")), presets[0])
+        initial = SweepForm.initial_for(preset["axes"])
+        if request.GET.get("scenario", "").isdigit():
+            initial["scenario"] = int(request.GET["scenario"])
+        form = SweepForm(initial=initial, scenarios=scenarios)
+    return render(request, "dashboard/sweep_form.html", {
+        "form": form, "presets": presets, "parameters": sweeps.PARAMETERS, "has_scenarios": scenarios.exists(),
+        "scenario_id": request.POST.get("scenario") or request.GET.get("scenario", "")})
+
+
+@login_required
+def sweep_detail(request, pk):
+    sweep = get_object_or_404(Sweep, pk=pk, owner=request.user)
+    return render(request, "dashboard/sweep.html", {
+        "sweep": sweep, "api_url": f"/api/v1/sweeps/{sweep.pk}/",
+        "cancel_url": f"/api/v1/sweeps/{sweep.pk}/cancel/"})
+
+
+@login_required
+@require_POST
+def sweep_cancel(request, pk):
+    """The Cancel button without JavaScript."""
+    sweep = get_object_or_404(Sweep, pk=pk, owner=request.user)
+    try:
+        sweeps.cancel_sweep(sweep)
+    except InputError as exc:
+        messages.error(request, f"Not cancelled: {exc.message}.")
+    return redirect(sweep)
+
+
+# ---------------------------------------------------------------- share links
+@login_required
+@require_POST
+def share_create(request):
+    kind, target_id = request.POST.get("kind", ""), request.POST.get("id", "")
+    try:
+        target = sharing.target_of(request.user, kind, target_id)
+        sharing.create_share(request.user, kind, target_id)
+    except InputError as exc:
+        messages.error(request, f"No link made: {exc.message}.")
+        return redirect(_next(request, "/scenarios/"))
+    messages.success(request, f"Anyone with the new link can view “{target.name}” (read-only) until you revoke it.")
+    return redirect(_next(request, target.get_absolute_url()) + "#share")
+
+
+@login_required
+@require_POST
+def share_revoke(request, pk):
+    link = get_object_or_404(ShareLink, pk=pk, owner=request.user)
+    link.revoke()
+    messages.success(request, "The link is revoked: it no longer opens anything.")
+    return redirect(_next(request, link.target.get_absolute_url()) + "#share")
+
+
+def shared(request, token):
+    """The read-only view of a share link, for anyone with the token."""
+    try:
+        link = sharing.open_link(token)
+    except ShareLink.DoesNotExist:
+        raise Http404("No share link with this token.") from None
+    except sharing.Revoked:
+        return render(request, "dashboard/shared_gone.html", status=410)
+    return render(request, "dashboard/shared.html", {
+        "link": link, "target": link.target, "kind": link.kind,
+        "api_url": f"/api/v1/shared/{link.token}/",
+        "files_url": f"/api/v1/shared/{link.token}/"})
+
+
+@login_required
+@require_POST
+def shared_fork(request, token):
+    try:
+        link = sharing.open_link(token)
+    except ShareLink.DoesNotExist:
+        raise Http404("No share link with this token.") from None
+    except sharing.Revoked:
+        return render(request, "dashboard/shared_gone.html", status=410)
+    try:
+        obj = sharing.fork(link, request.user)
+    except (InputError, ScenarioError) as exc:
+        messages.error(request, f"Could not fork it: {exc.message}.")
+        return redirect(link)
+    messages.success(request, f"“{obj.name}” is now yours to change.")
+    return redirect(obj)
