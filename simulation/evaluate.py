@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable
 
@@ -218,6 +219,8 @@ def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     from . import ENGINE_VERSION
 
     sb = state_bytes(sc.training.precision, sc.training.optimizer)
+    if not include_step:     # the quick estimate skips the seeded check of the hit rates
+        sc = dataclasses.replace(sc, recsys=dataclasses.replace(sc.recsys, sample_lookups=0))
     rs = recsys_sections(sc, sb, peak_flops(sc))
     tick(0.5)
     memory = recsys_memory(sc, rs)
