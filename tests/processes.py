@@ -7,6 +7,7 @@ own session, so killing its group takes its children (a prefork pool) with it.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import signal
@@ -48,6 +49,8 @@ def children(pid: int) -> list[int]:
 class Proc:
     """A subprocess with its output in a log file."""
 
+    stop_signal = signal.SIGTERM
+
     def __init__(self, name: str, cmd: list[str], env: dict, log_path: Path, cwd=ROOT):
         self.name, self.cmd, self.log_path = name, cmd, log_path
         with open(log_path, "ab") as log:
@@ -80,7 +83,7 @@ class Proc:
     def stop(self, timeout: float = 20.0):
         if not self.alive():
             return
-        self.popen.terminate()
+        self.popen.send_signal(self.stop_signal)
         try:
             self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -100,7 +103,7 @@ def database_url() -> str:
 
 def worker_env(queue: str, **extra) -> dict:
     """The environment of a subprocess that shares this test's database and broker."""
-    env = {k: v for k, v in os.environ.items() if k != "TIERLAB_TEST_TASK_SLEEP_S"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLAB_TEST_")}
     env.update(DATABASE_URL=database_url(), TIERLAB_RUN_QUEUE=queue, PYTHONUNBUFFERED="1",
                DJANGO_SETTINGS_MODULE="tierlab.settings")
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
@@ -117,6 +120,7 @@ def start_worker(tmp: Path, queue: str, name: str, *, env: dict | None = None, p
            "--queues", queue, "--hostname", f"{name}@%h",
            "--without-gossip", "--without-mingle", "--without-heartbeat"]
     proc = Proc(f"worker {name}", cmd, env or worker_env(queue), tmp / f"worker-{name}.log")
+    proc.stop_signal = signal.SIGQUIT             # cold shutdown: tests do not wait for runs
     proc.hostname = f"{name}@{socket.gethostname()}"
     proc.wait_for_log(" ready.")
     return proc
@@ -162,4 +166,38 @@ def start_redis(data_dir: Path, port: int) -> Proc:
             pass
         if not proc.alive() or time.monotonic() > deadline:
             raise RuntimeError(f"redis-server did not start:\n{proc.log()[-3000:]}")
+        time.sleep(0.1)
+
+
+# ---------------------------------------------------------------- runs
+def spec_variant(example_spec, i: int) -> dict:
+    """Distinct inputs, so no run reuses another's stored result."""
+    spec = copy.deepcopy(example_spec)
+    spec["training"]["seq_len"] = 512 * (i + 1)
+    return spec
+
+
+def new_run(owner, spec, name="fault"):
+    from tierlab.scenarios import services
+    from tierlab.scenarios.models import Scenario
+
+    return services.start_run(Scenario.objects.create(owner=owner, name=name, spec=spec))
+
+
+def wait_status(run_id, statuses, timeout=60.0, sweep=False):
+    """Poll the Run row until its status is one of ``statuses``; ``sweep`` also applies the
+    stale-run sweep that every read through the API does."""
+    from tierlab.scenarios import services
+    from tierlab.scenarios.models import Run
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if sweep:
+            services.fail_stale_runs()
+        run = Run.objects.get(pk=run_id)
+        if run.status in statuses:
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} still {run.status} after {timeout} s "
+                                 f"(attempts {run.attempts}, error {run.error!r})")
         time.sleep(0.1)

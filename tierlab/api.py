@@ -9,7 +9,7 @@ import math
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from rest_framework import exceptions, parsers, status
+from rest_framework import exceptions, pagination, parsers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
 # Deeper than any scenario, comparison or sweep; far below Python's recursion limit.
@@ -125,3 +125,29 @@ def exception_handler(exc, context):
     if response is not None and isinstance(exc, (exceptions.ParseError, RequestTooLarge)):
         response.data = {"body": [str(exc.detail)]}
     return response
+
+
+class StrictPageNumberPagination(pagination.PageNumberPagination):
+    """A ``page_size`` that is not a whole number in range is a 400, not silently ignored."""
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param) if self.page_size_query_param else None
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise exceptions.ValidationError({self.page_size_query_param: [
+                f"must be a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"]})
+        return size
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"]["minimum"] = 1
+            elif parameter["name"] == self.page_size_query_param:
+                parameter["schema"].update(minimum=1, maximum=self.max_page_size)
+        return parameters

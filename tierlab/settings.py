@@ -186,6 +186,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Memory per tier, step time and fit for large-model training scenarios.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "tierlab.schema.add_error_responses",
+    ],
 }
 
 # ---------------------------------------------------------------- Celery
@@ -210,9 +214,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 else:
     # With acks_late, Redis redelivers a task whose worker vanished after this many seconds:
     # longer than a run may take, shorter than the "worker lost" cutoff below.
-    # tierlab.E007 checks it is longer than the hard time limit.
+    # tierlab.E007 checks it is longer than the hard time limit. Every worker looks for such
+    # orphaned messages every 10 s (kombu's default throttle would make it every 100 s).
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", CELERY_TASK_TIME_LIMIT + 30, 1),
+        "unacked_restore_interval": 10,
+        "unacked_restore_throttle": 1,
         "socket_connect_timeout": 5,
     }
 
@@ -233,6 +240,7 @@ TIERLAB_RUN_STALE_AFTER_S = CELERY_TASK_TIME_LIMIT + env_int("RUN_STALE_MARGIN_S
 TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
 TIERLAB_TEST_TASK_SLEEP_S = env_float("TIERLAB_TEST_TASK_SLEEP_S", 0.0, 0.0)
+TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ignoring the soft limit
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

@@ -16,6 +16,8 @@ export const TIERS: readonly TierInfo[] = [
   { key: "ddr", scope: "per_node", label: "DDR per node", name: "CPU DDR" },
   { key: "nvme", scope: "per_node", label: "NVMe per node", name: "NVMe" },
   { key: "cxl", scope: "per_node", label: "CXL per node", name: "CXL memory" },
+  // only a recommendation model's embedding rows use it
+  { key: "pmem", scope: "per_node", label: "PMEM per node", name: "Optane PMem" },
 ];
 
 export const CATEGORY_LABELS: Record<Category, string> = {

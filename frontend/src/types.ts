@@ -3,7 +3,7 @@
 export const CATEGORIES = ["params", "grads", "optimizer", "activations", "buffers"] as const;
 export type Category = (typeof CATEGORIES)[number];
 
-export type TierKey = "hbm" | "ddr" | "nvme" | "cxl";
+export type TierKey = "hbm" | "ddr" | "nvme" | "cxl" | "pmem";
 export type Scope = "per_gpu" | "per_node";
 
 export interface Part {
@@ -223,7 +223,8 @@ export interface CatalogEntry {
 /** A scenario as the API takes it (schema 1); only what the form sets is typed. */
 export interface ScenarioJSON {
   schema?: number;
-  model: Record<string, unknown>;
+  /** A transformer; a recommendation model is `recsys` instead (or as well). */
+  model?: Record<string, unknown>;
   cluster: Record<string, unknown>;
   training?: Record<string, unknown>;
   strategy?: Record<string, unknown>;

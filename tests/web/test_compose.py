@@ -19,7 +19,7 @@ SERVICES = COMPOSE["services"]
 
 # Read by settings.py but meaningless in the stack: local folders, Vite's dev server, tests.
 NOT_IN_COMPOSE = {"TIERLAB_VAR_DIR", "CELERY_BROKER_DIR", "VITE_DEV_MODE", "VITE_DEV_SERVER_PORT",
-                  "TIERLAB_TEST_TASK_SLEEP_S"}
+                  "TIERLAB_TEST_TASK_SLEEP_S", "TIERLAB_TEST_TASK_STUCK"}
 
 
 def settings_variables() -> set[str]:

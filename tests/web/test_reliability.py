@@ -5,76 +5,21 @@ queue of its own, with ``TIERLAB_TEST_TASK_SLEEP_S`` making every run slow on pu
 must end ``succeeded`` (redelivered) or ``failed`` with a reason; never stay ``running``.
 """
 
-import copy
 import json
 import os
 import signal
 import time
 import urllib.error
 import urllib.request
-import uuid
 
 import pytest
 
-from tests.processes import (REDIS_SERVER, children, free_port, start_gunicorn, start_redis,
-                             start_worker, worker_env)
+from tests.processes import (REDIS_SERVER, children, free_port, new_run, spec_variant,
+                             start_gunicorn, start_redis, start_worker, wait_status, worker_env)
 from tierlab.scenarios import services
-from tierlab.scenarios.models import Run, Scenario
+from tierlab.scenarios.models import Run
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def queue(settings):
-    """A queue of this test's own; runs created here are sent to it."""
-    name = f"tierlab-fault-{uuid.uuid4().hex[:8]}"
-    settings.TIERLAB_RUN_QUEUE = name
-    return name
-
-
-@pytest.fixture
-def procs(request):
-    """Collects started processes; stops them (and attaches their logs on failure) at the end."""
-    started = []
-    yield started
-    failed = getattr(request.node, "rep_call", None) is None or request.node.rep_call.failed
-    for proc in reversed(started):
-        proc.stop()
-        if failed:
-            print(f"\n----- {proc.name} log -----\n{proc.log()[-8000:]}")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if report.when == "call":
-        item.rep_call = report
-    return report
-
-
-def spec_variant(example_spec, i: int) -> dict:
-    """Distinct inputs, so no run reuses another's stored result."""
-    spec = copy.deepcopy(example_spec)
-    spec["training"]["seq_len"] = 512 * (i + 1)
-    return spec
-
-
-def new_run(owner, spec, name="fault") -> Run:
-    return services.start_run(Scenario.objects.create(owner=owner, name=name, spec=spec))
-
-
-def wait_status(run_id, statuses, timeout=60.0, sweep=False) -> Run:
-    deadline = time.monotonic() + timeout
-    while True:
-        if sweep:
-            services.fail_stale_runs()           # what every read through the API does
-        run = Run.objects.get(pk=run_id)
-        if run.status in statuses:
-            return run
-        if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} still {run.status} after {timeout} s "
-                                 f"(attempts {run.attempts}, error {run.error!r})")
-        time.sleep(0.1)
 
 
 def redis_broker() -> bool:
@@ -141,14 +86,18 @@ def test_a_run_whose_workers_keep_dying_is_failed_not_retried_forever(owner, exa
 
 
 # ---------------------------------------------------------------- (d) time limits
-@pytest.mark.parametrize("soft, hard, words", [
-    (2, 6, "took longer than 2 s (soft limit)"),
-    (30, 2, "took longer than 2 s (hard limit; its process was killed)"),
+@pytest.mark.parametrize("soft, hard, stuck, words", [
+    (2, 6, 0, "took longer than 2 s (soft limit)"),
+    (1, 3, 1, "took longer than 3 s (hard limit; its process was killed)"),
 ])
 def test_a_run_over_its_time_limit_is_failed(owner, example_spec, queue, procs, tmp_path,
-                                             soft, hard, words):
-    env = worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=60, RUN_TIME_LIMIT_S=hard,
-                     RUN_SOFT_TIME_LIMIT_S=soft, CELERY_VISIBILITY_TIMEOUT_S=hard + 30)
+                                             soft, hard, stuck, words):
+    """Soft: the run is interrupted and records it. Hard: a run stuck where the soft limit
+    cannot interrupt it (TIERLAB_TEST_TASK_STUCK) has its process killed; the worker's main
+    process records it."""
+    env = worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=60, TIERLAB_TEST_TASK_STUCK=stuck,
+                     RUN_TIME_LIMIT_S=hard, RUN_SOFT_TIME_LIMIT_S=soft,
+                     CELERY_VISIBILITY_TIMEOUT_S=hard + 30)
     worker = start_worker(tmp_path, queue, "limited", env=env)
     procs.append(worker)
     run = new_run(owner, example_spec)

@@ -2,6 +2,7 @@
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import permissions, viewsets
+from rest_framework.exceptions import ValidationError
 
 from tierlab.catalog import models, serializers
 
@@ -37,4 +38,6 @@ class HardwareItemViewSet(CatalogViewSet):
     def get_queryset(self):
         qs = models.HardwareItem.objects.all()
         kind = self.request.query_params.get("kind")
+        if kind and kind not in models.HardwareItem.KINDS:
+            raise ValidationError({"kind": [f"must be one of {', '.join(models.HardwareItem.KINDS)}"]})
         return qs.filter(kind=kind) if kind else qs

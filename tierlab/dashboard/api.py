@@ -130,9 +130,10 @@ class ShareLinkViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         for kind in ShareLink.KINDS:
             value = self.request.query_params.get(kind)
             if value is not None:
-                if not value.isdigit():
-                    raise ValidationError({kind: [f"must be an id (an integer), got {value!r}"]})
-                qs = qs.filter(**{f"{kind}_id": int(value)})
+                try:
+                    qs = qs.filter(**{f"{kind}_id": comparisons.parse_id(value, kind)})
+                except InputError as exc:
+                    raise bad_request(exc) from None
         return qs
 
     @extend_schema(parameters=[OpenApiParameter(k, int, description=f"only links to this {k}")

@@ -16,6 +16,20 @@ from tierlab.scenarios import services
 from tierlab.scenarios.models import Run, Scenario
 
 
+MAX_ID = 2**63 - 1     # the largest primary key a database column holds
+
+
+def parse_id(value, field: str) -> int:
+    """A primary key from user input. Raises InputError naming ``field``."""
+    try:
+        pk = int(value)
+    except (TypeError, ValueError):
+        raise InputError(field, f"must be an id (an integer), got {value!r}") from None
+    if not 1 <= pk <= MAX_ID:
+        raise InputError(field, f"no such id: {value!r}")
+    return pk
+
+
 class InputError(ValueError):
     """Bad input for a dashboard action: ``field`` names it (dotted), like ScenarioError."""
 
@@ -27,12 +41,7 @@ class InputError(ValueError):
 def _owned_scenarios(owner, ids, field: str = "scenarios") -> list[Scenario]:
     if not isinstance(ids, (list, tuple)):
         raise InputError(field, "must be a list of scenario ids")
-    clean = []
-    for i, value in enumerate(ids):
-        try:
-            clean.append(int(value))
-        except (TypeError, ValueError):
-            raise InputError(f"{field}.{i}", f"must be a scenario id (an integer), got {value!r}") from None
+    clean = [parse_id(value, f"{field}.{i}") for i, value in enumerate(ids)]
     if not MIN_COMPARED <= len(clean) <= MAX_COMPARED:
         raise InputError(field, f"choose {MIN_COMPARED} to {MAX_COMPARED} scenarios, got {len(clean)}")
     if len(set(clean)) != len(clean):

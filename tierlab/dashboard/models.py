@@ -127,6 +127,7 @@ class SweepChunk(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
     done = models.PositiveIntegerField(default=0, help_text="Points finished (any outcome).")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     results = models.JSONField(default=list, blank=True, help_text="One summary per point, in order.")
     error = models.TextField(blank=True)
     celery_task_id = models.CharField(max_length=64, blank=True)

@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tierlab.dashboard import comparisons, sweeps
+from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison, ShareLink, Sweep
 
 
@@ -12,7 +13,7 @@ class ComparisonCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
                                  help_text="Default: the scenarios' names joined by “vs”.")
     scenarios = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), min_length=MIN_COMPARED, max_length=MAX_COMPARED,
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), min_length=MIN_COMPARED, max_length=MAX_COMPARED,
         help_text=f"{MIN_COMPARED} to {MAX_COMPARED} ids of your scenarios, in column order.")
 
 
@@ -50,12 +51,13 @@ class ComparisonSerializer(ComparisonListSerializer):
 # ---------------------------------------------------------------- sweeps
 class AxisSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="A dotted scenario field, e.g. cluster.num_nodes")
+    label = serializers.CharField(read_only=True, help_text="The field in words, e.g. Number of nodes")
     values = serializers.ListField(child=serializers.JSONField(), help_text="The values to try, e.g. [1, 2, 4]")
 
 
 class SweepCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    scenario = serializers.IntegerField(min_value=1, help_text="Id of your base scenario.")
+    scenario = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="Id of your base scenario.")
     axes = serializers.JSONField(help_text='One or two axes: [{"path": "cluster.num_nodes", "values": [1, 2, 4]}]')
 
 
@@ -100,9 +102,9 @@ class SweepSerializer(serializers.Serializer):
 
 # ---------------------------------------------------------------- share links
 class ShareCreateSerializer(serializers.Serializer):
-    scenario = serializers.IntegerField(required=False, min_value=1)
-    comparison = serializers.IntegerField(required=False, min_value=1)
-    sweep = serializers.IntegerField(required=False, min_value=1)
+    scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    comparison = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
     def validate(self, attrs):
         given = [k for k in ShareLink.KINDS if attrs.get(k) is not None]

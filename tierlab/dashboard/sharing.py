@@ -7,7 +7,7 @@ from django.db import transaction
 
 from simulation import ScenarioError
 from tierlab.dashboard import comparisons, sweeps
-from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
 from tierlab.scenarios import services
 from tierlab.scenarios.models import Run, Scenario
@@ -24,8 +24,8 @@ def target_of(owner, kind: str, target_id):
     if kind not in MODELS:
         raise InputError("kind", f"must be one of {', '.join(MODELS)}")
     try:
-        return MODELS[kind].objects.get(owner=owner, pk=int(target_id))
-    except (TypeError, ValueError, MODELS[kind].DoesNotExist):
+        return MODELS[kind].objects.get(owner=owner, pk=parse_id(target_id, kind))
+    except MODELS[kind].DoesNotExist:
         raise InputError(kind, f"you have no {kind} {target_id!r}") from None
 
 

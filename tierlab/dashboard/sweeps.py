@@ -27,7 +27,7 @@ from django.utils import timezone
 import simulation
 from simulation import ScenarioError
 from simulation import sweep as engine_sweep
-from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.models import Sweep, SweepChunk
 from tierlab.dashboard.table import flatten
 from tierlab.scenarios import services
@@ -148,8 +148,8 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
     Raises InputError (``scenario``) or ScenarioError (the axes); nothing is saved then.
     """
     try:
-        base = Scenario.objects.get(owner=owner, pk=int(scenario_id))
-    except (TypeError, ValueError, Scenario.DoesNotExist):
+        base = Scenario.objects.get(owner=owner, pk=parse_id(scenario_id, "scenario"))
+    except Scenario.DoesNotExist:
         raise InputError("scenario", f"you have no scenario {scenario_id!r}") from None
     axes = validate_axes(base.spec, axes)
     total = math.prod(len(ax["values"]) for ax in axes)
@@ -252,7 +252,8 @@ def execute_chunk(chunk_id: int, task_id: str = "") -> None:
     """Body of the Celery task: evaluate the chunk's points and record them.
 
     A redelivered chunk that already finished does nothing; one left running by a dead
-    worker starts over (its count is reset, so progress is not counted twice).
+    worker starts over (its count is reset, so progress is not counted twice), unless its
+    workers died ``TIERLAB_RUN_MAX_ATTEMPTS`` times: then its points fail.
     """
     chunk = SweepChunk.objects.select_related("sweep").filter(pk=chunk_id).first()
     if chunk is None or chunk.status in SweepChunk.FINISHED:
@@ -262,10 +263,16 @@ def execute_chunk(chunk_id: int, task_id: str = "") -> None:
     if sweep.cancelled:
         finish_chunk(chunk, [], SweepChunk.Status.CANCELLED, "cancelled before it ran")
         return
+    max_attempts = getattr(settings, "TIERLAB_RUN_MAX_ATTEMPTS", 3)
+    if chunk.attempts >= max_attempts:
+        finish_chunk(chunk, [], SweepChunk.Status.FAILED,
+                     f"worker lost: the chunk was started {chunk.attempts} times and its worker died "
+                     "each time (killed, out of memory?); not trying again")
+        return
     now = timezone.now()
     claimed = SweepChunk.objects.filter(
         pk=chunk.pk, status__in=[SweepChunk.Status.QUEUED, SweepChunk.Status.RUNNING]).update(
-        status=SweepChunk.Status.RUNNING, started_at=now, done=0,
+        status=SweepChunk.Status.RUNNING, started_at=now, done=0, attempts=F("attempts") + 1,
         celery_task_id=task_id or chunk.celery_task_id)
     if not claimed:
         return

@@ -5,18 +5,18 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
+from tierlab.api import StrictPageNumberPagination
 from tierlab.scenarios import services
 from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import (EstimateRequestSerializer, RunSerializer,
                                            ScenarioSerializer, scenario_error_detail)
 
 
-class Pages(PageNumberPagination):
+class Pages(StrictPageNumberPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500

@@ -132,6 +132,18 @@ def enqueue(run: Run) -> None:
         run.mark_failed(f"could not queue the run: the task broker is unavailable ({exc})")
 
 
+def _test_sleep() -> None:
+    """Test-only: a slow run (TIERLAB_TEST_TASK_SLEEP_S). With TIERLAB_TEST_TASK_STUCK it
+    ignores the soft time limit, as native code that never returns to Python would."""
+    deadline = time.monotonic() + settings.TIERLAB_TEST_TASK_SLEEP_S
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            time.sleep(left)
+        except SoftTimeLimitExceeded:
+            if not settings.TIERLAB_TEST_TASK_STUCK:
+                raise
+
+
 def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
     """Body of the Celery task: evaluate the run's stored input and record the outcome.
 
@@ -153,8 +165,8 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
         return
     run.mark_running(task_id, worker)
     try:
-        if settings.TIERLAB_TEST_TASK_SLEEP_S:      # test-only: a slow run on purpose
-            time.sleep(settings.TIERLAB_TEST_TASK_SLEEP_S)
+        if settings.TIERLAB_TEST_TASK_SLEEP_S:
+            _test_sleep()
         result = evaluate_resolved(run.input, progress=run.set_progress)
     except ScenarioError as exc:
         run.mark_failed(f"{exc.field}: {exc.message}")

@@ -20,6 +20,7 @@ import {
   tierColumnTooltip,
   tierGroups,
   timelinePanels,
+  unusedTiers,
   type Column,
 } from "./compare_series";
 
@@ -34,7 +35,8 @@ type Any = any;
 describe("memory per tier", () => {
   it("has a panel per tier any column uses, a column with no report left empty", () => {
     const groups = tierGroups(cols());
-    expect(groups.map((g) => g.tier.key)).toEqual(["hbm", "ddr"]); // CXL absent and unused
+    expect(groups.map((g) => g.tier.key)).toEqual(["hbm", "ddr"]); // CXL absent, NVMe unused
+    expect(unusedTiers(cols()).map((t) => t.key)).toEqual(["nvme"]);
     expect(groups[0].columns[0]?.totalBytes).toBe(60e9);
     expect(groups[0].columns[1]?.byCategory.optimizer).toBe(50e9);
     expect(groups[0].columns[2]).toBeNull();

@@ -71,8 +71,21 @@ export interface TierGroup {
   columns: (TierColumn | null)[];
 }
 
-/** The tiers any column uses or has, each with every column's usage (null: no report). */
+/**
+ * The tiers any column puts something on (HBM per GPU always), each with every column's
+ * usage (null: no report). Tiers present but empty in every column are left to `unusedTiers`.
+ */
 export function tierGroups(columns: Column[]): TierGroup[] {
+  return allTiers(columns).filter((g) => g.tier.key === "hbm" || g.columns.some((c) => c && c.totalBytes > 0));
+}
+
+/** Tiers some column's node has but no column uses: named under the chart, not drawn. */
+export function unusedTiers(columns: Column[]): TierInfo[] {
+  const used = new Set(tierGroups(columns).map((g) => g.tier.key));
+  return allTiers(columns).filter((g) => !used.has(g.tier.key) && g.columns.some((c) => c?.present)).map((g) => g.tier);
+}
+
+function allTiers(columns: Column[]): TierGroup[] {
   const groups: TierGroup[] = [];
   for (const tier of TIERS) {
     const cols = columns.map((c) => {
@@ -93,7 +106,7 @@ export function tierGroups(columns: Column[]): TierGroup[] {
 }
 
 export const TIER_GRID_HEIGHT = 170;
-const TIER_GRID_GAP = 70;
+const TIER_GRID_GAP = 90;
 
 /** Height in px the memory chart needs for `tiers` tier panels. */
 export function memoryChartHeight(tiers: number): number {
@@ -135,7 +148,8 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
     axisTick: { show: false },
     axisLabel: {
       interval: 0,
-      width: 130,
+      width: 150,
+      lineHeight: 16,
       overflow: "truncate" as const,
       formatter: (value: string, index: number) => {
         const c = g.columns[index];
@@ -286,8 +300,8 @@ export function compareStepOption(columns: Column[], style: ChartStyle = {}): Co
 }
 
 // ------------------------------------------------------------------ timelines
-const LANE_PX = 18;
-const TIMELINE_GAP = 46;
+const LANE_PX = 22;
+const TIMELINE_GAP = 50;
 
 export interface TimelinePanel {
   column: number;
@@ -304,8 +318,8 @@ export function timelinePanels(columns: Column[]): TimelinePanel[] {
     if (!c.report?.timeline?.tasks?.length) return;
     const layout = ganttLayout(c.report);
     const height = Math.max(2, layout.rows.length) * LANE_PX;
-    panels.push({ column, top: top + 18, height, layout });
-    top += height + 18 + TIMELINE_GAP;
+    panels.push({ column, top: top + 22, height, layout });
+    top += height + 22 + TIMELINE_GAP;
   });
   return panels;
 }
@@ -378,7 +392,9 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
       inverse: true,
       data: p.layout.rows.map((r) => r.label),
       name: `${columns[p.column].label} — micro-batch ${formatSeconds(p.layout.makespan)}`,
-      nameLocation: "end" as const,
+      // the axis is inverted (first lane on top): its start is the top of the panel
+      nameLocation: "start" as const,
+      nameGap: 8,
       nameTextStyle: { align: "left" as const, fontWeight: "bold" as const, color: columnColor(p.column) },
       axisTick: { show: false },
       axisLabel: { fontSize: 10, color: textColor(style.dark), width: 150, overflow: "truncate" as const },

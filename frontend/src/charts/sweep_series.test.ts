@@ -50,6 +50,7 @@ describe("heatmap", () => {
     expect(o.visualMap.seriesIndex).toBe(0);
     expect([o.visualMap.min, o.visualMap.max]).toEqual([4, 8]);
     expect(o.visualMap.inRange.color).toEqual(PALETTE); // low step time is green
+    expect(o.visualMap.text).toEqual(["8 s (worse)", "(better) 4 s"]);
     expect(o.xAxis.data).toEqual(["1", "2", "4"]);
     expect(o.xAxis.name).toBe("Number of nodes (cluster.num_nodes)");
     expect(o.yAxis.data).toEqual(["zero2", "zero3"]);

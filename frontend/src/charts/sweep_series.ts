@@ -123,9 +123,9 @@ export function heatmapCells(sweep: Sweep, metric: Metric): Cell[] {
 const CLASS_COLORS: Record<Exclude<PointClass, "value">, [string, string]> = {
   // [light, dark]
   infeasible: ["#b9bec7", "#4a505a"],
-  invalid: ["#e0c2c2", "#5a3d3d"],
-  failed: ["#e8a0a0", "#7a3030"],
-  cancelled: ["#d8d8d8", "#3a3a3a"],
+  invalid: ["#d5d8dc", "#3d424a"],
+  failed: ["#c9c3cf", "#4b4452"],
+  cancelled: ["#e3e3e3", "#34383e"],
   pending: ["#f1f3f5", "#20252d"],
   missing: ["#e6e6e6", "#333333"],
 };
@@ -246,8 +246,9 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: ChartStyle = 
       left: "center",
       bottom: 0,
       itemHeight: 220,
-      text: [`${metric.label}: ${metric.better === "min" ? "worse" : "better"} (${metric.scaleUnit})`,
-        metric.better === "min" ? "better" : "worse"],
+      // text[0] sits at the high end of the scale, text[1] at the low end.
+      text: [`${formatTick(hi, 3)} ${metric.scaleUnit} (${metric.better === "min" ? "worse" : "better"})`,
+        `(${metric.better === "min" ? "better" : "worse"}) ${formatTick(lo, 3)} ${metric.scaleUnit}`],
       textStyle: { color: style.dark ? "#dfe3ea" : "#2d333b" },
       inRange: { color: palette },
       formatter: (v: unknown) => formatTick(Number(v), 3),

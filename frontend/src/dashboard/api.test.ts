@@ -10,7 +10,7 @@ describe("unwrap", () => {
 
   it("takes a share link's data out of its envelope", () => {
     const data = { id: null, name: "x" };
-    const body = { kind: "comparison", token: "t", name: "x", owner: "o", created_at: "", data };
+    const body = { kind: "comparison" as const, token: "t", name: "x", owner: "o", created_at: "", data };
     const out = unwrap(body);
     expect(out.data).toBe(data);
     expect(out.shared?.kind).toBe("comparison");

@@ -7,6 +7,7 @@ describe("formatValue", () => {
     expect(formatValue(85.1e9, "bytes")).toBe("85.1 GB (79.3 GiB)");
     expect(formatValue(4.2654, "s")).toBe("4.27 s");
     expect(formatValue(0.3641, "fraction")).toBe("36.4%");
+    expect(formatValue(0.99981, "fraction")).toBe("99.98%");
     expect(formatValue(7682.29, "tokens_per_s")).toBe("7,682 tokens/s");
     expect(formatValue(39.33, "usd_per_hour")).toBe("$39.33/h");
     expect(formatValue(0.4221, "usd_per_mtok")).toBe("$0.422 per 1M tokens");

@@ -21,7 +21,8 @@ export function formatValue(value: Value | undefined, unit: string): string {
     case "s":
       return formatSeconds(value);
     case "fraction":
-      return formatPercent(value);
+      // goodput near 100% needs two decimals to tell columns apart
+      return formatPercent(value, value > 0.99 && value < 1 ? 2 : 1);
     case "tokens_per_s":
       return `${formatNumber(value, 0)} tokens/s`;
     case "usd_per_hour":

@@ -22,6 +22,7 @@ export function reportA(): Report {
           params_bytes: 0, grads_bytes: 0, optimizer_bytes: 100e9, activations_bytes: 0, buffers_bytes: 0,
           total_bytes: 100e9, capacity_bytes: 2000e9, present: true,
         },
+        nvme: { total_bytes: 0, capacity_bytes: 30e12, present: true },
         cxl: { total_bytes: 0, capacity_bytes: 0, present: false },
       },
     },

@@ -3,6 +3,16 @@
 
 import type { CatalogEntry, ScenarioJSON } from "../types";
 import { formatCount } from "../units";
+import {
+  RECSYS_DEFAULT_VALUES,
+  RECSYS_FIELD_LABELS,
+  RECSYS_PLACEHOLDERS,
+  isRecsys,
+  recsysInputForErrorKey,
+  recsysSection,
+  recsysValues,
+  suggestRecsysName,
+} from "./recsys";
 
 /** Form values keyed by input name (the dotted scenario path). Checkboxes are booleans. */
 export type FormValues = Record<string, string | boolean>;
@@ -153,6 +163,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "checkpoint.gpu_failure_rate_per_hour": "GPU failure rate",
   "checkpoint.mtbf_s": "Job MTBF",
   convention: "Memory convention",
+  ...RECSYS_FIELD_LABELS,
 };
 
 export const DEFAULT_VALUES: FormValues = {
@@ -190,6 +201,7 @@ export const DEFAULT_VALUES: FormValues = {
   "checkpoint.gpu_failure_rate_per_hour": "",
   "checkpoint.mtbf_s": "",
   convention: "realistic",
+  ...RECSYS_DEFAULT_VALUES,
 };
 
 /** The engine's defaults of the inputs that may be left blank, shown as placeholders. */
@@ -202,6 +214,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "checkpoint.differential_fraction": "1 (full)",
   "checkpoint.gpu_failure_rate_per_hour": "1.97e-5 (Llama 3)",
   "checkpoint.mtbf_s": "from the failure rate",
+  ...RECSYS_PLACEHOLDERS,
 };
 
 /** Which offload targets a strategy allows, and what it starts with. */
@@ -288,6 +301,10 @@ export function buildRequest(
   cluster.node = node;
   setIf(cluster, "num_nodes", intOrRaw(values["cluster.num_nodes"]));
   setIf(cluster, "gpus_per_node", intOrRaw(values["cluster.gpus_per_node"]));
+  // A recommendation model: its section and the cluster; the transformer's inputs are not sent.
+  if (isRecsys(values)) {
+    return { name: str(values.name, "").trim(), scenario: { schema: 1, recsys: recsysSection(values, base?.recsys), cluster } };
+  }
 
   const baseTraining = isObject(base?.training) ? base.training : {};
   const training: Record<string, unknown> = { ...baseTraining };
@@ -342,6 +359,8 @@ export function buildRequest(
     checkpoint,
     convention: str(values.convention, "realistic"),
   };
+  // An example with a transformer and a recommendation model keeps the latter as it is.
+  if (isObject(base?.recsys)) scenario.recsys = base.recsys;
   return { name: str(values.name, "").trim(), scenario };
 }
 
@@ -373,7 +392,7 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
   const rules = offloadRules(kind);
   if (strategy.offload_optimizer === undefined) v["strategy.offload_optimizer"] = rules.defaultOptimizer;
   if (strategy.offload_params === undefined) v["strategy.offload_params"] = rules.defaultParams;
-  return v;
+  return Object.assign(v, recsysValues(scenario));
 }
 
 /** Settings of a scenario that the form has no input for, as dotted paths (shown to the user). */
@@ -413,7 +432,7 @@ export function inputNameForErrorKey(key: string): string {
     "checkpoint.target_write_bytes_per_s": "checkpoint.target",
     "checkpoint.flush_every": "checkpoint.method",
   };
-  return sectionMain[k] ?? k;
+  return sectionMain[k] ?? recsysInputForErrorKey(k) ?? k;
 }
 
 /** The parameter count of a model catalog entry, if its spec states it. */
@@ -465,6 +484,7 @@ export function nodeTiers(entry: CatalogEntry | undefined): string[] {
 export function suggestName(values: FormValues, models: CatalogEntry[], nodes: CatalogEntry[]): string {
   const model = models.find((m) => m.slug === values["model.preset"])?.name ?? String(values["model.preset"] || "custom model");
   const node = nodes.find((n) => n.slug === values["cluster.node"])?.name ?? String(values["cluster.node"]);
+  if (isRecsys(values)) return suggestRecsysName(values, node);
   return `${model} · ${values["cluster.num_nodes"]}× ${node} · ${values["strategy.kind"]}`;
 }
 

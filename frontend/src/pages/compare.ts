@@ -8,7 +8,7 @@ import "../styles/dashboard.css";
 import { ApiError } from "../api";
 import { columnColor, compareCostOption, compareGoodputOption, compareMemoryOption, compareStepOption,
   compareTimelineOption, memoryChartHeight, stepChartHeight, tierGroups, timelineChartHeight, timelinePanels,
-  type Column } from "../charts/compare_series";
+  unusedTiers, type Column } from "../charts/compare_series";
 import { drawChart } from "../charts/dashboard_charts";
 import { FINISHED, fetchComparison } from "../dashboard/api";
 import { betterWord, columnLabel, formatInput, formatValue, pathLabel } from "../dashboard/format";
@@ -122,11 +122,15 @@ function renderCharts(columns: Column[]): HTMLElement {
     "cmp-goodput-chart": (s) => compareGoodputOption(columns, s),
     "cmp-cost-chart": (s) => compareCostOption(columns, s),
   };
+  const unused = unusedTiers(columns);
+  const extra: Record<string, string> = {
+    "cmp-memory-chart": unused.length ? ` Not used by any scenario: ${unused.map((t) => t.label).join(", ")}.` : "",
+  };
   const section = h("section", { id: "compare-charts" }, h("h2", null, "Charts"));
   const todo: [HTMLElement, number, (s: { dark: boolean }) => unknown][] = [];
   for (const spec of CHARTS) {
     const el = h("div", { id: spec.id, class: "dash-chart", role: "img", "aria-label": spec.label });
-    section.append(h("figure", null, h("h3", null, spec.title), el, h("figcaption", null, spec.caption)));
+    section.append(h("figure", null, h("h3", null, spec.title), el, h("figcaption", null, spec.caption, extra[spec.id] ?? "")));
     todo.push([el, heights[spec.id], builders[spec.id]]);
   }
   // Drawn once the section is in the page (ECharts needs the element's width).

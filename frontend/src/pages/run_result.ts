@@ -14,8 +14,10 @@ import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, ver
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
 import { BREAKDOWN_HELP, breakdownSegments, linkRows, stepHeadline, stepVerdict } from "../step";
 import type { BreakdownKey, Report, Run } from "../types";
+import { mountRecsysCharts, otherNotes, recsysFacts, recsysSections } from "./recsys_section";
 import {
   formatBytesPerParam,
+  formatCount,
   formatGB,
   formatGBps,
   formatGiB,
@@ -83,7 +85,9 @@ function stepSection(report: Report): HTMLElement | null {
     head.tokensPerS !== null
       ? stat("Throughput", `${formatNumber(head.tokensPerS, 0)} tokens/s`, "step-tokens",
           head.samplesPerS !== null ? `${formatNumber(head.samplesPerS, 2)} sequences/s` : undefined)
-      : null,
+      : head.samplesPerS !== null
+        ? stat("Throughput", `${formatCount(head.samplesPerS)} samples/s`, "step-samples", `${formatNumber(head.samplesPerS, 0)} samples/s`)
+        : null,
     head.mfu !== null ? stat("MFU", formatPercent(head.mfu), "step-mfu", "model FLOPs / peak FLOP/s") : null,
   );
   const v = stepVerdict(report);
@@ -225,12 +229,14 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
         (p.shard_degree ? `; states sharded over ${p.shard_degree} GPUs` : ""),
     ]);
   }
-  if (p.global_batch_size) {
+  const recsys = recsysFacts(report);
+  if (p.global_batch_size && !recsys.length) {
     facts.push([
       "Batch",
       `${p.global_batch_size} sequences per step = ${p.micro_batch_size ?? "?"} per GPU × ${p.data_parallel ?? "?"} data-parallel × ${p.grad_accumulation_steps ?? "?"} accumulation steps`,
     ]);
   }
+  facts.push(...recsys);
   if (conv) facts.push(["Convention", `${conv.name}${conv.description ? ` — ${conv.description}` : ""}`]);
   if (report.engine_version) facts.push(["Engine", `tierlab engine ${report.engine_version}, report schema ${report.schema}`]);
 
@@ -298,9 +304,10 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
         ["Estimate", "Bytes", "What it counts"], checks.map((r) => [r.name, r.value, r.note]), [1])
     : null;
 
-  const notes = report.notes ?? [];
+  const notes = otherNotes(report);
   const sections: [string, string, HTMLElement | null][] = [
     ["step", "Step time", stepSection(report)],
+    ...recsysSections(report),
     ["timeline", "Timeline", timelineSection(report)],
     ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable)],
     ["offload-bandwidth", "Offload bandwidth", bandwidthSection(report)],
@@ -380,6 +387,7 @@ function mount(root: HTMLElement): void {
       }
       replaceChildren(body, renderReport(run.result, runUrl));
       mountRunCharts(run.result);
+      mountRecsysCharts(run.result);
     }
   };
 

@@ -36,6 +36,7 @@ import {
   type FormValues,
 } from "../form/scenario";
 import { estimateSummary } from "../report";
+import { recsysForm } from "./recsys_form";
 import type { CatalogEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
 
@@ -155,6 +156,9 @@ function mount(root: HTMLElement): void {
     help: "HYBRID_SHARD shards inside groups of this many GPUs and replicates across groups.",
   });
 
+  // the model-kind switch and the recommendation model's inputs
+  const rs = recsysForm({ field, select, integer, decimal });
+
   const exampleNote = h("small", { id: "example-note" }, "Fills every input below; you can change any of them.");
   const errorSummary = h("article", { id: "form-errors", class: "error-summary", role: "alert", tabindex: -1, hidden: true });
   const estimate = h("article", { id: "live-estimate", class: "live-estimate", "aria-live": "polite" },
@@ -207,6 +211,7 @@ function mount(root: HTMLElement): void {
       "fieldset",
       null,
       h("legend", null, h("strong", null, "Model and hardware")),
+      rs.kindField,
       h("div", { class: "grid" },
         field("model.preset", FIELD_LABELS["model.preset"], c.model, { unit: "preset" }),
         field("cluster.node", FIELD_LABELS["cluster.node"], c.node, { unit: "preset: GPUs, tiers" }),
@@ -216,6 +221,7 @@ function mount(root: HTMLElement): void {
         field("cluster.gpus_per_node", FIELD_LABELS["cluster.gpus_per_node"], c.gpus, { unit: "GPUs" }),
       ),
     ),
+    rs.fieldset,
     h(
       "fieldset",
       null,
@@ -320,6 +326,7 @@ function mount(root: HTMLElement): void {
     }
     if (hasAdvancedValues(values)) advanced.open = true;
     syncFailureInputs();
+    rs.sync();
   };
 
   /** The failure rate and the MTBF exclude each other: filling one disables the other. */
@@ -333,6 +340,7 @@ function mount(root: HTMLElement): void {
 
   const syncOffloadLabels = () => {
     const tiers = nodeTiers(currentNode());
+    rs.syncNode(currentNode() ? tiers : null);
     const have: Record<string, boolean> = { none: true, cpu: tiers.includes("ddr"), nvme: tiers.includes("nvme"), cxl: tiers.includes("cxl") };
     const label = ([v, text]: [string, string]): [string, string] => [v, have[v] || !currentNode() ? text : `${text} (not on this node)`];
     fillSelect(c.offloadOpt, OFFLOAD_TARGETS.map(label));

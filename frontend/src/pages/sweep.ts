@@ -61,7 +61,7 @@ function pointsTable(sweep: Sweep): HTMLElement {
       },
         h("th", { scope: "row" }, String(p.index + 1)),
         sweep.axes.map((ax) => h("td", null, valueText(p.values[ax.path]))),
-        h("td", { class: cls(p) === "value" ? null : "muted" }, outcome(p, front.has(p.index))),
+        h("td", { class: cls(p) === "value" ? "outcome" : "outcome muted" }, outcome(p, front.has(p.index))),
         h("td", { class: "num" }, show(p.step_time_s, formatSeconds)),
         h("td", { class: "num" }, show(p.tokens_per_s, (v) => `${formatNumber(v, 0)} tokens/s`)),
         h("td", { class: "num" }, show(p.usd_per_hour, (v) => `${formatUSD(v)}/h`)),
@@ -129,7 +129,7 @@ function mount(root: HTMLElement): void {
       counts.set(label, (counts.get(label) ?? 0) + 1);
     }
     unplotted.textContent = notShown.length
-      ? `Not on the Pareto chart (no step time or cost): ${[...counts].map(([k, n]) => `${n} ${k.toLowerCase()}`).join(", ")}; see the table.`
+      ? `Not on the Pareto chart (no step time or cost): ${[...counts].map(([k, n]) => `${k.toLowerCase()}: ${n}`).join(", ")}; see the table.`
       : "";
     replaceChildren(tableHolder, h("h2", null, "Points"), pointsTable(sweep));
   };

@@ -1,0 +1,102 @@
+"""Downloads: a run's report (JSON), a comparison (CSV), a scenario's DeepSpeed config and
+FSDP snippet; others' objects are 404, a run that has not succeeded a 400 naming why."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from tests.web.dashboard_helpers import run_queued_runs, spec, strategies
+from tierlab.dashboard import comparisons
+from tierlab.scenarios import services
+from tierlab.scenarios.models import Scenario
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scenario(owner):
+    return Scenario.objects.create(owner=owner, name="7B ZeRO-3 offload", spec=spec(**{
+        "strategy.kind": "zero3", "strategy.offload_optimizer": "cpu"}))
+
+
+def test_a_runs_report_as_json(owner_api, scenario):
+    run = services.start_run(scenario)
+    services.execute_run(run.pk)
+    r = owner_api.get(f"/api/v1/runs/{run.pk}/report.json")
+    assert r.status_code == 200 and r["Content-Type"].startswith("application/json")
+    assert r["Content-Disposition"] == f'attachment; filename="7b-zero-3-offload-run-{run.pk}-report.json"'
+    assert json.loads(r.content)["fits"] is True
+
+
+def test_a_report_exists_once_the_run_succeeds(owner_api, scenario):
+    run = services.start_run(scenario)
+    r = owner_api.get(f"/api/v1/runs/{run.pk}/report.json")
+    assert r.status_code == 400 and "queued" in r.json()["status"][0]
+
+
+def test_deepspeed_config_for_the_strategy(owner_api, scenario):
+    r = owner_api.get(f"/api/v1/scenarios/{scenario.pk}/deepspeed.json")
+    assert r.status_code == 200
+    cfg = json.loads(r.content)
+    assert cfg["zero_optimization"]["stage"] == 3
+    assert cfg["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
+    assert cfg["train_batch_size"] == 8 and cfg["bf16"]["enabled"] is True
+
+
+def test_fsdp_snippet_for_the_strategy(owner_api, scenario):
+    r = owner_api.get(f"/api/v1/scenarios/{scenario.pk}/fsdp.py")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/x-python")
+    text = r.content.decode()
+    assert "ShardingStrategy.FULL_SHARD" in text and "CPUOffload(offload_params=True)" in text
+    compile(text.replace("model,", "None,"), "fsdp.py", "exec")       # it is valid Python
+
+
+def test_a_scenario_the_catalog_no_longer_accepts_is_a_400(owner_api, owner):
+    broken = Scenario.objects.create(owner=owner, name="broken", spec=spec(**{"training.global_batch_size": 7}))
+    r = owner_api.get(f"/api/v1/scenarios/{broken.pk}/deepspeed.json")
+    assert r.status_code == 400 and "scenario.training.global_batch_size" in r.json()
+
+
+def test_comparison_csv_has_every_output_and_input_per_column(owner_api, owner):
+    a, b = strategies(owner, ("zero2", "zero3"))
+    comparison = comparisons.create_comparison(owner, [a.pk, b.pk], "ZeRO-2 vs 3")
+    run_queued_runs()
+    r = owner_api.get(f"/api/v1/comparisons/{comparison.pk}/export.csv")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    assert r["Content-Disposition"] == 'attachment; filename="zero-2-vs-3.csv"'
+    rows = list(csv.reader(io.StringIO(r.content.decode())))
+    assert rows[0] == ["section", "key", "label", "unit", "best_or_differs", "1. 7B zero2", "2. 7B zero3"]
+    by_key = {row[1]: row for row in rows[1:]}
+    hbm = by_key["memory.per_gpu.hbm.total_bytes"]
+    assert hbm[0] == "output" and hbm[3] == "bytes" and hbm[4] == "2. 7B zero3"
+    assert float(hbm[5]) > float(hbm[6])
+    kind = by_key["strategy.kind"]
+    assert kind[0] == "input" and kind[4] == "differs" and kind[5:] == ["zero2", "zero3"]
+    assert by_key["cluster.num_nodes"][4] == ""
+
+
+@pytest.mark.parametrize("path", ["/api/v1/scenarios/{s}/deepspeed.json", "/api/v1/scenarios/{s}/fsdp.py",
+                                  "/api/v1/runs/{r}/report.json", "/api/v1/comparisons/{c}/export.csv"])
+def test_exports_are_for_the_owner(stranger_api, anon_api, owner, path):
+    a, b = strategies(owner, ("zero2", "zero3"))
+    comparison = comparisons.create_comparison(owner, [a.pk, b.pk])
+    run_queued_runs()
+    url = path.format(s=a.pk, r=a.runs.first().pk, c=comparison.pk)
+    assert stranger_api.get(url).status_code == 404
+    assert anon_api.get(url).status_code == 401
+
+
+def test_duplicate_copies_a_scenario(owner_api, owner, scenario):
+    r = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/duplicate/", {}, format="json")
+    assert r.status_code == 201
+    body = r.json()
+    assert body["name"] == "Copy of 7B ZeRO-3 offload" and body["scenario"] == scenario.spec
+    assert body["id"] != scenario.pk
+    named = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/duplicate/", {"name": "try NVMe"}, format="json")
+    assert named.json()["name"] == "try NVMe"
+
+
+def test_duplicate_is_for_the_owner(stranger_api, scenario):
+    assert stranger_api.post(f"/api/v1/scenarios/{scenario.pk}/duplicate/", {}, format="json").status_code == 404

@@ -1,0 +1,217 @@
+"""/api/v1/sweeps/: a grid over one or two fields, one Celery task per chunk of points,
+progress, results (invalid and infeasible points included), Pareto front and cancel."""
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.utils import timezone
+
+from tests.web.dashboard_helpers import run_chunks, spec
+from tierlab.dashboard import sweeps
+from tierlab.dashboard.models import Sweep, SweepChunk
+from tierlab.scenarios.models import Scenario
+
+URL = "/api/v1/sweeps/"
+pytestmark = pytest.mark.django_db
+
+NODES_X_MICRO = [{"path": "cluster.num_nodes", "values": [1, 2]},
+                 {"path": "training.micro_batch_size", "values": [1, 2, 3]}]
+
+
+@pytest.fixture
+def base(owner):
+    return Scenario.objects.create(owner=owner, name="7B ZeRO-3", spec=spec(**{"training.global_batch_size": 16}))
+
+
+def create(client, scenario, axes, **extra):
+    return client.post(URL, {"scenario": scenario.pk if hasattr(scenario, "pk") else scenario,
+                             "axes": axes, **extra}, format="json")
+
+
+def test_it_requires_login(anon_api, base):
+    assert anon_api.get(URL).status_code == 401
+    assert create(anon_api, base, NODES_X_MICRO).status_code == 401
+
+
+def test_it_queues_one_task_per_chunk(owner_api, base, settings, django_capture_on_commit_callbacks):
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 4
+    with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async") as send:
+        with django_capture_on_commit_callbacks(execute=True):
+            r = create(owner_api, base, NODES_X_MICRO)
+    assert r.status_code == 202, r.json()
+    body = r.json()
+    assert body["status"] == "queued" and body["progress"] == 0.0
+    assert body["total_points"] == 6 and body["chunks"] == 2
+    assert body["name"] == "7B ZeRO-3: Number of nodes × Micro batch size"
+    assert [p["status"] for p in body["points"]] == ["pending"] * 6
+    assert body["points"][4]["values"] == {"cluster.num_nodes": 2, "training.micro_batch_size": 2}
+    chunks = SweepChunk.objects.order_by("start")
+    assert [(c.start, c.stop) for c in chunks] == [(0, 4), (4, 6)]
+    assert [call.kwargs["args"] for call in send.call_args_list] == [[c.pk] for c in chunks]
+    assert {call.kwargs["queue"] for call in send.call_args_list} == {settings.TIERLAB_RUN_QUEUE}
+
+
+def test_chunks_fill_in_results_progress_and_the_pareto_front(owner_api, base, settings):
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 4
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    first = SweepChunk.objects.order_by("start").first()
+    sweeps.execute_chunk(first.pk)
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "running" and body["done_points"] == 4 and body["progress"] == pytest.approx(4 / 6)
+    assert [p["status"] for p in body["points"]] == ["done"] * 4 + ["pending"] * 2
+    run_chunks()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "succeeded" and body["progress"] == 1.0 and body["finished_at"]
+    by = {(p["values"]["cluster.num_nodes"], p["values"]["training.micro_batch_size"]): p for p in body["points"]}
+    # 16 sequences over 8 or 16 GPUs: micro batch 3 does not divide; 2 nodes x micro 2 = 32 > 16
+    assert by[(1, 3)]["valid"] is False and "global_batch_size" in by[(1, 3)]["error"]
+    assert by[(2, 2)]["valid"] is False
+    assert by[(1, 1)]["valid"] is True and by[(1, 1)]["step_time_s"] > 0
+    assert by[(1, 1)]["usd_per_million_tokens"] > 0
+    assert body["pareto"] and all(body["points"][i]["fits"] for i in body["pareto"])
+
+
+def test_a_point_that_does_not_fit_is_a_result(owner_api, owner):
+    base = Scenario.objects.create(owner=owner, name="13B", spec=spec(**{"model.preset": "llama2-13b"}))
+    pk = create(owner_api, base, [{"path": "strategy.kind", "values": ["ddp", "zero3"]}]).json()["id"]
+    run_chunks()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    ddp, zero3 = body["points"]
+    assert ddp["valid"] is True and ddp["fits"] is False and ddp["violations"]
+    assert zero3["fits"] is True
+    assert body["pareto"] == [1]
+
+
+@pytest.mark.parametrize("axes,field", [
+    ([], "axes"),
+    ("nodes", "axes"),
+    ([{"path": "", "values": [1]}], "axes.0.path"),
+    ([{"path": "cluster.num_nodes", "values": []}], "axes.0.values"),
+    ([{"path": "cluster.num_nodes", "values": [1]}, {"path": "cluster.flux", "values": [1]}], "axes.1.path"),
+    ([{"path": "cluster.num_nodes", "values": [1]}, {"path": "cluster.num_nodes", "values": [2]}], "axes.1.path"),
+    ([{"path": "cluster.num_nodes", "values": [1, 1]}], "axes.0.values"),
+    ([{"path": "a", "values": list(range(30))}, {"path": "b", "values": list(range(30))}], "axes"),
+    ([{"path": "x", "values": [1]}] * 3, "axes"),
+])
+def test_bad_axes_are_a_400_naming_the_field(owner_api, base, axes, field):
+    r = create(owner_api, base, axes)
+    assert r.status_code == 400 and field in r.json(), r.json()
+    assert Sweep.objects.count() == 0
+
+
+def test_a_strangers_scenario_cannot_be_swept(stranger_api, base):
+    r = create(stranger_api, base, NODES_X_MICRO)
+    assert r.status_code == 400 and list(r.json()) == ["scenario"]
+
+
+def test_strangers_see_404(owner_api, stranger_api, base):
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    assert stranger_api.get(f"{URL}{pk}/").status_code == 404
+    assert stranger_api.post(f"{URL}{pk}/cancel/").status_code == 404
+    assert stranger_api.get(URL).json()["results"] == []
+
+
+def test_cancel_stops_the_remaining_chunks(owner_api, base, settings):
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 2
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    first = SweepChunk.objects.order_by("start").first()
+    sweeps.execute_chunk(first.pk)
+    r = owner_api.post(f"{URL}{pk}/cancel/")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["status"] == "cancelled" and body["cancelled"] is True and body["progress"] == 1.0
+    assert [p["status"] for p in body["points"]] == ["done"] * 2 + ["cancelled"] * 4
+    run_chunks()          # a chunk the broker still delivers does nothing
+    assert owner_api.get(f"{URL}{pk}/").json()["points"][3]["status"] == "cancelled"
+    again = owner_api.post(f"{URL}{pk}/cancel/")
+    assert again.status_code == 400 and "status" in again.json()
+
+
+def test_a_running_chunk_stops_before_its_next_point_when_cancelled(base, owner):
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "training.seq_len", "values": [1024, 2048, 4096]}])
+    chunk = sweep.chunks.get()
+    real = sweeps.engine_sweep.summarize
+    calls = []
+
+    def summarize_then_cancel(point, **lookups):
+        calls.append(point["index"])
+        if len(calls) == 1:
+            sweeps.cancel_sweep(sweep)
+        return real(point, **lookups)
+
+    with mock.patch.object(sweeps.engine_sweep, "summarize", side_effect=summarize_then_cancel):
+        sweeps.execute_chunk(chunk.pk)
+    chunk.refresh_from_db()
+    assert calls == [0] and chunk.status == "cancelled"
+    assert [r["status"] for r in chunk.results] == ["done", "cancelled", "cancelled"]
+
+
+def test_a_chunk_that_crashes_marks_its_points_failed_with_the_reason(owner_api, base, settings):
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 3
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    first, second = SweepChunk.objects.order_by("start")
+    sweeps.execute_chunk(first.pk)
+    with mock.patch.object(sweeps.engine_sweep, "summarize", side_effect=MemoryError("out of memory")):
+        sweeps.execute_chunk(second.pk)
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "succeeded"              # the sweep ends; its failed points say why
+    assert [p["status"] for p in body["points"]] == ["done"] * 3 + ["failed"] * 3
+    assert body["points"][5]["error"] == "engine error: MemoryError: out of memory"
+    assert body["error"] == "3 of 6 points failed: engine error: MemoryError: out of memory"
+
+
+def test_a_sweep_whose_chunks_all_fail_is_failed(owner_api, base):
+    pk = create(owner_api, base, [{"path": "cluster.num_nodes", "values": [1, 2]}]).json()["id"]
+    with mock.patch.object(sweeps.engine_sweep, "summarize", side_effect=RuntimeError("bug")):
+        run_chunks()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "failed" and "RuntimeError: bug" in body["error"]
+
+
+def test_a_broker_failure_fails_the_chunks_instead_of_leaving_them_queued(owner_api, base,
+                                                                           django_capture_on_commit_callbacks):
+    with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async", side_effect=ConnectionError("refused")):
+        with django_capture_on_commit_callbacks(execute=True):
+            pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "failed" and "broker" in body["error"]
+    assert {p["status"] for p in body["points"]} == {"failed"}
+
+
+def test_a_chunk_whose_worker_died_is_failed_on_read(owner_api, base, settings):
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 100
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    long_ago = timezone.now() - timedelta(seconds=settings.TIERLAB_RUN_STALE_AFTER_S + 5)
+    SweepChunk.objects.update(status="running", started_at=long_ago, done=2)
+    Sweep.objects.update(status="running", started_at=long_ago)
+    body = owner_api.get(f"{URL}{pk}/").json()
+    assert body["status"] == "failed" and "worker lost" in body["error"]
+    assert body["progress"] == 1.0
+
+
+def test_a_redelivered_chunk_starts_over_without_counting_twice(base, owner):
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "cluster.num_nodes", "values": [1, 2]}])
+    chunk = sweep.chunks.get()
+    SweepChunk.objects.filter(pk=chunk.pk).update(status="running", done=1, started_at=timezone.now())
+    sweeps.execute_chunk(chunk.pk)
+    sweep.refresh_from_db()
+    assert sweep.status == "succeeded" and sweep.done_points == 2
+    sweeps.execute_chunk(chunk.pk)        # and once finished, a late duplicate does nothing
+    assert sweep.chunks.get().done == 2
+
+
+def test_values_from_a_form_are_typed():
+    assert sweeps.parse_values("1, 2,4") == [1, 2, 4]
+    assert sweeps.parse_values("none, cpu ,nvme") == ["none", "cpu", "nvme"]
+    assert sweeps.parse_values("0.5, 1e-3, true, ,") == [0.5, 0.001, True]
+
+
+def test_a_chunk_that_killed_its_worker_too_often_fails(base, owner, settings):
+    settings.TIERLAB_RUN_MAX_ATTEMPTS = 2
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "cluster.num_nodes", "values": [1, 2]}])
+    chunk = sweep.chunks.get()
+    SweepChunk.objects.filter(pk=chunk.pk).update(status="running", attempts=2, started_at=timezone.now())
+    sweeps.execute_chunk(chunk.pk)
+    sweep.refresh_from_db()
+    assert sweep.status == "failed" and "started 2 times" in sweep.error

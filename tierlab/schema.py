@@ -1,0 +1,44 @@
+"""OpenAPI schema additions: the error responses every operation can give.
+
+drf-spectacular documents only the success response of each operation; clients (and the
+schemathesis fuzz test) need the errors too. This postprocessing hook adds, where they can
+occur and unless a view documented its own: 400 (field errors), 401/403, 404, 413 and 415.
+"""
+
+ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
+         "description": "What went wrong, e.g. `{\"detail\": \"Not found.\"}`."}
+FIELD_ERRORS = {
+    "type": "object", "additionalProperties": {},
+    "description": "Messages per field, e.g. `{\"scenario.training.global_batch_size\": "
+                   "[\"must be a multiple of ...\"]}`; a malformed or oversized body is "
+                   "reported under `body`."}
+
+
+def _ref(name):
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+
+
+def add_error_responses(result, generator, request, public):
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Error", ERROR)
+    schemas.setdefault("FieldErrors", FIELD_ERRORS)
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            params = operation.get("parameters", [])
+            query = {p["name"] for p in params if p.get("in") == "query"}
+            has_body = "requestBody" in operation
+            anonymous = {} in (operation.get("security") or [{}])
+            errors = {"401": ("Missing or invalid credentials.", "Error")}
+            if not anonymous or method != "get":
+                errors["403"] = ("Not allowed (or a CSRF failure with session login).", "Error")
+            if method != "get" or query:
+                errors["400"] = ("Invalid input.", "FieldErrors")
+            if "{" in path or "page" in query:
+                errors["404"] = ("No such object (or not yours), or no such page.", "Error")
+            if has_body:
+                errors["413"] = ("Request body over DATA_UPLOAD_MAX_MEMORY_SIZE.", "FieldErrors")
+                errors["415"] = ("Unsupported content type.", "Error")
+            responses = operation.setdefault("responses", {})
+            for status, (description, schema) in errors.items():
+                responses.setdefault(status, {"description": description, "content": _ref(schema)})
+    return result
