@@ -9,6 +9,8 @@ import math
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, pagination, parsers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -128,7 +130,18 @@ def exception_handler(exc, context):
 
 
 class StrictPageNumberPagination(pagination.PageNumberPagination):
-    """A ``page_size`` that is not a whole number in range is a 400, not silently ignored."""
+    """A ``page_size`` that is not a whole number in range is a 400, and a ``page`` that is
+    not a whole number from 1 a 404, as the schema says; not silently page 1."""
+
+    last_page_strings = ()
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None:
+            return 1
+        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            raise exceptions.NotFound(f"Invalid page {raw[:40]!r}: pages are numbered from 1.")
+        return int(raw)
 
     def get_page_size(self, request):
         raw = request.query_params.get(self.page_size_query_param) if self.page_size_query_param else None
@@ -151,3 +164,28 @@ class StrictPageNumberPagination(pagination.PageNumberPagination):
             elif parameter["name"] == self.page_size_query_param:
                 parameter["schema"].update(minimum=1, maximum=self.max_page_size)
         return parameters
+
+
+# ---------------------------------------------------------------- Django's error pages
+# Under /api/ a URL that matches no route (e.g. /api/v1/runs/abc/) or an error outside DRF
+# answers JSON like the rest of the API; pages keep Django's templates.
+def _api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def handler400(request, exception=None):
+    if _api(request):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    return defaults.bad_request(request, exception)
+
+
+def handler404(request, exception=None):
+    if _api(request):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request):
+    if _api(request):
+        return JsonResponse({"detail": "Server error."}, status=500)
+    return defaults.server_error(request)

@@ -72,6 +72,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: /healthz answers load balancers before host validation and HTTPS redirects.
     "tierlab.health.HealthCheckMiddleware",
+    "tierlab.middleware.RejectNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

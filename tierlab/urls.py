@@ -39,3 +39,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+# JSON under /api/, Django's pages elsewhere (tierlab/api.py).
+handler400 = "tierlab.api.handler400"
+handler404 = "tierlab.api.handler404"
+handler500 = "tierlab.api.handler500"

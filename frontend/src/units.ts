@@ -123,3 +123,22 @@ export function formatTick(value: number, maxDigits = 3): string {
   const text = fmt.format(value);
   return text === "-0" ? "0" : text;
 }
+
+/** How many decimals show three significant digits of `x` (at least `min`, at most 9). */
+function sigDigits(x: number, min: number): number {
+  const abs = Math.abs(x);
+  if (abs === 0 || !Number.isFinite(abs)) return min;
+  return Math.max(min, Math.min(9, 2 - Math.floor(Math.log10(abs))));
+}
+
+/** Milliseconds with three significant digits: 0.0731 -> "73.1 ms", 5.57e-4 -> "0.557 ms", 1.02e-6 -> "0.00102 ms". */
+export function formatMsSig(seconds: number): string {
+  if (!Number.isFinite(seconds)) return formatNumber(seconds);
+  const ms = seconds * 1e3;
+  return ms === 0 ? "0 ms" : `${formatNumber(ms, sigDigits(ms, 0))} ms`;
+}
+
+/** Seconds with at least 3 decimals, more for small ones (3 significant digits): 1.5 -> "1.500 s", 7.25e-4 -> "0.000725 s". */
+export function formatSecondsSig(seconds: number): string {
+  return `${formatNumber(seconds, sigDigits(seconds, 3))} s`;
+}

@@ -97,6 +97,13 @@ def test_a_negative_zipf_alpha_is_shown_next_to_its_input(page, live_url, user_a
 
     open_recsys_form(page, live_url, user_admin)
     fill_dlrm_v2_on_two_dgx(page)
+    # the PMEM capacity (GB) is asked for only while PMEM is checked
+    pmem_capacity = page.locator("input[name='recsys.tiers.pmem.capacity_bytes']")
+    assert pmem_capacity.is_hidden()
+    page.check("input[name='recsys.tiers.pmem']")
+    assert pmem_capacity.is_visible()
+    page.uncheck("input[name='recsys.tiers.pmem']")
+    assert pmem_capacity.is_hidden()
     page.fill("input[name='name']", "negative zipf alpha")
     page.fill("input[name='recsys.zipf_alpha']", "-0.5")  # the engine wants >= 0
     page.click("#submit-scenario")
@@ -114,4 +121,10 @@ def test_a_negative_zipf_alpha_is_shown_next_to_its_input(page, live_url, user_a
 
     field.fill("0.8")
     assert field.get_attribute("aria-invalid") is None
+
+    # back to a transformer: its inputs return, the recommendation model's go
+    page.select_option("select[name='model_kind']", "transformer")
+    assert page.locator("select[name='model.preset']").is_visible()
+    assert page.locator("input[name='training.seq_len']").is_visible()
+    assert page.locator("#recsys-fieldset").is_hidden()
     assert page.js_errors == []

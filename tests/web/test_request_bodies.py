@@ -1,4 +1,4 @@
-"""Huge or malformed request bodies are 413 or 400 with a reason under ``body``, never 500."""
+"""Huge or malformed requests are 413 or 400 with a reason (under ``body`` for bodies), never 500."""
 
 import json
 
@@ -74,3 +74,19 @@ def test_a_malformed_scenario_string_is_400_on_its_field(owner_api, text, words)
 def test_a_wrong_content_type_is_415(owner_api):
     r = post_raw(owner_api, ESTIMATE, b"<scenario/>", content_type="application/xml")
     assert r.status_code == 415
+
+
+@pytest.mark.parametrize("url", ["/api/v1/catalog/models/a%00b/", "/api/v1/runs/?page=1%00",
+                                 "/api/v1/catalog/hardware/?kind=%00", "/scenarios/%00/"])
+def test_a_nul_in_the_url_is_400(owner_api, url):
+    """PostgreSQL cannot compare text with NUL: without the guard these were 500s there."""
+    r = owner_api.get(url)
+    assert r.status_code == 400
+    if url.startswith("/api/"):
+        assert "NUL" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("url", ["/api/v1/runs/abc/", "/api/v1/nothing-here/"])
+def test_an_unknown_api_url_is_a_json_404(owner_api, url):
+    r = owner_api.get(url)
+    assert r.status_code == 404 and r.json() == {"detail": "Not found."}

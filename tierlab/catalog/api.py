@@ -38,6 +38,6 @@ class HardwareItemViewSet(CatalogViewSet):
     def get_queryset(self):
         qs = models.HardwareItem.objects.all()
         kind = self.request.query_params.get("kind")
-        if kind and kind not in models.HardwareItem.KINDS:
+        if kind is not None and kind not in models.HardwareItem.KINDS:
             raise ValidationError({"kind": [f"must be one of {', '.join(models.HardwareItem.KINDS)}"]})
         return qs.filter(kind=kind) if kind else qs

@@ -34,6 +34,9 @@ class Scenario(models.Model):
         model = self.spec.get("model") if isinstance(self.spec, dict) else None
         if isinstance(model, str):
             return model
+        if model is None and self._section("recsys"):
+            recsys = self._section("recsys")
+            return str(recsys.get("preset") or recsys.get("name") or "custom recommendation model")
         model = model if isinstance(model, dict) else {}
         return str(model.get("preset") or model.get("name") or "custom")
 
@@ -47,6 +50,9 @@ class Scenario(models.Model):
 
     @property
     def strategy_label(self) -> str:
+        spec = self.spec if isinstance(self.spec, dict) else {}
+        if spec.get("model") is None and self._section("recsys") and not self._section("strategy"):
+            return "embeddings: parameter server vs all-to-all"
         return str(self._section("strategy").get("kind", "zero3"))
 
     @property

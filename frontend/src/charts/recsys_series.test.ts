@@ -5,6 +5,7 @@ import { recsysReport } from "../testdata/recsys";
 import {
   CAPACITY_SERIES,
   HIT_AXIS_NAME,
+  OVER_SERIES,
   HIT_SERIES,
   PS_BYTES_AXIS_NAME,
   PS_TIME_AXIS_NAME,
@@ -24,6 +25,7 @@ import {
   psDesignRows,
   psSummary,
   storedAxisLabel,
+  trafficGB,
   type RecsysReport,
 } from "./recsys_series";
 
@@ -122,6 +124,9 @@ describe("embeddingChartOption", () => {
     expect(xAxis[0].data).toEqual(["hbm", "ddr", "nvme"]);
     expect(xAxis[0].axisLabel.formatter("nvme")).toBe("NVMe");
     expect((series[0].label as Fmt).formatter({ dataIndex: 2 })).toBe("2.0%");
+    // 90% is labelled inside the bar's top (clear of the axis name), 8% above it
+    const data = series[0].data as { label?: { position: string } }[];
+    expect(data.map((d) => d.label?.position)).toEqual(["insideTop", undefined, undefined]);
   });
 
   it("draws each tier's stored GB against a dashed capacity frame, each on its own GB axis", () => {
@@ -159,6 +164,11 @@ describe("embeddingChartOption", () => {
     expect(x(true).axisLabel.color).toBe("#ff8a80");
     const html = (asArray(embeddingChartOption(r).tooltip)[0] as Fmt).formatter({ name: "hbm", seriesName: STORED_SERIES });
     expect(html).toContain("Over by 200.0 GB (186.3 GiB)");
+    // the bar: 800 GB in the tier's colour up to the capacity, 200 GB in red above it
+    const hbm = (asArray(embeddingChartOption(r).series) as BarSeriesOption[]).filter((s) => s.xAxisIndex === 1);
+    expect(hbm.map((s) => [s.name, s.data])).toEqual([[STORED_SERIES, [800]], [OVER_SERIES, [200]], [CAPACITY_SERIES, [800]]]);
+    expect(hbm[1].stack).toBe(hbm[0].stack);
+    expect(hbm[1].itemStyle?.color).toBe("#c62828");
   });
 });
 
@@ -235,6 +245,12 @@ describe("parameter server vs all-to-all", () => {
     expect(tooltip.formatter({ seriesName: "All-to-all" })).toContain("Between nodes: 3.00 GB");
   });
 
+  it("writes traffic that rounds to nothing as < 0.01 GB", () => {
+    expect(trafficGB(7.47)).toBe("< 0.01 GB");
+    expect(trafficGB(3e9)).toBe("3.00 GB");
+    expect(trafficGB(0)).toBe("0.00 GB");
+  });
+
   it("is empty when the engine did not compare", () => {
     const r = recsysReport();
     r.ps = { available: false, designs: [], notes: ["Parameter server not compared: it needs the NIC bandwidth."] };
@@ -249,5 +265,22 @@ describe("storedAxisLabel", () => {
   it("says when a tier has no capacity limit", () => {
     const row = { ...embeddingTierRows(recsysReport())[1], capacityBytes: null };
     expect(storedAxisLabel(row)).toBe("DDR · 2 nodes\n600 / no limit");
+  });
+});
+
+describe("a step of milliseconds (a recommendation model) on the step chart and table", () => {
+  it("labels parts in ms, ticks with enough decimals, table seconds with 3 significant digits", async () => {
+    const { stepBreakdownOption, segmentText } = await import("./step_series");
+    const { breakdownSegments } = await import("../step");
+    const { formatSecondsSig } = await import("../units");
+    const r = recsysReport(); // 6 ms compute + 10 ms exposed comm + 4 ms exposed lookups = 20 ms
+    const series = asArray(stepBreakdownOption(r).series) as BarSeriesOption[];
+    expect(series.map((s) => (s.label as Fmt).formatter())).toEqual(["6.00 ms", "10.0 ms", "4.00 ms"]);
+    const x = asArray(stepBreakdownOption(r).xAxis)[0] as { axisLabel: Fmt };
+    expect(x.axisLabel.formatter(0.00001)).toBe("0.00001 s");
+    expect(segmentText(breakdownSegments(r)[0])).toBe("Compute: 6.00 ms (30.0% of the step)");
+    expect(formatSecondsSig(0.005096403529866026)).toBe("0.00510 s");
+    expect(formatSecondsSig(7.25e-4)).toBe("0.000725 s");
+    expect(formatSecondsSig(1.5)).toBe("1.500 s");
   });
 });

@@ -8,7 +8,9 @@ import type { AriaComponentOption, GridComponentOption, LegendComponentOption, T
 import type { ComposeOption } from "echarts/core";
 
 import type { Report } from "../types";
-import { GB, formatBytes, formatGB, formatNumber, formatPercent } from "../units";
+import { GB, formatBytes, formatGB, formatMsSig, formatNumber, formatPercent } from "../units";
+
+export { formatMsSig };
 import type { ChartStyle } from "./series";
 
 // ------------------------------------------------------------------ report shapes
@@ -110,6 +112,9 @@ export const EMBEDDING_TIER_COLORS: Record<string, string> = {
   nvme: "#f28e2b",
 };
 
+/** Bound, short (table cells). */
+export const BOUND_SHORT: Record<string, string> = { bandwidth: "bandwidth", iops: "IOPS", latency: "latency", none: "—" };
+
 export const BOUND_LABELS: Record<string, string> = {
   bandwidth: "bandwidth (GB/s)",
   iops: "IOPS (random reads/s)",
@@ -160,16 +165,6 @@ export const boundPhrase = (b: string) => (b === "none" || !b ? "no lookups" : `
 export function devicesText(tier: string, devices: number): string {
   const unit = tier === "hbm" ? "GPU" : "node";
   return `${formatNumber(devices, 0)} ${unit}${devices === 1 ? "" : "s"}`;
-}
-
-/** Milliseconds with three significant digits: 0.0731 -> "73.1 ms", 5.57e-4 -> "0.557 ms", 1.02e-6 -> "0.00102 ms". */
-export function formatMsSig(seconds: number): string {
-  if (!Number.isFinite(seconds)) return formatNumber(seconds);
-  const ms = seconds * 1e3;
-  if (ms === 0) return "0 ms";
-  const abs = Math.abs(ms);
-  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : Math.min(6, 2 - Math.floor(Math.log10(abs)));
-  return `${formatNumber(ms, digits)} ms`;
 }
 
 /** US dollars, whole: 62725.5 -> "$62,726". */
@@ -303,6 +298,7 @@ export const STORED_AXIS_NAME = "Stored (GB)";
 export const HIT_SERIES = "Hit rate";
 export const STORED_SERIES = "Stored";
 export const CAPACITY_SERIES = "Capacity";
+export const OVER_SERIES = "Over capacity";
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
@@ -411,7 +407,13 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
       xAxisIndex: 0,
       yAxisIndex: 0,
       barWidth: "55%",
-      data: rows.map((r) => ({ value: r4(r.hitRate * 100), itemStyle: { color: embeddingTierColor(r.tier) } })),
+      barMaxWidth: 90,
+      // A label of a bar near 100% goes inside its top, clear of the axis name.
+      data: rows.map((r) => ({
+        value: r4(r.hitRate * 100),
+        itemStyle: { color: embeddingTierColor(r.tier) },
+        ...(r.hitRate >= 0.85 ? { label: { position: "insideTop" as const, color: "#ffffff" } } : {}),
+      })),
       label: {
         show: true,
         position: "top",
@@ -423,16 +425,33 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
     },
   ];
   rows.forEach((r, i) => {
+    // Over capacity: the tier's colour up to the capacity, red above it.
+    const fits = r.overBytes > 0 ? r.bytes - r.overBytes : r.bytes;
     series.push({
       type: "bar",
       name: STORED_SERIES,
+      stack: `stored-${r.tier}`,
       xAxisIndex: i + 1,
       yAxisIndex: i + 1,
       barWidth: "55%",
+      barMaxWidth: 120,
       barGap: "-100%",
       itemStyle: { color: embeddingTierColor(r.tier) },
-      data: [r4(r.bytes / GB)],
+      data: [r4(fits / GB)],
     });
+    if (r.overBytes > 0) {
+      series.push({
+        type: "bar",
+        name: OVER_SERIES,
+        stack: `stored-${r.tier}`,
+        xAxisIndex: i + 1,
+        yAxisIndex: i + 1,
+        barWidth: "55%",
+        barMaxWidth: 120,
+        itemStyle: { color: overColor },
+        data: [r4(r.overBytes / GB)],
+      });
+    }
     if (r.capacityBytes !== null) {
       series.push({
         type: "bar",
@@ -440,13 +459,15 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
         xAxisIndex: i + 1,
         yAxisIndex: i + 1,
         barWidth: "55%",
+        barMaxWidth: 120,
         barGap: "-100%",
         z: 3,
         silent: true,
         itemStyle: { color: "transparent", borderColor: frame, borderWidth: 2, borderType: "dashed" },
         label: {
           show: true,
-          position: "top",
+          // over capacity, the frame's top is inside the bar: the label goes beside it
+          position: r.overBytes > 0 ? "right" : "top",
           color: frame,
           backgroundColor: labelBg,
           padding: [1, 4],
@@ -544,6 +565,9 @@ export const PS_TIME_AXIS_NAME = "Step time (ms)";
 export const PS_BYTES_AXIS_NAME = "Bytes on wire per step (GB)";
 export const PS_CATEGORIES = { time: "Step time", bytes: "Bytes on wire" } as const;
 
+/** Traffic in GB with 2 decimals; what rounds to nothing is "< 0.01 GB" (heartbeats). */
+export const trafficGB = (bytes: number) => (bytes > 0 && bytes < 0.005 * GB ? "< 0.01 GB" : formatGB(bytes, 2));
+
 /** Tooltip of a design: time, bytes, and the traffic that makes up the bytes. */
 export function psTooltipHTML(row: PsDesignRow): string {
   const lines = [`<strong>${esc(row.label)}${row.faster ? " (faster)" : ""}</strong>`,
@@ -551,7 +575,7 @@ export function psTooltipHTML(row: PsDesignRow): string {
   if (row.networkBytes !== null && row.networkBytes !== row.bytesOnWire) {
     lines.push(`Between nodes: ${formatGB(row.networkBytes, 2)}`);
   }
-  for (const t of row.traffic) lines.push(`&nbsp;&nbsp;${esc(t.label)}: ${formatGB(t.bytes, 2)}`);
+  for (const t of row.traffic) lines.push(`&nbsp;&nbsp;${esc(t.label)}: ${trafficGB(t.bytes)}`);
   if (row.busiest) lines.push(`Busiest link: ${esc(row.busiest.label)}, ${formatMsSig(row.busiest.seconds)} of transfers`);
   return lines.join("<br>");
 }

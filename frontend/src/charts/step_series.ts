@@ -12,7 +12,7 @@ import type { ComposeOption } from "echarts/core";
 
 import { BREAKDOWN_HELP, breakdownSegments, stepHeadline, type BreakdownSegment } from "../step";
 import type { BreakdownKey, Report } from "../types";
-import { formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
+import { formatMsSig, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
 import type { ChartStyle } from "./series";
 
 export type StepChartOption = ComposeOption<
@@ -40,7 +40,8 @@ export function segmentColor(key: string): string {
 
 /** "Exposed communication: 10.38 s (53.7% of the step)". */
 export function segmentText(seg: BreakdownSegment): string {
-  return `${seg.label}: ${formatNumber(seg.seconds, 2)} s (${formatPercent(seg.fraction)} of the step)`;
+  const time = seg.seconds < 0.1 ? formatMsSig(seg.seconds) : `${formatNumber(seg.seconds, 2)} s`;
+  return `${seg.label}: ${time} (${formatPercent(seg.fraction)} of the step)`;
 }
 
 /**
@@ -66,7 +67,8 @@ export function stepBreakdownOption(report: Report, style: ChartStyle = {}): Ste
       color: labelColor,
       textBorderColor: "rgba(0,0,0,0.55)",
       textBorderWidth: 2,
-      formatter: () => `${formatNumber(seg.seconds, seg.seconds >= 10 ? 1 : 2)} s`,
+      // a step of milliseconds (a recommendation model) is labelled in ms
+      formatter: () => (seg.seconds < 0.1 ? formatMsSig(seg.seconds) : `${formatNumber(seg.seconds, seg.seconds >= 10 ? 1 : 2)} s`),
     },
     emphasis: { focus: "series" },
     data: [roundS(seg.seconds)],
@@ -93,7 +95,7 @@ export function stepBreakdownOption(report: Report, style: ChartStyle = {}): Ste
       nameLocation: "middle",
       nameGap: 26,
       min: 0,
-      axisLabel: { formatter: (v: number) => `${formatTick(v)} s` },
+      axisLabel: { formatter: (v: number) => `${formatTick(v, 6)} s` },
       splitLine: { lineStyle: { opacity: 0.4 } },
     },
     yAxis: { type: "category", data: [category], axisTick: { show: false } },

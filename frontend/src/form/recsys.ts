@@ -17,8 +17,8 @@ export const MODEL_KINDS: [string, string][] = [
 ];
 
 export const RECSYS_PRESETS: [string, string][] = [
-  ["dlrm-mlperf-v1", "DLRM, MLPerf v1 — 26 tables, 188 M rows, 96.1 GB fp32, batch 2,048"],
-  ["dlrm-mlperf-v2", "DLRM-DCNv2, MLPerf v2 — 26 multi-hot tables, 204 M rows, 104.5 GB fp32, batch 65,536"],
+  ["dlrm-mlperf-v1", "DLRM, MLPerf v1 — 188 M rows, 96.1 GB"],
+  ["dlrm-mlperf-v2", "DLRM-DCNv2, MLPerf v2 — 204 M rows, 104.5 GB"],
 ];
 
 /** Short names for the scenario name the form suggests. */

@@ -103,7 +103,10 @@ export function recsysForm(kit: FieldKit): RecsysForm {
     { id: "recsys-fieldset" },
     h("legend", null, h("strong", null, "Recommendation model")),
     h("div", { class: "grid" },
-      field("recsys.preset", L["recsys.preset"], c.preset, { unit: "preset: tables, MLPs, batch" }),
+      field("recsys.preset", L["recsys.preset"], c.preset, {
+        unit: "preset: tables, MLPs, batch",
+        help: "MLPerf's DLRM on Criteo 1TB: 26 tables of 128-dim fp32 rows; the stored bytes add the optimizer's state.",
+      }),
       field("recsys.batch_size", L["recsys.batch_size"], c.batch, {
         unit: "samples per step",
         help: "Blank = the preset's batch.",
@@ -116,8 +119,8 @@ export function recsysForm(kit: FieldKit): RecsysForm {
       }),
       field("recsys.embedding_optimizer", L["recsys.embedding_optimizer"], c.optimizer, { unit: "state stored with each row" }),
     ),
-    h("div", { class: "recsys-tiers", role: "group", "aria-labelledby": "recsys-tiers-label" },
-      h("p", { id: "recsys-tiers-label" }, "Tiers the embedding rows may use ",
+    h("fieldset", { class: "recsys-tiers", id: "recsys-tiers" },
+      h("legend", null, "Tiers the embedding rows may use ",
         h("span", { class: "unit" }, "(the hottest rows go to the fastest tier checked)")),
       h("div", { class: "recsys-tier-boxes" }, tierFields),
     ),

@@ -8,11 +8,13 @@ import "../styles/recsys.css";
 
 import { mountChart, type ChartHandle } from "../charts/base";
 import {
+  BOUND_SHORT,
   boundPhrase,
   designLabel,
   embeddingChartOption,
   embeddingTierRows,
   embeddingTotals,
+  formatGBShort,
   formatMsSig,
   formatUSD,
   hasEmbedding,
@@ -21,6 +23,7 @@ import {
   psChartOption,
   psDesignRows,
   psSummary,
+  trafficGB,
   type RecsysReport,
 } from "../charts/recsys_series";
 import { h } from "../dom";
@@ -29,7 +32,7 @@ import { formatCount, formatGB, formatGiB, formatNumber, formatPercent } from ".
 
 type Cell = string | Node;
 
-function table(id: string, caption: string, head: string[], rows: Cell[][], numeric: number[] = [], foot?: Cell[]) {
+function table(id: string, caption: string, head: Cell[], rows: Cell[][], numeric: number[] = [], foot?: Cell[]) {
   const cls = (i: number) => (numeric.includes(i) ? "num" : null);
   const row = (r: Cell[], strong = false) =>
     h("tr", null, r.map((cell, i) => {
@@ -50,6 +53,9 @@ function table(id: string, caption: string, head: string[], rows: Cell[][], nume
   );
 }
 
+/** A column head with its unit on a second line: "Stored" / "(GB, GiB)". */
+const unitHead = (label: string, unit: string) => h("span", null, label, h("br"), h("small", { class: "unit" }, `(${unit})`));
+
 const stat = (label: string, value: string, id: string, note?: string) =>
   h("div", { class: "stat", id }, h("small", null, label), h("strong", null, value), note ? h("small", null, note) : null);
 
@@ -61,8 +67,12 @@ function overlapBlock(report: RecsysReport): HTMLElement | null {
   if (!o) return null;
   const scale = Math.max(o.denseS, o.lookupS) || 1;
   const w = (s: number) => `${formatNumber((s / scale) * 100, 2)}%`;
-  const seg = (cls: string, s: number, text: string) =>
-    s > 0 ? h("span", { class: cls, style: `width: ${w(s)}`, title: text }, text) : null;
+  // A narrow segment shows only its time; the title has the words.
+  const seg = (cls: string, s: number, text: string, word = "") =>
+    s > 0
+      ? h("span", { class: cls, style: `width: ${w(s)}`, title: `${text}${word}` },
+          s / scale >= 0.3 ? `${text}${word}` : s / scale >= 0.1 ? text : "")
+      : null;
   return h(
     "div",
     { id: "embedding-overlap" },
@@ -82,8 +92,12 @@ function overlapBlock(report: RecsysReport): HTMLElement | null {
       h("div", { class: "overlap-track" }, seg("overlap-compute", o.denseS, formatMsSig(o.denseS))),
       h("small", null, "Embedding lookups"),
       h("div", { class: "overlap-track" },
-        seg("overlap-hidden", o.hiddenS, `${formatMsSig(o.hiddenS)} hidden`),
-        seg("overlap-exposed", o.exposedS, `${formatMsSig(o.exposedS)} exposed`)),
+        seg("overlap-hidden", o.hiddenS, formatMsSig(o.hiddenS), " hidden"),
+        seg("overlap-exposed", o.exposedS, formatMsSig(o.exposedS), " exposed")),
+      h("span", null),
+      h("small", { class: "overlap-legend" },
+        h("span", { class: "swatch overlap-hidden" }), "hidden behind dense compute ",
+        h("span", { class: "swatch overlap-exposed" }), "exposed: adds to the step"),
     ),
     h("p", { id: "embedding-overlap-text" }, o.sentence),
   );
@@ -134,40 +148,42 @@ export function embeddingSection(report: RecsysReport): HTMLElement | null {
   const tbl = table(
     "embedding-table",
     "Embedding rows per tier, over all its devices (GB = 1e9 bytes, GiB = 2^30 bytes; ms per training step)",
-    ["Tier", "Devices", "Rows", "Stored (GB)", "Stored (GiB)", "Capacity (GB)", "Used (%)", "Hit rate (%)",
-      "Lookup time (ms)", "Bound", "Cost (USD)"],
+    ["Tier", "Rows", unitHead("Stored", "GB, GiB"), unitHead("Capacity", "GB"), unitHead("Used", "%"),
+      unitHead("Hit rate", "% of lookups"), unitHead("Lookup", "ms per step"), unitHead("Cost", "USD")],
     rows.map((r) => [
-      r.label,
-      r.devicesText,
+      h("span", { class: "nowrap" }, r.label, h("br"), h("small", null, r.devicesText)),
       formatNumber(r.rows, 0),
-      formatGB(r.bytes),
-      formatGiB(r.bytes),
+      h("span", null, formatGB(r.bytes), h("br"), h("small", null, formatGiB(r.bytes))),
       cap(r),
       r.overBytes > 0
-        ? h("strong", { class: "over" }, `over by ${formatGB(r.overBytes)}`)
+        ? h("strong", { class: "over" }, `over by ${formatGBShort(r.overBytes)}`)
         : r.used !== null ? formatPercent(r.used) : "—",
       formatPercent(r.hitRate),
-      formatMsSig(r.lookupS),
-      r.bound === "none" ? "— (no lookups)" : r.boundText,
-      r.costUsd !== null
-        ? `${formatUSD(r.costUsd)}${r.priceUsdPerGB !== null ? ` at $${formatNumber(r.priceUsdPerGB, r.priceUsdPerGB < 1 ? 2 : 0)}/GB` : ""}`
-        : "—",
+      h("span", null, formatMsSig(r.lookupS), r.bound !== "none" ? [h("br"), h("small", null, `${BOUND_SHORT[r.bound] ?? r.bound}-bound`)] : null),
+      r.costUsd !== null ? formatUSD(r.costUsd) : "—",
     ]),
-    [2, 3, 4, 5, 6, 7, 8, 10],
+    [1, 2, 3, 4, 5, 6, 7],
     [
-      "All tiers",
-      "",
+      h("span", { class: "nowrap" }, "All tiers"),
       formatNumber(totals.rows, 0),
-      formatGB(totals.bytes),
-      formatGiB(totals.bytes),
+      h("span", null, h("strong", null, formatGB(totals.bytes)), h("br"), h("small", null, formatGiB(totals.bytes))),
       totals.capacityBytes !== null ? formatGB(totals.capacityBytes) : "—",
       "",
       formatPercent(rows.reduce((s, r) => s + r.hitRate, 0)),
-      totals.lookupS !== null ? formatMsSig(totals.lookupS) : "—",
-      totals.lookupS !== null ? "tiers overlap" : "",
+      totals.lookupS !== null
+        ? h("span", null, h("strong", null, formatMsSig(totals.lookupS)), h("br"), h("small", null, "tiers overlap"))
+        : "—",
       totals.costUsd !== null ? formatUSD(totals.costUsd) : "—",
     ],
   );
+  const priced = rows.filter((r) => r.priceUsdPerGB !== null);
+  const prices = priced.length
+    ? h("p", { id: "embedding-prices" }, h("small", null,
+        "Bound: what limits a tier's lookups — bandwidth (GB/s), IOPS (random reads/s) or latency (reads in flight). ",
+        "Cost: the bytes stored × an assumed price per GB (",
+        priced.map((r) => `${r.label} $${formatNumber(r.priceUsdPerGB as number, Number.isInteger(r.priceUsdPerGB) ? 0 : 2)}/GB`).join(", "),
+        "); override recsys.tiers.<tier>.price_usd_per_gb."))
+    : null;
 
   const check = e.sample_check;
   const checkText = check && typeof check.lookups_per_table === "number" && check.lookups_per_table > 0
@@ -192,6 +208,7 @@ export function embeddingSection(report: RecsysReport): HTMLElement | null {
     stats,
     fig,
     tbl,
+    prices,
     slowText,
     checkText,
     overlapBlock(report),
@@ -236,7 +253,7 @@ export function psSection(report: RecsysReport): HTMLElement | null {
       formatGB(r.bytesOnWire, 2),
       r.networkBytes !== null ? formatGB(r.networkBytes, 2) : "—",
       r.busiest ? `${r.busiest.label}: ${formatMsSig(r.busiest.seconds)} of transfers` : "—",
-      r.traffic.length ? h("small", null, r.traffic.map((t) => `${t.label} ${formatGB(t.bytes, 2)}`).join("; ")) : "—",
+      r.traffic.length ? h("small", null, r.traffic.map((t) => `${t.label} ${trafficGB(t.bytes)}`).join("; ")) : "—",
     ]),
     [1, 2, 3],
   );

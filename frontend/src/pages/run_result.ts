@@ -25,6 +25,7 @@ import {
   formatParams,
   formatPercent,
   formatSeconds,
+  formatSecondsSig,
 } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -106,8 +107,8 @@ function stepSection(report: Report): HTMLElement | null {
     "Step time by part (s, and % of the step)",
     ["Part", "Time (s)", "Share (%)", "What it is"],
     [
-      ...segs.map((seg) => [seg.label, `${formatNumber(seg.seconds, 3)} s`, formatPercent(seg.fraction), BREAKDOWN_HELP[seg.key as BreakdownKey] ?? ""]),
-      [h("strong", null, "Step"), h("strong", null, `${formatNumber(head.timeS, 3)} s`), formatPercent(1), ""],
+      ...segs.map((seg) => [seg.label, formatSecondsSig(seg.seconds), formatPercent(seg.fraction), BREAKDOWN_HELP[seg.key as BreakdownKey] ?? ""]),
+      [h("strong", null, "Step"), h("strong", null, formatSecondsSig(head.timeS)), formatPercent(1), ""],
     ],
     [1, 2],
   );
