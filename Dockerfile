@@ -21,6 +21,7 @@ RUN pip install --no-cache-dir -e . \
  && useradd --create-home --uid 1000 tierlab \
  && mkdir -p var staticfiles && chown -R tierlab var staticfiles
 USER tierlab
-ENV DEBUG=0
+# gunicorn reads WEB_CONCURRENCY (processes) and GUNICORN_CMD_ARGS itself.
+ENV DEBUG=0 WEB_CONCURRENCY=3
 EXPOSE 8000
-CMD ["gunicorn", "tierlab.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "tierlab.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]

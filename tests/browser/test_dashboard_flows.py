@@ -153,6 +153,10 @@ def test_run_a_sweep_and_watch_progress_reach_100(page, live_url, user_admin, ca
     page.reload()
     page.wait_for_selector("#sweep-root[data-status='succeeded']")
     assert page.input_value("#sweep-metric") == "usd_per_million_tokens"
+    # dark mode: the charts redraw in the dark theme
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_selector("#sweep-heatmap[data-rendered='true']")
+    shot(page.locator("#sweep-charts"), "sweep-charts-dark")
     assert page.js_errors == []
 
 
@@ -160,6 +164,7 @@ def test_open_a_share_link_logged_out_then_revoke_it(page, browser, live_url, us
     from tierlab.dashboard import comparisons
 
     comparison = comparisons.create_comparison(user_admin, [s.pk for s in strategies(user_admin)], "ZeRO-2 vs ZeRO-3 vs FSDP")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/compare/{comparison.pk}/")
     page.click("#share-create")
@@ -168,6 +173,7 @@ def test_open_a_share_link_logged_out_then_revoke_it(page, browser, live_url, us
     assert re.fullmatch(rf"{re.escape(live_url)}/s/[A-Za-z0-9_-]{{43}}/", url), url
     page.click(".share-link[data-active='true'] button.copy-link")
     page.wait_for_function("document.querySelector('.copy-status').textContent.length > 0")
+    assert page.evaluate("navigator.clipboard.readText()") == url
     shot(page.locator("#share"), "share-panel")
 
     anonymous = browser.new_context(viewport={"width": 1280, "height": 900})

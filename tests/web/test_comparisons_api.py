@@ -127,3 +127,33 @@ def test_identical_inputs_reuse_stored_results(owner_api, owner):
     body = create(owner_api, [b.pk, a.pk]).json()
     assert body["status"] == "succeeded"              # no new work: both runs reused
     assert all(i["report"] for i in body["items"])
+
+
+@pytest.mark.parametrize("question,labels,key", [
+    ("sharding", ["ZeRO-2", "ZeRO-3", "FSDP hybrid"], "strategy.kind"),
+    ("offload", ["offload to CPU DDR", "offload to NVMe", "offload to CXL"], "strategy.offload_optimizer"),
+    ("checkpoint", ["checkpoint to local NVMe", "checkpoint to remote DRAM", "checkpoint to parallel FS"],
+     "checkpoint.target"),
+])
+def test_a_question_one_comparison_away(owner_api, owner, question, labels, key):
+    base = Scenario.objects.create(owner=owner, name="7B", spec=spec())
+    r = owner_api.post(f"/api/v1/scenarios/{base.pk}/variants/", {"question": question}, format="json")
+    assert r.status_code == 201, r.json()
+    assert [i["name"] for i in r.json()["items"]] == [f"7B · {label}" for label in labels]
+    run_queued_runs()
+    body = owner_api.get(f"{URL}{r.json()['id']}/").json()
+    assert body["status"] == "succeeded"
+    differs = [row["key"] for row in body["table"]["inputs"] if row["differs"]]
+    assert key in differs
+    if question == "offload":      # a DGX H100 has no CXL: that variant is an answer, not an error
+        assert [i["report"]["fits"] for i in body["items"]] == [True, True, False]
+    assert Scenario.objects.get(pk=base.pk).spec == spec()                   # the base is unchanged
+
+
+def test_variants_need_a_known_question_and_your_scenario(owner_api, stranger_api, owner):
+    base = Scenario.objects.create(owner=owner, name="7B", spec=spec())
+    r = owner_api.post(f"/api/v1/scenarios/{base.pk}/variants/", {"question": "colour"}, format="json")
+    assert r.status_code == 400 and "question" in r.json()
+    assert stranger_api.post(f"/api/v1/scenarios/{base.pk}/variants/", {"question": "sharding"},
+                             format="json").status_code == 404
+    assert Comparison.objects.count() == 0

@@ -201,3 +201,15 @@ def test_the_scenario_page_has_duplicate_sweep_downloads_and_share(owner_client,
                    f"/api/v1/scenarios/{s.pk}/deepspeed.json", f"/api/v1/scenarios/{s.pk}/fsdp.py",
                    'id="share-create"', 'name="kind" value="scenario"'):
         assert needle in html, needle
+
+
+def test_a_question_button_on_the_scenario_page(owner_client, owner):
+    s = Scenario.objects.create(owner=owner, name="mine", spec=spec())
+    html = owner_client.get(f"/scenarios/{s.pk}/").content.decode()
+    assert f'action="/scenarios/{s.pk}/variants/"' in html and 'data-question="offload"' in html
+    r = owner_client.post(f"/scenarios/{s.pk}/variants/", {"question": "sharding"})
+    comparison = Comparison.objects.get()
+    assert r.status_code == 302 and r["Location"] == f"/compare/{comparison.pk}/"
+    assert comparison.name == "mine: ZeRO-2 vs ZeRO-3 vs FSDP hybrid"
+    r = owner_client.post(f"/scenarios/{s.pk}/variants/", {"question": "nope"}, follow=True)
+    assert "Could not compare" in r.content.decode()

@@ -47,3 +47,18 @@ def test_it_rejects_malformed_json(owner_api):
 
 def test_it_requires_login(anon_api, example_spec):
     assert anon_api.post(URL, {"scenario": example_spec}, format="json").status_code == 401
+
+
+def test_it_uses_a_preset_edited_a_moment_ago(owner_api, example_spec, catalog):
+    """The preset tables are cached per process, keyed by each table's count and last edit."""
+    from tierlab.catalog.models import ModelPreset
+
+    before = owner_api.post(URL, {"scenario": example_spec}, format="json").json()
+    preset = ModelPreset.objects.get(slug=example_spec["model"]["preset"])
+    preset.spec = {**preset.spec, "num_layers": preset.spec["num_layers"] * 2}
+    preset.save()
+    after = owner_api.post(URL, {"scenario": example_spec}, format="json").json()
+    assert after["memory"]["per_gpu"]["hbm"]["total_bytes"] != before["memory"]["per_gpu"]["hbm"]["total_bytes"]
+    preset.delete()
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400 and "unknown" in str(r.json())

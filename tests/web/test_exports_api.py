@@ -100,3 +100,14 @@ def test_duplicate_copies_a_scenario(owner_api, owner, scenario):
 
 def test_duplicate_is_for_the_owner(stranger_api, scenario):
     assert stranger_api.post(f"/api/v1/scenarios/{scenario.pk}/duplicate/", {}, format="json").status_code == 404
+
+
+def test_the_schema_lists_the_dashboard_endpoints(client):
+    paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    for p in ("/api/v1/comparisons/", "/api/v1/comparisons/{id}/", "/api/v1/comparisons/{id}/export.csv",
+              "/api/v1/sweeps/", "/api/v1/sweeps/{id}/cancel/", "/api/v1/shares/", "/api/v1/shares/{id}/revoke/",
+              "/api/v1/shared/{token}/", "/api/v1/shared/{token}/fork/", "/api/v1/runs/{id}/report.json",
+              "/api/v1/scenarios/{id}/deepspeed.json", "/api/v1/scenarios/{id}/fsdp.py",
+              "/api/v1/scenarios/{id}/duplicate/", "/api/v1/scenarios/{id}/variants/"):
+        assert p in paths, p
+    assert "security" in paths["/api/v1/comparisons/"]["get"]

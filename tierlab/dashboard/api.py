@@ -13,13 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
-from tierlab.dashboard import comparisons, exports, sharing, sweeps
+from tierlab.dashboard import comparisons, exports, sharing, sweeps, variants
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
 from tierlab.dashboard.serializers import (ComparisonCreateSerializer, ComparisonListSerializer,
                                            ComparisonSerializer, DuplicateSerializer, ForkSerializer,
                                            ShareCreateSerializer, ShareLinkSerializer, SharedSerializer,
-                                           SweepCreateSerializer, SweepListSerializer, SweepSerializer)
+                                           SweepCreateSerializer, SweepListSerializer, SweepSerializer,
+                                           VariantsSerializer)
 from tierlab.scenarios.api import Pages
 from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import ScenarioSerializer, scenario_error_detail
@@ -219,6 +220,24 @@ class DuplicateScenarioView(APIView):
         copy = comparisons.copy_scenario(scenario, request.user, serializer.validated_data["name"].strip() or None)
         return Response(ScenarioSerializer(copy).data, status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/scenarios/{copy.pk}/"})
+
+
+class VariantsView(APIView):
+    """A question one comparison away: copies of your scenario that differ in one choice
+    (`sharding`: ZeRO-2 / ZeRO-3 / FSDP hybrid; `offload`: CPU / NVMe / CXL; `checkpoint`:
+    local NVMe / remote DRAM / parallel FS), saved and compared (201 with the comparison)."""
+
+    @extend_schema(request=VariantsSerializer, responses={201: ComparisonSerializer})
+    def post(self, request, pk):
+        serializer = VariantsSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        get_object_or_404(Scenario, pk=pk, owner=request.user)
+        try:
+            comparison = variants.compare_variants(request.user, pk, serializer.validated_data["question"])
+        except InputError as exc:
+            raise bad_request(exc) from None
+        return Response(ComparisonSerializer(comparison).data, status=status.HTTP_201_CREATED,
+                        headers={"Location": f"/api/v1/comparisons/{comparison.pk}/"})
 
 
 class DeepSpeedConfigView(APIView):

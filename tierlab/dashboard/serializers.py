@@ -3,7 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tierlab.dashboard import comparisons, sweeps
+from tierlab.dashboard import comparisons, sweeps, variants
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison, ShareLink, Sweep
 
@@ -154,3 +154,8 @@ class DuplicateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
                                  help_text="Default: “Copy of <name>”.")
 
+
+
+class VariantsSerializer(serializers.Serializer):
+    question = serializers.ChoiceField(choices=list(variants.QUESTIONS.items()),
+                                       help_text="sharding | offload | checkpoint")

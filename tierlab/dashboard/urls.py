@@ -13,6 +13,7 @@ router.register("shares", api.ShareLinkViewSet, basename="share")
 
 api_patterns = [
     path("scenarios/<int:pk>/duplicate/", api.DuplicateScenarioView.as_view(), name="scenario-duplicate"),
+    path("scenarios/<int:pk>/variants/", api.VariantsView.as_view(), name="scenario-variants"),
     path("scenarios/<int:pk>/deepspeed.json", api.DeepSpeedConfigView.as_view(), name="scenario-deepspeed"),
     path("scenarios/<int:pk>/fsdp.py", api.FSDPSnippetView.as_view(), name="scenario-fsdp"),
     path("runs/<int:pk>/report.json", api.RunReportView.as_view(), name="run-report"),
@@ -25,6 +26,7 @@ api_patterns = [
 
 urlpatterns = [
     path("scenarios/<int:pk>/duplicate/", views.scenario_duplicate, name="scenario-duplicate"),
+    path("scenarios/<int:pk>/variants/", views.scenario_variants, name="scenario-variants"),
     path("compare/", views.compare_index, name="compare-index"),
     path("compare/<int:pk>/", views.compare_detail, name="compare-detail"),
     path("sweeps/new/", views.sweep_new, name="sweep-new"),

@@ -9,7 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from simulation import ScenarioError
-from tierlab.dashboard import comparisons, sharing, sweeps
+from tierlab.dashboard import comparisons, sharing, sweeps, variants
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.forms import SweepForm
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
@@ -31,6 +31,19 @@ def scenario_duplicate(request, pk):
     source = get_object_or_404(Scenario, pk=pk, owner=request.user)
     copy = {"name": f"Copy of {source.name}"[:200], "scenario": source.spec}
     return render(request, "scenarios/form.html", {"examples": [copy, *examples()], "source": source})
+
+
+@login_required
+@require_POST
+def scenario_variants(request, pk):
+    """A "Compare" question button of the scenario page: its variants, compared."""
+    scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+    try:
+        comparison = variants.compare_variants(request.user, scenario.pk, request.POST.get("question", ""))
+    except InputError as exc:
+        messages.error(request, f"Could not compare: {exc.message}.")
+        return redirect(scenario)
+    return redirect(comparison)
 
 
 # ---------------------------------------------------------------- comparisons

@@ -12,7 +12,7 @@ import uuid
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 import simulation
@@ -24,17 +24,37 @@ log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- engine calls
+_PRESET_TABLES = (("models", ModelPreset), ("nodes", NodeTemplate), ("accelerators", Accelerator))
+_catalog_cache: tuple = (None, None)       # (version, tables), per process
+
+
+def _catalog_version() -> tuple:
+    """Row count and last edit of each preset table, in one query (cheap to ask per request)."""
+    sql = " UNION ALL ".join(
+        f"SELECT {i}, COUNT(*), MAX(updated_at) FROM {connection.ops.quote_name(model._meta.db_table)}"
+        for i, (_, model) in enumerate(_PRESET_TABLES))
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return tuple(sorted(tuple(row) for row in cursor.fetchall()))
+
+
 def catalog_lookups() -> dict:
     """Preset tables for the engine, from the database so admin edits take effect.
 
     A table with no rows yet (catalog not loaded) falls back to the engine's built-ins.
+    Rebuilt when a preset row is added, removed or saved (the version query); the engine
+    only reads these tables, so one copy per process serves every request.
     """
-    tables = {}
-    for key, model in (("models", ModelPreset), ("nodes", NodeTemplate),
-                       ("accelerators", Accelerator)):
-        rows = {row.slug: row.engine_spec() for row in model.objects.all()}
-        tables[key] = rows or None
-    return tables
+    global _catalog_cache
+    version = _catalog_version()
+    cached_version, tables = _catalog_cache
+    if version != cached_version:
+        tables = {}
+        for key, model in _PRESET_TABLES:
+            rows = {row.slug: row.engine_spec() for row in model.objects.all()}
+            tables[key] = rows or None
+        _catalog_cache = (version, tables)
+    return dict(tables)
 
 
 def resolve(spec: dict) -> dict:

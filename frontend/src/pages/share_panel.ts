@@ -4,19 +4,18 @@
 import "../base";
 import "../styles/dashboard.css";
 
+/** Copies the input's text: the Clipboard API (given a second), else select + the old command. */
 async function copyText(input: HTMLInputElement): Promise<boolean> {
+  const viaApi = navigator.clipboard?.writeText(input.value).then(() => true, () => false);
+  const late = new Promise<boolean>((resolve) => window.setTimeout(() => resolve(false), 1000));
+  if (viaApi && (await Promise.race([viaApi, late]))) return true;
+  // No clipboard permission (or an insecure origin): select the text and use the old command.
+  input.focus();
+  input.select();
   try {
-    await navigator.clipboard.writeText(input.value);
-    return true;
+    return document.execCommand("copy");
   } catch {
-    // No clipboard permission (or an insecure origin): select the text and use the old command.
-    input.focus();
-    input.select();
-    try {
-      return document.execCommand("copy");
-    } catch {
-      return false;
-    }
+    return false;
   }
 }
 

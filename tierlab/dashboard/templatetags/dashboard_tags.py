@@ -3,6 +3,7 @@
 from django import template
 
 from tierlab.dashboard.models import ShareLink
+from tierlab.dashboard.variants import QUESTIONS
 
 register = template.Library()
 
@@ -16,3 +17,9 @@ def share_panel(context, kind: str, target):
         "links": [{"link": link, "url": request.build_absolute_uri(link.get_absolute_url())}
                   for link in links[:20]],
     }
+
+
+@register.inclusion_tag("dashboard/_variants.html", takes_context=True)
+def variant_buttons(context, scenario):
+    """Buttons that compare the scenario's variants for one question each."""
+    return {"scenario": scenario, "questions": list(QUESTIONS.items()), "csrf_token": context.get("csrf_token")}

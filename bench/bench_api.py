@@ -1,0 +1,294 @@
+"""API load benchmark: it prints figures measured in one run; it never passes or fails.
+
+    python bench/bench_api.py                  # about a minute
+    python bench/bench_api.py --duration 5     # shorter phases
+    python bench/bench_api.py --use-env        # DATABASE_URL / CELERY_BROKER_URL from the environment
+
+Starts gunicorn (``--workers``, default 2) and one Celery worker on 127.0.0.1, by default on a
+fresh SQLite database and filesystem broker in a temporary folder (``--use-env``: the
+environment's database and broker, which it migrates and writes benchmark rows to), with
+DEBUG=0 as in production. Then, with ``--clients`` (default 32) concurrent HTTP clients
+(httpx, asyncio, one connection each) for ``--duration`` seconds per phase:
+
+1. ``POST /api/v1/estimate/`` (the live estimate, memory only);
+2. one run at a time through the warm worker: POST a run, poll it until it succeeded
+   (round trip as the client sees it, and created -> finished on the server);
+3. ``POST /api/v1/scenarios/{id}/runs/`` of an identical input (reuses the stored result);
+4. ``POST /api/v1/scenarios/{id}/runs/`` of a new input each time (queued for the worker).
+
+Prints requests/s, latency percentiles and errors per phase. Only loopback is contacted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SETUP = """
+import copy, json, sys
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from tierlab.catalog.loader import load_catalog
+from tierlab.scenarios.examples import examples
+from tierlab.scenarios.models import Scenario
+load_catalog(keep_existing=True)
+user, _ = get_user_model().objects.get_or_create(username="bench")
+token, _ = Token.objects.get_or_create(user=user)
+spec = examples()[2]["scenario"]
+count = int(sys.argv[1])
+variants = []
+for i in range(count):
+    s = copy.deepcopy(spec)
+    s["training"]["seq_len"] = 256 + i          # a new input hash per scenario
+    variants.append(Scenario(owner=user, name=f"bench {i}", spec=s))
+ids = [s.pk for s in Scenario.objects.bulk_create(variants)]
+same = Scenario.objects.create(owner=user, name="bench same", spec=spec)
+print(json.dumps({"token": token.key, "spec": spec, "ids": ids, "same": same.pk}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def percentile(sorted_values, q):
+    if not sorted_values:
+        return float("nan")
+    k = min(len(sorted_values) - 1, max(0, round(q / 100 * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+class Result:
+    def __init__(self, name):
+        self.name, self.latencies, self.errors, self.elapsed, self.codes = name, [], 0, 0.0, {}
+
+    def add(self, seconds, status):
+        self.codes[status] = self.codes.get(status, 0) + 1
+        if 200 <= status < 300:
+            self.latencies.append(seconds)
+        else:
+            self.errors += 1
+
+    def row(self):
+        lat = sorted(self.latencies)
+        ms = lambda q: percentile(lat, q) * 1e3  # noqa: E731
+        rps = len(lat) / self.elapsed if self.elapsed else float("nan")
+        return (f"{self.name:<44} {len(lat):>7} {rps:>8.1f} {ms(50):>8.1f} {ms(90):>8.1f} "
+                f"{ms(99):>8.1f} {(lat[-1] * 1e3 if lat else float('nan')):>8.1f} {self.errors:>6}")
+
+
+HEADER = (f"{'phase':<44} {'ok':>7} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} "
+          f"{'max ms':>8} {'errors':>6}")
+
+
+async def hammer(name, url, token, clients, duration, body_for):
+    """``clients`` concurrent loops, each on its own connection, for ``duration`` seconds."""
+    import httpx
+
+    result = Result(name)
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    deadline = time.perf_counter() + duration
+
+    async def client(n):
+        async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+            i = n
+            while time.perf_counter() < deadline:
+                path, body = body_for(i)
+                i += clients
+                started = time.perf_counter()
+                try:
+                    response = await http.post(url + path, content=body)
+                    status = response.status_code
+                except httpx.HTTPError:
+                    status = 0
+                result.add(time.perf_counter() - started, status)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    result.elapsed = time.perf_counter() - started
+    return result
+
+
+async def round_trips(url, token, scenario_ids, count):
+    """Runs one at a time through the idle worker; client-side and server-side times."""
+    import httpx
+
+    client_side, server_side = Result("run round trip, client POST -> succeeded"), []
+    headers = {"Authorization": f"Token {token}"}
+    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+        started_all = time.perf_counter()
+        for scenario_id in scenario_ids[:count]:
+            started = time.perf_counter()
+            run = (await http.post(f"{url}/api/v1/scenarios/{scenario_id}/runs/")).json()
+            while run["status"] not in ("succeeded", "failed"):
+                await asyncio.sleep(0.005)
+                run = (await http.get(f"{url}/api/v1/runs/{run['id']}/")).json()
+            client_side.add(time.perf_counter() - started, 200 if run["status"] == "succeeded" else 500)
+            if run["finished_at"] and run["created_at"]:
+                from datetime import datetime
+                server_side.append((datetime.fromisoformat(run["finished_at"])
+                                    - datetime.fromisoformat(run["created_at"])).total_seconds())
+        client_side.elapsed = time.perf_counter() - started_all
+    return client_side, server_side
+
+
+def start(cmd, env, log_path):
+    log = open(log_path, "wb")
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def wait_http(url, proc, log_path, timeout=60):
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"gunicorn did not answer /healthz:\n{Path(log_path).read_text()[-3000:]}")
+
+
+def wait_log(text, proc, log_path, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if text in Path(log_path).read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"worker did not start:\n{Path(log_path).read_text()[-3000:]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds per load phase")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--worker-class", default="sync", help="gunicorn worker class")
+    parser.add_argument("--threads", type=int, default=1, help="threads per gthread worker")
+    parser.add_argument("--conn-max-age", type=int, default=60,
+                        help="DB_CONN_MAX_AGE: seconds a database connection is reused (0: per request)")
+    parser.add_argument("--round-trips", type=int, default=20)
+    parser.add_argument("--use-env", action="store_true",
+                        help="use DATABASE_URL / CELERY_BROKER_URL from the environment")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder and logs")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="tierlab-bench-"))
+    queue = f"tierlab-bench-{secrets.token_hex(4)}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLAB_TEST_")}
+    env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1",
+               DB_CONN_MAX_AGE=str(args.conn_max_age), TIERLAB_RUN_QUEUE=queue, DJANGO_SETTINGS_MODULE="tierlab.settings",
+               PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", VITE_DEV_MODE="1")
+    if not args.use_env:
+        env.pop("DATABASE_URL", None)
+        env.pop("CELERY_BROKER_URL", None)
+        env.update(TIERLAB_VAR_DIR=str(tmp / "var"))
+    python = sys.executable
+    procs = []
+    try:
+        subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+                       check=True)
+        phase_count = int(args.duration * 400) + args.round_trips + 100   # enough new inputs
+        setup = json.loads(subprocess.run([python, "-c", SETUP, str(phase_count)], cwd=ROOT, env=env,
+                                          check=True, capture_output=True, text=True).stdout)
+        token, ids = setup["token"], setup["ids"]
+
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        gunicorn = [python, "-m", "gunicorn", "tierlab.wsgi", "--bind", f"127.0.0.1:{port}",
+                    "--workers", str(args.workers), "--worker-class", args.worker_class,
+                    "--threads", str(args.threads), "--backlog", "2048"]
+        procs.append(start(gunicorn, env, tmp / "gunicorn.log"))
+        wait_http(url, procs[-1], tmp / "gunicorn.log")
+        worker = [python, "-m", "celery", "-A", "tierlab", "worker", "--pool", "prefork",
+                  "--concurrency", "1", "--queues", queue, "--hostname", f"bench@{socket.gethostname()}",
+                  "--loglevel", "info", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        procs.append(start(worker, env, tmp / "worker.log"))
+        wait_log(" ready.", procs[-1], tmp / "worker.log")
+
+        estimate_body = json.dumps({"scenario": setup["spec"]}).encode()
+        next_new = iter(ids[args.round_trips:])
+
+        async def phases():
+            rows = []
+            warm = await hammer("warm-up", url, token, 4, 2, lambda i: ("/api/v1/estimate/", estimate_body))
+            rows.append(await hammer(f"POST /api/v1/estimate/ ({args.clients} clients)", url, token,
+                                     args.clients, args.duration,
+                                     lambda i: ("/api/v1/estimate/", estimate_body)))
+            client_side, server_side = await round_trips(url, token, ids, args.round_trips)
+            rows.append(client_side)
+            rows.append(await hammer(f"POST runs/, identical input ({args.clients} clients)", url, token,
+                                     args.clients, args.duration,
+                                     lambda i: (f"/api/v1/scenarios/{setup['same']}/runs/", b"")))
+            rows.append(await hammer(f"POST runs/, new input, queued ({args.clients} clients)", url,
+                                     token, args.clients, args.duration,
+                                     lambda i: (f"/api/v1/scenarios/{next(next_new)}/runs/", b"")))
+            return warm, rows, server_side
+
+        _, rows, server_side = asyncio.run(phases())
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    cpus = os.cpu_count()
+    backend = ("environment's DATABASE_URL / CELERY_BROKER_URL" if args.use_env
+               else "SQLite + filesystem broker (temporary folder)")
+    print(f"\ntierlab API benchmark: {platform.processor() or platform.machine()}, {cpus} CPU cores, "
+          f"Python {platform.python_version()}; gunicorn {args.workers} x {args.worker_class}"
+          f"{f' ({args.threads} threads)' if args.worker_class == 'gthread' else ''}, "
+          f"DB_CONN_MAX_AGE={args.conn_max_age}; 1 Celery worker (-c 1); {backend}; "
+          f"client and servers share the machine; load average after: {load}\n")
+    print(HEADER)
+    for row in rows:
+        print(row.row())
+    if server_side:
+        server_side.sort()
+        print(f"\nrun created -> finished on the server (warm worker, {len(server_side)} runs): "
+              f"median {statistics.median(server_side) * 1e3:.0f} ms, "
+              f"max {server_side[-1] * 1e3:.0f} ms")
+    codes = {row.name: row.codes for row in rows if row.errors}
+    if codes:
+        print(f"status codes of phases with errors: {codes}")
+    if args.keep:
+        print(f"logs and database: {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
