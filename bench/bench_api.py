@@ -77,9 +77,30 @@ def percentile(sorted_values, q):
     return sorted_values[k]
 
 
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds (user + system) used so far by the processes of a process group."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:                 # field 5 of stat: process group
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 class Result:
     def __init__(self, name):
         self.name, self.latencies, self.errors, self.elapsed, self.codes = name, [], 0, 0.0, {}
+        self.server_cpu = self.client_cpu = None
 
     def add(self, seconds, status):
         self.codes[status] = self.codes.get(status, 0) + 1
@@ -95,6 +116,8 @@ class Result:
         return (f"{self.name:<44} {len(lat):>7} {rps:>8.1f} {ms(50):>8.1f} {ms(90):>8.1f} "
                 f"{ms(99):>8.1f} {(lat[-1] * 1e3 if lat else float('nan')):>8.1f} {self.errors:>6}")
 
+
+SERVER_PGID = 0          # gunicorn's process group, set once it runs
 
 HEADER = (f"{'phase':<44} {'ok':>7} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} "
           f"{'max ms':>8} {'errors':>6}")
@@ -122,9 +145,11 @@ async def hammer(name, url, token, clients, duration, body_for):
                     status = 0
                 result.add(time.perf_counter() - started, status)
 
-    started = time.perf_counter()
+    started, server_cpu, client_cpu = time.perf_counter(), group_cpu_s(SERVER_PGID), own_cpu_s()
     await asyncio.gather(*(client(n) for n in range(clients)))
     result.elapsed = time.perf_counter() - started
+    result.server_cpu = group_cpu_s(SERVER_PGID) - server_cpu
+    result.client_cpu = own_cpu_s() - client_cpu
     return result
 
 
@@ -233,6 +258,8 @@ def main():
                     "--workers", str(args.workers), "--worker-class", args.worker_class,
                     "--threads", str(args.threads), "--backlog", "2048"]
         procs.append(start(gunicorn, env, tmp / "gunicorn.log"))
+        global SERVER_PGID
+        SERVER_PGID = procs[-1].pid
         wait_http(url, procs[-1], tmp / "gunicorn.log")
         worker = [python, "-m", "celery", "-A", "tierlab", "worker", "--pool", "prefork",
                   "--concurrency", "1", "--queues", queue, "--hostname", f"bench@{socket.gethostname()}",
@@ -276,6 +303,11 @@ def main():
     print(HEADER)
     for row in rows:
         print(row.row())
+    print("\nCPU per successful request (ms): gunicorn processes / this client process")
+    for row in rows:
+        if row.server_cpu is not None and row.latencies:
+            n = len(row.latencies)
+            print(f"  {row.name:<52} {row.server_cpu / n * 1e3:6.2f} / {row.client_cpu / n * 1e3:5.2f}")
     if server_side:
         server_side.sort()
         print(f"\nrun created -> finished on the server (warm worker, {len(server_side)} runs): "

@@ -163,7 +163,8 @@ def test_run_a_sweep_and_watch_progress_reach_100(page, live_url, user_admin, ca
 def test_open_a_share_link_logged_out_then_revoke_it(page, browser, live_url, user_admin, catalog, celery_worker):
     from tierlab.dashboard import comparisons
 
-    comparison = comparisons.create_comparison(user_admin, [s.pk for s in strategies(user_admin)], "ZeRO-2 vs ZeRO-3 vs FSDP")
+    ids = [s.pk for s in strategies(user_admin)]
+    comparison = comparisons.create_comparison(user_admin, ids, "ZeRO-2 vs ZeRO-3 vs FSDP")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/compare/{comparison.pk}/")

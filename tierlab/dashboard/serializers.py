@@ -35,7 +35,8 @@ class ComparisonSerializer(ComparisonListSerializer):
 
     status = serializers.CharField(read_only=True, help_text="running | succeeded | failed (a run failed)")
     progress = serializers.FloatField(read_only=True, help_text="0..1 over the runs")
-    items = serializers.JSONField(read_only=True, help_text="One per column: name, scenario, run, status, error, report")
+    items = serializers.JSONField(read_only=True,
+                                  help_text="One per column: name, scenario, run, status, error, report")
     table = serializers.JSONField(read_only=True, help_text="{inputs: [{key, values, differs}], "
                                                             "outputs: [{key, label, unit, better, values, best}]}")
 

@@ -124,7 +124,9 @@ def start_run(scenario: Scenario) -> Run:
     resolved = resolve(scenario.spec)
     version = simulation.ENGINE_VERSION
     digest = input_hash(resolved, version)
-    done = (Run.objects.filter(input_hash=digest, status=Run.Status.SUCCEEDED)
+    # Originals only: every reuse is another succeeded row with the same hash, and sorting
+    # all of them per request made run creation slower the more often an input was reused.
+    done = (Run.objects.filter(input_hash=digest, status=Run.Status.SUCCEEDED, reused_from=None)
             .order_by("-finished_at").first())
     if done is not None:
         now = timezone.now()
