@@ -123,27 +123,97 @@ HEADER = (f"{'phase':<44} {'ok':>7} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p
           f"{'max ms':>8} {'errors':>6}")
 
 
-async def hammer(name, url, token, clients, duration, body_for):
-    """``clients`` concurrent loops, each on its own connection, for ``duration`` seconds."""
-    import httpx
+class RawHTTP:
+    """A minimal HTTP/1.1 client on asyncio streams: one connection, kept alive when the
+    server allows (gthread), reopened when it closes it (sync workers). On a 2-core machine
+    the load generator shares the CPU with the server; httpx spends about as much CPU per
+    request as the server does, this about a third of that (see the CPU lines printed)."""
 
+    def __init__(self, url: str, headers: dict):
+        host_port = url.split("://", 1)[1]
+        self.host, port = host_port.rsplit(":", 1)
+        self.port = int(port)
+        self.head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host_port, **headers}.items())
+        self.reader = self.writer = None
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        for attempt in (0, 1):
+            fresh = self.writer is None
+            if fresh:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            self.writer.write(f"{method} {path} HTTP/1.1\r\n{self.head}Content-Length: {len(body)}"
+                              f"\r\n\r\n".encode() + body)
+            status_line = await self.reader.readline()
+            if status_line or fresh:
+                break
+            self.close()                      # a kept-alive connection the server had closed
+        status, length, chunked, close = int(status_line.split()[1]), None, False, False
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding" and value == b"chunked":
+                chunked = True
+            elif name == b"connection" and value == b"close":
+                close = True
+        if chunked:
+            data = b""
+            while size := int((await self.reader.readline()).split(b";")[0], 16):
+                data += await self.reader.readexactly(size)
+                await self.reader.readline()
+            await self.reader.readline()
+        elif length is not None:
+            data = await self.reader.readexactly(length)
+        else:
+            data, close = await self.reader.read(), True
+        if close:
+            self.close()
+        return status, data
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+class HttpxHTTP:
+    """The same interface on httpx (``--client httpx``)."""
+
+    def __init__(self, url: str, headers: dict):
+        import httpx
+
+        self.url, self.http = url, httpx.AsyncClient(headers=headers, timeout=30)
+
+    async def request(self, method, path, body=b""):
+        response = await self.http.request(method, self.url + path, content=body)
+        return response.status_code, response.content
+
+    def close(self):
+        pass
+
+
+CLIENTS = {"raw": RawHTTP, "httpx": HttpxHTTP}
+
+
+async def hammer(name, make_client, clients, duration, body_for):
+    """``clients`` concurrent loops, each on its own connection, for ``duration`` seconds."""
     result = Result(name)
-    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
     deadline = time.perf_counter() + duration
 
     async def client(n):
-        async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-            i = n
-            while time.perf_counter() < deadline:
-                path, body = body_for(i)
-                i += clients
-                started = time.perf_counter()
-                try:
-                    response = await http.post(url + path, content=body)
-                    status = response.status_code
-                except httpx.HTTPError:
-                    status = 0
-                result.add(time.perf_counter() - started, status)
+        http, i = make_client(), n
+        while time.perf_counter() < deadline:
+            path, body = body_for(i)
+            i += clients
+            started = time.perf_counter()
+            try:
+                status, _ = await http.request("POST", path, body)
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+                status = 0
+                http.close()
+            result.add(time.perf_counter() - started, status)
+        http.close()
 
     started, server_cpu, client_cpu = time.perf_counter(), group_cpu_s(SERVER_PGID), own_cpu_s()
     await asyncio.gather(*(client(n) for n in range(clients)))
@@ -153,26 +223,25 @@ async def hammer(name, url, token, clients, duration, body_for):
     return result
 
 
-async def round_trips(url, token, scenario_ids, count):
+async def round_trips(make_client, scenario_ids, count):
     """Runs one at a time through the idle worker; client-side and server-side times."""
-    import httpx
+    from datetime import datetime
 
     client_side, server_side = Result("run round trip, client POST -> succeeded"), []
-    headers = {"Authorization": f"Token {token}"}
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-        started_all = time.perf_counter()
-        for scenario_id in scenario_ids[:count]:
-            started = time.perf_counter()
-            run = (await http.post(f"{url}/api/v1/scenarios/{scenario_id}/runs/")).json()
-            while run["status"] not in ("succeeded", "failed"):
-                await asyncio.sleep(0.005)
-                run = (await http.get(f"{url}/api/v1/runs/{run['id']}/")).json()
-            client_side.add(time.perf_counter() - started, 200 if run["status"] == "succeeded" else 500)
-            if run["finished_at"] and run["created_at"]:
-                from datetime import datetime
-                server_side.append((datetime.fromisoformat(run["finished_at"])
-                                    - datetime.fromisoformat(run["created_at"])).total_seconds())
-        client_side.elapsed = time.perf_counter() - started_all
+    http = make_client()
+    started_all = time.perf_counter()
+    for scenario_id in scenario_ids[:count]:
+        started = time.perf_counter()
+        run = json.loads((await http.request("POST", f"/api/v1/scenarios/{scenario_id}/runs/"))[1])
+        while run["status"] not in ("succeeded", "failed"):
+            await asyncio.sleep(0.005)
+            run = json.loads((await http.request("GET", f"/api/v1/runs/{run['id']}/"))[1])
+        client_side.add(time.perf_counter() - started, 200 if run["status"] == "succeeded" else 500)
+        if run["finished_at"] and run["created_at"]:
+            server_side.append((datetime.fromisoformat(run["finished_at"])
+                                - datetime.fromisoformat(run["created_at"])).total_seconds())
+    client_side.elapsed = time.perf_counter() - started_all
+    http.close()
     return client_side, server_side
 
 
@@ -193,16 +262,16 @@ def stop(proc):
 
 
 def wait_http(url, proc, log_path, timeout=60):
-    import httpx
+    import urllib.request
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             break
         try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
+            urllib.request.urlopen(url + "/healthz", timeout=2)
+            return
+        except OSError:
             pass
         time.sleep(0.2)
     raise SystemExit(f"gunicorn did not answer /healthz:\n{Path(log_path).read_text()[-3000:]}")
@@ -227,6 +296,8 @@ def main():
     parser.add_argument("--conn-max-age", type=int, default=60,
                         help="DB_CONN_MAX_AGE: seconds a database connection is reused (0: per request)")
     parser.add_argument("--round-trips", type=int, default=20)
+    parser.add_argument("--client", choices=sorted(CLIENTS), default="raw",
+                        help="load generator: raw asyncio HTTP/1.1 (light) or httpx")
     parser.add_argument("--use-env", action="store_true",
                         help="use DATABASE_URL / CELERY_BROKER_URL from the environment")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and logs")
@@ -270,19 +341,22 @@ def main():
         estimate_body = json.dumps({"scenario": setup["spec"]}).encode()
         next_new = iter(ids[args.round_trips:])
 
+        headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+        make_client = lambda: CLIENTS[args.client](url, headers)  # noqa: E731
+        n = args.clients
+
         async def phases():
             rows = []
-            warm = await hammer("warm-up", url, token, 4, 2, lambda i: ("/api/v1/estimate/", estimate_body))
-            rows.append(await hammer(f"POST /api/v1/estimate/ ({args.clients} clients)", url, token,
-                                     args.clients, args.duration,
-                                     lambda i: ("/api/v1/estimate/", estimate_body)))
-            client_side, server_side = await round_trips(url, token, ids, args.round_trips)
+            warm = await hammer("warm-up", make_client, 4, 2, lambda i: ("/api/v1/estimate/", estimate_body))
+            rows.append(await hammer(f"POST /api/v1/estimate/ ({n} clients)", make_client, n,
+                                     args.duration, lambda i: ("/api/v1/estimate/", estimate_body)))
+            client_side, server_side = await round_trips(make_client, ids, args.round_trips)
             rows.append(client_side)
-            rows.append(await hammer(f"POST runs/, identical input ({args.clients} clients)", url, token,
-                                     args.clients, args.duration,
+            rows.append(await hammer(f"POST runs/, identical input ({n} clients)", make_client, n,
+                                     args.duration,
                                      lambda i: (f"/api/v1/scenarios/{setup['same']}/runs/", b"")))
-            rows.append(await hammer(f"POST runs/, new input, queued ({args.clients} clients)", url,
-                                     token, args.clients, args.duration,
+            rows.append(await hammer(f"POST runs/, new input, queued ({n} clients)", make_client, n,
+                                     args.duration,
                                      lambda i: (f"/api/v1/scenarios/{next(next_new)}/runs/", b"")))
             return warm, rows, server_side
 
@@ -296,7 +370,7 @@ def main():
     backend = ("environment's DATABASE_URL / CELERY_BROKER_URL" if args.use_env
                else "SQLite + filesystem broker (temporary folder)")
     print(f"\ntierlab API benchmark: {platform.processor() or platform.machine()}, {cpus} CPU cores, "
-          f"Python {platform.python_version()}; gunicorn {args.workers} x {args.worker_class}"
+          f"Python {platform.python_version()}; {args.client} client; gunicorn {args.workers} x {args.worker_class}"
           f"{f' ({args.threads} threads)' if args.worker_class == 'gthread' else ''}, "
           f"DB_CONN_MAX_AGE={args.conn_max_age}; 1 Celery worker (-c 1); {backend}; "
           f"client and servers share the machine; load average after: {load}\n")

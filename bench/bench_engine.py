@@ -34,7 +34,7 @@ SCENARIO = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "
 def step_graph(layers=200):
     r = RankModel(layers=layers, fwd_s=0.014, bwd_s=0.042, head_s=0.0, unit_params=8.5e8,
                   params_per_rank=6.9e10, param_bytes=2, grad_bytes=2, optimizer_state_bytes=12,
-                  shard=16, shard_link="nic", replicas=1, dp=16, dp_link="nic", stage=3, tp=1,
+                  shard=8, shard_link="nvlink", replicas=1, dp=8, dp_link="nvlink", gpus_per_node=8, stage=3, tp=1,
                   tp_bytes=0.0, bwd_allreduces=2, act_ckpt_bytes=0.0, offload_params="none",
                   offload_optimizer="none", offload_activations="none", prefetch_depth=2,
                   miss_rate=0.0, hbm_bytes_per_s=3.35e12)

@@ -97,7 +97,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=lay.shard_degree, shard_link="nvlink" if t * lay.shard_degree <= gpn else "nic",
         replicas=lay.replica_groups, dp=lay.data_parallel,
-        dp_link="nvlink" if t * lay.data_parallel <= gpn else "nic",
+        dp_link="nvlink" if t * lay.data_parallel <= gpn else "nic", gpus_per_node=gpn,
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
         bwd_allreduces=4 if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,

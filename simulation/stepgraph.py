@@ -25,7 +25,8 @@ Per layer of the rank's pipeline stage, forward then backward:
   updated parameters back to the GPU and, for ZeRO-1/2, their all-gather.
 
 Collective volumes per rank are those of a ring: all-gather and reduce-scatter move
-(n-1)/n of the buffer, all-reduce 2(n-1)/n (Patarasuk & Yuan 2009; ZeRO Sec. 7).
+(n-1)/n of the buffer, all-reduce 2(n-1)/n (Patarasuk & Yuan 2009; ZeRO Sec. 7). A ring
+that spans nodes is split into its NVLink hops and its inter-node hop (``collective``).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class RankModel:
     replicas: int                # HSDP replica groups (1 otherwise)
     dp: int
     dp_link: str
+    gpus_per_node: int
     stage: int                   # ZeRO stage equivalent
     tp: int
     tp_bytes: float              # one TP all-reduce buffer (s*b*h*2)
@@ -76,6 +78,24 @@ def ring(kind: str, nbytes: float, n: int) -> float:
     if n <= 1:
         return 0.0
     return (2 if kind == "allreduce" else 1) * (n - 1) / n * nbytes
+
+
+def collective(g: TaskGraph, r: "RankModel", name: str, volume: float, link: str, deps,
+               label: str, acquire=None) -> int:
+    """One rank's part of a ring collective moving ``volume`` bytes; returns its last task.
+
+    Within a node the ring runs over NVLink. Across nodes NCCL runs one ring per NIC
+    (channels): of a rank's G ring hops one leaves the node, so its NIC carries
+    volume / G while NVLink carries the rest, in parallel (hierarchical intra/inter node).
+    """
+    if link != "nic" or r.gpus_per_node <= 1:
+        return g.transfer(name, volume, [link], deps=deps, acquire=acquire, label=label)
+    gpn = r.gpus_per_node
+    start = g.compute(f"{name} (start)", "sync", 0.0, deps=deps, acquire=acquire, label=label)
+    a = g.transfer(f"{name} (NVLink hops)", volume * (gpn - 1) / gpn, ["nvlink"], deps=[start],
+                   label=label)
+    b = g.transfer(f"{name} (inter-node hop)", volume / gpn, ["nic"], deps=[start], label=label)
+    return g.compute(f"{name} (done)", "sync", 0.0, deps=[a, b], label=label)
 
 
 def _tier_path(tier: str, direction: str) -> list:
@@ -117,11 +137,11 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
             up = g.transfer(f"{tag} L{i} shard from {r.offload_params}", shard_param_bytes,
                             _tier_path(r.offload_params, "in"), deps=deps, acquire="gather",
                             label="fetch_miss" if label == "fetch_miss" else "offload")
-            t = g.transfer(f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
-                           [r.shard_link], deps=[up], label=label)
+            t = collective(g, r, f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
+                           r.shard_link, [up], label)
         else:
-            t = g.transfer(f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
-                           [r.shard_link], deps=deps, acquire="gather", label=label)
+            t = collective(g, r, f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
+                           r.shard_link, deps, label, acquire="gather")
         state["prev_fetch"] = t
         return t
 
@@ -164,8 +184,8 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
 def _grad_sync(g, r: RankModel, i, c, grad_bytes, last) -> list:
     out = []
     if r.stage >= 2:
-        rs = g.transfer(f"L{i} reduce-scatter", ring("reduce_scatter", grad_bytes, r.shard),
-                        [r.shard_link], deps=[c], label="reduce_scatter")
+        rs = collective(g, r, f"L{i} reduce-scatter", ring("reduce_scatter", grad_bytes, r.shard),
+                        r.shard_link, [c], "reduce_scatter")
         out.append(rs)
         if last and r.replicas > 1:
             out.append(g.transfer(f"L{i} all-reduce across replicas",
@@ -176,8 +196,8 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last) -> list:
             out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                                   _tier_path(tier, "out"), deps=[out[-1]], label="offload"))
     elif last and r.dp > 1:
-        out.append(g.transfer(f"L{i} gradient all-reduce", ring("allreduce", grad_bytes, r.dp),
-                              [r.dp_link], deps=[c], label="allreduce"))
+        out.append(collective(g, r, f"L{i} gradient all-reduce", ring("allreduce", grad_bytes, r.dp),
+                              r.dp_link, [c], "allreduce"))
     elif last and r.offload_optimizer != "none":
         out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                               _tier_path("cpu", "out"), deps=[c], label="offload"))
@@ -225,6 +245,6 @@ def _optimizer(g, r: RankModel, syncs, last_c):
         if tail:
             done = g.compute("optimizer step done", "gpu", 0.0, deps=tail + [done])
     if r.stage in (1, 2) and r.dp > 1:
-        g.transfer("updated parameters all-gather",
-                   ring("allgather", r.params_per_rank * r.param_bytes, r.dp), [r.dp_link],
-                   deps=[done], label="allgather")
+        collective(g, r, "updated parameters all-gather",
+                   ring("allgather", r.params_per_rank * r.param_bytes, r.dp), r.dp_link,
+                   [done], "allgather")

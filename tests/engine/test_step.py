@@ -12,7 +12,7 @@ from tests.refdata import cases
 def tiny(prefetch_depth=1, **kw):
     base = dict(layers=2, fwd_s=1.0, bwd_s=2.0, head_s=0.0, unit_params=1e9, params_per_rank=2e9,
                 param_bytes=2, grad_bytes=2, optimizer_state_bytes=12, shard=2, shard_link="nvlink",
-                replicas=1, dp=2, dp_link="nvlink", stage=3, tp=1, tp_bytes=0.0, bwd_allreduces=2,
+                replicas=1, dp=2, dp_link="nvlink", gpus_per_node=2, stage=3, tp=1, tp_bytes=0.0, bwd_allreduces=2,
                 act_ckpt_bytes=0.0, offload_params="none", offload_optimizer="none",
                 offload_activations="none", prefetch_depth=prefetch_depth, miss_rate=0.0,
                 hbm_bytes_per_s=30e9)
@@ -194,8 +194,9 @@ def test_korthikanti_table5_iteration_times_within_10_percent(model, recompute, 
 
 
 def test_background_checkpoint_write_slows_the_steps_it_overlaps():
-    # ZeRO-3 over two nodes is NIC-bound; an async checkpoint to the parallel FS sends each
-    # rank's 14 B/param shard over the same NIC, so the overlapped step gets longer.
+    # ZeRO-3 over two nodes sends its collectives' inter-node hops over the NIC; an async
+    # checkpoint to the parallel FS sends each rank's 14 B/param shard over the same NIC,
+    # so the overlapped step gets longer.
     d = {"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
          "training": {"recompute": "full", "global_batch_size": 32}}
     a = evaluate_dict(dict(d, checkpoint={"method": "async", "monte_carlo_runs": 0}))
@@ -243,3 +244,15 @@ def test_nvme_wall_sentence_gives_bytes_and_floor():
     assert "NVMe bandwidth wall" in msg and "TB" in msg
     crit = [t for t in r["timeline"]["tasks"] if t["critical"]]
     assert crit and r["step"]["gpu_idle_s"] > 0
+
+
+def test_collectives_across_nodes_split_into_nvlink_and_nic_hops():
+    # NCCL runs one ring per NIC: of a rank's 8 ring hops one leaves the node, so the NIC
+    # carries 1/8 of the volume and NVLink 7/8 (ring volume 15/16 of the buffer over 16 ranks).
+    r = scen(cluster__num_nodes=2)
+    nic, nvl = link_bytes(r, "nic"), link_bytes(r, "nvlink")
+    assert nic / nvl == pytest.approx(1 / 7, rel=1e-9)
+    one_node = scen()
+    # the same model on one node: every byte on NVLink, (8-1)/8 instead of (16-1)/16 of it
+    assert link_bytes(one_node, "nic") == 0
+    assert (nic + nvl) / link_bytes(one_node, "nvlink") == pytest.approx((15 / 16) / (7 / 8))
