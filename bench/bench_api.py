@@ -232,7 +232,12 @@ async def round_trips(make_client, scenario_ids, count):
     started_all = time.perf_counter()
     for scenario_id in scenario_ids[:count]:
         started = time.perf_counter()
-        run = json.loads((await http.request("POST", f"/api/v1/scenarios/{scenario_id}/runs/"))[1])
+        status, body = await http.request("POST", f"/api/v1/scenarios/{scenario_id}/runs/")
+        if status != 202:
+            print(f"run of scenario {scenario_id}: HTTP {status} {body[:300]!r}", file=sys.stderr)
+            client_side.add(time.perf_counter() - started, status)
+            continue
+        run = json.loads(body)
         while run["status"] not in ("succeeded", "failed"):
             await asyncio.sleep(0.005)
             run = json.loads((await http.request("GET", f"/api/v1/runs/{run['id']}/"))[1])

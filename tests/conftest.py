@@ -1,4 +1,5 @@
-"""Shared fixtures: named users, API clients, the live server URL and a real Celery worker.
+"""Shared fixtures: named users (owner, teammate, stranger), API clients, the live server URL
+and a real Celery worker.
 
 `celery_worker` starts ``celery -A tierlab worker`` as a subprocess (once per session)
 pointed at the test database and a queue of its own, so it executes runs created by
@@ -47,6 +48,16 @@ def stranger(django_user_model):
 
 
 @pytest.fixture
+def teammate(django_user_model, owner):
+    """A member of the owner's team: both are in the group ``team`` (tierlab.access)."""
+    from django.contrib.auth.models import Group
+
+    user = _make_user(django_user_model, "teammate")
+    Group.objects.create(name="team").user_set.add(owner, user)
+    return user
+
+
+@pytest.fixture
 def anon_api():
     from rest_framework.test import APIClient
 
@@ -68,6 +79,15 @@ def stranger_api(stranger):
 
     client = APIClient()
     client.force_authenticate(stranger)
+    return client
+
+
+@pytest.fixture
+def teammate_api(teammate):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(teammate)
     return client
 
 

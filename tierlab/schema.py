@@ -2,7 +2,8 @@
 
 drf-spectacular documents only the success response of each operation; clients (and the
 schemathesis fuzz test) need the errors too. This postprocessing hook adds, where they can
-occur and unless a view documented its own: 400 (field errors), 401/403, 404, 413 and 415.
+occur and unless a view documented its own: 400 (field errors), 401/403, 404, 413, 415 and
+422 (an ``Idempotency-Key`` reused for another request).
 """
 
 ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
@@ -38,6 +39,8 @@ def add_error_responses(result, generator, request, public):
             if has_body:
                 errors["413"] = ("Request body over DATA_UPLOAD_MAX_MEMORY_SIZE.", "FieldErrors")
                 errors["415"] = ("Unsupported content type.", "Error")
+            if any(p.get("in") == "header" and p["name"] == "Idempotency-Key" for p in params):
+                errors["422"] = ("This Idempotency-Key was used for a different request.", "FieldErrors")
             responses = operation.setdefault("responses", {})
             for status, (description, schema) in errors.items():
                 responses.setdefault(status, {"description": description, "content": _ref(schema)})

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "django_filters",                 # list filters; its templates for the browsable API
     "django_vite",
     "tierlab.apps.TierlabConfig",
     "tierlab.catalog",

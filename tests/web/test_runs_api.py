@@ -68,6 +68,8 @@ def test_it_reuses_a_stored_result_for_identical_input(owner_api, owner, scenari
     assert second["reused_from"] == first["id"]
     assert second["input_hash"] == first["input_hash"]
     assert second["result"] == Run.objects.get(pk=first["id"]).result
+    third = start(owner_api, twin).json()             # a reuse points at the original run
+    assert third["status"] == "succeeded" and third["reused_from"] == first["id"]
 
 
 def test_it_does_not_reuse_for_different_input(owner_api, owner, scenario, example_spec):
@@ -107,7 +109,7 @@ def test_it_hides_others_runs(owner_api, stranger_api, scenario):
     assert stranger_api.get(f"/api/v1/runs/{pk}/").status_code == 404
     assert stranger_api.get("/api/v1/runs/").json()["count"] == 0
     assert owner_api.get("/api/v1/runs/").json()["count"] == 1
-    assert [r["id"] for r in owner_api.get(f"/api/v1/scenarios/{scenario.pk}/runs/").json()] == [pk]
+    assert [r["id"] for r in owner_api.get(f"/api/v1/scenarios/{scenario.pk}/runs/").json()["results"]] == [pk]
 
 
 def test_it_requires_login(anon_api, scenario):

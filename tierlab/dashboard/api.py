@@ -1,9 +1,10 @@
 """REST API: comparisons, sweeps (with cancel), share links, the shared view, forks and
-exports. Owners see only their own rows (others' are 404); a bad request is a 400 naming
-the field; a share link needs no account."""
+exports. Owners and their team see a comparison or sweep (others get 404, see
+``tierlab.access``); only the owner changes it (403 for the team); a bad request is a 400
+naming the field; a share link needs no account."""
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, mixins, permissions, status, viewsets
@@ -13,8 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
+from tierlab.access import API_PERMISSIONS, get_visible_or_404
 from tierlab.dashboard import comparisons, exports, sharing, sweeps, variants
 from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.filters import ComparisonFilter, SweepFilter
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
 from tierlab.dashboard.serializers import (ComparisonCreateSerializer, ComparisonListSerializer,
                                            ComparisonSerializer, DuplicateSerializer, ForkSerializer,
@@ -22,6 +25,7 @@ from tierlab.dashboard.serializers import (ComparisonCreateSerializer, Compariso
                                            SweepCreateSerializer, SweepListSerializer, SweepSerializer,
                                            VariantsSerializer)
 from tierlab.scenarios.api import Pages
+from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import ScenarioSerializer, scenario_error_detail
 
@@ -48,22 +52,28 @@ PYTHON = {(200, "text/x-python"): OpenApiTypes.STR}
 
 # ---------------------------------------------------------------- comparisons
 class ComparisonViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Your comparisons. POST `{scenarios: [ids], name?}` (2–8 of your scenarios) starts a
-    run of each (identical inputs reuse a stored result) and returns 201."""
+    """Your comparisons and your team's. POST `{scenarios: [ids], name?}` (2–8 of your
+    scenarios) starts a run of each (identical inputs reuse a stored result) and returns 201.
+    Filter with `?q=`, `?owner=`, `?scenario=`."""
 
     pagination_class = Pages
+    permission_classes = API_PERMISSIONS
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = ComparisonFilter
 
     def get_queryset(self):
         if _fake(self):
             return Comparison.objects.none()
-        return Comparison.objects.filter(owner=self.request.user).prefetch_related("items")
+        return Comparison.objects.visible_to(self.request.user).select_related("owner").prefetch_related("items")
 
     def get_serializer_class(self):
         if self.action == "create":
             return ComparisonCreateSerializer
         return ComparisonListSerializer if self.action == "list" else ComparisonSerializer
 
-    @extend_schema(request=ComparisonCreateSerializer, responses={201: ComparisonSerializer})
+    @extend_schema(request=ComparisonCreateSerializer, responses={201: ComparisonSerializer},
+                   parameters=[IDEMPOTENCY_KEY])
+    @idempotent
     def create(self, request, *args, **kwargs):
         serializer = ComparisonCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -78,22 +88,27 @@ class ComparisonViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 # ---------------------------------------------------------------- sweeps
 class SweepViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Your sweeps. POST `{scenario: id, axes: [{path, values}], name?}` queues one Celery
-    task per chunk of points (202); GET follows progress and results; POST cancel/ stops it."""
+    """Your sweeps and your team's. POST `{scenario: id, axes: [{path, values}], name?}` queues
+    one Celery task per chunk of points (202); GET follows progress and results; POST cancel/
+    (its owner) stops it. Filter with `?status=`, `?q=`, `?owner=`, `?scenario=`."""
 
     pagination_class = Pages
+    permission_classes = API_PERMISSIONS
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = SweepFilter
 
     def get_queryset(self):
         if _fake(self):
             return Sweep.objects.none()
-        return Sweep.objects.filter(owner=self.request.user).select_related("base")
+        return Sweep.objects.visible_to(self.request.user).select_related("base", "owner")
 
     def get_serializer_class(self):
         if self.action == "create":
             return SweepCreateSerializer
         return SweepListSerializer if self.action == "list" else SweepSerializer
 
-    @extend_schema(request=SweepCreateSerializer, responses={202: SweepSerializer})
+    @extend_schema(request=SweepCreateSerializer, responses={202: SweepSerializer}, parameters=[IDEMPOTENCY_KEY])
+    @idempotent
     def create(self, request, *args, **kwargs):
         serializer = SweepCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -210,11 +225,12 @@ def _scenario_export(spec: dict, name: str, what: str):
 
 
 class DuplicateScenarioView(APIView):
-    """Copy one of your scenarios (a fork you can change): 201 with the new scenario."""
+    """Copy a scenario of yours or your team's into your account (a copy you can change):
+    201 with the new scenario."""
 
     @extend_schema(request=DuplicateSerializer, responses={201: ScenarioSerializer})
     def post(self, request, pk):
-        scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+        scenario = get_visible_or_404(Scenario, request.user, pk=pk)
         serializer = DuplicateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         copy = comparisons.copy_scenario(scenario, request.user, serializer.validated_data["name"].strip() or None)
@@ -223,7 +239,8 @@ class DuplicateScenarioView(APIView):
 
 
 class VariantsView(APIView):
-    """A question one comparison away: copies of your scenario that differ in one choice
+    """A question one comparison away: copies (in your account) of a scenario of yours or
+    your team's that differ in one choice
     (`sharding`: ZeRO-2 / ZeRO-3 / FSDP hybrid; `offload`: CPU / NVMe / CXL; `checkpoint`:
     local NVMe / remote DRAM / parallel FS), saved and compared (201 with the comparison)."""
 
@@ -231,7 +248,7 @@ class VariantsView(APIView):
     def post(self, request, pk):
         serializer = VariantsSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        get_object_or_404(Scenario, pk=pk, owner=request.user)
+        get_visible_or_404(Scenario, request.user, pk=pk)
         try:
             comparison = variants.compare_variants(request.user, pk, serializer.validated_data["question"])
         except InputError as exc:
@@ -245,7 +262,7 @@ class DeepSpeedConfigView(APIView):
 
     @extend_schema(responses=FILE)
     def get(self, request, pk):
-        scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+        scenario = get_visible_or_404(Scenario, request.user, pk=pk)
         return _scenario_export(scenario.spec, scenario.name, "deepspeed.json")
 
 
@@ -254,7 +271,7 @@ class FSDPSnippetView(APIView):
 
     @extend_schema(responses=PYTHON)
     def get(self, request, pk):
-        scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+        scenario = get_visible_or_404(Scenario, request.user, pk=pk)
         return _scenario_export(scenario.spec, scenario.name, "fsdp.py")
 
 
@@ -267,12 +284,11 @@ def _report(run: Run | None):
 
 
 class RunReportView(APIView):
-    """The engine's report of one of your runs, as a JSON download."""
+    """The engine's report of a run of yours or your team's, as a JSON download."""
 
     @extend_schema(responses=FILE)
     def get(self, request, pk):
-        return _report(get_object_or_404(Run.objects.select_related("scenario"), pk=pk,
-                                         scenario__owner=request.user))
+        return _report(get_visible_or_404(Run.objects.select_related("scenario"), request.user, pk=pk))
 
 
 class ComparisonCSVView(APIView):
@@ -280,7 +296,7 @@ class ComparisonCSVView(APIView):
 
     @extend_schema(responses=CSV)
     def get(self, request, pk):
-        comparison = get_object_or_404(Comparison, pk=pk, owner=request.user)
+        comparison = get_visible_or_404(Comparison, request.user, pk=pk)
         return exports.download(exports.comparison_csv(comparisons.comparison_payload(comparison)),
                                 "text/csv; charset=utf-8", exports.filename(comparison.name, "csv"))
 

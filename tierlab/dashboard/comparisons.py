@@ -39,6 +39,7 @@ class InputError(ValueError):
 
 
 def _owned_scenarios(owner, ids, field: str = "scenarios") -> list[Scenario]:
+    """The owner's own scenarios (a comparison runs them: a teammate's must be duplicated first)."""
     if not isinstance(ids, (list, tuple)):
         raise InputError(field, "must be a list of scenario ids")
     clean = [parse_id(value, f"{field}.{i}") for i, value in enumerate(ids)]
@@ -46,7 +47,7 @@ def _owned_scenarios(owner, ids, field: str = "scenarios") -> list[Scenario]:
         raise InputError(field, f"choose {MIN_COMPARED} to {MAX_COMPARED} scenarios, got {len(clean)}")
     if len(set(clean)) != len(clean):
         raise InputError(field, "each scenario may appear once")
-    found = {s.pk: s for s in Scenario.objects.filter(owner=owner, pk__in=clean)}
+    found = {s.pk: s for s in Scenario.objects.owned_by(owner).filter(pk__in=clean)}
     for i, pk in enumerate(clean):
         if pk not in found:
             raise InputError(f"{field}.{i}", f"you have no scenario {pk}")

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from tierlab.access import OwnedQuerySet
 from tierlab.scenarios.models import Run, Scenario
 
 MIN_COMPARED, MAX_COMPARED = 2, 8
@@ -23,6 +24,8 @@ class Comparison(models.Model):
                               related_name="comparisons")
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = OwnedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -82,6 +85,8 @@ class Sweep(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = OwnedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -17,13 +17,19 @@ class ComparisonCreateSerializer(serializers.Serializer):
         help_text=f"{MIN_COMPARED} to {MAX_COMPARED} ids of your scenarios, in column order.")
 
 
+def owner_field():
+    return serializers.SlugRelatedField(slug_field="username", read_only=True,
+                                        help_text="Username of its owner: you, or a member of your team.")
+
+
 class ComparisonListSerializer(serializers.ModelSerializer):
+    owner = owner_field()
     scenarios = serializers.SerializerMethodField()
     url = serializers.CharField(source="get_absolute_url", read_only=True)
 
     class Meta:
         model = Comparison
-        fields = ["id", "name", "scenarios", "url", "created_at"]
+        fields = ["id", "name", "owner", "scenarios", "url", "created_at"]
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
     def get_scenarios(self, obj) -> list:
@@ -63,13 +69,14 @@ class SweepCreateSerializer(serializers.Serializer):
 
 
 class SweepListSerializer(serializers.ModelSerializer):
+    owner = owner_field()
     url = serializers.CharField(source="get_absolute_url", read_only=True)
     status = serializers.CharField(read_only=True, help_text="queued | running | succeeded | failed | cancelled")
     progress = serializers.FloatField(read_only=True)
 
     class Meta:
         model = Sweep
-        fields = ["id", "name", "base", "axes", "status", "progress", "total_points", "url",
+        fields = ["id", "name", "owner", "base", "axes", "status", "progress", "total_points", "url",
                   "created_at", "finished_at"]
 
 
@@ -78,6 +85,7 @@ class SweepSerializer(serializers.Serializer):
 
     id = serializers.IntegerField(allow_null=True)
     name = serializers.CharField()
+    owner = serializers.CharField(help_text="Username of its owner: you, or a member of your team.")
     base = serializers.JSONField(help_text="{id, name} of the base scenario, or null if deleted")
     axes = serializers.ListField(child=AxisSerializer())
     status = serializers.CharField(help_text="queued | running | succeeded | failed | cancelled")

@@ -20,11 +20,12 @@ class Revoked(Exception):
 
 
 def target_of(owner, kind: str, target_id):
-    """The owner's object of ``kind`` with ``target_id``. Raises InputError naming the field."""
+    """The owner's object of ``kind`` with ``target_id`` (only its owner shares it, not their
+    team). Raises InputError naming the field."""
     if kind not in MODELS:
         raise InputError("kind", f"must be one of {', '.join(MODELS)}")
     try:
-        return MODELS[kind].objects.get(owner=owner, pk=parse_id(target_id, kind))
+        return MODELS[kind].objects.owned_by(owner).get(pk=parse_id(target_id, kind))
     except MODELS[kind].DoesNotExist:
         raise InputError(kind, f"you have no {kind} {target_id!r}") from None
 

@@ -143,12 +143,13 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
 # ---------------------------------------------------------------- making and cancelling
 @transaction.atomic
 def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
-    """A sweep of the owner's scenario ``scenario_id`` over ``axes``, its chunks queued.
+    """A sweep of the owner's scenario ``scenario_id`` over ``axes``, its chunks queued (a
+    teammate's scenario must be duplicated first).
 
     Raises InputError (``scenario``) or ScenarioError (the axes); nothing is saved then.
     """
     try:
-        base = Scenario.objects.get(owner=owner, pk=parse_id(scenario_id, "scenario"))
+        base = Scenario.objects.owned_by(owner).get(pk=parse_id(scenario_id, "scenario"))
     except Scenario.DoesNotExist:
         raise InputError("scenario", f"you have no scenario {scenario_id!r}") from None
     axes = validate_axes(base.spec, axes)
@@ -328,7 +329,7 @@ def sweep_payload(sweep: Sweep) -> dict:
     sweep.refresh_from_db()
     done = sweep.done_points
     return {
-        "id": sweep.pk, "name": sweep.name,
+        "id": sweep.pk, "name": sweep.name, "owner": sweep.owner.get_username(),
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
         "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"])) for ax in sweep.axes],
         "status": sweep.status, "cancelled": sweep.cancelled,

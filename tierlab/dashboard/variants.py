@@ -71,12 +71,13 @@ def variants(spec: dict, question: str) -> list[tuple[str, dict]]:
 
 @transaction.atomic
 def compare_variants(owner, scenario_id, question: str) -> Comparison:
-    """New scenarios, one per variant of the owner's scenario, and their comparison.
+    """New scenarios of ``owner``, one per variant of a scenario they can see (theirs or their
+    team's), and their comparison.
 
     Raises InputError naming ``scenario``, ``question`` or the variant that cannot run.
     """
     try:
-        base = Scenario.objects.get(owner=owner, pk=parse_id(scenario_id, "scenario"))
+        base = Scenario.objects.visible_to(owner).get(pk=parse_id(scenario_id, "scenario"))
     except Scenario.DoesNotExist:
         raise InputError("scenario", f"you have no scenario {scenario_id!r}") from None
     try:

@@ -9,6 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from simulation import ScenarioError
+from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
 from tierlab.dashboard import comparisons, sharing, sweeps, variants
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.forms import SweepForm
@@ -27,8 +28,9 @@ def _next(request, fallback: str) -> str:
 # ---------------------------------------------------------------- duplicate
 @login_required
 def scenario_duplicate(request, pk):
-    """The scenario builder holding a copy of one of your scenarios (saved as a new one)."""
-    source = get_object_or_404(Scenario, pk=pk, owner=request.user)
+    """The scenario builder holding a copy of a scenario of yours or your team's (saved as a
+    new one of yours)."""
+    source = get_visible_or_404(Scenario, request.user, pk=pk)
     copy = {"name": f"Copy of {source.name}"[:200], "scenario": source.spec}
     return render(request, "scenarios/form.html", {"examples": [copy, *examples()], "source": source})
 
@@ -36,8 +38,8 @@ def scenario_duplicate(request, pk):
 @login_required
 @require_POST
 def scenario_variants(request, pk):
-    """A "Compare" question button of the scenario page: its variants, compared."""
-    scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+    """A "Compare" question button of the scenario page: its variants (copies of yours), compared."""
+    scenario = get_visible_or_404(Scenario, request.user, pk=pk)
     try:
         comparison = variants.compare_variants(request.user, scenario.pk, request.POST.get("question", ""))
     except InputError as exc:
@@ -49,7 +51,7 @@ def scenario_variants(request, pk):
 # ---------------------------------------------------------------- comparisons
 @login_required
 def compare_index(request):
-    """GET: your comparisons and sweeps. POST (the scenario list's Compare button): compare
+    """GET: your comparisons and sweeps and your team's. POST (the scenario list's Compare button): compare
     the checked scenarios."""
     if request.method == "POST":
         try:
@@ -61,16 +63,17 @@ def compare_index(request):
             return redirect("scenario-list")
         return redirect(comparison)
     return render(request, "dashboard/index.html", {
-        "comparisons": Comparison.objects.filter(owner=request.user).prefetch_related("items__scenario")[:100],
-        "sweeps": Sweep.objects.filter(owner=request.user)[:100],
+        "comparisons": Comparison.objects.visible_to(request.user).select_related("owner")
+                                         .prefetch_related("items__scenario")[:100],
+        "sweeps": Sweep.objects.visible_to(request.user).select_related("owner")[:100],
     })
 
 
 @login_required
 def compare_detail(request, pk):
-    comparison = get_object_or_404(Comparison, pk=pk, owner=request.user)
+    comparison = get_visible_or_404(Comparison, request.user, pk=pk)
     return render(request, "dashboard/compare.html", {
-        "comparison": comparison, "items": comparison.ordered_items(),
+        "comparison": comparison, "can_change": can_change(request.user, comparison), "items": comparison.ordered_items(),
         "api_url": f"/api/v1/comparisons/{comparison.pk}/",
         "csv_url": f"/api/v1/comparisons/{comparison.pk}/export.csv"})
 
@@ -78,8 +81,9 @@ def compare_detail(request, pk):
 # ---------------------------------------------------------------- sweeps
 @login_required
 def sweep_new(request):
-    """The sweep form; ``?scenario=<id>`` picks the base, ``?preset=<slug>`` fills the axes."""
-    scenarios = Scenario.objects.filter(owner=request.user)
+    """The sweep form; ``?scenario=<id>`` picks the base (one of yours), ``?preset=<slug>``
+    fills the axes."""
+    scenarios = Scenario.objects.owned_by(request.user)
     presets = [{"slug": slug, "title": title, "axes": axes} for slug, title, axes in sweeps.PRESETS]
     if request.method == "POST":
         form = SweepForm(request.POST, scenarios=scenarios)
@@ -104,17 +108,18 @@ def sweep_new(request):
 
 @login_required
 def sweep_detail(request, pk):
-    sweep = get_object_or_404(Sweep, pk=pk, owner=request.user)
+    sweep = get_visible_or_404(Sweep, request.user, pk=pk)
+    mine = can_change(request.user, sweep)
     return render(request, "dashboard/sweep.html", {
-        "sweep": sweep, "api_url": f"/api/v1/sweeps/{sweep.pk}/",
-        "cancel_url": f"/api/v1/sweeps/{sweep.pk}/cancel/"})
+        "sweep": sweep, "can_change": mine, "api_url": f"/api/v1/sweeps/{sweep.pk}/",
+        "cancel_url": f"/api/v1/sweeps/{sweep.pk}/cancel/" if mine else ""})
 
 
 @login_required
 @require_POST
 def sweep_cancel(request, pk):
-    """The Cancel button without JavaScript."""
-    sweep = get_object_or_404(Sweep, pk=pk, owner=request.user)
+    """The Cancel button without JavaScript (its owner's)."""
+    sweep = get_changeable_or_404(Sweep, request.user, pk=pk)
     try:
         sweeps.cancel_sweep(sweep)
     except InputError as exc:

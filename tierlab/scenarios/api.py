@@ -1,7 +1,12 @@
-"""REST API for scenarios, runs and the live estimate. Owners see only their own rows."""
+"""REST API for scenarios, runs and the live estimate.
 
+Who sees and changes what is ``tierlab.access``: the owner and their team see a scenario
+and its runs (others get 404); only the owner starts runs (a team member gets 403).
+"""
+
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -9,8 +14,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
+from tierlab.access import API_PERMISSIONS
 from tierlab.api import StrictPageNumberPagination
+from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios import services
+from tierlab.scenarios.filters import RunFilter, ScenarioFilter
 from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import (EstimateRequestSerializer, RunSerializer,
                                            ScenarioSerializer, scenario_error_detail)
@@ -23,15 +31,19 @@ class Pages(StrictPageNumberPagination):
 
 
 class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    """Your saved scenarios. POST `{name, scenario}`; the engine validates it first."""
+    """Your scenarios and your team's. POST `{name, scenario}`; the engine validates it first.
+    Filter with `?q=` (name contains) and `?owner=` (username)."""
 
     serializer_class = ScenarioSerializer
     pagination_class = Pages
+    permission_classes = API_PERMISSIONS
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = ScenarioFilter
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):   # schema generation
             return Scenario.objects.none()
-        return Scenario.objects.filter(owner=self.request.user)
+        return Scenario.objects.visible_to(self.request.user).select_related("owner")
 
     def perform_create(self, serializer):
         data = serializer.validated_data
@@ -40,14 +52,23 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
 
-    @extend_schema(request=None, responses={202: RunSerializer, 200: RunSerializer(many=True)})
+    @extend_schema(methods=["GET"], responses=RunSerializer(many=True), filters=False, parameters=[
+        OpenApiParameter("status", str, enum=Run.Status.values, description="Only runs in this state.")])
+    @extend_schema(methods=["POST"], request=None, responses={202: RunSerializer}, parameters=[IDEMPOTENCY_KEY])
     @action(detail=True, methods=["get", "post"])
+    @idempotent
     def runs(self, request, pk=None):
-        """GET: this scenario's runs. POST: start a run (202), or reuse an identical result."""
+        """GET: this scenario's runs (paginated; `?status=`). POST (its owner): start a run
+        (202), or reuse an identical result; send `Idempotency-Key` to make retries safe."""
         scenario = self.get_object()
         if request.method == "GET":
             services.fail_stale_runs()
-            return Response(RunSerializer(scenario.runs.all(), many=True).data)
+            runs = RunFilter({"status": request.query_params.get("status")},
+                             queryset=scenario.runs.select_related("scenario"), request=request)
+            if not runs.is_valid():
+                raise ValidationError(runs.errors)
+            page = self.paginate_queryset(runs.qs)
+            return self.get_paginated_response(RunSerializer(page, many=True).data)
         try:
             run = services.start_run(scenario)
         except ScenarioError as exc:
@@ -57,16 +78,20 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs of your scenarios. A run whose worker died reads back as failed."""
+    """Runs of your scenarios and your team's. A run whose worker died reads back as failed.
+    Filter with `?status=` and `?scenario=`."""
 
     serializer_class = RunSerializer
     pagination_class = Pages
+    permission_classes = API_PERMISSIONS
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = RunFilter
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):   # schema generation
             return Run.objects.none()
         services.fail_stale_runs()
-        return Run.objects.filter(scenario__owner=self.request.user).select_related("scenario")
+        return Run.objects.visible_to(self.request.user).select_related("scenario")
 
 
 class EstimateView(APIView):

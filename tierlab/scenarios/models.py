@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from tierlab.access import OwnedQuerySet, RunQuerySet
+
 
 class Scenario(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
@@ -14,6 +16,8 @@ class Scenario(models.Model):
     spec = models.JSONField(help_text="The scenario JSON as the user gave it (presets unexpanded).")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = OwnedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-updated_at", "-id"]
@@ -87,6 +91,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

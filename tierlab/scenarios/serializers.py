@@ -41,12 +41,14 @@ class LastRunSerializer(serializers.ModelSerializer):
 
 class ScenarioSerializer(serializers.ModelSerializer):
     scenario = ScenarioJSONField(source="spec")
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
+                                         help_text="Username of its owner: you, or a member of your team.")
     last_run = LastRunSerializer(read_only=True, allow_null=True)
 
     class Meta:
         model = Scenario
-        fields = ["id", "name", "scenario", "created_at", "updated_at", "last_run"]
-        read_only_fields = ["id", "created_at", "updated_at", "last_run"]
+        fields = ["id", "name", "owner", "scenario", "created_at", "updated_at", "last_run"]
+        read_only_fields = ["id", "owner", "created_at", "updated_at", "last_run"]
 
 
 class RunSerializer(serializers.ModelSerializer):

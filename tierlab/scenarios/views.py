@@ -4,10 +4,11 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from simulation import ScenarioError
+from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
 from tierlab.scenarios import services
 from tierlab.scenarios.examples import examples
 from tierlab.scenarios.models import Run, Scenario
@@ -20,25 +21,28 @@ def scenario_form(request):
 
 @login_required
 def scenario_list(request):
+    """Your scenarios (to run, compare, sweep), then your team's (to view or duplicate)."""
     services.fail_stale_runs()
-    scenarios = Scenario.objects.filter(owner=request.user)
-    return render(request, "scenarios/list.html", {"scenarios": scenarios})
+    visible = Scenario.objects.visible_to(request.user)
+    return render(request, "scenarios/list.html", {
+        "scenarios": visible.filter(owner=request.user),
+        "team_scenarios": visible.exclude(owner=request.user).select_related("owner")[:200]})
 
 
 @login_required
 def scenario_detail(request, pk):
     services.fail_stale_runs()
-    scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+    scenario = get_visible_or_404(Scenario, request.user, pk=pk)
     return render(request, "scenarios/detail.html", {
-        "scenario": scenario, "runs": scenario.runs.all()[:50],
+        "scenario": scenario, "runs": scenario.runs.all()[:50], "can_change": can_change(request.user, scenario),
         "spec_json": json.dumps(scenario.spec, indent=2, ensure_ascii=False)})
 
 
 @login_required
 @require_POST
 def scenario_run(request, pk):
-    """The "Run again" button."""
-    scenario = get_object_or_404(Scenario, pk=pk, owner=request.user)
+    """The "Run again" button (its owner's)."""
+    scenario = get_changeable_or_404(Scenario, request.user, pk=pk)
     try:
         run = services.start_run(scenario)
     except ScenarioError as exc:
@@ -50,6 +54,6 @@ def scenario_run(request, pk):
 @login_required
 def run_detail(request, pk):
     services.fail_stale_runs()
-    run = get_object_or_404(Run.objects.select_related("scenario"), pk=pk,
-                            scenario__owner=request.user)
-    return render(request, "scenarios/run.html", {"run": run, "scenario": run.scenario})
+    run = get_visible_or_404(Run.objects.select_related("scenario"), request.user, pk=pk)
+    return render(request, "scenarios/run.html", {"run": run, "scenario": run.scenario,
+                                                  "can_change": can_change(request.user, run)})

@@ -1,0 +1,119 @@
+"""``Idempotency-Key``: a POST that starts work (a run, a sweep, a comparison) is done once.
+
+A client unsure whether its POST arrived (a timeout, a dropped connection) sends it again
+with the same header, and gets the first answer instead of a second run:
+
+- same user, same key, same request (method, path and body) within ``TTL``: the first
+  response is replayed, with its status, body and ``Location``, plus
+  ``Idempotent-Replayed: true``; nothing new is made;
+- same key with another request: 422 ``{"Idempotency-Key": [...]}``;
+- two identical requests at once: the key's row is written in the same transaction as the
+  work, under a unique constraint on (user, key); the second waits for the first to commit
+  and replays it;
+- a request that fails keeps nothing (only 2xx responses are stored): retrying it with the
+  same key does it again. A key that is not 1 to 255 visible ASCII characters is a 400.
+
+Usage: ``@idempotent`` on a view method (after DRF has authenticated the user), and
+``IDEMPOTENCY_KEY`` among its documented parameters.
+"""
+
+import functools
+import hashlib
+import json
+import re
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
+from tierlab.models import IdempotencyKey
+
+HEADER = "Idempotency-Key"
+TTL = timedelta(hours=24)
+_VALID = re.compile(r"[\x21-\x7e]{1,255}")
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    HEADER, str, OpenApiParameter.HEADER, required=False, pattern=r"^[!-~]{1,255}$",
+    description="Any unique string of yours (e.g. a UUID). Repeating the request with the same key "
+                "within 24 h replays the first response (header `Idempotent-Replayed: true`) instead "
+                "of doing it again; the same key with a different request is a 422.")
+
+
+class KeyReused(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "idempotency_key_reused"
+
+    def __init__(self):
+        super().__init__({HEADER: [
+            "this key was already used for a different request (another URL or body) in the last "
+            f"{TTL.total_seconds() / 3600:g} hours; send a new key with a new request"]})
+
+
+def request_hash(request) -> str:
+    """sha256 of the method, the path and the parsed body (key order and spacing do not matter)."""
+    data = request.data
+    if hasattr(data, "lists"):          # a QueryDict (form or empty body)
+        data = {key: values for key, values in data.lists()}
+    canonical = json.dumps({"method": request.method, "path": request.path, "body": data},
+                           sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _kept(user, key: str) -> IdempotencyKey | None:
+    row = IdempotencyKey.objects.filter(user=user, key=key).first()
+    if row is not None and row.created_at < timezone.now() - TTL:
+        row.delete()
+        return None
+    return row
+
+
+def _replay(row: IdempotencyKey, digest: str) -> Response:
+    if row.request_hash != digest:
+        raise KeyReused()
+    headers = {"Idempotent-Replayed": "true"}
+    if row.response_location:
+        headers["Location"] = row.response_location
+    return Response(row.response_body, status=row.response_status, headers=headers)
+
+
+def idempotent(handler):
+    """Decorate a DRF view method: POSTs with an ``Idempotency-Key`` header are done once."""
+
+    @functools.wraps(handler)
+    def wrapper(view, request, *args, **kwargs):
+        key = request.headers.get(HEADER)
+        if request.method != "POST" or key is None:
+            return handler(view, request, *args, **kwargs)
+        if not _VALID.fullmatch(key):
+            raise exceptions.ValidationError({HEADER: ["must be 1 to 255 visible ASCII characters "
+                                                       "(no spaces), e.g. a UUID"]})
+        digest = request_hash(request)
+        with transaction.atomic():
+            row = _kept(request.user, key)
+            if row is not None:
+                return _replay(row, digest)
+            try:
+                with transaction.atomic():
+                    row = IdempotencyKey.objects.create(user=request.user, key=key, request_hash=digest,
+                                                        response_status=0, response_body={})
+            except IntegrityError:
+                # The same key, committed by a concurrent request while this one waited.
+                row = _kept(request.user, key)
+                if row is None:
+                    raise
+                return _replay(row, digest)
+            response = handler(view, request, *args, **kwargs)
+            if status.is_success(response.status_code):
+                row.response_status = response.status_code
+                row.response_body = json.loads(JSONRenderer().render(response.data) or b"null")
+                row.response_location = response.headers.get("Location", "")[:500]
+                row.save(update_fields=["response_status", "response_body", "response_location"])
+            else:
+                row.delete()
+            return response
+
+    return wrapper
