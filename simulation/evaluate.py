@@ -12,6 +12,7 @@ from .estimators import deepspeed_estimate
 from .memory import NODE_TIERS, build_parts, fragmentation_part, tier_summary
 from .params import count_params
 from .parallel import layout
+from .recsys import moe_designs
 from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
 from .scenario import Scenario, node_figures
@@ -91,6 +92,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     notes += checkpoint.get("notes", [])
     tick(1.0)
     extra = {}
+    if sc.model.num_experts > 1 and sc.model.has_architecture and include_step and perf.get("step", {}).get("available"):
+        extra["ps"] = _moe_designs(sc, pc, lay, sb, perf["step"]["breakdown_s"]["compute"])
     if sc.recsys is not None and include_step:
         rs = recsys_sections(sc, sb, peak_flops(sc), per_gpu["hbm"]["free_bytes"])
         extra = dict(embedding=rs["embedding"], ps=rs["ps"])
@@ -119,6 +122,20 @@ def _cost(sc: Scenario, lay, perf: dict) -> dict:
     if tps:
         out["usd_per_million_tokens"] = per_hour / 3600 / tps * 1e6
     return out
+
+
+def _moe_designs(sc: Scenario, pc, lay, sb, compute_s: float) -> dict:
+    """MoE experts: an expert parameter server against expert-parallel all-to-all."""
+    m = sc.model
+    expert = (3 if m.gated_mlp else 2) * m.hidden_size * m.ffn_hidden_size
+    tokens = lay.global_batch_size * sc.training.seq_len / lay.grad_accumulation_steps
+    c = sc.cluster
+    return moe_designs(experts=m.num_experts, expert_params=expert, tokens=tokens, top_k=m.moe_top_k,
+                       hidden=m.hidden_size, num_gpus=c.num_gpus, gpus_per_node=c.gpus_per_node,
+                       nic_bytes_per_s=c.nic_bytes_per_s, scaleup_bytes_per_s=c.accelerator.scaleup_bytes_per_s,
+                       layers=m.num_layers, compute_s=compute_s / lay.grad_accumulation_steps,
+                       param_bytes=sb.params, grad_bytes=sb.grads,
+                       network_efficiency=sc.training.network_efficiency)
 
 
 def _checkpoint(sc: Scenario, pc, lay, sb, step_s) -> dict:

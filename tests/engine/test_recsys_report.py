@@ -58,3 +58,17 @@ def test_transformer_and_embeddings_together_share_hbm():
     hbm_free = r["memory"]["per_gpu"]["hbm"]["free_bytes"]
     hbm_rows = [t for t in r["embedding"]["tiers"] if t["tier"] == "hbm"][0]
     assert hbm_rows["bytes"] / hbm_rows["devices"] <= max(hbm_free, 0) + 1
+
+
+def test_moe_model_compares_expert_parameter_server_with_all_to_all():
+    r = evaluate_dict({"model": "mixtral-8x7b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
+                       "training": {"recompute": "full", "seq_len": 4096}})
+    designs = {d["design"]: d for d in r["ps"]["designs"]}
+    assert set(designs) == {"expert_parameter_server", "expert_all_to_all"}
+    # 4096 tokens x top-2 routed per worker touch all 8 experts: each worker pulls and pushes
+    # 8 experts x 3 x 4096 x 14336 params x 2 B per layer, 32 layers, 16 workers
+    per = 8 * 3 * 4096 * 14336 * 2
+    assert designs["expert_parameter_server"]["bytes_on_wire"] == pytest.approx(16 * 32 * 2 * per, rel=1e-3)
+    assert r["ps"]["faster"] == "expert_all_to_all"
+    dense = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100"}})
+    assert dense["ps"] == {}
