@@ -92,6 +92,8 @@ def test_sweeps_by_status_name_and_scenario(owner_api, owner):
     ("/api/v1/runs/?scenario=1.5", "scenario"),
     ("/api/v1/comparisons/?scenario=99999999999999999999", "scenario"),
     ("/api/v1/sweeps/?scenario=-1", "scenario"),
+    ("/api/v1/runs/?status=", "status"),           # empty: leave it out to list all
+    ("/api/v1/sweeps/?scenario=", "scenario"),
 ])
 def test_a_bad_filter_value_is_a_400_naming_it(owner_api, url, param):
     r = owner_api.get(url)
@@ -100,8 +102,9 @@ def test_a_bad_filter_value_is_a_400_naming_it(owner_api, url, param):
 
 def test_a_bad_status_on_one_scenarios_runs_is_a_400(owner_api, owner):
     s = Scenario.objects.create(owner=owner, name="s", spec=spec())
-    r = owner_api.get(f"/api/v1/scenarios/{s.pk}/runs/?status=nope")
-    assert r.status_code == 400 and "status" in r.json()
+    for value in ("nope", ""):
+        r = owner_api.get(f"/api/v1/scenarios/{s.pk}/runs/?status={value}")
+        assert r.status_code == 400 and "status" in r.json()
 
 
 def test_filters_never_widen_what_you_see(stranger_api, owner):

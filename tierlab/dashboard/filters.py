@@ -3,7 +3,7 @@
 import django_filters
 
 from tierlab.dashboard.models import Comparison, Sweep
-from tierlab.filters import IdFilter, name_search, owner_filter
+from tierlab.filters import IdFilter, StatusFilter, name_search, owner_filter
 
 
 class ComparisonFilter(django_filters.FilterSet):
@@ -20,7 +20,7 @@ class ComparisonFilter(django_filters.FilterSet):
 class SweepFilter(django_filters.FilterSet):
     q = name_search()
     owner = owner_filter()
-    status = django_filters.ChoiceFilter(choices=Sweep.Status.choices, label="Only sweeps in this state.")
+    status = StatusFilter(choices=Sweep.Status.choices, label="Only sweeps in this state.")
     scenario = IdFilter(field_name="base", label="Only sweeps of this base scenario.")
 
     class Meta:

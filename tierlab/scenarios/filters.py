@@ -2,7 +2,7 @@
 
 import django_filters
 
-from tierlab.filters import IdFilter, name_search, owner_filter
+from tierlab.filters import IdFilter, StatusFilter, name_search, owner_filter
 from tierlab.scenarios.models import Run, Scenario
 
 
@@ -16,7 +16,7 @@ class ScenarioFilter(django_filters.FilterSet):
 
 
 class RunFilter(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=Run.Status.choices, label="Only runs in this state.")
+    status = StatusFilter(choices=Run.Status.choices, label="Only runs in this state.")
     scenario = IdFilter(field_name="scenario", label="Only runs of this scenario.")
 
     class Meta:
