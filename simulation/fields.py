@@ -6,11 +6,21 @@ every helper returns the value (or the default) or raises :class:`ScenarioError`
 
 from __future__ import annotations
 
+import json
 import math
 
 from .errors import ScenarioError
 
-def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False):
+def show(v) -> str:
+    """A value as the user wrote it in JSON (true, null, "text"), for messages."""
+    try:
+        return json.dumps(v, allow_nan=False)[:80]
+    except (TypeError, ValueError):
+        return repr(v)[:80]
+
+
+def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False,
+              maximum: int | None = None):
     v = d.get(key, default)
     if v is None:
         if required:
@@ -18,10 +28,12 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and (
             not math.isfinite(v) or v != int(v)):
-        raise ScenarioError(f"{path}.{key}", f"must be a whole number, got {v!r}")
+        raise ScenarioError(f"{path}.{key}", f"must be a whole number, got {show(v)}")
     v = int(v)
     if v < minimum:
         raise ScenarioError(f"{path}.{key}", f"must be at least {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ScenarioError(f"{path}.{key}", f"must be at most {maximum:,}, got {v:,}")
     return v
 
 
@@ -31,7 +43,7 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {v!r}")
+        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {show(v)}")
     if v < minimum or (strict and v == minimum):
         op = ">" if strict else ">="
         raise ScenarioError(f"{path}.{key}", f"must be {op} {minimum:g}, got {v:g}")
@@ -43,7 +55,7 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
 def bool_field(d: dict, key: str, path: str, default: bool):
     v = d.get(key, default)
     if not isinstance(v, bool):
-        raise ScenarioError(f"{path}.{key}", f"must be true or false, got {v!r}")
+        raise ScenarioError(f"{path}.{key}", f"must be true or false, got {show(v)}")
     return v
 
 
@@ -51,14 +63,14 @@ def choice_field(d: dict, key: str, path: str, choices, default):
     v = d.get(key, default)
     if isinstance(v, bool) or v not in choices:
         shown = ", ".join("null" if c is None else str(c) for c in choices)
-        raise ScenarioError(f"{path}.{key}", f"must be one of {shown}; got {v!r}")
+        raise ScenarioError(f"{path}.{key}", f"must be one of {shown}; got {show(v)}")
     return v
 
 
 def str_field(d: dict, key: str, path: str, default=None):
     v = d.get(key, default)
     if v is not None and not isinstance(v, str):
-        raise ScenarioError(f"{path}.{key}", f"must be a string, got {v!r}")
+        raise ScenarioError(f"{path}.{key}", f"must be a string, got {show(v)}")
     return v
 
 

@@ -87,22 +87,22 @@ class ModelSpec:
         _no_unknown(d, {f.name for f in fields(cls)}, path)
         m = cls(
             name=_str(d, "name", path, "custom") or "custom",
-            num_layers=_int(d, "num_layers", path),
-            hidden_size=_int(d, "hidden_size", path),
-            num_attention_heads=_int(d, "num_attention_heads", path),
+            num_layers=_int(d, "num_layers", path, maximum=10_000),
+            hidden_size=_int(d, "hidden_size", path, maximum=1_000_000),
+            num_attention_heads=_int(d, "num_attention_heads", path, maximum=100_000),
             num_kv_heads=_int(d, "num_kv_heads", path),
-            ffn_hidden_size=_int(d, "ffn_hidden_size", path),
-            vocab_size=_int(d, "vocab_size", path),
+            ffn_hidden_size=_int(d, "ffn_hidden_size", path, maximum=10_000_000),
+            vocab_size=_int(d, "vocab_size", path, maximum=100_000_000),
             gated_mlp=_bool(d, "gated_mlp", path, True),
             tied_embeddings=_bool(d, "tied_embeddings", path, False),
             position_embedding=_choice(d, "position_embedding", path, ("rope", "learned"), "rope"),
             norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
             linear_bias=_bool(d, "linear_bias", path, False),
             dropout=_bool(d, "dropout", path, True),
-            num_experts=_int(d, "num_experts", path, 1),
+            num_experts=_int(d, "num_experts", path, 1, maximum=1_000_000),
             moe_top_k=_int(d, "moe_top_k", path, 1),
             max_seq_len=_int(d, "max_seq_len", path),
-            num_params=_int(d, "num_params", path),
+            num_params=_int(d, "num_params", path, maximum=10**16),
             preset=_str(d, "preset", path),
             source=_str(d, "source", path),
         )
@@ -224,8 +224,8 @@ class ClusterSpec:
             tiers[name] = TierSpec.from_dict(spec, f"{path}.tiers.{name}")
         return cls(
             accelerator=AcceleratorSpec.from_dict(acc, f"{path}.accelerator"),
-            gpus_per_node=_int(d, "gpus_per_node", path, required=True),
-            num_nodes=_int(d, "num_nodes", path, 1),
+            gpus_per_node=_int(d, "gpus_per_node", path, required=True, maximum=1024),
+            num_nodes=_int(d, "num_nodes", path, 1, maximum=1_000_000),
             tiers=tiers,
             nic_bytes_per_s=_num(d, "nic_bytes_per_s", path, strict=True),
             price_usd_per_node_hour=_num(d, "price_usd_per_node_hour", path),
@@ -270,14 +270,14 @@ class TrainingSpec:
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
         _no_unknown(d, {f.name for f in fields(cls)}, path)
         return cls(
-            micro_batch_size=_int(d, "micro_batch_size", path, 1),
-            global_batch_size=_int(d, "global_batch_size", path),
-            seq_len=_int(d, "seq_len", path, 4096),
+            micro_batch_size=_int(d, "micro_batch_size", path, 1, maximum=10_000_000),
+            global_batch_size=_int(d, "global_batch_size", path, maximum=1_000_000_000),
+            seq_len=_int(d, "seq_len", path, 4096, maximum=100_000_000),
             precision=_choice(d, "precision", path, PRECISIONS, "bf16"),
             optimizer=_choice(d, "optimizer", path, OPTIMIZERS, "adam"),
             recompute=_choice(d, "recompute", path, RECOMPUTE, "none"),
-            tensor_parallel=_int(d, "tensor_parallel", path, 1),
-            pipeline_parallel=_int(d, "pipeline_parallel", path, 1),
+            tensor_parallel=_int(d, "tensor_parallel", path, 1, maximum=100_000),
+            pipeline_parallel=_int(d, "pipeline_parallel", path, 1, maximum=100_000),
             sequence_parallel=_bool(d, "sequence_parallel", path, False),
             flash_attention=_bool(d, "flash_attention", path, False),
             interleave_stages=_int(d, "interleave_stages", path),
@@ -315,11 +315,11 @@ class StrategySpec:
         default_opt = {"zero_offload": "cpu", "zero_infinity": "nvme"}.get(kind, "none")
         default_par = "nvme" if kind == "zero_infinity" else "none"
         s = cls(kind=kind,
-                shard_group_size=_int(d, "shard_group_size", path),
+                shard_group_size=_int(d, "shard_group_size", path, maximum=100_000_000),
                 offload_optimizer=_choice(d, "offload_optimizer", path, OFFLOAD_TARGETS, default_opt),
                 offload_params=_choice(d, "offload_params", path, OFFLOAD_TARGETS, default_par),
                 offload_activations=_choice(d, "offload_activations", path, ("none", "cpu"), "none"),
-                prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0),
+                prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0, maximum=10_000),
                 prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0))
         if s.zero_stage == 0 and s.offload_optimizer != "none":
             raise ScenarioError(f"{path}.offload_optimizer",

@@ -128,3 +128,20 @@ def test_progress_is_reported_in_order_up_to_one():
     seen = []
     evaluate(Scenario.from_dict(BASE), progress=seen.append)
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) >= 3
+
+
+@pytest.mark.parametrize("path,value,field", [
+    ("cluster.num_nodes", 10**23, "cluster.num_nodes"),
+    ("training.seq_len", 10**23, "training.seq_len"),
+    ("cluster.gpus_per_node", 4096, "cluster.gpus_per_node"),
+])
+def test_absurd_sizes_are_refused_not_computed(path, value, field):
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(with_(path, value))
+    assert e.value.field == field and "at most" in e.value.message
+
+
+def test_messages_show_values_as_json():
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(with_("cluster.num_nodes", True))
+    assert e.value.message.endswith("got true")
