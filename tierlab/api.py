@@ -179,6 +179,11 @@ def handler400(request, exception=None):
     return defaults.bad_request(request, exception)
 
 
+def api_not_found(request, *args, **kwargs):
+    """Catch-all for unknown /api/ URLs, so DEBUG's HTML 404 page never answers there."""
+    return JsonResponse({"detail": "Not found."}, status=404)
+
+
 def handler404(request, exception=None):
     if _api(request):
         return JsonResponse({"detail": "Not found."}, status=404)

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",        # Swagger UI served from here, not a CDN
     "django_filters",                 # list filters; its templates for the browsable API
     "django_vite",
     "tierlab.apps.TierlabConfig",
@@ -188,6 +189,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Memory per tier, step time and fit for large-model training scenarios.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "tierlab.schema.add_error_responses",

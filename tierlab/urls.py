@@ -3,10 +3,11 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from tierlab.api import api_not_found
 from tierlab.catalog import api as catalog_api
 from tierlab.catalog import views as catalog_views
 from tierlab.scenarios import api as scenario_api
@@ -38,6 +39,8 @@ urlpatterns = [
     path("api/v1/", include((router.urls, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # Any other /api/ URL: a JSON 404 even with DEBUG on (Django's debug page is HTML).
+    re_path(r"^api/", api_not_found),
 ]
 
 # JSON under /api/, Django's pages elsewhere (tierlab/api.py).

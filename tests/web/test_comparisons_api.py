@@ -157,3 +157,12 @@ def test_variants_need_a_known_question_and_your_scenario(owner_api, stranger_ap
     assert stranger_api.post(f"/api/v1/scenarios/{base.pk}/variants/", {"question": "sharding"},
                              format="json").status_code == 404
     assert Comparison.objects.count() == 0
+
+
+def test_it_shows_nested_lists_of_inputs_as_text():
+    from tierlab.dashboard.table import input_rows
+    rows = input_rows([{"recsys": {"tables": [{"rows": 10, "dim": 4}]}},
+                       {"recsys": {"tables": [{"rows": 20, "dim": 4}]}}])
+    (row,) = [r for r in rows if r["key"] == "recsys.tables"]
+    assert row["values"] == ['[{"dim": 4, "rows": 10}]', '[{"dim": 4, "rows": 20}]']
+    assert row["differs"] is True

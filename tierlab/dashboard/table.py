@@ -7,6 +7,8 @@ these rows, so they always agree.
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 
 # Leaves of the resolved scenario that describe rather than configure (sources, names of
@@ -61,6 +63,11 @@ def dig(data, path: str):
     return node
 
 
+def _compact(value, limit: int = 240) -> str:
+    text = json.dumps(value, separators=(", ", ": "), sort_keys=True)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def flatten(data: dict, prefix: str = "") -> dict:
     """Scalar leaves of a nested dict by dotted path (lists kept whole)."""
     out = {}
@@ -68,7 +75,11 @@ def flatten(data: dict, prefix: str = "") -> dict:
         path = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flatten(value, path + "."))
-        elif key not in _SKIP_LEAVES:
+        elif key in _SKIP_LEAVES:
+            continue
+        elif isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value):
+            out[path] = _compact(value)     # e.g. recsys.tables: shown as text, not objects
+        else:
             out[path] = value
     return out
 
