@@ -64,11 +64,8 @@ def request_hash(request) -> str:
 
 
 def _kept(user, key: str) -> IdempotencyKey | None:
-    row = IdempotencyKey.objects.filter(user=user, key=key).first()
-    if row is not None and row.created_at < timezone.now() - TTL:
-        row.delete()
-        return None
-    return row
+    """The user's unexpired row for ``key``, if any."""
+    return IdempotencyKey.objects.filter(user=user, key=key, created_at__gte=timezone.now() - TTL).first()
 
 
 def _replay(row: IdempotencyKey, digest: str) -> Response:
@@ -96,6 +93,8 @@ def idempotent(handler):
             row = _kept(request.user, key)
             if row is not None:
                 return _replay(row, digest)
+            # The user's expired keys go (this one too, if it expired: it may be used again).
+            IdempotencyKey.objects.filter(user=request.user, created_at__lt=timezone.now() - TTL).delete()
             try:
                 with transaction.atomic():
                     row = IdempotencyKey.objects.create(user=request.user, key=key, request_hash=digest,

@@ -113,6 +113,10 @@ def test_a_key_expires_after_24_hours(owner_api, scenario):
     again = start(owner_api, scenario, "old")
     assert again.status_code == 202 and again.json()["id"] != first["id"]
     assert IdempotencyKey.objects.count() == 1
+    start(owner_api, scenario, "other")
+    IdempotencyKey.objects.filter(key="other").update(created_at=timezone.now() - timedelta(days=2))
+    start(owner_api, scenario, "third")                 # expired keys are cleared away
+    assert set(IdempotencyKey.objects.values_list("key", flat=True)) == {"old", "third"}
     IdempotencyKey.objects.update(created_at=timezone.now() - timedelta(hours=23))
     assert start(owner_api, scenario, "old").json()["id"] == again.json()["id"]
 

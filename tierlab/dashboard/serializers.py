@@ -73,6 +73,8 @@ class SweepListSerializer(serializers.ModelSerializer):
     url = serializers.CharField(source="get_absolute_url", read_only=True)
     status = serializers.CharField(read_only=True, help_text="queued | running | succeeded | failed | cancelled")
     progress = serializers.FloatField(read_only=True)
+    # Declared: the model field's range depends on the database, and the schema must not.
+    total_points = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = Sweep
