@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import JsonResponse
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, pagination, parsers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -179,6 +180,8 @@ def handler400(request, exception=None):
     return defaults.bad_request(request, exception)
 
 
+@csrf_exempt     # it changes nothing; a POST to an unknown URL is a JSON 404, not CSRF's HTML 403
+@csrf_exempt   # a 404 for any method; CSRF's HTML 403 must not answer first
 def api_not_found(request, *args, **kwargs):
     """Catch-all for unknown /api/ URLs, so DEBUG's HTML 404 page never answers there."""
     return JsonResponse({"detail": "Not found."}, status=404)

@@ -20,3 +20,23 @@ def test_it_answers_unknown_api_urls_with_json_404(client, settings, url):
     assert r.status_code == 404
     assert r["Content-Type"].startswith("application/json")
     assert r.json() == {"detail": "Not found."}
+
+
+@pytest.mark.django_db
+def test_a_post_to_an_unknown_api_url_is_a_json_404_not_a_csrf_403(owner):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
+    r = client.post("/api/v1/sweeps/0.5/cancel/")
+    assert r.status_code == 404 and r.json() == {"detail": "Not found."}
+
+
+@pytest.mark.django_db
+def test_unknown_api_urls_answer_json_404_to_a_post_with_a_session(client, django_user_model):
+    # A logged-in browser session without a CSRF token must still get the JSON 404.
+    user = django_user_model.objects.create_user("csrf", password="pw")
+    csrf_client = client.__class__(enforce_csrf_checks=True)
+    csrf_client.force_login(user)
+    r = csrf_client.post("/api/v1/scenarios/0.5/runs/", data="{}", content_type="application/json")
+    assert r.status_code == 404 and r["Content-Type"].startswith("application/json")

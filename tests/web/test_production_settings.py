@@ -18,7 +18,8 @@ from tierlab import checks
 ROOT = Path(__file__).resolve().parents[2]
 
 # Every variable the security settings read; scrubbed so the host's environment cannot leak in.
-SCRUBBED = ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SECURE_COOKIES",
+# DJANGO_ALLOW_ASYNC_UNSAFE: set for the browser tests' process, never in deployment.
+SCRUBBED = ("DJANGO_ALLOW_ASYNC_UNSAFE", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SECURE_COOKIES",
             "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
             "SECURE_HSTS_PRELOAD", "SECURE_PROXY_SSL_HEADER", "SECURE_REFERRER_POLICY",
             "X_FRAME_OPTIONS", "RUN_TIME_LIMIT_S", "RUN_SOFT_TIME_LIMIT_S",
