@@ -180,7 +180,6 @@ def handler400(request, exception=None):
     return defaults.bad_request(request, exception)
 
 
-@csrf_exempt     # it changes nothing; a POST to an unknown URL is a JSON 404, not CSRF's HTML 403
 @csrf_exempt   # a 404 for any method; CSRF's HTML 403 must not answer first
 def api_not_found(request, *args, **kwargs):
     """Catch-all for unknown /api/ URLs, so DEBUG's HTML 404 page never answers there."""
