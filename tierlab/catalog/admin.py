@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.utils.text import Truncator
 
+from tierlab.catalog.admin_json import JsonImportExport
 from tierlab.catalog.models import Accelerator, HardwareItem, ModelPreset, NodeTemplate
 
 
@@ -25,7 +26,8 @@ def short_source(obj):
 
 
 @admin.register(Accelerator, NodeTemplate, ModelPreset)
-class PresetAdmin(StaffEditsOnly, admin.ModelAdmin):
+class PresetAdmin(StaffEditsOnly, JsonImportExport, admin.ModelAdmin):
+    json_fields = ["slug", "name", "spec", "source", "notes"]
     list_display = ["slug", "name", short_source, "updated_at"]
     search_fields = ["slug", "name", "source", "notes"]
     list_filter = ["updated_at"]
@@ -34,7 +36,8 @@ class PresetAdmin(StaffEditsOnly, admin.ModelAdmin):
 
 
 @admin.register(HardwareItem)
-class HardwareItemAdmin(StaffEditsOnly, admin.ModelAdmin):
+class HardwareItemAdmin(StaffEditsOnly, JsonImportExport, admin.ModelAdmin):
+    json_fields = ["slug", "kind", "name", "vendor", "specs", "source", "notes", "extra"]
     list_display = ["name", "kind", "vendor", short_source]
     list_filter = ["kind", "vendor"]
     search_fields = ["name", "vendor", "source", "notes", "slug"]
