@@ -15,6 +15,7 @@ import type { ComposeOption } from "echarts/core";
 import { STATE_KINDS, type Report, type StateKind } from "../types";
 import { GB, formatGBps, formatNumber, formatPercent, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { escapeHtml as esc } from "../html";
 
 export type BandwidthChartOption = ComposeOption<
   | LineSeriesOption
@@ -126,7 +127,6 @@ function xRange(curves: EfficiencyCurve[], tiers: TierMark[]): [number, number] 
   return [lo, hi];
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** Axis tooltip: the bandwidth, then each curve's (or tier point's) efficiency there. */
 export function bandwidthTooltipHTML(params: unknown[]): string {

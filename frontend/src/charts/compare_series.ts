@@ -22,6 +22,7 @@ import { goodputMarks } from "./goodput_series";
 import { CATEGORY_COLORS, toGB, type ChartStyle } from "./series";
 import { segmentColor } from "./step_series";
 import { ganttLayout, kindColor, kindLabel, renderGanttItem, type RenderApi } from "./timeline_series";
+import { escapeHtml as esc } from "../html";
 
 export type CompareChartOption = ComposeOption<
   | BarSeriesOption
@@ -54,7 +55,6 @@ export const USD_HOUR_AXIS = "USD per hour (whole cluster)";
 export const USD_MTOK_AXIS = "USD per 1M tokens";
 export const CAPACITY = "Capacity";
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 const frameColor = (dark?: boolean) => (dark ? "#d0d4da" : "#3d4451");
 const textColor = (dark?: boolean) => (dark ? "#dfe3ea" : "#2d333b");
 

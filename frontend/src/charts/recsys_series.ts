@@ -12,6 +12,7 @@ import { GB, formatBytes, formatGB, formatMsSig, formatNumber, formatPercent } f
 
 export { formatMsSig };
 import type { ChartStyle } from "./series";
+import { escapeHtml as esc } from "../html";
 
 // ------------------------------------------------------------------ report shapes
 /** One tier of the embedding placement. Bytes and capacity are over all its devices. */
@@ -300,7 +301,6 @@ export const STORED_SERIES = "Stored";
 export const CAPACITY_SERIES = "Capacity";
 export const OVER_SERIES = "Over capacity";
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** Tooltip of a tier: bytes against capacity (GB and GiB), rows, hit rate, lookup time. */
 export function embeddingTierTooltipHTML(row: EmbeddingTierRow): string {

@@ -13,6 +13,7 @@ import type { ComposeOption } from "echarts/core";
 import { CATEGORY_LABELS, TIERS, categoryBytes, tierUsage, type TierInfo } from "../report";
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey } from "../types";
 import { GB, formatBytes, formatGB, formatNumber } from "../units";
+import { escapeHtml as esc } from "../html";
 
 export type MemoryChartOption = ComposeOption<
   BarSeriesOption | GridComponentOption | LegendComponentOption | TooltipComponentOption | AriaComponentOption
@@ -74,8 +75,6 @@ export function absentTiers(report: Report): TierInfo[] {
   });
 }
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** Tooltip body for one tier: every category, the total and the capacity in GB and GiB. */
 export function tierTooltipHTML(bar: TierBar): string {

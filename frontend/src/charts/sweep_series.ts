@@ -16,6 +16,7 @@ import type { Axis, Sweep, SweepPoint } from "../dashboard/types";
 import { formatUSD } from "../dashboard/format";
 import { GB, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { escapeHtml as esc } from "../html";
 
 export type SweepChartOption = ComposeOption<
   | HeatmapSeriesOption
@@ -142,7 +143,6 @@ const CLASS_TEXT: Record<Exclude<PointClass, "value">, string> = {
 /** Low-is-good palette (green -> yellow -> red); reversed when high is good. */
 export const PALETTE = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027"];
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** Tooltip of a point: its axis values, status and headline numbers with units. */
 export function pointTooltipHTML(sweep: Sweep, p: SweepPoint): string {

@@ -17,6 +17,7 @@ import { linkLabel } from "../step";
 import type { Report, TimelineTask } from "../types";
 import { formatMs, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { escapeHtml as esc } from "../html";
 
 export type TimelineChartOption = ComposeOption<
   | CustomSeriesOption
@@ -224,7 +225,6 @@ export function renderGanttItem(
   return { type: "rect" as const, transition: ["shape"], shape: clipped, style: { fill: color } };
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 /** Tooltip of one task: name, kind, lane, start, end and duration in ms. */
 export function taskTooltipHTML(item: GanttItem): string {
