@@ -151,14 +151,21 @@ def share_revoke(request, pk):
     return redirect(_next(request, link.target.get_absolute_url()) + "#share")
 
 
-def shared(request, token):
-    """The read-only view of a share link, for anyone with the token."""
+def _open_link(request, token):
+    """(link, None) for a live token; (None, the 410 page) for a revoked one; 404 if unknown."""
     try:
-        link = sharing.open_link(token)
+        return sharing.open_link(token), None
     except ShareLink.DoesNotExist:
         raise Http404("No share link with this token.") from None
     except sharing.Revoked:
-        return render(request, "dashboard/shared_gone.html", status=410)
+        return None, render(request, "dashboard/shared_gone.html", status=410)
+
+
+def shared(request, token):
+    """The read-only view of a share link, for anyone with the token."""
+    link, gone = _open_link(request, token)
+    if gone:
+        return gone
     return render(request, "dashboard/shared.html", {
         "link": link, "target": link.target, "kind": link.kind,
         "api_url": f"/api/v1/shared/{link.token}/",
@@ -168,12 +175,9 @@ def shared(request, token):
 @login_required
 @require_POST
 def shared_fork(request, token):
-    try:
-        link = sharing.open_link(token)
-    except ShareLink.DoesNotExist:
-        raise Http404("No share link with this token.") from None
-    except sharing.Revoked:
-        return render(request, "dashboard/shared_gone.html", status=410)
+    link, gone = _open_link(request, token)
+    if gone:
+        return gone
     try:
         obj = sharing.fork(link, request.user)
     except (InputError, ScenarioError) as exc:
