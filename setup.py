@@ -1,4 +1,4 @@
-"""Build the scheduler's C extension; everything else lives in pyproject.toml."""
+"""Build the C extensions (scheduler, step-graph builder); everything else lives in pyproject.toml."""
 
 import os
 
@@ -11,5 +11,7 @@ if os.environ.get("TIERLAB_SANITIZE"):
     extra += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
     link += ["-fsanitize=address,undefined"]
 
-setup(ext_modules=[Extension("simulation._cscheduler", ["simulation/_cscheduler.c"],
-                             extra_compile_args=extra, extra_link_args=link)])
+setup(ext_modules=[
+    Extension(f"simulation.{name}", [f"simulation/{name}.c"], extra_compile_args=extra,
+              extra_link_args=link)
+    for name in ("_cscheduler", "_cstepgraph")])

@@ -34,12 +34,12 @@ goodput   Daly's (2006) expected wall time for exponential failures gives
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from .errors import ScenarioError
-from .fields import choice_field as _choice, int_field as _int, num_field as _num
+from .fields import choice_field as _choice, drop_none, int_field as _int, num_field as _num, plain
 
 CONTENTS = ("model_states", "weights_only")
 METHODS = ("blocking", "async", "in_memory_then_flush")
@@ -79,7 +79,7 @@ class Target:
     source: str = ""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return plain(self)
 
 
 # Defaults per kind, copied from the project's hardware catalog with their sources.
@@ -109,12 +109,6 @@ TARGET_DEFAULTS: dict[str, Target] = {t.kind: t for t in (
 
 
 # ------------------------------------------------------------------ the policy
-
-
-
-
-
-
 @dataclass(frozen=True)
 class CheckpointSpec:
     """A checkpoint policy. ``None`` means derived: ``interval_s`` = Daly's optimum,
@@ -180,7 +174,7 @@ class CheckpointSpec:
         return s
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return drop_none(plain(self))
 
 
 def resolve_target(spec: CheckpointSpec, *, gpus_per_node: int, host_link_bytes_per_s: float,

@@ -45,6 +45,7 @@ from .scenario import Scenario
 from .states import StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
+_CATEGORY_KEYS = {c: f"{c}_bytes" for c in CATEGORIES}
 NODE_TIERS = ("ddr", "nvme", "cxl")
 OFFLOAD_TIER = {"cpu": "ddr", "nvme": "nvme", "cxl": "cxl"}
 
@@ -56,7 +57,7 @@ DS_PARAM_SWAP_BUFFERS = 5           # offload_param.buffer_count
 DS_PARAM_SWAP_ELEMENTS = 1e8        # offload_param.buffer_size
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)     # not frozen: a frozen init costs 5x, and estimates make dozens
 class Part:
     """One allocation. ``bytes`` is per GPU on HBM, per node on DDR/NVMe/CXL."""
     name: str
@@ -237,10 +238,17 @@ def fragmentation_part(parts: list[Part], fraction: float) -> Part | None:
 def tier_summary(parts: list[Part], tier: str, capacity: float, present: bool) -> dict:
     """Category totals of one tier at its peak phase, with capacity and the parts."""
     mine = [p for p in parts if p.tier == tier]
-    phase_sum = {ph: sum(p.bytes for p in mine if p.phase == ph) for ph in ("fwd_bwd", "step")}
-    peak = "step" if phase_sum["step"] > phase_sum["fwd_bwd"] else "fwd_bwd"
-    counted = [p for p in mine if p.phase in ("persistent", peak)]
-    out = {f"{c}_bytes": sum(p.bytes for p in counted if p.category == c) for c in CATEGORIES}
+    fwd_bwd = step = 0
+    for p in mine:
+        if p.phase == "fwd_bwd":
+            fwd_bwd += p.bytes
+        elif p.phase == "step":
+            step += p.bytes
+    peak = "step" if step > fwd_bwd else "fwd_bwd"
+    out = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
+    for p in mine:                    # in order, as sum() would add them
+        if p.phase == "persistent" or p.phase == peak:
+            out[_CATEGORY_KEYS[p.category]] += p.bytes
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,

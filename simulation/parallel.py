@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from .fields import plain
 
 from .errors import ScenarioError
 from .scenario import Scenario
@@ -21,7 +23,7 @@ class Layout:
     grad_accumulation_steps: int
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return plain(self)
 
 
 def layout(sc: Scenario) -> Layout:

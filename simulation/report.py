@@ -24,7 +24,9 @@ Keys outside checks rely on (``"schema": 1``)::
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
+
+from .fields import plain
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Violation:
     message: str
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return plain(self)
 
 
 @dataclass(frozen=True)

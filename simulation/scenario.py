@@ -384,14 +384,14 @@ class Scenario:
     def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
         """Validate, expand presets and build a scenario. Raises ScenarioError."""
         d = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
-        sc = cls(model=ModelSpec.from_dict(d["model"]) if d.get("model") is not None else None,
-                   recsys=RecModelSpec.from_dict(d["recsys"]) if d.get("recsys") is not None else None,
-                   cluster=ClusterSpec.from_dict(d["cluster"]),
-                   training=TrainingSpec.from_dict(_section(d, "training")),
-                   strategy=StrategySpec.from_dict(_section(d, "strategy")),
-                   convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
-                   runtime=RuntimeSpec.from_dict(_section(d, "runtime")),
-                   checkpoint=CheckpointSpec.from_dict(_section(d, "checkpoint")))
+        sc = cls(model=_parsed(ModelSpec, d["model"]) if d.get("model") is not None else None,
+                 recsys=_parsed(RecModelSpec, d["recsys"]) if d.get("recsys") is not None else None,
+                 cluster=_parsed(ClusterSpec, d["cluster"]),
+                 training=_parsed(TrainingSpec, _section(d, "training")),
+                 strategy=_parsed(StrategySpec, _section(d, "strategy")),
+                 convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
+                 runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
+                 checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint")))
         _check_checkpoint_target(sc)
         return sc
 
@@ -405,6 +405,28 @@ class Scenario:
         if self.recsys is not None:
             d["recsys"] = self.recsys.to_dict()
         return d
+
+
+# ------------------------------------------------------------------ section memo
+_PARSED: dict = {}
+_PARSED_MAX = 4096
+
+
+def _parsed(cls, section):
+    """``cls.from_dict(section)``, remembered: sweeps and a form being typed into send the
+    same sections again and again, and the specs are frozen, so they can be shared.
+    Errors are not remembered (they raise each time)."""
+    if not isinstance(section, dict):
+        return cls.from_dict(section)
+    # repr keeps JSON types apart (True, 1, 1.0) and floats exact; C-fast
+    key = (cls, repr(section))
+    hit = _PARSED.get(key)
+    if hit is None:
+        hit = cls.from_dict(section)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = hit
+    return hit
 
 
 # ------------------------------------------------------------------ preset expansion

@@ -27,7 +27,7 @@ from .parallel import Layout
 from .scenario import Scenario
 from .scheduler import COMPUTE, simulate
 from .states import StateBytes
-from .stepgraph import RankModel, build
+from .stepgraph import LABEL_CODE, LABELS, RankModel, build, graph_arrays
 
 CATEGORY = {"allgather": "exposed_comm", "reduce_scatter": "exposed_comm",
             "allreduce": "exposed_comm", "tp_allreduce": "exposed_comm",
@@ -106,44 +106,77 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s)
 
 
-def attribute(g, sched) -> dict:
-    """Split the makespan into GPU compute and the causes of each GPU idle gap."""
+_CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))
+                               for label in LABELS], dtype=np.int32)
+_STALL = BREAKDOWN_KEYS.index("stall")
+
+
+def attribute_reference(a: dict, sched) -> dict:
+    """Split the makespan into GPU compute and the causes of each GPU idle gap.
+
+    ``a`` is a graph from ``stepgraph.graph_arrays``. The GPU's tasks are taken in start
+    order; before each, the idle gap since the GPU last worked is blamed on what the task
+    waited for: follow its latest-ending dependency (ties: higher id) back through plain
+    compute until a transfer, a collective's sync point or the optimizer, whose label's
+    category (``CATEGORY``) gets the gap; a task with nothing to wait for is a stall.
+    Idle time after the GPU's last task goes to whatever ended last. The specification of
+    the C version (``attribute``); the categories sum to the makespan.
+    """
     out = dict.fromkeys(BREAKDOWN_KEYS, 0.0)
-    a = np.asarray(g.kind)
-    gpu = g.streams.get("gpu")
-    comp = [i for i in range(len(a)) if a[i] == COMPUTE and g.stream[i] == gpu]
-    comp.sort(key=lambda i: (sched.start_s[i], i))
+    kind, label, stream = a["kind"], a["label"], a["stream"]
+    ptr, idx = a["dep_ptr"], a["dep_idx"]
+    start, end = sched.start_s, sched.end_s
+    deps = [idx[ptr[i]:ptr[i + 1]].tolist() for i in range(len(kind))]
+    comp = sorted((i for i in range(len(kind)) if kind[i] == COMPUTE and stream[i] == a["gpu_stream"]),
+                  key=lambda i: (start[i], i))
+
+    def latest(i):
+        return max(deps[i], key=lambda d: (end[d], d))
 
     def blame(i):
-        """Follow the latest-ending dependency until a non-compute task."""
-        seen = 0
-        while seen < 10_000:
-            seen += 1
-            if g.kind[i] != COMPUTE or g.labels[i] != "compute":
-                return CATEGORY.get(g.labels[i], "exposed_comm")
-            if not g.deps[i]:
+        for _ in range(10_000):
+            if kind[i] != COMPUTE or label[i] != LABEL_CODE["compute"]:
+                return BREAKDOWN_KEYS[_CATEGORY_OF_LABEL[label[i]]]
+            if not deps[i]:
                 return "stall"
-            i = max(g.deps[i], key=lambda d: (sched.end_s[d], d))
+            i = latest(i)
         return "stall"
 
     t = 0.0
     for i in comp:
-        gap = sched.start_s[i] - t
-        if gap > 1e-15 and g.deps[i]:
-            out[blame(max(g.deps[i], key=lambda d: (sched.end_s[d], d)))] += gap
-        out["compute" if g.labels[i] in ("compute", "optimizer") else CATEGORY[g.labels[i]]] += \
-            sched.end_s[i] - sched.start_s[i]
-        t = max(t, sched.end_s[i])
+        gap = start[i] - t
+        if gap > 1e-15 and deps[i]:
+            out[blame(latest(i))] += gap
+        out[BREAKDOWN_KEYS[_CATEGORY_OF_LABEL[label[i]]]] += end[i] - start[i]
+        t = max(t, end[i])
     tail = sched.makespan_s - t
-    if tail > 1e-15:
-        last = int(np.argmax(sched.end_s))
-        out[blame(last)] += tail
-    return out
+    if tail > 1e-15 and len(kind):
+        out[blame(int(np.argmax(end)))] += tail
+    return {k: float(v) for k, v in out.items()}
+
+
+def attribute(a: dict, sched, engine: str = "auto") -> dict:
+    """``attribute_reference`` in C when the extension is built (same result)."""
+    try:
+        from . import _cstepgraph
+    except ImportError:
+        _cstepgraph = None
+    if engine == "python" or _cstepgraph is None:
+        return attribute_reference(a, sched)
+    seconds = _cstepgraph.attribute(a["kind"], a["stream"], a["label"], a["dep_ptr"], a["dep_idx"],
+                                    sched.start_s, sched.end_s, float(sched.makespan_s),
+                                    a["gpu_stream"], _CATEGORY_OF_LABEL, len(BREAKDOWN_KEYS), _STALL)
+    return dict(zip(BREAKDOWN_KEYS, seconds))
 
 
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                engine: str = "auto") -> dict:
-    """Step time, its breakdown, throughput, MFU, link use, timeline and the verdict."""
+                engine: str = "auto", detail: bool = True) -> dict:
+    """Step time, its breakdown, throughput, MFU, link use, the verdict and (``detail``)
+    the timeline of the last micro-batch with its critical path.
+
+    Without ``detail`` (sweeps, the quick API) the graphs are built, simulated and
+    attributed in C and no per-task Python object is made.
+    """
     missing = [t for t in (OFFLOAD_TIER.get(sc.strategy.offload_optimizer),
                            OFFLOAD_TIER.get(sc.strategy.offload_params))
                if t and t != "ddr" and t not in sc.cluster.tiers]
@@ -152,42 +185,45 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 "reason": f"the node has no {missing[0].upper()} tier to offload to"}
     r = rank_model(sc, pc, lay, sb)
     links = links_for(sc, lay)
-    g_last = build(r, links, last=True)
-    s_last = simulate(g_last.arrays(), engine)
+    a_last = graph_arrays(r, links, True, engine)
+    s_last = simulate(a_last, engine)
     m = lay.grad_accumulation_steps
     p, v = lay.pipeline_parallel, (sc.training.interleave_stages or 1)
     bubble_mb = (p - 1) / v
-    parts = attribute(g_last, s_last)
-    link_busy = dict(zip(g_last.links, s_last.link_busy_s))
-    link_bytes = dict(zip(g_last.links, s_last.link_bytes))
+    parts = attribute(a_last, s_last, engine)
+    link_busy = dict(zip(a_last["links"], s_last.link_busy_s))
+    link_bytes = dict(zip(a_last["links"], s_last.link_bytes))
     t_mb = 0.0
     if m > 1 or p > 1:
-        g_mb = build(r, links, last=False)
-        s_mb = simulate(g_mb.arrays(), engine)
+        a_mb = graph_arrays(r, links, False, engine)
+        s_mb = simulate(a_mb, engine)
         t_mb = s_mb.makespan_s
-        pm = attribute(g_mb, s_mb)
+        pm = attribute(a_mb, s_mb, engine)
         for k in BREAKDOWN_KEYS:
             parts[k] += (m - 1) * pm[k]
         parts["pipeline_bubble"] += bubble_mb * t_mb
-        for name, busy, nbytes in zip(g_mb.links, s_mb.link_busy_s, s_mb.link_bytes):
+        for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
-    step_s = (m - 1 + bubble_mb) * t_mb + s_last.makespan_s
+    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s)
     tokens = lay.global_batch_size * sc.training.seq_len
     mflops = model_flops_per_step(sc, pc, lay)
     mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0
-    link_rows = [dict(name=n, bytes_per_s=links[n], busy_s=link_busy[n], bytes=link_bytes[n],
-                      utilization=link_busy[n] / step_s if step_s else 0.0) for n in g_last.links]
+    link_rows = [dict(name=n, bytes_per_s=float(links[n]), busy_s=float(link_busy[n]),
+                      bytes=float(link_bytes[n]),
+                      utilization=float(link_busy[n] / step_s) if step_s else 0.0)
+                 for n in a_last["links"]]
     parts = {k: float(v) for k, v in parts.items()}
-    link_rows = [{k: (float(v) if k != "name" else v) for k, v in row.items()} for row in link_rows]
     report = dict(
-        available=True, time_s=float(step_s), breakdown_s=parts,
+        available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
         micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]))
-    return dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
-                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
-                mfu=float(mfu), links=link_rows, timeline=timeline(g_last, s_last),
-                verdict=verdict(sc, parts, step_s, link_rows))
+    out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
+                                        "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
+               mfu=float(mfu), links=link_rows, verdict=verdict(sc, parts, step_s, link_rows))
+    if detail:      # task names exist only in the Python graph: rebuild it for the page
+        out["timeline"] = timeline(build(r, links, last=True), s_last)
+    return out
 
 
 def critical_path(g, sched) -> list[int]:
@@ -289,13 +325,27 @@ def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
         return 0.0
     r = rank_model(sc, pc, lay, sb)
     links = dict(links_for(sc, lay), checkpoint_target=bytes_per_rank / write_s)
-    g = build(r, links, last=True)
-    n_train = len(g.names)
-    base = simulate(g.arrays(), engine).makespan_s
+    a = graph_arrays(r, links, True, engine)
+    n_train = len(a["kind"])
+    base = simulate(a, engine).makespan_s
+    names = a["links"]
     path = ["pcie_d2h"] + (["nic"] if network else []) + ["checkpoint_target"]
-    g.transfer("checkpoint write (background)", bytes_per_rank, path, label="checkpoint")
-    s = simulate(g.arrays(), engine)
-    return max(float(np.max(s.end_s[:n_train])) - base, 0.0)
+    s = simulate(add_transfer(a, bytes_per_rank, [names.index(x) for x in path]), engine)
+    return max(float(np.max(s.end_s[:n_train])) - base, 0.0) if n_train else 0.0
+
+
+def add_transfer(a: dict, size_bytes: float, path: list) -> dict:
+    """A copy of graph ``a`` with one more transfer (no dependencies) over link indices ``path``."""
+    n = len(a["kind"])
+    cat = np.concatenate
+    i32 = lambda *v: np.array(v, dtype=np.int32)       # noqa: E731
+    return dict(a, kind=cat([a["kind"], i32(1)]), stream=cat([a["stream"], i32(-1)]),
+                duration=cat([a["duration"], [0.0]]), size=cat([a["size"], [float(size_bytes)]]),
+                path_ptr=cat([a["path_ptr"], i32(a["path_ptr"][n] + len(path))]),
+                path_links=cat([a["path_links"], np.array(path, dtype=np.int32)]),
+                dep_ptr=cat([a["dep_ptr"], i32(a["dep_ptr"][n])]),
+                acquire=cat([a["acquire"], i32(-1)]), release=cat([a["release"], i32(-1)]),
+                label=cat([a["label"], i32(LABEL_CODE["checkpoint"])]))
 
 
 def _nvme_wall(sc: Scenario, link_rows: list) -> str:

@@ -63,7 +63,7 @@ def summarize(point: dict, **lookups) -> dict:
     """Evaluate one grid point and keep its headline numbers."""
     out = {"index": point["index"], "values": point["values"]}
     try:
-        r = evaluate_dict(point["scenario"], **lookups)
+        r = evaluate_dict(point["scenario"], detail=False, **lookups)
     except ScenarioError as e:
         return dict(out, valid=False, fits=False, error=str(e))
     step = r.get("step", {})

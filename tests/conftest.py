@@ -57,6 +57,18 @@ def teammate(django_user_model, owner):
     return user
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_memories():
+    """Each test starts with no remembered tokens or catalog (a flushed database fires no
+    signals); tests of those memories set them up themselves."""
+    yield
+    from tierlab import auth
+    from tierlab.scenarios import services
+
+    auth.forget()
+    services.forget_catalog()
+
+
 @pytest.fixture
 def anon_api():
     from rest_framework.test import APIClient

@@ -8,4 +8,4 @@ class TierlabConfig(AppConfig):
     verbose_name = "tierlab"
 
     def ready(self):
-        from tierlab import checks  # noqa: F401  (registers the checks)
+        from tierlab import auth, checks  # noqa: F401  (registers the checks and auth's signals)

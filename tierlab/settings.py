@@ -171,7 +171,7 @@ SILENCED_SYSTEM_CHECKS = ["django_vite.W001"]
 REST_FRAMEWORK = {
     # Token first: an anonymous API call gets 401 with a WWW-Authenticate header.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "tierlab.auth.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -247,6 +247,10 @@ TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
 TIERLAB_TEST_TASK_SLEEP_S = env_float("TIERLAB_TEST_TASK_SLEEP_S", 0.0, 0.0)
 TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ignoring the soft limit
+# API tokens are remembered this long per web process (0: look each one up every time).
+TOKEN_CACHE_S = env_float("TOKEN_CACHE_S", 10.0, 0.0)
+# Each web process checks the preset tables for admin edits at most this often.
+CATALOG_CHECK_S = env_float("CATALOG_CHECK_S", 2.0, 0.0)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

@@ -5,7 +5,7 @@ import pytest
 from simulation import evaluate_dict
 from simulation.scheduler import simulate
 from simulation.step import attribute
-from simulation.stepgraph import RankModel, build, ring
+from simulation.stepgraph import RankModel, graph_arrays, ring
 from tests.refdata import cases
 
 
@@ -23,32 +23,34 @@ def tiny(prefetch_depth=1, **kw):
 LINKS = {"nvlink": 1e9, "pcie_h2d": 1e9, "pcie_d2h": 1e9, "ddr": 1e10, "nic": 1e9}
 
 
-def run(r):
-    g = build(r, LINKS, last=True)
-    s = simulate(g.arrays(), "python")
+def run(r, engine="python"):
+    g = graph_arrays(r, LINKS, True, engine)
+    s = simulate(g, engine)
     return g, s
 
 
-def test_two_layer_zero3_with_prefetch_by_hand():
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_two_layer_zero3_with_prefetch_by_hand(engine):
     # Each all-gather / reduce-scatter moves (2-1)/2 x 1e9 params x 2 B = 1e9 B at 1e9 B/s: 1 s.
     # Forward: ag0 [0,1]; ag1 [1,2] (2 buffers: prefetched during f0); f0 [1,2]; f1 [2,3].
     # Backward: bg1 [2,3] (ag0's buffer freed at 2); b1 [3,5]; bg0 [3,4]; rs1 [5,6]; b0 [5,7];
     # rs0 [7,8]; optimizer on the GPU: 1e9 params x 30 B / 30e9 B/s = 1 s: [8,9].
     # GPU busy 1+1+2+2+1 = 7 s; idle [0,1] waiting for ag0 and [7,8] for rs0: 2 s of comm.
-    g, s = run(tiny(prefetch_depth=1))
+    g, s = run(tiny(prefetch_depth=1), engine)
     assert s.makespan_s == pytest.approx(9.0)
-    parts = attribute(g, s)
+    parts = attribute(g, s, engine)
     assert parts["compute"] == pytest.approx(7.0)
     assert parts["exposed_comm"] == pytest.approx(2.0)
 
 
-def test_two_layer_zero3_without_prefetch_by_hand():
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_two_layer_zero3_without_prefetch_by_hand(engine):
     # One buffer: ag0 [0,1] f0 [1,2] ag1 [2,3] f1 [3,4] bg1 [4,5] b1 [5,7];
     # then bg0 and rs1 both start at 7 and share NVLink: 0.5e9 B/s each, both end at 9;
     # b0 [9,11] rs0 [11,12] optimizer [12,13].
-    g, s = run(tiny(prefetch_depth=0))
+    g, s = run(tiny(prefetch_depth=0), engine)
     assert s.makespan_s == pytest.approx(13.0)
-    assert attribute(g, s)["exposed_comm"] == pytest.approx(6.0)
+    assert attribute(g, s, engine)["exposed_comm"] == pytest.approx(6.0)
 
 
 def test_prefetch_miss_becomes_a_stall():
@@ -232,7 +234,9 @@ def test_cost_per_hour_and_per_million_tokens():
 def test_critical_path_of_the_hand_worked_graph():
     # Prefetch depth 1 (see above): ag0 -> f0 -> f1 -> b1 -> b0 -> rs0 -> optimizer ends at 9 s.
     from simulation.step import critical_path
-    g, s = run(tiny(prefetch_depth=1))
+    from simulation.stepgraph import build
+    g = build(tiny(prefetch_depth=1), LINKS, last=True)
+    s = simulate(g.arrays(), "python")
     names = [g.names[i] for i in critical_path(g, s)]
     assert names[0] == "fwd L0 all-gather" and names[-1] == "optimizer step (GPU)"
     assert "backward L0" in names and "L0 reduce-scatter" in names

@@ -17,7 +17,10 @@ def test_it_returns_the_report(owner_api, example_spec):
 
 def test_it_simulates_the_step_when_asked(owner_api, example_spec):
     r = owner_api.post(URL, {"scenario": example_spec, "include_step": True}, format="json")
-    assert r.status_code == 200 and r.json()["step"]
+    assert r.status_code == 200 and r.json()["step"]["time_s"] > 0
+    assert r.json()["timeline"] == {}                 # the page's Gantt data only on request
+    r = owner_api.post(URL, {"scenario": example_spec, "include_step": True, "detail": True}, format="json")
+    assert r.json()["timeline"]["tasks"] and r.json()["checkpoint"]["monte_carlo"]
 
 
 def test_it_reports_an_overflow_as_a_result(owner_api, example_spec):

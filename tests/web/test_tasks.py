@@ -21,7 +21,9 @@ def test_it_evaluates_the_stored_input(run):
     assert run.status == "succeeded" and run.progress == 1.0
     assert run.started_at and run.finished_at and run.started_at <= run.finished_at
     assert run.result["fits"] is True
-    assert run.result == services.estimate(run.scenario.spec, include_step=True)
+    assert run.result == services.estimate(run.scenario.spec, include_step=True, detail=True)
+    quick = services.estimate(run.scenario.spec, include_step=True)   # no timeline, same step
+    assert quick["step"] == run.result["step"] and quick["timeline"] == {}
     assert run.result["step"]
 
 
@@ -65,7 +67,7 @@ def test_it_ignores_a_missing_run():
 
 
 def test_it_evaluates_stored_input_even_after_the_preset_is_gone(run, catalog):
-    expected = services.estimate(run.scenario.spec, include_step=True)
+    expected = services.estimate(run.scenario.spec, include_step=True, detail=True)
     ModelPreset.objects.all().delete()
     services.execute_run(run.pk)
     run.refresh_from_db()

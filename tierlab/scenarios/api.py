@@ -97,7 +97,9 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 class EstimateView(APIView):
     """Evaluate `{"scenario": {...}}` now and return the engine's report (`fits`, memory per tier).
 
-    Memory only unless `"include_step": true` (then also step time, links and timeline).
+    Memory only unless `"include_step": true` (then also step time, breakdown, links, verdict
+    and checkpoint goodput); `"detail": true` adds the step timeline and the checkpoint
+    Monte-Carlo, as a run's report has them.
     """
 
     @extend_schema(request=EstimateRequestSerializer, responses={200: OpenApiTypes.OBJECT})
@@ -106,7 +108,8 @@ class EstimateView(APIView):
         serializer.is_valid(raise_exception=True)
         try:
             data = serializer.validated_data
-            report = services.estimate(data["scenario"], include_step=data["include_step"])
+            report = services.estimate(data["scenario"], include_step=data["include_step"],
+                                       detail=data["detail"])
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
         return Response(report)

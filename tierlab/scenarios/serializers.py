@@ -65,4 +65,9 @@ class RunSerializer(serializers.ModelSerializer):
 class EstimateRequestSerializer(serializers.Serializer):
     scenario = ScenarioJSONField()
     include_step = serializers.BooleanField(
-        default=False, help_text="Also simulate the training step (slower); default: memory only.")
+        default=False, help_text="Also simulate the training step and checkpoint goodput (about 0.5 ms more); "
+                  "default: memory only.")
+    detail = serializers.BooleanField(
+        default=False, help_text="With include_step: also the step's timeline (every task, for a "
+                                 "Gantt chart) and the checkpoint Monte-Carlo, as a run's report "
+                                 "has them (a few ms more).")

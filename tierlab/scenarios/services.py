@@ -26,6 +26,13 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------- engine calls
 _PRESET_TABLES = (("models", ModelPreset), ("nodes", NodeTemplate), ("accelerators", Accelerator))
 _catalog_cache: tuple = (None, None)       # (version, tables), per process
+_catalog_checked_at = float("-inf")         # time.monotonic() of the last version query
+
+
+def forget_catalog() -> None:
+    """Make the next ``catalog_lookups`` ask the database (a preset row changed here)."""
+    global _catalog_checked_at
+    _catalog_checked_at = float("-inf")
 
 
 def _catalog_version() -> tuple:
@@ -42,12 +49,17 @@ def catalog_lookups() -> dict:
     """Preset tables for the engine, from the database so admin edits take effect.
 
     A table with no rows yet (catalog not loaded) falls back to the engine's built-ins.
-    Rebuilt when a preset row is added, removed or saved (the version query); the engine
+    Rebuilt when a preset row is added, removed or saved (the version query, asked at most
+    every ``CATALOG_CHECK_S`` seconds; at once after an edit in this process); the engine
     only reads these tables, so one copy per process serves every request.
     """
-    global _catalog_cache
-    version = _catalog_version()
+    global _catalog_cache, _catalog_checked_at
     cached_version, tables = _catalog_cache
+    now = time.monotonic()
+    if tables is not None and now - _catalog_checked_at < settings.CATALOG_CHECK_S:
+        return dict(tables)
+    version = _catalog_version()
+    _catalog_checked_at = now
     if version != cached_version:
         tables = {}
         for key, model in _PRESET_TABLES:
@@ -64,18 +76,19 @@ def resolve(spec: dict) -> dict:
     when the engine lays the scenario out, so this evaluates it too (well under 1 ms).
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.evaluate(scenario)
+    simulation.evaluate(scenario, detail=False)
     return scenario.to_dict()
 
 
-def estimate(spec: dict, include_step: bool = False) -> dict:
+def estimate(spec: dict, include_step: bool = False, detail: bool = False) -> dict:
     """The engine's report for ``spec``, computed now. Raises ScenarioError.
 
     By default memory only (the fast live estimate); ``include_step`` adds the simulated
-    step (time, links, timeline) as a run's report has it.
+    step (time, breakdown, links, verdict) and checkpoint goodput; ``detail`` with it adds
+    the step's timeline and the checkpoint Monte-Carlo, as a run's report has them.
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    return simulation.evaluate(scenario, include_step=include_step).to_dict()
+    return simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict()
 
 
 def _pinned_lookups(resolved: dict) -> dict:

@@ -1,0 +1,552 @@
+/*
+ * simulation._cstepgraph: the fast path of simulation/stepgraph.py and step.attribute.
+ *
+ *   build(ints, floats, link_index, last) -> (n_streams, gpu_stream, n_pools, pool_cap,
+ *         kind, stream, duration, size, path_ptr, path_links, dep_ptr, dep_idx,
+ *         acquire, release, label)
+ *
+ * emits, as flat arrays (bytes holding int32 / float64), exactly the graph that
+ * stepgraph.build(RankModel, links, last) builds task by task in Python: same tasks,
+ * same order, same dependencies in the same order, same floating-point arithmetic.
+ * Task names are not produced (the timeline rebuilds the graph in Python when a page
+ * needs them); labels come as codes of stepgraph.LABELS. stepgraph.build is the
+ * specification and tests hold both equal on generated rank models.
+ *
+ *   attribute(kind, stream, label, dep_ptr, dep_idx, start, end, makespan, gpu_stream,
+ *             category_of_label, n_categories) -> tuple of seconds per category
+ *
+ * is step.attribute_reference on flat arrays (walk back from each GPU idle gap).
+ *
+ * Bad input raises simulation.scheduler.GraphError (unknown link) or ValueError;
+ * nothing here may crash the process.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { COMPUTE = 0, TRANSFER = 1 };
+/* stepgraph.LABELS, in order */
+enum { L_COMPUTE, L_ALLGATHER, L_FETCH_MISS, L_OFFLOAD, L_TP_ALLREDUCE, L_REDUCE_SCATTER,
+       L_ALLREDUCE, L_OPTIMIZER, L_CPU_OPTIMIZER };
+/* stepgraph.TIERS: where states live */
+enum { T_NONE, T_CPU, T_NVME, T_CXL };
+/* link_index order (stepgraph.LINK_NAMES) */
+enum { K_NVLINK, K_NIC, K_PCIE_H2D, K_PCIE_D2H, K_DDR, K_NVME_READ, K_NVME_WRITE, K_CXL, K_N };
+static const char *LINK_NAMES[K_N] = {"nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr",
+                                      "nvme_read", "nvme_write", "cxl"};
+enum { S_GPU, S_SYNC };
+#define NONE (-1)
+#define ADAM_BYTES_PER_PARAM 30.0
+#define SUB_GROUP_ELEMENTS 1e9
+
+typedef struct {
+    int *data;
+    Py_ssize_t n, cap;
+} IVec;
+typedef struct {
+    double *data;
+    Py_ssize_t n, cap;
+} DVec;
+
+static int ipush(IVec *v, int x) {
+    if (v->n == v->cap) {
+        Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
+        int *d = realloc(v->data, (size_t)cap * sizeof(int));
+        if (!d) return -1;
+        v->data = d;
+        v->cap = cap;
+    }
+    v->data[v->n++] = x;
+    return 0;
+}
+
+static int dpush(DVec *v, double x) {
+    if (v->n == v->cap) {
+        Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
+        double *d = realloc(v->data, (size_t)cap * sizeof(double));
+        if (!d) return -1;
+        v->data = d;
+        v->cap = cap;
+    }
+    v->data[v->n++] = x;
+    return 0;
+}
+
+/* The rank model (stepgraph.RankModel) and the graph being built. */
+typedef struct {
+    int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
+    int off_params, off_opt, off_act, shard_nic, dp_nic, last;
+    double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
+        optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s;
+    int link[K_N];
+    int stream_id[2], n_streams, zero3;
+    IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
+    DVec dur, size;
+    int oom, bad_link;           /* bad_link: 1 + the missing link's K_ index, or 0 */
+} B;
+
+static int missing(B *b, int k) {
+    b->bad_link = k + 1;
+    return NONE;
+}
+
+/* One task; deps holds nd ids, NONE entries skipped (as TaskGraph._add drops None). */
+static int add(B *b, int kind, int stream, double dur, double size, const int *path, int np_,
+               const int *deps, int nd, int acquire, int release, int label) {
+    int id = (int)b->kind.n;
+    int s = NONE;
+    if (kind == COMPUTE) {
+        if (b->stream_id[stream] == NONE) b->stream_id[stream] = b->n_streams++;
+        s = b->stream_id[stream];
+    }
+    int err = ipush(&b->kind, kind) | ipush(&b->stream, s) | dpush(&b->dur, dur) |
+              dpush(&b->size, size) | ipush(&b->acq, acquire) | ipush(&b->rel, release) |
+              ipush(&b->label, label);
+    for (int k = 0; k < np_; k++) err |= ipush(&b->plinks, path[k]);
+    err |= ipush(&b->pptr, (int)b->plinks.n);
+    for (int k = 0; k < nd; k++)
+        if (deps[k] != NONE) err |= ipush(&b->didx, deps[k]);
+    err |= ipush(&b->dptr, (int)b->didx.n);
+    if (err) { b->oom = 1; return NONE; }
+    return id;
+}
+
+static int compute(B *b, int stream, double dur, const int *deps, int nd, int acquire,
+                   int release, int label) {
+    return add(b, COMPUTE, stream, dur, 0.0, NULL, 0, deps, nd, acquire, release, label);
+}
+
+static int transfer1(B *b, double size, int link, const int *deps, int nd, int acquire,
+                     int label) {
+    int path[1] = {b->link[link]};
+    if (path[0] == NONE) return missing(b, link);
+    return add(b, TRANSFER, 0, 0.0, size, path, 1, deps, nd, acquire, NONE, label);
+}
+
+/* stepgraph._tier_path */
+static int tier_path(B *b, int tier, int in, int path[2]) {
+    int first = tier == T_NVME ? (in ? K_NVME_READ : K_NVME_WRITE) : tier == T_CXL ? K_CXL : K_DDR;
+    int pcie = in ? K_PCIE_H2D : K_PCIE_D2H;
+    if (b->link[first] == NONE) return missing(b, first);
+    if (b->link[pcie] == NONE) return missing(b, pcie);
+    path[0] = b->link[first];
+    path[1] = b->link[pcie];
+    return 0;
+}
+
+static int transfer_tier(B *b, double size, int tier, int in, const int *deps, int nd,
+                         int acquire, int label) {
+    int path[2];
+    if (tier_path(b, tier, in, path) == NONE) return NONE;
+    return add(b, TRANSFER, 0, 0.0, size, path, 2, deps, nd, acquire, NONE, label);
+}
+
+/* stepgraph.ring */
+static double ring(int allreduce, double nbytes, int n) {
+    if (n <= 1) return 0.0;
+    return (double)((allreduce ? 2 : 1) * (n - 1)) / (double)n * nbytes;
+}
+
+/* stepgraph.collective */
+static int collective(B *b, double volume, int nic, const int *deps, int nd, int label,
+                      int acquire) {
+    if (!nic || b->gpn <= 1)
+        return transfer1(b, volume, nic ? K_NIC : K_NVLINK, deps, nd, acquire, label);
+    int start = compute(b, S_SYNC, 0.0, deps, nd, acquire, NONE, label);
+    int d[2] = {start, NONE};
+    int a = transfer1(b, volume * (double)(b->gpn - 1) / (double)b->gpn, K_NVLINK, d, 1, NONE, label);
+    int c = transfer1(b, volume / (double)b->gpn, K_NIC, d, 1, NONE, label);
+    d[0] = a;
+    d[1] = c;
+    return compute(b, S_SYNC, 0.0, d, 2, NONE, NONE, label);
+}
+
+/* stepgraph.is_miss */
+static int is_miss(int i, double rate) {
+    return rate > 0 && floor((i + 1) * rate + 1e-12) > floor(i * rate + 1e-12);
+}
+
+static int fetch(B *b, int i, int *prev_fetch, int prev_c) {
+    int deps[2] = {*prev_fetch, NONE}, nd = 1, label = L_ALLGATHER;
+    double full = b->unit_params * b->param_bytes;
+    if (is_miss(i, b->miss_rate)) { deps[nd++] = prev_c; label = L_FETCH_MISS; }
+    int t;
+    if (b->off_params != T_NONE) {
+        int up = transfer_tier(b, b->unit_params * b->param_bytes / b->shard, b->off_params, 1,
+                               deps, nd, 0, label == L_FETCH_MISS ? L_FETCH_MISS : L_OFFLOAD);
+        t = collective(b, ring(0, full, b->shard), b->shard_nic, &up, 1, label, NONE);
+    } else {
+        t = collective(b, ring(0, full, b->shard), b->shard_nic, deps, nd, label, 0);
+    }
+    *prev_fetch = t;
+    return t;
+}
+
+/* stepgraph.build's layer_compute */
+static int layer_compute(B *b, double seconds, const int *deps, int nd, int release, int n_ar) {
+    if (b->tp > 1) {
+        int prev = NONE;
+        for (int k = 0; k < n_ar; k++) {
+            int c = compute(b, S_GPU, seconds / n_ar, k == 0 ? deps : &prev, k == 0 ? nd : 1,
+                            NONE, k == n_ar - 1 ? release : NONE, L_COMPUTE);
+            prev = transfer1(b, ring(1, b->tp_bytes, b->tp), K_NVLINK, &c, 1, NONE, L_TP_ALLREDUCE);
+        }
+        return prev;
+    }
+    return compute(b, S_GPU, seconds, deps, nd, NONE, release, L_COMPUTE);
+}
+
+/* stepgraph._grad_sync: appends to b->syncs */
+static void grad_sync(B *b, int c, double grad_bytes) {
+    int last = b->last;
+    if (b->stage >= 2) {
+        int rs = collective(b, ring(0, grad_bytes, b->shard), b->shard_nic, &c, 1,
+                            L_REDUCE_SCATTER, NONE);
+        int tail = rs;
+        if (ipush(&b->syncs, rs)) b->oom = 1;
+        if (last && b->replicas > 1) {
+            tail = transfer1(b, ring(1, grad_bytes / b->shard, b->replicas), K_NIC, &rs, 1, NONE,
+                             L_ALLREDUCE);
+            if (ipush(&b->syncs, tail)) b->oom = 1;
+        }
+        if (last && b->off_opt != T_NONE) {
+            int tier = b->off_opt == T_CXL ? T_CXL : T_CPU;
+            int t = transfer_tier(b, grad_bytes / b->shard, tier, 0, &tail, 1, NONE, L_OFFLOAD);
+            if (ipush(&b->syncs, t)) b->oom = 1;
+        }
+    } else if (last && b->dp > 1) {
+        int t = collective(b, ring(1, grad_bytes, b->dp), b->dp_nic, &c, 1, L_ALLREDUCE, NONE);
+        if (ipush(&b->syncs, t)) b->oom = 1;
+    } else if (last && b->off_opt != T_NONE) {
+        int t = transfer_tier(b, grad_bytes / b->shard, T_CPU, 0, &c, 1, NONE, L_OFFLOAD);
+        if (ipush(&b->syncs, t)) b->oom = 1;
+    }
+}
+
+/* stepgraph._optimizer */
+static void optimizer(B *b, int last_c) {
+    if (ipush(&b->syncs, last_c)) { b->oom = 1; return; }
+    const int *deps = b->syncs.data;
+    int nd = (int)b->syncs.n;
+    double n = b->params_per_rank / b->shard;
+    int where = b->off_opt, done;
+    if (where == T_NONE) {
+        done = compute(b, S_GPU, n * ADAM_BYTES_PER_PARAM / b->hbm_bytes_per_s, deps, nd, NONE,
+                       NONE, L_OPTIMIZER);
+    } else {
+        double c = ceil(n / SUB_GROUP_ELEMENTS);
+        long chunks = c > 1 ? (long)c : 1;
+        double per = n / (double)chunks;
+        int prev_read = NONE, prev_cpu = NONE, *cdeps = NULL;
+        IVec tail = {0};
+        int staged = where == T_NVME || where == T_CXL;
+        cdeps = malloc((size_t)(nd + 2) * sizeof(int));
+        if (!cdeps) { b->oom = 1; return; }
+        for (long j = 0; j < chunks && !b->oom && !b->bad_link; j++) {
+            int ncd;
+            if (staged) {
+                memcpy(cdeps, deps, (size_t)nd * sizeof(int));
+                cdeps[nd] = prev_read;
+                prev_read = transfer1(b, per * b->optimizer_state_bytes,
+                                      where == T_NVME ? K_NVME_READ : K_CXL, cdeps, nd + 1, NONE,
+                                      L_OFFLOAD);
+                cdeps[0] = prev_read;
+                cdeps[1] = prev_cpu;
+                ncd = 2;
+            } else {
+                memcpy(cdeps, deps, (size_t)nd * sizeof(int));
+                cdeps[nd] = prev_cpu;
+                ncd = nd + 1;
+            }
+            prev_cpu = transfer1(b, per * ADAM_BYTES_PER_PARAM, K_DDR, cdeps, ncd, NONE,
+                                 L_CPU_OPTIMIZER);
+            if (staged) {
+                int t = transfer1(b, per * b->optimizer_state_bytes,
+                                  where == T_NVME ? K_NVME_WRITE : K_CXL, &prev_cpu, 1, NONE,
+                                  L_OFFLOAD);
+                if (ipush(&tail, t)) b->oom = 1;
+            }
+        }
+        free(cdeps);
+        done = prev_cpu;
+        if (b->off_params == T_NONE) {
+            done = transfer1(b, n * b->param_bytes, K_PCIE_H2D, &prev_cpu, 1, NONE, L_OFFLOAD);
+        } else if (b->off_params == T_NVME) {
+            int t = transfer1(b, n * b->param_bytes, K_NVME_WRITE, &prev_cpu, 1, NONE, L_OFFLOAD);
+            if (ipush(&tail, t)) b->oom = 1;
+        }
+        if (tail.n && !b->oom) {
+            if (ipush(&tail, done)) b->oom = 1;
+            else done = compute(b, S_GPU, 0.0, tail.data, (int)tail.n, NONE, NONE, L_COMPUTE);
+        }
+        free(tail.data);
+    }
+    if ((b->stage == 1 || b->stage == 2) && b->dp > 1)
+        collective(b, ring(0, b->params_per_rank * b->param_bytes, b->dp), b->dp_nic, &done, 1,
+                   L_ALLGATHER, NONE);
+}
+
+/* stepgraph.build */
+static void build_graph(B *b) {
+    int zero3 = b->stage >= 3, release = zero3 ? 0 : NONE;
+    double grad_bytes = b->unit_params * b->grad_bytes;
+    int prev_c = NONE, prev_fetch = NONE, prev_act = NONE;
+    int *act_out = malloc((size_t)(b->layers > 0 ? b->layers : 1) * sizeof(int));
+    if (!act_out) { b->oom = 1; return; }
+    for (int i = 0; i < b->layers && !b->oom && !b->bad_link; i++) {
+        int deps[2] = {prev_c, NONE}, nd = 1;
+        if (zero3) deps[nd++] = fetch(b, i, &prev_fetch, prev_c);
+        prev_c = layer_compute(b, b->fwd_s, deps, nd, release, 2);
+        act_out[i] = NONE;
+        if (b->off_act != T_NONE) {
+            int path[2] = {b->link[K_DDR], b->link[K_PCIE_D2H]};
+            if (path[0] == NONE || path[1] == NONE) { missing(b, path[0] == NONE ? K_DDR : K_PCIE_D2H); break; }
+            act_out[i] = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, &prev_c, 1, NONE,
+                             NONE, L_OFFLOAD);
+        }
+    }
+    if (b->head_s != 0 && !b->oom && !b->bad_link)
+        prev_c = compute(b, S_GPU, b->head_s, &prev_c, 1, NONE, NONE, L_COMPUTE);
+    for (int i = b->layers - 1; i >= 0 && !b->oom && !b->bad_link; i--) {
+        int deps[3] = {prev_c, NONE, NONE}, nd = 1;
+        if (zero3) deps[nd++] = fetch(b, i, &prev_fetch, prev_c);
+        if (b->off_act != T_NONE) {
+            int path[2] = {b->link[K_DDR], b->link[K_PCIE_H2D]};
+            int d[2] = {act_out[i], prev_act};
+            if (path[1] == NONE) { missing(b, K_PCIE_H2D); break; }
+            prev_act = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, d, 2, NONE, NONE,
+                           L_OFFLOAD);
+            deps[nd++] = prev_act;
+        }
+        int c = layer_compute(b, b->bwd_s, deps, nd, release, b->bwd_allreduces);
+        prev_c = c;
+        grad_sync(b, c, grad_bytes);
+    }
+    free(act_out);
+    if (b->last && !b->oom && !b->bad_link) optimizer(b, prev_c);
+}
+
+static PyObject *as_bytes(const void *data, Py_ssize_t n, size_t item) {
+    return PyBytes_FromStringAndSize(data ? (const char *)data : "", n * (Py_ssize_t)item);
+}
+
+static PyObject *build(PyObject *self, PyObject *args) {
+    B b;
+    memset(&b, 0, sizeof b);
+    PyObject *link_obj, *result = NULL;
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiii)(dddddddddddd)Op",
+                          &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
+                          &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
+                          &b.off_act, &b.shard_nic, &b.dp_nic,
+                          &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
+                          &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
+                          &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &link_obj,
+                          &b.last))
+        return NULL;
+    if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
+        b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
+        b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
+        PyErr_SetString(PyExc_ValueError, "rank model out of range");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(link_obj, "link_index must be a sequence");
+    if (!seq) return NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != K_N) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "link_index must hold %d indices", K_N);
+        return NULL;
+    }
+    for (int k = 0; k < K_N; k++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, k));
+        if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); return NULL; }
+        b.link[k] = (int)v;
+    }
+    Py_DECREF(seq);
+    b.stream_id[0] = b.stream_id[1] = NONE;
+    b.oom = (ipush(&b.pptr, 0) | ipush(&b.dptr, 0)) != 0;
+    if (!b.oom) build_graph(&b);
+    if (b.oom) {
+        PyErr_NoMemory();
+    } else if (b.bad_link) {
+        PyObject *mod = PyImport_ImportModule("simulation.scheduler");
+        PyObject *cls = mod ? PyObject_GetAttrString(mod, "GraphError") : NULL;
+        Py_XDECREF(mod);
+        if (cls) {
+            PyErr_Format(cls, "the step needs link '%s', which this node lacks",
+                         LINK_NAMES[b.bad_link - 1]);
+            Py_DECREF(cls);
+        }
+    } else {
+        int pool_cap = 1 + b.prefetch_depth;
+        int zero3 = b.stage >= 3;
+        result = Py_BuildValue(
+            "iiiNNNNNNNNNNNN", b.n_streams, b.stream_id[S_GPU], zero3 ? 1 : 0,
+            as_bytes(&pool_cap, zero3 ? 1 : 0, sizeof(int)),
+            as_bytes(b.kind.data, b.kind.n, sizeof(int)),
+            as_bytes(b.stream.data, b.stream.n, sizeof(int)),
+            as_bytes(b.dur.data, b.dur.n, sizeof(double)),
+            as_bytes(b.size.data, b.size.n, sizeof(double)),
+            as_bytes(b.pptr.data, b.pptr.n, sizeof(int)),
+            as_bytes(b.plinks.data, b.plinks.n, sizeof(int)),
+            as_bytes(b.dptr.data, b.dptr.n, sizeof(int)),
+            as_bytes(b.didx.data, b.didx.n, sizeof(int)),
+            as_bytes(b.acq.data, b.acq.n, sizeof(int)),
+            as_bytes(b.rel.data, b.rel.n, sizeof(int)),
+            as_bytes(b.label.data, b.label.n, sizeof(int)));
+    }
+    IVec *iv[] = {&b.kind, &b.stream, &b.pptr, &b.plinks, &b.dptr, &b.didx, &b.acq, &b.rel,
+                  &b.label, &b.syncs};
+    for (size_t k = 0; k < sizeof iv / sizeof *iv; k++) free(iv[k]->data);
+    free(b.dur.data);
+    free(b.size.data);
+    return result;
+}
+
+/* ---- attribution: step.attribute_reference on flat arrays ---- */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static int get_buf(PyObject *obj, Buf *b, char fmt, const char *name) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    Py_ssize_t want = fmt == 'd' ? (Py_ssize_t)sizeof(double) : (Py_ssize_t)sizeof(int);
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (b->view.itemsize != want || f[0] != fmt || f[1] != '\0') {
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s array", name,
+                     fmt == 'd' ? "float64" : "int32");
+        return -1;
+    }
+    return 0;
+}
+
+#define BLAME_STEPS 10000
+
+/* Follow the latest-ending dependency (ties: higher id) until a task that is not plain
+   compute; its label's category is to blame. */
+static int latest_dep(const int *dptr, const int *didx, const double *end, int i) {
+    int best = didx[dptr[i]];
+    for (int j = dptr[i] + 1; j < dptr[i + 1]; j++) {
+        int d = didx[j];
+        if (end[d] > end[best] || (end[d] == end[best] && d > best)) best = d;
+    }
+    return best;
+}
+
+static int blame(const int *kind, const int *label, const int *dptr, const int *didx,
+                 const double *end, const int *cat, int stall, int i) {
+    for (int seen = 0; seen < BLAME_STEPS; seen++) {
+        if (kind[i] != COMPUTE || label[i] != L_COMPUTE) return cat[label[i]];
+        if (dptr[i + 1] == dptr[i]) return stall;
+        i = latest_dep(dptr, didx, end, i);
+    }
+    return stall;
+}
+
+static PyObject *attribute(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    double makespan;
+    int gpu, ncat, stall;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdiOii", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &makespan, &gpu, &o[7], &ncat, &stall))
+        return NULL;
+    static const char fmts[] = "iiiiiddi";
+    static const char *names[] = {"kind", "stream", "label", "dep_ptr", "dep_idx", "start",
+                                  "end", "category_of_label"};
+    Buf b[8];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    int *comp = NULL;
+    double *out = NULL;
+    for (int k = 0; k < 8; k++)
+        if (get_buf(o[k], &b[k], fmts[k], names[k]) < 0) goto done;
+    Py_ssize_t n = b[0].view.len / (Py_ssize_t)sizeof(int);
+    const int *kind = b[0].view.buf, *stream = b[1].view.buf, *label = b[2].view.buf;
+    const int *dptr = b[3].view.buf, *didx = b[4].view.buf, *cat = b[7].view.buf;
+    const double *start = b[5].view.buf, *end = b[6].view.buf;
+    Py_ssize_t nlab = b[7].view.len / (Py_ssize_t)sizeof(int);
+    Py_ssize_t ndep = b[4].view.len / (Py_ssize_t)sizeof(int);
+    if (b[1].view.len != b[0].view.len || b[2].view.len != b[0].view.len ||
+        b[3].view.len != (n + 1) * (Py_ssize_t)sizeof(int) ||
+        b[5].view.len != n * (Py_ssize_t)sizeof(double) ||
+        b[6].view.len != n * (Py_ssize_t)sizeof(double) || ncat < 1 || stall < 0 || stall >= ncat) {
+        PyErr_SetString(PyExc_ValueError, "attribute: array lengths do not match");
+        goto done;
+    }
+    if (dptr[0] != 0 || dptr[n] != ndep) {
+        PyErr_SetString(PyExc_ValueError, "attribute: bad dependency pointers");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (dptr[i + 1] < dptr[i] || label[i] < 0 || label[i] >= nlab ||
+            cat[label[i]] < 0 || cat[label[i]] >= ncat) {
+            PyErr_SetString(PyExc_ValueError, "attribute: bad dependency pointer or label");
+            goto done;
+        }
+    }
+    for (Py_ssize_t j = 0; j < ndep; j++)
+        if (didx[j] < 0 || didx[j] >= n) {
+            PyErr_SetString(PyExc_ValueError, "attribute: a dependency names an unknown task");
+            goto done;
+        }
+    comp = malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    out = calloc((size_t)ncat, sizeof(double));
+    if (!comp || !out) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t nc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kind[i] != COMPUTE || stream[i] != gpu) continue;
+        /* insertion sort by (start, id): the GPU's tasks come nearly in order */
+        Py_ssize_t k = nc++;
+        while (k > 0 && start[comp[k - 1]] > start[i]) { comp[k] = comp[k - 1]; k--; }
+        comp[k] = (int)i;
+    }
+    double t = 0.0;
+    for (Py_ssize_t k = 0; k < nc; k++) {
+        int i = comp[k];
+        double gap = start[i] - t;
+        if (gap > 1e-15 && dptr[i + 1] > dptr[i])
+            out[blame(kind, label, dptr, didx, end, cat, stall, latest_dep(dptr, didx, end, i))] += gap;
+        out[cat[label[i]]] += end[i] - start[i];
+        if (end[i] > t) t = end[i];
+    }
+    double tail = makespan - t;
+    if (tail > 1e-15 && n > 0) {
+        int last = 0;
+        for (Py_ssize_t i = 1; i < n; i++) if (end[i] > end[last]) last = (int)i;
+        out[blame(kind, label, dptr, didx, end, cat, stall, last)] += tail;
+    }
+    result = PyTuple_New(ncat);
+    if (result)
+        for (int c = 0; c < ncat; c++) PyTuple_SET_ITEM(result, c, PyFloat_FromDouble(out[c]));
+
+done:
+    for (int k = 0; k < 8; k++) if (b[k].held) PyBuffer_Release(&b[k].view);
+    free(comp);
+    free(out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"build", build, METH_VARARGS,
+     "build(ints, floats, link_index, last) -> flat step graph; see stepgraph.build_arrays."},
+    {"attribute", attribute, METH_VARARGS,
+     "attribute(kind, stream, label, dep_ptr, dep_idx, start, end, makespan, gpu_stream, "
+     "category_of_label, n_categories, stall_category) -> seconds per category; see "
+     "step.attribute_reference."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot slots[] = {{0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_cstepgraph",
+    "C fast path of simulation.stepgraph (build a step's task graph) and step.attribute.",
+    0, methods, slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cstepgraph(void) { return PyModuleDef_Init(&module); }

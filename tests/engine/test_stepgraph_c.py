@@ -1,0 +1,119 @@
+"""The C step-graph builder and attribution equal their Python specifications.
+
+``stepgraph.build`` (task by task, in Python) is the specification of the graph; the C
+builder must emit the same tasks in the same order with bit-identical sizes and
+durations. ``step.attribute_reference`` is the specification of the idle-time split.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from simulation.scheduler import GraphError, simulate
+from simulation.step import attribute, attribute_reference
+from simulation.stepgraph import RankModel, graph_arrays
+
+pytest.importorskip("simulation._cstepgraph")
+
+ALL_LINKS = {"pcie_h2d": 55e9, "pcie_d2h": 50e9, "nvlink": 360e9, "nic": 40e9, "ddr": 77e9,
+             "nvme_read": 3e9, "nvme_write": 2e9, "cxl": 16e9}
+TIERS = ["none", "cpu", "nvme", "cxl"]
+
+
+@st.composite
+def rank_models(draw):
+    gpn = draw(st.sampled_from([1, 2, 4, 8]))
+    shard = draw(st.integers(1, 16))
+    tp = draw(st.sampled_from([1, 1, 2, 4]))
+    return RankModel(
+        layers=draw(st.integers(0, 6)), fwd_s=draw(st.floats(1e-4, 0.1)),
+        bwd_s=draw(st.floats(1e-4, 0.2)), head_s=draw(st.sampled_from([0.0, 0.003])),
+        unit_params=draw(st.floats(1e6, 2e9)), params_per_rank=draw(st.floats(1e7, 3e10)),
+        param_bytes=draw(st.sampled_from([2, 4])), grad_bytes=draw(st.sampled_from([2, 4])),
+        optimizer_state_bytes=draw(st.sampled_from([8, 12, 16])), shard=shard,
+        shard_link=draw(st.sampled_from(["nvlink", "nic"])), replicas=draw(st.integers(1, 3)),
+        dp=draw(st.integers(1, 16)), dp_link=draw(st.sampled_from(["nvlink", "nic"])),
+        gpus_per_node=gpn, stage=draw(st.integers(0, 3)), tp=tp,
+        tp_bytes=draw(st.floats(1e6, 1e9)), bwd_allreduces=draw(st.sampled_from([2, 4])),
+        act_ckpt_bytes=draw(st.floats(1e6, 1e9)),
+        offload_params=draw(st.sampled_from(TIERS)), offload_optimizer=draw(st.sampled_from(TIERS)),
+        offload_activations=draw(st.sampled_from(["none", "cpu"])),
+        prefetch_depth=draw(st.integers(0, 3)), miss_rate=draw(st.sampled_from([0.0, 0.25, 1 / 3, 1.0])),
+        hbm_bytes_per_s=3.35e12)
+
+
+KEYS = ("n_streams", "gpu_stream", "links", "link_bw", "pool_cap", "kind", "stream", "duration",
+        "size", "path_ptr", "path_links", "dep_ptr", "dep_idx", "acquire", "release", "label")
+
+
+def assert_same_graph(a, b):
+    for k in KEYS:
+        x, y = a[k], b[k]
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, k
+            np.testing.assert_array_equal(x, y, err_msg=k)      # bit-identical, not approx
+        else:
+            assert x == y, k
+
+
+@settings(max_examples=300, deadline=None)
+@given(r=rank_models(), last=st.booleans())
+def test_c_builder_emits_the_python_graph(r, last):
+    assert_same_graph(graph_arrays(r, ALL_LINKS, last, "c"), graph_arrays(r, ALL_LINKS, last, "python"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(r=rank_models(), last=st.booleans())
+def test_c_attribution_equals_the_reference(r, last):
+    a = graph_arrays(r, ALL_LINKS, last, "c")
+    s = simulate(a, "c")
+    ref, fast = attribute_reference(a, s), attribute(a, s)
+    assert ref.keys() == fast.keys()
+    for k in ref:
+        assert fast[k] == ref[k], k        # same additions in the same order
+    # the split covers the makespan (Sec. "Exposed time" of step.py)
+    assert sum(ref.values()) == pytest.approx(s.makespan_s, rel=1e-9, abs=1e-12)
+
+
+def test_a_missing_link_is_a_graph_error_in_both():
+    r = RankModel(layers=2, fwd_s=0.01, bwd_s=0.02, head_s=0.0, unit_params=1e8,
+                  params_per_rank=2e8, param_bytes=2, grad_bytes=2, optimizer_state_bytes=12,
+                  shard=8, shard_link="nvlink", replicas=1, dp=8, dp_link="nvlink",
+                  gpus_per_node=8, stage=3, tp=1, tp_bytes=0.0, bwd_allreduces=2,
+                  act_ckpt_bytes=0.0, offload_params="nvme", offload_optimizer="nvme",
+                  offload_activations="none", prefetch_depth=2, miss_rate=0.0,
+                  hbm_bytes_per_s=3.35e12)
+    links = {k: v for k, v in ALL_LINKS.items() if not k.startswith("nvme")}
+    for engine in ("c", "python"):
+        with pytest.raises(GraphError, match="nvme_read"):
+            graph_arrays(r, links, True, engine)
+    ok = graph_arrays(dataclasses.replace(r, offload_params="cxl", offload_optimizer="cxl"), links, True, "c")
+    assert len(ok["kind"]) > 0
+
+
+def test_c_builder_rejects_out_of_range_models_without_crashing():
+    from simulation import _cstepgraph
+    with pytest.raises(ValueError, match="out of range"):
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0), (0.0,) * 12, [0] * 8, True)
+    with pytest.raises(ValueError, match="8 indices"):
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0), (0.0,) * 12, [0] * 3, True)
+    with pytest.raises(TypeError):
+        _cstepgraph.build("nonsense", (), [], True)
+
+
+def test_c_attribution_rejects_bad_arrays_without_crashing():
+    from simulation import _cstepgraph
+    i32 = lambda *v: np.array(v, dtype=np.int32)       # noqa: E731
+    f64 = lambda *v: np.array(v, dtype=np.float64)     # noqa: E731
+    cat = i32(0, 1)
+    with pytest.raises(ValueError, match="unknown task"):
+        _cstepgraph.attribute(i32(0), i32(0), i32(0), i32(0, 1), i32(5), f64(0.0), f64(1.0),
+                              1.0, 0, cat, 2, 1)
+    with pytest.raises(ValueError, match="label"):
+        _cstepgraph.attribute(i32(0), i32(0), i32(7), i32(0, 0), i32(), f64(0.0), f64(1.0),
+                              1.0, 0, cat, 2, 1)
+    with pytest.raises(TypeError, match="float64"):
+        _cstepgraph.attribute(i32(0), i32(0), i32(0), i32(0, 0), i32(), i32(0), f64(1.0),
+                              1.0, 0, cat, 2, 1)
