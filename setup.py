@@ -12,6 +12,6 @@ if os.environ.get("TIERLAB_SANITIZE"):
     link += ["-fsanitize=address,undefined"]
 
 setup(ext_modules=[
-    Extension(f"simulation.{name}", [f"simulation/{name}.c"], extra_compile_args=extra,
-              extra_link_args=link)
+    Extension(f"simulation.{name}", [f"simulation/{name}.c"], depends=["simulation/_cshared.h"],
+              extra_compile_args=extra, extra_link_args=link)
     for name in ("_cscheduler", "_cstepgraph")])

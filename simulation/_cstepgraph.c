@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_cshared.h"
+
 enum { COMPUTE = 0, TRANSFER = 1 };
 /* stepgraph.LABELS, in order */
 enum { L_COMPUTE, L_ALLGATHER, L_FETCH_MISS, L_OFFLOAD, L_TP_ALLREDUCE, L_REDUCE_SCATTER,
@@ -370,14 +372,10 @@ static PyObject *build(PyObject *self, PyObject *args) {
     if (b.oom) {
         PyErr_NoMemory();
     } else if (b.bad_link) {
-        PyObject *mod = PyImport_ImportModule("simulation.scheduler");
-        PyObject *cls = mod ? PyObject_GetAttrString(mod, "GraphError") : NULL;
-        Py_XDECREF(mod);
-        if (cls) {
-            PyErr_Format(cls, "the step needs link '%s', which this node lacks",
-                         LINK_NAMES[b.bad_link - 1]);
-            Py_DECREF(cls);
-        }
+        char msg[96];
+        snprintf(msg, sizeof msg, "the step needs link '%s', which this node lacks",
+                 LINK_NAMES[b.bad_link - 1]);
+        graph_error(msg);
     } else {
         int pool_cap = 1 + b.prefetch_depth;
         int zero3 = b.stage >= 3;
@@ -405,25 +403,6 @@ static PyObject *build(PyObject *self, PyObject *args) {
 }
 
 /* ---- attribution: step.attribute_reference on flat arrays ---- */
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buf;
-
-static int get_buf(PyObject *obj, Buf *b, char fmt, const char *name) {
-    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    b->held = 1;
-    Py_ssize_t want = fmt == 'd' ? (Py_ssize_t)sizeof(double) : (Py_ssize_t)sizeof(int);
-    const char *f = b->view.format ? b->view.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if (b->view.itemsize != want || f[0] != fmt || f[1] != '\0') {
-        PyErr_Format(PyExc_TypeError, "%s must be a contiguous %s array", name,
-                     fmt == 'd' ? "float64" : "int32");
-        return -1;
-    }
-    return 0;
-}
 
 #define BLAME_STEPS 10000
 
@@ -464,7 +443,7 @@ static PyObject *attribute(PyObject *self, PyObject *args) {
     int *comp = NULL;
     double *out = NULL;
     for (int k = 0; k < 8; k++)
-        if (get_buf(o[k], &b[k], fmts[k], names[k]) < 0) goto done;
+        if (get_buf(o[k], &b[k], fmts[k], 0, names[k]) < 0) goto done;
     Py_ssize_t n = b[0].view.len / (Py_ssize_t)sizeof(int);
     const int *kind = b[0].view.buf, *stream = b[1].view.buf, *label = b[2].view.buf;
     const int *dptr = b[3].view.buf, *didx = b[4].view.buf, *cat = b[7].view.buf;
