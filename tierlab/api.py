@@ -24,8 +24,17 @@ class RequestTooLarge(exceptions.APIException):
     default_code = "request_too_large"
 
     def __init__(self, limit: int, size: int | None = None):
-        size_text = f"{size} bytes" if size is not None else "more than that"
-        super().__init__(f"request body too large: {size_text}, the limit is {limit} bytes")
+        size_text = f" ({size:,} bytes)" if size else ""
+        super().__init__(f"request body too large{size_text}: the limit is {limit:,} bytes "
+                         "(DATA_UPLOAD_MAX_MEMORY_SIZE)")
+
+
+def declared_length(request) -> int:
+    """The request's Content-Length, 0 when absent or unreadable."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 class UnsafeJSON(ValueError):
@@ -91,10 +100,7 @@ class JSONParser(parsers.JSONParser):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         request = (parser_context or {}).get("request")
         if limit is not None:
-            try:
-                declared = int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
-            except ValueError:
-                declared = 0
+            declared = declared_length(request)
             if declared > limit:
                 raise RequestTooLarge(limit, declared)
             raw = stream.read(limit + 1)
@@ -121,7 +127,7 @@ def exception_handler(exc, context):
     is 413 ``{"body": [...]}``, also when Django's form parsing noticed it first.
     """
     if isinstance(exc, RequestDataTooBig):
-        exc = RequestTooLarge(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        exc = RequestTooLarge(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, declared_length(context.get("request")))
     elif isinstance(exc, SuspiciousOperation):      # too many fields, bad multipart, ...
         exc = exceptions.ParseError(str(exc) or type(exc).__name__)
     response = drf_exception_handler(exc, context)

@@ -21,6 +21,20 @@ def test_it_simulates_the_step_when_asked(owner_api, example_spec):
     assert r.json()["timeline"] == {}                 # the page's Gantt data only on request
     r = owner_api.post(URL, {"scenario": example_spec, "include_step": True, "detail": True}, format="json")
     assert r.json()["timeline"]["tasks"] and r.json()["checkpoint"]["monte_carlo"]
+    r = owner_api.post(URL, {"scenario": example_spec, "detail": True}, format="json")   # implies the step
+    assert r.json()["step"]["time_s"] > 0 and r.json()["timeline"]["tasks"]
+
+
+def test_an_unknown_request_key_is_a_400_naming_it(owner_api, example_spec):
+    r = owner_api.post(URL, {"scenario": example_spec, "includ_step": True}, format="json")
+    assert r.status_code == 400
+    assert r.json() == {"includ_step": ["unknown field; known fields: scenario, include_step, detail"]}
+
+
+def test_a_scenario_given_as_text_that_is_not_json_says_what_is_wanted(owner_api):
+    r = owner_api.post(URL, {"scenario": "hello"}, format="json")
+    assert r.status_code == 400
+    assert r.json()["scenario"][0].startswith("must be a JSON object (the scenario); this text is not JSON")
 
 
 def test_it_reports_an_overflow_as_a_result(owner_api, example_spec):

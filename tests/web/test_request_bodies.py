@@ -19,7 +19,10 @@ def test_a_20_mb_json_body_is_413(owner_api, url):
     body = b'{"name": "big", "scenario": {"pad": "' + b"x" * (20 * MB) + b'"}}'
     r = post_raw(owner_api, url, body)
     assert r.status_code == 413
-    assert list(r.json()) == ["body"] and "too large" in r.json()["body"][0]
+    assert list(r.json()) == ["body"]
+    # the size sent and the limit, readable: "request body too large (20,971,566 bytes): the limit is 2,621,440 bytes"
+    assert r.json()["body"][0] == (f"request body too large ({len(body):,} bytes): the limit is "
+                                   "2,621,440 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)")
 
 
 def test_a_20_mb_form_body_is_413(owner_api):
@@ -28,7 +31,7 @@ def test_a_20_mb_form_body_is_413(owner_api):
 
 
 def test_a_body_just_under_the_limit_is_parsed(owner_api, settings, example_spec):
-    body = json.dumps({"scenario": example_spec, "pad": "x" * 1000}).encode()
+    body = json.dumps({"scenario": dict(example_spec, name="x" * 1000)}).encode()
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(body)
     assert post_raw(owner_api, ESTIMATE, body).status_code == 200
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(body) - 1

@@ -17,7 +17,7 @@ class ScenarioJSONField(serializers.JSONField):
     """A scenario object; a JSON string holding one is accepted too (e.g. from a form)."""
 
     default_error_messages = {
-        "malformed": "malformed JSON: {error}",
+        "malformed": "must be a JSON object (the scenario); this text is not JSON: {error}",
         "not_object": "must be a JSON object (the scenario), got {kind}",
     }
 
@@ -63,11 +63,25 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class EstimateRequestSerializer(serializers.Serializer):
+    """``{"scenario": {...}, "include_step": bool, "detail": bool}``; other keys are a 400
+    (a typo such as ``includ_step`` would otherwise silently give the memory-only answer)."""
     scenario = ScenarioJSONField()
     include_step = serializers.BooleanField(
         default=False, help_text="Also simulate the training step and checkpoint goodput (about 0.5 ms more); "
                   "default: memory only.")
     detail = serializers.BooleanField(
-        default=False, help_text="With include_step: also the step's timeline (every task, for a "
-                                 "Gantt chart) and the checkpoint Monte-Carlo, as a run's report "
-                                 "has them (a few ms more).")
+        default=False, help_text="The step (implies include_step) with its timeline (every task, "
+                                 "for a Gantt chart) and the checkpoint Monte-Carlo, as a run's "
+                                 "report has them (a few ms more).")
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                known = ", ".join(self.fields)
+                raise serializers.ValidationError(
+                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
+        values = super().to_internal_value(data)
+        if values.get("detail"):
+            values["include_step"] = True
+        return values
