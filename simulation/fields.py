@@ -33,7 +33,8 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
     if v < minimum:
         raise ScenarioError(f"{path}.{key}", f"must be at least {minimum}, got {v}")
     if maximum is not None and v > maximum:
-        raise ScenarioError(f"{path}.{key}", f"must be at most {maximum:,}, got {v:,}")
+        shown = f"{v:,}" if v < 1e15 else f"{float(v):.3g}"     # not 1e308's 309 digits
+        raise ScenarioError(f"{path}.{key}", f"must be at most {maximum:,}, got {shown}")
     return v
 
 

@@ -504,12 +504,27 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
                     raise ScenarioError(f"cluster.tiers.{tname}", "must be an object or null")
         elif v is not None:
             cluster[k] = v
+    _scale_price(cluster, tpl if node_id is not None and node_id in nodes else None, cluster_in)
     acc = cluster.get("accelerator")
     if acc is None:
         raise ScenarioError("cluster.accelerator", "is required (or give a node template)")
     cluster["accelerator"] = _expand(acc, accelerators, "cluster.accelerator", "accelerator")
     out["cluster"] = cluster
     return out
+
+
+def _scale_price(cluster: dict, tpl: dict | None, given: dict) -> None:
+    """A template's price is for its whole node: with fewer (or more) GPUs per node than the
+    template has, and no price of its own, the node costs its share of GPUs."""
+    if not tpl or "price_usd_per_node_hour" in given:
+        return
+    price, tpl_gpus, gpus = tpl.get("price_usd_per_node_hour"), tpl.get("gpus_per_node"), given.get("gpus_per_node")
+    if not price or not tpl_gpus or not isinstance(gpus, int) or isinstance(gpus, bool) \
+            or gpus < 1 or gpus == tpl_gpus:
+        return
+    cluster["price_usd_per_node_hour"] = price * gpus / tpl_gpus
+    cluster["price_source"] = (f"{tpl.get('price_source') or 'template price'}; "
+                               f"{gpus} of the template's {tpl_gpus} GPUs")
 
 
 def node_figures(sc: Scenario) -> dict:

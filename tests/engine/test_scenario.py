@@ -141,6 +141,12 @@ def test_absurd_sizes_are_refused_not_computed(path, value, field):
     assert e.value.field == field and "at most" in e.value.message
 
 
+def test_a_huge_number_is_shown_short_in_the_message():
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(with_("cluster.num_nodes", 1e308))
+    assert e.value.message.endswith("got 1e+308") and len(e.value.message) < 80
+
+
 def test_messages_show_values_as_json():
     with pytest.raises(ScenarioError) as e:
         evaluate_dict(with_("cluster.num_nodes", True))

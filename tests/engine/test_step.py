@@ -231,6 +231,21 @@ def test_cost_per_hour_and_per_million_tokens():
     assert b200["cost"]["available"] is False
 
 
+def test_a_node_with_fewer_gpus_than_its_template_costs_its_share():
+    # One GPU of a DGX H100 ($39.33 per 8-GPU node-hour): 39.33 x 1/8 = $4.92 per hour.
+    one = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100", "gpus_per_node": 1},
+                         "strategy": {"kind": "zero_offload"}}, include_step=False)
+    assert one["cost"]["usd_per_hour"] == pytest.approx(39.33 / 8)
+    assert one["cost"]["usd_per_gpu_hour"] == pytest.approx(39.33 / 8)
+    assert "1 of the template's 8 GPUs" in one["cost"]["source"]
+    full = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100"}}, include_step=False)
+    assert full["cost"]["usd_per_gpu_hour"] == pytest.approx(39.33 / 8)
+    own = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100", "gpus_per_node": 1,
+                                                           "price_usd_per_node_hour": 3.0},
+                         "strategy": {"kind": "zero_offload"}}, include_step=False)
+    assert own["cost"]["usd_per_hour"] == pytest.approx(3.0)       # a price given is kept
+
+
 def test_critical_path_of_the_hand_worked_graph():
     # Prefetch depth 1 (see above): ag0 -> f0 -> f1 -> b1 -> b0 -> rs0 -> optimizer ends at 9 s.
     from simulation.step import critical_path
