@@ -156,9 +156,14 @@ export function estimateSummary(report: Report): string {
   }
   if (!usage) return "Fits";
   const free = usage.capacity_bytes - usage.total_bytes;
+  // Offloaded states live in the node's tiers: name each one that holds something.
+  const others = TIERS.slice(1).flatMap((tier) => {
+    const u = tierUsage(report, tier);
+    return u && u.total_bytes > 0 ? [`${tier.label} ${formatGB(u.total_bytes)} of ${formatGB(u.capacity_bytes)}`] : [];
+  });
   return (
     `Fits — ${hbm.label} ${formatGB(usage.total_bytes)} of ${formatGB(usage.capacity_bytes)} ` +
-    `(${formatGB(free)} free)`
+    `(${formatGB(free)} free)` + others.map((o) => `; ${o}`).join("")
   );
 }
 

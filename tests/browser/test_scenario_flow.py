@@ -115,3 +115,26 @@ def test_a_bad_checkpoint_interval_is_shown_next_to_its_input(page, live_url, us
     assert "Checkpoint interval" in page.locator("#form-errors").inner_text()
     assert "/runs/" not in page.url
     assert page.js_errors == []
+
+
+def test_the_live_estimate_marks_a_bad_input_and_stays_in_view(page, live_url, user_admin, catalog):
+    open_form(page, live_url, user_admin)
+    fill_llama70b_on_two_dgx(page, "32")
+    page.wait_for_selector("#live-estimate[data-fits]")
+    field = page.locator("input[name='training.micro_batch_size']")
+    field.fill("-2")                                   # no Save pressed: the live estimate says it
+    page.wait_for_selector("#live-estimate[data-fits='error']")
+    error = page.locator("[data-error-for='training.micro_batch_size']")
+    error.wait_for(state="visible")
+    assert "at least 1" in error.inner_text()
+    assert field.get_attribute("aria-invalid") == "true"
+    assert page.locator("#form-errors").is_hidden()   # the save banner is for a failed save
+    # the estimate box is on screen while the top of the form is being edited
+    page.evaluate("window.scrollTo(0, 0)")
+    box = page.locator("#live-estimate").bounding_box()
+    assert box and box["y"] + box["height"] <= page.viewport_size["height"] + 1
+    field.fill("1")                                    # fixed: the mark goes
+    page.wait_for_selector("#live-estimate[data-fits='true'], #live-estimate[data-fits='false']")
+    assert field.get_attribute("aria-invalid") is None
+    assert error.is_hidden()
+    assert page.js_errors == []

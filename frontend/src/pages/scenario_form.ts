@@ -396,27 +396,36 @@ function mount(root: HTMLElement): void {
     restoreDescribedBy(el);
   };
 
+  /** The input an error key names, if the form has one. */
+  const controlFor = (key: string): Control | null => {
+    const name = inputNameForErrorKey(key);
+    return name ? form.querySelector<Control>(`[name="${CSS.escape(name)}"]`) : null;
+  };
+
+  /** Mark one input invalid with its messages next to it. */
+  const markField = (el: Control, messages: string[]) => {
+    el.setAttribute("aria-invalid", "true");
+    const err = document.getElementById(`${el.id}-error`);
+    if (err) {
+      err.textContent = messages.join(" ");
+      err.hidden = false;
+      const help = document.getElementById(`${el.id}-help`);
+      el.setAttribute("aria-describedby", [err.id, help?.id].filter(Boolean).join(" "));
+    }
+    // A hidden field (shard group) is shown when it is at fault, a closed section opened.
+    el.closest<HTMLElement>(".field")?.removeAttribute("hidden");
+    const details = el.closest("details");
+    if (details) details.open = true;
+  };
+
   const showErrors = (errors: FieldErrors, heading = "The scenario was not saved") => {
     clearErrors();
     const items: HTMLElement[] = [];
     for (const [key, messages] of Object.entries(errors)) {
       const name = inputNameForErrorKey(key);
-      const el = name ? form.querySelector<Control>(`[name="${CSS.escape(name)}"]`) : null;
+      const el = controlFor(key);
       const label = FIELD_LABELS[name] ?? (key ? key.replace(/^scenario\./, "") : "");
-      if (el) {
-        el.setAttribute("aria-invalid", "true");
-        const err = document.getElementById(`${el.id}-error`);
-        if (err) {
-          err.textContent = messages.join(" ");
-          err.hidden = false;
-          const help = document.getElementById(`${el.id}-help`);
-          el.setAttribute("aria-describedby", [err.id, help?.id].filter(Boolean).join(" "));
-        }
-        // A hidden field (shard group) is shown when it is at fault, a closed section opened.
-        el.closest<HTMLElement>(".field")?.removeAttribute("hidden");
-        const details = el.closest("details");
-        if (details) details.open = true;
-      }
+      if (el) markField(el, messages);
       for (const message of messages) {
         const text = label ? `${label}: ${message}` : message;
         items.push(
@@ -447,6 +456,16 @@ function mount(root: HTMLElement): void {
   let estimateAbort: AbortController | null = null;
   let estimateAvailable = true;
 
+  /** Inputs the live estimate marked (not those a failed save marked). */
+  const clearLiveFieldErrors = () => {
+    for (const el of controls()) {
+      if (el.dataset.liveError) {
+        delete el.dataset.liveError;
+        clearFieldError(el);
+      }
+    }
+  };
+
   const runEstimate = async () => {
     if (!estimateAvailable || !models.length || !nodes.length) return;
     estimateAbort?.abort();
@@ -457,6 +476,7 @@ function mount(root: HTMLElement): void {
     try {
       const report = await postJSON<Report>(endpoints.estimate, { scenario }, abort.signal);
       if (abort.signal.aborted) return;
+      clearLiveFieldErrors();
       estimate.dataset.fits = String(report.fits);
       const params = report.model?.num_params;
       replaceChildren(
@@ -476,6 +496,14 @@ function mount(root: HTMLElement): void {
         return;
       }
       const errors = errorsOf(err);
+      clearLiveFieldErrors();
+      for (const [key, msgs] of Object.entries(errors)) {
+        const el = controlFor(key);            // shown next to the input too, not only here
+        if (el) {
+          markField(el, msgs);
+          el.dataset.liveError = "true";
+        }
+      }
       const lines = Object.entries(errors).flatMap(([key, msgs]) => {
         const name = inputNameForErrorKey(key);
         const label = FIELD_LABELS[name] ?? key.replace(/^scenario\./, "");
