@@ -12,8 +12,7 @@ from .errors import ScenarioError
 from .scenario import SCHEMA_VERSION, Scenario, resolve
 from .report import Report
 from .evaluate import estimate_dict, evaluate, evaluate_dict
-
-ENGINE_VERSION = "0.1.0"
+from .version import ENGINE_VERSION
 
 __all__ = ["ENGINE_VERSION", "SCHEMA_VERSION", "Report", "Scenario", "ScenarioError",
            "estimate_dict", "evaluate", "evaluate_dict", "resolve"]

@@ -19,6 +19,7 @@ from .scenario import Scenario, node_figures
 from .states import state_bytes
 from .step import background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
+from .version import ENGINE_VERSION
 
 _CONVENTIONS = {
     "realistic": ("What DeepSpeed, PyTorch FSDP and Megatron really allocate: fp32 gradient "
@@ -45,8 +46,6 @@ def evaluate(sc: Scenario, include_step: bool = True,
     tick = progress or (lambda _f: None)
     if sc.model is None:
         return _evaluate_recsys_only(sc, include_step, tick)
-    from . import ENGINE_VERSION
-
     pc = count_params(sc.model)
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer)
@@ -240,8 +239,6 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
 
 def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     """A recommendation model without a transformer: embedding tiers, PS vs all-to-all."""
-    from . import ENGINE_VERSION
-
     sb = state_bytes(sc.training.precision, sc.training.optimizer)
     if not include_step:     # the quick estimate skips the seeded check of the hit rates
         sc = dataclasses.replace(sc, recsys=dataclasses.replace(sc.recsys, sample_lookups=0))

@@ -68,7 +68,7 @@ class Report:
     ps: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {name: getattr(self, name) for name in _REPORT_FIELDS}
         d["violations"] = [v.to_dict() for v in self.violations]
         d["notes"] = list(self.notes)
         d["links"] = list(self.links)
@@ -81,3 +81,6 @@ class Report:
         kw["notes"] = tuple(d.get("notes", ()))
         kw["links"] = tuple(d.get("links", ()))
         return cls(**kw)
+
+
+_REPORT_FIELDS = tuple(f.name for f in fields(Report))

@@ -396,15 +396,41 @@ class Scenario:
         return sc
 
     def to_dict(self) -> dict:
-        d = dict(schema=self.schema, cluster=self.cluster.to_dict(),
-                 training=self.training.to_dict(), strategy=self.strategy.to_dict(),
-                 convention=self.convention, runtime=self.runtime.to_dict(),
-                 checkpoint=self.checkpoint.to_dict())
+        d = dict(schema=self.schema, cluster=_section_dict(self.cluster),
+                 training=_section_dict(self.training), strategy=_section_dict(self.strategy),
+                 convention=self.convention, runtime=_section_dict(self.runtime),
+                 checkpoint=_section_dict(self.checkpoint))
         if self.model is not None:
-            d["model"] = self.model.to_dict()
+            d["model"] = _section_dict(self.model)
         if self.recsys is not None:
-            d["recsys"] = self.recsys.to_dict()
+            d["recsys"] = _section_dict(self.recsys)
         return d
+
+
+def _section_dict(spec) -> dict:
+    """``spec.to_dict()``, made once per (frozen, shared) section and handed out as a copy
+    of its dicts and lists, so a caller may change what it gets."""
+    made = spec.__dict__.get("_as_dict")
+    if made is None:
+        made = spec.to_dict()
+        object.__setattr__(spec, "_as_dict", made)    # a cache, not a field: eq/hash ignore it
+    return _fresh(made)
+
+
+def _fresh(d: dict) -> dict:
+    """A copy of ``d`` and of the dicts and lists inside it (JSON values only)."""
+    out = d.copy()
+    for k, v in d.items():
+        t = type(v)
+        if t is dict:
+            out[k] = _fresh(v)
+        elif t is list:
+            out[k] = _fresh_list(v)
+    return out
+
+
+def _fresh_list(v: list) -> list:
+    return [_fresh(x) if type(x) is dict else _fresh_list(x) if type(x) is list else x for x in v]
 
 
 # ------------------------------------------------------------------ section memo
