@@ -87,3 +87,14 @@ def test_remembered_sections_follow_changed_values():
     b = evaluate(Scenario.from_dict(d), include_step=False)
     assert b.scenario["training"]["micro_batch_size"] == 2
     assert b.memory["per_gpu"]["hbm"]["activations_bytes"] > a.memory["per_gpu"]["hbm"]["activations_bytes"]
+
+
+def test_a_changed_scenario_dict_does_not_change_the_next_one():
+    a = Scenario.from_dict(CASES[2]).to_dict()
+    a["cluster"]["tiers"]["ddr"]["capacity_bytes"] = -1       # a caller edits what it got
+    a["training"]["micro_batch_size"] = 99
+    a["cluster"]["accelerator"]["name"] = "edited"
+    b = Scenario.from_dict(CASES[2]).to_dict()                  # the same (remembered) sections
+    assert b["cluster"]["tiers"]["ddr"]["capacity_bytes"] > 0
+    assert b["training"]["micro_batch_size"] == 1
+    assert b["cluster"]["accelerator"]["name"] != "edited"
