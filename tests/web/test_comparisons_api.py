@@ -131,7 +131,9 @@ def test_identical_inputs_reuse_stored_results(owner_api, owner):
 
 @pytest.mark.parametrize("question,labels,key", [
     ("sharding", ["ZeRO-2", "ZeRO-3", "FSDP hybrid"], "strategy.kind"),
-    ("offload", ["offload to CPU DDR", "offload to NVMe", "offload to CXL"], "strategy.offload_optimizer"),
+    ("offload", ["offload to CPU DDR", "offload to NVMe",
+                 "offload to CXL (+ 1,024 GiB CXL expander)"],
+     "strategy.offload_optimizer"),
     ("checkpoint", ["checkpoint to local NVMe", "checkpoint to remote DRAM", "checkpoint to parallel FS"],
      "checkpoint.target"),
 ])
@@ -145,8 +147,10 @@ def test_a_question_one_comparison_away(owner_api, owner, question, labels, key)
     assert body["status"] == "succeeded"
     differs = [row["key"] for row in body["table"]["inputs"] if row["differs"]]
     assert key in differs
-    if question == "offload":      # a DGX H100 has no CXL: that variant is an answer, not an error
-        assert [i["report"]["fits"] for i in body["items"]] == [True, True, False]
+    if question == "offload":      # a DGX H100 has no CXL: its variant gets the example expander
+        assert [i["report"]["fits"] for i in body["items"]] == [True, True, True]
+        cxl = body["items"][2]["report"]["memory"]["per_node"]["cxl"]
+        assert cxl["present"] and cxl["total_bytes"] > 0 and cxl["capacity_bytes"] == 4 * 256 * 2**30
     assert Scenario.objects.get(pk=base.pk).spec == spec()                   # the base is unchanged
 
 

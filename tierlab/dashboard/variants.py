@@ -4,8 +4,10 @@
 - offload: optimizer states (and, with ZeRO-Infinity, parameters) in CPU DDR vs NVMe vs CXL
 - checkpoint: checkpoints to local NVMe vs remote DRAM (RDMA) vs the parallel file system
 
-A variant the node cannot hold (CXL on a node without it) is still compared: the engine
-says which tier overflows.
+On a node without a CXL tier the CXL variant gets the catalog's example expander build
+(``dgx-h100-cxl``'s CXL tier, named in the variant's label), so the comparison answers
+"CXL or NVMe for this workload" instead of reporting a tier that is not there. Any other
+variant the node cannot hold is still compared: the engine says which tier overflows.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import copy
 
 from django.db import transaction
 
-from simulation import ScenarioError
+from simulation import ScenarioError, presets
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.models import Comparison
@@ -28,6 +30,14 @@ QUESTIONS = {
 }
 
 _KEEP = ("prefetch_depth", "prefetch_miss_rate", "offload_activations")
+CXL_EXAMPLE_NODE = "dgx-h100-cxl"
+
+
+def cxl_expander() -> dict:
+    """The CXL tier of the catalog's example CXL build (the engine's built-in if absent)."""
+    nodes = services.catalog_lookups().get("nodes") or {}
+    template = nodes.get(CXL_EXAMPLE_NODE) or presets.NODES[CXL_EXAMPLE_NODE]
+    return copy.deepcopy(template["tiers"]["cxl"])
 
 
 def _strategy(spec: dict) -> dict:
@@ -56,11 +66,19 @@ def variants(spec: dict, question: str) -> list[tuple[str, dict]]:
     elif question == "offload":
         kind = _strategy(base).get("kind")
         kind = kind if kind in ("zero_offload", "zero_infinity") else "zero_infinity"
+        has_cxl = "cxl" in (services.resolve(base)["cluster"].get("tiers") or {})
         for target, label in (("cpu", "CPU DDR"), ("nvme", "NVMe"), ("cxl", "CXL")):
             strategy = dict(kept, kind=kind, offload_optimizer=target)
             if kind == "zero_infinity":
                 strategy["offload_params"] = target
-            with_(f"offload to {label}", strategy=strategy)
+            if target == "cxl" and not has_cxl:
+                cluster = copy.deepcopy(base.get("cluster") or {})
+                expander = cxl_expander()
+                cluster["tiers"] = dict(cluster.get("tiers") or {}, cxl=expander)
+                gib = (expander.get("capacity_bytes") or 0) / 2**30
+                with_(f"offload to CXL (+ {gib:,.0f} GiB CXL expander)", strategy=strategy, cluster=cluster)
+            else:
+                with_(f"offload to {label}", strategy=strategy)
     else:
         checkpoint = base.get("checkpoint") if isinstance(base.get("checkpoint"), dict) else {}
         for target, label in (("local_nvme", "local NVMe"), ("remote_dram", "remote DRAM"),
