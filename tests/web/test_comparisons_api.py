@@ -170,3 +170,17 @@ def test_it_shows_nested_lists_of_inputs_as_text():
     (row,) = [r for r in rows if r["key"] == "recsys.tables"]
     assert row["values"] == ['[{"dim": 4, "rows": 10}]', '[{"dim": 4, "rows": 20}]']
     assert row["differs"] is True
+
+
+def test_a_tier_the_node_lacks_is_not_a_best_zero():
+    from tierlab.dashboard.table import output_rows
+
+    def report(cxl_present, cxl_bytes):
+        return {"fits": True, "memory": {"per_node": {"cxl": {"present": cxl_present, "total_bytes": cxl_bytes}}}}
+
+    rows = {r["key"]: r for r in output_rows([report(False, 0), report(True, 6e11), report(True, 4e11)])}
+    cxl = rows["memory.per_node.cxl.total_bytes"]
+    assert cxl["values"] == [None, 6e11, 4e11]       # shown as none, not 0.0 GB
+    assert cxl["best"] == [2]                          # not the node without CXL
+    rows = output_rows([report(False, 0), report(False, 0)])
+    assert "memory.per_node.cxl.total_bytes" not in {r["key"] for r in rows}

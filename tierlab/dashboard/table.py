@@ -116,12 +116,24 @@ def best_indices(values: list, better: str, eligible: list[bool]) -> list[int]:
     return [i for i, v in pool if v == target]
 
 
+def _value(report: dict | None, key: str):
+    """The output ``key`` of ``report``; None for a tier the node does not have (its 0 bytes
+    would otherwise look like, and be marked as, the best use of it)."""
+    if not report:
+        return None
+    if key.startswith("memory.per_node."):
+        tier = key.split(".")[2]
+        if dig(report, f"memory.per_node.{tier}.present") is False:
+            return None
+    return dig(report, key)
+
+
 def output_rows(reports: list[dict | None]) -> list[dict]:
     """One row per output in OUTPUTS that any report has: ``{key, label, unit, better, values, best}``."""
     eligible = [bool(r and r.get("fits")) for r in reports]
     rows = []
     for out in OUTPUTS:
-        values = [dig(r, out.key) if r else None for r in reports]
+        values = [_value(r, out.key) for r in reports]
         if all(v is None for v in values):
             continue
         if out.unit == "bool":
