@@ -79,6 +79,19 @@ def test_dlrm_v2_runs_on_the_worker_and_its_embeddings_and_ps_are_charted(page, 
         assert text in ps_chart, text
     assert page.locator("#ps-table tbody tr").count() == 2
 
+    # the setup block: bytes per parameter of the embedding rows and the dense MLPs, not
+    # the transformer convention's table
+    assert page.locator("#bytes-per-param-table").count() == 0
+    setup = page.locator("#setup").inner_text()
+    assert "realistic, for the dense MLP states" in setup and "DeepSpeed" not in setup
+    rows = page.locator("#recsys-bytes-table tbody tr")
+    assert rows.count() == 2
+    embedding_row, dense_row = rows.nth(0).inner_text(), rows.nth(1).inner_text()
+    assert "Embedding tables" in embedding_row and f"{run['result']['model']['embedding_params']:,}" in embedding_row
+    assert re.search(r"8 B/param\s.*4 B/param of values \(fp32\) \+ 4 B/param of Adagrad state", embedding_row), \
+        embedding_row
+    assert "Dense MLPs" in dense_row and "16 B/param" in dense_row and "on every GPU" in dense_row
+
     # the transformer-only sections are not there, and nothing broke
     for absent in ("#timeline-chart", "#bandwidth-chart", "#goodput-chart", "#checkpoint-table"):
         assert page.locator(absent).count() == 0, absent

@@ -20,10 +20,12 @@ import {
   formatUSD,
   hasEmbedding,
   hasPsComparison,
+  isRecsysOnly,
   lookupOverlap,
   psChartOption,
   psDesignRows,
   psSummary,
+  recsysParamBytesRows,
   storedAxisLabel,
   trafficGB,
   type RecsysReport,
@@ -105,6 +107,50 @@ describe("embedding placement", () => {
     expect(embeddingTierRows(r)).toEqual([]);
     expect(lookupOverlap(r)).toBeNull();
     expect(embeddingChartOption(r)).toEqual({ series: [] });
+  });
+});
+
+describe("bytes per parameter of a recommendation model", () => {
+  // what the engine reports for DLRM: the transformer convention, used for the dense MLPs only
+  const convention = {
+    name: "realistic",
+    bytes_per_param: { params: 2, grads: 2, master_weights: 4, optimizer_states: 8, k: 12, total: 16 },
+  };
+  const report = (): RecsysReport => ({
+    ...recsysReport(),
+    convention,
+    model: { ...recsysReport().model, num_layers: undefined, hidden_size: undefined },
+  });
+
+  it("tells a recommendation model alone from a transformer (with or without embeddings)", () => {
+    expect(isRecsysOnly(report())).toBe(true);
+    const both = report();
+    both.model = { ...both.model, num_layers: 32, hidden_size: 4096 };
+    expect(isRecsysOnly(both)).toBe(false);
+    expect(isRecsysOnly({ ...report(), embedding: null })).toBe(false);
+  });
+
+  it("counts embedding rows as stored and dense MLP states by the convention, never the transformer table", () => {
+    const r = report();
+    r.embedding!.tables = [{ name: "C1", rows: 10, dim: 128, bytes: 5120, dtype: "fp32" }];
+    expect(recsysParamBytesRows(r)).toEqual([
+      // 1,200 GB stored for 150 B parameters: 600 GB of fp32 values + 600 GB of Adagrad state
+      { key: "embedding", label: "Embedding tables", params: 150e9, bytesPerParam: 8,
+        detail: "4 B/param of values (fp32) + 4 B/param of Adagrad state" },
+      { key: "dense", label: "Dense MLPs", params: 16e6, bytesPerParam: 16,
+        detail: "2 B/param parameters + 2 B/param gradients + 12 B/param optimizer states (realistic convention), on every GPU" },
+    ]);
+  });
+
+  it("says less when the report does", () => {
+    const r = report();
+    delete r.embedding!.value_bytes;
+    delete r.convention;
+    const rows = recsysParamBytesRows(r);
+    expect(rows.map((x) => [x.key, x.bytesPerParam, x.detail])).toEqual([
+      ["embedding", 8, "values and optimizer state, as stored"],
+    ]);
+    expect(recsysParamBytesRows({ ...report(), embedding: undefined })).toEqual([]);
   });
 });
 

@@ -8,7 +8,7 @@ import type { AriaComponentOption, GridComponentOption, LegendComponentOption, T
 import type { ComposeOption } from "echarts/core";
 
 import type { Report } from "../types";
-import { GB, formatBytes, formatGB, formatMsSig, formatNumber, formatPercent } from "../units";
+import { GB, formatBytes, formatBytesPerParam, formatGB, formatMsSig, formatNumber, formatPercent } from "../units";
 
 export { formatMsSig };
 import type { ChartStyle } from "./series";
@@ -45,7 +45,7 @@ export interface EmbeddingTier {
 
 export interface EmbeddingSection {
   tiers: EmbeddingTier[];
-  tables?: { name: string; rows: number; dim: number; bytes: number; zipf_alpha?: number }[];
+  tables?: { name: string; rows: number; dim: number; bytes: number; dtype?: string; row_bytes?: number; zipf_alpha?: number }[];
   total_rows?: number;
   total_bytes?: number;
   value_bytes?: number;
@@ -263,6 +263,66 @@ export function embeddingTotals(report: RecsysReport): EmbeddingTotals {
     costUsd: num(e?.cost_usd) ?? sum((r) => r.costUsd),
     optimizer: e?.embedding_optimizer ?? null,
   };
+}
+
+// ------------------------------------------------------------------ bytes per parameter
+/** A recommendation model alone: embedding rows and no transformer (no layers). */
+export function isRecsysOnly(report: RecsysReport): boolean {
+  return hasEmbedding(report) && !num(report.model?.num_layers);
+}
+
+export interface ParamBytesRow {
+  key: "embedding" | "dense";
+  label: string;
+  params: number;
+  /** Bytes each parameter takes, all its state included. */
+  bytesPerParam: number;
+  /** What the bytes are: "4 B/param of values (fp32) + 4 B/param of Adagrad state". */
+  detail: string;
+}
+
+const OPTIMIZER_NAMES: Record<string, string> = { sgd: "SGD", adagrad: "Adagrad", rowwise_adagrad: "row-wise Adagrad" };
+const bpp = formatBytesPerParam;
+
+/**
+ * What a parameter of a recommendation model costs in bytes, instead of a transformer's
+ * bytes-per-parameter convention: embedding rows as stored (values + the embedding
+ * optimizer's state, over all tiers), dense MLP parameters by the convention's parameter,
+ * gradient and optimizer bytes (data parallel: every GPU holds all of them).
+ */
+export function recsysParamBytesRows(report: RecsysReport): ParamBytesRow[] {
+  if (!hasEmbedding(report)) return [];
+  const rows: ParamBytesRow[] = [];
+  const m = report.model;
+  const e = report.embedding!;
+  const embParams = num(m?.embedding_params);
+  const stored = embeddingTotals(report).bytes;
+  if (embParams && embParams > 0 && stored > 0) {
+    const values = num(e.value_bytes);
+    const dtypes = [...new Set((e.tables ?? []).map((t) => t.dtype).filter((d): d is string => !!d))];
+    const optimizer = e.embedding_optimizer ? OPTIMIZER_NAMES[e.embedding_optimizer] ?? e.embedding_optimizer : "optimizer";
+    let detail = "values and optimizer state, as stored";
+    if (values !== null && values > 0) {
+      const rest = stored - values;
+      detail = `${bpp(values / embParams)} of values${dtypes.length === 1 ? ` (${dtypes[0]})` : ""}`;
+      if (rest > 0) detail += ` + ${bpp(rest / embParams)} of ${optimizer} state`;
+    }
+    rows.push({ key: "embedding", label: "Embedding tables", params: embParams, bytesPerParam: stored / embParams, detail });
+  }
+  const dense = num(m?.dense_params);
+  const conv = report.convention;
+  const b = conv?.bytes_per_param ?? {};
+  if (dense && dense > 0 && num(b.params) !== null && num(b.grads) !== null && num(b.k) !== null) {
+    rows.push({
+      key: "dense",
+      label: "Dense MLPs",
+      params: dense,
+      bytesPerParam: b.params + b.grads + b.k,
+      detail: `${bpp(b.params)} parameters + ${bpp(b.grads)} gradients + ${bpp(b.k)} optimizer states` +
+        `${conv?.name ? ` (${conv.name} convention)` : ""}, on every GPU`,
+    });
+  }
+  return rows;
 }
 
 export interface LookupOverlap {

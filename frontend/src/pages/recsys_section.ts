@@ -23,12 +23,13 @@ import {
   psChartOption,
   psDesignRows,
   psSummary,
+  recsysParamBytesRows,
   trafficGB,
   type RecsysReport,
 } from "../charts/recsys_series";
 import { h } from "../dom";
 import type { Report } from "../types";
-import { formatCount, formatGB, formatGiB, formatNumber, formatPercent } from "../units";
+import { formatBytesPerParam, formatCount, formatGB, formatGiB, formatNumber, formatPercent } from "../units";
 
 type Cell = string | Node;
 
@@ -295,6 +296,22 @@ export function recsysFacts(report: Report): [string, string][] {
     facts.push(["Batch", `${formatNumber(p.global_batch_size, 0)} samples per step${per}`]);
   }
   return facts;
+}
+
+/**
+ * The Setup block's bytes per parameter for a recommendation model (in place of a
+ * transformer's convention table): embedding rows as stored, dense MLP states.
+ */
+export function recsysBytesTable(report: Report): HTMLElement | null {
+  const rows = recsysParamBytesRows(report as RecsysReport);
+  if (!rows.length) return null;
+  return table(
+    "recsys-bytes-table",
+    "Bytes per parameter of the recommendation model: embedding rows as stored (over all tiers), dense MLP states (per GPU)",
+    ["Parameters", "Count", unitHead("Bytes per parameter", "B/param"), "What is counted"],
+    rows.map((r) => [r.label, formatNumber(r.params, 0), formatBytesPerParam(r.bytesPerParam), r.detail]),
+    [1, 2],
+  );
 }
 
 /** Top-level notes that the embedding and PS sections do not already show. */

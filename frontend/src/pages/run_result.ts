@@ -14,7 +14,8 @@ import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, ver
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
 import { BREAKDOWN_HELP, breakdownSegments, linkRows, stepHeadline, stepVerdict } from "../step";
 import type { BreakdownKey, Report, Run } from "../types";
-import { mountRecsysCharts, otherNotes, recsysFacts, recsysSections } from "./recsys_section";
+import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
+import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
 import {
   formatBytesPerParam,
   formatCount,
@@ -205,6 +206,19 @@ function checkpointSection(report: Report): HTMLElement | null {
   );
 }
 
+/** A transformer's bytes per parameter, as its convention counts them. */
+function conventionTable(conv: Report["convention"]): HTMLElement | null {
+  const bpp = conv?.bytes_per_param ?? {};
+  if (!Object.keys(bpp).length) return null;
+  return table(
+    "bytes-per-param-table",
+    `Bytes per parameter counted by the ${conv?.name ?? ""} convention (before sharding)`,
+    ["State", "Bytes per parameter"],
+    Object.entries(bpp).map(([k, b]) => [BYTES_PER_PARAM_LABELS[k] ?? k, formatBytesPerParam(b)]),
+    [1],
+  );
+}
+
 function renderReport(report: Report, runUrl: string): HTMLElement {
   const v = verdict(report);
   const m = report.model ?? {};
@@ -238,19 +252,14 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     ]);
   }
   facts.push(...recsys);
-  if (conv) facts.push(["Convention", `${conv.name}${conv.description ? ` — ${conv.description}` : ""}`]);
+  // A recommendation model alone: the convention counts only its dense MLP states, and a
+  // transformer's bytes per parameter do not apply to its embedding rows.
+  const recsysOnly = isRecsysOnly(report as RecsysReport);
+  if (conv && recsysOnly) facts.push(["Convention", `${conv.name}, for the dense MLP states`]);
+  else if (conv) facts.push(["Convention", `${conv.name}${conv.description ? ` — ${conv.description}` : ""}`]);
   if (report.engine_version) facts.push(["Engine", `tierlab engine ${report.engine_version}, report schema ${report.schema}`]);
 
-  const bpp = conv?.bytes_per_param ?? {};
-  const bppTable = Object.keys(bpp).length
-    ? table(
-        "bytes-per-param-table",
-        `Bytes per parameter counted by the ${conv?.name ?? ""} convention (before sharding)`,
-        ["State", "Bytes per parameter"],
-        Object.entries(bpp).map(([k, b]) => [BYTES_PER_PARAM_LABELS[k] ?? k, formatBytesPerParam(b)]),
-        [1],
-      )
-    : null;
+  const bppTable = recsysOnly ? recsysBytesTable(report) : conventionTable(conv);
 
   const tiers = tierSummaryRows(report);
   const tiersTable = table(
