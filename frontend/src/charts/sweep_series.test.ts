@@ -15,6 +15,7 @@ import {
   pointClass,
   pointTooltipHTML,
 } from "./sweep_series";
+import { axisTicks } from "./ticks";
 
 const arr = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
 type Any = any;
@@ -93,6 +94,46 @@ describe("Pareto", () => {
     expect(feasible.data.map((d: Any) => d.value)).toEqual([[6, 3.5]]);
     expect(infeasible.symbol).toBe(CROSS);
     expect(infeasible.data.map((d: Any) => d.value)).toEqual([[5, 1]]);
+    // ticks on a nice step over the points (step 4–8 s, cost $1–3.5), labelled with units
+    expect([o.xAxis.min, o.xAxis.max, o.xAxis.interval]).toEqual([3, 9, 1]);
+    expect(o.xAxis.axisLabel.formatter(4)).toBe("4 s");
+    expect([o.yAxis.min, o.yAxis.max, o.yAxis.interval]).toEqual([0.5, 4, 0.5]);
+    expect(o.yAxis.axisLabel.formatter(2.5)).toBe("$2.5");
+    expect(o.yAxis.axisLabel.formatter(3)).toBe("$3.0");
+    expect(axisTicks(o.yAxis)).toEqual([0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4]);
+  });
+
+  it("labels close values with enough digits that adjacent ticks differ", () => {
+    // step times 0.1002–0.1009 s and costs $1.2301–$1.2318: three decimals read "0.1 s, 0.1 s"
+    const sweep = sampleSweep();
+    const near = [[0.1002, 1.2318], [0.1009, 1.2301], [0.1005, 1.231], [0.1007, 1.2304]];
+    sweep.points.slice(0, 4).forEach((p, i) => {
+      [p.step_time_s, p.usd_per_million_tokens] = near[i];
+    });
+    const o = paretoOption(sweep) as Any;
+    for (const [axis, unit] of [[o.xAxis, / s$/], [o.yAxis, /^\$/]] as [Any, RegExp][]) {
+      const labels = axisTicks(axis).map((v) => axis.axisLabel.formatter(v) as string);
+      expect(labels.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(labels).size).toBe(labels.length);
+      labels.forEach((l) => expect(l).toMatch(unit));
+    }
+    expect(axisTicks(o.xAxis).map((v) => o.xAxis.axisLabel.formatter(v))).toEqual(
+      ["0.1000 s", "0.1002 s", "0.1004 s", "0.1006 s", "0.1008 s", "0.1010 s"]);
+    // every point lies inside the axes
+    for (const [x, y] of near) {
+      expect(x).toBeGreaterThanOrEqual(o.xAxis.min);
+      expect(x).toBeLessThanOrEqual(o.xAxis.max);
+      expect(y).toBeGreaterThanOrEqual(o.yAxis.min);
+      expect(y).toBeLessThanOrEqual(o.yAxis.max);
+    }
+  });
+
+  it("leaves the scale to ECharts when no point has a step time and a cost", () => {
+    const sweep = sampleSweep();
+    sweep.points = sweep.points.filter((p) => p.status !== "done");
+    const o = paretoOption(sweep) as Any;
+    expect(o.xAxis.scale).toBe(true);
+    expect(o.xAxis.min).toBeUndefined();
     expect(o.xAxis.axisLabel.formatter(2.5)).toBe("2.5 s");
   });
 

@@ -16,6 +16,7 @@ import type { Axis, Sweep, SweepPoint } from "../dashboard/types";
 import { formatUSD } from "../dashboard/format";
 import { GB, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { niceAxis, tickText, type NiceAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
 
 export type SweepChartOption = ComposeOption<
@@ -287,6 +288,16 @@ export function paretoGroups(sweep: Sweep): ParetoGroups {
 export const CROSS = "path://M2,0 L10,8 L18,0 L20,2 L12,10 L20,18 L18,20 L10,12 L2,20 L0,18 L8,10 L0,2 Z";
 
 /**
+ * A Pareto axis's bounds, step and labels: ticks chosen here (see ./ticks) so the labels
+ * carry the decimals the step needs and never repeat; ECharts' own scale without points.
+ */
+export function paretoScale(axis: NiceAxis | null, unit: (text: string) => string) {
+  if (!axis) return { scale: true, axisLabel: { formatter: (v: number) => unit(formatTick(v, 3)) } };
+  const { min, max, interval } = axis;
+  return { min, max, interval, axisLabel: { formatter: (v: number) => unit(tickText(v, axis)) } };
+}
+
+/**
  * Cost per million tokens against step time: the Pareto front joined by a line, other
  * feasible points as circles, points that do not fit as grey crosses (their numbers are
  * what the run would cost if memory allowed it).
@@ -295,6 +306,9 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
   const g = paretoGroups(sweep);
   const xy = (p: SweepPoint) => ({ value: [p.step_time_s as number, p.usd_per_million_tokens as number], point: p.index });
   const grey = style.dark ? "#8a919c" : "#8c8c8c";
+  const plotted = [...g.front, ...g.feasible, ...g.infeasible];
+  const x = niceAxis(plotted.map((p) => p.step_time_s as number));
+  const y = niceAxis(plotted.map((p) => p.usd_per_million_tokens as number));
   const series: (ScatterSeriesOption | LineSeriesOption)[] = [
     { type: "line", name: "Pareto front", data: g.front.map(xy), symbol: "circle", symbolSize: 11,
       lineStyle: { width: 2, color: "#e15759" }, itemStyle: { color: "#e15759" }, z: 3 },
@@ -321,15 +335,13 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
       name: PARETO_X,
       nameLocation: "middle",
       nameGap: 28,
-      scale: true,
-      axisLabel: { formatter: (v: number) => `${formatTick(v, 3)} s` },
+      ...paretoScale(x, (v) => `${v} s`),
       splitLine: { lineStyle: { opacity: 0.35 } },
     },
     yAxis: {
       type: "value",
       name: PARETO_Y,
-      scale: true,
-      axisLabel: { formatter: (v: number) => `$${formatTick(v, 3)}` },
+      ...paretoScale(y, (v) => `$${v}`),
       splitLine: { lineStyle: { opacity: 0.35 } },
     },
     series,

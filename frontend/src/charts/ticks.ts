@@ -1,0 +1,66 @@
+// Value-axis ticks a chart builder chooses itself instead of leaving them to ECharts: a
+// "nice" interval (1, 2 or 5 × 10^k) over the data's range, bounds on multiples of it,
+// and labels with as many decimals as the interval needs, so that adjacent ticks never
+// read the same ("0.1002 s, 0.1004 s", not "0.1 s, 0.1 s"). Pure; no ECharts runtime.
+
+import { formatNumber } from "../units";
+
+export interface NiceAxis {
+  /** First tick: a multiple of `interval`. */
+  min: number;
+  /** Last tick: a multiple of `interval`. */
+  max: number;
+  interval: number;
+  /** Decimals a tick label needs to tell adjacent ticks apart. */
+  decimals: number;
+}
+
+/** The nice step (1, 2 or 5 × 10^k) nearest to splitting `span` into `splits` parts. */
+export function niceInterval(span: number, splits = 5): number {
+  const raw = span / Math.max(1, splits);
+  if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+  const base = 10 ** Math.floor(Math.log10(raw));
+  const f = raw / base;
+  // toPrecision: 2 * 1e-4 is 0.00019999999999999998 in floating point
+  return Number(((f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * base).toPrecision(1));
+}
+
+/** Decimals that show every multiple of `interval` exactly: 0.5 -> 1, 2e-4 -> 4, 20 -> 0. */
+export function decimalsFor(interval: number): number {
+  if (!(interval > 0) || !Number.isFinite(interval)) return 0;
+  return Math.max(0, Math.min(12, -Math.floor(Math.log10(interval) + 1e-9)));
+}
+
+const roundTo = (x: number, decimals: number) => Number(x.toFixed(decimals));
+
+/**
+ * Bounds and step of an axis over `values` (non-finite ones ignored): the range padded
+ * by `pad` of its span on each side (a lone value gets ±10% of itself), widened to
+ * multiples of a nice interval; never below 0 when no value is. null without values.
+ */
+export function niceAxis(values: readonly number[], splits = 5, pad = 0.05): NiceAxis | null {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (!finite.length) return null;
+  const lo = Math.min(...finite);
+  const hi = Math.max(...finite);
+  const span = hi - lo;
+  const margin = span > 0 ? span * pad : Math.abs(lo) * 0.1 || 1;
+  const interval = niceInterval(span > 0 ? span + 2 * margin : 2 * margin, splits);
+  const decimals = decimalsFor(interval);
+  let min = roundTo(Math.floor((lo - margin) / interval) * interval, decimals);
+  const max = roundTo(Math.ceil((hi + margin) / interval) * interval, decimals);
+  if (lo >= 0 && min < 0) min = 0;
+  return { min, max, interval, decimals };
+}
+
+/** The ticks ECharts draws on an axis with these bounds and step (min, min + interval, … max). */
+export function axisTicks(axis: Pick<NiceAxis, "min" | "max" | "interval">): number[] {
+  const n = Math.round((axis.max - axis.min) / axis.interval);
+  const decimals = decimalsFor(axis.interval);
+  return Array.from({ length: n + 1 }, (_, i) => roundTo(axis.min + i * axis.interval, decimals));
+}
+
+/** A tick's number with the axis's decimals: 0.1004 -> "0.1004", 3 -> "3.0" (interval 0.5). */
+export function tickText(value: number, axis: NiceAxis): string {
+  return formatNumber(value, axis.decimals);
+}
