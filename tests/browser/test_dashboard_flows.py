@@ -108,16 +108,22 @@ def test_run_a_sweep_and_watch_progress_reach_100(page, live_url, user_admin, ca
     from tierlab.scenarios.models import Scenario
 
     settings.TIERLAB_SWEEP_CHUNK_POINTS = 2
-    # 32 sequences per step: micro batch x data-parallel GPUs must divide it, so some points are invalid
+    # 32 sequences per step: micro batch x data-parallel GPUs must divide it
     base = Scenario.objects.create(owner=user_admin, name="7B ZeRO-3", spec=spec(**{"training.global_batch_size": 32}))
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/scenarios/{base.pk}/")
     page.click("#sweep-scenario")
     page.click("a[data-preset='nodes-x-micro-batch']")
+    # the ready-made grid is fitted to the base: only points the engine accepts
     assert page.input_value("#id_axis1_path") == "cluster.num_nodes"
-    assert page.input_value("#id_axis1_values") == "1, 2, 4"
+    assert page.input_value("#id_axis1_values") == "1, 2"
+    assert page.input_value("#id_axis2_values") == "1, 2"
     assert page.input_value("#id_scenario") == str(base.pk)
+    assert "left out number of nodes 4 and micro batch size 4" in page.locator("#preset-fitted").inner_text()
     screenshot(page, "sweep-form")
+    # ask for the whole grid anyway: the points the global batch does not divide are shown as invalid
+    page.fill("#id_axis1_values", "1, 2, 4")
+    page.fill("#id_axis2_values", "1, 2, 4")
     # Record every value the progress bar shows, from the moment the page loads.
     page.add_init_script("""
         window.__progress = [];

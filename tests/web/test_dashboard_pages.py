@@ -87,7 +87,9 @@ def test_the_sweep_form_offers_presets_and_starts_a_sweep(owner_client, owner):
     html = owner_client.get(f"/sweeps/new/?scenario={base.pk}&preset=offload-x-prefetch").content.decode()
     assert 'value="none, cpu, nvme"' in html and 'value="0, 1, 2"' in html
     assert f'<option value="{base.pk}" selected>base</option>' in html
-    assert f'href="?preset=nodes-x-micro-batch&amp;scenario={base.pk}"' in html
+    assert f'href="?preset=checkpoint-target&amp;scenario={base.pk}"' in html
+    # 8 sequences on 8 GPUs leave no second point to nodes × micro batch: not offered
+    assert 'data-preset="nodes-x-micro-batch"' not in html
     r = owner_client.post("/sweeps/new/", {"scenario": base.pk, "axis1_path": "cluster.num_nodes",
                                            "axis1_values": "1, 2", "axis2_path": "training.micro_batch_size",
                                            "axis2_values": "1, 2"})

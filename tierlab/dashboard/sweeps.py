@@ -63,7 +63,10 @@ PARAMETERS: tuple[tuple[str, str, str], ...] = (
 )
 PARAMETER_LABELS = {path: label for path, label, _ in PARAMETERS}
 
-# Ready-made grids: (slug, title, axes).
+# Ready-made grids: (slug, title, axes). The sweep form offers each fitted to the base
+# scenario (``presets_for``): the values that would make a point invalid there are left
+# out, e.g. node counts and micro batches whose data-parallel batch does not divide its
+# global batch.
 PRESETS: tuple[tuple[str, str, list], ...] = (
     ("nodes-x-micro-batch", "Nodes × micro batch",
      [{"path": "cluster.num_nodes", "values": [1, 2, 4]},
@@ -77,6 +80,64 @@ PRESETS: tuple[tuple[str, str, list], ...] = (
      [{"path": "checkpoint.target", "values": ["local_nvme", "remote_dram", "parallel_fs"]},
       {"path": "checkpoint.method", "values": ["blocking", "async"]}]),
 )
+
+
+def point_is_valid(spec: dict) -> bool:
+    """Whether the engine accepts ``spec`` (it may still not fit)."""
+    try:
+        services.resolve(spec)
+    except ScenarioError:
+        return False
+    return True
+
+
+def fit_axes(base_spec: dict, axes: list[dict], is_valid=point_is_valid) -> list[dict] | None:
+    """``axes`` with as few values left out as it takes for every point of the grid to be
+    valid on ``base_spec``: the largest such grid (most points, then the most even one,
+    then the most values on the first axis, then the earliest values), each axis in its
+    order; None when no point is valid. Tries every subset of every axis: for presets.
+    """
+    sizes = [len(ax["values"]) for ax in axes]
+    cells = itertools.product(*[range(n) for n in sizes])   # expand's order
+    ok = {cell: is_valid(p["scenario"]) for cell, p in zip(cells, engine_sweep.expand(base_spec, axes))}
+
+    def subsets(n: int):   # of a preset's few values: 2^n - 1 of them
+        for r in range(n, 0, -1):
+            yield from itertools.combinations(range(n), r)
+
+    best, best_key = None, None
+    for combo in itertools.product(*[list(subsets(n)) for n in sizes]):
+        if not all(ok[cell] for cell in itertools.product(*combo)):
+            continue
+        key = (math.prod(len(c) for c in combo), min(len(c) for c in combo),
+               tuple(len(c) for c in combo), tuple(-i for c in combo for i in c))
+        if best_key is None or key > best_key:
+            best, best_key = combo, key
+    if best is None:
+        return None
+    return [dict(ax, values=[ax["values"][i] for i in keep]) for ax, keep in zip(axes, best)]
+
+
+def presets_for(base_spec: dict | None) -> list[dict]:
+    """The ready-made grids offered with ``base_spec``, each fitted to it:
+    ``[{slug, title, axes, left_out}]``, ``left_out`` naming the values dropped
+    (``[{"path", "label", "values"}]``, empty when none were). A grid left with fewer than
+    two valid points there is not offered. Without a base, or one the engine rejects, the
+    grids as they are.
+    """
+    out = [{"slug": slug, "title": title, "axes": axes, "left_out": []} for slug, title, axes in PRESETS]
+    if base_spec is None or not point_is_valid(base_spec):
+        return out
+    offered = []
+    for p in out:
+        fitted = fit_axes(base_spec, p["axes"])
+        if fitted is None or math.prod(len(ax["values"]) for ax in fitted) < 2:
+            continue
+        left_out = [{"path": ax["path"], "label": PARAMETER_LABELS.get(ax["path"], ax["path"]),
+                     "values": [v for v in ax["values"] if v not in kept["values"]]}
+                    for ax, kept in zip(p["axes"], fitted)]
+        offered.append(dict(p, axes=fitted, left_out=[d for d in left_out if d["values"]]))
+    return offered
 
 
 def chunk_points() -> int:

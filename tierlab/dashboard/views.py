@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from simulation import ScenarioError
 from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
 from tierlab.dashboard import comparisons, sharing, sweeps, variants
-from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.forms import SweepForm
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
 from tierlab.scenarios.examples import examples
@@ -81,10 +81,15 @@ def compare_detail(request, pk):
 # ---------------------------------------------------------------- sweeps
 @login_required
 def sweep_new(request):
-    """The sweep form; ``?scenario=<id>`` picks the base (one of yours), ``?preset=<slug>``
-    fills the axes."""
+    """The sweep form; ``?scenario=<id>`` picks the base (one of yours, else your latest),
+    ``?preset=<slug>`` fills the axes with a ready-made grid fitted to that base."""
     scenarios = Scenario.objects.owned_by(request.user)
-    presets = [{"slug": slug, "title": title, "axes": axes} for slug, title, axes in sweeps.PRESETS]
+    try:
+        wanted = request.POST.get("scenario") or request.GET.get("scenario")
+        base = scenarios.filter(pk=parse_id(wanted, "scenario")).first()
+    except InputError:
+        base = None
+    base = base or scenarios.first()
     if request.method == "POST":
         form = SweepForm(request.POST, scenarios=scenarios)
         if form.is_valid():
@@ -95,15 +100,17 @@ def sweep_new(request):
                 form.add_error(SweepForm.FIELD_FOR_ERROR.get(exc.field, None), exc.message)
             else:
                 return redirect(sweep)
-    else:
-        preset = next((p for p in presets if p["slug"] == request.GET.get("preset")), presets[0])
-        initial = SweepForm.initial_for(preset["axes"])
-        if request.GET.get("scenario", "").isdigit():
-            initial["scenario"] = int(request.GET["scenario"])
+    presets = sweeps.presets_for(base.spec if base else None)
+    preset = None
+    if request.method != "POST":
+        preset = next((p for p in presets if p["slug"] == request.GET.get("preset")), presets[0] if presets else None)
+        initial = SweepForm.initial_for(preset["axes"]) if preset else {}
+        if base is not None:
+            initial["scenario"] = base.pk
         form = SweepForm(initial=initial, scenarios=scenarios)
     return render(request, "dashboard/sweep_form.html", {
-        "form": form, "presets": presets, "parameters": sweeps.PARAMETERS, "has_scenarios": scenarios.exists(),
-        "scenario_id": request.POST.get("scenario") or request.GET.get("scenario", "")})
+        "form": form, "presets": presets, "preset": preset, "base": base, "parameters": sweeps.PARAMETERS,
+        "has_scenarios": scenarios.exists(), "scenario_id": base.pk if base else ""})
 
 
 @login_required

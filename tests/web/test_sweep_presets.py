@@ -1,0 +1,109 @@
+"""The sweep form's ready-made grids, fitted to the base scenario they are offered with:
+every point of every grid offered with an example scenario is one the engine accepts
+(the "nodes × micro batch" grid with the global batch fixed used to have 3 invalid points
+of 9 on the first example)."""
+
+import re
+
+import pytest
+
+from simulation import ScenarioError, evaluate_dict
+from simulation import sweep as engine_sweep
+from tierlab.dashboard import sweeps
+from tierlab.scenarios.examples import examples
+from tierlab.scenarios.models import Scenario
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLES = {e["name"]: e["scenario"] for e in examples()}
+FULL = {slug: axes for slug, _, axes in sweeps.PRESETS}
+
+
+def invalid_points(base: dict, axes: list) -> list:
+    bad = []
+    for point in engine_sweep.expand(base, axes):
+        try:
+            evaluate_dict(point["scenario"], detail=False)
+        except ScenarioError as exc:
+            bad.append((point["values"], f"{exc.field}: {exc.message}"))
+    return bad
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_every_point_of_every_ready_made_grid_is_valid_on_the_examples(catalog, name):
+    base = EXAMPLES[name]
+    offered = sweeps.presets_for(base)
+    assert offered, name
+    for preset in offered:
+        assert invalid_points(base, preset["axes"]) == [], (name, preset["slug"])
+        assert len(engine_sweep.expand(base, preset["axes"])) >= 2
+        # the ready-made values, in their order, less those left out
+        for fitted, full in zip(preset["axes"], FULL[preset["slug"]], strict=True):
+            dropped = next((d["values"] for d in preset["left_out"] if d["path"] == full["path"]), [])
+            assert fitted["values"] == [v for v in full["values"] if v not in dropped]
+    # nodes × micro batch is offered with every example
+    assert "nodes-x-micro-batch" in [p["slug"] for p in offered]
+
+
+def test_nodes_x_micro_batch_divides_the_global_batch(catalog):
+    # 32 sequences on 2 nodes of 8 GPUs: 4 nodes, or a micro batch of 4 on 2 nodes, cannot divide it
+    base = EXAMPLES["Llama-2-70B · 2×DGX H100 · ZeRO-3"]
+    full = FULL["nodes-x-micro-batch"]
+    assert len(invalid_points(base, full)) == 3
+    preset = next(p for p in sweeps.presets_for(base) if p["slug"] == "nodes-x-micro-batch")
+    assert preset["axes"] == [{"path": "cluster.num_nodes", "values": [1, 2]},
+                              {"path": "training.micro_batch_size", "values": [1, 2]}]
+    assert preset["left_out"] == [
+        {"path": "cluster.num_nodes", "label": "Number of nodes", "values": [4]},
+        {"path": "training.micro_batch_size", "label": "Micro batch size", "values": [4]}]
+    # a base whose global batch leaves room keeps the whole grid
+    roomy = {**base, "training": {**base["training"], "global_batch_size": 128}}
+    preset = next(p for p in sweeps.presets_for(roomy) if p["slug"] == "nodes-x-micro-batch")
+    assert preset["axes"] == full and preset["left_out"] == []
+
+
+def test_a_grid_with_no_valid_point_is_not_offered(catalog):
+    # FSDP hybrid shard names a shard group size, which the other strategies refuse
+    hybrid = EXAMPLES["GPT-3 175B · 8×DGX H100 · FSDP hybrid shard"]
+    assert "sharding" not in [p["slug"] for p in sweeps.presets_for(hybrid)]
+    # ZeRO-Offload must offload its optimizer: "none" is left out
+    offload = EXAMPLES["Llama-2-7B · 1×H100 · ZeRO-Offload (CPU)"]
+    preset = next(p for p in sweeps.presets_for(offload) if p["slug"] == "offload-x-prefetch")
+    assert preset["axes"][0]["values"] == ["cpu", "nvme"]
+    # no base, or one the engine rejects: the grids as they are
+    assert [p["axes"] for p in sweeps.presets_for(None)] == [axes for _, _, axes in sweeps.PRESETS]
+    assert len(sweeps.presets_for({"model": "no-such-model"})) == len(sweeps.PRESETS)
+
+
+def test_fit_axes_keeps_the_largest_even_grid():
+    axes = [{"path": "a", "values": [1, 2, 4]}, {"path": "b", "values": [1, 2, 4]}]
+
+    def product_divides(n):
+        return lambda spec: n % (spec["a"] * spec["b"]) == 0
+
+    fit = lambda n: [ax["values"] for ax in sweeps.fit_axes({}, axes, is_valid=product_divides(n))]  # noqa: E731
+    assert fit(16) == [[1, 2, 4], [1, 2, 4]]
+    assert fit(8) == [[1, 2, 4], [1, 2]]      # 6 points; the first axis keeps more
+    assert fit(4) == [[1, 2], [1, 2]]         # 4 points beat 3 (a 1, 2, 4 × b 1)
+    assert fit(2) == [[1, 2], [1]]
+    assert sweeps.fit_axes({}, axes, is_valid=lambda spec: False) is None
+    one = [{"path": "a", "values": [1, 2, 3, 4]}]
+    assert sweeps.fit_axes({}, one, is_valid=lambda spec: spec["a"] != 3) == [{"path": "a", "values": [1, 2, 4]}]
+
+
+@pytest.mark.usefixtures("vite_manifest")
+def test_the_sweep_form_fills_the_grid_fitted_to_the_base(client, owner, catalog):
+    client.force_login(owner)
+    base = Scenario.objects.create(owner=owner, name="70B on 2 nodes",
+                                   spec=EXAMPLES["Llama-2-70B · 2×DGX H100 · ZeRO-3"])
+    html = client.get(f"/sweeps/new/?scenario={base.pk}&preset=nodes-x-micro-batch").content.decode()
+    for k in (1, 2):
+        assert re.search(rf'<input [^>]*name="axis{k}_values" value="1, 2"', html), k
+    assert "left out number of nodes 4 and micro batch size 4" in " ".join(html.split())
+    # without ?scenario the form proposes your latest scenario, and fits the grid to it
+    hybrid = Scenario.objects.create(owner=owner, name="hybrid",
+                                     spec=EXAMPLES["GPT-3 175B · 8×DGX H100 · FSDP hybrid shard"])
+    html = client.get("/sweeps/new/").content.decode()
+    assert f'<option value="{hybrid.pk}" selected>hybrid</option>' in html
+    assert 'data-preset="sharding"' not in html and 'data-preset="nodes-x-micro-batch"' in html
+    assert f'href="?preset=checkpoint-target&amp;scenario={hybrid.pk}"' in html
