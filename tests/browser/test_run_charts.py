@@ -1,6 +1,7 @@
 """The run page's step, timeline, offload-bandwidth and checkpoint sections for a ZeRO-3
 run on two nodes and a ZeRO-Infinity run on one, computed by a real Celery worker, in the
-light and the dark colour scheme. Screenshots land in test-results/browser/
+light and the dark colour scheme; and a zoomed timeline that keeps its window when the
+colour scheme changes. Screenshots land in test-results/browser/
 (``TIERLAB_SCREENSHOT_DIR``) for a person to look at."""
 
 import re
@@ -94,4 +95,69 @@ def test_run_page_charts_the_step_timeline_bandwidth_and_checkpoint(page, live_u
     page.wait_for_timeout(300)
     wait_for_charts(page)
     screenshot(page, f"run-{key}-dark")
+    assert page.js_errors == []
+
+
+def finished_run(owner, name: str, spec: dict):
+    """A succeeded run of a new scenario, evaluated here (no worker needed)."""
+    import simulation
+    from django.utils import timezone
+
+    from tierlab.scenarios import services
+    from tierlab.scenarios.models import Run
+
+    scenario = services.create_scenario(owner, name, spec)
+    resolved = services.resolve(spec)
+    now = timezone.now()
+    return Run.objects.create(scenario=scenario, status=Run.Status.SUCCEEDED, progress=1.0, input=resolved,
+                              input_hash=services.input_hash(resolved, simulation.ENGINE_VERSION),
+                              result=services.evaluate_resolved(resolved), engine_version=simulation.ENGINE_VERSION,
+                              started_at=now, finished_at=now)
+
+
+# The timeline's time-axis labels ("0.25 s"), left to right (SVG text has no innerText).
+TIME_TICKS_JS = """() => [...document.querySelectorAll('#timeline-chart svg text')]
+    .map(t => t.textContent.trim()).filter(t => /^[\\d.,]+ s$/.test(t))"""
+
+
+def time_ticks(page) -> list[str]:
+    return page.evaluate(TIME_TICKS_JS)
+
+
+def test_the_timeline_keeps_its_zoom_when_the_colour_scheme_changes(page, live_url, user_admin, catalog):
+    run = finished_run(user_admin, "Llama-2-70B ZeRO-3 (timeline zoom)", {
+        "model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+        "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096, "recompute": "full"},
+        "strategy": {"kind": "zero3"}})
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/runs/{run.pk}/")
+    page.wait_for_selector("#timeline-chart[data-rendered='true']", timeout=20_000)
+    whole = time_ticks(page)
+    assert len(whole) >= 3, whole
+
+    # zoom in with the mouse wheel over the middle of the plot
+    page.locator("#timeline-chart").scroll_into_view_if_needed()
+    box = page.locator("#timeline-chart").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for _ in range(6):
+        page.mouse.wheel(0, -400)
+        page.wait_for_timeout(60)
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] - 40)  # off the chart: no slider labels
+    page.wait_for_function(f"whole => {{ const ticks = ({TIME_TICKS_JS})(); "
+                           "return ticks.length >= 2 && ticks.join('|') !== whole.join('|'); }", arg=whole)
+    page.wait_for_timeout(300)
+    zoomed = time_ticks(page)
+    assert zoomed != whole and float(zoomed[-1][:-2].replace(",", "")) < float(whole[-1][:-2].replace(",", "")), \
+        (whole, zoomed)
+
+    # the dark scheme redraws the chart from scratch: the same window, not the whole micro-batch
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_timeout(300)
+    page.wait_for_selector("#timeline-chart[data-rendered='true']")
+    assert time_ticks(page) == zoomed
+    page.emulate_media(color_scheme="light")
+    page.wait_for_timeout(300)
+    page.wait_for_selector("#timeline-chart[data-rendered='true']")
+    assert time_ticks(page) == zoomed
+    screenshot(page, "run-timeline-zoom-kept")
     assert page.js_errors == []

@@ -1,6 +1,7 @@
 // The one ECharts wrapper every chart goes through: registers what the charts use
 // (tree-shaken from echarts/core), follows the element's size and the light/dark scheme,
-// marks the element data-rendered="true" once drawn, and disposes cleanly.
+// marks the element data-rendered="true" once drawn, keeps the reader's zoom and legend
+// selection when it redraws, and disposes cleanly.
 
 import { BarChart, CustomChart, LineChart, ScatterChart } from "echarts/charts";
 import {
@@ -15,6 +16,8 @@ import {
 } from "echarts/components";
 import * as echarts from "echarts/core";
 import { SVGRenderer } from "echarts/renderers";
+
+import { applyViewState, readViewState } from "./view_state";
 
 echarts.use([
   BarChart, CustomChart, LineChart, ScatterChart,
@@ -43,7 +46,7 @@ export interface ChartHandle {
 /**
  * Draws the option built by `build` into `el`. `el` needs a height (CSS); the chart
  * follows its width with a ResizeObserver and redraws in the other theme when the
- * colour scheme changes.
+ * colour scheme changes, with the dataZoom window and legend selection it had.
  */
 export function mountChart(
   el: HTMLElement,
@@ -54,13 +57,15 @@ export function mountChart(
   let dark = prefersDark();
 
   const draw = () => {
+    // a redraw in the other scheme keeps what the reader did: the zoom, hidden series
+    const kept = chart ? readViewState(chart.getOption()) : null;
     chart?.dispose();
     el.dataset.rendered = "false";
     chart = echarts.init(el, dark ? "dark" : undefined, { renderer: "svg" });
     chart.on("finished", () => {
       el.dataset.rendered = "true";
     });
-    chart.setOption(builder({ dark }), { notMerge: true });
+    chart.setOption(applyViewState(builder({ dark }), kept), { notMerge: true });
   };
 
   const onScheme = () => {
