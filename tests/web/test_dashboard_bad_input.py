@@ -26,17 +26,29 @@ def test_bad_posts_are_4xx(owner_api, owner, url, body):
     assert 400 <= r.status_code < 500, (r.status_code, r.content[:300])
 
 
-def test_a_sweep_value_the_engine_cannot_use_fails_its_point_not_the_request(owner_api, owner):
+def test_a_sweep_value_never_valid_is_a_400_naming_it(owner_api, owner):
+    base = strategies(owner, ("zero2",))[0]
+    for values, bad in (([{"a": 1}, 1], 0), ([1, "two", 2], 1), ([1, -3], 1)):
+        r = owner_api.post("/api/v1/sweeps/", {"scenario": base.pk, "axes": [
+            {"path": "cluster.num_nodes", "values": values}]}, format="json")
+        assert r.status_code == 400, r.json()
+        assert list(r.json()) == [f"axes.0.values.{bad}"]
+        assert "at every point of the grid" in r.json()[f"axes.0.values.{bad}"][0]
+
+
+def test_a_value_invalid_only_in_combination_fails_its_points_not_the_request(owner_api, owner):
     from tests.web.dashboard_helpers import run_chunks
 
     base = strategies(owner, ("zero2",))[0]
+    # parameter offload needs ZeRO-3: invalid with zero2, valid with zero3
     r = owner_api.post("/api/v1/sweeps/", {"scenario": base.pk, "axes": [
-        {"path": "cluster.num_nodes", "values": [{"a": 1}, 1]}]}, format="json")
-    assert r.status_code == 202
+        {"path": "strategy.kind", "values": ["zero2", "zero3"]},
+        {"path": "strategy.offload_params", "values": ["none", "cpu"]}]}, format="json")
+    assert r.status_code == 202, r.json()
     run_chunks()
     points = owner_api.get(f"/api/v1/sweeps/{r.json()['id']}/").json()["points"]
-    assert points[0]["valid"] is False and "cluster.num_nodes" in points[0]["error"]
-    assert points[1]["valid"] is True
+    assert [p["valid"] for p in points] == [True, False, True, True]
+    assert "strategy.offload_params" in points[1]["error"]
 
 
 @pytest.mark.parametrize("url", [

@@ -109,6 +109,10 @@ def test_the_sweep_form_shows_errors_next_to_the_field(owner_client, owner):
     # an error the engine finds lands on its field too
     html = owner_client.post("/sweeps/new/", dict(form, axis1_values="1, 1", axis2_path="")).content.decode()
     assert re.search(r'id="id_axis1_values_error" data-error-for="axis1_values">each value may appear once', html)
+    # a value that is never valid (a word for a number of nodes) lands there as well
+    html = owner_client.post("/sweeps/new/", dict(form, axis1_values="1, two, -3", axis2_path="")).content.decode()
+    assert re.search(r'id="id_axis1_values_error" data-error-for="axis1_values">must be a whole number, '
+                     r'got &quot;two&quot;', html)
     assert Sweep.objects.count() == 0
 
 

@@ -1,5 +1,7 @@
 """The sweep form: a base scenario and one or two axes, each a field and its values."""
 
+import re
+
 from django import forms
 
 from tierlab.dashboard.sweeps import PARAMETERS, parse_values
@@ -23,6 +25,12 @@ class SweepForm(forms.Form):
     FIELD_FOR_ERROR = {"scenario": "scenario", "axes": "axis1_values",
                        "axes.0.path": "axis1_path", "axes.0.values": "axis1_values",
                        "axes.1.path": "axis2_path", "axes.1.values": "axis2_values"}
+
+    @classmethod
+    def field_for_error(cls, key: str | None) -> str | None:
+        """The form field an engine error key belongs to (``axes.0.values.3`` -> axis1_values)."""
+        match = re.fullmatch(r"(axes\.\d+\.values)\.\d+", key or "")
+        return cls.FIELD_FOR_ERROR.get(match.group(1) if match else key)
 
     def __init__(self, *args, scenarios=(), **kwargs):
         super().__init__(*args, **kwargs)

@@ -198,7 +198,33 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
         seen.add(path)
         if len(set(map(repr, ax["values"]))) != len(ax["values"]):
             raise ScenarioError(f"axes.{k}.values", "each value may appear once")
+    _refuse_values_never_valid(base_spec, axes)
     return axes
+
+
+def _refuse_values_never_valid(base_spec: dict, axes: list[dict]) -> None:
+    """A value that the scenario refuses on its own field at every point of the grid (a word
+    where a number goes, -3 nodes) is a typo, not a finding: ScenarioError naming
+    ``axes.<k>.values.<j>``. Points invalid only in combination (a batch that does not
+    divide, offload the other axis's strategy cannot do) stay results of the sweep."""
+    lookups = services.catalog_lookups()
+    sizes = [len(ax["values"]) for ax in axes]
+    refused = {(k, j): None for k, n in enumerate(sizes) for j in range(n)}   # None: not yet
+    cells = itertools.product(*[range(n) for n in sizes])                    # expand's order
+    for cell, point in zip(cells, engine_sweep.expand(base_spec, axes)):
+        try:
+            simulation.Scenario.from_dict(point["scenario"], **lookups)
+            error = None
+        except ScenarioError as exc:
+            error = exc
+        for k, j in enumerate(cell):
+            if refused[(k, j)] is False:
+                continue
+            on_own_field = error is not None and error.field == axes[k]["path"]
+            refused[(k, j)] = error.message if on_own_field else False
+    for (k, j), message in refused.items():
+        if message:
+            raise ScenarioError(f"axes.{k}.values.{j}", f"{message} (at every point of the grid)")
 
 
 # ---------------------------------------------------------------- making and cancelling

@@ -97,7 +97,7 @@ def sweep_new(request):
                 sweep = sweeps.create_sweep(request.user, form.cleaned_data["scenario"], form.axes(),
                                             form.cleaned_data["name"])
             except (InputError, ScenarioError) as exc:
-                form.add_error(SweepForm.FIELD_FOR_ERROR.get(exc.field, None), exc.message)
+                form.add_error(SweepForm.field_for_error(exc.field), exc.message)
             else:
                 return redirect(sweep)
     presets = sweeps.presets_for(base.spec if base else None)
