@@ -30,15 +30,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def stack_env(port: int, queue: str) -> dict:
     host = {"SECRET_KEY": "compose-" + "Zq8w" * 12}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLAB_TEST_")}
+    # A container's environment: the compose file's, nothing of this test process's
+    # (browser tests set DJANGO_ALLOW_ASYNC_UNSAFE, which check --deploy rightly refuses).
+    env = {k: os.environ[k] for k in ("HOME", "LANG", "LC_ALL", "TMPDIR") if k in os.environ}
     env.update({name: substitute(str(v), host) for name, v in SERVICES["web"]["environment"].items()})
     # The containers' addresses become this test's; the rest is the compose environment.
     env.update(DATABASE_URL=database_url(), CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
                TIERLAB_RUN_QUEUE=queue, HOSTNAME=socket.gethostname(), PYTHONUNBUFFERED="1",
-               WEB_CONCURRENCY="2", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+               WEB_CONCURRENCY="2", PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         env["CELERY_BROKER_DIR"] = str(settings.BROKER_DIR)
-    env.pop("DJANGO_SETTINGS_MODULE", None)        # the image does not set it; manage.py does
     return env
 
 
