@@ -77,6 +77,23 @@ def test_c_attribution_equals_the_reference(r, last):
     assert sum(ref.values()) == pytest.approx(s.makespan_s, rel=1e-9, abs=1e-12)
 
 
+@settings(max_examples=200, deadline=None)
+@given(r=rank_models(), last=st.booleans(),
+       dropped=st.sets(st.sampled_from(sorted(ALL_LINKS)), max_size=4))
+def test_with_links_missing_both_build_the_same_graph_or_both_refuse(r, last, dropped):
+    links = {k: v for k, v in ALL_LINKS.items() if k not in dropped}
+    outcome = []
+    for engine in ("c", "python"):
+        try:
+            outcome.append(graph_arrays(r, links, last, engine))
+        except GraphError:
+            outcome.append(None)
+    if outcome[0] is None or outcome[1] is None:
+        assert outcome[0] is None and outcome[1] is None
+    else:
+        assert_same_graph(*outcome)
+
+
 def test_a_missing_link_is_a_graph_error_in_both():
     r = RankModel(layers=2, fwd_s=0.01, bwd_s=0.02, head_s=0.0, unit_params=1e8,
                   params_per_rank=2e8, param_bytes=2, grad_bytes=2, optimizer_state_bytes=12,
