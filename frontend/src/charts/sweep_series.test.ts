@@ -7,14 +7,18 @@ import {
   PALETTE,
   PARETO_X,
   PARETO_Y,
+  Y_LABEL_MAX,
   heatmapCells,
+  heatmapLayout,
   heatmapOption,
   metricByKey,
   paretoGroups,
   paretoOption,
   pointClass,
   pointTooltipHTML,
+  textPx,
 } from "./sweep_series";
+import type { Sweep, SweepPoint } from "../dashboard/types";
 import { axisTicks } from "./ticks";
 
 const arr = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
@@ -51,7 +55,7 @@ describe("heatmap", () => {
     expect(o.visualMap.seriesIndex).toBe(0);
     expect([o.visualMap.min, o.visualMap.max]).toEqual([4, 8]);
     expect(o.visualMap.inRange.color).toEqual(PALETTE); // low step time is green
-    expect(o.visualMap.text).toEqual(["8 s (worse)", "(better) 4 s"]);
+    expect(o.visualMap.text).toEqual(["8.00 s (worse)", "(better) 4.00 s"]);
     expect(o.xAxis.data).toEqual(["1", "2", "4"]);
     expect(o.xAxis.name).toBe("Number of nodes (cluster.num_nodes)");
     expect(o.yAxis.data).toEqual(["zero2", "zero3"]);
@@ -63,6 +67,87 @@ describe("heatmap", () => {
     const o = heatmapOption(sampleSweep(), metricByKey("mfu")) as Any;
     expect(o.visualMap.inRange.color).toEqual([...PALETTE].reverse());
     expect(arr(o.series)[0].data[0].value[2]).toBe(40);
+  });
+
+  /** 40 checkpoint intervals × 6 targets, goodput 99.820–99.859% (0.001 points apart). */
+  function wideSweep(): Sweep {
+    const intervals = Array.from({ length: 40 }, (_, i) => 600 * (i + 1));
+    const targets = ["local_nvme", "remote_dram", "cxl_pool", "parallel_fs", "object_store", "gds_nvme"];
+    const points: SweepPoint[] = [];
+    for (const interval of intervals) {
+      for (const target of targets) {
+        const i = points.length;
+        points.push({ index: i, values: { "checkpoint.interval_s": interval, "checkpoint.target": target },
+          status: "done", valid: true, fits: true, step_time_s: 8.9, goodput: 0.9982 + 0.00001 * (i % 40) });
+      }
+    }
+    points[7] = { ...points[7], fits: false };
+    return {
+      ...sampleSweep(),
+      axes: [{ path: "checkpoint.interval_s", label: "Checkpoint interval (s)", values: intervals },
+        { path: "checkpoint.target", label: "Checkpoint target", values: targets }],
+      points,
+    };
+  }
+
+  it("hides the cell labels when they are wider than the cells, and keeps the value in the tooltip", () => {
+    const goodput = metricByKey("goodput");
+    const sweep = wideSweep();
+    const o = heatmapOption(sweep, goodput, { width: 1200 }) as Any;
+    const [values, notFit] = arr(o.series) as Any[];
+    expect(values.label.show).toBe(false);
+    expect(notFit.name).toBe("Does not fit");
+    // "✗ does not fit" is too wide for a 25 px cell: the short mark, its words in the tooltip
+    expect(notFit.label.formatter()).toBe("✗");
+    const tip = o.tooltip.formatter({ data: { point: 3 } });
+    expect(tip).toContain("<strong>Checkpoint goodput: 99.823%</strong>");
+    expect(tip).toContain("Checkpoint target: <strong>parallel_fs</strong>");
+    // the same grid, three columns: the labels fit and show
+    const narrow = { ...sweep, axes: [{ ...sweep.axes[0], values: sweep.axes[0].values.slice(0, 3) }, sweep.axes[1]],
+      points: sweep.points.slice(0, 18) };
+    const n = heatmapOption(narrow, goodput, { width: 1200 }) as Any;
+    expect(arr(n.series)[0].label.show).toBe(true);
+    expect(arr(n.series)[1].label.formatter()).toBe("✗ does not fit");
+    // a narrow window: even three columns are too narrow
+    expect((arr(heatmapOption(narrow, goodput, { width: 200 }).series)[0] as Any).label.show).toBe(false);
+  });
+
+  it("measures the cells from the chart's width", () => {
+    const layout = heatmapLayout(wideSweep(), metricByKey("goodput"), 1200);
+    expect(layout.cellWidth).toBeGreaterThan(25);
+    expect(layout.cellWidth).toBeLessThan(30);
+    expect(layout.valueLabels).toBe(false);
+    expect(layout.classLabels).toBe("mark");
+    expect(layout.yLabelWidth).toBe(textPx("object_store", 12));
+    expect(heatmapLayout(wideSweep(), metricByKey("goodput"), 200).classLabels).toBe("none");
+  });
+
+  it("gives the row labels room, cutting only very long ones (full text on hover)", () => {
+    const o = heatmapOption(wideSweep(), metricByKey("goodput")) as Any;
+    expect(o.yAxis.data).toContain("object_store");
+    expect(o.yAxis.axisLabel.width).toBe(Y_LABEL_MAX);
+    expect(textPx("object_store", o.yAxis.axisLabel.fontSize)).toBeLessThan(Y_LABEL_MAX);
+    expect(o.yAxis.axisLabel.overflow).toBe("truncate");
+    expect(o.yAxis.tooltip.show).toBe(true);
+  });
+
+  it("labels cells and the scale's ends with the decimals that tell neighbouring values apart", () => {
+    const goodput = metricByKey("goodput");
+    const sweep = wideSweep();
+    const o = heatmapOption(sweep, goodput, { width: 8000 }) as Any;
+    const values = arr(o.series)[0] as Any;
+    expect(values.label.show).toBe(true);
+    const texts = values.data.map((d: Any) => values.label.formatter({ data: d }) as string);
+    const distinctValues = new Set(values.data.map((d: Any) => d.value[2]));
+    expect(distinctValues.size).toBe(40);
+    expect(new Set(texts).size).toBe(40);   // two decimals would read 99.82% for 99.820–99.824
+    expect(texts[0]).toBe("99.820%");
+    expect(o.visualMap.text).toEqual(["99.859% (better)", "(worse) 99.820%"]);
+    expect(o.visualMap.formatter(99.85)).toBe("99.850%");
+    // dollars keep their cents; a value far from its neighbours needs no more
+    const cost = metricByKey("usd_per_hour");
+    const c = heatmapOption(sampleSweep(), cost) as Any;
+    expect(c.visualMap.text[0]).toMatch(/^\$\d+\.\d{2}\/h \(worse\)$/);
   });
 
   it("has one row for a one-axis sweep", () => {

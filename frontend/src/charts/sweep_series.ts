@@ -16,7 +16,7 @@ import type { Axis, Sweep, SweepPoint } from "../dashboard/types";
 import { formatUSD } from "../dashboard/format";
 import { GB, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
 import type { ChartStyle } from "./series";
-import { niceAxis, tickText, type NiceAxis } from "./ticks";
+import { distinctDecimals, niceAxis, tickText, type NiceAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
 
 export type SweepChartOption = ComposeOption<
@@ -49,23 +49,29 @@ export interface Metric {
   toScale: (v: number) => number;
   /** A cell's text, with its unit. */
   short: (v: number) => string;
+  /** A value already in the scale's unit as text with `decimals` decimals and the unit: "99.832%". */
+  cell: (scaled: number, decimals: number) => string;
+  /** Fewest decimals the heatmap shows (cents for dollars). */
+  minDecimals: number;
 }
 
 export const METRICS: Metric[] = [
   { key: "step_time_s", label: "Step time", scaleUnit: "s", better: "min",
-    toScale: (v) => v, short: (v) => formatSeconds(v) },
+    toScale: (v) => v, short: (v) => formatSeconds(v), cell: (v, d) => `${formatNumber(v, d)} s`, minDecimals: 0 },
   { key: "usd_per_million_tokens", label: "Cost per 1M tokens", scaleUnit: "USD per 1M tokens", better: "min",
-    toScale: (v) => v, short: (v) => `${formatUSD(v)}/Mtok` },
+    toScale: (v) => v, short: (v) => `${formatUSD(v)}/Mtok`, cell: (v, d) => `$${formatNumber(v, d)}/Mtok`, minDecimals: 2 },
   { key: "usd_per_hour", label: "Cost per hour", scaleUnit: "USD/h", better: "min",
-    toScale: (v) => v, short: (v) => `${formatUSD(v)}/h` },
+    toScale: (v) => v, short: (v) => `${formatUSD(v)}/h`, cell: (v, d) => `$${formatNumber(v, d)}/h`, minDecimals: 2 },
   { key: "hbm_total_bytes", label: "HBM used per GPU", scaleUnit: "GB (1e9 bytes)", better: "min",
-    toScale: (v) => v / GB, short: (v) => `${formatNumber(v / GB, 1)} GB` },
+    toScale: (v) => v / GB, short: (v) => `${formatNumber(v / GB, 1)} GB`, cell: (v, d) => `${formatNumber(v, d)} GB`,
+    minDecimals: 0 },
   { key: "tokens_per_s", label: "Throughput", scaleUnit: "tokens/s", better: "max",
-    toScale: (v) => v, short: (v) => `${formatNumber(v, 0)} tok/s` },
+    toScale: (v) => v, short: (v) => `${formatNumber(v, 0)} tok/s`, cell: (v, d) => `${formatNumber(v, d)} tok/s`,
+    minDecimals: 0 },
   { key: "mfu", label: "Model FLOPs utilization", scaleUnit: "%", better: "max",
-    toScale: (v) => v * 100, short: (v) => formatPercent(v) },
+    toScale: (v) => v * 100, short: (v) => formatPercent(v), cell: (v, d) => `${formatNumber(v, d)}%`, minDecimals: 1 },
   { key: "goodput", label: "Checkpoint goodput", scaleUnit: "%", better: "max",
-    toScale: (v) => v * 100, short: (v) => formatPercent(v, 2) },
+    toScale: (v) => v * 100, short: (v) => formatPercent(v, 2), cell: (v, d) => `${formatNumber(v, d)}%`, minDecimals: 2 },
 ];
 
 export function metricByKey(key: string | null | undefined): Metric {
@@ -145,10 +151,24 @@ const CLASS_TEXT: Record<Exclude<PointClass, "value">, string> = {
 export const PALETTE = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027"];
 
 
-/** Tooltip of a point: its axis values, status and headline numbers with units. */
-export function pointTooltipHTML(sweep: Sweep, p: SweepPoint): string {
+/** A short mark for a grey cell too narrow for its words (the tooltip says them). */
+const CLASS_MARK: Record<Exclude<PointClass, "value">, string> = {
+  infeasible: "✗",
+  invalid: "✗",
+  failed: "!",
+  cancelled: "–",
+  pending: "…",
+  missing: "—",
+};
+
+/**
+ * Tooltip of a point: its axis values, status and headline numbers with units; `headline`
+ * (the heatmap's metric at the cell's precision) first when given.
+ */
+export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string): string {
   const lines = sweep.axes.map((ax) => `${esc(ax.label ?? ax.path)}: <strong>${esc(valueText(p.values[ax.path]))}</strong>`);
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+  if (headline) lines.unshift(`<strong>${esc(headline)}</strong>`);
   if (p.status !== "done") lines.push(`Status: ${esc(p.status)}${p.error ? ` — ${esc(p.error)}` : ""}`);
   else if (p.valid === false) lines.push(`Invalid: ${esc(p.error ?? "")}`);
   else {
@@ -166,35 +186,94 @@ export function heatmapHeight(sweep: Sweep): number {
   return 150 + Math.max(1, rows) * 46;
 }
 
+/** The chart's width when the page has not said (the widest the page lays a figure out). */
+export const HEATMAP_DEFAULT_WIDTH = 1200;
+/** Px of the grid's outer margins (left + right) and of the y labels' gap to the cells. */
+const GRID_SIDES = 40;
+const Y_LABEL_GAP = 8;
+/** The widest the row labels may be (px); longer ones end in "…", full in their tooltip. */
+export const Y_LABEL_MAX = 180;
+const CELL_FONT = 11;
+const AXIS_FONT = 12;
+/** Width of `text` at `font` px, roughly: digits and lower case are ~0.6 em in the sans-serif. */
+export const textPx = (text: string, font: number) => Math.ceil([...text].length * font * 0.6);
+
+export interface HeatmapLayout {
+  /** Decimals of the cells and the scale's ends, in the scale's unit. */
+  decimals: number;
+  /** Width given to the row labels (px). */
+  yLabelWidth: number;
+  /** One cell's width (px), from the chart's width. */
+  cellWidth: number;
+  /** Whether every value cell's label fits inside its cell. */
+  valueLabels: boolean;
+  /** What a grey cell says: its words, a one-character mark, or nothing. */
+  classLabels: "words" | "mark" | "none";
+}
+
+/**
+ * How the heatmap is laid out at `width` px: the precision that tells the values apart,
+ * room for the row labels, and whether cell labels fit in their cells (a label wider than
+ * its cell would run over its neighbours and the row labels; then only the tooltip has it).
+ */
+export function heatmapLayout(sweep: Sweep, metric: Metric, width = HEATMAP_DEFAULT_WIDTH): HeatmapLayout {
+  const cells = heatmapCells(sweep, metric);
+  const scaled = cells.filter((c) => c.cls === "value").map((c) => metric.toScale(c.point[metric.key] as number));
+  const decimals = Math.max(metric.minDecimals, distinctDecimals(scaled));
+  const [a, b] = sweep.axes;
+  const rowTexts = b ? b.values.map(valueText) : [];
+  const yLabelWidth = Math.min(Y_LABEL_MAX, Math.max(0, ...rowTexts.map((t) => textPx(t, AXIS_FONT))));
+  const columns = Math.max(1, a.values.length);
+  const cellWidth = Math.max(0, (width - GRID_SIDES - yLabelWidth - Y_LABEL_GAP) / columns);
+  const room = cellWidth - 6;
+  const widest = (texts: string[]) => Math.max(0, ...texts.map((t) => textPx(t, CELL_FONT)));
+  const valueLabels = widest(scaled.map((v) => metric.cell(v, decimals))) <= room;
+  const classes = [...new Set(cells.map((c) => c.cls))].filter((c): c is Exclude<PointClass, "value"> => c !== "value");
+  const classLabels = widest(classes.map((c) => CLASS_TEXT[c])) <= room
+    ? "words"
+    : widest(classes.map((c) => CLASS_MARK[c])) <= room ? "mark" : "none";
+  return { decimals, yLabelWidth, cellWidth, valueLabels, classLabels };
+}
+
+/** The heatmap's style: the colour scheme and the chart's width in px (labels fit to it). */
+export interface HeatmapStyle extends ChartStyle {
+  width?: number;
+}
+
 /**
  * The grid as a heatmap of `metric`: feasible points coloured on a scale in the metric's
  * unit (green is better), the others in grey with what they are written in the cell.
- * Every cell is labelled with its value and unit.
+ * Every cell is labelled with its value and unit, with the decimals that tell neighbouring
+ * values apart, when the labels fit in the cells; else the tooltip alone has them.
  */
-export function heatmapOption(sweep: Sweep, metric: Metric, style: ChartStyle = {}): SweepChartOption {
+export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle = {}): SweepChartOption {
   const cells = heatmapCells(sweep, metric);
+  const layout = heatmapLayout(sweep, metric, style.width || HEATMAP_DEFAULT_WIDTH);
+  const { decimals } = layout;
   const [a, b] = sweep.axes;
-  const values = cells.filter((c) => c.cls === "value").map((c) => metric.toScale(c.point[metric.key] as number));
+  const scaledOf = (p: SweepPoint) => metric.toScale(p[metric.key] as number);
+  const values = cells.filter((c) => c.cls === "value").map((c) => scaledOf(c.point));
   const lo = values.length ? Math.min(...values) : 0;
   const hi = values.length ? Math.max(...values) : 1;
   const dark = style.dark ? 1 : 0;
+  const ink = style.dark ? "#dfe3ea" : "#2d333b";
   const series: HeatmapSeriesOption[] = [
     {
       type: "heatmap",
       name: metric.label,
       label: {
-        show: true,
+        show: layout.valueLabels,
         color: "#111",
-        fontSize: 11,
+        fontSize: CELL_FONT,
         formatter: (p: unknown) => {
           const idx = (p as { data: { point: number } }).data.point;
-          return metric.short(sweep.points[idx][metric.key] as number);
+          return metric.cell(scaledOf(sweep.points[idx]), decimals);
         },
       },
-      itemStyle: { borderColor: style.dark ? "#13171f" : "#ffffff", borderWidth: 2 },
+      itemStyle: { borderColor: style.dark ? "#13171f" : "#ffffff", borderWidth: layout.cellWidth < 12 ? 1 : 2 },
       emphasis: { itemStyle: { borderColor: style.dark ? "#ffffff" : "#111111" } },
       data: cells.filter((c) => c.cls === "value").map((c) => ({
-        value: [c.x, c.y, Math.round(metric.toScale(c.point[metric.key] as number) * 1e6) / 1e6],
+        value: [c.x, c.y, Math.round(scaledOf(c.point) * 1e6) / 1e6],
         point: c.point.index,
       })),
     },
@@ -205,8 +284,10 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: ChartStyle = 
     series.push({
       type: "heatmap",
       name: CLASS_LABELS[cls],
-      itemStyle: { color: CLASS_COLORS[cls][dark], borderColor: style.dark ? "#13171f" : "#ffffff", borderWidth: 2 },
-      label: { show: true, color: style.dark ? "#e6e6e6" : "#333", fontSize: 11, formatter: () => CLASS_TEXT[cls] },
+      itemStyle: { color: CLASS_COLORS[cls][dark], borderColor: style.dark ? "#13171f" : "#ffffff",
+        borderWidth: layout.cellWidth < 12 ? 1 : 2 },
+      label: { show: layout.classLabels !== "none", color: style.dark ? "#e6e6e6" : "#333", fontSize: CELL_FONT,
+        formatter: () => (layout.classLabels === "words" ? CLASS_TEXT[cls] : CLASS_MARK[cls]) },
       data: mine.map((c) => ({ value: [c.x, c.y, 0], point: c.point.index })),
     });
   }
@@ -219,7 +300,12 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: ChartStyle = 
       confine: true,
       formatter: (p: unknown) => {
         const idx = (p as { data?: { point?: number } }).data?.point;
-        return typeof idx === "number" ? pointTooltipHTML(sweep, sweep.points[idx]) : "";
+        if (typeof idx !== "number") return "";
+        const point = sweep.points[idx];
+        const v = point[metric.key];
+        const headline = pointClass(point, metric) === "value" && typeof v === "number"
+          ? `${metric.label}: ${metric.cell(metric.toScale(v), decimals)}` : undefined;
+        return pointTooltipHTML(sweep, point, headline);
       },
     },
     grid: { left: 20, right: 20, top: 30, bottom: 90, outerBoundsMode: "same", outerBoundsContain: "all" },
@@ -230,12 +316,18 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: ChartStyle = 
       nameGap: 28,
       data: a.values.map(valueText),
       splitArea: { show: false },
+      // ECharts leaves out labels that would overlap; the tooltip names every column
+      axisLabel: { hideOverlap: true, color: ink },
     },
     yAxis: {
       type: "category",
       name: b ? axisTitle(b) : "",
       nameLocation: "end",
+      nameTextStyle: { align: "left", color: ink },
       data: b ? b.values.map(valueText) : [""],
+      axisLabel: { width: Y_LABEL_MAX, overflow: "truncate", fontSize: AXIS_FONT, color: ink },
+      // a row label cut short shows in full on hover (ECharts' own tooltip of an axis label)
+      tooltip: { show: true },
     },
     visualMap: {
       type: "continuous",
@@ -248,11 +340,11 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: ChartStyle = 
       bottom: 0,
       itemHeight: 220,
       // text[0] sits at the high end of the scale, text[1] at the low end.
-      text: [`${formatTick(hi, 3)} ${metric.scaleUnit} (${metric.better === "min" ? "worse" : "better"})`,
-        `(${metric.better === "min" ? "better" : "worse"}) ${formatTick(lo, 3)} ${metric.scaleUnit}`],
-      textStyle: { color: style.dark ? "#dfe3ea" : "#2d333b" },
+      text: [`${metric.cell(hi, decimals)} (${metric.better === "min" ? "worse" : "better"})`,
+        `(${metric.better === "min" ? "better" : "worse"}) ${metric.cell(lo, decimals)}`],
+      textStyle: { color: ink },
       inRange: { color: palette },
-      formatter: (v: unknown) => formatTick(Number(v), 3),
+      formatter: (v: unknown) => metric.cell(Number(v), decimals),
     },
     series,
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { axisTicks, decimalsFor, niceAxis, niceInterval, tickText } from "./ticks";
+import { axisTicks, decimalsFor, distinctDecimals, niceAxis, niceInterval, tickText, zoomAxis } from "./ticks";
 
 describe("nice ticks", () => {
   it("steps by 1, 2 or 5 × 10^k", () => {
@@ -41,5 +41,48 @@ describe("nice ticks", () => {
       expect(new Set(labels).size, labels.join(", ")).toBe(labels.length);
     }
     expect(tickText(3, { min: 0, max: 4, interval: 0.5, decimals: 1 })).toBe("3.0");
+  });
+});
+
+describe("decimals of values shown side by side", () => {
+  it("gives three significant digits, more where neighbours would read the same", () => {
+    expect(distinctDecimals([8, 6, 4])).toBe(2);            // 8.00, 6.00, 4.00
+    expect(distinctDecimals([14_602, 9_870])).toBe(0);
+    expect(distinctDecimals([0.149, 0.17])).toBe(3);
+    expect(distinctDecimals([99.82, 99.821, 99.859])).toBe(3);
+    expect(distinctDecimals([99.8, 97.1])).toBe(1);
+    // a scaled fraction's floating-point noise is no difference
+    expect(distinctDecimals([0.99821 * 100, 99.821, 99.9])).toBe(1);
+    expect(distinctDecimals([])).toBe(0);
+    expect(distinctDecimals([0, 0])).toBe(0);
+  });
+
+  it("stops at four more than the significant digits need", () => {
+    expect(distinctDecimals([1, 1 + 1e-7])).toBe(6);
+    expect(distinctDecimals([1, 1 + 1e-7], 3, 2)).toBe(4);
+  });
+
+  it("tells every two different values apart", () => {
+    const values = Array.from({ length: 40 }, (_, i) => 99.82 + i * 0.001);
+    const d = distinctDecimals(values);
+    expect(new Set(values.map((v) => v.toFixed(d))).size).toBe(40);
+    expect(d).toBe(3);
+  });
+});
+
+describe("a zoomable axis from 0", () => {
+  it("ends on a multiple of its step at or past the data's end", () => {
+    expect(zoomAxis(36.9719)).toEqual({ min: 0, max: 40, interval: 10, minSpan: 0.04, decimals: 2 });
+    expect(zoomAxis(0.31)).toMatchObject({ max: 0.35, interval: 0.05 });
+    expect(zoomAxis(0.2)).toMatchObject({ max: 0.2, interval: 0.05 });
+    expect(zoomAxis(2.3e-4)).toMatchObject({ max: 2.5e-4, interval: 5e-5 });
+    expect(zoomAxis(0)).toBeNull();
+    expect(zoomAxis(NaN)).toBeNull();
+  });
+
+  it("needs more decimals the deeper it may zoom", () => {
+    expect(zoomAxis(40, 10)!.decimals).toBe(0);
+    expect(zoomAxis(40, 1000)!.decimals).toBe(2);
+    expect(zoomAxis(0.2, 1000)!.decimals).toBe(5);
   });
 });

@@ -64,3 +64,50 @@ export function axisTicks(axis: Pick<NiceAxis, "min" | "max" | "interval">): num
 export function tickText(value: number, axis: NiceAxis): string {
   return formatNumber(value, axis.decimals);
 }
+
+/**
+ * Decimals that show `values` with `sig` significant digits of the largest and tell every
+ * two different ones apart: 99.821 % and 99.822 % need 3, not the 0 that three significant
+ * digits of 99.8 give. At most `maxExtra` more than the significant digits need (differences
+ * below that read as equal), and never more than 12.
+ */
+export function distinctDecimals(values: readonly number[], sig = 3, maxExtra = 4): number {
+  // 9 significant digits: 99.82100000000001 (a scaled 0.9982100) is 99.821
+  const distinct = [...new Set(values.filter((v) => Number.isFinite(v)).map((v) => Number(v.toPrecision(9))))];
+  if (!distinct.length) return 0;
+  const big = Math.max(...distinct.map(Math.abs));
+  const base = big > 0 ? Math.max(0, Math.min(12, sig - 1 - Math.floor(Math.log10(big)))) : 0;
+  const most = Math.min(12, base + maxExtra);
+  for (let d = base; d < most; d++) {
+    if (new Set(distinct.map((v) => v.toFixed(d))).size === distinct.length) return d;
+  }
+  return most;
+}
+
+export interface ZoomAxis {
+  /** 0 and a multiple of `interval` at or above the data's end, so the last label is round. */
+  min: number;
+  max: number;
+  /**
+   * The step unzoomed. Give it to ECharts as maxInterval, not interval: ECharts then never
+   * steps wider (past `max`, leaving it an odd label of its own) yet steps finer as it zooms.
+   */
+  interval: number;
+  /** The narrowest window the reader may zoom to (ECharts' dataZoom minValueSpan). */
+  minSpan: number;
+  /** Decimals a label needs at the deepest zoom (ECharts chooses the ticks as it zooms). */
+  decimals: number;
+}
+
+/**
+ * A zoomable axis from 0 to `end` (a timeline's makespan): its end on a nice step instead
+ * of the data's own ("40 s", not "36.9719 s"), zoom limited to `maxZoom` times, and the
+ * decimals labels need down to that zoom. null when `end` is not a positive number.
+ */
+export function zoomAxis(end: number, maxZoom = 1000, splits = 5): ZoomAxis | null {
+  if (!(end > 0) || !Number.isFinite(end)) return null;
+  const interval = niceInterval(end, splits);
+  const max = roundTo(Math.ceil(end / interval - 1e-9) * interval, decimalsFor(interval));
+  const minSpan = max / maxZoom;
+  return { min: 0, max, interval, minSpan, decimals: decimalsFor(niceInterval(minSpan, splits)) };
+}

@@ -97,8 +97,8 @@ function mount(root: HTMLElement): void {
     h("h2", null, "Heatmap"),
     h("label", { for: "sweep-metric" }, "Colour the grid by"), select,
     h("figure", null, heatmapEl, h("figcaption", null,
-      "Each cell is one point, labelled with its value and unit; green is better. Points that do not fit, are invalid, ",
-      "failed or were cancelled are grey and say so.")),
+      "Each cell is one point, labelled with its value and unit where the cell is wide enough (hover a cell for its ",
+      "numbers); green is better. Points that do not fit, are invalid, failed or were cancelled are grey and say so.")),
     h("h2", null, "Pareto: cost against step time"),
     h("figure", null, paretoEl, h("figcaption", null,
       "Cost per million tokens (USD) against step time (s). The red line joins the points no other feasible point beats on ",
@@ -108,13 +108,20 @@ function mount(root: HTMLElement): void {
 
   let latest: Sweep | null = null;
   let heat: ChartHandle | null = null;
+  let builtWidth = 0;
   let pareto: ChartHandle | null = null;
   let attempt = 0;
   let timer = 0;
   let done = false;
 
+  // the cell labels show when they fit the cells: the heatmap is built for the chart's width
+  const heatBuilder = (sweep: Sweep) => (s: { dark: boolean }) => {
+    builtWidth = heatmapEl.clientWidth;
+    return heatmapOption(sweep, metric, { ...s, width: builtWidth });
+  };
+
   const draw = (sweep: Sweep) => {
-    const heatBuild = (s: { dark: boolean }) => heatmapOption(sweep, metric, s);
+    const heatBuild = heatBuilder(sweep);
     const paretoBuild = (s: { dark: boolean }) => paretoOption(sweep, s);
     if (heat) heat.update(heatBuild as never);
     else heat = drawChart(heatmapEl, heatmapHeight(sweep), heatBuild);
@@ -175,6 +182,16 @@ function mount(root: HTMLElement): void {
     }
     schedule();
   }
+
+  // A wider or narrower window: the heatmap is built again for its new width (whether its
+  // cell labels fit depends on it); the base wrapper only stretches what was drawn.
+  let resizeFrame = 0;
+  new ResizeObserver(() => {
+    cancelAnimationFrame(resizeFrame);
+    resizeFrame = requestAnimationFrame(() => {
+      if (latest && heat && heatmapEl.clientWidth !== builtWidth) heat.update(heatBuilder(latest) as never);
+    });
+  }).observe(heatmapEl);
 
   select.addEventListener("change", () => {
     metric = metricByKey(select.value);
