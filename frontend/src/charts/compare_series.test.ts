@@ -93,6 +93,24 @@ describe("timelines", () => {
     ]);
     expect(arr(o.yAxis)[0].name).toContain("1. A");
   });
+
+  it("ends the time axis on a round number and labels it with sensible precision", () => {
+    // the longest micro-batch is 36.9719 s: the axis ends at 40 s, not at "36.9719 s"
+    const columns = cols();
+    columns[1].report!.timeline!.makespan_s = 36.9719;
+    columns[1].report!.timeline!.tasks[1].end_s = 36.9719;
+    const o = compareTimelineOption(columns) as Any;
+    const xs = arr(o.xAxis) as Any[];
+    expect(xs.map((x) => [x.min, x.max, x.maxInterval])).toEqual([[0, 40, 10], [0, 40, 10]]);
+    const label = xs[0].axisLabel.formatter;
+    expect([0, 10, 20, 30, 40].map((v) => label(v))).toEqual(["0 s", "10 s", "20 s", "30 s", "40 s"]);
+    expect(label(36.9719)).toBe("36.97 s");      // a zoomed window's edge: 2 decimals at most
+    expect(label(12.5)).toBe("12.5 s");
+    const [slider, inside] = arr(o.dataZoom) as Any[];
+    expect(slider.minValueSpan).toBe(0.04);      // zoom stops at 1000× (ticks 0.01 s apart: 2 decimals)
+    expect(inside.minValueSpan).toBe(0.04);
+    expect(slider.labelFormatter(17.123456)).toBe("17.12 s");
+  });
 });
 
 describe("checkpoint goodput", () => {

@@ -21,7 +21,8 @@ import { formatUSD } from "../dashboard/format";
 import { goodputMarks } from "./goodput_series";
 import { CATEGORY_COLORS, toGB, type ChartStyle } from "./series";
 import { segmentColor } from "./step_series";
-import { ganttLayout, kindColor, kindLabel, renderGanttItem, type RenderApi } from "./timeline_series";
+import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, type RenderApi } from "./timeline_series";
+import { zoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
 
 export type CompareChartOption = ComposeOption<
@@ -337,6 +338,9 @@ export function timelineChartHeight(panels: TimelinePanel[]): number {
 export function compareTimelineOption(columns: Column[], style: ChartStyle = {}): CompareChartOption {
   const panels = timelinePanels(columns);
   const makespan = Math.max(0, ...panels.map((p) => p.layout.makespan));
+  // one axis for every panel: 0 to a round number past the longest micro-batch
+  const axis = zoomAxis(makespan);
+  const secondsTick = timeTickFormatter(axis);
   const kinds = [...new Set(panels.flatMap((p) => p.layout.kinds))];
   const axisIdx = panels.map((_, i) => i);
   const series: CustomSeriesOption[] = [];
@@ -379,11 +383,12 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
       type: "value" as const,
       gridIndex: i,
       min: 0,
-      max: makespan || undefined,
+      max: axis?.max,
+      maxInterval: axis?.interval,
       name: i === last ? TIME_AXIS : "",
       nameLocation: "middle" as const,
       nameGap: 26,
-      axisLabel: { formatter: (v: number) => `${formatTick(v, 4)} s`, hideOverlap: true },
+      axisLabel: { formatter: secondsTick, hideOverlap: true },
       splitLine: { lineStyle: { opacity: 0.3 } },
     })),
     yAxis: panels.map((p, i) => ({
@@ -402,8 +407,8 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
     dataZoom: panels.length
       ? [
           { type: "slider", xAxisIndex: axisIdx, filterMode: "weakFilter", bottom: 4, height: 20, showDataShadow: false,
-            labelFormatter: (v: number) => `${formatTick(v, 3)} s` },
-          { type: "inside", xAxisIndex: axisIdx, filterMode: "weakFilter" },
+            minValueSpan: axis?.minSpan, labelFormatter: secondsTick },
+          { type: "inside", xAxisIndex: axisIdx, filterMode: "weakFilter", minValueSpan: axis?.minSpan },
         ]
       : [],
     series,

@@ -120,6 +120,17 @@ describe("timelineOption", () => {
     expect(x.axisLabel.formatter(0.05)).toBe("0.05 s");
   });
 
+  it("ends the time axis on a tick, not on the makespan's own digits", () => {
+    const x = asArray(option.xAxis)[0] as { max: number; maxInterval: number };
+    expect([x.max, x.maxInterval]).toEqual([0.35, 0.05]);   // makespan 0.31 s
+    const report = stepReport();
+    const long = { ...report, timeline: { ...report.timeline!, makespan_s: 36.9719 } };
+    const lx = asArray(timelineOption(long).xAxis)[0] as { max: number; axisLabel: { formatter: (v: number) => string } };
+    expect(lx.max).toBe(40);
+    expect(lx.axisLabel.formatter(40)).toBe("40 s");
+    expect(lx.axisLabel.formatter(36.9719)).toBe("36.97 s");
+  });
+
   it("zooms the time axis with a slider and inside the plot", () => {
     const zoom = asArray(option.dataZoom) as { type: string; xAxisIndex: number; filterMode: string }[];
     expect(zoom.map((z) => z.type)).toEqual(["slider", "inside"]);

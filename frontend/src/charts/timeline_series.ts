@@ -17,6 +17,7 @@ import { linkLabel } from "../step";
 import type { Report, TimelineTask } from "../types";
 import { formatMs, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { zoomAxis, type ZoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
 
 export type TimelineChartOption = ComposeOption<
@@ -244,6 +245,15 @@ export function timelineHeight(layout: GanttLayout): number {
 }
 
 /**
+ * Labels of a time axis in seconds: as many decimals as the deepest zoom needs, trailing
+ * zeros dropped ("0 s", "2.5 s", "12.345 s"), never the 6 digits of a window's raw edge.
+ */
+export function timeTickFormatter(axis: ZoomAxis | null): (v: number) => string {
+  const decimals = axis?.decimals ?? 4;
+  return (v: number) => `${formatTick(v, decimals)} s`;
+}
+
+/**
  * A Gantt chart of the timeline: y = lanes (category, top to bottom), x = seconds since the
  * micro-batch started, one custom series per task kind (so the legend toggles kinds), and
  * dataZoom (slider under the plot + wheel/drag inside it) on the time axis.
@@ -269,6 +279,8 @@ export function timelineOption(report: Report, style: ChartStyle = {}): Timeline
     };
   });
   const byIndex = new Map(layout.items.map((it) => [it.index, it]));
+  const axis = zoomAxis(layout.makespan);
+  const secondsTick = timeTickFormatter(axis);
   const muted = style.dark ? "#9aa4b2" : "#5c6370";
   return {
     backgroundColor: "transparent",
@@ -294,7 +306,9 @@ export function timelineOption(report: Report, style: ChartStyle = {}): Timeline
       nameLocation: "middle",
       nameGap: 26,
       min: 0,
-      axisLabel: { formatter: (v: number) => `${formatTick(v, 4)} s`, hideOverlap: true },
+      max: axis?.max,
+      maxInterval: axis?.interval,
+      axisLabel: { formatter: secondsTick, hideOverlap: true },
       splitLine: { lineStyle: { opacity: 0.35 } },
     },
     yAxis: {
@@ -313,10 +327,11 @@ export function timelineOption(report: Report, style: ChartStyle = {}): Timeline
         bottom: 4,
         height: 22,
         showDataShadow: false,
-        labelFormatter: (v: number) => `${formatTick(v, 3)} s`,
+        minValueSpan: axis?.minSpan,
+        labelFormatter: secondsTick,
         textStyle: { color: muted },
       },
-      { type: "inside", xAxisIndex: 0, filterMode: "weakFilter" },
+      { type: "inside", xAxisIndex: 0, filterMode: "weakFilter", minValueSpan: axis?.minSpan },
     ],
     series,
   };
