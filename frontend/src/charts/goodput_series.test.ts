@@ -15,6 +15,7 @@ import {
   goodputOption,
   goodputRange,
   goodputTooltipHTML,
+  markerLabels,
 } from "./goodput_series";
 
 const asArray = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
@@ -61,13 +62,31 @@ describe("goodputOption", () => {
     expect((series[2].data as { value: number[] }[])[0].value).toEqual([1.5, 99.48]);
   });
 
-  it("marks Daly's optimum and the chosen interval with vertical lines", () => {
-    const lines = series[0].markLine!.data as { name: string; xAxis: number; label: { formatter: string } }[];
+  it("marks Daly's optimum and the chosen interval with vertical lines, one label when they are the same", () => {
+    const lines = series[0].markLine!.data as { name: string; xAxis: number; label: { formatter: string; show?: boolean } }[];
     expect(lines.map((l) => [l.name, l.xAxis])).toEqual([[DALY_NAME, 1.5], [CHOSEN_NAME, 1.5]]);
-    expect(lines[0].label.formatter).toBe("Daly's optimum: 1 h 30 min");
-    expect(lines[1].label.formatter).toBe("chosen: 1 h 30 min");
-    // the two labels go on either side of the line, so they never overlap
-    expect((lines[0].label as unknown as { position: string }).position).not.toBe((lines[1].label as unknown as { position: string }).position);
+    expect(lines[0].label.show).toBe(false);
+    expect(lines[1].label.formatter).toBe("chosen = Daly's optimum: 1 h 30 min");
+  });
+
+  it("puts close markers' labels on their outer sides, so they never overlap", () => {
+    // chosen a little past Daly's optimum (5 h 40 min vs 5 h 36 min): chosen's label on the right
+    // of its line, Daly's on the left of its own (ECharts: "Top" is left of a vertical line)
+    const right = markerLabels({ chosenH: 5 + 40 / 60, dalyH: 5.6 });
+    expect(right.chosen).toEqual({ show: true, text: "chosen: 5 h 40 min", position: "insideStartBottom" });
+    expect(right.daly).toEqual({ show: true, text: "Daly's optimum: 5 h 36 min", position: "insideStartTop" });
+    const left = markerLabels({ chosenH: 5.5, dalyH: 5.6 });
+    expect(left.chosen!.position).toBe("insideStartTop");
+    expect(left.daly!.position).toBe("insideStartBottom");
+    // the chosen point low on the chart: its label at the top of its line, still on its outer side
+    expect(markerLabels({ chosenH: 5 + 40 / 60, dalyH: 5.6 }, false).chosen!.position).toBe("insideEndBottom");
+    // the same interval to the minute: one label
+    const same = markerLabels({ chosenH: 5.6, dalyH: 5.6001 });
+    expect(same.chosen!.text).toBe("chosen = Daly's optimum: 5 h 36 min");
+    expect(same.daly!.show).toBe(false);
+    // only one of them
+    expect(markerLabels({ chosenH: 2, dalyH: null }).daly).toBeNull();
+    expect(markerLabels({ chosenH: null, dalyH: 2 }).chosen).toBeNull();
   });
 
   it("draws the Monte-Carlo p5–p95 band as a box around the chosen interval", () => {
@@ -87,8 +106,10 @@ describe("goodputOption", () => {
     const lines = (asArray(goodputOption(r).series)[0] as LineSeriesOption).markLine!.data as
       { name: string; xAxis: number; label: { position: string } }[];
     expect(lines.map((l) => [l.name, l.xAxis])).toEqual([[DALY_NAME, 1.5], [CHOSEN_NAME, 0.1]]);
-    // the chosen point is low (98%): its label goes to the top of the line, away from it
+    // the chosen point is low (98%): its label goes to the top of the line, away from it, on
+    // the left (its outer side: Daly's optimum is to its right, with its label on its right)
     expect(lines[1].label.position).toBe("insideEndTop");
+    expect(lines[0].label.position).toBe("insideStartBottom");
     const high = (asArray(goodputOption(stepReport()).series)[0] as LineSeriesOption).markLine!.data as { label: { position: string } }[];
     expect(high[1].label.position).toBe("insideStartTop");
   });

@@ -98,6 +98,47 @@ export function goodputRange(m: GoodputMarks): [number, number] {
 
 const hoursText = (h: number) => formatDuration(h * HOUR);
 
+/** Where a vertical mark line's label sits: near the bottom or the top, left or right of it. */
+export type MarkLabelPosition = "insideStartTop" | "insideStartBottom" | "insideEndTop" | "insideEndBottom";
+
+export interface MarkLabel {
+  show: boolean;
+  text: string;
+  position: MarkLabelPosition;
+}
+
+/**
+ * The labels of the chosen interval's line and of Daly's optimum. Each label runs along its
+ * line on the side away from the other line (along a vertical line, ECharts' "Top" is its
+ * left, "Bottom" its right), so close lines never put their labels on top of each other;
+ * when both read the same interval, one label says both. `high`: the chosen point is in
+ * the upper half, so its label sits at the bottom, out of its way (Daly's always does:
+ * the curve peaks at the top of its line).
+ */
+export function markerLabels(m: Pick<GoodputMarks, "chosenH" | "dalyH">, high = true): {
+  chosen: MarkLabel | null;
+  daly: MarkLabel | null;
+} {
+  const end = high ? "insideStart" : "insideEnd";
+  const chosenText = m.chosenH !== null ? hoursText(m.chosenH) : null;
+  const dalyText = m.dalyH !== null ? hoursText(m.dalyH) : null;
+  if (chosenText !== null && chosenText === dalyText) {
+    return {
+      chosen: { show: true, text: `chosen = ${DALY_NAME}: ${chosenText}`, position: `${end}Top` },
+      daly: { show: false, text: "", position: `${end}Bottom` },
+    };
+  }
+  // the line further right has its label on its right, the other on its left
+  const chosenRight = m.chosenH !== null && m.dalyH !== null && m.chosenH > m.dalyH;
+  return {
+    chosen: chosenText === null ? null
+      : { show: true, text: `chosen: ${chosenText}`, position: `${end}${chosenRight ? "Bottom" : "Top"}` },
+    // at the bottom always: the top of Daly's line is where the curve peaks
+    daly: dalyText === null ? null
+      : { show: true, text: `${DALY_NAME}: ${dalyText}`, position: chosenRight || m.chosenH === null ? "insideStartTop" : "insideStartBottom" },
+  };
+}
+
 export function goodputOption(report: Report, style: ChartStyle = {}): GoodputChartOption {
   const m = goodputMarks(report);
   const [yMin, yMax] = goodputRange(m);
@@ -112,25 +153,27 @@ export function goodputOption(report: Report, style: ChartStyle = {}): GoodputCh
   const mcColor = style.dark ? "#ffd166" : "#a15c00";
 
   const markLines: NonNullable<MarkLineComponentOption["data"]> = [];
-  if (m.dalyH !== null) {
+  // The label runs along the chosen line at the end away from the chosen point (and its
+  // Monte-Carlo box): at the bottom when the point is high, at the top when it is low.
+  const high = m.chosenGoodput === null || (m.chosenGoodput - yMin) / (yMax - yMin || 1) >= 0.5;
+  const labels = markerLabels(m, high);
+  if (m.dalyH !== null && labels.daly) {
     markLines.push({
       name: DALY_NAME,
       xAxis: m.dalyH,
       lineStyle: { color: dalyColor, type: "dashed", width: 2 },
-      label: { formatter: `${DALY_NAME}: ${hoursText(m.dalyH)}`, position: "insideStartBottom", color: dalyColor, backgroundColor: bg, padding: [1, 3] },
+      label: { show: labels.daly.show, formatter: labels.daly.text, position: labels.daly.position, color: dalyColor,
+        backgroundColor: bg, padding: [1, 3] },
     });
   }
-  if (m.chosenH !== null) {
-    // The label runs along the line at the end away from the chosen point (and its
-    // Monte-Carlo box): at the bottom when the point is high, at the top when it is low.
-    const high = m.chosenGoodput === null || (m.chosenGoodput - yMin) / (yMax - yMin || 1) >= 0.5;
+  if (m.chosenH !== null && labels.chosen) {
     markLines.push({
       name: CHOSEN_NAME,
       xAxis: m.chosenH,
       lineStyle: { color: chosenColor, type: "solid", width: 2 },
       label: {
-        formatter: `chosen: ${hoursText(m.chosenH)}`,
-        position: high ? "insideStartTop" : "insideEndTop",
+        formatter: labels.chosen.text,
+        position: labels.chosen.position,
         color: chosenColor,
         backgroundColor: bg,
         padding: [1, 3],
