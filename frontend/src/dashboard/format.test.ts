@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { betterWord, columnLabel, formatInput, formatUSD, formatValue, inputUnit, pathLabel } from "./format";
+import { betterWord, columnLabel, formatInput, formatUSD, formatValue, inputUnit, pathLabel, pathPieces, valuePieces } from "./format";
 
 describe("formatValue", () => {
   it("labels every number with its unit, bytes in GB and GiB", () => {
@@ -58,5 +58,22 @@ describe("labels", () => {
     expect(betterWord("")).toBe("");
     expect(pathLabel("strategy.offload_optimizer")).toBe("strategy › offload optimizer");
     expect(formatUSD(1234.5)).toBe("$1,234.50");
+  });
+});
+
+describe("wrapping in a narrow column", () => {
+  it("cuts a value between its units, never between a number and its unit", () => {
+    expect(valuePieces(formatValue(2199e9, "bytes"))).toEqual(["2,199.0 GB", "(2,048.0 GiB)"]);
+    expect(valuePieces(formatValue(1.5, "usd_per_mtok"))).toEqual(["$1.50", "per 1M tokens"]);
+    expect(valuePieces(formatValue(69e9, "count"))).toEqual(["69.0 B", "(69,000,000,000)"]);
+    expect(valuePieces(formatValue(14602, "tokens_per_s"))).toEqual(["14,602 tokens/s"]);
+    expect(valuePieces(formatValue(8.98, "s"))).toEqual(["8.98 s"]);
+    expect(valuePieces("—")).toEqual(["—"]);
+  });
+
+  it("lets a dotted key break after its dots only", () => {
+    expect(pathPieces("cluster.price_usd_per_node_hour")).toEqual(["cluster.", "price_usd_per_node_hour"]);
+    expect(pathPieces("cluster.tiers.ddr.capacity_bytes")).toEqual(["cluster.", "tiers.", "ddr.", "capacity_bytes"]);
+    expect(pathPieces("name")).toEqual(["name"]);
   });
 });

@@ -69,3 +69,21 @@ export function betterWord(better: string): string {
 export function pathLabel(path: string): string {
   return path.split(".").map((p) => p.replace(/_/g, " ")).join(" › ");
 }
+
+/**
+ * A table value cut where it may wrap, each piece kept on one line: "85.1 GB (79.3 GiB)" ->
+ * ["85.1 GB", "(79.3 GiB)"], "$1.50 per 1M tokens" -> ["$1.50", "per 1M tokens"]. A number
+ * never leaves its unit; a narrow column shows the pieces one under the other.
+ */
+export function valuePieces(text: string): string[] {
+  return text.split(/ (?=\(|per )/);
+}
+
+/**
+ * A dotted path in pieces that end in their dot, for a line break (<wbr>) after each dot
+ * and nowhere else: "cluster.num_nodes" -> ["cluster.", "num_nodes"]. (A <wbr>, unlike a
+ * zero-width space, is not copied with the key.)
+ */
+export function pathPieces(path: string): string[] {
+  return path.split(/(?<=\.)/);
+}

@@ -11,11 +11,14 @@ import { columnColor, compareCostOption, compareGoodputOption, compareMemoryOpti
   unusedTiers, type Column } from "../charts/compare_series";
 import { drawChart } from "../charts/dashboard_charts";
 import { FINISHED, fetchComparison } from "../dashboard/api";
-import { betterWord, columnLabel, formatInput, formatValue, pathLabel } from "../dashboard/format";
+import { betterWord, columnLabel, formatInput, formatValue, pathLabel, pathPieces, valuePieces } from "../dashboard/format";
 import type { Comparison, ComparisonItem, InputRow, OutputRow } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
 import { pollDelay } from "../poll";
 import { formatPercent } from "../units";
+
+/** The longest a scenario's name is in the table's header (it wraps; the charts cut at 32). */
+const HEADER_CHARS = 90;
 
 const STATUS_TEXT: Record<string, string> = {
   queued: "queued", running: "running", succeeded: "done", failed: "failed", missing: "no run",
@@ -38,18 +41,34 @@ function outputRow(row: OutputRow): HTMLElement {
     row.values.map((v, i) => {
       const best = row.best.includes(i);
       return h("td", { class: best ? "num best" : "num", "data-best": best ? "true" : null },
-        best ? h("span", { class: "best-mark", "aria-label": "best" }, "★ ") : null,
-        formatValue(v as never, row.unit));
+        pieces(formatValue(v as never, row.unit), best ? h("span", { class: "best-mark", "aria-label": "best" }, "★ ") : null));
     }));
 }
 
-function inputRow(row: InputRow): HTMLElement {
-  return h("tr", { "data-key": row.key, class: row.differs ? "differs" : null, "data-differs": String(row.differs) },
-    h("th", { scope: "row" }, h("code", null, row.key), h("small", { class: "unit" }, ` ${pathLabel(row.key)}`)),
-    row.values.map((v) => h("td", { class: typeof v === "number" ? "num" : null }, formatInput(row.key, v as never))));
+/**
+ * A value whose pieces ("85.1 GB", "(79.3 GiB)") wrap one under the other in a narrow
+ * column; `mark` (the best value's ★) stays on the first piece's line.
+ */
+function pieces(text: string, mark: Node | null = null): (Node | string)[] {
+  return valuePieces(text).flatMap((piece, i) => [i ? " " : "", h("span", { class: "piece" }, i ? null : mark, piece)]);
 }
 
-function renderTable(data: Comparison, labels: string[]): HTMLElement {
+/** A name that wraps between its words only ("ZeRO-3" stays whole); a very long word may break. */
+function words(text: string): (Node | string)[] {
+  return text.split(" ").flatMap((word, i) => [i ? " " : "", word.length > 24 ? word : h("span", { class: "word" }, word)]);
+}
+
+function inputRow(row: InputRow): HTMLElement {
+  // a long key breaks after a dot, never inside a name
+  const key = pathPieces(row.key).flatMap((piece, i) => (i ? [h("wbr"), piece] : [piece]));
+  return h("tr", { "data-key": row.key, class: row.differs ? "differs" : null, "data-differs": String(row.differs) },
+    h("th", { scope: "row" }, h("code", null, key), h("small", { class: "unit" }, ` ${pathLabel(row.key)}`)),
+    row.values.map((v) => typeof v === "number"
+      ? h("td", { class: "num" }, pieces(formatInput(row.key, v as never)))
+      : h("td", { class: "text" }, formatInput(row.key, v as never))));
+}
+
+function renderTable(data: Comparison, labels: string[], names: string[]): HTMLElement {
   const n = labels.length;
   const differ = data.table.inputs.filter((r) => r.differs);
   const same = data.table.inputs.filter((r) => !r.differs);
@@ -65,11 +84,12 @@ function renderTable(data: Comparison, labels: string[]): HTMLElement {
     toggle.textContent = open ? "Hide the inputs that are the same" : `Show the ${same.length} inputs that are the same`;
   });
   const table = h("table", { id: "compare-table", class: "compare-table striped" },
-    h("caption", null, "Outputs (★ best value of each row, among the scenarios that fit) and the inputs that differ ",
-      "(highlighted). Bytes in GB = 1e9 bytes and GiB = 2^30 bytes; times in s; costs in US dollars."),
-    h("thead", null, h("tr", null, h("th", { scope: "col" }, "Quantity"),
-      labels.map((l, i) => h("th", { scope: "col", class: "num" },
-        h("span", { class: "swatch", style: `background:${columnColor(i)}`, "aria-hidden": "true" }), l)))),
+    // the table's name for screen readers; the section's heading and the note say it on screen
+    h("caption", { class: "visually-hidden" }, n > 1 ? `${n} scenarios side by side` : "Summary of the scenario"),
+    // the scenarios' names wrap over lines (the charts, with less room, cut them short)
+    h("thead", null, h("tr", null, h("th", { scope: "col", class: "quantity" }, "Quantity"),
+      labels.map((l, i) => h("th", { scope: "col", class: "scenario", title: names[i] },
+        h("span", { class: "swatch", style: `background:${columnColor(i)}`, "aria-hidden": "true" }), words(l))))),
     h("tbody", { id: "outputs" },
       h("tr", null, h("th", { scope: "colgroup", colspan: n + 1, class: "section" }, "Outputs")),
       data.table.outputs.map(outputRow)),
@@ -78,7 +98,13 @@ function renderTable(data: Comparison, labels: string[]): HTMLElement {
         differ.length ? `Inputs that differ (${differ.length})` : "No input differs")),
       differ.map(inputRow)),
     sameBody);
-  return h("div", null, h("div", { class: "overflow-auto", tabindex: 0, role: "region", "aria-label": "Comparison table" }, table),
+  // the note stays in view above the table, which may scroll sideways (5–8 columns)
+  const note = h("p", { id: "compare-table-note", class: "hint" },
+    "Outputs (★ best value of each row, among the scenarios that fit) and the inputs that differ ",
+    "(highlighted). Bytes in GB = 1e9 bytes and GiB = 2^30 bytes; times in s; costs in US dollars.");
+  table.setAttribute("aria-describedby", "compare-table-note");
+  return h("div", null, note,
+    h("div", { class: "overflow-auto", tabindex: 0, role: "region", "aria-label": "Comparison table" }, table),
     same.length ? toggle : null);
 }
 
@@ -172,7 +198,8 @@ function mount(root: HTMLElement): void {
     const spec = (data as Comparison & { scenario?: unknown }).scenario;
     replaceChildren(body,
       h("section", { id: "compare-table-section" }, h("h2", null, data.items.length > 1 ? "Side by side" : "Summary"),
-        renderTable(data, labels)),
+        renderTable(data, data.items.map((it) => columnLabel(it.position, it.name, HEADER_CHARS)),
+          data.items.map((it) => it.name))),
       renderCharts(columns),
       spec ? h("details", { id: "scenario-json" }, h("summary", null, "Scenario JSON"),
         h("pre", { class: "json" }, JSON.stringify(spec, null, 2))) : null);
