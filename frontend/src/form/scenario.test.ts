@@ -9,8 +9,11 @@ import {
   nodeOptionLabel,
   offloadAfterStrategyChange,
   settingsNotOnForm,
+  STRATEGIES,
+  suggestName,
   valuesFromScenario,
 } from "./scenario";
+import { STRATEGY_NAMES, strategyName } from "../names";
 
 const values = {
   ...DEFAULT_VALUES,
@@ -202,5 +205,25 @@ describe("catalog labels", () => {
   it("shows a node's GPUs and tiers", () => {
     expect(nodeOptionLabel({ slug: "dgx-h100", name: "NVIDIA DGX H100", spec: { gpus_per_node: 8, tiers: { ddr: {}, nvme: {} } } }))
       .toBe("NVIDIA DGX H100 — 8 GPUs, tiers: DDR, NVMe");
+  });
+});
+
+describe("default name", () => {
+  const models = [{ slug: "llama2-70b", name: "Llama-2-70B", spec: {} }];
+  const nodes = [{ slug: "dgx-h100", name: "NVIDIA DGX H100", spec: { gpus_per_node: 8 } }];
+
+  it("names the model, the node and the strategy by their display names, not their ids", () => {
+    expect(suggestName(values, models, nodes)).toBe("Llama-2-70B · 2× NVIDIA DGX H100 · ZeRO-3");
+    expect(suggestName({ ...values, "strategy.kind": "fsdp_hybrid_shard" }, models, nodes))
+      .toBe("Llama-2-70B · 2× NVIDIA DGX H100 · FSDP HYBRID_SHARD");
+    expect(suggestName({ ...values, "strategy.kind": "zero_offload" }, models, nodes)).toMatch(/ · ZeRO-Offload$/);
+  });
+
+  it("has a display name for every strategy the form offers", () => {
+    for (const [kind, label] of STRATEGIES) {
+      expect(STRATEGY_NAMES[kind], kind).toBeDefined();
+      expect(label.startsWith(strategyName(kind)), label).toBe(true);
+    }
+    expect(strategyName("something_new")).toBe("something_new");
   });
 });

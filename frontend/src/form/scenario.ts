@@ -1,6 +1,7 @@
 // Pure logic of the scenario form: the fields, form values <-> scenario JSON, and
 // mapping API error keys onto inputs. No DOM here, so it is unit-tested in Node.
 
+import { strategyName } from "../names";
 import type { CatalogEntry, ScenarioJSON } from "../types";
 import { formatCount } from "../units";
 import {
@@ -480,12 +481,12 @@ export function nodeTiers(entry: CatalogEntry | undefined): string[] {
   return isObject(t) ? Object.keys(t) : [];
 }
 
-/** A default scenario name from the choices: "Llama-2-70B · 2× NVIDIA DGX H100 · zero3". */
+/** A default scenario name from the choices: "Llama-2-70B · 2× NVIDIA DGX H100 · ZeRO-3" (display names, not ids). */
 export function suggestName(values: FormValues, models: CatalogEntry[], nodes: CatalogEntry[]): string {
   const model = models.find((m) => m.slug === values["model.preset"])?.name ?? String(values["model.preset"] || "custom model");
   const node = nodes.find((n) => n.slug === values["cluster.node"])?.name ?? String(values["cluster.node"]);
   if (isRecsys(values)) return suggestRecsysName(values, node);
-  return `${model} · ${values["cluster.num_nodes"]}× ${node} · ${values["strategy.kind"]}`;
+  return `${model} · ${values["cluster.num_nodes"]}× ${node} · ${strategyName(String(values["strategy.kind"]))}`;
 }
 
 /** Whether any input of the "Advanced" section differs from its default (then it is shown open). */

@@ -1,0 +1,62 @@
+"""Display names of a scenario's ids (tierlab.catalog.labels): the catalog's model and node
+names and the strategies' own spellings, for pages a person reads."""
+
+import pytest
+
+from tierlab.catalog import labels
+from tierlab.catalog.models import ModelPreset
+
+pytestmark = pytest.mark.django_db
+
+SPEC = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2, "gpus_per_node": 8},
+        "strategy": {"kind": "zero3"}}
+
+
+def test_a_scenario_is_labelled_by_display_names_not_ids(catalog):
+    assert labels.model_label(SPEC) == "Llama-2-70B"
+    assert labels.nodes_label(SPEC) == "2× NVIDIA DGX H100 (8 GPU/node)"
+    assert labels.strategy_label(SPEC) == "ZeRO-3"
+    assert " · ".join(f(SPEC) for f in (labels.model_label, labels.nodes_label, labels.strategy_label)) \
+        == "Llama-2-70B · 2× NVIDIA DGX H100 (8 GPU/node) · ZeRO-3"
+
+
+@pytest.mark.parametrize("kind, name", [
+    ("ddp", "DDP"), ("zero1", "ZeRO-1"), ("zero2", "ZeRO-2"), ("zero3", "ZeRO-3"),
+    ("fsdp_full_shard", "FSDP FULL_SHARD"), ("fsdp_hybrid_shard", "FSDP HYBRID_SHARD"),
+    ("zero_offload", "ZeRO-Offload"), ("zero_infinity", "ZeRO-Infinity"),
+])
+def test_every_strategy_has_its_projects_spelling(kind, name):
+    assert labels.strategy_label({"model": "llama2-7b", "strategy": {"kind": kind}}) == name
+
+
+def test_every_engine_strategy_is_named():
+    from simulation.scenario import STRATEGY_KINDS
+
+    assert set(labels.STRATEGY_NAMES) == set(STRATEGY_KINDS)
+
+
+def test_the_catalog_name_wins_over_the_built_in_one(catalog):
+    ModelPreset.objects.filter(slug="llama2-7b").update(name="Llama 2 (7B), renamed")
+    from tierlab.scenarios import services
+
+    services.forget_catalog()
+    assert labels.model_label({"model": "llama2-7b"}) == "Llama 2 (7B), renamed"
+
+
+def test_partial_custom_and_unknown_specs_keep_a_label():
+    assert labels.model_label({"model": {"name": "My 3B", "num_layers": 2}}) == "My 3B"
+    assert labels.model_label({"model": {}}) == "custom"
+    assert labels.model_label({"model": {"preset": "no-such-model"}}) == "no-such-model"
+    assert labels.nodes_label({"cluster": {"num_nodes": 4}}) == "4× custom node"
+    assert labels.nodes_label({"cluster": {"node": "no-such-node"}}) == "1× no-such-node"
+    assert labels.strategy_label({"model": "llama2-7b"}) == "ZeRO-3"            # the engine's default
+    assert labels.strategy_label({"model": "x", "strategy": {"kind": "future_kind"}}) == "future_kind"
+    assert labels.model_label("not a dict") == "custom"
+    assert labels.nodes_label(None) == "1× custom node"
+
+
+def test_a_recommendation_model_is_labelled_by_its_presets_name():
+    spec = {"recsys": {"preset": "dlrm-mlperf-v2"}, "cluster": {"node": "dgx-h100", "num_nodes": 2}}
+    assert labels.model_label(spec) == "DLRM-DCNv2, MLPerf v2 (Criteo 1TB multi-hot)"
+    assert labels.strategy_label(spec) == "embeddings: parameter server vs all-to-all"
+    assert labels.model_label({"recsys": {"tables": []}}) == "custom recommendation model"

@@ -1,0 +1,88 @@
+"""Display names of a scenario's ids, for pages a person reads: the catalog's model and node
+``name`` ("Llama-2-70B", "NVIDIA DGX H100") and the strategies as their projects spell them
+("ZeRO-3", "FSDP HYBRID_SHARD"). The API, the scenario JSON and the forms keep the ids.
+
+``model_label``, ``nodes_label`` and ``strategy_label`` take a scenario's JSON as the user
+gave it (presets unexpanded, possibly partial or hand-written) and never raise.
+"""
+
+from __future__ import annotations
+
+STRATEGY_NAMES = {
+    "ddp": "DDP",
+    "zero1": "ZeRO-1",
+    "zero2": "ZeRO-2",
+    "zero3": "ZeRO-3",
+    "fsdp_full_shard": "FSDP FULL_SHARD",
+    "fsdp_hybrid_shard": "FSDP HYBRID_SHARD",
+    "zero_offload": "ZeRO-Offload",
+    "zero_infinity": "ZeRO-Infinity",
+}
+
+
+def strategy_name(kind) -> str:
+    """``"zero3"`` -> ``"ZeRO-3"``; an unknown kind as it is."""
+    return STRATEGY_NAMES.get(kind, str(kind))
+
+
+def _tables() -> dict:
+    """The preset tables the engine resolves with: the catalog's, else its built-ins."""
+    from django.db import DatabaseError
+
+    from simulation import presets
+    from simulation.recsys.spec import PRESETS as RECSYS_PRESETS
+    # imported here: the scenario model, which the services import, may import this module
+    from tierlab.scenarios import services
+
+    try:
+        tables = services.catalog_lookups()
+    except DatabaseError:                     # no catalog table yet (before migrating): the built-ins
+        tables = {}
+    return {"models": tables.get("models") or presets.MODELS, "nodes": tables.get("nodes") or presets.NODES,
+            "recsys": RECSYS_PRESETS}
+
+
+def preset_name(table: str, slug) -> str:
+    """The ``name`` of preset ``slug`` in ``table`` ("models", "nodes", "recsys"); the slug if unknown."""
+    entry = _tables()[table].get(slug) if isinstance(slug, str) else None
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return str(name) if name else str(slug)
+
+
+def _section(spec, key) -> dict:
+    value = spec.get(key) if isinstance(spec, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def model_label(spec) -> str:
+    """The model's display name: its preset's catalog name, its own ``name``, or "custom"."""
+    model = spec.get("model") if isinstance(spec, dict) else None
+    if isinstance(model, str):
+        return preset_name("models", model)
+    if model is None and _section(spec, "recsys"):
+        recsys = _section(spec, "recsys")
+        if recsys.get("preset"):
+            return preset_name("recsys", recsys["preset"])
+        return str(recsys.get("name") or "custom recommendation model")
+    model = model if isinstance(model, dict) else {}
+    if model.get("preset"):
+        return preset_name("models", model["preset"])
+    return str(model.get("name") or "custom")
+
+
+def nodes_label(spec) -> str:
+    """"2× NVIDIA DGX H100", with "(8 GPU/node)" when the scenario sets the GPUs per node."""
+    cluster = _section(spec, "cluster")
+    node = cluster.get("node")
+    label = f"{cluster.get('num_nodes', 1)}× {preset_name('nodes', node) if node else 'custom node'}"
+    if cluster.get("gpus_per_node"):
+        label += f" ({cluster['gpus_per_node']} GPU/node)"
+    return label
+
+
+def strategy_label(spec) -> str:
+    """The strategy's display name ("ZeRO-3", the engine's default when none is given)."""
+    if isinstance(spec, dict) and spec.get("model") is None and _section(spec, "recsys") \
+            and not _section(spec, "strategy"):
+        return "embeddings: parameter server vs all-to-all"
+    return strategy_name(_section(spec, "strategy").get("kind", "zero3"))
