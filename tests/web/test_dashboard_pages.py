@@ -58,6 +58,16 @@ def test_compare_one_scenario_explains_why_not(owner_client, owner):
     assert Comparison.objects.count() == 0
 
 
+def test_a_refused_compare_hands_the_ticks_back_to_the_list(owner_client, owner):
+    a = strategies(owner, ("zero2",))[0]
+    r = owner_client.post("/compare/", {"scenario": [a.pk]})
+    # the list's script ticks the boxes named in ?compare= again
+    assert r.status_code == 302 and r["Location"] == f"/scenarios/?compare={a.pk}"
+    r = owner_client.post("/compare/", {"scenario": [str(a.pk), "x", str(a.pk), "<b>"]})
+    assert r["Location"] == f"/scenarios/?compare={a.pk}"
+    assert owner_client.post("/compare/", {})["Location"] == "/scenarios/"
+
+
 def test_the_comparison_page(owner_client, comparison):
     html = owner_client.get(f"/compare/{comparison.pk}/").content.decode()
     assert f'<div id="compare-root" data-url="/api/v1/comparisons/{comparison.pk}/"></div>' in html

@@ -1,10 +1,13 @@
 """Pages: comparisons, sweeps, share links and the shared view. Each looks its object up,
 calls one service and renders or redirects; the front end mounts on the template's ids."""
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -49,6 +52,15 @@ def scenario_variants(request, pk):
 
 
 # ---------------------------------------------------------------- comparisons
+def _list_with_ticks(ids) -> str:
+    """The scenario list, asked to tick ``ids`` again (its script reads ``?compare=``): a
+    refused "Compare checked" keeps what the user ticked. Ids only, at most a page's worth."""
+    digits = (v for v in ids if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 19)
+    kept = list(dict.fromkeys(digits))[:100]
+    url = reverse("scenario-list")
+    return f"{url}?{urlencode({'compare': kept}, doseq=True)}" if kept else url
+
+
 @login_required
 def compare_index(request):
     """GET: your comparisons and sweeps and your team's. POST (the scenario list's Compare button): compare
@@ -60,7 +72,7 @@ def compare_index(request):
         except InputError as exc:
             field = "the checked scenarios" if exc.field.startswith("scenarios") else exc.field
             messages.error(request, f"Could not compare {field}: {exc.message}.")
-            return redirect("scenario-list")
+            return redirect(_list_with_ticks(request.POST.getlist("scenario")))
         return redirect(comparison)
     return render(request, "dashboard/index.html", {
         "comparisons": Comparison.objects.visible_to(request.user).select_related("owner")
