@@ -65,7 +65,7 @@ def test_the_run_page_is_for_the_owner(client, stranger, run):
 
 def test_the_list_shows_labels_last_run_and_run_again(owner_client, run):
     html = owner_client.get("/scenarios/").content.decode()
-    for text in ("llama2-7b", "1× dgx-h100 (1 GPU/node)", "zero_offload", "queued",
+    for text in ("Llama-2-7B", "1× NVIDIA DGX H100 (1 GPU/node)", "ZeRO-Offload", "queued",
                  f'href="/runs/{run.pk}/"', "Run again"):
         assert text in html, text
 

@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from tierlab.access import OwnedQuerySet, RunQuerySet
+from tierlab.catalog import labels
 
 
 class Scenario(models.Model):
@@ -28,36 +29,19 @@ class Scenario(models.Model):
     def get_absolute_url(self):
         return f"/scenarios/{self.pk}/"
 
-    # Short labels for lists; the spec may be partial or hand-written.
-    def _section(self, key) -> dict:
-        value = self.spec.get(key) if isinstance(self.spec, dict) else None
-        return value if isinstance(value, dict) else {}
-
+    # Short labels for lists and headers, by display name; the spec may be partial or
+    # hand-written (tierlab.catalog.labels never raises).
     @property
     def model_label(self) -> str:
-        model = self.spec.get("model") if isinstance(self.spec, dict) else None
-        if isinstance(model, str):
-            return model
-        if model is None and self._section("recsys"):
-            recsys = self._section("recsys")
-            return str(recsys.get("preset") or recsys.get("name") or "custom recommendation model")
-        model = model if isinstance(model, dict) else {}
-        return str(model.get("preset") or model.get("name") or "custom")
+        return labels.model_label(self.spec)
 
     @property
     def nodes_label(self) -> str:
-        cluster = self._section("cluster")
-        label = f"{cluster.get('num_nodes', 1)}× {cluster.get('node') or 'custom node'}"
-        if cluster.get("gpus_per_node"):
-            label += f" ({cluster['gpus_per_node']} GPU/node)"
-        return label
+        return labels.nodes_label(self.spec)
 
     @property
     def strategy_label(self) -> str:
-        spec = self.spec if isinstance(self.spec, dict) else {}
-        if spec.get("model") is None and self._section("recsys") and not self._section("strategy"):
-            return "embeddings: parameter server vs all-to-all"
-        return str(self._section("strategy").get("kind", "zero3"))
+        return labels.strategy_label(self.spec)
 
     @property
     def last_run(self):
