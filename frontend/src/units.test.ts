@@ -63,6 +63,9 @@ describe("seconds", () => {
   it("picks a unit by size", () => {
     expect(formatSeconds(0)).toBe("0 s");
     expect(formatSeconds(0.00085)).toBe("850 µs");
+    expect(formatSeconds(11e-6)).toBe("11 µs");          // NVMe open()
+    expect(formatSeconds(2.5e-6)).toBe("2.5 µs");
+    expect(formatSeconds(250e-9)).toBe("250 ns");        // CXL load latency, not "0 µs"
     expect(formatSeconds(0.0123)).toBe("12.3 ms");
     expect(formatSeconds(4.2)).toBe("4.20 s");
     expect(formatSeconds(90)).toBe("1.5 min");

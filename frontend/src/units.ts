@@ -43,7 +43,8 @@ export function formatSeconds(seconds: number): string {
   if (!Number.isFinite(seconds)) return formatNumber(seconds);
   const abs = Math.abs(seconds);
   if (abs === 0) return "0 s";
-  if (abs < 1e-3) return `${formatNumber(seconds * 1e6, 0)} µs`;
+  if (abs < 1e-6) return `${formatNumber(seconds * 1e9, 0)} ns`;     // CXL/NVMe latencies
+  if (abs < 1e-3) return `${formatNumber(seconds * 1e6, abs < 1e-5 ? 1 : 0)} µs`;
   if (abs < 1) return `${formatNumber(seconds * 1e3, 1)} ms`;
   if (abs < 60) return `${formatNumber(seconds, 2)} s`;
   if (abs < 3600) return `${formatNumber(seconds / 60, 1)} min`;

@@ -131,8 +131,8 @@ def test_identical_inputs_reuse_stored_results(owner_api, owner):
 
 @pytest.mark.parametrize("question,labels,key", [
     ("sharding", ["ZeRO-2", "ZeRO-3", "FSDP hybrid"], "strategy.kind"),
-    ("offload", ["offload to CPU DDR", "offload to NVMe",
-                 "offload to CXL (+ 1,024 GiB CXL expander)"],
+    ("offload", ["ZeRO-Infinity offload to CPU DDR", "ZeRO-Infinity offload to NVMe",
+                 "ZeRO-Infinity offload to CXL (+ 1,024 GiB CXL expander)"],
      "strategy.offload_optimizer"),
     ("checkpoint", ["checkpoint to local NVMe", "checkpoint to remote DRAM", "checkpoint to parallel FS"],
      "checkpoint.target"),
@@ -184,3 +184,12 @@ def test_a_tier_the_node_lacks_is_not_a_best_zero():
     assert cxl["best"] == [2]                          # not the node without CXL
     rows = output_rows([report(False, 0), report(False, 0)])
     assert "memory.per_node.cxl.total_bytes" not in {r["key"] for r in rows}
+
+
+def test_values_that_read_the_same_are_ties_not_a_best():
+    from tierlab.dashboard.table import best_indices
+    # goodput 99.821% vs 99.823% (shown as 99.82% both): no best
+    assert best_indices([0.99821, 0.99823, 0.99822], "max", [True] * 3) == []
+    # 5.00 s vs 5.001 s (0.02% apart) tie for best against 6 s
+    assert best_indices([5.0, 5.001, 6.0], "min", [True] * 3) == [0, 1]
+    assert best_indices([5.0, 5.2, 6.0], "min", [True] * 3) == [0]

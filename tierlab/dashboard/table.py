@@ -101,6 +101,10 @@ def input_rows(inputs: list[dict | None]) -> list[dict]:
     return sorted(rows, key=lambda r: not r["differs"])   # stable: keeps scenario order
 
 
+# Values closer than this (relative) read the same in the table (99.82% and 99.82%): ties.
+TIE_REL = 5e-4
+
+
 def best_indices(values: list, better: str, eligible: list[bool]) -> list[int]:
     """Columns holding the best value: among the eligible columns (those that fit) if any
     has a value, else among all. None when every value is the same or there is no rule."""
@@ -109,11 +113,15 @@ def best_indices(values: list, better: str, eligible: list[bool]) -> list[int]:
     numeric = [(i, float(v)) for i, v in enumerate(values)
                if isinstance(v, (int, float)) and v is not None]
     pool = [(i, v) for i, v in numeric if eligible[i]] or numeric
-    if len({v for _, v in numeric}) <= 1 or not pool:
+    if not pool:
         return []
     pick = min if better == "min" else max
     target = pick(v for _, v in pool)
-    return [i for i, v in pool if v == target]
+    tie = TIE_REL * abs(target)
+    everything = [v for _, v in numeric]
+    if max(everything) - min(everything) <= tie:
+        return []                      # all the same as the table shows them: no best
+    return [i for i, v in pool if abs(v - target) <= tie]
 
 
 def _value(report: dict | None, key: str):

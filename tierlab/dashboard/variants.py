@@ -17,6 +17,7 @@ import copy
 from django.db import transaction
 
 from simulation import ScenarioError, presets
+from tierlab.catalog.labels import strategy_name
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.models import Comparison
@@ -76,9 +77,10 @@ def variants(spec: dict, question: str) -> list[tuple[str, dict]]:
                 expander = cxl_expander()
                 cluster["tiers"] = dict(cluster.get("tiers") or {}, cxl=expander)
                 gib = (expander.get("capacity_bytes") or 0) / 2**30
-                with_(f"offload to CXL (+ {gib:,.0f} GiB CXL expander)", strategy=strategy, cluster=cluster)
+                with_(f"{strategy_name(kind)} offload to CXL (+ {gib:,.0f} GiB CXL expander)",
+                      strategy=strategy, cluster=cluster)
             else:
-                with_(f"offload to {label}", strategy=strategy)
+                with_(f"{strategy_name(kind)} offload to {label}", strategy=strategy)
     else:
         checkpoint = base.get("checkpoint") if isinstance(base.get("checkpoint"), dict) else {}
         for target, label in (("local_nvme", "local NVMe"), ("remote_dram", "remote DRAM"),
