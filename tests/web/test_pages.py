@@ -106,3 +106,9 @@ def test_a_stale_run_shows_failed_on_its_page(owner_client, run, settings):
     Run.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(days=1))
     html = owner_client.get(f"/runs/{run.pk}/").content.decode()
     assert "worker lost" in html
+
+
+def test_the_login_pages_log_in_link_keeps_where_it_was_going(client):
+    html = client.get("/accounts/login/?next=/scenarios/").content.decode()
+    assert 'href="/accounts/login/?next=/scenarios/"' in html
+    assert "next=/accounts/login/" not in html and "next=%2Faccounts%2Flogin%2F" not in html
