@@ -1,6 +1,7 @@
 """What only a browser shows about the dashboard's readability: the comparison table fits
 a 1400 px window for up to 4 scenarios (a scroll inside its region for more), a heatmap of
-40 columns draws no cell labels over each other or over its row labels, and "Compare
+40 columns draws no cell labels over each other or over its row labels (and the sweep's
+points table fits the page), and "Compare
 checked" with one box ticked keeps the tick. Screenshots land in test-results/browser/
 (``TIERLAB_SCREENSHOT_DIR``) for a person to look at."""
 
@@ -86,6 +87,14 @@ def test_a_heatmap_of_40_columns_keeps_its_numbers_in_the_tooltip(page, live_url
     # no cell label: the only percentages are the colour scale's ends, told apart
     assert sorted(t for t in texts if "%" in t) == ["(worse) 99.820%", "99.859% (better)"], texts
     page.locator("#sweep-heatmap").screenshot(path=str(SCREENSHOTS / "sweep-heatmap-40-columns.png"))
+    # the points table fits the page: every column in view without scrolling sideways
+    page.wait_for_selector("#sweep-table")
+    fit = page.evaluate("""() => {
+      const table = document.getElementById('sweep-table'), region = table.parentElement;
+      return {table: table.scrollWidth, region: region.clientWidth, page: document.documentElement.scrollWidth,
+              window: window.innerWidth};
+    }""")
+    assert fit["table"] <= fit["region"] and fit["page"] <= fit["window"], fit
     # the cell's value, at the precision that tells it from its neighbours, is in its tooltip
     box = page.locator("#sweep-heatmap").bounding_box()
     page.mouse.move(box["x"] + box["width"] - 40, box["y"] + 60)

@@ -12,7 +12,7 @@ import { METRICS, heatmapHeight, heatmapOption, metricByKey, paretoGroups, paret
   valueText, CLASS_LABELS, type Metric } from "../charts/sweep_series";
 import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
-import { formatUSD } from "../dashboard/format";
+import { formatUSD, valuePieces } from "../dashboard/format";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
 import { pollDelay } from "../poll";
@@ -49,12 +49,13 @@ function pointsTable(sweep: Sweep): HTMLElement {
         h("th", { scope: "col" }, "#"),
         sweep.axes.map((ax) => h("th", { scope: "col" }, ax.label ?? ax.path)),
         h("th", { scope: "col" }, "Outcome"),
-        h("th", { scope: "col", class: "num" }, "Step time (s)"),
-        h("th", { scope: "col", class: "num" }, "Throughput (tokens/s)"),
-        h("th", { scope: "col", class: "num" }, "USD per hour"),
-        h("th", { scope: "col", class: "num" }, "USD per 1M tokens"),
-        h("th", { scope: "col", class: "num" }, "HBM used per GPU (GB / GiB)"),
-        h("th", { scope: "col", class: "num" }, "MFU (%)"))),
+        // units are in the cells; short headings keep the table within the page
+        h("th", { scope: "col", class: "num" }, "Step time"),
+        h("th", { scope: "col", class: "num" }, "Throughput"),
+        h("th", { scope: "col", class: "num" }, "Cost per hour"),
+        h("th", { scope: "col", class: "num" }, "Cost per 1M tokens"),
+        h("th", { scope: "col", class: "num" }, "HBM per GPU"),
+        h("th", { scope: "col", class: "num" }, "MFU"))),
       h("tbody", null, sweep.points.map((p) => h("tr", {
         "data-index": p.index, "data-status": p.status, "data-class": cls(p), "data-pareto": String(front.has(p.index)),
         class: front.has(p.index) ? "pareto" : null,
@@ -66,7 +67,8 @@ function pointsTable(sweep: Sweep): HTMLElement {
         h("td", { class: "num" }, show(p.tokens_per_s, (v) => `${formatNumber(v, 0)} tokens/s`)),
         h("td", { class: "num" }, show(p.usd_per_hour, (v) => `${formatUSD(v)}/h`)),
         h("td", { class: "num" }, show(p.usd_per_million_tokens, (v) => formatUSD(v))),
-        h("td", { class: "num" }, show(p.hbm_total_bytes, (v) => formatBytes(v))),
+        h("td", { class: "num" }, num(p.hbm_total_bytes) === null
+          ? "—" : valuePieces(formatBytes(p.hbm_total_bytes as number)).map((piece) => h("span", { class: "piece" }, piece, " "))),
         h("td", { class: "num" }, show(p.mfu, (v) => formatPercent(v))))))));
 }
 
