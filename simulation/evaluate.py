@@ -249,7 +249,8 @@ def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     spec = sc.recsys
     emb_params = sum(t["rows"] * t["dim"] for t in rs["embedding"]["tables"])
     dense = spec.dense_params["total"]
-    model = dict(name=f"recommendation model ({spec.preset})" if spec.preset else "recommendation model",
+    label = spec.name if spec.name and spec.name != "custom" else spec.preset
+    model = dict(name=f"{label} · recommendation model" if label else "recommendation model",
                  num_params=emb_params + dense, num_active_params=None, embedding_params=emb_params,
                  dense_params=dense, num_layers=None, hidden_size=None, exact_count=True)
     faster = min(rs["ps"]["designs"], key=lambda d: d["step_time_s"]) if rs["ps"].get("designs") else None

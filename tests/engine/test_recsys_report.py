@@ -72,3 +72,10 @@ def test_moe_model_compares_expert_parameter_server_with_all_to_all():
     assert r["ps"]["faster"] == "expert_all_to_all"
     dense = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100"}})
     assert dense["ps"] == {}
+
+
+def test_a_recsys_preset_is_named_by_its_display_name():
+    from simulation import evaluate_dict
+    r = evaluate_dict({"recsys": {"preset": "dlrm-mlperf-v2"}, "cluster": {"node": "dgx-h100"}},
+                      include_step=False)
+    assert r["model"]["name"] == "DLRM-DCNv2, MLPerf v2 (Criteo 1TB multi-hot) · recommendation model"

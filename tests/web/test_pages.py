@@ -92,6 +92,7 @@ def test_the_catalog_is_public_and_shows_sources(client, catalog):
     # logged out, the navigation offers what works without an account
     assert 'href="/catalog/"' in html and "Log in" in html
     assert 'href="/scenarios/"' not in html and 'href="/compare/"' not in html
+    assert '<a class="brand" href="/catalog/">' in html      # not "/", which asks to log in
     assert "Llama-2-70B" in html and "arXiv 2307.09288" in html
     assert "NVIDIA DGX H100" in html and "glennklockwood.com" in html
     assert "GiB" in html
