@@ -193,3 +193,10 @@ def test_values_that_read_the_same_are_ties_not_a_best():
     # 5.00 s vs 5.001 s (0.02% apart) tie for best against 6 s
     assert best_indices([5.0, 5.001, 6.0], "min", [True] * 3) == [0, 1]
     assert best_indices([5.0, 5.2, 6.0], "min", [True] * 3) == [0]
+
+
+def test_the_bottleneck_is_in_words():
+    from tierlab.dashboard.table import output_rows
+    rows = {r["key"]: r for r in output_rows([{"verdict": {"bottleneck": "exposed_offload"}},
+                                               {"verdict": {"bottleneck": "cpu_optimizer"}}])}
+    assert rows["verdict.bottleneck"]["values"] == ["exposed offload I/O", "the CPU optimizer step"]

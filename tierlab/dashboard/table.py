@@ -124,6 +124,13 @@ def best_indices(values: list, better: str, eligible: list[bool]) -> list[int]:
     return [i for i, v in pool if abs(v - target) <= tie]
 
 
+# The verdict's bottleneck ids in words (step.py's verdict names them in its message too).
+BOTTLENECK_WORDS = {"compute": "compute", "exposed_comm": "exposed communication",
+                    "exposed_offload": "exposed offload I/O", "cpu_optimizer": "the CPU optimizer step",
+                    "stall": "prefetch-miss stalls", "pipeline_bubble": "the pipeline bubble",
+                    "none": "none"}
+
+
 def _value(report: dict | None, key: str):
     """The output ``key`` of ``report``; None for a tier the node does not have (its 0 bytes
     would otherwise look like, and be marked as, the best use of it)."""
@@ -133,7 +140,10 @@ def _value(report: dict | None, key: str):
         tier = key.split(".")[2]
         if dig(report, f"memory.per_node.{tier}.present") is False:
             return None
-    return dig(report, key)
+    value = dig(report, key)
+    if key == "verdict.bottleneck" and isinstance(value, str):
+        return BOTTLENECK_WORDS.get(value, value.replace("_", " "))
+    return value
 
 
 def output_rows(reports: list[dict | None]) -> list[dict]:

@@ -324,7 +324,7 @@ export function timelineOption(report: Report, style: ChartStyle = {}): Timeline
         type: "slider",
         xAxisIndex: 0,
         filterMode: "weakFilter",
-        bottom: 4,
+        bottom: 8,                 // the handles stand taller than the bar: room so they are not clipped
         height: 22,
         showDataShadow: false,
         minValueSpan: axis?.minSpan,
