@@ -27,7 +27,7 @@ from .parallel import Layout
 from .scenario import Scenario
 from .scheduler import COMPUTE, simulate
 from .states import StateBytes
-from .stepgraph import LABEL_CODE, LABELS, RankModel, build, graph_arrays
+from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays
 
 CATEGORY = {"allgather": "exposed_comm", "reduce_scatter": "exposed_comm",
             "allreduce": "exposed_comm", "tp_allreduce": "exposed_comm",
@@ -157,13 +157,10 @@ def attribute_reference(a: dict, sched) -> dict:
 
 def attribute(a: dict, sched, engine: str = "auto") -> dict:
     """``attribute_reference`` in C when the extension is built (same result)."""
-    try:
-        from . import _cstepgraph
-    except ImportError:
-        _cstepgraph = None
-    if engine == "python" or _cstepgraph is None:
+    c = c_module()
+    if engine == "python" or c is None:
         return attribute_reference(a, sched)
-    seconds = _cstepgraph.attribute(a["kind"], a["stream"], a["label"], a["dep_ptr"], a["dep_idx"],
+    seconds = c.attribute(a["kind"], a["stream"], a["label"], a["dep_ptr"], a["dep_idx"],
                                     sched.start_s, sched.end_s, float(sched.makespan_s),
                                     a["gpu_stream"], _CATEGORY_OF_LABEL, len(BREAKDOWN_KEYS), _STALL)
     return dict(zip(BREAKDOWN_KEYS, seconds))

@@ -260,7 +260,8 @@ def _optimizer(g, r: RankModel, syncs, last_c):
                    [done], "allgather")
 
 
-def _c_builder():
+def c_module():
+    """``simulation._cstepgraph`` when it is built, else None."""
     try:
         from . import _cstepgraph
     except ImportError:
@@ -276,7 +277,7 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
     Python objects per task (some 50x faster); "python" runs ``build``, the specification.
     Raises GraphError when the graph needs a link ``links`` lacks.
     """
-    c = _c_builder() if engine in ("auto", "c") else None
+    c = c_module() if engine in ("auto", "c") else None
     if c is None:
         if engine == "c":
             raise ImportError("simulation._cstepgraph is not built")
