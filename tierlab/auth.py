@@ -41,7 +41,7 @@ def forget(key: str | None = None, user_id: int | None = None) -> None:
         if key is None and user_id is None:
             _cache.clear()
             return
-        for k, (token_user_id, _user) in list(_cache.items()):
+        for k, (token_user_id, _user, _token) in list(_cache.items()):
             if k == key or token_user_id == user_id:
                 _cache.pop(k, None)
 
@@ -56,10 +56,10 @@ class CachedTokenAuthentication(TokenAuthentication):
         with _lock:
             hit = store.get(key)
         if hit is not None:
-            return hit[1], key
+            return hit[1], hit[2]              # (user, token): request.auth is a Token either way
         user, token = super().authenticate_credentials(key)   # raises for unknown / inactive
         with _lock:
-            store[key] = (user.pk, user)
+            store[key] = (user.pk, user, token)
         return user, token
 
 
