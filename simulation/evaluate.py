@@ -9,8 +9,8 @@ from typing import Callable
 from . import bandwidth
 from .checkpoint import evaluate_checkpoint
 from .estimators import deepspeed_estimate
-from .memory import NODE_TIERS, build_parts, fragmentation_part, tier_summary
-from .params import count_params
+from .memory import build_parts, fragmentation_part, tier_summaries
+from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
 from .recsys_report import recsys_memory, recsys_sections
@@ -46,7 +46,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
     tick = progress or (lambda _f: None)
     if sc.model is None:
         return _evaluate_recsys_only(sc, include_step, tick)
-    pc = count_params(sc.model)
+    pc = model_params(sc.model)
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer)
     parts = build_parts(sc, pc, lay, sb)
@@ -55,12 +55,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
         if frag:
             parts.append(frag)
 
-    acc = sc.cluster.accelerator
-    per_gpu = {"hbm": tier_summary(parts, "hbm", acc.hbm_capacity_bytes, True)}
-    per_node = {}
-    for t in NODE_TIERS:
-        spec = sc.cluster.tiers.get(t)
-        per_node[t] = tier_summary(parts, t, spec.capacity_bytes if spec else 0.0, spec is not None)
+    per_gpu, per_node = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes,
+                                       sc.cluster.tiers)
 
     violations, notes = find_violations(per_gpu, per_node), []
     notes += _advice(sc, per_gpu["hbm"], lay)

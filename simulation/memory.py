@@ -38,10 +38,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .activations import ActivationShape, first_stage
+from .activations import ActivationShape, StageActivations, first_stage
+from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
-from .scenario import Scenario
+from .scenario import ModelSpec, Scenario, TrainingSpec
 from .states import StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
@@ -141,16 +142,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
             sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "")
 
     # ---- activations
-    m = sc.model
-    heads = m.num_attention_heads or max(1, m.hidden_size // 128)
-    shape = ActivationShape(
-        seq_len=tr.seq_len, micro_batch=tr.micro_batch_size, hidden=m.hidden_size,
-        heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
-        top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
-        flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,
-        sequence_parallel=tr.sequence_parallel, recompute=tr.recompute)
-    act = first_stage(shape, m.num_layers, tr.pipeline_parallel, lay.grad_accumulation_steps,
-                      tr.interleave_stages, m.vocab_size if realistic else None)
+    act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
     note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)"
     if st.offload_activations == "cpu" and act.layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
@@ -171,6 +163,24 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
     if realistic:
         _buffers(add, sc, pc, lay, sb, psi)
     return parts
+
+
+def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
+                 realistic: bool) -> StageActivations:
+    """The first pipeline stage's activations (the realistic convention adds the
+    embedding and output-layer ones, which need the vocabulary)."""
+    heads = m.num_attention_heads or max(1, m.hidden_size // 128)
+    shape = ActivationShape(
+        seq_len=tr.seq_len, micro_batch=tr.micro_batch_size, hidden=m.hidden_size,
+        heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
+        top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
+        flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,
+        sequence_parallel=tr.sequence_parallel, recompute=tr.recompute)
+    return first_stage(shape, m.num_layers, tr.pipeline_parallel, grad_accumulation_steps,
+                       tr.interleave_stages, m.vocab_size if realistic else None)
+
+
+_stage_activations = ByIdentity(_activations)
 
 
 def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi: float):
@@ -224,10 +234,15 @@ def fragmentation_part(parts: list[Part], fraction: float) -> Part | None:
     """Allocator reserve on HBM: ``fraction`` of the dynamic allocations of the peak phase."""
     if fraction <= 0:
         return None
-    dyn = {ph: sum(p.bytes for p in parts if p.tier == "hbm" and p.phase == ph)
-           for ph in ("fwd_bwd", "step")}
-    peak_phase = max(dyn, key=dyn.get)
-    extra = fraction * dyn[peak_phase]
+    fwd_bwd = step = 0
+    for p in parts:
+        if p.tier == "hbm":
+            if p.phase == "fwd_bwd":
+                fwd_bwd += p.bytes
+            elif p.phase == "step":
+                step += p.bytes
+    peak_phase, dyn = ("step", step) if step > fwd_bwd else ("fwd_bwd", fwd_bwd)
+    extra = fraction * dyn
     if extra <= 0:
         return None
     return Part("allocator fragmentation and reserve", "buffers", "hbm", extra, peak_phase,
@@ -237,21 +252,45 @@ def fragmentation_part(parts: list[Part], fraction: float) -> Part | None:
 
 def tier_summary(parts: list[Part], tier: str, capacity: float, present: bool) -> dict:
     """Category totals of one tier at its peak phase, with capacity and the parts."""
-    mine = [p for p in parts if p.tier == tier]
+    return _summary([p for p in parts if p.tier == tier], capacity, present)
+
+
+def tier_summaries(parts: list[Part], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:
+    """``(per_gpu, per_node)``: :func:`tier_summary` of HBM and of each of ``NODE_TIERS``
+    (``node_tiers`` maps a tier to its spec with ``capacity_bytes``; absent: none)."""
+    mine: dict = {"hbm": [], "ddr": [], "nvme": [], "cxl": []}
+    for p in parts:
+        held = mine.get(p.tier)
+        if held is not None:
+            held.append(p)
+    per_node = {}
+    for t in NODE_TIERS:
+        spec = node_tiers.get(t)
+        per_node[t] = _summary(mine[t], spec.capacity_bytes if spec else 0.0, spec is not None)
+    return {"hbm": _summary(mine["hbm"], hbm_capacity_bytes, True)}, per_node
+
+
+_NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
+
+
+def _summary(mine: list[Part], capacity: float, present: bool) -> dict:
     fwd_bwd = step = 0
+    dynamic = False
     for p in mine:
         if p.phase == "fwd_bwd":
             fwd_bwd += p.bytes
+            dynamic = True
         elif p.phase == "step":
             step += p.bytes
+            dynamic = True
     peak = "step" if step > fwd_bwd else "fwd_bwd"
-    out = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
+    out = _NO_BYTES.copy()
     for p in mine:                    # in order, as sum() would add them
         if p.phase == "persistent" or p.phase == peak:
             out[_CATEGORY_KEYS[p.category]] += p.bytes
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
-               peak_phase=peak if any(p.phase != "persistent" for p in mine) else "persistent",
+               peak_phase=peak if dynamic else "persistent",
                parts=[p.to_dict() for p in mine])
     return out

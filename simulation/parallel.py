@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from .fields import plain
 
 from .errors import ScenarioError
-from .scenario import Scenario
+from .memo import ByIdentity
+from .scenario import ClusterSpec, ModelSpec, Scenario, StrategySpec, TrainingSpec
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,12 @@ class Layout:
 
 
 def layout(sc: Scenario) -> Layout:
-    """Derive the layout; raises ScenarioError when degrees or batches do not divide."""
-    c, t, s = sc.cluster, sc.training, sc.strategy
+    """Derive the layout; raises ScenarioError when degrees or batches do not divide.
+    Remembered per identity of the four sections it reads (see :mod:`simulation.memo`)."""
+    return _layout(sc.model, sc.cluster, sc.training, sc.strategy)
+
+
+def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) -> Layout:
     n = c.num_gpus
     mp = t.tensor_parallel * t.pipeline_parallel
     if n % mp:
@@ -36,13 +41,13 @@ def layout(sc: Scenario) -> Layout:
                             f"tensor_parallel x pipeline_parallel = {mp} must divide the "
                             f"{n} GPUs ({c.num_nodes} nodes x {c.gpus_per_node})")
     dp = n // mp
-    if sc.model.num_layers and sc.model.num_layers % t.pipeline_parallel:
+    if model.num_layers and model.num_layers % t.pipeline_parallel:
         raise ScenarioError("training.pipeline_parallel",
-                            f"must divide the model's {sc.model.num_layers} layers, "
+                            f"must divide the model's {model.num_layers} layers, "
                             f"got {t.pipeline_parallel}")
-    if sc.model.num_attention_heads and sc.model.num_attention_heads % t.tensor_parallel:
+    if model.num_attention_heads and model.num_attention_heads % t.tensor_parallel:
         raise ScenarioError("training.tensor_parallel",
-                            f"must divide the {sc.model.num_attention_heads} attention heads, "
+                            f"must divide the {model.num_attention_heads} attention heads, "
                             f"got {t.tensor_parallel}")
     per_step = t.micro_batch_size * dp
     gbs = t.global_batch_size if t.global_batch_size is not None else per_step
@@ -63,3 +68,6 @@ def layout(sc: Scenario) -> Layout:
                   pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
                   replica_groups=dp // shard, micro_batch_size=t.micro_batch_size,
                   global_batch_size=gbs, grad_accumulation_steps=gbs // per_step)
+
+
+_layout = ByIdentity(_derive)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .memo import ByIdentity
 from .scenario import ModelSpec
 
 
@@ -66,3 +67,7 @@ def count_params(m: ModelSpec) -> ParamCount:
     return ParamCount(total=total, active=active, per_layer=per_layer,
                       per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
                       largest_module=largest, exact=m.num_params is None)
+
+
+model_params = ByIdentity(count_params)
+"""``count_params`` remembered per (frozen, shared) model spec: what evaluations call."""

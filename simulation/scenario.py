@@ -33,6 +33,7 @@ from . import presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
+from .memo import ByIdentity
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
                      section as _section, str_field as _str)
@@ -383,54 +384,66 @@ class Scenario:
     @classmethod
     def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
         """Validate, expand presets and build a scenario. Raises ScenarioError."""
-        d = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
-        sc = cls(model=_parsed(ModelSpec, d["model"]) if d.get("model") is not None else None,
-                 recsys=_parsed(RecModelSpec, d["recsys"]) if d.get("recsys") is not None else None,
-                 cluster=_parsed(ClusterSpec, d["cluster"]),
+        models = presets.MODELS if models is None else models
+        nodes = presets.NODES if nodes is None else nodes
+        accelerators = presets.ACCELERATORS if accelerators is None else accelerators
+        model, cluster, recsys = _resolved_sections(d, models, nodes, accelerators)
+        if cluster is None:          # not seen before (or a recommendation model): the long way
+            r = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
+            model = _parsed(ModelSpec, r["model"]) if r.get("model") is not None else None
+            recsys = _parsed(RecModelSpec, r["recsys"]) if r.get("recsys") is not None else None
+            cluster = _parsed(ClusterSpec, r["cluster"])
+            if model is not None and recsys is None:
+                _remember_resolved(d, model, cluster, models, nodes, accelerators)
+        sc = cls(model=model, recsys=recsys, cluster=cluster,
                  training=_parsed(TrainingSpec, _section(d, "training")),
                  strategy=_parsed(StrategySpec, _section(d, "strategy")),
                  convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
                  runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
                  checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint")))
-        _check_checkpoint_target(sc)
+        _checked_target(sc.checkpoint, sc.cluster)
         return sc
 
     def to_dict(self) -> dict:
-        d = dict(schema=self.schema, cluster=_section_dict(self.cluster),
-                 training=_section_dict(self.training), strategy=_section_dict(self.strategy),
-                 convention=self.convention, runtime=_section_dict(self.runtime),
-                 checkpoint=_section_dict(self.checkpoint))
-        if self.model is not None:
-            d["model"] = _section_dict(self.model)
-        if self.recsys is not None:
-            d["recsys"] = _section_dict(self.recsys)
-        return d
+        """The scenario as JSON: a new dict each call, so a caller may change what it gets."""
+        made, plan = _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
+                              self.convention, self.runtime, self.checkpoint, self.schema)
+        return _copy(made, plan)
 
 
-def _section_dict(spec) -> dict:
-    """``spec.to_dict()``, made once per (frozen, shared) section and handed out as a copy
-    of its dicts and lists, so a caller may change what it gets."""
-    made = spec.__dict__.get("_as_dict")
-    if made is None:
-        made = spec.to_dict()
-        object.__setattr__(spec, "_as_dict", made)    # a cache, not a field: eq/hash ignore it
-    return _fresh(made)
+def _json_of(model, recsys, cluster, training, strategy, convention, runtime, checkpoint,
+             schema) -> tuple[dict, tuple]:
+    """The scenario's JSON and its copy plan, made once per set of (frozen, shared) sections."""
+    d = dict(schema=schema, cluster=cluster.to_dict(), training=training.to_dict(),
+             strategy=strategy.to_dict(), convention=convention, runtime=runtime.to_dict(),
+             checkpoint=checkpoint.to_dict())
+    if model is not None:
+        d["model"] = model.to_dict()
+    if recsys is not None:
+        d["recsys"] = recsys.to_dict()
+    return d, _plan(d)
 
 
-def _fresh(d: dict) -> dict:
-    """A copy of ``d`` and of the dicts and lists inside it (JSON values only)."""
+def _plan(d: dict) -> tuple:
+    """Where ``d`` nests: ``((key, plan of a dict | None for a list), ...)``."""
+    return tuple((k, _plan(v) if type(v) is dict else None) for k, v in d.items()
+                 if type(v) is dict or type(v) is list)
+
+
+def _copy(d: dict, plan: tuple) -> dict:
+    """A copy of ``d`` and of the dicts and lists that ``plan`` says it holds."""
     out = d.copy()
-    for k, v in d.items():
-        t = type(v)
-        if t is dict:
-            out[k] = _fresh(v)
-        elif t is list:
-            out[k] = _fresh_list(v)
+    for k, sub in plan:
+        out[k] = _copy(d[k], sub) if sub is not None else _copy_list(d[k])
     return out
 
 
-def _fresh_list(v: list) -> list:
-    return [_fresh(x) if type(x) is dict else _fresh_list(x) if type(x) is list else x for x in v]
+def _copy_list(v: list) -> list:
+    return [_copy(x, _plan(x)) if type(x) is dict else _copy_list(x) if type(x) is list else x
+            for x in v]
+
+
+_as_json = ByIdentity(_json_of)
 
 
 # ------------------------------------------------------------------ section memo
@@ -453,6 +466,51 @@ def _parsed(cls, section):
             _PARSED.clear()
         _PARSED[key] = hit
     return hit
+
+
+# A model or cluster section as the user wrote it (a preset name plus overrides) and the
+# preset tables it was expanded with -> its parsed spec. The tables are kept alive with the
+# entry (so their ids stay theirs); the engine never changes a table it is given.
+_RESOLVED: dict = {}
+_TOP_LEVEL = frozenset({"schema", "model", "cluster", "training", "strategy", "convention", "runtime",
+                        "checkpoint", "recsys", "name"})
+
+
+def _resolved_keys(d: dict, models, nodes, accelerators) -> tuple:
+    return (("model", repr(d.get("model")), id(models)),
+            ("cluster", repr(d.get("cluster")), id(nodes), id(accelerators)))
+
+
+def _resolved_sections(d, models, nodes, accelerators) -> tuple:
+    """``(model, cluster, None)`` when both sections were resolved before, else Nones.
+    Only the checks :func:`resolve` makes before expanding are repeated: the rest passed."""
+    if not isinstance(d, dict) or d.get("recsys") is not None:
+        return None, None, None
+    km, kc = _resolved_keys(d, models, nodes, accelerators)
+    m, c = _RESOLVED.get(km), _RESOLVED.get(kc)
+    if m is None or c is None:
+        return None, None, None
+    schema = d.get("schema", SCHEMA_VERSION)
+    if schema != SCHEMA_VERSION:
+        raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
+    _no_unknown(d, _TOP_LEVEL, "")
+    return m[-1], c[-1], None
+
+
+def _remember_resolved(d, model, cluster, models, nodes, accelerators) -> None:
+    km, kc = _resolved_keys(d, models, nodes, accelerators)
+    if len(_RESOLVED) >= _PARSED_MAX:
+        _RESOLVED.clear()
+    _RESOLVED[km] = (models, model)
+    _RESOLVED[kc] = (nodes, accelerators, cluster)
+
+
+def forget_parsed() -> None:
+    """Clear the section memos (see :func:`simulation.memo.forget`)."""
+    _PARSED.clear()
+    _RESOLVED.clear()
+    _checked_target.clear()
+    _as_json.clear()
 
 
 # ------------------------------------------------------------------ preset expansion
@@ -487,8 +545,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     schema = d.get("schema", SCHEMA_VERSION)
     if schema != SCHEMA_VERSION:
         raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
-    _no_unknown(d, {"schema", "model", "cluster", "training", "strategy", "convention", "runtime",
-                   "checkpoint", "recsys", "name"}, "")
+    _no_unknown(d, _TOP_LEVEL, "")
     models = presets.MODELS if models is None else models
     nodes = presets.NODES if nodes is None else nodes
     accelerators = presets.ACCELERATORS if accelerators is None else accelerators
@@ -555,7 +612,11 @@ def _scale_price(cluster: dict, tpl: dict | None, given: dict) -> None:
 
 def node_figures(sc: Scenario) -> dict:
     """The node's tier figures as the checkpoint model's keyword arguments."""
-    c, t = sc.cluster, sc.cluster.tiers
+    return _node_figures(sc.cluster)
+
+
+def _node_figures(c: ClusterSpec) -> dict:
+    t = c.tiers
     nvme, cxl, ddr = t.get("nvme"), t.get("cxl"), t.get("ddr")
     return dict(gpus_per_node=c.gpus_per_node, num_nodes=c.num_nodes,
                 host_link_bytes_per_s=c.accelerator.host_link_bytes_per_s,
@@ -569,6 +630,10 @@ def node_figures(sc: Scenario) -> dict:
                 cxl_capacity_bytes=cxl and cxl.capacity_bytes)
 
 
-def _check_checkpoint_target(sc: Scenario) -> None:
+def _check_checkpoint_target(checkpoint: CheckpointSpec, cluster: ClusterSpec) -> bool:
     """Reject a checkpoint target this node lacks (ScenarioError on checkpoint.target)."""
-    resolve_target(sc.checkpoint, **node_figures(sc))
+    resolve_target(checkpoint, **_node_figures(cluster))
+    return True
+
+
+_checked_target = ByIdentity(_check_checkpoint_target)

@@ -20,6 +20,7 @@ In pure fp32 training there is no separate master copy (the parameters are fp32)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 _OPT_STATE_BYTES = {"adam": 8, "adamw": 8, "adam_8bit": 2, "sgd_momentum": 4, "adafactor": 0}
 _DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -47,6 +48,7 @@ class StateBytes:
                     optimizer_states=self.optimizer_states, k=self.k, total=self.total)
 
 
+@lru_cache(maxsize=64)
 def state_bytes(precision: str, optimizer: str) -> StateBytes:
     """Bytes per parameter for ``precision`` (bf16/fp16/fp32) and ``optimizer``."""
     p = _DTYPE_BYTES[precision]

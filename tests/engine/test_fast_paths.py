@@ -53,7 +53,9 @@ def test_summary_path_equals_detailed_path(case):
     assert strip(fast) == strip(full)                      # every other number, exactly
     # and the pure-Python engine (Python graph, reference simulator and attribution) agrees
     sc = Scenario.from_dict(case)
-    from simulation.evaluate import count_params, layout, state_bytes
+    from simulation.params import count_params
+    from simulation.parallel import layout
+    from simulation.states import state_bytes
     from simulation.step import step_report
     pc, lay = count_params(sc.model), layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer)
