@@ -13,7 +13,9 @@
      as sweeps and the API run it (``detail=False``);
    - full with detail: also the step timeline with its critical path and the checkpoint
      Monte-Carlo, as a run's result page shows it;
-   - quick: memory only, the live estimate of the form.
+   - quick: memory only, the live estimate of the form;
+   - quick, cold: the same with every engine memo cleared before each call (what a
+     scenario whose sections the process has never seen costs).
 3. The same calls against llm-analysis's ``train()`` (memory + analytic step time, no
    simulation) on the nearest 80-layer model it ships (LLaMA-65B) and H100 SXM, cycling
    through its valid ZeRO stage x GPUs x micro batch x recompute x TP configurations,
@@ -36,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import itertools  # noqa: E402
 
 from simulation import ScenarioError, estimate_dict, evaluate_dict  # noqa: E402
+from simulation.memo import forget  # noqa: E402
 from simulation.scheduler import COMPUTE, max_min_rates, simulate  # noqa: E402
 from simulation.stepgraph import RankModel, build  # noqa: E402
 
@@ -227,7 +230,8 @@ def main():
     grid = scenario_grid()
     work = {"full": (lambda d: evaluate_dict(d, detail=False), grid),
             "detail": (lambda d: evaluate_dict(d, detail=True), grid),
-            "quick": (estimate_dict, grid)}
+            "quick": (estimate_dict, grid),
+            "quick-cold": (lambda d: (forget(), estimate_dict(d)), grid)}
     la = llm_analysis_calls()
     if la:
         work["llm-analysis"] = la
@@ -238,6 +242,8 @@ def main():
     print(f"   full (memory + simulated step + goodput)  {1 / t_full:10,.0f} /s   ({t_full * 1e3:.3f} ms each; goal >= 2,000/s)")
     print(f"   full with timeline and Monte-Carlo        {1 / t_detail:10,.0f} /s   ({t_detail * 1e3:.3f} ms each)")
     print(f"   quick (memory only)                       {1 / t_quick:10,.0f} /s   ({t_quick * 1e3:.3f} ms each; goal >= 20,000/s)")
+    t_cold = t["quick-cold"]
+    print(f"   quick, every memo cleared before each call {1 / t_cold:9,.0f} /s   ({t_cold * 1e3:.3f} ms each)")
     if not la:
         print("\n3. llm-analysis not installed (pip install llm-analysis)")
         return

@@ -36,8 +36,6 @@ optimizer step (fp32 gradient conversion); the total is persistent + the larger 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .activations import ActivationShape, StageActivations, first_stage
 from .memo import ByIdentity
 from .params import ParamCount
@@ -58,26 +56,19 @@ DS_PARAM_SWAP_BUFFERS = 5           # offload_param.buffer_count
 DS_PARAM_SWAP_ELEMENTS = 1e8        # offload_param.buffer_size
 
 
-@dataclass(slots=True)     # not frozen: a frozen init costs 5x, and estimates make dozens
-class Part:
-    """One allocation. ``bytes`` is per GPU on HBM, per node on DDR/NVMe/CXL."""
-    name: str
-    category: str
-    tier: str
-    bytes: float
-    phase: str = "persistent"       # persistent | fwd_bwd | step
-    bytes_per_param: float | None = None
-    note: str = ""
-
-    def to_dict(self) -> dict:
-        d = {"name": self.name, "category": self.category, "tier": self.tier,
-             "bytes": self.bytes, "phase": self.phase, "note": self.note}
-        if self.bytes_per_param is not None:
-            d["bytes_per_param"] = self.bytes_per_param
-        return d
+def part(name: str, category: str, tier: str, bytes: float, phase: str = "persistent",
+         bytes_per_param: float | None = None, note: str = "") -> dict:
+    """One allocation, as the report lists it: ``bytes`` is per GPU on HBM, per node on
+    DDR/NVMe/CXL; ``phase`` is persistent, fwd_bwd or step. A plain dict because a report
+    lists a dozen of them per tier and a quick estimate should cost ~0.1 ms."""
+    d = {"name": name, "category": category, "tier": tier, "bytes": bytes, "phase": phase,
+         "note": note}
+    if bytes_per_param is not None:
+        d["bytes_per_param"] = bytes_per_param
+    return d
 
 
-def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> list[Part]:
+def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> list[dict]:
     """Every allocation of one rank (HBM) and of one node (other tiers)."""
     st, tr = sc.strategy, sc.training
     realistic = sc.convention == "realistic"
@@ -86,13 +77,17 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
     d = lay.shard_degree
     stage = st.zero_stage
     shard_note = f"sharded over {d} ranks" if d > 1 else "replicated on every rank"
-    parts: list[Part] = []
+    parts: list[dict] = []
 
     def add(name, category, tier, per_rank_bytes, bpp=None, phase="persistent", note=""):
         if per_rank_bytes <= 0:
             return
         scale = 1 if tier == "hbm" else gpn          # node tiers hold every local rank's share
-        parts.append(Part(name, category, tier, per_rank_bytes * scale, phase, bpp, note))
+        entry = {"name": name, "category": category, "tier": tier, "bytes": per_rank_bytes * scale,
+                 "phase": phase, "note": note}          # part(), inline: a dozen per estimate
+        if bpp is not None:
+            entry["bytes_per_param"] = bpp
+        parts.append(entry)
 
     opt_tier = OFFLOAD_TIER.get(st.offload_optimizer, "hbm")
     par_tier = OFFLOAD_TIER.get(st.offload_params, "hbm")
@@ -230,37 +225,37 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
 
 
-def fragmentation_part(parts: list[Part], fraction: float) -> Part | None:
+def fragmentation_part(parts: list[dict], fraction: float) -> dict | None:
     """Allocator reserve on HBM: ``fraction`` of the dynamic allocations of the peak phase."""
     if fraction <= 0:
         return None
     fwd_bwd = step = 0
     for p in parts:
-        if p.tier == "hbm":
-            if p.phase == "fwd_bwd":
-                fwd_bwd += p.bytes
-            elif p.phase == "step":
-                step += p.bytes
+        if p["tier"] == "hbm":
+            if p["phase"] == "fwd_bwd":
+                fwd_bwd += p["bytes"]
+            elif p["phase"] == "step":
+                step += p["bytes"]
     peak_phase, dyn = ("step", step) if step > fwd_bwd else ("fwd_bwd", fwd_bwd)
     extra = fraction * dyn
     if extra <= 0:
         return None
-    return Part("allocator fragmentation and reserve", "buffers", "hbm", extra, peak_phase,
+    return part("allocator fragmentation and reserve", "buffers", "hbm", extra, peak_phase,
                 note=f"{fraction:.0%} of activations and working buffers "
                      "(runtime.fragmentation_fraction)")
 
 
-def tier_summary(parts: list[Part], tier: str, capacity: float, present: bool) -> dict:
+def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -> dict:
     """Category totals of one tier at its peak phase, with capacity and the parts."""
-    return _summary([p for p in parts if p.tier == tier], capacity, present)
+    return _summary([p for p in parts if p["tier"] == tier], capacity, present)
 
 
-def tier_summaries(parts: list[Part], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:
+def tier_summaries(parts: list[dict], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:
     """``(per_gpu, per_node)``: :func:`tier_summary` of HBM and of each of ``NODE_TIERS``
     (``node_tiers`` maps a tier to its spec with ``capacity_bytes``; absent: none)."""
     mine: dict = {"hbm": [], "ddr": [], "nvme": [], "cxl": []}
     for p in parts:
-        held = mine.get(p.tier)
+        held = mine.get(p["tier"])
         if held is not None:
             held.append(p)
     per_node = {}
@@ -273,24 +268,25 @@ def tier_summaries(parts: list[Part], hbm_capacity_bytes: float, node_tiers: dic
 _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
-def _summary(mine: list[Part], capacity: float, present: bool) -> dict:
+def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
     fwd_bwd = step = 0
     dynamic = False
     for p in mine:
-        if p.phase == "fwd_bwd":
-            fwd_bwd += p.bytes
+        phase = p["phase"]
+        if phase == "fwd_bwd":
+            fwd_bwd += p["bytes"]
             dynamic = True
-        elif p.phase == "step":
-            step += p.bytes
+        elif phase == "step":
+            step += p["bytes"]
             dynamic = True
     peak = "step" if step > fwd_bwd else "fwd_bwd"
     out = _NO_BYTES.copy()
     for p in mine:                    # in order, as sum() would add them
-        if p.phase == "persistent" or p.phase == peak:
-            out[_CATEGORY_KEYS[p.category]] += p.bytes
+        phase = p["phase"]
+        if phase == "persistent" or phase == peak:
+            out[_CATEGORY_KEYS[p["category"]]] += p["bytes"]
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
-               peak_phase=peak if dynamic else "persistent",
-               parts=[p.to_dict() for p in mine])
+               peak_phase=peak if dynamic else "persistent", parts=mine)
     return out

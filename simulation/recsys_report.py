@@ -9,7 +9,7 @@ per-node memory the report shows, with the same keys as a transformer's.
 
 from __future__ import annotations
 
-from .memory import Part, tier_summary
+from .memory import part, tier_summary
 from .recsys import evaluate_recsys, hbm_left_for_embeddings
 from .scenario import Scenario
 from .states import StateBytes
@@ -37,14 +37,14 @@ def recsys_sections(sc: Scenario, sb: StateBytes, peak_flops: float,
     for t in r["embedding"]["tiers"]:
         if t["bytes"] <= 0:
             continue
-        parts.append(Part(f"embedding rows ({t['rows']:,} rows, hit rate {t['hit_rate']:.1%})",
+        parts.append(part(f"embedding rows ({t['rows']:,} rows, hit rate {t['hit_rate']:.1%})",
                           "params", t["tier"], t["bytes"] / t["devices"],
                           note="hottest rows first (Zipf); row bytes include the optimizer state"))
     dense = spec.dense_params["total"]
     for name, cat, bpp in (("dense MLP parameters", "params", sb.params),
                            ("dense MLP gradients", "grads", sb.grads),
                            ("dense MLP optimizer states", "optimizer", sb.k)):
-        parts.append(Part(name, cat, "hbm", dense * bpp, bytes_per_param=bpp,
+        parts.append(part(name, cat, "hbm", dense * bpp, bytes_per_param=bpp,
                           note="data parallel: every GPU holds all of it"))
     return dict(r, parts=parts)
 
@@ -52,7 +52,7 @@ def recsys_sections(sc: Scenario, sb: StateBytes, peak_flops: float,
 def recsys_memory(sc: Scenario, rs: dict) -> dict:
     """per_gpu.hbm and per_node tiers for a recommendation-only scenario."""
     acc = sc.cluster.accelerator
-    parts = rs["parts"] + [Part("CUDA context, cuBLAS workspace, NCCL buffers", "buffers", "hbm",
+    parts = rs["parts"] + [part("CUDA context, cuBLAS workspace, NCCL buffers", "buffers", "hbm",
                                 sc.runtime.runtime_bytes, note="runtime.runtime_bytes")]
     # per-device capacity of the tiers the embedding placement used (PMEM may be recsys-only)
     placed = {t["tier"]: (t["capacity_bytes"] or 0.0) / t["devices"]
