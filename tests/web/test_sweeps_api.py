@@ -215,3 +215,19 @@ def test_a_chunk_that_killed_its_worker_too_often_fails(base, owner, settings):
     sweeps.execute_chunk(chunk.pk)
     sweep.refresh_from_db()
     assert sweep.status == "failed" and "started 2 times" in sweep.error
+
+
+def test_axes_carry_the_display_names_of_their_values(owner_api, base):
+    axes = [{"path": "strategy.kind", "values": ["zero3", "fsdp_hybrid_shard"]},
+            {"path": "cluster.node", "values": ["dgx-h100", "dgx-a100-80gb"]}]
+    with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async"):
+        body = create(owner_api, base, axes).json()
+    kind, node = body["axes"]
+    assert kind["values"] == ["zero3", "fsdp_hybrid_shard"]          # ids stay what was sent
+    assert kind["value_labels"] == ["ZeRO-3", "FSDP HYBRID_SHARD"]
+    assert node["value_labels"] == ["NVIDIA DGX H100", "NVIDIA DGX A100 (640 GB)"]
+    body = owner_api.get(f"{URL}{body['id']}/").json()
+    assert body["axes"][1]["value_labels"][0] == "NVIDIA DGX H100"
+    with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async"):
+        body = create(owner_api, base, NODES_X_MICRO).json()
+    assert body["axes"][0]["value_labels"] == [None, None]             # numbers read as themselves

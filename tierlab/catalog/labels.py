@@ -86,3 +86,21 @@ def strategy_label(spec) -> str:
             and not _section(spec, "strategy"):
         return "embeddings: parameter server vs all-to-all"
     return strategy_name(_section(spec, "strategy").get("kind", "zero3"))
+
+
+_PRESET_AXES = {"cluster.node": "nodes", "model.preset": "models", "model": "models"}
+
+
+def axis_value_labels(path: str, values: list) -> list:
+    """How each value of a sweep axis reads where it differs from the value itself: a
+    preset's catalog name ("NVIDIA DGX H100") or a strategy as its project spells it
+    ("FSDP HYBRID_SHARD"); None for a value that reads as itself (4, "cpu")."""
+    def one(value):
+        if path == "strategy.kind" and isinstance(value, str):
+            name = strategy_name(value)
+        elif path in _PRESET_AXES and isinstance(value, str):
+            name = preset_name(_PRESET_AXES[path], value)
+        else:
+            return None
+        return name if name != value else None
+    return [one(v) for v in values]

@@ -60,6 +60,10 @@ class AxisSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="A dotted scenario field, e.g. cluster.num_nodes")
     label = serializers.CharField(read_only=True, help_text="The field in words, e.g. Number of nodes")
     values = serializers.ListField(child=serializers.JSONField(), help_text="The values to try, e.g. [1, 2, 4]")
+    value_labels = serializers.ListField(
+        child=serializers.CharField(allow_null=True), read_only=True,
+        help_text='How each value reads where it differs from itself, e.g. "NVIDIA DGX H100" for '
+                  'dgx-h100 or "ZeRO-3" for zero3; null for a value that reads as itself')
 
 
 class SweepCreateSerializer(serializers.Serializer):

@@ -27,6 +27,7 @@ from django.utils import timezone
 import simulation
 from simulation import ScenarioError
 from simulation import sweep as engine_sweep
+from tierlab.catalog.labels import axis_value_labels
 from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.models import Sweep, SweepChunk
 from tierlab.dashboard.table import flatten
@@ -418,7 +419,8 @@ def sweep_payload(sweep: Sweep) -> dict:
     return {
         "id": sweep.pk, "name": sweep.name, "owner": sweep.owner.get_username(),
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
-        "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"])) for ax in sweep.axes],
+        "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"]),
+                      value_labels=axis_value_labels(ax["path"], ax["values"])) for ax in sweep.axes],
         "status": sweep.status, "cancelled": sweep.cancelled,
         "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,
         "done_points": done, "total_points": sweep.total_points,

@@ -17,6 +17,7 @@ import {
   pointClass,
   pointTooltipHTML,
   textPx,
+  axisValueText,
 } from "./sweep_series";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { axisTicks } from "./ticks";
@@ -30,6 +31,23 @@ describe("metrics", () => {
     expect(metricByKey("nonsense").key).toBe("step_time_s");
     expect(metricByKey(null).key).toBe("step_time_s");
     expect(METRICS.find((m) => m.key === "hbm_total_bytes")!.short(50e9)).toBe("50.0 GB");
+  });
+});
+
+describe("axis values", () => {
+  it("read by the display name the server sent, else as themselves", () => {
+    const [nodes, kind] = sampleSweep().axes;
+    expect(axisValueText(kind, "zero3")).toBe("ZeRO-3");
+    expect(axisValueText(nodes, 4)).toBe("4");
+    expect(axisValueText(kind, "zero1")).toBe("zero1");          // not on the axis
+    const bare = { path: "strategy.kind", values: ["zero2"] };   // an older payload: no names
+    expect(axisValueText(bare, "zero2")).toBe("zero2");
+    expect(axisValueText({ path: "x", values: [0.5], value_labels: [null] }, 0.5)).toBe("0.5");
+  });
+
+  it("name the point in its tooltip", () => {
+    const s = sampleSweep();
+    expect(pointTooltipHTML(s, s.points[1])).toContain("Strategy: <strong>ZeRO-3</strong>");
   });
 });
 
@@ -58,7 +76,7 @@ describe("heatmap", () => {
     expect(o.visualMap.text).toEqual(["8.00 s (worse)", "(better) 4.00 s"]);
     expect(o.xAxis.data).toEqual(["1", "2", "4"]);
     expect(o.xAxis.name).toBe("Number of nodes (cluster.num_nodes)");
-    expect(o.yAxis.data).toEqual(["zero2", "zero3"]);
+    expect(o.yAxis.data).toEqual(["ZeRO-2", "ZeRO-3"]);   // the display names the server sent
     // every coloured cell is labelled with its unit
     expect(series[0].label.formatter({ data: { point: 1 } })).toBe("8.00 s");
   });

@@ -103,6 +103,16 @@ export function pointClass(p: SweepPoint, metric: Metric): PointClass {
 /** A value of an axis as text: 4 -> "4", "nvme" -> "nvme", true -> "true". */
 export const valueText = (v: unknown) => (typeof v === "number" ? formatTick(v, 4) : String(v));
 
+/**
+ * A value of `axis` as text, by its display name where the server sent one ("ZeRO-3" for
+ * zero3, "NVIDIA DGX H100" for dgx-h100), else as `valueText` writes it.
+ */
+export function axisValueText(axis: Axis, v: unknown): string {
+  const i = axis.values.indexOf(v as number | string | boolean);
+  const label = i >= 0 ? axis.value_labels?.[i] : null;
+  return label ?? valueText(v);
+}
+
 /** Axis title: its label and, when it differs, the dotted path. */
 export function axisTitle(axis: Axis): string {
   return axis.label && axis.label !== axis.path ? `${axis.label} (${axis.path})` : axis.path;
@@ -166,7 +176,7 @@ const CLASS_MARK: Record<Exclude<PointClass, "value">, string> = {
  * (the heatmap's metric at the cell's precision) first when given.
  */
 export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string): string {
-  const lines = sweep.axes.map((ax) => `${esc(ax.label ?? ax.path)}: <strong>${esc(valueText(p.values[ax.path]))}</strong>`);
+  const lines = sweep.axes.map((ax) => `${esc(ax.label ?? ax.path)}: <strong>${esc(axisValueText(ax, p.values[ax.path]))}</strong>`);
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
   if (headline) lines.unshift(`<strong>${esc(headline)}</strong>`);
   if (p.status !== "done") lines.push(`Status: ${esc(p.status)}${p.error ? ` — ${esc(p.error)}` : ""}`);
@@ -221,7 +231,7 @@ export function heatmapLayout(sweep: Sweep, metric: Metric, width = HEATMAP_DEFA
   const scaled = cells.filter((c) => c.cls === "value").map((c) => metric.toScale(c.point[metric.key] as number));
   const decimals = Math.max(metric.minDecimals, distinctDecimals(scaled));
   const [a, b] = sweep.axes;
-  const rowTexts = b ? b.values.map(valueText) : [];
+  const rowTexts = b ? b.values.map((v) => axisValueText(b, v)) : [];
   const yLabelWidth = Math.min(Y_LABEL_MAX, Math.max(0, ...rowTexts.map((t) => textPx(t, AXIS_FONT))));
   const columns = Math.max(1, a.values.length);
   const cellWidth = Math.max(0, (width - GRID_SIDES - yLabelWidth - Y_LABEL_GAP) / columns);
@@ -314,7 +324,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
       name: axisTitle(a),
       nameLocation: "middle",
       nameGap: 28,
-      data: a.values.map(valueText),
+      data: a.values.map((v) => axisValueText(a, v)),
       splitArea: { show: false },
       // ECharts leaves out labels that would overlap; the tooltip names every column
       axisLabel: { hideOverlap: true, color: ink },
@@ -324,7 +334,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
       name: b ? axisTitle(b) : "",
       nameLocation: "end",
       nameTextStyle: { align: "left", color: ink },
-      data: b ? b.values.map(valueText) : [""],
+      data: b ? b.values.map((v) => axisValueText(b, v)) : [""],
       axisLabel: { width: Y_LABEL_MAX, overflow: "truncate", fontSize: AXIS_FONT, color: ink },
       // a row label cut short shows in full on hover (ECharts' own tooltip of an axis label)
       tooltip: { show: true },

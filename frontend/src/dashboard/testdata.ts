@@ -65,8 +65,8 @@ export function reportB(): Report {
 /** A 3 × 2 sweep: nodes [1, 2, 4] × strategy [zero2, zero3]; every kind of outcome. */
 export function sampleSweep(): Sweep {
   const axes = [
-    { path: "cluster.num_nodes", label: "Number of nodes", values: [1, 2, 4] },
-    { path: "strategy.kind", label: "Strategy", values: ["zero2", "zero3"] },
+    { path: "cluster.num_nodes", label: "Number of nodes", values: [1, 2, 4], value_labels: [null, null, null] },
+    { path: "strategy.kind", label: "Strategy", values: ["zero2", "zero3"], value_labels: ["ZeRO-2", "ZeRO-3"] },
   ];
   const v = (n: number, k: string) => ({ "cluster.num_nodes": n, "strategy.kind": k });
   const ok = (index: number, n: number, k: string, step: number, cost: number) => ({

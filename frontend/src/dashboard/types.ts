@@ -57,6 +57,8 @@ export interface Axis {
   path: string;
   label?: string;
   values: (number | string | boolean)[];
+  /** Display names of the values, where they differ from the value (null where not). */
+  value_labels?: (string | null)[];
 }
 
 export interface SweepPoint {

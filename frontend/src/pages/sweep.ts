@@ -9,7 +9,7 @@ import "../styles/dashboard.css";
 import { ApiError } from "../api";
 import { drawChart } from "../charts/dashboard_charts";
 import { METRICS, heatmapHeight, heatmapOption, metricByKey, paretoGroups, paretoOption, pointClass,
-  valueText, CLASS_LABELS, type Metric } from "../charts/sweep_series";
+  axisValueText, CLASS_LABELS, type Metric } from "../charts/sweep_series";
 import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
 import { formatUSD, valuePieces } from "../dashboard/format";
@@ -61,7 +61,7 @@ function pointsTable(sweep: Sweep): HTMLElement {
         class: front.has(p.index) ? "pareto" : null,
       },
         h("th", { scope: "row" }, String(p.index + 1)),
-        sweep.axes.map((ax) => h("td", null, valueText(p.values[ax.path]))),
+        sweep.axes.map((ax) => h("td", null, axisValueText(ax, p.values[ax.path]))),
         h("td", { class: cls(p) === "value" ? "outcome" : "outcome muted" }, outcome(p, front.has(p.index))),
         h("td", { class: "num" }, show(p.step_time_s, formatSeconds)),
         h("td", { class: "num" }, show(p.tokens_per_s, (v) => `${formatNumber(v, 0)} tokens/s`)),
