@@ -11,6 +11,11 @@ import math
 
 from .errors import ScenarioError
 
+def _where(path: str, key: str) -> str:
+    """The dotted field: ``training.seq_len``, or ``convention`` at the top level."""
+    return f"{path}.{key}" if path else key
+
+
 def show(v) -> str:
     """A value as the user wrote it in JSON (true, null, "text"), for messages."""
     try:
@@ -24,17 +29,17 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
     v = d.get(key, default)
     if v is None:
         if required:
-            raise ScenarioError(f"{path}.{key}", "is required")
+            raise ScenarioError(_where(path, key), "is required")
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or isinstance(v, float) and (
             not math.isfinite(v) or v != int(v)):
-        raise ScenarioError(f"{path}.{key}", f"must be a whole number, got {show(v)}")
+        raise ScenarioError(_where(path, key), f"must be a whole number, got {show(v)}")
     v = int(v)
     if v < minimum:
-        raise ScenarioError(f"{path}.{key}", f"must be at least {minimum}, got {v}")
+        raise ScenarioError(_where(path, key), f"must be at least {minimum}, got {v}")
     if maximum is not None and v > maximum:
         shown = f"{v:,}" if v < 1e15 else f"{float(v):.3g}"     # not 1e308's 309 digits
-        raise ScenarioError(f"{path}.{key}", f"must be at most {maximum:,}, got {shown}")
+        raise ScenarioError(_where(path, key), f"must be at most {maximum:,}, got {shown}")
     return v
 
 
@@ -44,19 +49,19 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ScenarioError(f"{path}.{key}", f"must be a finite number, got {show(v)}")
+        raise ScenarioError(_where(path, key), f"must be a finite number, got {show(v)}")
     if v < minimum or (strict and v == minimum):
         op = ">" if strict else ">="
-        raise ScenarioError(f"{path}.{key}", f"must be {op} {minimum:g}, got {v:g}")
+        raise ScenarioError(_where(path, key), f"must be {op} {minimum:g}, got {v:g}")
     if maximum is not None and v > maximum:
-        raise ScenarioError(f"{path}.{key}", f"must be <= {maximum:g}, got {v:g}")
+        raise ScenarioError(_where(path, key), f"must be <= {maximum:g}, got {v:g}")
     return float(v)
 
 
 def bool_field(d: dict, key: str, path: str, default: bool):
     v = d.get(key, default)
     if not isinstance(v, bool):
-        raise ScenarioError(f"{path}.{key}", f"must be true or false, got {show(v)}")
+        raise ScenarioError(_where(path, key), f"must be true or false, got {show(v)}")
     return v
 
 
@@ -64,20 +69,20 @@ def choice_field(d: dict, key: str, path: str, choices, default):
     v = d.get(key, default)
     if isinstance(v, bool) or v not in choices:
         shown = ", ".join("null" if c is None else str(c) for c in choices)
-        raise ScenarioError(f"{path}.{key}", f"must be one of {shown}; got {show(v)}")
+        raise ScenarioError(_where(path, key), f"must be one of {shown}; got {show(v)}")
     return v
 
 
 def str_field(d: dict, key: str, path: str, default=None):
     v = d.get(key, default)
     if v is not None and not isinstance(v, str):
-        raise ScenarioError(f"{path}.{key}", f"must be a string, got {show(v)}")
+        raise ScenarioError(_where(path, key), f"must be a string, got {show(v)}")
     return v
 
 
 def section(d: dict, key: str, path: str = "") -> dict:
     v = d.get(key, {})
-    where = f"{path}.{key}" if path else key
+    where = _where(path, key)
     if v is None:
         return {}
     if not isinstance(v, dict):

@@ -57,6 +57,8 @@ def test_evaluation_is_deterministic():
     ("training.seq_len", "long", "training.seq_len"),
     ("runtime.fragmentation_fraction", 2, "runtime.fragmentation_fraction"),
     ("model.colour", "blue", "model.colour"),
+    ("convention", "bogus", "convention"),          # a top-level field: no leading dot
+    ("convention", 5, "convention"),
 ])
 def test_bad_input_names_the_field(path, value, field):
     d = with_(path, value)
