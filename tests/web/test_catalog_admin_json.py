@@ -15,9 +15,14 @@ def staff_client(client, django_user_model):
     return client
 
 
+# every field the engine needs of an accelerator (admin edits are checked as the engine reads them)
+H100 = {"hbm_capacity_bytes": 85e9, "hbm_bytes_per_s": 3.35e12, "peak_flops_bf16": 989e12,
+        "peak_flops_fp32": 67e12, "host_link_bytes_per_s": 64e9, "scaleup_bytes_per_s": 450e9}
+
+
 def acc(slug, hbm=85e9):
     return Accelerator.objects.create(slug=slug, name=slug.upper(), source="datasheet",
-                                      spec={"hbm_capacity_bytes": hbm, "hbm_bytes_per_s": 3.35e12})
+                                      spec={**H100, "hbm_capacity_bytes": hbm})
 
 
 def upload(client, rows):
@@ -39,9 +44,9 @@ def test_it_exports_selected_rows_with_their_sources(staff_client):
 @pytest.mark.django_db
 def test_it_imports_rows_matched_by_slug(staff_client):
     acc("gpu-a")
-    r = upload(staff_client, [{"slug": "gpu-a", "name": "renamed", "spec": {"hbm_capacity_bytes": 1e9},
+    r = upload(staff_client, [{"slug": "gpu-a", "name": "renamed", "spec": {**H100, "hbm_capacity_bytes": 1e9},
                                "source": "s", "notes": ""},
-                              {"slug": "gpu-b", "name": "new", "spec": {}, "source": "s", "notes": ""}])
+                              {"slug": "gpu-b", "name": "new", "spec": H100, "source": "s", "notes": ""}])
     assert r.status_code == 302
     assert Accelerator.objects.get(slug="gpu-a").name == "renamed"
     assert Accelerator.objects.filter(slug="gpu-b").exists()
@@ -50,8 +55,8 @@ def test_it_imports_rows_matched_by_slug(staff_client):
 @pytest.mark.django_db
 def test_a_bad_row_names_itself_and_nothing_is_imported(staff_client):
     acc("gpu-a")
-    r = upload(staff_client, [{"slug": "gpu-new", "name": "ok", "spec": {}, "source": "", "notes": ""},
-                              {"slug": "gpu-a", "name": "bad", "spec": {"hbm_bytes_per_s": -1},
+    r = upload(staff_client, [{"slug": "gpu-new", "name": "ok", "spec": H100, "source": "", "notes": ""},
+                              {"slug": "gpu-a", "name": "bad", "spec": {**H100, "hbm_bytes_per_s": -1},
                                "source": "", "notes": ""}])
     assert r.status_code == 200
     text = r.content.decode()

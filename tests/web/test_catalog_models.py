@@ -75,3 +75,34 @@ def test_the_admin_refuses_a_negative_capacity(client, user_admin, catalog):
 def test_the_admin_is_for_staff_only(client, owner):
     client.force_login(owner)
     assert client.get("/admin/catalog/modelpreset/").status_code == 302
+
+
+@pytest.mark.parametrize("model, key, value, field", [
+    (ModelPreset, "num_layers", -5, "spec.num_layers"),
+    (ModelPreset, "num_layers", "abc", "spec.num_layers"),
+    (ModelPreset, "hidden_size", -4096, "spec.hidden_size"),
+    (ModelPreset, "colour", "blue", "spec.colour"),
+    (NodeTemplate, "gpus_per_node", -8, "spec.gpus_per_node"),
+    (NodeTemplate, "accelerator", "no-such-gpu", "spec.accelerator.preset"),
+    (Accelerator, "peak_flops_bf16", None, "spec.peak_flops_bf16"),
+    (Accelerator, "hbm_capacity_bytes", "80 GB", "spec.hbm_capacity_bytes"),
+])
+def test_clean_checks_a_preset_as_the_engine_reads_it(model, key, value, field):
+    """An admin edit the engine would refuse is refused on save, naming the key, instead of
+    turning every scenario that names the preset into a 400 about a field the user never sent."""
+    call_command("load_catalog")
+    row = model.objects.get(slug={ModelPreset: "llama2-7b", NodeTemplate: "dgx-h100",
+                                  Accelerator: "h100-sxm5-80gb"}[model])
+    row.full_clean()                                   # as loaded, it is fine
+    row.spec = {**row.spec, key: value}
+    with pytest.raises(ValidationError) as info:
+        row.full_clean()
+    message = " ".join(info.value.message_dict["spec"])
+    assert message.startswith(field + ":"), message
+
+
+def test_every_loaded_preset_passes_the_engine_check():
+    call_command("load_catalog")
+    for model in (Accelerator, NodeTemplate, ModelPreset):
+        for row in model.objects.all():
+            row.full_clean()

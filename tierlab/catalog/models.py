@@ -1,8 +1,11 @@
 """Catalog: engine presets (accelerators, node templates, models) and raw sourced hardware."""
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.text import slugify
 
+from simulation import ScenarioError, presets
+from simulation.scenario import AcceleratorSpec, ClusterSpec, ModelSpec, resolve
 from tierlab.catalog.validators import slug_validator, validate_spec
 
 
@@ -26,22 +29,46 @@ class Preset(models.Model):
 
     def clean(self):
         validate_spec(self.spec)
+        try:
+            self.check_with_engine()
+        except ScenarioError as e:      # the engine names the field; say it as a spec key
+            raise ValidationError({"spec": f"{e.field}: {e.message}"}) from None
+
+    def check_with_engine(self) -> None:
+        """Parse the preset as a scenario would use it; raises ScenarioError on ``spec.<key>``."""
 
     def engine_spec(self) -> dict:
         """The spec as the engine's preset table wants it (with name and source)."""
         return {**self.spec, "name": self.name, "source": self.source}
 
+    def as_used(self) -> dict:
+        """The spec as a scenario naming this preset expands it."""
+        return {**self.engine_spec(), "preset": self.slug}
+
 
 class Accelerator(Preset):
-    pass
+    def check_with_engine(self) -> None:
+        AcceleratorSpec.from_dict(self.as_used(), "spec")
 
 
 class NodeTemplate(Preset):
-    pass
+    def check_with_engine(self) -> None:
+        # the accelerator it names, from the rows as they are now (an import in progress
+        # included), else the engine's built-ins
+        accelerators = {a.slug: a.engine_spec() for a in Accelerator.objects.all()} or presets.ACCELERATORS
+        try:
+            cluster = resolve({"model": {}, "cluster": {"node": self.slug}},
+                              nodes={self.slug: self.engine_spec()}, accelerators=accelerators)["cluster"]
+            ClusterSpec.from_dict(cluster, "spec")
+        except ScenarioError as e:
+            if e.field.startswith("cluster."):
+                raise ScenarioError("spec." + e.field.removeprefix("cluster."), e.message) from None
+            raise
 
 
 class ModelPreset(Preset):
-    pass
+    def check_with_engine(self) -> None:
+        ModelSpec.from_dict(self.as_used(), "spec")
 
 
 class HardwareItem(models.Model):
