@@ -221,6 +221,12 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
     if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3:
         notes.append("Model states do not fit: a higher ZeRO stage (zero3 / FSDP FULL_SHARD) "
                      "shards parameters too, or offload the optimizer to CPU/NVMe/CXL.")
+    c = sc.cluster
+    if c.template_gpus_per_node and c.gpus_per_node > c.template_gpus_per_node:
+        notes.append(f"cluster.gpus_per_node is {c.gpus_per_node}, more than the {c.node_name or c.node} "
+                     f"template's {c.template_gpus_per_node}: its DDR, NVMe and NIC are the template's, "
+                     "shared by more GPUs (set cluster.tiers and nic_bytes_per_s for such a node; the "
+                     "price is scaled by the GPU count).")
     if sc.training.tensor_parallel > sc.cluster.gpus_per_node:
         notes.append("tensor_parallel exceeds GPUs per node: its all-reduces cross the network.")
     if sc.model.num_experts > 1:

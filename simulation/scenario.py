@@ -199,6 +199,7 @@ class ClusterSpec:
     node: str | None = None
     node_name: str | None = None
     source: str | None = None
+    template_gpus_per_node: int | None = None     # set when gpus_per_node overrides the template's
 
     @property
     def num_gpus(self) -> int:
@@ -232,7 +233,8 @@ class ClusterSpec:
             price_usd_per_node_hour=_num(d, "price_usd_per_node_hour", path),
             price_source=_str(d, "price_source", path),
             node=_str(d, "node", path), node_name=_str(d, "node_name", path),
-            source=_str(d, "source", path))
+            source=_str(d, "source", path),
+            template_gpus_per_node=_int(d, "template_gpus_per_node", path, minimum=1))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -240,7 +242,8 @@ class ClusterSpec:
             gpus_per_node=self.gpus_per_node, accelerator=self.accelerator.to_dict(),
             nic_bytes_per_s=self.nic_bytes_per_s,
             price_usd_per_node_hour=self.price_usd_per_node_hour, price_source=self.price_source,
-            tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source))
+            tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source,
+            template_gpus_per_node=self.template_gpus_per_node))
 
 
 @dataclass(frozen=True)
@@ -587,7 +590,10 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
                     raise ScenarioError(f"cluster.tiers.{tname}", "must be an object or null")
         elif v is not None:
             cluster[k] = v
-    _scale_price(cluster, tpl if node_id is not None and node_id in nodes else None, cluster_in)
+    template = tpl if node_id is not None and node_id in nodes else None
+    _scale_price(cluster, template, cluster_in)
+    if template and template.get("gpus_per_node") not in (None, cluster.get("gpus_per_node")):
+        cluster["template_gpus_per_node"] = template.get("gpus_per_node")
     acc = cluster.get("accelerator")
     if acc is None:
         raise ScenarioError("cluster.accelerator", "is required (or give a node template)")

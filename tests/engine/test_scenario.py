@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from simulation import Report, Scenario, ScenarioError, evaluate, evaluate_dict
+from simulation import Report, Scenario, ScenarioError, estimate_dict, evaluate, evaluate_dict
 
 BASE = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
         "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096,
@@ -153,3 +153,20 @@ def test_messages_show_values_as_json():
     with pytest.raises(ScenarioError) as e:
         evaluate_dict(with_("cluster.num_nodes", True))
     assert e.value.message.endswith("got true")
+
+
+def test_more_gpus_than_the_node_template_has_is_said():
+    """dgx-h100 has 8 GPUs: 64 per node keeps its DDR/NVMe/NICs, which a note says; the
+    price scales with the GPUs (8 x the template's)."""
+    d = with_("cluster.gpus_per_node", 64)
+    d["training"]["global_batch_size"] = 128          # 1 x 128 GPUs
+    r = estimate_dict(d)
+    assert r["scenario"]["cluster"]["template_gpus_per_node"] == 8
+    assert any("more than the" in n and "template's 8" in n for n in r["notes"]), r["notes"]
+    fewer = estimate_dict(with_("cluster.gpus_per_node", 4))
+    assert fewer["scenario"]["cluster"]["template_gpus_per_node"] == 8
+    assert not any("more than the" in n for n in fewer["notes"])
+    same = estimate_dict(with_("cluster.gpus_per_node", 8))
+    assert "template_gpus_per_node" not in same["scenario"]["cluster"]
+    # a resolved scenario evaluates again to the same report (stored runs are re-evaluated)
+    assert estimate_dict(r["scenario"])["notes"] == r["notes"]
