@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { crossCheckRows, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
 import { fittingReport, sampleReport } from "./testdata/report";
 
 describe("partsRows", () => {
@@ -10,8 +10,9 @@ describe("partsRows", () => {
     expect(rows[0]).toEqual({
       tier: "hbm", tierLabel: "GPU HBM", where: "HBM per GPU", scope: "per_gpu", scopeLabel: "per GPU",
       name: "bf16 parameters (shard)", category: "params", categoryLabel: "Parameters",
-      phase: "persistent", bytes: 8e9, note: "sharded over 16 ranks",
+      phase: "persistent", phaseLabel: "whole step", bytes: 8e9, note: "sharded over 16 ranks",
     });
+    expect(rows[4]).toMatchObject({ phase: "fwd_bwd", phaseLabel: "forward/backward" });   // words, not ids
     expect(rows[6]).toMatchObject({
       tier: "ddr", tierLabel: "CPU DDR", where: "DDR per node", scopeLabel: "per node", name: "pinned staging buffers",
       categoryLabel: "Buffers", note: "", bytes: 2e9,
@@ -74,10 +75,11 @@ describe("cross checks", () => {
     };
     // 6.4e10 / 2^30 = 59.6 GiB; 2^36 = 68.7e9 bytes = 64 GiB; 1e10 / 2^30 = 9.3 GiB
     expect(crossCheckRows(r)).toEqual([
-      { name: "ZeRO paper model states per GPU", value: "64.0 GB (59.6 GiB)", note: "" },
+      { name: "ZeRO paper model states per GPU", value: "64.0 GB (59.6 GiB)", note: CROSS_CHECK_NOTES.zero_paper_model_states_per_gpu_bytes },
       { name: "DeepSpeed estimator: GPU", value: "68.7 GB (64.0 GiB)", note: "model states only" },
       { name: "DeepSpeed estimator: CPU", value: "10.0 GB (9.3 GiB)", note: "model states only" },
     ]);
     expect(crossCheckRows(sampleReport())).toEqual([]);
+    expect(CROSS_CHECK_NOTES.zero_paper_model_states_per_gpu_bytes).toContain("2 + 2 + K bytes per parameter");
   });
 });

@@ -61,9 +61,18 @@ export interface PartRow {
   category: string;
   categoryLabel: string;
   phase: string;
+  /** When the part is allocated, in words: "whole step", "forward/backward", "optimizer step". */
+  phaseLabel: string;
   bytes: number;
   note: string;
 }
+
+/** The engine's allocation phases in words (a tier peaks in one of the two dynamic ones). */
+export const PHASE_LABELS: Record<string, string> = {
+  persistent: "whole step",
+  fwd_bwd: "forward/backward",
+  step: "optimizer step",
+};
 
 /** Every part of every tier, tiers in display order, parts as the engine listed them. */
 export function partsRows(report: Report): PartRow[] {
@@ -81,6 +90,7 @@ export function partsRows(report: Report): PartRow[] {
         category: part.category,
         categoryLabel: CATEGORY_LABELS[part.category as Category] ?? part.category,
         phase: part.phase ?? "",
+        phaseLabel: PHASE_LABELS[part.phase ?? ""] ?? part.phase ?? "",
         bytes: part.bytes,
         note: part.note ?? "",
       });
@@ -188,6 +198,13 @@ export interface CrossCheckRow {
 }
 
 /** Other estimators' views of the scenario (report.cross_checks), bytes in GB and GiB. */
+/** What a cross-check the engine reports as a bare number counts. */
+export const CROSS_CHECK_NOTES: Record<string, string> = {
+  zero_paper_model_states_per_gpu_bytes:
+    "The ZeRO paper's Table 1 (SC'20): 2 + 2 + K bytes per parameter, sharded by the ZeRO stage; " +
+    "model states only, no activations, buffers or runtime",
+};
+
 export function crossCheckRows(report: Report): CrossCheckRow[] {
   const rows: CrossCheckRow[] = [];
   const show = (key: string, v: unknown): string | null => {
@@ -206,7 +223,7 @@ export function crossCheckRows(report: Report): CrossCheckRow[] {
       }
     } else {
       const text = show(key, val);
-      if (text !== null) rows.push({ name: humanizeKey(key), value: text, note: "" });
+      if (text !== null) rows.push({ name: humanizeKey(key), value: text, note: CROSS_CHECK_NOTES[key] ?? "" });
     }
   }
   return rows;

@@ -303,7 +303,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     "parts-table",
     "Every part of every tier",
     ["Part", "Tier", "Category", "Phase", "Bytes (GB)", "Bytes (GiB)", "Note"],
-    parts.map((r) => [r.name, r.where, r.categoryLabel, r.phase, formatGB(r.bytes, 2), formatGiB(r.bytes, 2), r.note]),
+    parts.map((r) => [r.name, r.where, r.categoryLabel, r.phaseLabel, formatGB(r.bytes, 2), formatGiB(r.bytes, 2), r.note]),
     [4, 5],
     [1],
   );
