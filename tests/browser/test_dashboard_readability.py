@@ -95,6 +95,14 @@ def test_a_heatmap_of_40_columns_keeps_its_numbers_in_the_tooltip(page, live_url
               window: window.innerWidth};
     }""")
     assert fit["table"] <= fit["region"] and fit["page"] <= fit["window"], fit
+    # and no heading breaks inside a word ("Numbe / r of nodes"): every word fits its column
+    broken = page.evaluate("""() => [...document.querySelectorAll('#sweep-table thead th')].flatMap((th) => {
+      const cs = getComputedStyle(th), ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const room = th.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      return th.innerText.split(/\\s+/).filter((w) => ctx.measureText(w).width > room + 0.5);
+    })""")
+    assert broken == [], broken
     # the cell's value, at the precision that tells it from its neighbours, is in its tooltip
     box = page.locator("#sweep-heatmap").bounding_box()
     page.mouse.move(box["x"] + box["width"] - 40, box["y"] + 60)
