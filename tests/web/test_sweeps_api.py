@@ -231,3 +231,9 @@ def test_axes_carry_the_display_names_of_their_values(owner_api, base):
     with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async"):
         body = create(owner_api, base, NODES_X_MICRO).json()
     assert body["axes"][0]["value_labels"] == [None, None]             # numbers read as themselves
+    axes = [{"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]},
+            {"path": "training.recompute", "values": ["none", "full"]}]
+    with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async"):
+        body = create(owner_api, base, axes).json()
+    assert body["axes"][0]["value_labels"] == ["none (GPU HBM)", "CPU DDR", "NVMe"]
+    assert body["axes"][1]["value_labels"] == [None, None]

@@ -90,15 +90,34 @@ def strategy_label(spec) -> str:
 
 _PRESET_AXES = {"cluster.node": "nodes", "model.preset": "models", "model": "models"}
 
+_OFFLOAD_NAMES = {"none": "none (GPU HBM)", "cpu": "CPU DDR", "nvme": "NVMe", "cxl": "CXL memory"}
+# Choices as a heatmap's rows and columns say them (short: a cell is narrow)
+CHOICE_NAMES: dict[str, dict[str, str]] = {
+    "strategy.offload_optimizer": _OFFLOAD_NAMES,
+    "strategy.offload_params": _OFFLOAD_NAMES,
+    "strategy.offload_activations": {"none": "none (GPU HBM)", "cpu": "CPU DDR"},
+    "training.optimizer": {"adam": "Adam", "adamw": "AdamW", "adam_8bit": "8-bit Adam",
+                           "sgd_momentum": "SGD + momentum", "adafactor": "Adafactor"},
+    "checkpoint.target": {"parallel_fs": "parallel file system", "local_nvme": "local NVMe",
+                          "gds_nvme": "local NVMe (GPUDirect Storage)", "remote_dram": "peer node DRAM",
+                          "cxl_pool": "CXL memory pool", "object_store": "object store"},
+    "checkpoint.method": {"in_memory_then_flush": "in-memory copy, then flush"},
+}
+
 
 def axis_value_labels(path: str, values: list) -> list:
     """How each value of a sweep axis reads where it differs from the value itself: a
-    preset's catalog name ("NVIDIA DGX H100") or a strategy as its project spells it
-    ("FSDP HYBRID_SHARD"); None for a value that reads as itself (4, "cpu")."""
+    preset's catalog name ("NVIDIA DGX H100"), a strategy as its project spells it
+    ("FSDP HYBRID_SHARD"), a choice in words ("CPU DDR" for cpu); None for a value that
+    reads as itself (4, "full")."""
     def one(value):
-        if path == "strategy.kind" and isinstance(value, str):
+        if not isinstance(value, str):
+            return None
+        if path == "strategy.kind":
             name = strategy_name(value)
-        elif path in _PRESET_AXES and isinstance(value, str):
+        elif path in CHOICE_NAMES:
+            name = CHOICE_NAMES[path].get(value, value)
+        elif path in _PRESET_AXES:
             name = preset_name(_PRESET_AXES[path], value)
         else:
             return None
