@@ -56,6 +56,8 @@ describe("labels", () => {
     expect(betterWord("min")).toBe("lowest");
     expect(betterWord("max")).toBe("highest");
     expect(betterWord("")).toBe("");
+    expect(betterWord("max", "bool")).toBe("yes");          // "Fits in every tier (yes is best)"
+    expect(betterWord("max", "s")).toBe("highest");
     expect(pathLabel("strategy.offload_optimizer")).toBe("strategy › offload optimizer");
     expect(formatUSD(1234.5)).toBe("$1,234.50");
   });

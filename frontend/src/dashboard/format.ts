@@ -61,7 +61,8 @@ export function columnLabel(position: number, name: string, max = 32): string {
 }
 
 /** What "best" means for a row, for the table's legend: "lowest", "highest", "". */
-export function betterWord(better: string): string {
+export function betterWord(better: string, unit = ""): string {
+  if (unit === "bool") return better === "max" ? "yes" : better === "min" ? "no" : "";
   return better === "min" ? "lowest" : better === "max" ? "highest" : "";
 }
 

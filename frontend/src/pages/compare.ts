@@ -35,7 +35,7 @@ function itemList(items: ComparisonItem[], shared: boolean): HTMLElement {
 }
 
 function outputRow(row: OutputRow): HTMLElement {
-  const word = betterWord(row.better);
+  const word = betterWord(row.better, row.unit);
   return h("tr", { "data-key": row.key },
     h("th", { scope: "row" }, row.label, word ? h("small", { class: "unit" }, ` (${word} is best)`) : null),
     row.values.map((v, i) => {
