@@ -19,14 +19,24 @@ def _seconds(value: float) -> str:
     return f"{value * 1e9:.4g} ns"
 
 
+def _gib(value: float) -> str:
+    g = value / 2**30
+    return f"{g:,.1f} GiB" if abs(g) >= 1000 else f"{g:.4g} GiB"
+
+
 def format_quantity(key: str, value) -> str:
-    """`hbm_capacity_bytes` 85e9 -> '85.15 GB (79.3 GiB)'; other values as they are."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """`hbm_capacity_bytes` 85e9 -> '85 GB (79.16 GiB)'; booleans as yes/no, prices in
+    dollars; other values as they are."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not isinstance(value, (int, float)):
         return str(value)
+    if key.startswith("price_usd_per_node_hour"):
+        return f"${value:,.2f} per node-hour"
     if key.endswith("_bytes_per_s"):
         return _si(value, "B/s")
     if key.endswith("_bytes"):
-        return f"{_si(value, 'B')} ({value / 2**30:.4g} GiB)"
+        return f"{_si(value, 'B')} ({_gib(value)})"
     if "_flops" in key:
         return _si(value, "FLOP/s")
     if key.endswith("_s"):
@@ -41,6 +51,55 @@ def _flatten(spec, prefix=""):
             yield from _flatten(value, f"{path}.")
         elif value is not None:
             yield path, format_quantity(str(key), value)
+
+
+# Units named inside a raw hardware key (bw_gbps_measured_d2h): the token -> its unit.
+# Two-token units first. "gbps" in this catalog is gigabytes per second, "gbit_s" gigabits.
+_HARDWARE_UNITS = (
+    (("gib", "s"), "GiB/s"), (("gbit", "s"), "Gbit/s"), (("mbit", "s"), "Mbit/s"),
+    (("mt", "s"), "MT/s"), (("gt", "s"), "GT/s"), (("usd", "per", "hr"), "$/h"),
+    (("gbps",), "GB/s"), (("tbps",), "TB/s"), (("tflops",), "TFLOP/s"), (("tops",), "TOPS"),
+    (("kiops",), "k IOPS"), (("gb",), "GB"), (("gib",), "GiB"), (("tb",), "TB"), (("tib",), "TiB"),
+    (("pb",), "PB"), (("mb",), "MB"), (("kw",), "kW"), (("w",), "W"), (("ns",), "ns"),
+    (("us",), "µs"), (("ms",), "ms"), (("pct",), "%"),
+)
+
+
+def hardware_unit(key: str) -> str | None:
+    """The unit a raw catalog key names: ``bw_gbps_unidir`` -> "GB/s", ``nic_gbit_s`` ->
+    "Gbit/s", ``hbm_gb`` -> "GB"; None for a count or a word (``drives``, ``cpu``)."""
+    tokens = key.lower().split("_")
+    for i in range(len(tokens)):
+        for unit_tokens, unit in _HARDWARE_UNITS:
+            if tuple(tokens[i:i + len(unit_tokens)]) == unit_tokens:
+                return unit
+    return None
+
+
+def format_hardware(key: str, value) -> str:
+    """A raw catalog figure with the unit its key names: ``bw_gbps_bidir`` 900 -> "900 GB/s"."""
+    unit = hardware_unit(key)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+        text = ", ".join(f"{v:,}" if isinstance(v, int) else f"{v:.6g}" for v in value)
+    elif isinstance(value, (int, float)):
+        text = f"{value:,}" if isinstance(value, int) else f"{value:,.6g}"
+    else:
+        return str(value)
+    if unit is None:
+        return text
+    if unit == "$/h":
+        return f"${text}/h"
+    return f"{text}{unit}" if unit == "%" else f"{text} {unit}"
+
+
+@register.filter
+def hardware_items(specs) -> list[tuple[str, str]]:
+    """A raw item's figures as (key, value with its unit) pairs, empty ones left out."""
+    if not isinstance(specs, dict):
+        return []
+    return [(k, format_hardware(str(k), v)) for k, v in specs.items() if v is not None]
 
 
 @register.filter
