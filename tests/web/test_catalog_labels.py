@@ -14,10 +14,14 @@ SPEC = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_
 
 def test_a_scenario_is_labelled_by_display_names_not_ids(catalog):
     assert labels.model_label(SPEC) == "Llama-2-70B"
-    assert labels.nodes_label(SPEC) == "2× NVIDIA DGX H100 (8 GPU/node)"
+    assert labels.nodes_label(SPEC) == "2× NVIDIA DGX H100"        # the template's own 8: not said
+    four = {"cluster": {"node": "dgx-h100", "num_nodes": 2, "gpus_per_node": 4}}
+    assert labels.nodes_label(four) == "2× NVIDIA DGX H100 (4 GPU/node)"
+    custom = {"cluster": {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 8}}
+    assert labels.nodes_label(custom) == "1× custom node (8 GPU/node)"
     assert labels.strategy_label(SPEC) == "ZeRO-3"
     assert " · ".join(f(SPEC) for f in (labels.model_label, labels.nodes_label, labels.strategy_label)) \
-        == "Llama-2-70B · 2× NVIDIA DGX H100 (8 GPU/node) · ZeRO-3"
+        == "Llama-2-70B · 2× NVIDIA DGX H100 · ZeRO-3"
 
 
 @pytest.mark.parametrize("kind, name", [

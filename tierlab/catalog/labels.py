@@ -71,12 +71,15 @@ def model_label(spec) -> str:
 
 
 def nodes_label(spec) -> str:
-    """"2× NVIDIA DGX H100", with "(8 GPU/node)" when the scenario sets the GPUs per node."""
+    """"2× NVIDIA DGX H100", with "(4 GPU/node)" when the scenario's GPUs per node differ
+    from the node template's (or there is no template)."""
     cluster = _section(spec, "cluster")
     node = cluster.get("node")
     label = f"{cluster.get('num_nodes', 1)}× {preset_name('nodes', node) if node else 'custom node'}"
-    if cluster.get("gpus_per_node"):
-        label += f" ({cluster['gpus_per_node']} GPU/node)"
+    gpus = cluster.get("gpus_per_node")
+    template = _tables()["nodes"].get(node) if isinstance(node, str) else None
+    if gpus and not (isinstance(template, dict) and template.get("gpus_per_node") == gpus):
+        label += f" ({gpus} GPU/node)"
     return label
 
 
