@@ -12,7 +12,7 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import JsonResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, pagination, parsers, status
+from rest_framework import exceptions, pagination, parsers, serializers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
 # Deeper than any scenario, comparison or sweep; far below Python's recursion limit.
@@ -120,6 +120,22 @@ class JSONParser(parsers.JSONParser):
         raise exceptions.ParseError(f"JSON parse error - {message}")
 
 
+class FormParser(parsers.FormParser):
+    """DRF's form parser; a form whose one key is JSON text (``curl -d '{...}'`` without a
+    Content-Type header) is a 415 that says to send JSON, not a 400 about an unknown field
+    named after the whole body."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        data = super().parse(stream, media_type, parser_context)
+        if len(data) == 1:
+            (key, values), = data.lists()
+            if key.lstrip()[:1] in ("{", "[") and values in ([""], []):
+                raise exceptions.UnsupportedMediaType(
+                    media_type, "The body is JSON sent as a form (Content-Type: "
+                                "application/x-www-form-urlencoded).")
+        return data
+
+
 def exception_handler(exc, context):
     """DRF's handler, with request-body problems reported under the field ``body``.
 
@@ -131,9 +147,51 @@ def exception_handler(exc, context):
     elif isinstance(exc, SuspiciousOperation):      # too many fields, bad multipart, ...
         exc = exceptions.ParseError(str(exc) or type(exc).__name__)
     response = drf_exception_handler(exc, context)
-    if response is not None and isinstance(exc, (exceptions.ParseError, RequestTooLarge)):
+    if response is None:
+        return None
+    if isinstance(exc, (exceptions.ParseError, RequestTooLarge)):
         response.data = {"body": [str(exc.detail)]}
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        response.data = {"body": [f"{exc.detail} Send the body as JSON with the header "
+                                  "Content-Type: application/json."]}
+    elif isinstance(exc, exceptions.ValidationError):
+        data = response.data
+        response.data = dotted_errors(data) if isinstance(data, dict) else {"body": data}
     return response
+
+
+def dotted_errors(detail, prefix: str = "") -> dict:
+    """DRF's nested errors (``{"scenarios": {"1": [...]}}``) as ``{"scenarios.1": [...]}``:
+    every 400 names its field as one dotted path, as the engine's errors do."""
+    out = {}
+    items = detail.items() if isinstance(detail, dict) else enumerate(detail)
+    for key, value in items:
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
+            out.update(dotted_errors(value, path))
+        elif value:                                      # ListSerializer: [] for a good item
+            out[path] = value if isinstance(value, list) else [value]
+    return out
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON ``true`` or ``false`` only: DRF's field would also take "yes", "on", 1 and "1"."""
+
+    default_error_messages = {"invalid": "Must be true or false, got {input}.",
+                              "null": "Must be true or false, got null."}
+
+    def to_internal_value(self, data):
+        if data is True or data is False:
+            return data
+        self.fail("invalid", input=json.dumps(data)[:40] if _jsonable(data) else repr(data)[:40])
+
+
+def _jsonable(v) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 class StrictPageNumberPagination(pagination.PageNumberPagination):

@@ -177,9 +177,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
         "tierlab.api.JSONParser",                  # size, depth and UTF-8 limits
-        "rest_framework.parsers.FormParser",
+        "tierlab.api.FormParser",                  # JSON sent as a form (curl -d) is told so
         "rest_framework.parsers.MultiPartParser",
     ],
+    "NON_FIELD_ERRORS_KEY": "body",                # "expected an object, got a list" is the body's
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "tierlab.api.exception_handler",
 }

@@ -40,6 +40,7 @@ describe("flattenErrors", () => {
       "": ["Authentication credentials were not provided."],
     });
     expect(flattenErrors({ non_field_errors: ["bad"] })).toEqual({ "": ["bad"] });
+    expect(flattenErrors({ body: ["JSON parse error"] })).toEqual({ "": ["JSON parse error"] });
   });
 });
 

@@ -28,7 +28,7 @@ export function csrfToken(): string | null {
 /** Field errors: dotted field path -> messages. "" holds messages about no one field. */
 export type FieldErrors = Record<string, string[]>;
 
-const GENERAL_KEYS = new Set(["detail", "non_field_errors", "__all__", "error", "message"]);
+const GENERAL_KEYS = new Set(["detail", "body", "non_field_errors", "__all__", "error", "message"]);
 const FIELD_PREFIX = /^([A-Za-z_][\w]*(?:\.[\w]+)+):\s+(.+)$/s;
 
 /**
@@ -38,7 +38,7 @@ const FIELD_PREFIX = /^([A-Za-z_][\w]*(?:\.[\w]+)+):\s+(.+)$/s;
  * `{"scenario.training.global_batch_size": "x"}` both give
  * `{"scenario.training.global_batch_size": ["x"]}`. A message under a key that reads
  * `"training.global_batch_size: must divide ..."` (the engine's ScenarioError text) is moved
- * under `<key>.training.global_batch_size`. `detail` / `non_field_errors` go under "".
+ * under `<key>.training.global_batch_size`. `detail` / `body` / `non_field_errors` go under "".
  */
 export function flattenErrors(body: unknown, prefix = ""): FieldErrors {
   const out: FieldErrors = {};

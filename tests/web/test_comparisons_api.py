@@ -86,7 +86,7 @@ def test_a_failed_run_leaves_its_column_empty(owner_api, owner):
 
 
 @pytest.mark.parametrize("ids,field", [
-    ([], "scenarios"), (["x", 1], "scenarios"), ([1], "scenarios"), (list(range(1, 10)), "scenarios"),
+    ([], "scenarios"), (["x", 1], "scenarios.0"), ([1], "scenarios"), (list(range(1, 10)), "scenarios"),
 ])
 def test_it_refuses_a_bad_list_naming_the_field(owner_api, ids, field):
     r = create(owner_api, ids)

@@ -93,3 +93,24 @@ def test_a_nul_in_the_url_is_400(owner_api, url):
 def test_an_unknown_api_url_is_a_json_404(owner_api, url):
     r = owner_api.get(url)
     assert r.status_code == 404 and r.json() == {"detail": "Not found."}
+
+
+def test_json_sent_as_a_form_is_415_saying_to_send_json(owner_api, example_spec):
+    """curl -d '{...}' without -H 'Content-Type: application/json' sends a form."""
+    body = json.dumps({"scenario": example_spec})
+    r = owner_api.generic("POST", ESTIMATE, body, content_type="application/x-www-form-urlencoded")
+    assert r.status_code == 415
+    assert list(r.json()) == ["body"]
+    assert "Content-Type: application/json" in r.json()["body"][0]
+
+
+def test_a_json_array_body_is_400_on_the_body(owner_api):
+    r = post_raw(owner_api, ESTIMATE, b"[1, 2]")
+    assert r.status_code == 400 and list(r.json()) == ["body"], r.json()
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "true", None, [True]])
+def test_include_step_takes_json_booleans_only(owner_api, example_spec, value):
+    r = owner_api.post(ESTIMATE, {"scenario": example_spec, "include_step": value}, format="json")
+    assert r.status_code == 400 and list(r.json()) == ["include_step"], r.json()
+    assert "true or false" in r.json()["include_step"][0]

@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from simulation import ScenarioError
-from tierlab.api import loads
+from tierlab.api import StrictBooleanField, loads
 from tierlab.scenarios.models import Run, Scenario
 
 
@@ -66,10 +66,10 @@ class EstimateRequestSerializer(serializers.Serializer):
     """``{"scenario": {...}, "include_step": bool, "detail": bool}``; other keys are a 400
     (a typo such as ``includ_step`` would otherwise silently give the memory-only answer)."""
     scenario = ScenarioJSONField()
-    include_step = serializers.BooleanField(
+    include_step = StrictBooleanField(
         default=False, help_text="Also simulate the training step and checkpoint goodput (about 0.5 ms more); "
                   "default: memory only.")
-    detail = serializers.BooleanField(
+    detail = StrictBooleanField(
         default=False, help_text="The step (implies include_step) with its timeline (every task, "
                                  "for a Gantt chart) and the checkpoint Monte-Carlo, as a run's "
                                  "report has them (a few ms more).")
