@@ -21,7 +21,7 @@ import { formatBytes, formatNumber, formatPercent, formatSeconds } from "../unit
 const STATUS_TEXT: Record<string, string> = {
   queued: "Queued — waiting for a worker",
   running: "Running",
-  succeeded: "Finished",
+  succeeded: "Succeeded",        // the word the lists and the API use
   failed: "Failed",
   cancelled: "Cancelled",
 };
