@@ -193,7 +193,8 @@ export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string)
 
 export function heatmapHeight(sweep: Sweep): number {
   const rows = sweep.axes[1]?.values.length ?? 1;
-  return 150 + Math.max(1, rows) * 46;
+  // ~150 px go to the axis labels, the axis names and the colour scale below the grid
+  return 170 + Math.max(1, rows) * 60;
 }
 
 /** The chart's width when the page has not said (the widest the page lays a figure out). */
