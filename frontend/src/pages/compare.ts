@@ -100,7 +100,7 @@ function renderTable(data: Comparison, labels: string[], names: string[]): HTMLE
     sameBody);
   // the note stays in view above the table, which may scroll sideways (5–8 columns)
   const note = h("p", { id: "compare-table-note", class: "hint" },
-    "Outputs (★ best value of each row, among the scenarios that fit) and the inputs that differ ",
+    "Outputs (★ best value of each row, among the scenarios that fit; no ★ where they are all equal) and the inputs that differ ",
     "(highlighted). Bytes in GB = 1e9 bytes and GiB = 2^30 bytes; times in s; costs in US dollars.");
   table.setAttribute("aria-describedby", "compare-table-note");
   return h("div", null, note,
