@@ -26,7 +26,6 @@ Every bad value raises :class:`ScenarioError` naming its dotted field.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, replace
 
 from . import presets
