@@ -15,7 +15,8 @@
  *   attribute(kind, stream, label, dep_ptr, dep_idx, start, end, makespan, gpu_stream,
  *             category_of_label, n_categories) -> tuple of seconds per category
  *
- * is step.attribute_reference on flat arrays (walk back from each GPU idle gap).
+ * is step.attribute_reference on flat arrays (each GPU idle gap split along the chain of
+ * what it waited for).
  *
  * Bad input raises simulation.scheduler.GraphError (unknown link) or ValueError;
  * nothing here may crash the process.
@@ -406,8 +407,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
 
 #define BLAME_STEPS 10000
 
-/* Follow the latest-ending dependency (ties: higher id) until a task that is not plain
-   compute; its label's category is to blame. */
+/* The latest-ending dependency of task i (ties: higher id); i has at least one. */
 static int latest_dep(const int *dptr, const int *didx, const double *end, int i) {
     int best = didx[dptr[i]];
     for (int j = dptr[i] + 1; j < dptr[i + 1]; j++) {
@@ -417,14 +417,32 @@ static int latest_dep(const int *dptr, const int *didx, const double *end, int i
     return best;
 }
 
-static int blame(const int *kind, const int *label, const int *dptr, const int *didx,
-                 const double *end, const int *cat, int stall, int i) {
+/* Split the idle interval [lo, hi] along the chain of latest dependencies from c back:
+   each task gets the part from its latest dependency's end to where the later part
+   begins; plain compute hands its part back; what is left is a stall. */
+static void charge(const int *kind, const int *label, const int *dptr, const int *didx,
+                   const double *end, const int *cat, int stall, double *out,
+                   int c, double lo, double hi) {
+    double owed = 0.0;
     for (int seen = 0; seen < BLAME_STEPS; seen++) {
-        if (kind[i] != COMPUTE || label[i] != L_COMPUTE) return cat[label[i]];
-        if (dptr[i + 1] == dptr[i]) return stall;
-        i = latest_dep(dptr, didx, end, i);
+        int has_deps = dptr[c + 1] > dptr[c];
+        double seg_lo = lo;
+        if (has_deps) {
+            double e = end[latest_dep(dptr, didx, end, c)];
+            if (e > lo) seg_lo = e;
+        }
+        double part = hi > seg_lo ? hi - seg_lo : 0.0;
+        if (kind[c] != COMPUTE || label[c] != L_COMPUTE) {
+            out[cat[label[c]]] += owed + part;
+            owed = 0.0;
+        } else {
+            owed += part;
+        }
+        hi = seg_lo;
+        if (hi <= lo || !has_deps) break;
+        c = latest_dep(dptr, didx, end, c);
     }
-    return stall;
+    out[stall] += owed + (hi > lo ? hi - lo : 0.0);
 }
 
 static PyObject *attribute(PyObject *self, PyObject *args) {
@@ -487,17 +505,16 @@ static PyObject *attribute(PyObject *self, PyObject *args) {
     double t = 0.0;
     for (Py_ssize_t k = 0; k < nc; k++) {
         int i = comp[k];
-        double gap = start[i] - t;
-        if (gap > 1e-15 && dptr[i + 1] > dptr[i])
-            out[blame(kind, label, dptr, didx, end, cat, stall, latest_dep(dptr, didx, end, i))] += gap;
+        if (start[i] - t > 1e-15 && dptr[i + 1] > dptr[i])
+            charge(kind, label, dptr, didx, end, cat, stall, out,
+                   latest_dep(dptr, didx, end, i), t, start[i]);
         out[cat[label[i]]] += end[i] - start[i];
         if (end[i] > t) t = end[i];
     }
-    double tail = makespan - t;
-    if (tail > 1e-15 && n > 0) {
+    if (makespan - t > 1e-15 && n > 0) {
         int last = 0;
         for (Py_ssize_t i = 1; i < n; i++) if (end[i] > end[last]) last = (int)i;
-        out[blame(kind, label, dptr, didx, end, cat, stall, last)] += tail;
+        charge(kind, label, dptr, didx, end, cat, stall, out, last, t, makespan);
     }
     result = PyTuple_New(ncat);
     if (result)

@@ -115,12 +115,17 @@ def attribute_reference(a: dict, sched) -> dict:
     """Split the makespan into GPU compute and the causes of each GPU idle gap.
 
     ``a`` is a graph from ``stepgraph.graph_arrays``. The GPU's tasks are taken in start
-    order; before each, the idle gap since the GPU last worked is blamed on what the task
-    waited for: follow its latest-ending dependency (ties: higher id) back through plain
-    compute until a transfer, a collective's sync point or the optimizer, whose label's
-    category (``CATEGORY``) gets the gap; a task with nothing to wait for is a stall.
-    Idle time after the GPU's last task goes to whatever ended last. The specification of
-    the C version (``attribute``); the categories sum to the makespan.
+    order; the idle gap before each, since the GPU last worked, is split along the chain
+    of what it waited for: its latest-ending dependency (ties: higher id), that task's
+    latest-ending dependency, and so on back. Each task on the chain is charged, to its
+    label's category (``CATEGORY``), the part of the gap from its own latest dependency's
+    end to where the later part begins: its run time and its wait to start. So a
+    parameter copy that waited for CPU Adam that waited for the gradient copy charges
+    offload, CPU optimizer and offload in turn, and a zero-length sync point charges
+    nothing. Plain compute on the chain hands its part to the next task behind it; a part
+    with nothing behind it is a stall. Idle time after the GPU's last task is split the
+    same way from whatever ended last. The specification of the C version
+    (``attribute``); the categories sum to the makespan.
     """
     out = dict.fromkeys(BREAKDOWN_KEYS, 0.0)
     kind, label, stream = a["kind"], a["label"], a["stream"]
@@ -129,29 +134,36 @@ def attribute_reference(a: dict, sched) -> dict:
     deps = [idx[ptr[i]:ptr[i + 1]].tolist() for i in range(len(kind))]
     comp = sorted((i for i in range(len(kind)) if kind[i] == COMPUTE and stream[i] == a["gpu_stream"]),
                   key=lambda i: (start[i], i))
+    plain = LABEL_CODE["compute"]
 
     def latest(i):
         return max(deps[i], key=lambda d: (end[d], d))
 
-    def blame(i):
+    def charge(c, lo, hi):
+        """Split the idle interval [lo, hi] along the chain from ``c`` back."""
+        owed = 0.0
         for _ in range(10_000):
-            if kind[i] != COMPUTE or label[i] != LABEL_CODE["compute"]:
-                return BREAKDOWN_KEYS[_CATEGORY_OF_LABEL[label[i]]]
-            if not deps[i]:
-                return "stall"
-            i = latest(i)
-        return "stall"
+            seg_lo = max(lo, end[latest(c)]) if deps[c] else lo
+            part = hi - seg_lo if hi > seg_lo else 0.0
+            if kind[c] != COMPUTE or label[c] != plain:
+                out[BREAKDOWN_KEYS[_CATEGORY_OF_LABEL[label[c]]]] += owed + part
+                owed = 0.0
+            else:
+                owed += part
+            hi = seg_lo
+            if hi <= lo or not deps[c]:
+                break
+            c = latest(c)
+        out["stall"] += owed + (hi - lo if hi > lo else 0.0)
 
     t = 0.0
     for i in comp:
-        gap = start[i] - t
-        if gap > 1e-15 and deps[i]:
-            out[blame(latest(i))] += gap
+        if start[i] - t > 1e-15 and deps[i]:
+            charge(latest(i), t, start[i])
         out[BREAKDOWN_KEYS[_CATEGORY_OF_LABEL[label[i]]]] += end[i] - start[i]
         t = max(t, end[i])
-    tail = sched.makespan_s - t
-    if tail > 1e-15 and len(kind):
-        out[blame(int(np.argmax(end)))] += tail
+    if sched.makespan_s - t > 1e-15 and len(kind):
+        charge(int(np.argmax(end)), t, sched.makespan_s)
     return {k: float(v) for k, v in out.items()}
 
 
@@ -280,7 +292,7 @@ _LABEL = {"exposed_comm": "Exposed communication", "exposed_offload": "Exposed o
           "pipeline_bubble": "The pipeline bubble"}
 _WORDS = {"exposed_comm": "communication that does not hide behind compute",
           "exposed_offload": "offload traffic (PCIe/NVMe/CXL/DDR) that does not hide behind compute",
-          "cpu_optimizer": "the CPU optimizer step",
+          "cpu_optimizer": "the optimizer step on the host CPU (DDR- or CPU-Adam-bound) while the GPU waits",
           "stall": "synchronous fetches after prefetch misses",
           "pipeline_bubble": "the pipeline bubble"}
 

@@ -275,3 +275,23 @@ def test_collectives_across_nodes_split_into_nvlink_and_nic_hops():
     # the same model on one node: every byte on NVLink, (8-1)/8 instead of (16-1)/16 of it
     assert link_bytes(one_node, "nic") == 0
     assert (nic + nvl) / link_bytes(one_node, "nvlink") == pytest.approx((15 / 16) / (7 / 8))
+
+
+def test_cpu_adam_on_the_critical_path_is_cpu_optimizer_time():
+    """ZeRO-Offload, Llama-2-7B on one H100: nothing else runs while CPU Adam updates the
+    7B fp32 states (the GPU waits for the updated parameters), so every second of the
+    CPU Adam tasks is exposed, and is reported as CPU optimizer, not as the parameter copy
+    that followed it; on one GPU there is no communication at all."""
+    base = {"model": "llama2-7b", "cluster": {"node": "dgx-h100", "gpus_per_node": 1},
+            "training": {"global_batch_size": 1}}
+    r = evaluate_dict(dict(base, strategy={"kind": "zero_offload", "offload_optimizer": "cpu"}))
+    adam = sum(t["end_s"] - t["start_s"] for t in r["timeline"]["tasks"] if "Adam" in t["name"])
+    b = r["step"]["breakdown_s"]
+    assert adam > 0.1
+    assert b["cpu_optimizer"] == pytest.approx(adam, rel=1e-6)
+    assert b["exposed_comm"] == 0.0
+    assert r["verdict"]["bottleneck"] == "cpu_optimizer"
+    inf = evaluate_dict(dict(base, strategy={"kind": "zero_infinity", "offload_optimizer": "cpu",
+                                             "offload_params": "cpu"}))
+    assert inf["step"]["breakdown_s"]["exposed_comm"] == 0.0        # no peer to gather from
+    assert inf["step"]["breakdown_s"]["exposed_offload"] > 0

@@ -134,3 +134,71 @@ def test_c_attribution_rejects_bad_arrays_without_crashing():
     with pytest.raises(TypeError, match="float64"):
         _cstepgraph.attribute(i32(0), i32(0), i32(0), i32(0, 0), i32(), i32(0), f64(1.0),
                               1.0, 0, cat, 2, 1)
+
+
+def hand_graph(tasks):
+    """Arrays for ``attribute``: tasks as (kind, stream, label, deps, start_s, end_s)."""
+    from types import SimpleNamespace
+
+    from simulation.scheduler import COMPUTE, TRANSFER
+    from simulation.stepgraph import LABEL_CODE
+
+    kinds = {"compute": COMPUTE, "transfer": TRANSFER}
+    ptr, idx = [0], []
+    for t in tasks:
+        idx += t[3]
+        ptr.append(len(idx))
+    a = {"kind": np.array([kinds[t[0]] for t in tasks], np.int32),
+         "stream": np.array([t[1] for t in tasks], np.int32),
+         "label": np.array([LABEL_CODE[t[2]] for t in tasks], np.int32),
+         "dep_ptr": np.array(ptr, np.int32), "dep_idx": np.array(idx, np.int32), "gpu_stream": 0}
+    start, end = np.array([t[4] for t in tasks]), np.array([t[5] for t in tasks])
+    return a, SimpleNamespace(start_s=start, end_s=end, makespan_s=float(end.max()))
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_an_idle_gap_is_split_along_the_chain_it_waited_for(engine):
+    """ZeRO-Offload on one GPU, by hand (stream 0 = GPU, 1 = CPU):
+
+        backward  0.0-1.0  GPU compute
+        grads D2H 1.0-1.5  offload, after backward
+        CPU Adam  1.5-3.5  cpu_optimizer, after the D2H copy
+        params H2D 3.5-4.0 offload, after CPU Adam
+        sync      4.0-4.0  a zero-length all-gather point (one GPU: nothing to gather)
+        forward   4.0-5.0  GPU compute, after the sync
+
+    The GPU is idle 1.0-4.0 s. Split along what the forward waited for: the sync 0 s
+    (exposed_comm 0), the H2D copy 0.5 s and the D2H copy 0.5 s (exposed_offload 1.0 s),
+    CPU Adam 2.0 s (cpu_optimizer). Compute 1 + 1 = 2 s; all of it sums to 5 s.
+    """
+    a, s = hand_graph([
+        ("compute", 0, "compute", [], 0.0, 1.0),
+        ("transfer", 2, "offload", [0], 1.0, 1.5),
+        ("compute", 1, "cpu_optimizer", [1], 1.5, 3.5),
+        ("transfer", 3, "offload", [2], 3.5, 4.0),
+        ("compute", 4, "allgather", [3], 4.0, 4.0),
+        ("compute", 0, "compute", [4], 4.0, 5.0),
+    ])
+    out = attribute_reference(a, s) if engine == "python" else attribute(a, s)
+    assert out["compute"] == pytest.approx(2.0)
+    assert out["cpu_optimizer"] == pytest.approx(2.0)
+    assert out["exposed_offload"] == pytest.approx(1.0)
+    assert out["exposed_comm"] == 0.0 and out["stall"] == 0.0
+    assert sum(out.values()) == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_a_wait_to_start_is_charged_to_the_task_that_waited(engine):
+    """A gradient copy ready at 1.0 s starts at 1.2 s (its link was busy): the GPU's idle
+    1.0-2.0 s is the copy's wait and run, all exposed offload; then a tail after the GPU's
+    last task (2.0-2.5 s, an all-reduce that ran 2.0-2.5) is exposed communication."""
+    a, s = hand_graph([
+        ("compute", 0, "compute", [], 0.0, 1.0),
+        ("transfer", 2, "offload", [0], 1.2, 2.0),
+        ("compute", 0, "compute", [1], 2.0, 2.0 + 0.0),   # a zero-length GPU task
+        ("transfer", 3, "allreduce", [2], 2.0, 2.5),
+    ])
+    out = attribute_reference(a, s) if engine == "python" else attribute(a, s)
+    assert out["exposed_offload"] == pytest.approx(1.0)
+    assert out["exposed_comm"] == pytest.approx(0.5)
+    assert sum(out.values()) == pytest.approx(2.5)
