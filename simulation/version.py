@@ -1,3 +1,3 @@
 """The engine's version: stored with every run; a new version invalidates reused results."""
 
-ENGINE_VERSION = "0.1.0"
+ENGINE_VERSION = "0.2.0"     # 0.2: idle gaps split along their dependency chain
