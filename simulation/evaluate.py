@@ -221,7 +221,11 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
     if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3:
         notes.append("Model states do not fit: a higher ZeRO stage (zero3 / FSDP FULL_SHARD) "
                      "shards parameters too, or offload the optimizer to CPU/NVMe/CXL.")
-    c = sc.cluster
+    m, c = sc.model, sc.cluster
+    if m.max_seq_len and sc.training.seq_len > m.max_seq_len:
+        notes.append(f"training.seq_len {sc.training.seq_len:,} is longer than {m.name}'s "
+                     f"{m.max_seq_len:,}-token context (model.max_seq_len): the memory is "
+                     "counted, but the model was not trained for it.")
     if c.template_gpus_per_node and c.gpus_per_node > c.template_gpus_per_node:
         notes.append(f"cluster.gpus_per_node is {c.gpus_per_node}, more than the {c.node_name or c.node} "
                      f"template's {c.template_gpus_per_node}: its DDR, NVMe and NIC are the template's, "

@@ -37,9 +37,13 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
     n = c.num_gpus
     mp = t.tensor_parallel * t.pipeline_parallel
     if n % mp:
-        raise ScenarioError("training.tensor_parallel",
-                            f"tensor_parallel x pipeline_parallel = {mp} must divide the "
-                            f"{n} GPUs ({c.num_nodes} nodes x {c.gpus_per_node})")
+        # name the degree that does not divide (the pipeline one when both do on their own)
+        bad = "tensor_parallel" if n % t.tensor_parallel or t.pipeline_parallel == 1 else "pipeline_parallel"
+        nodes = f"{c.num_nodes} node{'s' if c.num_nodes != 1 else ''}"
+        raise ScenarioError(f"training.{bad}",
+                            f"tensor_parallel x pipeline_parallel = {t.tensor_parallel} x "
+                            f"{t.pipeline_parallel} = {mp} must divide the {n} GPUs "
+                            f"({nodes} x {c.gpus_per_node})")
     dp = n // mp
     if model.num_layers and model.num_layers % t.pipeline_parallel:
         raise ScenarioError("training.pipeline_parallel",

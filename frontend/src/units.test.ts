@@ -126,3 +126,12 @@ describe("rates, durations and ticks", () => {
     expect(formatTick(-0)).toBe("0");
   });
 });
+
+describe("plural", () => {
+  it("says one GPU and 8 GPUs", async () => {
+    const { plural } = await import("./units");
+    expect(plural(1, "GPU")).toBe("1 GPU");
+    expect(plural(8, "GPU")).toBe("8 GPUs");
+    expect(plural(0, "accumulation step")).toBe("0 accumulation steps");
+  });
+});

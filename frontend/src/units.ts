@@ -143,3 +143,8 @@ export function formatMsSig(seconds: number): string {
 export function formatSecondsSig(seconds: number): string {
   return `${formatNumber(seconds, sigDigits(seconds, 3))} s`;
 }
+
+/** "1 GPU", "8 GPUs": a count with its noun, plural unless the count is 1. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}

@@ -53,6 +53,7 @@ def test_evaluation_is_deterministic():
     ("strategy.kind", "zero4", "strategy.kind"),
     ("strategy.offload_params", "cpu", "strategy.offload_params"),   # zero3 + ... ok? no: see below
     ("training.tensor_parallel", 3, "training.tensor_parallel"),
+    ("training.pipeline_parallel", 5, "training.pipeline_parallel"),   # 5 does not divide 16 GPUs
     ("training.precision", "fp8", "training.precision"),
     ("training.seq_len", "long", "training.seq_len"),
     ("runtime.fragmentation_fraction", 2, "runtime.fragmentation_fraction"),
@@ -170,3 +171,19 @@ def test_more_gpus_than_the_node_template_has_is_said():
     assert "template_gpus_per_node" not in same["scenario"]["cluster"]
     # a resolved scenario evaluates again to the same report (stored runs are re-evaluated)
     assert estimate_dict(r["scenario"])["notes"] == r["notes"]
+
+
+def test_a_sequence_longer_than_the_models_context_is_said():
+    """Llama 2 was trained with a 4,096-token context (Touvron et al. 2023, Table 1)."""
+    d = with_("training.seq_len", 16384)
+    notes = estimate_dict(d)["notes"]
+    assert any("16,384 is longer than" in n and "4,096-token context" in n for n in notes), notes
+    assert not any("context" in n for n in estimate_dict(BASE)["notes"])
+
+
+def test_the_pipeline_degree_that_does_not_divide_is_named():
+    d = with_("training.pipeline_parallel", 5)          # 2 nodes x 8 = 16 GPUs
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(d)
+    assert e.value.field == "training.pipeline_parallel"
+    assert "1 x 5 = 5 must divide the 16 GPUs (2 nodes x 8)" in e.value.message

@@ -27,6 +27,7 @@ import {
   formatPercent,
   formatSeconds,
   formatSecondsSig,
+  plural,
 } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -240,15 +241,16 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
   if (p.num_gpus) {
     facts.push([
       "GPUs",
-      `${p.num_gpus} GPUs = ${p.data_parallel ?? "?"} data-parallel × ${p.tensor_parallel ?? 1} tensor-parallel × ${p.pipeline_parallel ?? 1} pipeline` +
-        (p.shard_degree ? `; states sharded over ${p.shard_degree} GPUs` : ""),
+      `${plural(p.num_gpus, "GPU")} = ${p.data_parallel ?? "?"} data-parallel × ${p.tensor_parallel ?? 1} tensor-parallel × ${p.pipeline_parallel ?? 1} pipeline` +
+        (p.shard_degree && p.shard_degree > 1 ? `; states sharded over ${plural(p.shard_degree, "GPU")}`
+          : p.shard_degree ? "; states not sharded" : ""),
     ]);
   }
   const recsys = recsysFacts(report);
   if (p.global_batch_size && !recsys.length) {
     facts.push([
       "Batch",
-      `${p.global_batch_size} sequences per step = ${p.micro_batch_size ?? "?"} per GPU × ${p.data_parallel ?? "?"} data-parallel × ${p.grad_accumulation_steps ?? "?"} accumulation steps`,
+      `${p.global_batch_size} sequences per step = ${p.micro_batch_size ?? "?"} per GPU × ${p.data_parallel ?? "?"} data-parallel × ${p.grad_accumulation_steps !== undefined ? plural(p.grad_accumulation_steps, "accumulation step") : "? accumulation steps"}`,
     ]);
   }
   facts.push(...recsys);
