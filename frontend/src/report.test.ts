@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
 import { fittingReport, sampleReport } from "./testdata/report";
 
 describe("partsRows", () => {
@@ -81,5 +81,17 @@ describe("cross checks", () => {
     ]);
     expect(crossCheckRows(sampleReport())).toEqual([]);
     expect(CROSS_CHECK_NOTES.zero_paper_model_states_per_gpu_bytes).toContain("2 + 2 + K bytes per parameter");
+  });
+});
+
+describe("estimate notes", () => {
+  it("fold to one line naming how many there are", () => {
+    expect(estimateNotesSummary(["2 gradient-accumulation steps per optimizer step."]))
+      .toBe("1 note: 2 gradient-accumulation steps per optimizer step.");
+    const long = "x".repeat(200);
+    const s = estimateNotesSummary([long, "b"]);
+    expect(s.startsWith("2 notes: x")).toBe(true);
+    expect(s.endsWith("…")).toBe(true);
+    expect(s.length).toBeLessThan(110);
   });
 });

@@ -177,6 +177,13 @@ export function estimateSummary(report: Report): string {
   );
 }
 
+/** The line that folds the engine's notes: "2 notes: Activations are a large share of HBM: …". */
+export function estimateNotesSummary(notes: readonly string[], max = 90): string {
+  const first = notes[0] ?? "";
+  const shown = first.length > max ? `${first.slice(0, max - 1).trimEnd()}…` : first;
+  return `${notes.length === 1 ? "1 note" : `${notes.length} notes`}: ${shown}`;
+}
+
 const WORDS: Record<string, string> = {
   zero: "ZeRO", gpu: "GPU", cpu: "CPU", hbm: "HBM", ddr: "DDR", nvme: "NVMe", cxl: "CXL",
   deepspeed: "DeepSpeed", fsdp: "FSDP", k: "K",

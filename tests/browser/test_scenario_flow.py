@@ -121,6 +121,12 @@ def test_the_live_estimate_marks_a_bad_input_and_stays_in_view(page, live_url, u
     open_form(page, live_url, user_admin)
     fill_llama70b_on_two_dgx(page, "32")
     page.wait_for_selector("#live-estimate[data-fits]")
+    # the engine's notes come with the estimate, folded to a line (32 sequences over 16 GPUs)
+    notes = page.locator("#estimate-notes")
+    assert "gradient-accumulation steps" in notes.locator("summary").inner_text()
+    notes.locator("summary").click()
+    assert notes.locator("li").count() >= 1
+    notes.locator("summary").click()
     field = page.locator("input[name='training.micro_batch_size']")
     field.fill("-2")                                   # no Save pressed: the live estimate says it
     page.wait_for_selector("#live-estimate[data-fits='error']")

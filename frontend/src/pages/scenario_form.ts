@@ -35,7 +35,7 @@ import {
   valuesFromScenario,
   type FormValues,
 } from "../form/scenario";
-import { estimateSummary } from "../report";
+import { estimateNotesSummary, estimateSummary } from "../report";
 import { recsysForm } from "./recsys_form";
 import type { CatalogEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
@@ -486,6 +486,7 @@ function mount(root: HTMLElement): void {
         (report.violations ?? []).length > 1
           ? h("ul", null, (report.violations ?? []).map((v) => h("li", null, v.message)))
           : null,
+        notesDetails(report.notes ?? []),
       );
     } catch (err) {
       if (abort.signal.aborted) return;
@@ -631,3 +632,11 @@ function mount(root: HTMLElement): void {
 
 const root = document.getElementById("scenario-form-root");
 if (root) mount(root);
+
+/** The engine's notes on the estimate, folded to one line (the estimate box stays small). */
+function notesDetails(notes: readonly string[]): HTMLElement | null {
+  if (!notes.length) return null;
+  return h("details", { id: "estimate-notes", class: "estimate-notes" },
+    h("summary", null, estimateNotesSummary(notes)),
+    h("ul", null, notes.map((n) => h("li", null, n))));
+}
