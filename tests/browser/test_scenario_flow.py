@@ -143,4 +143,13 @@ def test_the_live_estimate_marks_a_bad_input_and_stays_in_view(page, live_url, u
     page.wait_for_selector("#live-estimate[data-fits='true'], #live-estimate[data-fits='false']")
     assert field.get_attribute("aria-invalid") is None
     assert error.is_hidden()
+    # an emptied required number is asked for, not silently replaced by a default
+    nodes = page.locator("input[name='cluster.num_nodes']")
+    nodes.fill("")
+    page.wait_for_selector("#estimate-missing")
+    assert "Number of nodes" in page.locator("#estimate-missing").inner_text()
+    assert nodes.get_attribute("aria-invalid") == "true"
+    nodes.fill("2")
+    page.wait_for_selector("#live-estimate[data-fits='true'], #live-estimate[data-fits='false']")
+    assert nodes.get_attribute("aria-invalid") is None
     assert page.js_errors == []

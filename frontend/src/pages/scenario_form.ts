@@ -472,6 +472,21 @@ function mount(root: HTMLElement): void {
     const abort = new AbortController();
     estimateAbort = abort;
     estimate.setAttribute("aria-busy", "true");
+    // an empty required number would silently take the engine's default: ask for it instead
+    const missing = controls().filter((el) => el.required && el.name !== "name" && !el.disabled &&
+      !el.closest("[hidden]") && el.value.trim() === "");
+    if (missing.length) {
+      clearLiveFieldErrors();
+      for (const el of missing) {
+        markField(el, ["Required."]);
+        el.dataset.liveError = "true";
+      }
+      estimate.dataset.fits = "error";
+      replaceChildren(estimate, h("p", { id: "estimate-missing" }, "Live estimate waits for: ",
+        missing.map((el) => FIELD_LABELS[el.name] ?? el.name).join(", "), "."));
+      estimate.removeAttribute("aria-busy");
+      return;
+    }
     const { scenario } = buildRequest(readValues(), base);
     try {
       const report = await postJSON<Report>(endpoints.estimate, { scenario }, abort.signal);
