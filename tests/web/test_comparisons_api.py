@@ -44,6 +44,10 @@ def test_it_shows_reports_differences_and_best_values_once_the_runs_finish(owner
     inputs = {row["key"]: row for row in body["table"]["inputs"]}
     assert inputs["strategy.kind"]["differs"] is True
     assert inputs["strategy.kind"]["values"] == ["zero2", "zero3", "fsdp_full_shard"]
+    assert inputs["strategy.kind"]["labels"] == ["ZeRO-2", "ZeRO-3", "FSDP FULL_SHARD"]
+    assert inputs["cluster.node"]["labels"] == ["NVIDIA DGX H100"] * 3
+    assert "labels" not in inputs["cluster.num_nodes"]                  # numbers read as themselves
+    assert "cluster.template_gpus_per_node" not in inputs
     assert inputs["cluster.num_nodes"]["differs"] is False
     assert body["table"]["inputs"][0]["differs"] is True              # differing rows first
     outputs = {row["key"]: row for row in body["table"]["outputs"]}

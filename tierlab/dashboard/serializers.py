@@ -43,7 +43,7 @@ class ComparisonSerializer(ComparisonListSerializer):
     progress = serializers.FloatField(read_only=True, help_text="0..1 over the runs")
     items = serializers.JSONField(read_only=True,
                                   help_text="One per column: name, scenario, run, status, error, report")
-    table = serializers.JSONField(read_only=True, help_text="{inputs: [{key, values, differs}], "
+    table = serializers.JSONField(read_only=True, help_text="{inputs: [{key, values, differs, labels?}], "
                                                             "outputs: [{key, label, unit, better, values, best}]}")
 
     class Meta(ComparisonListSerializer.Meta):

@@ -11,9 +11,12 @@ import json
 
 from dataclasses import dataclass
 
+from tierlab.catalog.labels import axis_value_labels
+
 # Leaves of the resolved scenario that describe rather than configure (sources, names of
 # devices): shown nowhere in the table, they would only make every column differ.
-_SKIP_LEAVES = {"source", "price_source", "device", "node_name", "schema"}
+_SKIP_LEAVES = {"source", "price_source", "device", "node_name", "schema",
+                "template_gpus_per_node"}     # the gpus_per_node row shows the difference
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ def flatten(data: dict, prefix: str = "") -> dict:
 
 
 def input_rows(inputs: list[dict | None]) -> list[dict]:
-    """One row per input leaf of any column: ``{key, values, differs}``; differing rows first."""
+    """One row per input leaf of any column: ``{key, values, differs}`` (and ``labels``: the
+    values by display name, where some read otherwise); differing rows first."""
     flat = [flatten(i) if isinstance(i, dict) else {} for i in inputs]
     keys: list[str] = []
     seen = set()
@@ -97,7 +101,11 @@ def input_rows(inputs: list[dict | None]) -> list[dict]:
     rows = []
     for k in keys:
         values = [f.get(k) for f in flat]
-        rows.append({"key": k, "values": values, "differs": any(v != values[0] for v in values)})
+        row = {"key": k, "values": values, "differs": any(v != values[0] for v in values)}
+        labels = axis_value_labels(k, values)
+        if any(labels):
+            row["labels"] = labels          # "ZeRO-3" for zero3, "CPU DDR" for cpu, ...
+        rows.append(row)
     return sorted(rows, key=lambda r: not r["differs"])   # stable: keeps scenario order
 
 

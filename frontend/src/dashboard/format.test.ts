@@ -39,7 +39,8 @@ describe("inputs", () => {
     expect(formatInput("training.compute_efficiency", 0.55)).toBe("55.0%");
     expect(formatInput("cluster.num_nodes", 2)).toBe("2");
     expect(formatInput("strategy.kind", "zero3")).toBe("zero3");
-    expect(formatInput("training.flash_attention", true)).toBe("true");
+    expect(formatInput("training.flash_attention", true)).toBe("yes");
+    expect(formatInput("cluster.accelerator.peak_flops_bf16", 989e12)).toBe("989.0 TFLOP/s");
   });
 });
 

@@ -48,6 +48,8 @@ export function inputUnit(key: string): string {
 
 /** An input value, formatted by its key's unit. */
 export function formatInput(key: string, value: Value | undefined): string {
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (/(^|[._])peak_flops/.test(key) && typeof value === "number") return `${formatNumber(value / 1e12, 1)} TFLOP/s`;
   const unit = inputUnit(key);
   if (unit === "bytes_per_s" && typeof value === "number") return `${formatNumber(value / 1e9, 1)} GB/s`;
   if (unit === "" && typeof value === "number") return formatNumber(value, Number.isInteger(value) ? 0 : 3);

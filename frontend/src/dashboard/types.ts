@@ -30,6 +30,8 @@ export interface InputRow {
   key: string;
   values: Value[];
   differs: boolean;
+  /** Display names of the values where they read otherwise ("ZeRO-3" for zero3), else null. */
+  labels?: (string | null)[];
 }
 
 export interface ComparisonItem {

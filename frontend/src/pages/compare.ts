@@ -63,9 +63,10 @@ function inputRow(row: InputRow): HTMLElement {
   const key = pathPieces(row.key).flatMap((piece, i) => (i ? [h("wbr"), piece] : [piece]));
   return h("tr", { "data-key": row.key, class: row.differs ? "differs" : null, "data-differs": String(row.differs) },
     h("th", { scope: "row" }, h("code", null, key), h("small", { class: "unit" }, ` ${pathLabel(row.key)}`)),
-    row.values.map((v) => typeof v === "number"
+    row.values.map((v, i) => typeof v === "number"
       ? h("td", { class: "num" }, pieces(formatInput(row.key, v as never)))
-      : h("td", { class: "text" }, formatInput(row.key, v as never))));
+      : h("td", { class: "text", title: row.labels?.[i] ? String(v) : null },
+        row.labels?.[i] ?? formatInput(row.key, v as never))));
 }
 
 function renderTable(data: Comparison, labels: string[], names: string[]): HTMLElement {
