@@ -141,3 +141,34 @@ def test_compare_checked_with_one_box_keeps_the_tick(page, live_url, user_admin,
     page.click("#compare-button")
     page.wait_for_url(re.compile(r".*/compare/\d+/$"))
     assert page.js_errors == []
+
+
+def test_a_heatmap_on_a_phone_names_every_column_and_both_ends_of_its_scale(page, live_url, user_admin, catalog):
+    from tierlab.dashboard.models import Sweep, SweepChunk
+    from tierlab.dashboard.sweeps import grid_values
+
+    axes = [{"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]},
+            {"path": "strategy.prefetch_depth", "values": [1, 2]}]
+    values = grid_values(axes)
+    sweep = Sweep.objects.create(owner=user_admin, name="3 x 2 on a phone", base_spec={}, axes=axes,
+                                 total_points=len(values), status="succeeded", engine_version="test")
+    results = [{"index": i, "values": v, "status": "done", "valid": True, "fits": i != 2,
+                "step_time_s": 4.27 + i, "usd_per_million_tokens": 1.5, "usd_per_hour": 78.66,
+                "hbm_total_bytes": 80.5e9, "tokens_per_s": 14602, "mfu": 0.412, "goodput": 0.99}
+               for i, v in enumerate(values)]
+    SweepChunk.objects.create(sweep=sweep, start=0, stop=len(values), status="done", done=len(values),
+                              results=results)
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/sweeps/{sweep.pk}/")
+    page.wait_for_selector("#sweep-heatmap[data-rendered='true']")
+    texts = page.locator("#sweep-heatmap svg text").all_text_contents()
+    assert "CPU DDR" in texts and "NVMe" in texts, texts                  # no column left out
+    assert any(t.startswith("none (GPU H") for t in texts), texts         # cut short, not dropped
+    assert "(better) 4.27 s" in texts and "9.27 s (worse)" in texts, texts
+    # the scale's ends lie inside the chart
+    box = page.locator("#sweep-heatmap").bounding_box()
+    ends = page.locator("#sweep-heatmap svg text", has_text="s (worse)").bounding_box()
+    assert ends["x"] + ends["width"] <= box["x"] + box["width"] + 1
+    page.locator("#sweep-heatmap").screenshot(path=str(SCREENSHOTS / "sweep-heatmap-phone.png"))
+    assert page.js_errors == []

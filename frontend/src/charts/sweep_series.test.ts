@@ -18,6 +18,8 @@ import {
   pointTooltipHTML,
   textPx,
   axisValueText,
+  columnLabels,
+  scaleEnds,
 } from "./sweep_series";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { axisTicks } from "./ticks";
@@ -48,6 +50,26 @@ describe("axis values", () => {
   it("name the point in its tooltip", () => {
     const s = sampleSweep();
     expect(pointTooltipHTML(s, s.points[1])).toContain("Strategy: <strong>ZeRO-3</strong>");
+  });
+});
+
+describe("heatmap on a narrow screen", () => {
+  const step = metricByKey("step_time_s");
+
+  it("labels every column, cut short before any is left out", () => {
+    expect(columnLabels(["1", "2", "4"], 300, "#000")).toEqual({ interval: 0, color: "#000" });
+    const cut = columnLabels(["none (GPU HBM)", "CPU DDR", "NVMe"], 80, "#000") as Any;
+    expect(cut).toMatchObject({ interval: 0, overflow: "truncate", width: 74 });
+    expect(columnLabels(["600", "1200", "1800"], 20, "#000")).toMatchObject({ hideOverlap: true });
+  });
+
+  it("keeps the colour scale's ends inside a phone-wide chart", () => {
+    const wide = scaleEnds(step, 4.27, 9.27, 2, 1200);
+    expect(wide).toEqual({ text: ["9.27 s (worse)", "(better) 4.27 s"], itemHeight: 220 });
+    const phone = scaleEnds(step, 4.27, 9.27, 2, 330);
+    const used = phone.text.reduce((s, t) => s + textPx(t, 12) + 10, 0) + phone.itemHeight + 40;
+    expect(used).toBeLessThanOrEqual(330);
+    expect(phone.itemHeight).toBeGreaterThanOrEqual(30);
   });
 });
 

@@ -327,8 +327,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
       nameGap: 28,
       data: a.values.map((v) => axisValueText(a, v)),
       splitArea: { show: false },
-      // ECharts leaves out labels that would overlap; the tooltip names every column
-      axisLabel: { hideOverlap: true, color: ink },
+      axisLabel: columnLabels(a.values.map((v) => axisValueText(a, v)), layout.cellWidth, ink),
     },
     yAxis: {
       type: "category",
@@ -349,16 +348,41 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
       orient: "horizontal",
       left: "center",
       bottom: 0,
-      itemHeight: 220,
-      // text[0] sits at the high end of the scale, text[1] at the low end.
-      text: [`${metric.cell(hi, decimals)} (${metric.better === "min" ? "worse" : "better"})`,
-        `(${metric.better === "min" ? "better" : "worse"}) ${metric.cell(lo, decimals)}`],
+      ...scaleEnds(metric, lo, hi, decimals, style.width || HEATMAP_DEFAULT_WIDTH),
       textStyle: { color: ink },
       inRange: { color: palette },
       formatter: (v: unknown) => metric.cell(Number(v), decimals),
     },
     series,
   };
+}
+
+/**
+ * The column labels: all of them when each fits its cell; cut short with "…" (whole in the
+ * tooltip) when cells are at least `MIN_LABELLED_CELL` px; else ECharts leaves out those
+ * that would overlap (40 narrow columns), and the tooltip names every column.
+ */
+export function columnLabels(texts: string[], cellWidth: number, ink: string) {
+  const room = cellWidth - 6;
+  if (Math.max(0, ...texts.map((t) => textPx(t, AXIS_FONT))) <= room) return { interval: 0, color: ink };
+  if (cellWidth >= MIN_LABELLED_CELL) return { interval: 0, width: room, overflow: "truncate" as const, color: ink };
+  return { hideOverlap: true, color: ink };
+}
+const MIN_LABELLED_CELL = 40;
+
+/**
+ * The colour scale's end texts and length for a chart `width` px wide: "(better) 4.27 s"
+ * and "9.27 s (worse)" beside a bar as long as fits (at most 220 px); without the words
+ * when even a short bar would not fit beside them (a phone).
+ */
+export function scaleEnds(metric: Metric, lo: number, hi: number, decimals: number, width: number) {
+  const good = metric.better === "min" ? "better" : "worse";
+  const bad = metric.better === "min" ? "worse" : "better";
+  // text[0] sits at the high end of the scale, text[1] at the low end.
+  let text = [`${metric.cell(hi, decimals)} (${bad})`, `(${good}) ${metric.cell(lo, decimals)}`];
+  const bar = (t: string[]) => width - 40 - t.reduce((sum, x) => sum + textPx(x, AXIS_FONT) + 10, 0);
+  if (bar(text) < 60) text = [metric.cell(hi, decimals), metric.cell(lo, decimals)];
+  return { text, itemHeight: Math.max(30, Math.min(220, bar(text))) };
 }
 
 // ------------------------------------------------------------------ Pareto
