@@ -21,7 +21,7 @@ def _seconds(value: float) -> str:
 
 def _gib(value: float) -> str:
     g = value / 2**30
-    return f"{g:,.1f} GiB" if abs(g) >= 1000 else f"{g:.4g} GiB"
+    return f"{g:,.1f} GiB" if abs(g) >= 1 else f"{g:.3g} GiB"       # one precision per page
 
 
 def format_quantity(key: str, value) -> str:

@@ -50,6 +50,8 @@ describe("axis values", () => {
   it("name the point in its tooltip", () => {
     const s = sampleSweep();
     expect(pointTooltipHTML(s, s.points[1])).toContain("Strategy: <strong>ZeRO-3</strong>");
+    const withHeadline = pointTooltipHTML(s, s.points[1], "Step time: 8.00 s", "step_time_s");
+    expect(withHeadline.match(/Step time/g)).toHaveLength(1);             // not said twice
   });
 });
 

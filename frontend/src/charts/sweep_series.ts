@@ -173,9 +173,9 @@ const CLASS_MARK: Record<Exclude<PointClass, "value">, string> = {
 
 /**
  * Tooltip of a point: its axis values, status and headline numbers with units; `headline`
- * (the heatmap's metric at the cell's precision) first when given.
+ * (the heatmap's metric at the cell's precision, `headlineKey`) first when given, and not again.
  */
-export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string): string {
+export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string, headlineKey?: string): string {
   const lines = sweep.axes.map((ax) => `${esc(ax.label ?? ax.path)}: <strong>${esc(axisValueText(ax, p.values[ax.path]))}</strong>`);
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
   if (headline) lines.unshift(`<strong>${esc(headline)}</strong>`);
@@ -184,6 +184,7 @@ export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string)
   else {
     lines.push(p.fits ? "Fits" : `<strong>Does not fit</strong>${p.violations?.length ? `: ${esc(p.violations.join("; "))}` : ""}`);
     for (const m of METRICS) {
+      if (headline && m.key === headlineKey) continue;       // said first, once
       const v = num(p[m.key]);
       if (v !== null) lines.push(`${m.label}: ${m.short(v)}`);
     }
@@ -316,7 +317,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
         const v = point[metric.key];
         const headline = pointClass(point, metric) === "value" && typeof v === "number"
           ? `${metric.label}: ${metric.cell(metric.toScale(v), decimals)}` : undefined;
-        return pointTooltipHTML(sweep, point, headline);
+        return pointTooltipHTML(sweep, point, headline, metric.key);
       },
     },
     grid: { left: 20, right: 20, top: 30, bottom: 90, outerBoundsMode: "same", outerBoundsContain: "all" },
