@@ -61,24 +61,33 @@ def test_the_comparison_table_fits_a_1400_px_window_for_up_to_4_scenarios(page, 
     assert page.js_errors == []
 
 
-def test_a_heatmap_of_40_columns_keeps_its_numbers_in_the_tooltip(page, live_url, user_admin, catalog):
+def finished_sweep(owner, name, axes, **per_point):
+    """A succeeded sweep over ``axes``, every point done and fitting, with the headline
+    numbers of a 70B step; ``per_point`` maps a result key to a function of the index."""
     from tierlab.dashboard.models import Sweep, SweepChunk
-    from tierlab.catalog.labels import CHOICE_NAMES
     from tierlab.dashboard.sweeps import grid_values
+
+    values = grid_values(axes)
+    sweep = Sweep.objects.create(owner=owner, name=name, base_spec={}, axes=axes,
+                                 total_points=len(values), status="succeeded", engine_version="test")
+    results = [{"index": i, "values": v, "status": "done", "valid": True, "fits": True,
+                "step_time_s": 8.9, "usd_per_million_tokens": 1.5, "usd_per_hour": 78.66,
+                "hbm_total_bytes": 80.5e9, "tokens_per_s": 14602, "mfu": 0.412, "goodput": 0.99,
+                **{k: f(i) for k, f in per_point.items()}} for i, v in enumerate(values)]
+    SweepChunk.objects.create(sweep=sweep, start=0, stop=len(values), status="done", done=len(values),
+                              results=results)
+    return sweep
+
+
+def test_a_heatmap_of_40_columns_keeps_its_numbers_in_the_tooltip(page, live_url, user_admin, catalog):
+    from tierlab.catalog.labels import CHOICE_NAMES
 
     targets = ["local_nvme", "remote_dram", "cxl_pool", "parallel_fs", "object_store", "gds_nvme"]
     axes = [{"path": "checkpoint.interval_s", "values": [600 * (i + 1) for i in range(40)]},
             {"path": "checkpoint.target", "values": targets}]
-    values = grid_values(axes)
-    sweep = Sweep.objects.create(owner=user_admin, name="40 intervals × 6 targets", base_spec={}, axes=axes,
-                                 total_points=len(values), status="succeeded", engine_version="test")
     # goodput 99.820–99.859%, 0.001 points apart: what two decimals cannot tell apart
-    results = [{"index": i, "values": v, "status": "done", "valid": True, "fits": True,
-                "step_time_s": 8.9, "usd_per_million_tokens": 1.5, "usd_per_hour": 78.66, "hbm_total_bytes": 80.5e9,
-                "tokens_per_s": 14602, "mfu": 0.412, "goodput": 0.9982 + 0.00001 * (i % 40)}
-               for i, v in enumerate(values)]
-    SweepChunk.objects.create(sweep=sweep, start=0, stop=len(values), status="done", done=len(values),
-                              results=results)
+    sweep = finished_sweep(user_admin, "40 intervals × 6 targets", axes,
+                           goodput=lambda i: 0.9982 + 0.00001 * (i % 40))
     page.set_viewport_size({"width": 1400, "height": 900})
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/sweeps/{sweep.pk}/?metric=goodput")
@@ -144,20 +153,10 @@ def test_compare_checked_with_one_box_keeps_the_tick(page, live_url, user_admin,
 
 
 def test_a_heatmap_on_a_phone_names_every_column_and_both_ends_of_its_scale(page, live_url, user_admin, catalog):
-    from tierlab.dashboard.models import Sweep, SweepChunk
-    from tierlab.dashboard.sweeps import grid_values
-
     axes = [{"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]},
             {"path": "strategy.prefetch_depth", "values": [1, 2]}]
-    values = grid_values(axes)
-    sweep = Sweep.objects.create(owner=user_admin, name="3 x 2 on a phone", base_spec={}, axes=axes,
-                                 total_points=len(values), status="succeeded", engine_version="test")
-    results = [{"index": i, "values": v, "status": "done", "valid": True, "fits": i != 2,
-                "step_time_s": 4.27 + i, "usd_per_million_tokens": 1.5, "usd_per_hour": 78.66,
-                "hbm_total_bytes": 80.5e9, "tokens_per_s": 14602, "mfu": 0.412, "goodput": 0.99}
-               for i, v in enumerate(values)]
-    SweepChunk.objects.create(sweep=sweep, start=0, stop=len(values), status="done", done=len(values),
-                              results=results)
+    sweep = finished_sweep(user_admin, "3 x 2 on a phone", axes,
+                           fits=lambda i: i != 2, step_time_s=lambda i: 4.27 + i)
     page.set_viewport_size({"width": 390, "height": 844})
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/sweeps/{sweep.pk}/")
