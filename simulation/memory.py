@@ -269,6 +269,12 @@ _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
+    if not mine:                      # a tier nothing is placed on (most nodes' NVMe and CXL)
+        out = _NO_BYTES.copy()
+        out.update(total_bytes=0, capacity_bytes=capacity, free_bytes=capacity - 0,
+                   utilization=0 / capacity if capacity else None, present=present,
+                   peak_phase="persistent", parts=mine)
+        return out
     fwd_bwd = step = 0
     dynamic = False
     for p in mine:

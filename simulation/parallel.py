@@ -24,7 +24,12 @@ class Layout:
     grad_accumulation_steps: int
 
     def to_dict(self) -> dict:
-        return plain(self)
+        """A new dict each call (made once: layouts are frozen and shared)."""
+        made = self.__dict__.get("_as_dict")
+        if made is None:
+            made = plain(self)
+            object.__setattr__(self, "_as_dict", made)    # a cache, not a field
+        return made.copy()
 
 
 def layout(sc: Scenario) -> Layout:

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .fields import plain
 
-
-@dataclass(frozen=True)
+@dataclass(slots=True)      # not frozen: a frozen init costs 5x
 class Violation:
     tier: str
     scope: str               # per_gpu | per_node
@@ -39,7 +37,9 @@ class Violation:
     message: str
 
     def to_dict(self) -> dict:
-        return plain(self)
+        return {"tier": self.tier, "scope": self.scope, "required_bytes": self.required_bytes,
+                "capacity_bytes": self.capacity_bytes, "over_bytes": self.over_bytes,
+                "message": self.message}
 
 
 @dataclass          # not frozen: a frozen init costs 5x, and a quick estimate is ~0.1 ms

@@ -44,8 +44,13 @@ class StateBytes:
         return self.params + self.grads + self.k
 
     def to_dict(self) -> dict:
-        return dict(params=self.params, grads=self.grads, master_weights=self.master_weights,
-                    optimizer_states=self.optimizer_states, k=self.k, total=self.total)
+        """A new dict each call (made once: ``state_bytes`` hands out shared instances)."""
+        made = self.__dict__.get("_as_dict")
+        if made is None:
+            made = dict(params=self.params, grads=self.grads, master_weights=self.master_weights,
+                        optimizer_states=self.optimizer_states, k=self.k, total=self.total)
+            object.__setattr__(self, "_as_dict", made)    # a cache, not a field
+        return made.copy()
 
 
 @lru_cache(maxsize=64)

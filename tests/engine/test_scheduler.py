@@ -119,10 +119,15 @@ def test_unknown_link_name_in_builder():
         g.transfer("x", 1, ["nvlink"])
 
 
+def _amount(hi: float):
+    return st.one_of(st.just(0.0), st.floats(1e-6, hi))
+
+
 def random_graph(draw):
-    # No subnormal durations or sizes: 5e-324 s halves to 0, and a zero-length task has
-    # other semantics (it ends at once without taking its stream), so scaling would change
-    # the schedule; no physical step has such numbers.
+    # Durations and sizes are 0 or at least a microsecond's worth: the simulators treat
+    # events closer than ~1e-9 s as simultaneous and a zero-length task ends at once
+    # without taking its stream, so a 1e-45 s task scaled by k could change the schedule
+    # (hypothesis found one); no physical step has such numbers.
     n_links = draw(st.integers(1, 4))
     g = TaskGraph()
     for l in range(n_links):
@@ -134,15 +139,15 @@ def random_graph(draw):
         deps = draw(st.lists(st.integers(0, max(i - 1, 0)), max_size=3)) if i else []
         if draw(st.booleans()):
             g.compute(f"c{i}", draw(st.sampled_from(["gpu", "cpu"])),
-                      draw(st.floats(0, 5, allow_subnormal=False)), deps=deps)
+                      draw(_amount(5)), deps=deps)
         else:
             path = draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True))
             # acquire/release in pairs along a dependency chain so slots always come back
             acq = "p" if draw(st.booleans()) else None
-            tid = g.transfer(f"t{i}", draw(st.floats(0, 50, allow_subnormal=False)), [f"l{k}" for k in path],
+            tid = g.transfer(f"t{i}", draw(_amount(50)), [f"l{k}" for k in path],
                              deps=deps, acquire=acq)
             if acq:
-                g.compute(f"r{i}", "gpu", draw(st.floats(0, 1, allow_subnormal=False)), deps=[tid], release="p")
+                g.compute(f"r{i}", "gpu", draw(_amount(1)), deps=[tid], release="p")
     return g
 
 
