@@ -152,7 +152,7 @@ def timeit_cycle(fn, inputs, min_s):
             return el / reps
 
 
-def best_rounds(workloads: dict, min_s: float, rounds: int = 7) -> dict:
+def best_rounds(workloads: dict, min_s: float, rounds: int = 15) -> dict:
     """Seconds per call of each ``(fn, inputs)`` in ``workloads``: the best of ``rounds``
     rounds, the workloads taking turns in every round (a noisy neighbour slows all alike)."""
     best = dict.fromkeys(workloads, float("inf"))
