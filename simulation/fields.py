@@ -101,6 +101,16 @@ def drop_none(d: dict) -> dict:
     return {k: v for k, v in d.items() if v is not None}
 
 
+def made_once(obj, make) -> dict:
+    """``make(obj)``, made once per frozen, shared object (kept on it as a cache, not a
+    field) and handed out as a shallow copy, so a caller may change what it gets."""
+    made = obj.__dict__.get("_as_dict")
+    if made is None:
+        made = make(obj)
+        object.__setattr__(obj, "_as_dict", made)
+    return made.copy()
+
+
 def plain(obj) -> dict:
     """Shallow field dict (dataclasses.asdict deep-copies, which is slow here)."""
     return {name: getattr(obj, name) for name in obj.__dataclass_fields__}

@@ -83,11 +83,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
         if per_rank_bytes <= 0:
             return
         scale = 1 if tier == "hbm" else gpn          # node tiers hold every local rank's share
-        entry = {"name": name, "category": category, "tier": tier, "bytes": per_rank_bytes * scale,
-                 "phase": phase, "note": note}          # part(), inline: a dozen per estimate
-        if bpp is not None:
-            entry["bytes_per_param"] = bpp
-        parts.append(entry)
+        parts.append(part(name, category, tier, per_rank_bytes * scale, phase, bpp, note))
 
     opt_tier = OFFLOAD_TIER.get(st.offload_optimizer, "hbm")
     par_tier = OFFLOAD_TIER.get(st.offload_params, "hbm")
@@ -269,12 +265,6 @@ _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
-    if not mine:                      # a tier nothing is placed on (most nodes' NVMe and CXL)
-        out = _NO_BYTES.copy()
-        out.update(total_bytes=0, capacity_bytes=capacity, free_bytes=capacity - 0,
-                   utilization=0 / capacity if capacity else None, present=present,
-                   peak_phase="persistent", parts=mine)
-        return out
     fwd_bwd = step = 0
     dynamic = False
     for p in mine:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fields import plain
+from .fields import made_once, plain
 
 from .errors import ScenarioError
 from .memo import ByIdentity
@@ -24,12 +24,7 @@ class Layout:
     grad_accumulation_steps: int
 
     def to_dict(self) -> dict:
-        """A new dict each call (made once: layouts are frozen and shared)."""
-        made = self.__dict__.get("_as_dict")
-        if made is None:
-            made = plain(self)
-            object.__setattr__(self, "_as_dict", made)    # a cache, not a field
-        return made.copy()
+        return made_once(self, plain)          # layouts are frozen and shared
 
 
 def layout(sc: Scenario) -> Layout:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .fields import made_once
+
 _OPT_STATE_BYTES = {"adam": 8, "adamw": 8, "adam_8bit": 2, "sgd_momentum": 4, "adafactor": 0}
 _DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -44,13 +46,9 @@ class StateBytes:
         return self.params + self.grads + self.k
 
     def to_dict(self) -> dict:
-        """A new dict each call (made once: ``state_bytes`` hands out shared instances)."""
-        made = self.__dict__.get("_as_dict")
-        if made is None:
-            made = dict(params=self.params, grads=self.grads, master_weights=self.master_weights,
-                        optimizer_states=self.optimizer_states, k=self.k, total=self.total)
-            object.__setattr__(self, "_as_dict", made)    # a cache, not a field
-        return made.copy()
+        return made_once(self, lambda b: dict(          # state_bytes hands out shared ones
+            params=b.params, grads=b.grads, master_weights=b.master_weights,
+            optimizer_states=b.optimizer_states, k=b.k, total=b.total))
 
 
 @lru_cache(maxsize=64)
