@@ -15,6 +15,8 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, pagination, parsers, serializers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from simulation.fields import show
+
 # Deeper than any scenario, comparison or sweep; far below Python's recursion limit.
 MAX_JSON_DEPTH = 64
 
@@ -183,15 +185,7 @@ class StrictBooleanField(serializers.BooleanField):
     def to_internal_value(self, data):
         if data is True or data is False:
             return data
-        self.fail("invalid", input=json.dumps(data)[:40] if _jsonable(data) else repr(data)[:40])
-
-
-def _jsonable(v) -> bool:
-    try:
-        json.dumps(v)
-        return True
-    except (TypeError, ValueError):
-        return False
+        self.fail("invalid", input=show(data)[:40])
 
 
 class StrictPageNumberPagination(pagination.PageNumberPagination):
