@@ -9,7 +9,8 @@ from typing import Callable
 from . import bandwidth
 from .checkpoint import evaluate_checkpoint
 from .estimators import deepspeed_estimate
-from .memory import build_parts, fragmentation_part, tier_summaries
+from .fit import fit_state, memory_band, scenario_kind, tier_state
+from .memory import MOMENTS, build_parts, fragmentation_part, tier_summaries
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
@@ -49,16 +50,16 @@ def evaluate(sc: Scenario, include_step: bool = True,
     pc = model_params(sc.model)
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer)
-    parts = build_parts(sc, pc, lay, sb)
-    if sc.convention == "realistic":
-        frag = fragmentation_part(parts, sc.runtime.fragmentation_fraction)
-        if frag:
-            parts.append(frag)
+    stages = _stage_parts(sc, pc, lay, sb)
+    worst = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
+    parts, (per_gpu, per_node) = worst[1], worst[2]
 
-    per_gpu, per_node = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes,
-                                       sc.cluster.tiers)
-
-    violations, notes = find_violations(per_gpu, per_node), []
+    band = memory_band(scenario_kind(sc.strategy.zero_stage, _offloaded(sc),
+                                     lay.pipeline_parallel))
+    violations, tight = find_violations(per_gpu, per_node, band)
+    state = fit_state([tier_state(s["total_bytes"], s["capacity_bytes"], band)
+                       for tiers in (per_gpu, per_node) for s in tiers.values()])
+    notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
 
     model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
@@ -99,9 +100,16 @@ def evaluate(sc: Scenario, include_step: bool = True,
         rs = recsys_sections(sc, sb, peak_flops(sc), per_gpu["hbm"]["free_bytes"])
         extra = dict(embedding=rs["embedding"], ps=rs["ps"])
         notes += rs["notes"]
-    return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
+    memory = dict(per_gpu=per_gpu, per_node=per_node, band=band, tight=tight)
+    if len(stages) > 1:
+        memory["stage"] = worst[0]
+        memory["per_stage"] = [dict(stage=name, hbm_total_bytes=tiers[0]["hbm"]["total_bytes"],
+                                    hbm_peak_phase=tiers[0]["hbm"]["peak_phase"])
+                               for name, _p, tiers in stages]
+    return Report(schema=1, engine_version=ENGINE_VERSION, fits=state != "does_not_fit",
+                  fit_state=state,
                   violations=tuple(violations), model=model, parallelism=lay.to_dict(), **extra,
-                  convention=convention, memory=dict(per_gpu=per_gpu, per_node=per_node),
+                  convention=convention, memory=memory,
                   cross_checks=_cross_checks(sc, pc, lay, sb), notes=tuple(notes),
                   scenario=sc.to_dict(), step=perf.get("step", {}),
                   throughput=perf.get("throughput", {}), mfu=perf.get("mfu"),
@@ -159,19 +167,64 @@ def _offload_bw(sc: Scenario, lay) -> dict:
                               sc.model.hidden_size, rate, tiers)
 
 
-def find_violations(per_gpu: dict, per_node: dict) -> list:
-    """One Violation per tier whose total exceeds its capacity."""
-    out = []
+def find_violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list, list]:
+    """``(violations, tight)``: a Violation per tier above ``capacity x (1 + band)``, and a
+    ``{tier, scope, required_bytes, capacity_bytes, peak_phase, largest_part, message}``
+    per tier inside the tight band (see :mod:`simulation.fit`)."""
+    out, tight = [], []
     for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
         for t, s in tiers.items():
-            over = s["total_bytes"] - s["capacity_bytes"]
-            if over > 0:
-                where = "" if s["present"] else f" (this node has no {t.upper()} tier: add cluster.tiers.{t})"
-                out.append(Violation(
+            state = tier_state(s["total_bytes"], s["capacity_bytes"], band)
+            label = _TIER_LABEL.get(t, t.upper())
+            if state == "tight":
+                term = _largest_dynamic_part(s)
+                tight.append(dict(
                     tier=t, scope=scope, required_bytes=s["total_bytes"],
-                    capacity_bytes=s["capacity_bytes"], over_bytes=over,
-                    message=f"{_TIER_LABEL.get(t, t.upper())} needs {fmt_bytes(s['total_bytes'])} "
-                            f"but has {fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)}){where}"))
+                    capacity_bytes=s["capacity_bytes"], peak_phase=s["peak_phase"],
+                    largest_part=term,
+                    message=f"Tight: {label} needs {fmt_bytes(s['total_bytes'])} of "
+                            f"{fmt_bytes(s['capacity_bytes'])}, within the engine's +-{band:.0%} "
+                            f"memory error; the peak is at {s['peak_phase']}"
+                            + (f", where the largest term is {term}" if term else "") + "."))
+                continue
+            if state == "fits":
+                continue
+            over = s["total_bytes"] - s["capacity_bytes"]
+            where = "" if s["present"] else f" (this node has no {t.upper()} tier: add cluster.tiers.{t})"
+            out.append(Violation(
+                tier=t, scope=scope, required_bytes=s["total_bytes"],
+                capacity_bytes=s["capacity_bytes"], over_bytes=over,
+                message=f"{label} needs {fmt_bytes(s['total_bytes'])} "
+                        f"but has {fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)})"
+                        + (f" at {s['peak_phase']}" if s["peak_phase"] != "persistent" else "")
+                        + where))
+    return out, tight
+
+
+def _largest_dynamic_part(summary: dict) -> str | None:
+    live = MOMENTS.get(summary["peak_phase"], ())
+    cands = [p for p in summary["parts"] if p["phase"] in live]
+    return max(cands, key=lambda p: p["bytes"])["name"] if cands else None
+
+
+def _offloaded(sc: Scenario) -> bool:
+    s = sc.strategy
+    return "none" != s.offload_optimizer or "none" != s.offload_params or s.offload_activations != "none"
+
+
+def _stage_parts(sc: Scenario, pc, lay, sb) -> list[tuple]:
+    """``[(stage, parts, (per_gpu, per_node))]``: one entry without a pipeline, else the
+    first stage (embedding, most micro batches in flight) and the last (head, loss)."""
+    names = ("only",) if lay.pipeline_parallel == 1 else ("first", "last")
+    out = []
+    for name in names:
+        parts = build_parts(sc, pc, lay, sb, name)
+        if sc.convention == "realistic":
+            frag = fragmentation_part(parts, sc.runtime.fragmentation_for(sc.strategy.zero_stage))
+            if frag:
+                parts.append(frag)
+        out.append((name, parts, tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes,
+                                                sc.cluster.tiers)))
     return out
 
 
@@ -251,7 +304,7 @@ def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     rs = recsys_sections(sc, sb, peak_flops(sc))
     tick(0.5)
     memory = recsys_memory(sc, rs)
-    violations = find_violations(memory["per_gpu"], memory["per_node"])
+    violations, tight = find_violations(memory["per_gpu"], memory["per_node"])
     spec = sc.recsys
     emb_params = sum(t["rows"] * t["dim"] for t in rs["embedding"]["tables"])
     dense = spec.dense_params["total"]
@@ -276,6 +329,7 @@ def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     notes = list(rs["notes"]) + ["Checkpoint cost is not modelled for recommendation models yet."]
     tick(1.0)
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=not violations,
+                  fit_state="does_not_fit" if violations else "fits",
                   violations=tuple(violations), model=model,
                   parallelism=dict(num_gpus=sc.cluster.num_gpus, data_parallel=sc.cluster.num_gpus,
                                    tensor_parallel=1, pipeline_parallel=1,

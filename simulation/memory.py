@@ -36,11 +36,16 @@ optimizer step (fp32 gradient conversion); the total is persistent + the larger 
 
 from __future__ import annotations
 
-from .activations import ActivationShape, StageActivations, first_stage
+import math
+
+from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
+from .loss import loss_bytes
 from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
-from .scenario import ModelSpec, Scenario, TrainingSpec
+from .checkpoint import checkpoint_size_bytes, resolve_target
+from .errors import ScenarioError
+from .scenario import ModelSpec, Scenario, TrainingSpec, node_figures
 from .states import StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
@@ -68,8 +73,14 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
     return d
 
 
-def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> list[dict]:
-    """Every allocation of one rank (HBM) and of one node (other tiers)."""
+def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                stage: str = "only") -> list[dict]:
+    """Every allocation of one rank (HBM) and of one node (other tiers).
+
+    ``stage`` is the pipeline stage the rank runs: ``only`` (no pipeline), ``first``
+    (embedding, the most micro batches in flight) or ``last`` (output head and loss, one
+    micro batch in flight).
+    """
     st, tr = sc.strategy, sc.training
     realistic = sc.convention == "realistic"
     gpn = sc.cluster.gpus_per_node
@@ -134,48 +145,98 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
 
     # ---- activations
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
+    layers_held = act.layers_held if stage != "last" else sc.model.num_layers / tr.pipeline_parallel
+    layers_bytes = act.layers_bytes if stage != "last" else act.per_layer_bytes * layers_held
     note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)"
-    if st.offload_activations == "cpu" and act.layers_held > 2:
+    if st.offload_activations == "cpu" and layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
         # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
-        on_hbm = act.layers_bytes * 2 / act.layers_held
+        on_hbm = layers_bytes * 2 / layers_held
         add("activations (2 layers in HBM, the rest offloaded)", "activations", "hbm", on_hbm,
             phase="fwd_bwd", note=note)
-        add(f"offloaded activations ({act.layers_held - 2:g} layers)", "activations", "ddr",
-            act.layers_bytes - on_hbm, note="pinned host copies of activation checkpoints")
+        add(f"offloaded activations ({layers_held - 2:g} layers)", "activations", "ddr",
+            layers_bytes - on_hbm, note="pinned host copies of activation checkpoints")
     else:
-        add(f"activations ({act.layers_held:g} layers x {tr.recompute} recompute)",
-            "activations", "hbm", act.layers_bytes, phase="fwd_bwd", note=note)
+        add(f"activations ({layers_held:g} layers x {tr.recompute} recompute)",
+            "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
     if realistic:
-        add("embedding and output-layer activations", "activations", "hbm", act.extras_bytes,
-            phase="fwd_bwd", note="logits in fp32 for the loss (Korthikanti Sec. 4.3)")
+        _realistic_activations(add, sc, pc, lay, sb, act, stage)
 
     # ---- working buffers (realistic only)
     if realistic:
-        _buffers(add, sc, pc, lay, sb, psi)
+        _buffers(add, sc, pc, lay, sb, psi, stage)
+        _host_staging(add, sc, pc, lay, sb)
     return parts
 
 
-def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
-                 realistic: bool) -> StageActivations:
-    """The first pipeline stage's activations (the realistic convention adds the
-    embedding and output-layer ones, which need the vocabulary)."""
+def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                           act: StageActivations, stage: str) -> None:
+    """What the frameworks hold beyond the stored per-layer activations.
+
+    * Recompute working set: with selective or full recomputation the backward of a layer
+      first re-runs its forward, so one layer's activations as without recomputation sit
+      on top of the stored checkpoints (``torch.utils.checkpoint``; Megatron
+      ``tensor_parallel/random.py`` ``CheckpointFunction.backward``). The peak is in
+      backward, not in forward.
+    * Loss and logits on the last stage (:mod:`simulation.loss`, ``training.loss_kernel``),
+      live at the end of forward and the start of backward, plus the head's input.
+    * The embedding's dropout mask on the first stage (Korthikanti Sec. 4.3).
+    """
+    tr, m = sc.training, sc.model
+    t = tr.tensor_parallel
+    sbh = tr.seq_len * tr.micro_batch_size * m.hidden_size
+    if tr.recompute != "none":
+        shape = _shape(m, tr, "none")
+        working = layer_bytes(shape) - act.per_layer_bytes
+        if working > 0:
+            add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
+                "activations", "hbm", working, phase="backward",
+                note="a checkpointed layer's activations rebuilt for its backward")
+    if stage != "last" and m.dropout:
+        add("embedding dropout mask", "activations", "hbm", sbh * tr.pipeline_parallel / t,
+            phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
+    if stage != "first" and m.vocab_size:
+        tokens = tr.seq_len * tr.micro_batch_size
+        add("output-head input (final norm output)", "activations", "hbm", 2 * sbh / t,
+            phase="fwd_bwd", note="saved for the head's weight gradient")
+        add(f"logits and cross-entropy ({tr.loss_kernel})", "activations", "hbm",
+            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t), phase="loss",
+            note=_LOSS_NOTES[tr.loss_kernel])
+
+
+_LOSS_NOTES = {
+    "torch": "12 B per token x vocab: fp32 log-probabilities, their gradient and the "
+             "softmax gradient (transformers ForCausalLMLoss / F.cross_entropy)",
+    "megatron_vocab_parallel": "6 B per token x vocab/t: 16-bit logits and one in-place fp32 "
+                               "softmax buffer (Megatron cross_entropy.py)",
+    "fused_linear_cross_entropy": "chunked head + loss, no full logits (Liger kernel)",
+}
+
+
+def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
     heads = m.num_attention_heads or max(1, m.hidden_size // 128)
-    shape = ActivationShape(
+    return ActivationShape(
         seq_len=tr.seq_len, micro_batch=tr.micro_batch_size, hidden=m.hidden_size,
         heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
         top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
         flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,
-        sequence_parallel=tr.sequence_parallel, recompute=tr.recompute)
-    return first_stage(shape, m.num_layers, tr.pipeline_parallel, grad_accumulation_steps,
-                       tr.interleave_stages, m.vocab_size if realistic else None)
+        sequence_parallel=tr.sequence_parallel, recompute=recompute)
+
+
+def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
+                 realistic: bool) -> StageActivations:
+    """The first pipeline stage's stored per-layer activations (Korthikanti Eq. 5-6)."""
+    return first_stage(_shape(m, tr, tr.recompute), m.num_layers, tr.pipeline_parallel,
+                       grad_accumulation_steps, tr.interleave_stages, None)
 
 
 _stage_activations = ByIdentity(_activations)
 
 
-def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi: float):
+def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi: float,
+             stage: str = "only"):
     st = sc.strategy
+    pipeline_stage = stage
     d, stage = lay.shard_degree, st.zero_stage
     unit = pc.per_layer / lay.tensor_parallel     # one transformer block = one FSDP unit
     k_fp32 = sb.master_weights + sb.optimizer_states
@@ -189,19 +250,22 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         if st.offload_optimizer == "none":
             add("fp32 gradient partition for the optimizer step", "buffers", "hbm",
                 4 * psi / d, 4 / d, phase="step", note="DeepSpeed converts grads to fp32")
+    if stage == 3:
+        _gathered_modules(add, sc, pc, lay, sb, pipeline_stage)
     if stage == 3 and st.is_fsdp:
         add(f"unsharded parameters ({1 + st.prefetch_depth} FSDP units)", "buffers", "hbm",
             (1 + st.prefetch_depth) * unit * sb.params, phase="fwd_bwd",
             note="current unit + prefetched units, all-gathered")
         add("unsharded gradients (1 FSDP unit)", "buffers", "hbm", unit * sb.grads,
-            phase="fwd_bwd", note="before reduce-scatter")
+            phase="backward", note="before reduce-scatter")
     elif stage == 3:
         live = min((1 + st.prefetch_depth) * unit, max(DS_MAX_LIVE_PARAMETERS, unit))
         add(f"gathered parameters ({1 + st.prefetch_depth} layers)", "buffers", "hbm",
             live * sb.params, phase="fwd_bwd",
             note="bounded by stage3_max_live_parameters (1e9)")
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",
-            min(DS_BUCKET_ELEMENTS, psi) * sb.grads, phase="fwd_bwd", note="5e8 elements")
+            min(DS_BUCKET_ELEMENTS, psi) * sb.grads,
+            note="5e8 elements; stage3.py allocates it once (__ipg_bucket_flat_buffer)")
         if st.offload_optimizer == "none":
             add("fp32 gradients of one optimizer sub-group", "buffers", "hbm",
                 4 * min(DS_SUB_GROUP_ELEMENTS, psi / d), phase="step",
@@ -221,23 +285,125 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
 
 
+def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                      pipeline_stage: str) -> None:
+    """The embedding and output head gathered as whole modules under ZeRO-3 / FSDP.
+
+    With a 128k-152k vocabulary each is bigger than a transformer block.
+
+    * FSDP (torch ``distributed/fsdp``; FSDP1 ``_runtime_utils._post_forward``: the root
+      unit is not resharded after forward; FSDP2 ``fully_shard`` likewise keeps the root
+      module unsharded, torchtitan ``parallelize.py`` sets ``reshard_after_forward=False``
+      on it): the wrap policy makes a unit per block and leaves embedding, final norm and
+      output head in the root unit, which stays gathered from forward through backward; its
+      unsharded gradient (one flat tensor) is allocated when the head's gradient arrives and
+      reduce-scattered after the embedding's, at the end of backward.
+    * DeepSpeed ZeRO-3 (``runtime/zero/partitioned_param_coordinator.py``): every
+      submodule is gathered on its own; the head is used last in forward and first in
+      backward, well within ``stage3_max_reuse_distance`` (1e9), so it is not released in
+      between; its full gradient exists until the reduce bucket takes it.
+    """
+    m = sc.model
+    tp = lay.tensor_parallel
+    head = pc.output_head / tp if pipeline_stage != "first" else 0.0
+    emb = pc.embedding / tp if pipeline_stage != "last" else 0.0
+    if pc.output_head == 0 and pipeline_stage != "first":
+        emb = pc.embedding / tp          # tied: the head is the embedding
+    if not m.has_architecture or head + emb <= 0:
+        return
+    if sc.strategy.is_fsdp:
+        root = head + emb
+        add("root FSDP unit gathered (embedding, final norm, output head)", "buffers", "hbm",
+            root * sb.params, phase="fwd_bwd",
+            note="not resharded after forward: held from forward through backward")
+        add("root FSDP unit unsharded gradient", "buffers", "hbm", root * sb.grads,
+            phase="backward", note="reduce-scattered after the embedding's gradient")
+    elif head:
+        add("output head gathered (its own ZeRO-3 module)", "buffers", "hbm",
+            head * sb.params, phase="fwd_bwd",
+            note="last in forward, first in backward: within stage3_max_reuse_distance")
+        add("output head full gradient (before the reduce bucket)", "buffers", "hbm",
+            head * sb.grads, phase="backward", note="vocab x hidden in the gradient dtype")
+
+
+def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> None:
+    """Host DRAM a checkpoint save stages its shards in, beside what training holds there.
+
+    Blocking ``torch_dist`` saves (Megatron ``dist_checkpointing/strategies/
+    filesystem_async.py``, ``FileSystemWriterAsync.preload_tensors``) copy every write
+    bucket of the rank to the host before the first file write: the host transient is the
+    rank's whole shard. The copies are ``tensor.to("cpu", non_blocking=True)``, which
+    PyTorch allocates pinned (``aten/src/ATen/native/TensorConversions.cpp``: ``pin_out``),
+    from the caching host allocator, which rounds every block up to a power of two
+    (``aten/src/ATen/core/CachingHostAllocator.h``): for tensor sizes spread evenly over
+    the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes.
+    """
+    ck = sc.checkpoint
+    if not ck.target:
+        return
+    try:
+        tgt = resolve_target(ck, **node_figures(sc))
+    except ScenarioError:
+        return
+    if not (tgt.via_host or ck.method == "in_memory_then_flush"):
+        return
+    size = checkpoint_size_bytes(pc.total, sb.to_dict(), ck, lay.num_gpus)
+    per_rank = size["size_bytes"] / lay.num_gpus if ck.sharded else size["size_bytes"]
+    factor = 2 if ck.method == "in_memory_then_flush" and sc.cluster.num_nodes > 1 else 1
+    add("checkpoint staging copy (pinned host memory)", "buffers", "ddr",
+        per_rank * factor, phase="checkpoint",
+        note="the rank's whole shard copied to the host before the write")
+    add("pinned-allocator rounding of the staging copy", "buffers", "ddr",
+        per_rank * factor * (_POW2_ROUNDING - 1), phase="checkpoint",
+        note="CachingHostAllocator rounds blocks up to a power of two (x1.44 on average)")
+
+
+_POW2_ROUNDING = 1 / math.log(2)
+
+
+# The moments a tier's peak can fall in, and the part phases live in each. ``fwd_bwd``
+# parts (stored activations, gathered units) are live at the loss and through backward.
+MOMENTS = {
+    "loss": ("fwd_bwd", "loss"),              # end of forward / start of backward
+    "backward": ("fwd_bwd", "backward"),      # a layer's backward (recompute working set)
+    "step": ("step",),                        # optimizer step
+    "checkpoint": ("checkpoint",),            # a checkpoint save staged through the host
+}
+_MOMENT_OF_PHASE: dict = {}
+for _m, _phases in MOMENTS.items():
+    for _ph in _phases:
+        _MOMENT_OF_PHASE.setdefault(_ph, []).append(_m)
+
+
+def moment_bytes(parts: list[dict]) -> dict:
+    """``{moment: bytes}`` of the non-persistent parts live at each moment."""
+    out = dict.fromkeys(MOMENTS, 0.0)
+    for p in parts:
+        for m in _MOMENT_OF_PHASE.get(p["phase"], ()):
+            out[m] += p["bytes"]
+    return out
+
+
+def _peak(parts: list[dict]) -> tuple[str | None, dict]:
+    """The moment with the most dynamic bytes (None when there are none) and all of them."""
+    per = moment_bytes(parts)
+    peak = max(per, key=per.get)
+    return (peak if per[peak] > 0 else None), per
+
+
 def fragmentation_part(parts: list[dict], fraction: float) -> dict | None:
-    """Allocator reserve on HBM: ``fraction`` of the dynamic allocations of the peak phase."""
+    """Allocator reserve on HBM: ``fraction`` of the dynamic allocations of the peak moment.
+
+    It is listed in the peak moment's phase (``loss``, ``backward`` or ``step``)."""
     if fraction <= 0:
         return None
-    fwd_bwd = step = 0
-    for p in parts:
-        if p["tier"] == "hbm":
-            if p["phase"] == "fwd_bwd":
-                fwd_bwd += p["bytes"]
-            elif p["phase"] == "step":
-                step += p["bytes"]
-    peak_phase, dyn = ("step", step) if step > fwd_bwd else ("fwd_bwd", fwd_bwd)
-    extra = fraction * dyn
-    if extra <= 0:
+    peak, per = _peak([p for p in parts if p["tier"] == "hbm"])
+    if peak is None:
         return None
-    return part("allocator fragmentation and reserve", "buffers", "hbm", extra, peak_phase,
-                note=f"{fraction:.0%} of activations and working buffers "
+    extra = fraction * per[peak]
+    phase = {"loss": "loss", "backward": "backward"}.get(peak, peak)
+    return part("allocator fragmentation and reserve", "buffers", "hbm", extra, phase,
+                note=f"{fraction:.0%} of activations and working buffers at the {peak} peak "
                      "(runtime.fragmentation_fraction)")
 
 
@@ -265,24 +431,15 @@ _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
-    fwd_bwd = step = 0
-    dynamic = False
-    for p in mine:
-        phase = p["phase"]
-        if phase == "fwd_bwd":
-            fwd_bwd += p["bytes"]
-            dynamic = True
-        elif phase == "step":
-            step += p["bytes"]
-            dynamic = True
-    peak = "step" if step > fwd_bwd else "fwd_bwd"
+    peak, per = _peak(mine)
+    live = MOMENTS.get(peak, ())
     out = _NO_BYTES.copy()
     for p in mine:                    # in order, as sum() would add them
         phase = p["phase"]
-        if phase == "persistent" or phase == peak:
+        if phase == "persistent" or phase in live:
             out[_CATEGORY_KEYS[p["category"]]] += p["bytes"]
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
-               peak_phase=peak if dynamic else "persistent", parts=mine)
+               peak_phase=peak or "persistent", moments_bytes=per, parts=mine)
     return out

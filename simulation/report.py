@@ -2,7 +2,8 @@
 
 Keys outside checks rely on (``"schema": 1``)::
 
-    fits                          bool: every tier within capacity
+    fits                          bool: fit_state is fits or tight
+    fit_state                     fits | tight | does_not_fit (simulation.fit)
     violations[*]                 {tier, scope, required_bytes, capacity_bytes, over_bytes, message}
     model.num_params              parameters (elements)
     memory.per_gpu.hbm.{params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
@@ -66,6 +67,7 @@ class Report:
     cost: dict = field(default_factory=dict)
     embedding: dict = field(default_factory=dict)
     ps: dict = field(default_factory=dict)
+    fit_state: str = "fits"
 
     def to_dict(self) -> dict:
         d = self.__dict__.copy()          # the fields, in order

@@ -32,6 +32,7 @@ from . import presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
+from .loss import LOSS_KERNELS
 from .memo import ByIdentity
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
@@ -252,6 +253,10 @@ class TrainingSpec:
     ``compute_efficiency``: fraction of peak FLOP/s a transformer layer's kernels reach.
     The default 0.55 is what Korthikanti et al. 2022 Table 4 implies for a 22B layer on
     A100 (7.7 ms forward, 11.9 ms backward, less the tensor-parallel all-reduces).
+    ``loss_kernel``: how the output layer's cross-entropy is computed, which decides how
+    many tokens x vocab copies are live (``torch``: plain PyTorch / Hugging Face;
+    ``megatron_vocab_parallel``; ``fused_linear_cross_entropy``: Liger / chunked), see
+    :mod:`simulation.loss`.
     ``network_efficiency``: fraction of a link's bandwidth NCCL collectives reach (8-GPU
     H100 ring all-reduce: 365.6 of 450 GB/s bus bandwidth = 0.81).
     """
@@ -265,6 +270,7 @@ class TrainingSpec:
     pipeline_parallel: int = 1
     sequence_parallel: bool = False
     flash_attention: bool = False
+    loss_kernel: str = "torch"
     interleave_stages: int | None = None
     compute_efficiency: float = 0.55
     network_efficiency: float = 0.8
@@ -283,6 +289,7 @@ class TrainingSpec:
             pipeline_parallel=_int(d, "pipeline_parallel", path, 1, maximum=100_000),
             sequence_parallel=_bool(d, "sequence_parallel", path, False),
             flash_attention=_bool(d, "flash_attention", path, False),
+            loss_kernel=_choice(d, "loss_kernel", path, LOSS_KERNELS, "torch"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
@@ -350,23 +357,40 @@ class RuntimeSpec:
     """Framework overheads the realistic convention adds on each GPU.
 
     ``runtime_bytes``: CUDA context, cuBLAS workspace and NCCL buffers, allocated before
-    any tensor (typically 1-2 GiB on Hopper; measure an idle process with nvidia-smi).
+    any tensor. Default 1.5 GiB: the context is 274 MiB with CUDA's lazy module loading
+    and 636 MiB without (pytorch/pytorch PR #86509), NCCL's buffers 0.5-0.7 GB per
+    communicator on A100 (``NCCL_BUFFSIZE`` 4 MiB per channel and peer), cuBLAS 32 MiB of
+    workspace per handle on Hopper.
     ``fragmentation_fraction``: caching-allocator reserve beyond what tensors use, as a
-    fraction of activations and working buffers (PyTorch's reserved/allocated is
-    typically 1.05-1.3).
+    fraction of the peak moment's activations and working buffers. When not given it
+    follows the allocation pattern: 0.10 for persistent buckets (DDP, ZeRO-1/2), 0.20 for
+    ZeRO-3 / FSDP, whose gather/free churn of differently sized units fragments more
+    (GMLake, Guo et al. ASPLOS'24: 15 % of reserved memory on average, up to 33 %), and
+    0.03 with ``expandable_segments`` (PyTorch's ``PYTORCH_CUDA_ALLOC_CONF``, which maps
+    segments that grow instead of caching fixed blocks).
     """
     runtime_bytes: float = 1.5 * 2**30
-    fragmentation_fraction: float = 0.10
+    fragmentation_fraction: float | None = None
+    expandable_segments: bool = False
+
+    def fragmentation_for(self, zero_stage: int) -> float:
+        """The fraction in use: the given one, else the pattern's default (see above)."""
+        if self.fragmentation_fraction is not None:
+            return self.fragmentation_fraction
+        if self.expandable_segments:
+            return 0.03
+        return 0.20 if zero_stage >= 3 else 0.10
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "runtime") -> "RuntimeSpec":
         _no_unknown(d, {f.name for f in fields(cls)}, path)
         return cls(runtime_bytes=_num(d, "runtime_bytes", path, cls.runtime_bytes),
-                   fragmentation_fraction=_num(d, "fragmentation_fraction", path,
-                                               cls.fragmentation_fraction, maximum=1.0))
+                   fragmentation_fraction=_num(d, "fragmentation_fraction", path, None,
+                                               maximum=1.0),
+                   expandable_segments=_bool(d, "expandable_segments", path, False))
 
     def to_dict(self) -> dict:
-        return _plain(self)
+        return _drop_none(_plain(self))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,54 @@
+"""Memory of the output layer's loss: the logits and the cross-entropy around them.
+
+At the end of forward and at the start of backward a language model holds, beside every
+stored activation, a tensor of ``tokens x vocab`` (or ``vocab / t`` with a vocab-parallel
+head): at 32k tokens and a 152k vocabulary one fp32 copy is 20 GB. How many copies are
+live depends on the stack, so it is a training setting (``training.loss_kernel``):
+
+``torch`` (plain PyTorch / Hugging Face ``ForCausalLMLoss``)
+    transformers ``loss/loss_utils.py`` upcasts the logits (``logits.float()``) and calls
+    ``F.cross_entropy``, which is ``log_softmax`` (saves its fp32 output for backward) then
+    ``nll_loss``. Forward: 16-bit logits 2 + fp32 copy 4 + log-probabilities 4 = 10 B per
+    element. Backward of ``nll_loss`` makes a dense fp32 gradient (4) and
+    ``_log_softmax_backward_data`` writes another (4) while the saved output (4) is still
+    held: **12 B per element**, the larger of the two, at the start of backward.
+``megatron_vocab_parallel``
+    Megatron-LM ``core/tensor_parallel/cross_entropy.py`` (``_VocabParallelCrossEntropy``)
+    takes ``logits.float()`` and turns it into the softmax in place (max subtracted,
+    ``exp`` in place, divided in place), saves that one buffer and writes the gradient into
+    it in backward: the 16-bit logits 2 + one fp32 buffer 4 = **6 B per element**, over
+    ``vocab / t`` on each tensor-parallel rank.
+``fused_linear_cross_entropy`` (Liger kernel's ``LigerFusedLinearCrossEntropyLoss``,
+    chunked losses)
+    never materializes the logits: the head's matmul, softmax and gradient run chunk by
+    chunk. Liger sizes a chunk so that its logits have about ``tokens x hidden`` elements
+    (``chunk_size = next_power_of_2(ceil(BT / ceil(V / H)))``, Liger
+    ``ops/fused_linear_cross_entropy.py``), held as 16-bit logits and fp32 gradient (6 B
+    per element), plus the gradient of the head's input computed during forward (2 B per
+    ``tokens x hidden``): ``8 * tokens * hidden`` bytes.
+"""
+
+from __future__ import annotations
+
+LOSS_KERNELS = ("torch", "megatron_vocab_parallel", "fused_linear_cross_entropy")
+
+# Bytes per logit element live at the loss's peak (see the module docstring).
+_BYTES_PER_LOGIT = {"torch": 12.0, "megatron_vocab_parallel": 6.0}
+
+
+def loss_bytes(kernel: str, tokens: float, vocab: int, hidden: int,
+               tensor_parallel: int = 1) -> float:
+    """Peak bytes of the logits and cross-entropy on one GPU of the last pipeline stage.
+
+    ``tokens`` = micro batch x sequence length (per GPU), ``vocab`` the vocabulary,
+    ``hidden`` the model width; a tensor-parallel head splits the vocabulary over
+    ``tensor_parallel`` ranks. Raises ValueError for an unknown kernel (the scenario
+    checks the name first).
+    """
+    if kernel == "fused_linear_cross_entropy":
+        return 8.0 * tokens * hidden / tensor_parallel
+    try:
+        per = _BYTES_PER_LOGIT[kernel]
+    except KeyError:
+        raise ValueError(f"unknown loss kernel {kernel!r}") from None
+    return per * tokens * vocab / tensor_parallel
