@@ -74,10 +74,10 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
 
 
 def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                stage: str = "only") -> list[dict]:
+                pipeline_stage: str = "only") -> list[dict]:
     """Every allocation of one rank (HBM) and of one node (other tiers).
 
-    ``stage`` is the pipeline stage the rank runs: ``only`` (no pipeline), ``first``
+    ``pipeline_stage`` is the pipeline stage the rank runs: ``only`` (no pipeline), ``first``
     (embedding, the most micro batches in flight) or ``last`` (output head and loss, one
     micro batch in flight).
     """
@@ -145,8 +145,9 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 
     # ---- activations
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
-    layers_held = act.layers_held if stage != "last" else sc.model.num_layers / tr.pipeline_parallel
-    layers_bytes = act.layers_bytes if stage != "last" else act.per_layer_bytes * layers_held
+    last = pipeline_stage == "last"
+    layers_held = act.layers_held if not last else sc.model.num_layers / tr.pipeline_parallel
+    layers_bytes = act.layers_bytes if not last else act.per_layer_bytes * layers_held
     note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)"
     if st.offload_activations == "cpu" and layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
@@ -160,11 +161,11 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         add(f"activations ({layers_held:g} layers x {tr.recompute} recompute)",
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
     if realistic:
-        _realistic_activations(add, sc, pc, lay, sb, act, stage)
+        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
 
     # ---- working buffers (realistic only)
     if realistic:
-        _buffers(add, sc, pc, lay, sb, psi, stage)
+        _buffers(add, sc, pc, lay, sb, psi, pipeline_stage)
         _host_staging(add, sc, pc, lay, sb)
     return parts
 

@@ -1,0 +1,121 @@
+"""Each memory term of the realistic convention on its own, against a hand calculation."""
+
+import math
+
+import pytest
+
+from simulation import evaluate_dict
+from simulation.fit import MAX_BAND, MEMORY_ERROR, fit_state, tier_state
+from simulation.loss import loss_bytes
+from simulation.scenario import RuntimeSpec
+
+P7 = 6738415616            # Llama-2-7B
+
+
+def run(model="llama2-7b", kind="fsdp_full_shard", nodes=1, gpn=None, training=None, **extra):
+    cluster = {"node": "dgx-h100", "num_nodes": nodes}
+    if gpn:
+        cluster["gpus_per_node"] = gpn
+    t = {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full", "flash_attention": True}
+    t.update(training or {})
+    return evaluate_dict({"model": {"preset": model}, "cluster": cluster, "training": t,
+                          "strategy": {"kind": kind}, **extra}, include_step=False)
+
+
+def parts(r, prefix, tier="hbm", scope="per_gpu"):
+    return [p for p in r["memory"][scope][tier]["parts"] if p["name"].startswith(prefix)]
+
+
+def test_loss_bytes_per_kernel_by_hand():
+    tokens, v, h = 4096, 32000, 4096
+    # torch: fp32 log-probs 4 + nll gradient 4 + log_softmax gradient 4 = 12 B per logit
+    assert loss_bytes("torch", tokens, v, h) == 12 * 4096 * 32000
+    # Megatron: bf16 logits 2 + one in-place fp32 softmax 4, over vocab / t
+    assert loss_bytes("megatron_vocab_parallel", tokens, v, h, 8) == 6 * 4096 * 32000 / 8
+    # Liger: chunks of ~tokens x hidden logits (6 B) + the head input's gradient (2 B)
+    assert loss_bytes("fused_linear_cross_entropy", tokens, v, h) == 8 * 4096 * 4096
+    with pytest.raises(ValueError):
+        loss_bytes("nope", tokens, v, h)
+
+
+def test_loss_kernel_is_a_training_setting_shown_as_its_own_part():
+    torch_ = run(training={"loss_kernel": "torch"})
+    fused = run(training={"loss_kernel": "fused_linear_cross_entropy"})
+    (a,) = parts(torch_, "logits and cross-entropy (torch)")
+    (b,) = parts(fused, "logits and cross-entropy (fused_linear_cross_entropy)")
+    assert a["bytes"] == 12 * 4096 * 32000 and a["phase"] == "loss"
+    assert b["bytes"] == 8 * 4096 * 4096
+    bad = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+           "training": {"loss_kernel": "liger"}}
+    with pytest.raises(Exception, match="training.loss_kernel"):
+        evaluate_dict(bad)
+
+
+def test_fsdp_root_unit_holds_embedding_and_head_through_backward():
+    r = run()
+    (root,) = parts(r, "root FSDP unit gathered")
+    (grad,) = parts(r, "root FSDP unit unsharded gradient")
+    # Llama-2-7B: embedding 32000 x 4096 and an untied head 32000 x 4096, bf16
+    assert root["bytes"] == 2 * (32000 * 4096 * 2)
+    assert root["phase"] == "fwd_bwd"             # live at the loss and through backward
+    assert grad["bytes"] == 2 * (32000 * 4096 * 2) and grad["phase"] == "backward"
+    ddp = run(kind="ddp", gpn=1)
+    assert not parts(ddp, "root FSDP unit")
+
+
+def test_deepspeed_zero3_gathers_the_head_as_its_own_module():
+    r = run(kind="zero3")
+    (head,) = parts(r, "output head gathered")
+    assert head["bytes"] == 32000 * 4096 * 2
+
+
+def test_recompute_working_set_only_with_recomputation_and_in_backward():
+    full = run()
+    (ws,) = parts(full, "recompute working set")
+    assert ws["phase"] == "backward" and ws["bytes"] > 0
+    assert not parts(run(training={"recompute": "none"}), "recompute working set")
+
+
+def test_pipeline_reports_every_stage_and_the_last_holds_the_loss():
+    r = run(model="llama2-70b", kind="zero1", nodes=2,
+            training={"pipeline_parallel": 4, "tensor_parallel": 4, "global_batch_size": 8})
+    stages = {s["stage"]: s for s in r["memory"]["per_stage"]}
+    assert set(stages) == {"first", "last"}
+    worst = max(stages.values(), key=lambda s: s["hbm_total_bytes"])
+    assert r["memory"]["stage"] == worst["stage"]
+    assert r["memory"]["per_gpu"]["hbm"]["total_bytes"] == worst["hbm_total_bytes"]
+    names = [p["name"] for p in r["memory"]["per_gpu"]["hbm"]["parts"]]
+    if r["memory"]["stage"] == "last":
+        assert any(n.startswith("logits and cross-entropy") for n in names)
+    else:
+        assert not any(n.startswith("logits and cross-entropy") for n in names)
+
+
+def test_checkpoint_staging_through_host_dram_is_counted_with_pinned_rounding():
+    r = run(nodes=1, checkpoint={"target": "parallel_fs", "method": "blocking"})
+    (copy,) = parts(r, "checkpoint staging copy", "ddr", "per_node")
+    (rounding,) = parts(r, "pinned-allocator rounding", "ddr", "per_node")
+    # model states 2 + 12 = 14 B/param sharded over 8 ranks, all 8 ranks of the node
+    assert copy["bytes"] == pytest.approx(14 * P7 / 8 * 8)
+    assert copy["phase"] == "checkpoint"
+    assert rounding["bytes"] == pytest.approx(copy["bytes"] * (1 / math.log(2) - 1))
+    assert r["memory"]["per_node"]["ddr"]["moments_bytes"]["checkpoint"] == pytest.approx(
+        copy["bytes"] + rounding["bytes"])
+
+
+def test_tier_state_band_edges():
+    cap, band = 100.0, 0.08
+    assert tier_state(92.0, cap, band) == "fits"
+    assert tier_state(92.1, cap, band) == "tight"
+    assert tier_state(108.0, cap, band) == "tight"
+    assert tier_state(108.1, cap, band) == "does_not_fit"
+    assert fit_state(["fits", "tight", "fits"]) == "tight"
+    assert fit_state(["tight", "does_not_fit"]) == "does_not_fit"
+    assert max(MEMORY_ERROR.values()) <= MAX_BAND == 0.10
+
+
+def test_fragmentation_follows_the_allocation_pattern():
+    assert RuntimeSpec().fragmentation_for(0) == 0.10
+    assert RuntimeSpec().fragmentation_for(3) == 0.20
+    assert RuntimeSpec(expandable_segments=True).fragmentation_for(3) == 0.03
+    assert RuntimeSpec(fragmentation_fraction=0.3).fragmentation_for(3) == 0.3

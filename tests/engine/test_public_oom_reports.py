@@ -1,0 +1,52 @@
+"""Real runs that did or did not fit (public issue threads): the verdict must match.
+
+The cases are the project's copy of the shared reference file; where a thread's recipe
+states a setting the shared copy left at a default, the copy sets it and says where
+(``edit``). An observed OOM is met by ``does_not_fit`` or ``tight``; a run that fit by
+``fits`` or ``tight``, never ``does_not_fit``.
+"""
+
+import pytest
+
+from simulation import evaluate_dict
+from tests.refdata import cases, ids
+
+CASES = cases("public_oom_reports")
+# Not explained yet: ZeRO-3 with parameter and optimizer offload on an RTX 3090 shows
+# ~13 GiB per card in nvidia-smi; the engine counts ~6.7 GiB of allocations (gathered
+# blocks and head, logits, the reduce bucket, runtime). What holds the rest is open.
+KNOWN_MISSES = {"oom-03b"}
+
+
+def metric(report: dict, name: str) -> float:
+    if name == "hbm_total_gib":
+        return report["memory"]["per_gpu"]["hbm"]["total_bytes"] / 2**30
+    if name == "checkpoint_host_buffer_gb_per_node":
+        return report["checkpoint"]["traffic"]["host_buffer_bytes_per_node"] / 1e9
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="open: see KNOWN_MISSES"))
+    if c["id"] in KNOWN_MISSES else c for c in CASES], ids=ids(CASES))
+def test_observed_outcome(case):
+    r = evaluate_dict(case["scenario"])
+    exp = case["expected"]
+    if exp.get("fits") is False:
+        assert r["fit_state"] in ("tight", "does_not_fit"), r["fit_state"]
+    elif exp.get("fits") is True:
+        assert r["fit_state"] in ("fits", "tight"), (r["fit_state"], r["violations"])
+    if "metric" in exp:
+        got = metric(r, exp["metric"])
+        assert got == pytest.approx(exp["value"], rel=exp["tolerance_rel"]), (exp["metric"], got)
+    for tier in exp.get("overflow_tiers", ()):
+        assert tier in {v["tier"] for v in r["violations"]}
+
+
+def test_fit_table_counts():
+    """README's fit table: how many observed OOMs only ``tight`` caught (printed, checked)."""
+    rows = [(c["id"], c["expected"].get("fits"), evaluate_dict(c["scenario"])["fit_state"])
+            for c in CASES if "fits" in c["expected"]]
+    ooms = [r for r in rows if r[1] is False]
+    assert all(state != "fits" for _, _, state in ooms)
+    assert all(state != "does_not_fit" for _, fits, state in rows if fits is True)
