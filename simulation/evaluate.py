@@ -49,7 +49,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
         return _evaluate_recsys_only(sc, include_step, tick)
     pc = model_params(sc.model)
     lay = layout(sc)
-    sb = state_bytes(sc.training.precision, sc.training.optimizer)
+    sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     stages = _stage_parts(sc, pc, lay, sb)
     worst = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
@@ -298,7 +298,7 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
 
 def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     """A recommendation model without a transformer: embedding tiers, PS vs all-to-all."""
-    sb = state_bytes(sc.training.precision, sc.training.optimizer)
+    sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     if not include_step:     # the quick estimate skips the seeded check of the hit rates
         sc = dataclasses.replace(sc, recsys=dataclasses.replace(sc.recsys, sample_lookups=0))
     rs = recsys_sections(sc, sb, peak_flops(sc))

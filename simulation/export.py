@@ -29,7 +29,8 @@ _DS_OPT = {"adam": "Adam", "adamw": "AdamW", "sgd_momentum": "SGD", "adafactor":
            "adam_8bit": "AdamW"}
 _FSDP = {"ddp": "NO_SHARD", "zero1": "SHARD_GRAD_OP", "zero2": "SHARD_GRAD_OP",
          "zero_offload": "SHARD_GRAD_OP", "zero3": "FULL_SHARD", "zero_infinity": "FULL_SHARD",
-         "fsdp_full_shard": "FULL_SHARD", "fsdp_hybrid_shard": "HYBRID_SHARD"}
+         "fsdp_full_shard": "FULL_SHARD", "fsdp_hybrid_shard": "HYBRID_SHARD",
+         "megatron_dist_opt": "SHARD_GRAD_OP"}
 
 
 def _device(target: str) -> str:

@@ -101,15 +101,19 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     p_div = d if stage >= 3 else 1
     g_div = d if stage >= 2 else 1
     o_div = d if stage >= 1 else 1
-    dt = tr.precision
+    pdt, mdt = sb.params_dtype, sb.master_dtype
+    megatron = st.kind == "megatron_dist_opt"
+    # FSDP's sharded flat parameters keep the dtype the model was wrapped in: fp32 when
+    # mixed precision is on (HF Accelerate upcasts a bf16-loaded model, "Upcasted low
+    # precision parameters"), and then they double as the master weights.
+    fsdp_master = realistic and st.is_fsdp and sb.master_weights > 0
 
     # ---- parameters
-    if realistic and st.is_fsdp and sb.master_weights:
-        # FSDP's sharded flat parameters are fp32 and double as the master weights.
-        add("fp32 parameters (FSDP shard, also the master weights)", "params", par_tier,
-            4 * psi / p_div, 4 / p_div, note=shard_note)
+    if fsdp_master:
+        add(f"{mdt} parameters (FSDP shard, also the master weights)", "params", par_tier,
+            sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note)
     else:
-        add(f"{dt} parameters" + (" (shard)" if p_div > 1 else ""), "params", par_tier,
+        add(f"{pdt} parameters" + (" (shard)" if p_div > 1 else ""), "params", par_tier,
             sb.params * psi / p_div, sb.params / p_div,
             note=shard_note if p_div > 1 else "every rank holds all parameters")
 
@@ -119,27 +123,37 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         # ZeRO-Offload: gradients go to the host for the CPU optimizer step; with NVMe
         # offload they are staged in DDR, with CXL they live in the CXL tier.
         grad_tier = "cxl" if st.offload_optimizer == "cxl" else "ddr"
-    if realistic and stage == 0:
-        add("fp32 main gradients", "grads", "hbm", 4 * psi, 4,
+    explicit = sb.grads_explicit
+    if realistic and (stage == 0 or megatron) and not (explicit or pdt == "fp32"):
+        # Megatron: --bf16 forces accumulate_allreduce_grads_in_fp32; the main_grad buffer
+        # is full size on every data-parallel rank (param_and_grad_buffer.py grad_data).
+        add("fp32 main gradients (full, every rank)", "grads", "hbm", 4 * psi, 4,
             note="Megatron/PyTorch-AMP accumulate gradients in fp32")
-    elif realistic and st.is_fsdp:
-        add("fp32 gradients (FSDP shard)", "grads", grad_tier, 4 * psi / g_div, 4 / g_div,
-            note=shard_note)
+    elif realistic and st.is_fsdp and not explicit:
+        gb = sb.master_weights or sb.params        # sharded grads take the shard's dtype
+        add(f"{'fp32' if gb == 4 else pdt} gradients (FSDP shard)", "grads", grad_tier,
+            gb * psi / g_div, gb / g_div, note=shard_note)
     elif realistic and grad_tier != "hbm":
+        if stage == 1:
+            # ZeRO-1 has no backward hooks: the full 16-bit gradients stay on the GPU until
+            # the accumulation boundary (stage_1_and_2.py, overlap_comm off for stage < 3).
+            add(f"{sb.grads_dtype} gradients (full, until the boundary)", "grads", "hbm",
+                sb.grads * psi, sb.grads, note="ZeRO-1 reduces at the boundary")
         add("fp32 gradient partition (host)", "grads", grad_tier, 4 * psi / g_div, 4 / g_div,
             note="DeepSpeed copies reduced gradients to pinned host memory as fp32")
     else:
-        add(f"{dt} gradients" + (" (shard)" if g_div > 1 else ""), "grads", grad_tier,
-            sb.grads * psi / g_div, sb.grads / g_div,
-            note=shard_note if g_div > 1 else "full gradients on every rank")
+        gdiv = 1 if megatron else g_div
+        add(f"{sb.grads_dtype} gradients" + (" (shard)" if gdiv > 1 else ""), "grads", grad_tier,
+            sb.grads * psi / gdiv, sb.grads / gdiv,
+            note=shard_note if gdiv > 1 else "full gradients on every rank")
 
     # ---- optimizer: master weights and moments
-    if sb.master_weights and not (realistic and st.is_fsdp):
-        add("fp32 master weights" + (" (shard)" if o_div > 1 else ""), "optimizer", opt_tier,
+    if sb.master_weights and not fsdp_master:
+        add(f"{mdt} master weights" + (" (shard)" if o_div > 1 else ""), "optimizer", opt_tier,
             sb.master_weights * psi / o_div, sb.master_weights / o_div,
             note=shard_note if o_div > 1 else "")
     if sb.optimizer_states:
-        add(f"{tr.optimizer} optimizer states" + (" (shard)" if o_div > 1 else ""),
+        add(f"{tr.optimizer} optimizer states ({sb.optimizer_dtype})" + (" (shard)" if o_div > 1 else ""),
             "optimizer", opt_tier, sb.optimizer_states * psi / o_div,
             sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "")
 
@@ -242,7 +256,9 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     unit = pc.per_layer / lay.tensor_parallel     # one transformer block = one FSDP unit
     k_fp32 = sb.master_weights + sb.optimizer_states
 
-    if stage in (1, 2):
+    if st.kind == "megatron_dist_opt":
+        pass            # Megatron's buckets are views into the main_grad buffer
+    elif stage in (1, 2):
         bucket = min(DS_BUCKET_ELEMENTS, psi)
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",
             bucket * sb.grads, phase="fwd_bwd", note="5e8 elements")

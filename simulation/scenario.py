@@ -33,6 +33,7 @@ from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
 from .loss import LOSS_KERNELS
+from .states import STATE_DTYPES, StateDtypes
 from .memo import ByIdentity
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
@@ -41,7 +42,7 @@ from .fields import (bool_field as _bool, choice_field as _choice, drop_none as 
 SCHEMA_VERSION = 1
 
 STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
-                  "zero_offload", "zero_infinity")
+                  "zero_offload", "zero_infinity", "megatron_dist_opt")
 OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
 PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
@@ -257,6 +258,9 @@ class TrainingSpec:
     many tokens x vocab copies are live (``torch``: plain PyTorch / Hugging Face;
     ``megatron_vocab_parallel``; ``fused_linear_cross_entropy``: Liger / chunked), see
     :mod:`simulation.loss`.
+    ``dtypes``: the dtype of each state (parameters, gradients, master weights, optimizer
+    states; :class:`simulation.states.StateDtypes`): pure bf16 is ``{"master_weights":
+    "none", "optimizer_states": "bf16"}``; absent values follow ``precision``/``optimizer``.
     ``network_efficiency``: fraction of a link's bandwidth NCCL collectives reach (8-GPU
     H100 ring all-reduce: 365.6 of 450 GB/s bus bandwidth = 0.81).
     """
@@ -271,6 +275,7 @@ class TrainingSpec:
     sequence_parallel: bool = False
     flash_attention: bool = False
     loss_kernel: str = "torch"
+    dtypes: StateDtypes | None = None
     interleave_stages: int | None = None
     compute_efficiency: float = 0.55
     network_efficiency: float = 0.8
@@ -290,12 +295,37 @@ class TrainingSpec:
             sequence_parallel=_bool(d, "sequence_parallel", path, False),
             flash_attention=_bool(d, "flash_attention", path, False),
             loss_kernel=_choice(d, "loss_kernel", path, LOSS_KERNELS, "torch"),
+            dtypes=_state_dtypes(_section(d, "dtypes", path), f"{path}.dtypes"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
 
     def to_dict(self) -> dict:
-        return _drop_none(_plain(self))
+        out = _drop_none(_plain(self))
+        if self.dtypes is not None:
+            out["dtypes"] = _drop_none(_plain(self.dtypes))
+        return out
+
+
+_PARAM_DTYPES = ("bf16", "fp16", "fp32")
+_GRAD_DTYPES = ("bf16", "fp16", "fp32")
+_OPT_DTYPES = ("fp32", "bf16", "int8")
+
+
+def _state_dtypes(d: dict, path: str) -> StateDtypes | None:
+    """``training.dtypes``: the dtype of each state (see :class:`simulation.states.StateDtypes`)."""
+    if not d:
+        return None
+    _no_unknown(d, set(STATE_DTYPES) | {"kahan_summation"}, path)
+    pick = lambda k, choices: _choice(d, k, path, (None, *choices), None)  # noqa: E731
+    out = StateDtypes(params=pick("params", _PARAM_DTYPES), grads=pick("grads", _GRAD_DTYPES),
+                      master_weights=pick("master_weights", ("fp32", "none")),
+                      optimizer_states=pick("optimizer_states", _OPT_DTYPES),
+                      kahan_summation=_bool(d, "kahan_summation", path, False))
+    if out.kahan_summation and out.master_weights != "none":
+        raise ScenarioError(f"{path}.kahan_summation",
+                            "applies to pure 16-bit training: set master_weights to none")
+    return out
 
 
 @dataclass(frozen=True)
@@ -311,7 +341,8 @@ class StrategySpec:
     @property
     def zero_stage(self) -> int:
         """ZeRO stage equivalent: 0 (DDP), 1, 2 or 3 (FSDP shards like stage 3)."""
-        return {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2}.get(self.kind, 3)
+        return {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2,
+                "megatron_dist_opt": 1}.get(self.kind, 3)
 
     @property
     def is_fsdp(self) -> bool:
@@ -331,6 +362,10 @@ class StrategySpec:
                 offload_activations=_choice(d, "offload_activations", path, ("none", "cpu"), "none"),
                 prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0, maximum=10_000),
                 prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0))
+        if kind == "megatron_dist_opt" and s.offload_optimizer != "none":
+            raise ScenarioError(f"{path}.offload_optimizer",
+                                "Megatron's distributed optimizer keeps its shard on the GPU; "
+                                "offload needs a ZeRO strategy")
         if s.zero_stage == 0 and s.offload_optimizer != "none":
             raise ScenarioError(f"{path}.offload_optimizer",
                                 "DDP keeps every state on the GPU; offload needs ZeRO-1 or higher")

@@ -11,6 +11,7 @@ export const STRATEGY_NAMES: Record<string, string> = {
   fsdp_hybrid_shard: "FSDP HYBRID_SHARD",
   zero_offload: "ZeRO-Offload",
   zero_infinity: "ZeRO-Infinity",
+  megatron_dist_opt: "Megatron distributed optimizer",
 };
 
 /** "zero3" -> "ZeRO-3"; an unknown kind as it is. */

@@ -119,3 +119,63 @@ def test_fragmentation_follows_the_allocation_pattern():
     assert RuntimeSpec().fragmentation_for(3) == 0.20
     assert RuntimeSpec(expandable_segments=True).fragmentation_for(3) == 0.03
     assert RuntimeSpec(fragmentation_fraction=0.3).fragmentation_for(3) == 0.3
+
+
+def model_states_bpp(r, tier="hbm", scope="per_gpu"):
+    t = r["memory"][scope][tier]
+    return (t["params_bytes"] + t["grads_bytes"] + t["optimizer_bytes"]) / P7
+
+
+def test_megatron_distributed_optimizer_is_six_plus_twelve_over_d():
+    # Megatron-LM docs (dist_optimizer.md): bf16 params + fp32 grads, distributed: 6 + 12/d
+    r = run(kind="megatron_dist_opt")
+    assert model_states_bpp(r) == pytest.approx(6 + 12 / 8)
+    names = [p["name"] for p in r["memory"]["per_gpu"]["hbm"]["parts"]]
+    assert "fp32 main gradients (full, every rank)" in names
+    assert not any("bucket" in n for n in names)
+    # the same table, non-distributed (DDP): 18
+    assert model_states_bpp(run(kind="ddp", gpn=1)) == pytest.approx(18)
+
+
+def test_pure_bf16_has_no_master_copy_and_bf16_moments():
+    pure = {"dtypes": {"master_weights": "none", "optimizer_states": "bf16"}}
+    r = run(training=pure)
+    # FSDP shard: bf16 params 2 + bf16 grads 2 + Adam m, v in bf16 4 = 8 B/param over 8 ranks
+    assert model_states_bpp(r) == pytest.approx(8 / 8)
+    assert r["convention"]["bytes_per_param"]["dtypes"] == {
+        "params": "bf16", "grads": "bf16", "master_weights": "none", "optimizer_states": "bf16"}
+    kahan = run(training={"dtypes": {"master_weights": "none", "optimizer_states": "bf16",
+                                     "kahan_summation": True}})
+    assert model_states_bpp(kahan) == pytest.approx(10 / 8)    # + a bf16 compensation buffer
+    with pytest.raises(Exception, match="training.dtypes.kahan_summation"):
+        run(training={"dtypes": {"kahan_summation": True}})
+    with pytest.raises(Exception, match="training.dtypes.optimizer_states"):
+        run(training={"dtypes": {"optimizer_states": "fp64"}})
+
+
+def test_eight_bit_adam_moments_are_int8():
+    r = run(training={"optimizer": "adam_8bit"})
+    # FSDP: fp32 shard 4 + fp32 grads 4 + int8 m, v 2 = 10 B/param over 8 ranks
+    assert model_states_bpp(r) == pytest.approx(10 / 8)
+
+
+def test_zero1_with_optimizer_offload_keeps_full_gradients_on_the_gpu():
+    # stage_1_and_2.py: no gradient hooks in stage 1, 16-bit grads stay until the boundary
+    r = run(kind="zero1", training={"recompute": "full"})
+    off = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                         "strategy": {"kind": "zero1", "offload_optimizer": "cpu"}},
+                        include_step=False)
+    (g,) = parts(off, "bf16 gradients (full")
+    assert g["bytes"] == pytest.approx(2 * P7)
+    assert r["memory"]["per_gpu"]["hbm"]["grads_bytes"] == pytest.approx(2 * P7)
+
+
+def test_dtypes_round_trip_through_the_scenario_json():
+    from simulation import Scenario
+    d = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+         "training": {"dtypes": {"master_weights": "none", "optimizer_states": "bf16"}}}
+    sc = Scenario.from_dict(d)
+    again = Scenario.from_dict(sc.to_dict())
+    assert again.training.dtypes == sc.training.dtypes
+    assert sc.to_dict()["training"]["dtypes"] == {"master_weights": "none", "optimizer_states": "bf16",
+                                                  "kahan_summation": False}

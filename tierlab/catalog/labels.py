@@ -17,6 +17,7 @@ STRATEGY_NAMES = {
     "fsdp_hybrid_shard": "FSDP HYBRID_SHARD",
     "zero_offload": "ZeRO-Offload",
     "zero_infinity": "ZeRO-Infinity",
+    "megatron_dist_opt": "Megatron distributed optimizer",
 }
 
 

@@ -53,7 +53,7 @@ PARAMETERS: tuple[tuple[str, str, str], ...] = (
     ("training.precision", "Precision", "bf16, fp16, fp32"),
     ("training.optimizer", "Optimizer", "adam, adamw, adam_8bit, sgd_momentum, adafactor"),
     ("strategy.kind", "Strategy", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_hybrid_shard, "
-                                  "zero_offload, zero_infinity"),
+                                  "zero_offload, zero_infinity, megatron_dist_opt"),
     ("strategy.offload_optimizer", "Offload optimizer states to", "none, cpu, nvme, cxl"),
     ("strategy.offload_params", "Offload parameters to", "none, cpu, nvme, cxl"),
     ("strategy.prefetch_depth", "Prefetch depth", "layers ahead"),

@@ -27,6 +27,7 @@ export const STRATEGIES: [string, string][] = [
   ["fsdp_hybrid_shard", "FSDP HYBRID_SHARD (shard in a group, replicate across)"],
   ["zero_offload", "ZeRO-Offload (optimizer in CPU memory)"],
   ["zero_infinity", "ZeRO-Infinity (ZeRO-3 + NVMe/CPU offload)"],
+  ["megatron_dist_opt", "Megatron distributed optimizer (fp32 grads, optimizer sharded)"],
 ];
 
 export const OFFLOAD_TARGETS: [string, string][] = [
@@ -225,7 +226,7 @@ export function offloadRules(kind: string): {
   defaultOptimizer: string;
   defaultParams: string;
 } {
-  const zeroStage = ({ ddp: 0, zero1: 1, zero2: 2, zero_offload: 2 } as Record<string, number>)[kind] ?? 3;
+  const zeroStage = ({ ddp: 0, zero1: 1, zero2: 2, zero_offload: 2, megatron_dist_opt: 1 } as Record<string, number>)[kind] ?? 3;
   return {
     optimizer: zeroStage >= 1,
     params: zeroStage >= 3,
