@@ -35,12 +35,27 @@ describe("verdict", () => {
   it("names each violation when the run does not fit", () => {
     expect(verdict(sampleReport())).toEqual({
       fits: false,
+      state: "does_not_fit",
       headline: "Does not fit: 1 tier over capacity",
       messages: ["HBM per GPU needs 91.0 GB but has 85.0 GB (over by 6.0 GB)"],
     });
   });
   it("says fits when it fits", () => {
-    expect(verdict(fittingReport())).toEqual({ fits: true, headline: "Fits: every tier has room", messages: [] });
+    expect(verdict(fittingReport())).toEqual({ fits: true, state: "fits", headline: "Fits: every tier has room", messages: [] });
+  });
+  it("says tight, with the band and the engine's reason, inside the error band", () => {
+    const r = fittingReport();
+    r.fit_state = "tight";
+    r.memory.band = 0.08;
+    r.memory.tight = [{ tier: "hbm", scope: "per_gpu", peak_phase: "backward", largest_part: "activations",
+                        message: "Tight: HBM per GPU needs 80 GB of 85 GB" }];
+    expect(verdict(r)).toEqual({
+      fits: true,
+      state: "tight",
+      headline: "Tight: within the engine's ±8 % memory error — it may not fit",
+      messages: ["Tight: HBM per GPU needs 80 GB of 85 GB"],
+    });
+    expect(estimateSummary(r)).toMatch(/^Tight — HBM per GPU/);
   });
 });
 

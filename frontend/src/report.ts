@@ -133,18 +133,31 @@ export function tierSummaryRows(report: Report): TierSummaryRow[] {
 
 export interface Verdict {
   fits: boolean;
+  /** fits | tight | does_not_fit */
+  state: string;
   headline: string;
   messages: string[];
 }
 
 export function verdict(report: Report): Verdict {
   const messages = (report.violations ?? []).map((v) => v.message);
+  const tight = report.memory?.tight ?? [];
+  if (report.fits && report.fit_state === "tight") {
+    const band = report.memory?.band;
+    return {
+      fits: true,
+      state: "tight",
+      headline: `Tight: within the engine's ${band ? `±${Math.round(band * 100)} % ` : ""}memory error — it may not fit`,
+      messages: tight.map((t) => t.message),
+    };
+  }
   if (report.fits) {
-    return { fits: true, headline: "Fits: every tier has room", messages };
+    return { fits: true, state: "fits", headline: "Fits: every tier has room", messages };
   }
   const n = messages.length;
   return {
     fits: false,
+    state: "does_not_fit",
     headline: n ? `Does not fit: ${n} tier${n === 1 ? "" : "s"} over capacity` : "Does not fit",
     messages,
   };
@@ -166,14 +179,15 @@ export function estimateSummary(report: Report): string {
   }
   if (!usage) return "Fits";
   const free = usage.capacity_bytes - usage.total_bytes;
+  const lead = report.fit_state === "tight" ? "Tight" : "Fits";
   // Offloaded states live in the node's tiers: name each one that holds something.
   const others = TIERS.slice(1).flatMap((tier) => {
     const u = tierUsage(report, tier);
     return u && u.total_bytes > 0 ? [`${tier.label} ${formatGB(u.total_bytes)} of ${formatGB(u.capacity_bytes)}`] : [];
   });
   return (
-    `Fits — ${hbm.label} ${formatGB(usage.total_bytes)} of ${formatGB(usage.capacity_bytes)} ` +
-    `(${formatGB(free)} free)` + others.map((o) => `; ${o}`).join("")
+    `${lead} — ${hbm.label} ${formatGB(usage.total_bytes)} of ${formatGB(usage.capacity_bytes)} ` +
+    (free >= 0 ? `(${formatGB(free)} free)` : `(over by ${formatGB(-free)}, within the error band)`) + others.map((o) => `; ${o}`).join("")
   );
 }
 

@@ -40,6 +40,8 @@ export interface Report {
   schema: number;
   engine_version?: string;
   fits: boolean;
+  /** fits | tight | does_not_fit (older stored reports lack it). */
+  fit_state?: "fits" | "tight" | "does_not_fit";
   violations?: Violation[];
   model?: { name?: string; num_params?: number; num_layers?: number; hidden_size?: number };
   parallelism?: {
@@ -55,11 +57,14 @@ export interface Report {
   convention?: {
     name: string;
     description?: string;
-    bytes_per_param?: Record<string, number>;
+    bytes_per_param?: Record<string, number> & { dtypes?: Record<string, string> };
   };
   memory: {
     per_gpu?: Partial<Record<TierKey, TierUsage>>;
     per_node?: Partial<Record<TierKey, TierUsage>>;
+    /** Half-width of the tight band (fraction of capacity) and the tiers inside it. */
+    band?: number;
+    tight?: { tier: string; scope: string; peak_phase: string; largest_part?: string | null; message: string }[];
   };
   cross_checks?: Record<string, unknown>;
   notes?: string[];

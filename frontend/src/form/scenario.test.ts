@@ -38,7 +38,7 @@ describe("buildRequest", () => {
         training: {
           micro_batch_size: 1, global_batch_size: 32, seq_len: 4096, tensor_parallel: 1,
           pipeline_parallel: 1, precision: "bf16", optimizer: "adam", recompute: "none",
-          flash_attention: true, sequence_parallel: false,
+          flash_attention: true, sequence_parallel: false, loss_kernel: "torch",
         },
         strategy: { kind: "zero3", offload_optimizer: "none", offload_params: "none", offload_activations: "none" },
         // the engine's defaults, written out; blank numbers (interval = Daly's optimum) left out

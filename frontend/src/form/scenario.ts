@@ -57,6 +57,13 @@ export const RECOMPUTE: [string, string][] = [
   ["full", "full (≈ +33% compute)"],
 ];
 
+/** How the output layer's cross-entropy runs: it decides how many tokens × vocab copies are live. */
+export const LOSS_KERNELS: [string, string][] = [
+  ["torch", "PyTorch / Hugging Face (fp32 logits, 12 B per logit)"],
+  ["megatron_vocab_parallel", "Megatron vocab-parallel (6 B per logit)"],
+  ["fused_linear_cross_entropy", "fused linear cross-entropy (Liger, no full logits)"],
+];
+
 export const CONVENTIONS: [string, string][] = [
   ["realistic", "realistic: what DeepSpeed / FSDP / Megatron allocate"],
   ["zero_paper", "zero_paper: the ZeRO paper's 2 + 2 + 12 B/param"],
@@ -146,6 +153,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.precision": "Precision",
   "training.optimizer": "Optimizer",
   "training.recompute": "Activation recomputation",
+  "training.loss_kernel": "Loss kernel",
   "training.flash_attention": "Flash attention",
   "training.sequence_parallel": "Sequence parallel",
   "training.tensor_parallel": "Tensor parallel degree",
@@ -184,6 +192,7 @@ export const DEFAULT_VALUES: FormValues = {
   "training.precision": "bf16",
   "training.optimizer": "adam",
   "training.recompute": "none",
+  "training.loss_kernel": "torch",
   "training.flash_attention": false,
   "training.sequence_parallel": false,
   "training.tensor_parallel": "1",
@@ -320,6 +329,7 @@ export function buildRequest(
   training.precision = str(values["training.precision"], "bf16");
   training.optimizer = str(values["training.optimizer"], "adam");
   training.recompute = str(values["training.recompute"], "none");
+  training.loss_kernel = str(values["training.loss_kernel"], "torch");
   training.flash_attention = values["training.flash_attention"] === true;
   training.sequence_parallel = values["training.sequence_parallel"] === true;
   setOrDelete(training, "compute_efficiency", values["training.compute_efficiency"]);

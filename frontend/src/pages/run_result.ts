@@ -209,13 +209,17 @@ function checkpointSection(report: Report): HTMLElement | null {
 
 /** A transformer's bytes per parameter, as its convention counts them. */
 function conventionTable(conv: Report["convention"]): HTMLElement | null {
-  const bpp = conv?.bytes_per_param ?? {};
+  const { dtypes, ...bpp } = conv?.bytes_per_param ?? {};
   if (!Object.keys(bpp).length) return null;
+  const dtypeOf: Record<string, string | undefined> = { ...(dtypes ?? {}) };
   return table(
     "bytes-per-param-table",
     `Bytes per parameter counted by the ${conv?.name ?? ""} convention (before sharding)`,
     ["State", "Bytes per parameter"],
-    Object.entries(bpp).map(([k, b]) => [BYTES_PER_PARAM_LABELS[k] ?? k, formatBytesPerParam(b)]),
+    Object.entries(bpp).map(([k, b]) => [
+      (BYTES_PER_PARAM_LABELS[k] ?? k) + (dtypeOf[k] ? ` (${dtypeOf[k]})` : ""),
+      formatBytesPerParam(b as number),
+    ]),
     [1],
   );
 }
@@ -228,8 +232,9 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
 
   const banner = h(
     "article",
-    { id: "verdict", class: `verdict ${v.fits ? "verdict-fits" : "verdict-overflow"}`, "data-fits": String(v.fits) },
-    h("h2", null, v.fits ? "✓ " : "✗ ", v.headline),
+    { id: "verdict", class: `verdict ${v.state === "tight" ? "verdict-tight" : v.fits ? "verdict-fits" : "verdict-overflow"}`,
+      "data-fits": String(v.fits), "data-fit-state": v.state },
+    h("h2", null, v.state === "tight" ? "⚠ " : v.fits ? "✓ " : "✗ ", v.headline),
     v.messages.length ? h("ul", null, v.messages.map((msg) => h("li", null, msg))) : null,
   );
 

@@ -18,6 +18,7 @@ import {
   OPTIMIZERS,
   PRECISIONS,
   RECOMPUTE,
+  LOSS_KERNELS,
   PLACEHOLDERS,
   QUANTIZE_BITS,
   STRATEGIES,
@@ -128,6 +129,7 @@ function mount(root: HTMLElement): void {
     precision: select(PRECISIONS),
     optimizer: select(OPTIMIZERS),
     recompute: select(RECOMPUTE),
+    lossKernel: select(LOSS_KERNELS),
     flash: h("input", { type: "checkbox", role: "switch" }),
     seqParallel: h("input", { type: "checkbox", role: "switch" }),
     tp: integer({ required: true }),
@@ -239,6 +241,7 @@ function mount(root: HTMLElement): void {
       h("div", { class: "grid" },
         field("training.flash_attention", FIELD_LABELS["training.flash_attention"], c.flash, { unit: "no s × s scores kept" }),
         field("training.sequence_parallel", FIELD_LABELS["training.sequence_parallel"], c.seqParallel, { unit: "with tensor parallel" }),
+        field("training.loss_kernel", FIELD_LABELS["training.loss_kernel"], c.lossKernel, { unit: "logits memory" }),
       ),
     ),
     h(
@@ -493,10 +496,11 @@ function mount(root: HTMLElement): void {
       if (abort.signal.aborted) return;
       clearLiveFieldErrors();
       estimate.dataset.fits = String(report.fits);
+      estimate.dataset.fitState = report.fit_state ?? (report.fits ? "fits" : "does_not_fit");
       const params = report.model?.num_params;
       replaceChildren(
         estimate,
-        h("p", null, h("strong", null, report.fits ? "✓ " : "✗ "), "Live estimate: ", h("strong", { id: "estimate-summary" }, estimateSummary(report))),
+        h("p", null, h("strong", null, report.fit_state === "tight" ? "⚠ " : report.fits ? "✓ " : "✗ "), "Live estimate: ", h("strong", { id: "estimate-summary" }, estimateSummary(report))),
         params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}.`)) : null,
         (report.violations ?? []).length > 1
           ? h("ul", null, (report.violations ?? []).map((v) => h("li", null, v.message)))
@@ -506,6 +510,7 @@ function mount(root: HTMLElement): void {
     } catch (err) {
       if (abort.signal.aborted) return;
       delete estimate.dataset.fits;
+      delete estimate.dataset.fitState;
       if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
         estimateAvailable = false;
         estimate.hidden = true;
