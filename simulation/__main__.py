@@ -1,4 +1,5 @@
-"""Command line: ``python -m simulation evaluate FILE.json`` (``-`` reads stdin).
+"""Command line: ``python -m simulation evaluate FILE.json`` (``-`` reads stdin), and
+``python -m simulation validate`` (the fit table of :mod:`simulation.validate`).
 
 Prints the report as JSON on stdout. Bad input prints ``error: <field>: <message>`` on
 stderr and exits 2.
@@ -20,7 +21,12 @@ def main(argv=None) -> int:
     ev = sub.add_parser("evaluate", help="print the report of a scenario JSON file")
     ev.add_argument("file", help="scenario JSON file, or - for stdin")
     ev.add_argument("--indent", type=int, default=2)
+    va = sub.add_parser("validate", help="print the engine's validation against reference data")
+    va.add_argument("--data", help="folder of reference JSON files (default tests/data/reference)")
     args = ap.parse_args(argv)
+    if args.cmd == "validate":
+        from .validate import main as validate
+        return validate(args.data)
 
     try:
         text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
