@@ -31,7 +31,9 @@ def add_error_responses(result, generator, request, public):
             anonymous = {} in (operation.get("security") or [{}])
             errors = {"401": ("Missing or invalid credentials.", "Error")}
             if not anonymous or method != "get":
-                errors["403"] = ("Not allowed (or a CSRF failure with session login).", "Error")
+                errors["403"] = ("Not allowed: only its owner changes it (your team's is read-only: "
+                                 "also a teammate's id in the body, named in `detail`), or a CSRF "
+                                 "failure with session login.", "Error")
             if method != "get" or query:
                 errors["400"] = ("Invalid input.", "FieldErrors")
             if "{" in path or "page" in query:
