@@ -96,6 +96,9 @@ def test_lists_hold_own_and_team_rows_with_their_owner(owner_api, teammate_api, 
     assert teammate_api.get("/api/v1/comparisons/").json()["results"][0]["owner"] == "owner"
     assert teammate_api.get("/api/v1/sweeps/").json()["results"][0]["owner"] == "owner"
     assert teammate_api.get(f"/api/v1/sweeps/{objects.sweep.pk}/").json()["owner"] == "owner"
+    assert {r["owner"] for r in teammate_api.get("/api/v1/runs/").json()["results"]} == {"owner"}
+    assert teammate_api.get(f"/api/v1/runs/{objects.run.pk}/").json()["owner"] == "owner"
+    assert teammate_api.get(f"/api/v1/scenarios/{objects.scenario.pk}/runs/").json()["results"][0]["owner"] == "owner"
     # the team is both ways: the owner sees the teammate's scenario too
     assert owner_api.get(f"/api/v1/scenarios/{mine.pk}/").json()["owner"] == "teammate"
 
