@@ -33,10 +33,12 @@ def add_error_responses(result, generator, request, public):
             has_body = "requestBody" in operation
             anonymous = {} in (operation.get("security") or [{}])
             errors = {"401": ("Missing or invalid credentials.", "Error")}
-            if not anonymous or method != "get":
-                errors["403"] = ("Not allowed: only its owner changes it (your team's is read-only: "
-                                 "also a teammate's id in the body, named in `detail`), or a CSRF "
+            if method == "post":
+                errors["403"] = ("Not allowed: only its owner changes it (your team's is read-only; "
+                                 "a teammate's id in the body is named in `detail`), or a CSRF "
                                  "failure with session login.", "Error")
+            elif not anonymous or method != "get":
+                errors["403"] = ("Not allowed (or a CSRF failure with session login).", "Error")
             if method != "get" or query:
                 errors["400"] = ("Invalid input.", "FieldErrors")
             if path.startswith(SHARED_PREFIX):

@@ -55,3 +55,6 @@ def test_the_schema_describes_the_run_list_summary_and_owner(client):
     detail = schema["paths"]["/api/v1/runs/{id}/"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     run = components[detail["$ref"].rsplit("/", 1)[1]]
     assert {"result", "owner", "input"} <= set(run["properties"])
+    from tierlab.scenarios.serializers import SUMMARY_PATHS
+
+    assert set(components["RunSummary"]["properties"]) == set(SUMMARY_PATHS)

@@ -59,7 +59,7 @@ def run_owner_field():
 
 
 class RunSerializer(serializers.ModelSerializer):
-    """A run with its full report (``result``) and resolved input."""
+    """A run with its full report (`result`) and resolved input."""
 
     scenario_name = serializers.CharField(source="scenario.name", read_only=True)
     owner = run_owner_field()
@@ -89,6 +89,12 @@ SUMMARY_PATHS = {
 _VIOLATION_KEYS = ("tier", "scope", "over_bytes")
 
 
+class ViolationSummarySerializer(serializers.Serializer):
+    tier = serializers.CharField(help_text="hbm | ddr | nvme | cxl")
+    scope = serializers.CharField(help_text="per_gpu | per_node")
+    over_bytes = serializers.FloatField(help_text="How much more the tier would need to hold.")
+
+
 class RunSummarySerializer(serializers.Serializer):
     """The headline figures of a succeeded run's report; a figure the report lacks is null."""
 
@@ -100,14 +106,14 @@ class RunSummarySerializer(serializers.Serializer):
     bottleneck = serializers.CharField(allow_null=True, help_text="compute | communication | offload | ...")
     usd_per_hour = serializers.FloatField(allow_null=True)
     usd_per_million_tokens = serializers.FloatField(allow_null=True)
-    violations = serializers.ListField(
-        child=serializers.DictField(), help_text="The tiers that overflow: [{tier, scope, over_bytes}]")
+    violations = ViolationSummarySerializer(many=True, help_text="The tiers that overflow (empty when it fits).")
 
 
 class RunListSerializer(serializers.ModelSerializer):
-    """A run in a list: its state and a ``summary`` of its report, not the report itself
-    (GET ``/api/v1/runs/{id}/`` has it) nor its resolved input. Serialize a queryset made by
-    ``RunListSerializer.queryset``."""
+    """A run in a list: its state and a `summary` of its report, not the report itself
+    (GET `/api/v1/runs/{id}/` has it) nor its resolved input."""
+
+    # Serializes a queryset made by RunListSerializer.queryset (the summary's annotations).
 
     scenario_name = serializers.CharField(source="scenario.name", read_only=True)
     owner = run_owner_field()
