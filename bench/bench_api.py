@@ -16,7 +16,12 @@ DEBUG=0 as in production. Then, with ``--clients`` (default 32) concurrent HTTP 
 3. ``POST /api/v1/scenarios/{id}/runs/`` of an identical input (reuses the stored result);
 4. ``POST /api/v1/scenarios/{id}/runs/`` of a new input each time (queued for the worker).
 
-Prints requests/s, latency percentiles and errors per phase. Only loopback is contacted.
+Prints requests/s, latency percentiles and errors per phase, and beside each the machine's
+load while it ran: the 1-minute load average before -> after and the CPU cores that processes
+other than the benchmark's own (server, worker, this client) kept busy, plus the hypervisor's
+steal (``elsewhere``). Tail latency measured while other work holds the cores is the wait for
+a CPU, not the server's: compare figures only from runs with ``elsewhere`` near 0. Only
+loopback is contacted.
 """
 
 from __future__ import annotations
@@ -97,10 +102,72 @@ def own_cpu_s() -> float:
     return t.user + t.system
 
 
+def machine_cpu_s() -> tuple[float, float]:
+    """(busy, steal): CPU seconds the whole machine spent busy (user, nice, system, irq,
+    softirq; guest time is inside user) and stolen by the hypervisor, since boot
+    (``/proc/stat``, all cores summed)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:          # not Linux
+        return os.cpu_count() or 1
+
+
+class HostLoad:
+    """What else the machine did during a ``with`` block: the 1-minute load average before
+    and after, and the cores kept busy by processes other than the benchmark's own
+    (``ours()``: CPU seconds of its processes) and stolen by the hypervisor, averaged over
+    the block (``elsewhere_cores = other_cores + steal_cores``)."""
+
+    def __init__(self, ours=own_cpu_s):
+        self.ours = ours
+        self.load_before = self.load_after = float("nan")
+        self.other_cores = self.steal_cores = float("nan")
+        self.cores = usable_cores()
+
+    def __enter__(self):
+        self.load_before = os.getloadavg()[0]
+        self._start = (time.perf_counter(), *machine_cpu_s(), self.ours())
+        return self
+
+    def __exit__(self, *exc):
+        now, busy, steal, ours = time.perf_counter(), *machine_cpu_s(), self.ours()
+        elapsed = max(now - self._start[0], 1e-9)
+        own = ours - self._start[3]
+        self.other_cores = max(0.0, busy - self._start[1] - own) / elapsed
+        self.steal_cores = (steal - self._start[2]) / elapsed
+        self.load_after = os.getloadavg()[0]
+        return False
+
+    @property
+    def elsewhere_cores(self) -> float:
+        return self.other_cores + self.steal_cores
+
+    def columns(self) -> str:
+        return f"{self.load_before:>5.1f} ->{self.load_after:>5.1f} {self.elsewhere_cores:>9.2f}"
+
+    def describe(self) -> str:
+        return (f"load average (1 min) {self.load_before:.2f} -> {self.load_after:.2f} on {self.cores} cores; "
+                f"{self.other_cores:.2f} cores busy in other processes, {self.steal_cores:.2f} stolen "
+                f"by the hypervisor")
+
+    @property
+    def busy(self) -> bool:
+        """Other work took a quarter of a core or more: latency figures include its queueing."""
+        return self.elsewhere_cores >= 0.25
+
+
 class Result:
     def __init__(self, name):
         self.name, self.latencies, self.errors, self.elapsed, self.codes = name, [], 0, 0.0, {}
         self.server_cpu = self.client_cpu = None
+        self.load = None            # HostLoad while the phase ran
 
     def add(self, seconds, status):
         self.codes[status] = self.codes.get(status, 0) + 1
@@ -113,14 +180,24 @@ class Result:
         lat = sorted(self.latencies)
         ms = lambda q: percentile(lat, q) * 1e3  # noqa: E731
         rps = len(lat) / self.elapsed if self.elapsed else float("nan")
+        load = f" {self.load.columns()}" if self.load else ""
         return (f"{self.name:<44} {len(lat):>7} {rps:>8.1f} {ms(50):>8.1f} {ms(90):>8.1f} "
-                f"{ms(99):>8.1f} {(lat[-1] * 1e3 if lat else float('nan')):>8.1f} {self.errors:>6}")
+                f"{ms(99):>8.1f} {(lat[-1] * 1e3 if lat else float('nan')):>8.1f} {self.errors:>6}{load}")
+
+    def percentile_ms(self, q) -> float:
+        return percentile(sorted(self.latencies), q) * 1e3
 
 
-SERVER_PGID = 0          # gunicorn's process group, set once it runs
+SERVER_PGID = WORKER_PGID = 0          # gunicorn's and the worker's process groups, once they run
+
+
+def benchmark_cpu_s() -> float:
+    """CPU seconds of the benchmark's own processes: gunicorn, the worker and this client."""
+    return sum(group_cpu_s(p) for p in (SERVER_PGID, WORKER_PGID) if p) + own_cpu_s()
+
 
 HEADER = (f"{'phase':<44} {'ok':>7} {'req/s':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} "
-          f"{'max ms':>8} {'errors':>6}")
+          f"{'max ms':>8} {'errors':>6} {'load 1m':>12} {'elsewhere':>9}")
 
 
 class RawHTTP:
@@ -216,7 +293,8 @@ async def hammer(name, make_client, clients, duration, body_for):
         http.close()
 
     started, server_cpu, client_cpu = time.perf_counter(), group_cpu_s(SERVER_PGID), own_cpu_s()
-    await asyncio.gather(*(client(n) for n in range(clients)))
+    with HostLoad(benchmark_cpu_s) as result.load:
+        await asyncio.gather(*(client(n) for n in range(clients)))
     result.elapsed = time.perf_counter() - started
     result.server_cpu = group_cpu_s(SERVER_PGID) - server_cpu
     result.client_cpu = own_cpu_s() - client_cpu
@@ -230,6 +308,7 @@ async def round_trips(make_client, scenario_ids, count):
     client_side, server_side = Result("run round trip, client POST -> succeeded"), []
     http = make_client()
     started_all = time.perf_counter()
+    client_side.load = HostLoad(benchmark_cpu_s).__enter__()
     for scenario_id in scenario_ids[:count]:
         started = time.perf_counter()
         status, body = await http.request("POST", f"/api/v1/scenarios/{scenario_id}/runs/")
@@ -245,6 +324,7 @@ async def round_trips(make_client, scenario_ids, count):
         if run["finished_at"] and run["created_at"]:
             server_side.append((datetime.fromisoformat(run["finished_at"])
                                 - datetime.fromisoformat(run["created_at"])).total_seconds())
+    client_side.load.__exit__(None, None, None)
     client_side.elapsed = time.perf_counter() - started_all
     http.close()
     return client_side, server_side
@@ -320,6 +400,8 @@ def main():
         env.update(TIERLAB_VAR_DIR=str(tmp / "var"))
     python = sys.executable
     procs = []
+    with HostLoad() as quiet:      # the machine before the benchmark starts anything
+        time.sleep(1.0)
     try:
         subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,
                        check=True)
@@ -341,6 +423,8 @@ def main():
                   "--concurrency", "1", "--queues", queue, "--hostname", f"bench@{socket.gethostname()}",
                   "--loglevel", "info", "--without-gossip", "--without-mingle", "--without-heartbeat"]
         procs.append(start(worker, env, tmp / "worker.log"))
+        global WORKER_PGID
+        WORKER_PGID = procs[-1].pid
         wait_log(" ready.", procs[-1], tmp / "worker.log")
 
         estimate_body = json.dumps({"scenario": setup["spec"]}).encode()
@@ -371,17 +455,27 @@ def main():
             stop(proc)
 
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    cpus = os.cpu_count()
+    cpus = usable_cores()
     backend = ("environment's DATABASE_URL / CELERY_BROKER_URL" if args.use_env
                else "SQLite + filesystem broker (temporary folder)")
     print(f"\ntierlab API benchmark: {platform.processor() or platform.machine()}, {cpus} CPU cores, "
           f"Python {platform.python_version()}; {args.client} client; gunicorn {args.workers} x {args.worker_class}"
           f"{f' ({args.threads} threads)' if args.worker_class == 'gthread' else ''}, "
           f"DB_CONN_MAX_AGE={args.conn_max_age}; 1 Celery worker (-c 1); {backend}; "
-          f"client and servers share the machine; load average after: {load}\n")
+          f"client and servers share the machine; load average (1 / 5 / 15 min) after: {load}")
+    print(f"before it started (1 s): {quiet.describe()}\n")
     print(HEADER)
     for row in rows:
         print(row.row())
+    print("(load 1m: the 1-minute load average before -> after the phase; elsewhere: CPU cores kept "
+          "busy by other processes plus hypervisor steal, averaged over the phase)")
+    estimate = rows[0]
+    print(f"\nquick estimate, {args.clients} clients: p50 {estimate.percentile_ms(50):.1f} ms, "
+          f"p99 {estimate.percentile_ms(99):.1f} ms (goal: p99 < 50 ms), {estimate.errors} errors; "
+          f"measured with {estimate.load.describe()}")
+    if estimate.load.busy or quiet.busy:
+        print("  the machine was busy with other work: the tail includes waiting for a CPU; "
+              "rerun on a quiet machine before comparing with published figures")
     print("\nCPU per successful request (ms): gunicorn processes / this client process")
     for row in rows:
         if row.server_cpu is not None and row.latencies:

@@ -2,9 +2,12 @@
 
 drf-spectacular documents only the success response of each operation; clients (and the
 schemathesis fuzz test) need the errors too. This postprocessing hook adds, where they can
-occur and unless a view documented its own: 400 (field errors), 401/403, 404, 413, 415 and
-422 (an ``Idempotency-Key`` reused for another request).
+occur and unless a view documented its own: 400 (field errors), 401/403, 404, 410 (a revoked
+share link: the shared view, its downloads and fork), 413, 415 and 422 (an ``Idempotency-Key``
+reused for another request).
 """
+
+SHARED_PREFIX = "/api/v1/shared/{token}/"
 
 ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
          "description": "What went wrong, e.g. `{\"detail\": \"Not found.\"}`."}
@@ -30,11 +33,19 @@ def add_error_responses(result, generator, request, public):
             has_body = "requestBody" in operation
             anonymous = {} in (operation.get("security") or [{}])
             errors = {"401": ("Missing or invalid credentials.", "Error")}
-            if not anonymous or method != "get":
+            if method == "post":
+                errors["403"] = ("Not allowed: only its owner changes it (your team's is read-only; "
+                                 "a teammate's id in the body is named in `detail`), or a CSRF "
+                                 "failure with session login.", "Error")
+            elif not anonymous or method != "get":
                 errors["403"] = ("Not allowed (or a CSRF failure with session login).", "Error")
             if method != "get" or query:
                 errors["400"] = ("Invalid input.", "FieldErrors")
-            if "{" in path or "page" in query:
+            if path.startswith(SHARED_PREFIX):
+                errors["404"] = ("No share link with this token (or no such file for what it shows).", "Error")
+                errors["410"] = ("This share link was revoked by its owner: "
+                                 "`{\"detail\": \"This share link was revoked by its owner.\"}`.", "Error")
+            elif "{" in path or "page" in query:
                 errors["404"] = ("No such object (or not yours), or no such page.", "Error")
             if has_body:
                 errors["413"] = ("Request body over DATA_UPLOAD_MAX_MEMORY_SIZE.", "FieldErrors")

@@ -1,5 +1,6 @@
 """POST /api/v1/scenarios/{id}/runs/ and GET /api/v1/runs/: queue, reuse, worker lost, owners."""
 
+import json
 from datetime import timedelta
 from unittest import mock
 
@@ -126,3 +127,89 @@ def test_it_rejects_a_scenario_the_catalog_no_longer_resolves(owner_api, owner, 
     assert r.status_code == 400
     assert "scenario.model.preset" in r.json()
     assert Run.objects.count() == 0
+
+
+# ---------------------------------------------------------------- lists stay light
+def _selected_columns(sql: str) -> str:
+    """The SELECT list of a query (what the database ships back)."""
+    return sql[:sql.upper().index(" FROM ")]
+
+
+def _plain_column(sql: str, column: str) -> bool:
+    """Whether ``column`` ("table"."name") is selected as itself, not only read inside a
+    JSON key extraction (e.g. ``JSON_EXTRACT("scenarios_run"."result", '$.fits')``)."""
+    import re
+
+    return re.search(rf'(^|SELECT\s|,\s*){re.escape(column)}\s*(,|$)', _selected_columns(sql)) is not None
+
+
+@pytest.fixture
+def fifty_runs(owner, catalog):
+    """50 succeeded runs of a 70B scenario with their real report (about 120 kB each)."""
+    from tierlab.scenarios.examples import examples
+
+    spec = examples()[0]["scenario"]
+    resolved = services.resolve(spec)
+    report = services.evaluate_resolved(resolved)
+    scenario = Scenario.objects.create(owner=owner, name="70B", spec=spec)
+    now = timezone.now()
+    Run.objects.bulk_create(
+        Run(scenario=scenario, status=Run.Status.SUCCEEDED, progress=1.0, input=resolved, result=report,
+            input_hash=f"{i:064x}", engine_version=simulation.ENGINE_VERSION, created_at=now,
+            started_at=now, finished_at=now) for i in range(50))
+    return scenario, report
+
+
+def test_a_run_list_carries_summaries_not_reports(owner_api, fifty_runs):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    scenario, report = fifty_runs
+    assert len(json.dumps(report)) > 100_000
+    for url in ("/api/v1/runs/", f"/api/v1/scenarios/{scenario.pk}/runs/"):
+        with CaptureQueriesContext(connection) as queries:
+            r = owner_api.get(url)
+        assert r.status_code == 200
+        assert len(r.content) < 50_000, (url, len(r.content))       # was 6 MB
+        rows = r.json()["results"]
+        assert len(rows) == 50
+        assert "result" not in rows[0] and "input" not in rows[0]
+        assert rows[0]["owner"] == "owner"
+        assert rows[0]["summary"] == {
+            "fits": report["fits"],
+            "hbm_per_gpu_bytes": report["memory"]["per_gpu"]["hbm"]["total_bytes"],
+            "hbm_capacity_per_gpu_bytes": report["memory"]["per_gpu"]["hbm"]["capacity_bytes"],
+            "step_time_s": report["step"]["time_s"],
+            "tokens_per_s": report["throughput"]["tokens_per_s"],
+            "bottleneck": report["verdict"]["bottleneck"],
+            "usd_per_hour": report["cost"]["usd_per_hour"],
+            "usd_per_million_tokens": report["cost"]["usd_per_million_tokens"],
+            "violations": [{k: v[k] for k in ("tier", "scope", "over_bytes")} for v in report["violations"]]}
+        runs_selects = [q["sql"] for q in queries.captured_queries
+                        if q["sql"].startswith("SELECT") and '"scenarios_run"."id"' in _selected_columns(q["sql"])]
+        assert runs_selects, url
+        for sql in runs_selects:                # the database does not ship the reports
+            assert not _plain_column(sql, '"scenarios_run"."result"'), sql
+            assert not _plain_column(sql, '"scenarios_run"."input"'), sql
+    detail = owner_api.get(f"/api/v1/runs/{rows[0]['id']}/").json()
+    assert detail["result"] == report and detail["owner"] == "owner" and detail["input"]
+
+
+def test_a_list_summarizes_only_succeeded_runs(owner_api, scenario):
+    run = Run.objects.get(pk=start(owner_api, scenario).json()["id"])
+    assert owner_api.get("/api/v1/runs/").json()["results"][0]["summary"] is None
+    run.mark_failed("boom")
+    row = owner_api.get("/api/v1/runs/").json()["results"][0]
+    assert row["summary"] is None and row["error"] == "boom"
+
+
+def test_a_scenario_list_does_not_load_the_last_runs_report(owner_api, fifty_runs):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        rows = owner_api.get("/api/v1/scenarios/").json()["results"]
+    assert rows[0]["last_run"]["status"] == "succeeded"
+    for q in queries.captured_queries:
+        if q["sql"].startswith("SELECT"):
+            assert not _plain_column(q["sql"], '"scenarios_run"."result"'), q["sql"]

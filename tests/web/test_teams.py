@@ -96,6 +96,9 @@ def test_lists_hold_own_and_team_rows_with_their_owner(owner_api, teammate_api, 
     assert teammate_api.get("/api/v1/comparisons/").json()["results"][0]["owner"] == "owner"
     assert teammate_api.get("/api/v1/sweeps/").json()["results"][0]["owner"] == "owner"
     assert teammate_api.get(f"/api/v1/sweeps/{objects.sweep.pk}/").json()["owner"] == "owner"
+    assert {r["owner"] for r in teammate_api.get("/api/v1/runs/").json()["results"]} == {"owner"}
+    assert teammate_api.get(f"/api/v1/runs/{objects.run.pk}/").json()["owner"] == "owner"
+    assert teammate_api.get(f"/api/v1/scenarios/{objects.scenario.pk}/runs/").json()["results"][0]["owner"] == "owner"
     # the team is both ways: the owner sees the teammate's scenario too
     assert owner_api.get(f"/api/v1/scenarios/{mine.pk}/").json()["owner"] == "teammate"
 
@@ -153,16 +156,38 @@ def test_nobody_edits_or_deletes_through_the_api(owner_api, teammate_api, strang
             assert getattr(api, method)(url, {}, format="json").status_code == 405, (url, method)
 
 
-def test_a_teammate_cannot_share_compare_or_sweep_the_owners_scenario(teammate_api, owner, objects):
+AXES = [{"path": "cluster.num_nodes", "values": [1, 2]}]
+
+
+def test_a_teammate_cannot_share_compare_or_sweep_the_owners_scenario(teammate_api, teammate, owner, objects):
+    """README: using a teammate's object is a change, 403; the body field is named in `detail`."""
     s = objects.scenario
-    r = teammate_api.post("/api/v1/shares/", {"scenario": s.pk}, format="json")
-    assert r.status_code == 400 and "scenario" in r.json()
-    other = strategies(owner, ("zero1",))[0]
-    r = teammate_api.post("/api/v1/comparisons/", {"scenarios": [s.pk, other.pk]}, format="json")
-    assert r.status_code == 400 and "scenarios.0" in r.json()
-    r = teammate_api.post("/api/v1/sweeps/", {"scenario": s.pk, "axes": [{"path": "cluster.num_nodes",
-                                                                            "values": [1, 2]}]}, format="json")
-    assert r.status_code == 400 and "scenario" in r.json()
+    mine = Scenario.objects.create(owner=teammate, name="teammate's own", spec=spec())
+    for url, body, field in (("/api/v1/shares/", {"scenario": s.pk}, "scenario"),
+                             ("/api/v1/shares/", {"comparison": objects.comparison.pk}, "comparison"),
+                             ("/api/v1/shares/", {"sweep": objects.sweep.pk}, "sweep"),
+                             ("/api/v1/comparisons/", {"scenarios": [mine.pk, s.pk]}, "scenarios.1"),
+                             ("/api/v1/sweeps/", {"scenario": s.pk, "axes": AXES}, "scenario")):
+        r = teammate_api.post(url, body, format="json")
+        assert r.status_code == 403, (url, body, r.content)
+        detail = r.json()["detail"]
+        assert detail.startswith(f"{field}: ") and "owner's" in detail and "duplicate" in detail, detail
+    assert not ShareLink.objects.exists()
+    assert Comparison.objects.count() == 1 and Sweep.objects.count() == 1
+
+
+def test_a_strangers_or_missing_id_in_a_body_is_a_400_naming_the_field(stranger_api, stranger, objects):
+    """What you cannot see is as if it did not exist: the same 400 as an id that has no row."""
+    s = objects.scenario
+    theirs = Scenario.objects.create(owner=stranger, name="stranger's own", spec=spec())
+    missing = Scenario.objects.order_by("-pk").first().pk + 100
+    for pk in (s.pk, missing):
+        for url, body, field in (("/api/v1/shares/", {"scenario": pk}, "scenario"),
+                                 ("/api/v1/comparisons/", {"scenarios": [theirs.pk, pk]}, "scenarios.1"),
+                                 ("/api/v1/sweeps/", {"scenario": pk, "axes": AXES}, "scenario")):
+            r = stranger_api.post(url, body, format="json")
+            assert r.status_code == 400, (url, body, r.content)
+            assert r.json() == {field: [f"you have no scenario {pk}"]}, r.json()
     assert not ShareLink.objects.exists()
     assert Comparison.objects.count() == 1 and Sweep.objects.count() == 1
 

@@ -1,12 +1,13 @@
 """REST API: comparisons, sweeps (with cancel), share links, the shared view, forks and
 exports. Owners and their team see a comparison or sweep (others get 404, see
 ``tierlab.access``); only the owner changes it (403 for the team); a bad request is a 400
-naming the field; a share link needs no account."""
+naming the field, and an id in the body that is the team's, not yours (comparing, sweeping
+or sharing a teammate's scenario) a 403 naming it; a share link needs no account."""
 
 from django.http import Http404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -16,7 +17,7 @@ from rest_framework.views import APIView
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS, get_visible_or_404
 from tierlab.dashboard import comparisons, exports, sharing, sweeps, variants
-from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.comparisons import InputError, NotYours
 from tierlab.dashboard.filters import ComparisonFilter, SweepFilter
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
 from tierlab.dashboard.serializers import (ComparisonCreateSerializer, ComparisonListSerializer,
@@ -30,8 +31,11 @@ from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import ScenarioSerializer, scenario_error_detail
 
 
-def bad_request(exc) -> ValidationError:
-    """A ValidationError ``{field: [message]}`` from an InputError or a ScenarioError."""
+def bad_request(exc) -> exceptions.APIException:
+    """A 400 ``{field: [message]}`` from an InputError or a ScenarioError; a 403
+    ``{"detail": "<field>: <message>"}`` from NotYours (a teammate's object, read-only)."""
+    if isinstance(exc, NotYours):
+        return exceptions.PermissionDenied(f"{exc.field}: {exc.message}")
     return ValidationError({exc.field or "body": [exc.message]})
 
 
@@ -193,8 +197,7 @@ class SharedView(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses={200: SharedSerializer, 404: OpenApiResponse(description="no such link"),
-                              410: OpenApiResponse(description="revoked")})
+    @extend_schema(responses={200: SharedSerializer})   # 404 and 410: tierlab.schema
     def get(self, request, token):
         return Response(SharedSerializer(sharing.shared_payload(open_shared(token))).data)
 

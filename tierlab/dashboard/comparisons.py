@@ -38,6 +38,28 @@ class InputError(ValueError):
         self.field, self.message = field, message
 
 
+class NotYours(InputError):
+    """``field`` names an object the user sees (their team's) but does not own, for a use
+    that is its owner's (compare, sweep, share): a 403 in the API, not a 400."""
+
+
+def owned_for(model, owner, value, field: str, use: str):
+    """The owner's object with the id ``value`` (user input), to ``use`` ("compare").
+
+    Raises InputError naming ``field`` when ``owner`` cannot see it (none, or a stranger's:
+    its existence is not told), NotYours when it is a teammate's.
+    """
+    pk = parse_id(value, field)
+    kind = model._meta.verbose_name
+    obj = model.objects.visible_to(owner).select_related("owner").filter(pk=pk).first()
+    if obj is None:
+        raise InputError(field, f"you have no {kind} {value!r}")
+    if obj.owner_id != owner.pk:
+        raise NotYours(field, f"{kind} {pk} is {obj.owner.get_username()}'s: only its owner can {use} it; "
+                              "duplicate it to use a copy of your own")
+    return obj
+
+
 def _owned_scenarios(owner, ids, field: str = "scenarios") -> list[Scenario]:
     """The owner's own scenarios (a comparison runs them: a teammate's must be duplicated first)."""
     if not isinstance(ids, (list, tuple)):
@@ -50,7 +72,7 @@ def _owned_scenarios(owner, ids, field: str = "scenarios") -> list[Scenario]:
     found = {s.pk: s for s in Scenario.objects.owned_by(owner).filter(pk__in=clean)}
     for i, pk in enumerate(clean):
         if pk not in found:
-            raise InputError(f"{field}.{i}", f"you have no scenario {pk}")
+            owned_for(Scenario, owner, pk, f"{field}.{i}", "compare")   # raises: why it is not
     return [found[pk] for pk in clean]
 
 
@@ -63,8 +85,8 @@ def default_name(scenarios: list[Scenario]) -> str:
 def create_comparison(owner, scenario_ids, name: str = "") -> Comparison:
     """A comparison of the owner's scenarios, in the given order, each with a run started.
 
-    Raises InputError (which scenarios) or ScenarioError (a scenario cannot run: its field
-    under ``scenarios.<i>``); nothing is saved then.
+    Raises InputError (which scenarios; NotYours for a teammate's) or ScenarioError (a
+    scenario cannot run: its field under ``scenarios.<i>``); nothing is saved then.
     """
     scenarios = _owned_scenarios(owner, scenario_ids)
     comparison = Comparison.objects.create(owner=owner, name=(name or "").strip() or default_name(scenarios))

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from simulation import ScenarioError
 from tierlab.dashboard import comparisons, sweeps
-from tierlab.dashboard.comparisons import InputError, parse_id
+from tierlab.dashboard.comparisons import InputError, owned_for
 from tierlab.dashboard.models import Comparison, ShareLink, Sweep
 from tierlab.scenarios import services
 from tierlab.scenarios.models import Run, Scenario
@@ -21,13 +21,10 @@ class Revoked(Exception):
 
 def target_of(owner, kind: str, target_id):
     """The owner's object of ``kind`` with ``target_id`` (only its owner shares it, not their
-    team). Raises InputError naming the field."""
+    team). Raises InputError naming the field (NotYours for a teammate's object)."""
     if kind not in MODELS:
         raise InputError("kind", f"must be one of {', '.join(MODELS)}")
-    try:
-        return MODELS[kind].objects.owned_by(owner).get(pk=parse_id(target_id, kind))
-    except MODELS[kind].DoesNotExist:
-        raise InputError(kind, f"you have no {kind} {target_id!r}") from None
+    return owned_for(MODELS[kind], owner, target_id, kind, "share")
 
 
 @transaction.atomic

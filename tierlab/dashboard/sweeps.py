@@ -28,7 +28,7 @@ import simulation
 from simulation import ScenarioError
 from simulation import sweep as engine_sweep
 from tierlab.catalog.labels import axis_value_labels
-from tierlab.dashboard.comparisons import InputError, parse_id
+from tierlab.dashboard.comparisons import InputError, owned_for
 from tierlab.dashboard.models import Sweep, SweepChunk
 from tierlab.dashboard.table import flatten
 from tierlab.scenarios import services
@@ -234,12 +234,10 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
     """A sweep of the owner's scenario ``scenario_id`` over ``axes``, its chunks queued (a
     teammate's scenario must be duplicated first).
 
-    Raises InputError (``scenario``) or ScenarioError (the axes); nothing is saved then.
+    Raises InputError (``scenario``; NotYours for a teammate's) or ScenarioError (the axes);
+    nothing is saved then.
     """
-    try:
-        base = Scenario.objects.owned_by(owner).get(pk=parse_id(scenario_id, "scenario"))
-    except Scenario.DoesNotExist:
-        raise InputError("scenario", f"you have no scenario {scenario_id!r}") from None
+    base = owned_for(Scenario, owner, scenario_id, "scenario", "sweep")
     axes = validate_axes(base.spec, axes)
     total = math.prod(len(ax["values"]) for ax in axes)
     default = f"{base.name}: " + " × ".join(PARAMETER_LABELS.get(ax["path"], ax["path"]) for ax in axes)

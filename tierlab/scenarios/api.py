@@ -20,7 +20,7 @@ from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios import services
 from tierlab.scenarios.filters import RunFilter, ScenarioFilter
 from tierlab.scenarios.models import Run, Scenario
-from tierlab.scenarios.serializers import (EstimateRequestSerializer, RunSerializer,
+from tierlab.scenarios.serializers import (EstimateRequestSerializer, RunListSerializer, RunSerializer,
                                            ScenarioSerializer, scenario_error_detail)
 
 
@@ -52,23 +52,24 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
 
-    @extend_schema(methods=["GET"], responses=RunSerializer(many=True), filters=False, parameters=[
+    @extend_schema(methods=["GET"], responses=RunListSerializer(many=True), filters=False, parameters=[
         OpenApiParameter("status", str, enum=Run.Status.values, description="Only runs in this state.")])
     @extend_schema(methods=["POST"], request=None, responses={202: RunSerializer}, parameters=[IDEMPOTENCY_KEY])
     @action(detail=True, methods=["get", "post"])
     @idempotent
     def runs(self, request, pk=None):
-        """GET: this scenario's runs (paginated; `?status=`). POST (its owner): start a run
-        (202), or reuse an identical result; send `Idempotency-Key` to make retries safe."""
+        """GET: this scenario's runs (paginated; `?status=`), each with a `summary` of its
+        report (the report: GET `/api/v1/runs/{id}/`). POST (its owner): start a run (202), or
+        reuse an identical result; send `Idempotency-Key` to make retries safe."""
         scenario = self.get_object()
         if request.method == "GET":
             services.fail_stale_runs()
             runs = RunFilter({"status": request.query_params.get("status")},
-                             queryset=scenario.runs.select_related("scenario"), request=request)
+                             queryset=RunListSerializer.queryset(scenario.runs.all()), request=request)
             if not runs.is_valid():
                 raise ValidationError(runs.errors)
             page = self.paginate_queryset(runs.qs)
-            return self.get_paginated_response(RunSerializer(page, many=True).data)
+            return self.get_paginated_response(RunListSerializer(page, many=True).data)
         try:
             run = services.start_run(scenario)
         except ScenarioError as exc:
@@ -79,9 +80,9 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     """Runs of your scenarios and your team's. A run whose worker died reads back as failed.
+    The list carries a `summary` of each report; a run's own URL has the report (`result`).
     Filter with `?status=` and `?scenario=`."""
 
-    serializer_class = RunSerializer
     pagination_class = Pages
     permission_classes = API_PERMISSIONS
     filter_backends = [DjangoFilterBackend]
@@ -91,7 +92,13 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):   # schema generation
             return Run.objects.none()
         services.fail_stale_runs()
-        return Run.objects.visible_to(self.request.user).select_related("scenario")
+        runs = Run.objects.visible_to(self.request.user)
+        if self.action == "list":
+            return RunListSerializer.queryset(runs)
+        return runs.select_related("scenario__owner")
+
+    def get_serializer_class(self):
+        return RunListSerializer if self.action == "list" else RunSerializer
 
 
 class EstimateView(APIView):

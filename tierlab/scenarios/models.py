@@ -45,7 +45,8 @@ class Scenario(models.Model):
 
     @property
     def last_run(self):
-        return self.runs.order_by("-created_at", "-id").first()
+        """The latest run, without its report and input (lists show only its state)."""
+        return self.runs.defer("result", "input").order_by("-created_at", "-id").first()
 
 
 class Run(models.Model):

@@ -1,5 +1,7 @@
 """API shapes for scenarios, runs and the live estimate."""
 
+from django.db.models import F, QuerySet
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from simulation import ScenarioError
@@ -51,15 +53,98 @@ class ScenarioSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "owner", "created_at", "updated_at", "last_run"]
 
 
+def run_owner_field():
+    return serializers.CharField(source="scenario.owner.username", read_only=True, allow_null=True,
+                                 help_text="Username of its scenario's owner: you, or a member of your team.")
+
+
 class RunSerializer(serializers.ModelSerializer):
+    """A run with its full report (`result`) and resolved input."""
+
     scenario_name = serializers.CharField(source="scenario.name", read_only=True)
+    owner = run_owner_field()
 
     class Meta:
         model = Run
-        fields = ["id", "scenario", "scenario_name", "status", "progress", "result", "error",
+        fields = ["id", "scenario", "scenario_name", "owner", "status", "progress", "result", "error",
                   "engine_version", "input", "input_hash", "reused_from", "worker", "attempts",
                   "created_at", "started_at", "finished_at"]
         read_only_fields = fields
+
+
+# The summary a run list carries instead of the report: report path -> summary key (units in
+# the names, as in the report). The database extracts these keys, so a list never loads a
+# report (each is 30–150 kB) it would only drop.
+SUMMARY_PATHS = {
+    "fits": "fits",
+    "hbm_per_gpu_bytes": "memory.per_gpu.hbm.total_bytes",
+    "hbm_capacity_per_gpu_bytes": "memory.per_gpu.hbm.capacity_bytes",
+    "step_time_s": "step.time_s",
+    "tokens_per_s": "throughput.tokens_per_s",
+    "bottleneck": "verdict.bottleneck",
+    "usd_per_hour": "cost.usd_per_hour",
+    "usd_per_million_tokens": "cost.usd_per_million_tokens",
+    "violations": "violations",
+}
+_VIOLATION_KEYS = ("tier", "scope", "over_bytes")
+
+
+class ViolationSummarySerializer(serializers.Serializer):
+    tier = serializers.CharField(help_text="hbm | ddr | nvme | cxl")
+    scope = serializers.CharField(help_text="per_gpu | per_node")
+    over_bytes = serializers.FloatField(help_text="How much more the tier would need to hold.")
+
+
+class RunSummarySerializer(serializers.Serializer):
+    """The headline figures of a succeeded run's report; a figure the report lacks is null."""
+
+    fits = serializers.BooleanField(allow_null=True, help_text="Every tier within capacity.")
+    hbm_per_gpu_bytes = serializers.FloatField(allow_null=True, help_text="HBM used per GPU (peak over phases).")
+    hbm_capacity_per_gpu_bytes = serializers.FloatField(allow_null=True)
+    step_time_s = serializers.FloatField(allow_null=True, help_text="Simulated training step time.")
+    tokens_per_s = serializers.FloatField(allow_null=True)
+    bottleneck = serializers.CharField(allow_null=True, help_text="compute | communication | offload | ...")
+    usd_per_hour = serializers.FloatField(allow_null=True)
+    usd_per_million_tokens = serializers.FloatField(allow_null=True)
+    violations = ViolationSummarySerializer(many=True, help_text="The tiers that overflow (empty when it fits).")
+
+
+class RunListSerializer(serializers.ModelSerializer):
+    """A run in a list: its state and a `summary` of its report, not the report itself
+    (GET `/api/v1/runs/{id}/` has it) nor its resolved input."""
+
+    # Serializes a queryset made by RunListSerializer.queryset (the summary's annotations).
+
+    scenario_name = serializers.CharField(source="scenario.name", read_only=True)
+    owner = run_owner_field()
+    summary = serializers.SerializerMethodField(
+        help_text="Headline figures of the report once the run succeeded; null before (or if it failed).")
+
+    class Meta:
+        model = Run
+        fields = ["id", "scenario", "scenario_name", "owner", "status", "progress", "summary", "error",
+                  "engine_version", "input_hash", "reused_from", "worker", "attempts",
+                  "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    @staticmethod
+    def queryset(runs: QuerySet) -> QuerySet:
+        """``runs`` without the report and the input (deferred), with the summary's figures
+        extracted by the database (``summary_<key>``)."""
+        return (runs.select_related("scenario__owner").defer("result", "input", "scenario__spec")
+                .annotate(**{f"summary_{key}": F("result__" + path.replace(".", "__"))
+                             for key, path in SUMMARY_PATHS.items()}))
+
+    @extend_schema_field(RunSummarySerializer(allow_null=True))
+    def get_summary(self, run) -> dict | None:
+        if run.status != Run.Status.SUCCEEDED:
+            return None
+        summary = {key: getattr(run, f"summary_{key}") for key in SUMMARY_PATHS}
+        if summary["fits"] is not None:
+            summary["fits"] = bool(summary["fits"])
+        summary["violations"] = [{k: v.get(k) for k in _VIOLATION_KEYS}
+                                 for v in summary["violations"] or [] if isinstance(v, dict)]
+        return summary
 
 
 class EstimateRequestSerializer(serializers.Serializer):
