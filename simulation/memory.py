@@ -134,7 +134,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> li
 
     # ---- activations
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
-    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)"
+    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})"
     if st.offload_activations == "cpu" and act.layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
         # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
@@ -166,7 +166,10 @@ def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
         heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
         top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
         flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,
-        sequence_parallel=tr.sequence_parallel, recompute=tr.recompute)
+        sequence_parallel=tr.sequence_parallel, recompute=tr.recompute,
+        framework=tr.framework, attention_dropout=m.attention_dropout,
+        hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
+        num_experts=m.num_experts, norm=m.norm)
     return first_stage(shape, m.num_layers, tr.pipeline_parallel, grad_accumulation_steps,
                        tr.interleave_stages, m.vocab_size if realistic else None)
 

@@ -46,6 +46,7 @@ PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 CONVENTIONS = ("realistic", "zero_paper")
+FRAMEWORKS = ("huggingface", "megatron")
 
 
 # ------------------------------------------------------------------ dataclasses
@@ -70,6 +71,11 @@ class ModelSpec:
     norm: str = "rmsnorm"
     linear_bias: bool = False
     dropout: bool = True
+    # Dropout on attention probabilities and on the two residual branches (transformers'
+    # attention_dropout / attn_pdrop and resid_pdrop; Megatron's --attention-dropout and
+    # --hidden-dropout); each defaults to ``dropout``. See simulation/activations.py.
+    attention_dropout: bool | None = None
+    hidden_dropout: bool | None = None
     num_experts: int = 1
     moe_top_k: int = 1
     max_seq_len: int | None = None
@@ -99,6 +105,8 @@ class ModelSpec:
             norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
             linear_bias=_bool(d, "linear_bias", path, False),
             dropout=_bool(d, "dropout", path, True),
+            attention_dropout=_bool(d, "attention_dropout", path, _bool(d, "dropout", path, True)),
+            hidden_dropout=_bool(d, "hidden_dropout", path, _bool(d, "dropout", path, True)),
             num_experts=_int(d, "num_experts", path, 1, maximum=1_000_000),
             moe_top_k=_int(d, "moe_top_k", path, 1),
             max_seq_len=_int(d, "max_seq_len", path),
@@ -265,6 +273,12 @@ class TrainingSpec:
     pipeline_parallel: int = 1
     sequence_parallel: bool = False
     flash_attention: bool = False
+    # Whose kernels save the activations (simulation/activations.py): "huggingface"
+    # (transformers' modules: RMSNorm fp32 copies, eager fp32 softmax, unfused SwiGLU)
+    # or "megatron" (Korthikanti et al. 2022, fused kernels); fused_mlp_activation
+    # defaults to the framework's own kernel (Megatron fused, transformers unfused).
+    framework: str = "huggingface"
+    fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
     compute_efficiency: float = 0.55
     network_efficiency: float = 0.8
@@ -283,6 +297,9 @@ class TrainingSpec:
             pipeline_parallel=_int(d, "pipeline_parallel", path, 1, maximum=100_000),
             sequence_parallel=_bool(d, "sequence_parallel", path, False),
             flash_attention=_bool(d, "flash_attention", path, False),
+            framework=_choice(d, "framework", path, FRAMEWORKS, "huggingface"),
+            fused_mlp_activation=_bool(d, "fused_mlp_activation", path,
+                                       _choice(d, "framework", path, FRAMEWORKS, "huggingface") == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
