@@ -21,9 +21,12 @@ environment, e.g.::
 
 Everything runs on the CPU in bf16 (every op these layers use has a bf16 CPU kernel).
 What CPU does differently from CUDA is written down in ``simulation/activations.py``
-(``CPU`` and ``CUDA`` kernel traits): dropout masks, the SDPA kernel choice, and the
-fact that non-reentrant activation checkpointing installs its own hooks, so the
-``full`` points here use reentrant checkpointing, whose saved inputs the hooks see.
+(``CPU`` and ``CUDA`` kernel traits): dropout masks and the SDPA kernel choice. The
+``full`` points use reentrant checkpointing (``ctx.save_for_backward`` of the inputs,
+which the hooks see); non-reentrant checkpointing installs its own hooks for what the
+region saves, and was said to hide its inputs too, but in torch 2.13
+``_CheckpointFrame.save_inputs`` saves them as ``SavedTensor`` outside its own hooks, so
+an outer hook sees the layer input (the ``checkpointnon_reentrant`` point records it).
 Saved tensors are what backward needs, not a peak: peaks need the profiler's memory
 events.
 """
@@ -110,22 +113,23 @@ def measure(layer: torch.nn.Module, x: torch.Tensor, call, shared: tuple = ()) -
         h.remove()
     out = out[0] if isinstance(out, tuple) else out
     # Name each saved tensor by the backward node that holds it (reading a saved
-    # attribute unpacks it, which the unpack hook records).
+    # attribute unpacks it, which the unpack hook, kept with it since packing, records).
+    # No hooks are active here: a non-reentrant checkpoint recomputes on unpack, and
+    # what it saves then is not what the forward saved.
     seen, todo = set(), [out.grad_fn]
-    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        while todo:
-            node = todo.pop()
-            if node is None or node in seen:
-                continue
-            seen.add(node)
-            for attr in dir(node):
-                if attr.startswith("_saved_") or attr == "saved_tensors":
-                    where[0] = f"{node.name()}.{attr}"
-                    try:
-                        getattr(node, attr)
-                    except RuntimeError:
-                        pass
-            todo.extend(n for n, _ in node.next_functions)
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for attr in dir(node):
+            if attr.startswith("_saved_") or attr == "saved_tensors":
+                where[0] = f"{node.name()}.{attr}"
+                try:
+                    getattr(node, attr)
+                except RuntimeError:
+                    pass
+        todo.extend(n for n, _ in node.next_functions)
     by_storage: dict[int, dict] = {}
     for p in packed:
         if p["storage"] not in by_storage:
@@ -179,13 +183,21 @@ def run_point(p: dict) -> dict:
         shared = (cos, sin)
         mask = _causal_mask(b, s) if p["attn"] == "eager" else None
         kwargs = {"attention_mask": mask, "position_embeddings": (cos, sin), "position_ids": pos}
+    with torch.no_grad():
+        # Some of transformers' modules leave weights to the model's init (MixtralExperts'
+        # torch.empty): give every matrix seeded values so that routing is repeatable.
+        for w in layer.parameters():
+            if w.dim() >= 2:
+                w.normal_(0.0, 0.02)
     layer = layer.to(DTYPE).train()
 
     def call(layer, x):
         if p.get("recompute") == "full":
             # Reentrant checkpointing saves its inputs with ctx.save_for_backward, which
-            # the hooks see; the non-reentrant kind installs its own hooks and hides them.
-            return torch.utils.checkpoint.checkpoint(lambda t: layer(t, **kwargs), x, use_reentrant=True)
+            # the hooks see; the non-reentrant kind installs its own hooks and keeps the
+            # inputs itself, so an outer hook sees nothing (the "non_reentrant" point).
+            reentrant = p.get("checkpoint") != "non_reentrant"
+            return torch.utils.checkpoint.checkpoint(lambda t: layer(t, **kwargs), x, use_reentrant=reentrant)
         return layer(x, **kwargs)
 
     m = measure(layer, x, call, shared)
@@ -220,6 +232,8 @@ def points() -> list[dict]:
             if arch == "mixtral":
                 variants += [dict(experts=4, top_k=1), dict(experts=8, top_k=2, s=128)]
             variants += [dict(recompute="full")]
+            if arch == "llama" and attn == "sdpa":
+                variants += [dict(recompute="full", checkpoint="non_reentrant")]
             for v in variants:
                 p = dict(base, arch=arch, attn=attn, **v)
                 if arch == "mixtral":

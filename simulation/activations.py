@@ -44,9 +44,10 @@ noise); SDPA with attention dropout runs FlashAttention on CUDA (it regenerates 
 from the saved Philox seed, so it saves what it saves without dropout) but falls back on
 CPU to the math kernel, which upcasts 16-bit inputs to fp32 and keeps Q, K, V, the
 scores, the mask and the dropped scores in fp32; ``layer_norm`` keeps mean and rstd in
-fp32 on CUDA, in the input dtype on CPU. Full recomputation keeps the layer input either
-way (non-reentrant checkpointing installs its own hooks and hides it from an outer hook;
-the measurements use reentrant checkpointing, whose ``save_for_backward`` they see).
+fp32 on CUDA, in the input dtype on CPU. Full recomputation keeps the layer input, with
+reentrant checkpointing (``save_for_backward``) and non-reentrant alike (torch 2.13's
+``_CheckpointFrame.save_inputs``; its own hooks take what the region saves, so an outer
+hook sees only the input).
 Saved tensors are not peaks: a peak adds the working set of the op running (the
 profiler's memory events see it; this module does not).
 
