@@ -49,6 +49,15 @@ CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
 
 
+def _framework(training: dict, path: str) -> str:
+    """``training.framework``; by default Megatron where its parallelism is asked for
+    (tensor or pipeline parallel, sequence parallel: transformers' modules do none of
+    them), transformers otherwise. Read after the parallel degrees are validated."""
+    megatron = (training.get("tensor_parallel", 1) != 1 or training.get("pipeline_parallel", 1) != 1
+                or training.get("sequence_parallel") is True)
+    return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
+
+
 # ------------------------------------------------------------------ dataclasses
 @dataclass(frozen=True)
 class ModelSpec:
@@ -275,8 +284,9 @@ class TrainingSpec:
     flash_attention: bool = False
     # Whose kernels save the activations (simulation/activations.py): "huggingface"
     # (transformers' modules: RMSNorm fp32 copies, eager fp32 softmax, unfused SwiGLU)
-    # or "megatron" (Korthikanti et al. 2022, fused kernels); fused_mlp_activation
-    # defaults to the framework's own kernel (Megatron fused, transformers unfused).
+    # or "megatron" (Korthikanti et al. 2022, fused kernels; the default with tensor,
+    # pipeline or sequence parallelism); fused_mlp_activation defaults to the
+    # framework's own kernel (Megatron fused, transformers unfused).
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
@@ -297,9 +307,8 @@ class TrainingSpec:
             pipeline_parallel=_int(d, "pipeline_parallel", path, 1, maximum=100_000),
             sequence_parallel=_bool(d, "sequence_parallel", path, False),
             flash_attention=_bool(d, "flash_attention", path, False),
-            framework=_choice(d, "framework", path, FRAMEWORKS, "huggingface"),
-            fused_mlp_activation=_bool(d, "fused_mlp_activation", path,
-                                       _choice(d, "framework", path, FRAMEWORKS, "huggingface") == "megatron"),
+            framework=_framework(d, path),
+            fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))

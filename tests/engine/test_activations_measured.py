@@ -151,6 +151,13 @@ def test_megatron_framework_keeps_korthikanti():
     assert "Korthikanti" in activation_part(sc)["note"]
 
 
+def test_megatron_parallelism_picks_megatron_unless_told():
+    assert scenario(tensor_parallel=2).training.framework == "megatron"
+    assert scenario(pipeline_parallel=2).training.framework == "megatron"
+    told = scenario(tensor_parallel=2, framework="huggingface").training
+    assert told.framework == "huggingface" and told.fused_mlp_activation is False
+
+
 def test_dropout_settings_default_to_dropout_and_round_trip():
     sc = Scenario.from_dict({"model": {"preset": "gpt3-6.7b"}, "cluster": {"node": "dgx-h100"},
                              "training": {"micro_batch_size": 1, "seq_len": 2048}})
