@@ -146,7 +146,9 @@ class ActivationShape:
 
 
 def layer_bytes(x: ActivationShape, kernels: Kernels = CUDA) -> float:
-    """Activation bytes one transformer layer keeps for backward (per GPU)."""
+    """Activation bytes one transformer layer keeps for backward, per GPU, with the
+    ``kernels`` of a device (CUDA unless told; :data:`CPU` is for holding the terms to
+    CPU measurements). The sum of :func:`layer_terms`."""
     return sum(layer_terms(x, kernels).values())
 
 
@@ -158,10 +160,9 @@ def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]
     attention and MLP terms are split over the t ranks. ``full`` recomputation keeps the
     layer's 16-bit input only (``torch.utils.checkpoint`` / Megatron's full recompute).
     """
-    s, b, h, a, t = x.seq_len, x.micro_batch, x.hidden, x.heads, x.tensor_parallel
-    sbh = s * b * h
+    t = x.tensor_parallel
     if x.recompute == "full":
-        return {"layer input (checkpoint)": ACT * sbh / (t if x.sequence_parallel else 1)}
+        return {"layer input (checkpoint)": ACT * x.seq_len * x.micro_batch * x.hidden}
     if x.framework == "megatron":
         replicated, split = _megatron(x, kernels)
     else:
@@ -232,7 +233,7 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     ``index_add_`` keeps (2h), its routing weight (fp32) and its indices (an int64 pair
     from ``torch.where``).
     """
-    s, b, h, a = x.seq_len, x.micro_batch, x.hidden, x.heads
+    s, b, h = x.seq_len, x.micro_batch, x.hidden
     sb, sbh = s * b, s * b * h
     f = x.ffn or 4 * h
     if x.norm == "rmsnorm":
