@@ -1,9 +1,12 @@
-"""Activation memory of transformer training, after Korthikanti et al. 2022.
+"""Activation memory of transformer training: what autograd saves for backward, per layer.
 
-Source: V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-Models" (arXiv 2205.05198), Sec. 4, Table 2 and Eq. 5-6. Per layer, with 16-bit
-activations and 1-byte dropout masks (s = sequence, b = micro batch, h = hidden,
-a = heads, t = tensor-parallel degree)::
+Two stacks, chosen by ``ActivationShape.framework``, count different tensors because
+their kernels save different ones:
+
+``megatron`` (Megatron-LM, fused kernels): V. Korthikanti et al., "Reducing Activation
+Recomputation in Large Transformer Models" (arXiv 2205.05198), Sec. 4, Table 2 and
+Eq. 5-6. Per layer, with 16-bit activations and 1-byte dropout masks (s = sequence,
+b = micro batch, h = hidden, a = heads, t = tensor-parallel degree)::
 
     no parallelism            s*b*h*(34 + 5*a*s/h)
     tensor parallel           s*b*h*(10 + 24/t + 5*a*s/(h*t))
@@ -13,11 +16,40 @@ a = heads, t = tensor-parallel degree)::
 
 The 34 is 11 (attention: QKV input 2, Q and K 4, V 2, output-projection input 2, dropout
 mask 1) + 19 (MLP: input 2, GeLU input 8, GeLU output 8, mask 1) + 4 (two LayerNorm
-inputs); 5*a*s/h is softmax output 2, its dropout mask 1, dropout output 2. This module
-builds the sum term by term so that grouped-query attention (K and V shrink by
-kv_heads/heads), gated MLPs (SwiGLU keeps gate, up, SiLU and product: 8*s*b*f), MoE
-(top-k experts per token), FlashAttention (no s^2 terms) and models without dropout
-follow from the same parts; with the paper's GPT settings it is exactly Table 2.
+inputs); 5*a*s/h is softmax output 2, its dropout mask 1, dropout output 2. The sum is
+built term by term so that grouped-query attention (K and V shrink by kv_heads/heads),
+gated MLPs, MoE (top-k experts per token), FlashAttention (no s^2 terms) and the two
+dropouts (attention probabilities; the two residual branches) follow from the same
+parts; with the paper's GPT settings it is exactly Table 2. Megatron fuses SwiGLU
+(``megatron/core/fusions/fused_bias_swiglu.py``: ``SwiGLUFunction`` saves only its input,
+gate and up, 4*s*b*f; fc2 keeps the product, 2*s*b*f).
+
+``huggingface`` (transformers' eager PyTorch modules): what
+``torch.autograd.graph.saved_tensors_hooks`` sees in one ``LlamaDecoderLayer``,
+``GPT2Block`` or ``MixtralDecoderLayer`` (transformers 5.24, torch 2.13), term by term in
+:func:`layer_terms`; ``scripts/measure_saved_tensors.py`` measures it and
+``tests/data/saved_tensors_hf.json`` holds the measurements that the tests hold these
+terms to (within 5 %). Where the stacks differ: RMSNorm keeps an fp32 copy of its input
+(4*s*b*h) and its normalised 16-bit value (2*s*b*h); eager attention keeps K and V
+repeated to every head (``repeat_kv``) and Llama's softmax in fp32 beside its 16-bit copy;
+SwiGLU is unfused (gate, SiLU, up and product: 8*s*b*f); GPT-2's ``gelu_new`` is five
+element-wise ops (10*s*b*f); MoE keeps router probabilities and, per routed token, the
+gathered input, the expert's MLP, its output and the scatter's source.
+
+Kernel traits that differ between devices are :data:`CUDA` (the default, what a training
+run uses) and :data:`CPU` (what the measurements ran on; tests pass it):
+dropout masks are ``bool`` (1 byte) from CUDA's fused ``native_dropout`` but a tensor of
+the input's dtype from the CPU path (``_dropout_impl`` in ATen ``Dropout.cpp``: input *
+noise); SDPA with attention dropout runs FlashAttention on CUDA (it regenerates the mask
+from the saved Philox seed, so it saves what it saves without dropout) but falls back on
+CPU to the math kernel, which upcasts 16-bit inputs to fp32 and keeps Q, K, V, the
+scores, the mask and the dropped scores in fp32; ``layer_norm`` keeps mean and rstd in
+fp32 on CUDA, in the input dtype on CPU. Full recomputation keeps the layer input, with
+reentrant checkpointing (``save_for_backward``) and non-reentrant alike (torch 2.13's
+``_CheckpointFrame.save_inputs``; its own hooks take what the region saves, so an outer
+hook sees only the input).
+Saved tensors are not peaks: a peak adds the working set of the op running (the
+profiler's memory events see it; this module does not).
 
 The first pipeline stage of a 1F1B schedule holds p micro batches of L/p layers, i.e.
 L layers' worth (Eq. 5), times 1 + (p-1)/(p*m) with m interleaved stages; fewer micro
@@ -30,9 +62,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+FRAMEWORKS = ("huggingface", "megatron")
+SOURCES = {"megatron": "Korthikanti et al. 2022",
+           "huggingface": "what PyTorch saves in transformers' layers"}
+NORMS = ("rmsnorm", "layernorm")
+ACT = 2                             # bytes of a 16-bit activation
+FP32 = 4
+INDEX = 8                           # int64
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """What a device's kernels save where CPU and CUDA differ (see the module docstring).
+
+    ``dropout_mask_bytes``: bytes per element of a dropout mask (CUDA ``native_dropout``:
+    bool, 1; CPU ``_dropout_impl``: the input's dtype). ``sdpa_dropout_math_fp32``: SDPA
+    with attention dropout falls back to the math kernel in fp32 (CPU) instead of running
+    FlashAttention (CUDA). ``norm_stat_bytes``: ``native_layer_norm``'s mean and rstd.
+    """
+    name: str
+    dropout_mask_bytes: int
+    sdpa_dropout_math_fp32: bool
+    norm_stat_bytes: int
+
+
+CUDA = Kernels("cuda", dropout_mask_bytes=1, sdpa_dropout_math_fp32=False, norm_stat_bytes=FP32)
+CPU = Kernels("cpu", dropout_mask_bytes=ACT, sdpa_dropout_math_fp32=True, norm_stat_bytes=ACT)
+
 
 @dataclass(frozen=True)
 class ActivationShape:
+    """One layer's shape and the choices that decide what it saves.
+
+    ``attention_dropout`` / ``hidden_dropout`` (dropout on attention probabilities / on
+    the two residual branches) default to ``dropout``; ``fused_mlp_activation`` defaults
+    to the stack's own kernel (Megatron fused, transformers unfused);
+    ``eager_softmax_fp32`` (transformers' eager attention upcasts the softmax to fp32, as
+    Llama-family models do, ``modeling_llama.eager_attention_forward``; GPT-2's does not)
+    defaults to ``norm == "rmsnorm"``. ``flash_attention``: FlashAttention or SDPA's
+    flash/efficient kernel, no s^2 terms; otherwise eager (transformers) or Megatron's
+    unfused core attention.
+    """
     seq_len: int
     micro_batch: int
     hidden: int
@@ -46,36 +116,186 @@ class ActivationShape:
     tensor_parallel: int = 1
     sequence_parallel: bool = False
     recompute: str = "none"         # none | selective | full
+    framework: str = "megatron"     # megatron | huggingface
+    attention_dropout: bool | None = None
+    hidden_dropout: bool | None = None
+    fused_mlp_activation: bool | None = None
+    num_experts: int = 1
+    norm: str = "layernorm"         # layernorm | rmsnorm
+    eager_softmax_fp32: bool | None = None
+
+    def __post_init__(self):
+        if self.framework not in FRAMEWORKS:
+            raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {self.framework!r}")
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {self.norm!r}")
+
+    @property
+    def attn_dropout(self) -> bool:
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    @property
+    def resid_dropout(self) -> bool:
+        return self.dropout if self.hidden_dropout is None else self.hidden_dropout
+
+    @property
+    def fused(self) -> bool:
+        if self.fused_mlp_activation is None:
+            return self.framework == "megatron"
+        return self.fused_mlp_activation
 
 
-def layer_bytes(x: ActivationShape) -> float:
-    """Activation bytes one transformer layer keeps for backward (per GPU)."""
-    s, b, h, a, t = x.seq_len, x.micro_batch, x.hidden, x.heads, x.tensor_parallel
-    sbh = s * b * h
+def layer_bytes(x: ActivationShape, kernels: Kernels = CUDA) -> float:
+    """Activation bytes one transformer layer keeps for backward, per GPU, with the
+    ``kernels`` of a device (CUDA unless told; :data:`CPU` is for holding the terms to
+    CPU measurements). The sum of :func:`layer_terms`."""
+    return sum(layer_terms(x, kernels).values())
+
+
+def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]:
+    """The bytes of each tensor group one layer saves for backward, per GPU.
+
+    Terms that every tensor-parallel rank holds whole (norms, block inputs, residual
+    dropout masks, the router) are divided by t only with sequence parallelism; the
+    attention and MLP terms are split over the t ranks. ``full`` recomputation keeps the
+    layer's 16-bit input only (``torch.utils.checkpoint`` / Megatron's full recompute).
+    """
+    t = x.tensor_parallel
     if x.recompute == "full":
-        return 2.0 * sbh
+        return {"layer input (checkpoint)": ACT * x.seq_len * x.micro_batch * x.hidden}
+    if x.framework == "megatron":
+        replicated, split = _megatron(x, kernels)
+    else:
+        replicated, split = _huggingface(x, kernels)
+    rep_div = t if x.sequence_parallel else 1
+    terms = {k: v / rep_div for k, v in replicated.items()}
+    terms.update({k: v / t for k, v in split.items()})
+    return {k: v for k, v in terms.items() if v}
+
+
+def _mlp_per_token(x: ActivationShape) -> float:
+    """Bytes one token's MLP keeps past its input, per unit of f.
+
+    Gated (SwiGLU): unfused keeps gate, SiLU(gate), up and the product (8 B per f;
+    transformers ``LlamaMLP.forward``: ``silu`` saves its input, ``mul`` both operands,
+    ``down_proj`` the product); fused keeps gate and up plus the product (6 B; Megatron
+    ``SwiGLUFunction``, Liger's ``LigerSiLUMulFunction``). Plain GeLU: fused (``F.gelu``,
+    Megatron's bias-GeLU) keeps its input and fc2 its output (4 B); unfused is
+    transformers' ``NewGELUActivation`` (GPT-2's ``gelu_new``: ``pow`` saves x, the two
+    ``mul`` 0.5*x and 1 + tanh, ``tanh`` its output, fc2 the product: 10 B).
+    """
+    if x.gated_mlp:
+        return 6 if x.fused else 8
+    return 4 if x.fused else 10
+
+
+def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
+    """Korthikanti et al. 2022, Sec. 4.1 (the 34 + 5*a*s/h of Table 2), term by term."""
+    s, b, h, a = x.seq_len, x.micro_batch, x.hidden, x.heads
+    sbh = s * b * h
     r = (x.kv_heads or a) / a
     f = x.ffn or 4 * h
-    mask = 1 if x.dropout else 0
-
-    # Replicated on every TP rank unless sequence parallelism splits them.
-    replicated = (4 * sbh            # two LayerNorm inputs
-                  + 2 * sbh          # QKV projection input
-                  + 2 * sbh          # MLP input
-                  + 2 * mask * sbh)  # dropout masks after attention and MLP
-    # Split over the TP ranks.
-    attn = (2 * sbh + 2 * r * sbh    # Q and K for Q K^T
-            + 2 * r * sbh            # V
-            + 2 * sbh)               # output-projection input
-    mlp = (8 if x.gated_mlp else 4) * s * b * f * x.top_k
-    scores = 0.0
+    mask = k.dropout_mask_bytes
+    replicated = {
+        "LayerNorm inputs": 2 * ACT * sbh,
+        "QKV projection input": ACT * sbh,
+        "MLP input": ACT * sbh,
+        "residual dropout masks": 2 * mask * sbh if x.resid_dropout else 0,
+    }
+    split = {
+        "Q, K (Q K^T inputs)": ACT * sbh + ACT * r * sbh,
+        "V": ACT * r * sbh,
+        "attention output (out-projection input)": ACT * sbh,
+        "MLP activations": _mlp_per_token(x) * s * b * f * x.top_k,
+    }
     if not x.flash_attention and x.recompute != "selective":
         # softmax output 2, dropout mask 1, dropout output 2 (without dropout: softmax only)
-        scores = (5 if x.dropout else 2) * a * s * s * b
-    split = attn + mlp + scores
-    if x.sequence_parallel:
-        return (replicated + split) / t
-    return replicated + split / t
+        per = (ACT + mask + ACT) if x.attn_dropout else ACT
+        split["attention scores (softmax, dropout)"] = per * a * s * s * b
+    return replicated, split
+
+
+def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
+    """What transformers' decoder layers save (transformers 5.24 / torch 2.13).
+
+    Norms (``LlamaRMSNorm.forward``: ``pow`` and ``mul`` keep the fp32 copy, ``rsqrt`` its
+    fp32 result per token, ``weight * x`` the 16-bit normalised value; ``nn.LayerNorm``:
+    its input and per-token mean and rstd). The norm's output is the next block's input,
+    kept by the projections (q/k/v share one; gate/up/router share one). RoPE keeps only
+    cos and sin, which the model makes once and every layer shares: not per layer.
+    Attention: :func:`_hf_attention`. Residual dropout (GPT-2 ``resid_pdrop``; Llama
+    and Mixtral have none) keeps a mask per branch; ``mul`` by the mask saves only it.
+    MoE (``MixtralSparseMoeBlock`` / ``MixtralExperts``): the router keeps its fp32
+    softmax (E per token), the top-k indices (int64) and the renormalisation's operands
+    (sum and top-k values, fp32); each routed token (s*b*k of them) keeps its gathered
+    input (2h), the expert's MLP (per :func:`_mlp_per_token`), the expert output (2h, kept
+    by the multiplication with its routing weight), the 16-bit scatter source that
+    ``index_add_`` keeps (2h), its routing weight (fp32) and its indices (an int64 pair
+    from ``torch.where``).
+    """
+    s, b, h = x.seq_len, x.micro_batch, x.hidden
+    sb, sbh = s * b, s * b * h
+    f = x.ffn or 4 * h
+    if x.norm == "rmsnorm":
+        norm = (FP32 + ACT) * sbh + FP32 * sb
+    else:
+        norm = ACT * sbh + 2 * k.norm_stat_bytes * sb
+    replicated = {
+        "norms (2)": 2 * norm,
+        "attention and MLP block inputs": 2 * ACT * sbh,
+        "residual dropout masks": 2 * k.dropout_mask_bytes * sbh if x.resid_dropout else 0,
+    }
+    split = _hf_attention(x, k)
+    moe = x.num_experts > 1
+    if moe:
+        e, kk = x.num_experts, x.top_k
+        replicated["router (fp32 probabilities, top-k, renormalisation)"] = (
+            (FP32 * e + INDEX * kk + FP32 + FP32 * kk) * sb)
+        split["routed tokens (gathered input, expert output, scatter source)"] = 3 * ACT * h * sb * kk
+        split["routing weights and indices"] = (FP32 + 2 * INDEX) * sb * kk
+    split["MLP activations"] = _mlp_per_token(x) * sb * f * x.top_k
+    return replicated, split
+
+
+def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
+    """Attention's saved tensors in transformers (q/k/v projection input counted apart).
+
+    SDPA/flash (``sdpa_attention_forward`` with ``enable_gqa``, FlashAttention-2): the
+    kernel keeps Q, K, V (K and V at kv_heads), its output (which the out-projection keeps
+    too: the kernel writes it in (b, s, heads, d) order, so ``transpose().contiguous()``
+    copies nothing) and the fp32 logsumexp per head and token. On CPU with attention
+    dropout the math kernel runs instead, in fp32, with K and V repeated to every head:
+    Q, K, V, scores, mask and dropped scores in fp32 (12*s*b*h + 12*a*s^2*b) and the
+    out-projection's 16-bit input apart.
+
+    Eager (``eager_attention_forward``): ``repeat_kv`` copies K and V to every head
+    before the two ``matmul``, which keep Q and K, then the probabilities and V; the
+    out-projection keeps its own copy of the output. Scores: the softmax output (fp32
+    where upcast, 16-bit otherwise); with dropout the mask and the dropped 16-bit
+    probabilities, without it the 16-bit copy of an fp32 softmax (GPT-2's softmax output
+    is itself what the second matmul keeps).
+    """
+    s, b, h, a = x.seq_len, x.micro_batch, x.hidden, x.heads
+    sbh, asb, as2b = s * b * h, a * s * b, a * s * s * b
+    r = (x.kv_heads or a) / a
+    scores_kept = x.recompute != "selective"
+    if x.flash_attention and x.attn_dropout and k.sdpa_dropout_math_fp32:
+        return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbh,
+                "attention scores (fp32 softmax, mask, dropout)": 3 * FP32 * as2b if scores_kept else 0,
+                "attention output (out-projection input)": ACT * sbh}
+    if x.flash_attention:
+        return {"Q, K, V": ACT * sbh * (1 + 2 * r),
+                "attention output (out-projection input)": ACT * sbh,
+                "logsumexp (fp32)": FP32 * asb}
+    upcast = x.norm == "rmsnorm" if x.eager_softmax_fp32 is None else x.eager_softmax_fp32
+    softmax = FP32 if upcast else ACT
+    if x.attn_dropout:
+        per = softmax + k.dropout_mask_bytes + ACT
+    else:
+        per = softmax + (ACT if upcast else 0)
+    return {"Q, K, V (K and V repeated to every head)": 3 * ACT * sbh,
+            "attention output (out-projection input)": ACT * sbh,
+            "attention scores (softmax, dropout)": per * as2b if scores_kept else 0}
 
 
 @dataclass(frozen=True)
@@ -85,6 +305,7 @@ class StageActivations:
     layers_bytes: float             # per_layer_bytes * layers_held
     extras_bytes: float             # embedding dropout + output layer (Sec. 4.3)
     interleave_factor: float
+    source: str = ""                # whose accounting per_layer_bytes follows
 
     @property
     def total_bytes(self) -> float:
@@ -94,7 +315,8 @@ class StageActivations:
 def first_stage(x: ActivationShape, num_layers: int, pipeline_parallel: int = 1,
                 num_microbatches: int = 1, interleave_stages: int | None = None,
                 vocab: int | None = None) -> StageActivations:
-    """Activations held by the busiest (first) pipeline stage, Eq. 5-6 of the paper."""
+    """Activations held by the busiest (first) pipeline stage, Eq. 5-6 of the paper
+    (per-layer bytes on CUDA, :func:`layer_bytes`)."""
     p = pipeline_parallel
     per = layer_bytes(x)
     in_flight = min(p, max(num_microbatches, 1))
@@ -109,4 +331,4 @@ def first_stage(x: ActivationShape, num_layers: int, pipeline_parallel: int = 1,
         extras += 4 * sbh / t * (1 + vocab / x.hidden)
     return StageActivations(per_layer_bytes=per, layers_held=layers_held,
                             layers_bytes=per * layers_held * factor, extras_bytes=extras,
-                            interleave_factor=factor)
+                            interleave_factor=factor, source=SOURCES[x.framework])

@@ -162,7 +162,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     last = pipeline_stage == "last"
     layers_held = act.layers_held if not last else sc.model.num_layers / tr.pipeline_parallel
     layers_bytes = act.layers_bytes if not last else act.per_layer_bytes * layers_held
-    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer (Korthikanti et al. 2022)"
+    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})"
     if st.offload_activations == "cpu" and layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
         # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
@@ -207,7 +207,7 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",
                 note="a checkpointed layer's activations rebuilt for its backward")
-    if stage != "last" and m.dropout:
+    if stage != "last" and m.hidden_dropout:
         add("embedding dropout mask", "activations", "hbm", sbh * tr.pipeline_parallel / t,
             phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
     if stage != "first" and m.vocab_size:
@@ -235,12 +235,16 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
         top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
         flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,
-        sequence_parallel=tr.sequence_parallel, recompute=recompute)
+        sequence_parallel=tr.sequence_parallel, recompute=recompute,
+        framework=tr.framework, attention_dropout=m.attention_dropout,
+        hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
+        num_experts=m.num_experts, norm=m.norm)
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
                  realistic: bool) -> StageActivations:
-    """The first pipeline stage's stored per-layer activations (Korthikanti Eq. 5-6)."""
+    """The first pipeline stage's stored per-layer activations (Korthikanti Eq. 5-6; the
+    logits and loss are counted by :mod:`simulation.loss`, not here)."""
     return first_stage(_shape(m, tr, tr.recompute), m.num_layers, tr.pipeline_parallel,
                        grad_accumulation_steps, tr.interleave_stages, None)
 

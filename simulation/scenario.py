@@ -48,6 +48,16 @@ PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 CONVENTIONS = ("realistic", "zero_paper")
+FRAMEWORKS = ("huggingface", "megatron")
+
+
+def _framework(training: dict, path: str) -> str:
+    """``training.framework``; by default Megatron where its parallelism is asked for
+    (tensor or pipeline parallel, sequence parallel: transformers' modules do none of
+    them), transformers otherwise. Read after the parallel degrees are validated."""
+    megatron = (training.get("tensor_parallel", 1) != 1 or training.get("pipeline_parallel", 1) != 1
+                or training.get("sequence_parallel") is True)
+    return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
 
 
 # ------------------------------------------------------------------ dataclasses
@@ -72,6 +82,11 @@ class ModelSpec:
     norm: str = "rmsnorm"
     linear_bias: bool = False
     dropout: bool = True
+    # Dropout on attention probabilities and on the two residual branches (transformers'
+    # attention_dropout / attn_pdrop and resid_pdrop; Megatron's --attention-dropout and
+    # --hidden-dropout); each defaults to ``dropout``. See simulation/activations.py.
+    attention_dropout: bool | None = None
+    hidden_dropout: bool | None = None
     num_experts: int = 1
     moe_top_k: int = 1
     max_seq_len: int | None = None
@@ -101,6 +116,8 @@ class ModelSpec:
             norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
             linear_bias=_bool(d, "linear_bias", path, False),
             dropout=_bool(d, "dropout", path, True),
+            attention_dropout=_bool(d, "attention_dropout", path, _bool(d, "dropout", path, True)),
+            hidden_dropout=_bool(d, "hidden_dropout", path, _bool(d, "dropout", path, True)),
             num_experts=_int(d, "num_experts", path, 1, maximum=1_000_000),
             moe_top_k=_int(d, "moe_top_k", path, 1),
             max_seq_len=_int(d, "max_seq_len", path),
@@ -276,6 +293,13 @@ class TrainingSpec:
     flash_attention: bool = False
     loss_kernel: str = "torch"
     dtypes: StateDtypes | None = None
+    # Whose kernels save the activations (simulation/activations.py): "huggingface"
+    # (transformers' modules: RMSNorm fp32 copies, eager fp32 softmax, unfused SwiGLU)
+    # or "megatron" (Korthikanti et al. 2022, fused kernels; the default with tensor,
+    # pipeline or sequence parallelism); fused_mlp_activation defaults to the
+    # framework's own kernel (Megatron fused, transformers unfused).
+    framework: str = "huggingface"
+    fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
     compute_efficiency: float = 0.55
     network_efficiency: float = 0.8
@@ -296,6 +320,8 @@ class TrainingSpec:
             flash_attention=_bool(d, "flash_attention", path, False),
             loss_kernel=_choice(d, "loss_kernel", path, LOSS_KERNELS, "torch"),
             dtypes=_state_dtypes(_section(d, "dtypes", path), f"{path}.dtypes"),
+            framework=_framework(d, path),
+            fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))

@@ -60,11 +60,14 @@ def test_section5_selective_saving(case):
 
 def test_generalised_terms_by_hand():
     # GQA (kv = a/4), SwiGLU f = 2h, no dropout, flash attention, t = 1, s = b = h = 1 scale:
-    # replicated 4 + 2 + 2 = 8; attention 2 + 2r + 2r + 2 = 4 + 4/4 = 5; MLP 8 * f/h = 16
-    # -> 29 * s*b*h bytes (no s^2 terms)
-    x = ActivationShape(seq_len=1024, micro_batch=2, hidden=512, heads=8, kv_heads=2, ffn=1024,
-                        gated_mlp=True, dropout=False, flash_attention=True)
-    assert layer_bytes(x) == pytest.approx(29 * 1024 * 2 * 512)
+    # replicated 4 + 2 + 2 = 8; attention 2 + 2r + 2r + 2 = 4 + 4/4 = 5; MLP: Megatron's
+    # fused SwiGLU keeps gate and up (4 B per f) and fc2 the product (2 B): 6 * f/h = 12
+    # -> 25 * s*b*h bytes (no s^2 terms); unfused (gate, SiLU, up, product): 8 * f/h -> 29
+    kw = dict(seq_len=1024, micro_batch=2, hidden=512, heads=8, kv_heads=2, ffn=1024,
+              gated_mlp=True, dropout=False, flash_attention=True)
+    assert layer_bytes(ActivationShape(**kw)) == pytest.approx(25 * 1024 * 2 * 512)
+    unfused = ActivationShape(**kw, fused_mlp_activation=False)
+    assert layer_bytes(unfused) == pytest.approx(29 * 1024 * 2 * 512)
 
 
 def test_fewer_micro_batches_than_stages_hold_fewer_layers():

@@ -1,0 +1,281 @@
+"""Measure what PyTorch saves for backward in one Hugging Face decoder layer.
+
+Builds single layers from transformers' own classes (LlamaDecoderLayer with attention
+"sdpa" and "eager", GPT2Block, MixtralDecoderLayer) from small configs made in code
+(random weights, nothing downloaded), runs one forward in training mode under
+``torch.autograd.graph.saved_tensors_hooks`` and records every tensor autograd keeps:
+its bytes, dtype, shape, the module and torch function that saved it, and the backward
+node (``grad_fn``) that holds it. Tensors that share storage are counted once (a saved
+view holds its whole storage); the layer's parameters are not activations and are left
+out; RoPE's cos/sin are made once per model and shared by every layer, so they are
+listed apart (``shared_input``) and not in the layer's bytes.
+
+It is a tool, not a test: the engine's tests read the JSON it writes
+(``tests/data/saved_tensors_hf.json``) and never run it. It needs torch and
+transformers, which tierlab does not depend on; install them in a separate
+environment, e.g.::
+
+    python3 -m venv ~/torch-env && ~/torch-env/bin/pip install torch transformers
+    HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
+        --out tests/data/saved_tensors_hf.json
+
+Everything runs on the CPU in bf16 (every op these layers use has a bf16 CPU kernel).
+What CPU does differently from CUDA is written down in ``simulation/activations.py``
+(``CPU`` and ``CUDA`` kernel traits): dropout masks and the SDPA kernel choice. The
+``full`` points use reentrant checkpointing (``ctx.save_for_backward`` of the inputs,
+which the hooks see); non-reentrant checkpointing installs its own hooks for what the
+region saves, and was said to hide its inputs too, but in torch 2.13
+``_CheckpointFrame.save_inputs`` saves them as ``SavedTensor`` outside its own hooks, so
+an outer hook sees the layer input (the ``checkpointnon_reentrant`` point records it).
+Saved tensors are what backward needs, not a peak: peaks need the profiler's memory
+events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from collections import Counter
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from transformers import GPT2Config, LlamaConfig, MixtralConfig  # noqa: E402
+from transformers.models.gpt2.modeling_gpt2 import GPT2Block  # noqa: E402
+from transformers.models.llama.modeling_llama import (LlamaDecoderLayer,  # noqa: E402
+                                                      LlamaRotaryEmbedding)
+from transformers.models.mixtral.modeling_mixtral import (MixtralDecoderLayer,  # noqa: E402
+                                                          MixtralRotaryEmbedding)
+
+DTYPE = torch.bfloat16
+
+
+class _FuncStack(TorchFunctionMode):
+    """Keeps the torch function being called, so a pack hook can say who saved."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", str(func))
+        self.stack.append(name)
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.stack.pop()
+
+
+def _storage(t: torch.Tensor) -> tuple[int, int]:
+    st = t.untyped_storage()
+    return st.data_ptr(), st.nbytes()
+
+
+def measure(layer: torch.nn.Module, x: torch.Tensor, call, shared: tuple = ()) -> dict:
+    """Run ``call(layer, x)`` under the hooks; return the saved tensors, deduplicated."""
+    params = {_storage(p)[0] for p in layer.parameters()}
+    shared_ptrs = {_storage(t)[0] for t in shared}
+    modules: list[str] = []
+    names = {m: n for n, m in layer.named_modules()}
+    handles = []
+    for m in layer.modules():
+        handles.append(m.register_forward_pre_hook(lambda m, a: modules.append(names[m] or "layer") and None))
+        handles.append(m.register_forward_hook(lambda m, a, o: modules.pop() and None))
+    funcs = _FuncStack()
+    packed: list[dict] = []
+    tensors: list[torch.Tensor] = []
+
+    def pack(t):
+        ptr, nbytes = _storage(t)
+        packed.append({"storage": ptr, "storage_bytes": nbytes, "dtype": str(t.dtype).replace("torch.", ""),
+                       "shape": list(t.shape), "module": modules[-1] if modules else "",
+                       "function": funcs.stack[-1] if funcs.stack else "",
+                       "kind": "parameter" if ptr in params else
+                               "shared_input" if ptr in shared_ptrs else
+                               "layer_input" if ptr == _storage(x)[0] else "activation"})
+        tensors.append(t)
+        return len(packed) - 1
+
+    where: list = [None]
+
+    def unpack(i):
+        packed[i].setdefault("grad_fn", where[0])
+        return tensors[i]
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack), funcs:
+        out = call(layer, x)
+    for h in handles:
+        h.remove()
+    out = out[0] if isinstance(out, tuple) else out
+    # Name each saved tensor by the backward node that holds it (reading a saved
+    # attribute unpacks it, which the unpack hook, kept with it since packing, records).
+    # No hooks are active here: a non-reentrant checkpoint recomputes on unpack, and
+    # what it saves then is not what the forward saved.
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for attr in dir(node):
+            if attr.startswith("_saved_") or attr == "saved_tensors":
+                where[0] = f"{node.name()}.{attr}"
+                try:
+                    getattr(node, attr)
+                except RuntimeError:
+                    pass
+        todo.extend(n for n, _ in node.next_functions)
+    by_storage: dict[int, dict] = {}
+    for p in packed:
+        if p["storage"] not in by_storage:
+            by_storage[p["storage"]] = dict(p, saved_by=[])
+        by_storage[p["storage"]]["saved_by"].append(p.get("grad_fn") or p["function"])
+    rows = []
+    for r in by_storage.values():
+        r.pop("grad_fn", None)
+        r.pop("storage")
+        rows.append(r)
+    total = {k: sum(r["storage_bytes"] for r in rows if r["kind"] == k)
+             for k in ("activation", "layer_input", "shared_input", "parameter")}
+    out.float().sum().backward()     # the graph is whole: backward runs
+    return {"layer_bytes": total["activation"] + total["layer_input"],
+            "shared_input_bytes": total["shared_input"], "tensors": rows}
+
+
+def _llama_like(kind: str, p: dict):
+    common = dict(hidden_size=p["h"], num_attention_heads=p["a"], num_key_value_heads=p["kv"],
+                  intermediate_size=p["ffn"], attention_dropout=p.get("attn_dropout", 0.0),
+                  max_position_embeddings=4 * p["s"], num_hidden_layers=1, vocab_size=128)
+    if kind == "mixtral":
+        cfg = MixtralConfig(num_local_experts=p["experts"], num_experts_per_tok=p["top_k"],
+                            router_jitter_noise=0.0, **common)
+        cls, rope = MixtralDecoderLayer, MixtralRotaryEmbedding
+    else:
+        cfg = LlamaConfig(**common)
+        cls, rope = LlamaDecoderLayer, LlamaRotaryEmbedding
+    cfg._attn_implementation = p["attn"]
+    return cfg, cls(cfg, layer_idx=0), rope(cfg)
+
+
+def run_point(p: dict) -> dict:
+    torch.manual_seed(0)
+    b, s, h = p["b"], p["s"], p["h"]
+    x = torch.randn(b, s, h, dtype=DTYPE, requires_grad=True)
+    shared: tuple = ()
+    if p["arch"] == "gpt2":
+        cfg = GPT2Config(n_embd=h, n_head=p["a"], n_inner=p["ffn"], n_positions=4 * s, n_layer=1,
+                         attn_pdrop=p.get("attn_dropout", 0.0), resid_pdrop=p.get("hidden_dropout", 0.0),
+                         embd_pdrop=0.0, activation_function=p.get("act", "gelu_new"))
+        cfg._attn_implementation = p["attn"]
+        layer = GPT2Block(cfg, layer_idx=0)
+        mask = _causal_mask(b, s) if p["attn"] == "eager" else None
+        kwargs = {"attention_mask": mask}
+    else:
+        cfg, layer, rope = _llama_like(p["arch"], p)
+        pos = torch.arange(s).unsqueeze(0).expand(b, s)
+        with torch.no_grad():
+            cos, sin = rope(x, pos)
+        shared = (cos, sin)
+        mask = _causal_mask(b, s) if p["attn"] == "eager" else None
+        kwargs = {"attention_mask": mask, "position_embeddings": (cos, sin), "position_ids": pos}
+    with torch.no_grad():
+        # Some of transformers' modules leave weights to the model's init (MixtralExperts'
+        # torch.empty): give every matrix seeded values so that routing is repeatable.
+        for w in layer.parameters():
+            if w.dim() >= 2:
+                w.normal_(0.0, 0.02)
+    layer = layer.to(DTYPE).train()
+
+    def call(layer, x):
+        if p.get("recompute") == "full":
+            # Reentrant checkpointing saves its inputs with ctx.save_for_backward, which
+            # the hooks see; the non-reentrant kind installs its own hooks and keeps the
+            # inputs itself, so an outer hook sees nothing (the "non_reentrant" point).
+            reentrant = p.get("checkpoint") != "non_reentrant"
+            return torch.utils.checkpoint.checkpoint(lambda t: layer(t, **kwargs), x, use_reentrant=reentrant)
+        return layer(x, **kwargs)
+
+    m = measure(layer, x, call, shared)
+    kinds = Counter(r["function"] for r in m["tensors"] if r["kind"] in ("activation", "layer_input"))
+    print(f"{p['id']:<40} {m['layer_bytes']:>10} B  {m['layer_bytes'] / (b * s * h):7.2f} x sbh  "
+          f"{dict(kinds)}", file=sys.stderr)
+    return {"id": p["id"], "config": p, "layer_bytes": m["layer_bytes"],
+            "shared_input_bytes": m["shared_input_bytes"], "tensors": m["tensors"]}
+
+
+def _causal_mask(b: int, s: int) -> torch.Tensor:
+    """The additive float mask transformers builds for eager attention (0 or dtype min)."""
+    m = torch.full((s, s), torch.finfo(DTYPE).min, dtype=DTYPE).triu(1)
+    return m[None, None].expand(b, 1, s, s)
+
+
+def points() -> list[dict]:
+    """Points that separate the formula's terms: s*b*h ones, s^2 ones (vary s), the
+    GQA ones (vary kv), the FFN ones (vary ffn), dropout masks (on/off), experts."""
+    pts = []
+    base = dict(b=2, s=64, h=128, a=4, kv=4, ffn=344)
+    for arch in ("llama", "gpt2", "mixtral"):
+        for attn in ("sdpa", "eager"):
+            variants = [{}, dict(s=128), dict(b=1, h=256, a=8, kv=8, ffn=688), dict(ffn=768)]
+            if arch != "gpt2":
+                variants += [dict(kv=2), dict(kv=1, a=8), dict(attn_dropout=0.1),
+                             dict(kv=2, attn_dropout=0.1, s=128)]
+            else:
+                variants += [dict(attn_dropout=0.1), dict(hidden_dropout=0.1),
+                             dict(attn_dropout=0.1, hidden_dropout=0.1), dict(act="gelu_pytorch_tanh"),
+                             dict(s=256, a=8, attn_dropout=0.1, hidden_dropout=0.1)]
+            if arch == "mixtral":
+                variants += [dict(experts=4, top_k=1), dict(experts=8, top_k=2, s=128)]
+            variants += [dict(recompute="full")]
+            if arch == "llama" and attn == "sdpa":
+                variants += [dict(recompute="full", checkpoint="non_reentrant")]
+            for v in variants:
+                p = dict(base, arch=arch, attn=attn, **v)
+                if arch == "mixtral":
+                    p.setdefault("experts", 4)
+                    p.setdefault("top_k", 2)
+                if arch == "gpt2":
+                    p["kv"] = p["a"]
+                    p["ffn"] = 4 * p["h"] if "ffn" not in v else p["ffn"]
+                tag = "-".join(f"{k}{p[k]}" for k in ("b", "s", "h", "a", "kv", "ffn"))
+                extra = "-".join(f"{k}{v[k]}" for k in sorted(v) if k not in ("b", "s", "h", "a", "kv", "ffn"))
+                p["id"] = f"{arch}-{attn}-{tag}" + (f"-{extra}" if extra else "")
+                pts.append(p)
+    return pts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--only", help="run the points whose id contains this")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    cases = [run_point(p) for p in points() if not a.only or a.only in p["id"]]
+    data = {"what": "bytes PyTorch saves for backward in one decoder layer (saved_tensors_hooks), "
+                    "storage-deduplicated, parameters excluded; see scripts/measure_saved_tensors.py",
+            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                         "python": platform.python_version()},
+            "device": "cpu", "dtype": str(DTYPE).replace("torch.", ""), "cases": cases}
+    with open(a.out, "w") as f:
+        f.write(_dumps(data))
+
+
+def _dumps(data: dict) -> str:
+    """JSON with one line per case field and per saved tensor (diffs stay readable)."""
+    head = {k: v for k, v in data.items() if k != "cases"}
+    lines = ["{" + json.dumps(head)[1:-1] + ', "cases": [']
+    for i, c in enumerate(data["cases"]):
+        fields = [f'  {json.dumps(k)}: {json.dumps(v)}' for k, v in c.items() if k != "tensors"]
+        rows = ",\n".join(f"    {json.dumps(t)}" for t in c["tensors"])
+        end = "}" if i == len(data["cases"]) - 1 else "},"
+        lines.append(" {" + ",\n ".join(fields) + ',\n   "tensors": [\n' + rows + "]" + end)
+    return "\n".join(lines) + "]}\n"
+
+
+if __name__ == "__main__":
+    main()
