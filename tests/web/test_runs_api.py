@@ -176,7 +176,7 @@ def test_a_run_list_carries_summaries_not_reports(owner_api, fifty_runs):
         assert "result" not in rows[0] and "input" not in rows[0]
         assert rows[0]["owner"] == "owner"
         assert rows[0]["summary"] == {
-            "fits": report["fits"],
+            "fits": report["fits"], "fit_state": report["fit_state"],
             "hbm_per_gpu_bytes": report["memory"]["per_gpu"]["hbm"]["total_bytes"],
             "hbm_capacity_per_gpu_bytes": report["memory"]["per_gpu"]["hbm"]["capacity_bytes"],
             "step_time_s": report["step"]["time_s"],

@@ -77,6 +77,7 @@ class RunSerializer(serializers.ModelSerializer):
 # report (each is 30–150 kB) it would only drop.
 SUMMARY_PATHS = {
     "fits": "fits",
+    "fit_state": "fit_state",
     "hbm_per_gpu_bytes": "memory.per_gpu.hbm.total_bytes",
     "hbm_capacity_per_gpu_bytes": "memory.per_gpu.hbm.capacity_bytes",
     "step_time_s": "step.time_s",
@@ -98,7 +99,9 @@ class ViolationSummarySerializer(serializers.Serializer):
 class RunSummarySerializer(serializers.Serializer):
     """The headline figures of a succeeded run's report; a figure the report lacks is null."""
 
-    fits = serializers.BooleanField(allow_null=True, help_text="Every tier within capacity.")
+    fits = serializers.BooleanField(allow_null=True, help_text="fit_state is fits or tight.")
+    fit_state = serializers.CharField(allow_null=True, help_text="fits | tight (within the engine's "
+                                      "memory error band) | does_not_fit; null for reports before 0.3")
     hbm_per_gpu_bytes = serializers.FloatField(allow_null=True, help_text="HBM used per GPU (peak over phases).")
     hbm_capacity_per_gpu_bytes = serializers.FloatField(allow_null=True)
     step_time_s = serializers.FloatField(allow_null=True, help_text="Simulated training step time.")
