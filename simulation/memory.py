@@ -43,9 +43,8 @@ from .loss import loss_bytes
 from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
-from .checkpoint import checkpoint_size_bytes, resolve_target
-from .errors import ScenarioError
-from .scenario import ModelSpec, Scenario, TrainingSpec, node_figures
+from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
+from .scenario import ModelSpec, Scenario, TrainingSpec
 from .states import StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
@@ -201,8 +200,7 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
     t = tr.tensor_parallel
     sbh = tr.seq_len * tr.micro_batch_size * m.hidden_size
     if tr.recompute != "none":
-        shape = _shape(m, tr, "none")
-        working = layer_bytes(shape) - act.per_layer_bytes
+        working = _unrecomputed_layer(m, tr) - act.per_layer_bytes
         if working > 0:
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",
@@ -226,6 +224,10 @@ _LOSS_NOTES = {
                                "softmax buffer (Megatron cross_entropy.py)",
     "fused_linear_cross_entropy": "chunked head + loss, no full logits (Liger kernel)",
 }
+
+
+_unrecomputed_layer = ByIdentity(lambda m, tr: layer_bytes(_shape(m, tr, "none")))
+"""One layer's activations without recomputation, per (model, training) section."""
 
 
 def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
@@ -359,24 +361,27 @@ def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes
     (``aten/src/ATen/core/CachingHostAllocator.h``): for tensor sizes spread evenly over
     the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes.
     """
-    ck = sc.checkpoint
-    if not ck.target:
-        return
-    try:
-        tgt = resolve_target(ck, **node_figures(sc))
-    except ScenarioError:
-        return
-    if not (tgt.via_host or ck.method == "in_memory_then_flush"):
-        return
+    for name, per_rank, note in _staging(sc.checkpoint, sc.cluster, pc, sb, lay):
+        add(name, "buffers", "ddr", per_rank, phase="checkpoint", note=note)
+
+
+def _staging_parts(ck, cluster, pc: ParamCount, sb: StateBytes, lay: Layout) -> tuple:
+    """``((name, bytes per rank, note), ...)`` of :func:`_host_staging` (remembered per
+    identity of the frozen sections it reads)."""
+    # the target was checked when the scenario was parsed; only its kind matters here
+    if not (TARGET_DEFAULTS[ck.target].via_host or ck.method == "in_memory_then_flush"):
+        return ()
     size = checkpoint_size_bytes(pc.total, sb.to_dict(), ck, lay.num_gpus)
     per_rank = size["size_bytes"] / lay.num_gpus if ck.sharded else size["size_bytes"]
-    factor = 2 if ck.method == "in_memory_then_flush" and sc.cluster.num_nodes > 1 else 1
-    add("checkpoint staging copy (pinned host memory)", "buffers", "ddr",
-        per_rank * factor, phase="checkpoint",
-        note="the rank's whole shard copied to the host before the write")
-    add("pinned-allocator rounding of the staging copy", "buffers", "ddr",
-        per_rank * factor * (_POW2_ROUNDING - 1), phase="checkpoint",
-        note="CachingHostAllocator rounds blocks up to a power of two (x1.44 on average)")
+    factor = 2 if ck.method == "in_memory_then_flush" and cluster.num_nodes > 1 else 1
+    staged = per_rank * factor
+    return (("checkpoint staging copy (pinned host memory)", staged,
+             "the rank's whole shard copied to the host before the write"),
+            ("pinned-allocator rounding of the staging copy", staged * (_POW2_ROUNDING - 1),
+             "CachingHostAllocator rounds blocks up to a power of two (x1.44 on average)"))
+
+
+_staging = ByIdentity(_staging_parts)
 
 
 _POW2_ROUNDING = 1 / math.log(2)
@@ -398,11 +403,18 @@ for _m, _phases in MOMENTS.items():
 
 def moment_bytes(parts: list[dict]) -> dict:
     """``{moment: bytes}`` of the non-persistent parts live at each moment."""
-    out = dict.fromkeys(MOMENTS, 0.0)
-    for p in parts:
-        for m in _MOMENT_OF_PHASE.get(p["phase"], ()):
-            out[m] += p["bytes"]
-    return out
+    by_phase: dict = {}
+    for p in parts:                        # one dict add per part, then a few per phase
+        ph = p["phase"]
+        by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    return _moments_of(by_phase)
+
+
+def _moments_of(by_phase: dict) -> dict:
+    both = by_phase.get("fwd_bwd", 0.0)
+    return {"loss": both + by_phase.get("loss", 0.0),
+            "backward": both + by_phase.get("backward", 0.0),
+            "step": by_phase.get("step", 0.0), "checkpoint": by_phase.get("checkpoint", 0.0)}
 
 
 def _peak(parts: list[dict]) -> tuple[str | None, dict]:
@@ -451,14 +463,33 @@ def tier_summaries(parts: list[dict], hbm_capacity_bytes: float, node_tiers: dic
 _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
+_EMPTY_MOMENTS = dict.fromkeys(MOMENTS, 0.0)
+
+
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
-    peak, per = _peak(mine)
+    if not mine:                       # most node tiers hold nothing
+        out = _NO_BYTES.copy()
+        out.update(total_bytes=0, capacity_bytes=capacity, free_bytes=capacity,
+                   utilization=0.0 if capacity else None, present=present,
+                   peak_phase="persistent", moments_bytes=_EMPTY_MOMENTS.copy(), parts=mine)
+        return out
+    # one pass: bytes per (phase, category); the peak moment then picks its phases
+    cells: dict = {}
+    for p in mine:
+        key = (p["phase"], p["category"])
+        cells[key] = cells.get(key, 0.0) + p["bytes"]
+    by_phase: dict = {}
+    for (ph, _cat), b in cells.items():
+        by_phase[ph] = by_phase.get(ph, 0.0) + b
+    per = _moments_of(by_phase)
+    peak = max(per, key=per.get)
+    if per[peak] <= 0:
+        peak = None
     live = MOMENTS.get(peak, ())
     out = _NO_BYTES.copy()
-    for p in mine:                    # in order, as sum() would add them
-        phase = p["phase"]
-        if phase == "persistent" or phase in live:
-            out[_CATEGORY_KEYS[p["category"]]] += p["bytes"]
+    for (ph, cat), b in cells.items():
+        if ph == "persistent" or ph in live:
+            out[_CATEGORY_KEYS[cat]] += b
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
