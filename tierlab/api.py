@@ -85,13 +85,18 @@ def check_value(data) -> None:
             _check_strings(value, "a string")
 
 
-def loads(text: str):
-    """``json.loads`` for untrusted text; every problem is a ValueError with a readable message."""
+def loads(text: str, check: bool = True):
+    """``json.loads`` for untrusted text; every problem is a ValueError with a readable message.
+
+    ``check=False`` leaves the depth and string checks (``check_value``) to the caller, which
+    can then name the part that failed; nesting too deep for the parser is refused either way.
+    """
     try:
         data = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         _reject(f"nested deeper than {MAX_JSON_DEPTH} levels")
-    check_value(data)
+    if check:
+        check_value(data)
     return data
 
 

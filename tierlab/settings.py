@@ -51,6 +51,11 @@ X_FRAME_OPTIONS = env_choice("X_FRAME_OPTIONS", "DENY", ["DENY", "SAMEORIGIN"])
 # is a few kB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, 1024)
 
+# ---------------------------------------------------------------- admin catalog import
+# A JSON file imported in the admin (tierlab.catalog.admin_json) larger than this is refused;
+# the shipped catalog is about 70 kB.
+CATALOG_IMPORT_MAX_BYTES = env_int("CATALOG_IMPORT_MAX_BYTES", 2 * 1024 * 1024, 1024)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
