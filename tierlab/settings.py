@@ -6,6 +6,7 @@ Celery's filesystem broker under ``var/broker/``. Set ``DATABASE_URL`` (PostgreS
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -51,6 +52,24 @@ X_FRAME_OPTIONS = env_choice("X_FRAME_OPTIONS", "DENY", ["DENY", "SAMEORIGIN"])
 # is a few kB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, 1024)
 
+# ---------------------------------------------------------------- login throttling (django-axes)
+# Failed logins on /accounts/login/ and /admin/login/ (anything calling authenticate()) are
+# counted per username and client address; at LOGIN_FAILURE_LIMIT the pair is locked out
+# (429, registration/locked_out.html) for LOGIN_LOCKOUT_S, even with the right password. A
+# successful login clears the count. Unlock early: `manage.py axes_reset` (or
+# axes_reset_username NAME), or delete the row in Admin -> Axes -> Access attempts. Counts
+# live in the database, so every web process sees them.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, 1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("LOGIN_LOCKOUT_S", 900, 1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",      # first: refuses a locked-out pair
+    "django.contrib.auth.backends.ModelBackend",
+]
+
 # ---------------------------------------------------------------- admin catalog import
 # A JSON file imported in the admin (tierlab.catalog.admin_json) larger than this is refused;
 # the shipped catalog is about 70 kB.
@@ -70,6 +89,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",        # Swagger UI served from here, not a CDN
     "django_filters",                 # list filters; its templates for the browsable API
     "django_vite",
+    "axes",                           # login throttling
     "tierlab.apps.TierlabConfig",
     "tierlab.catalog",
     "tierlab.scenarios",
@@ -88,6 +108,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",            # last: turns a lockout into the 429 page
 ]
 
 ROOT_URLCONF = "tierlab.urls"
