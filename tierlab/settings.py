@@ -70,6 +70,33 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 
+# ---------------------------------------------------------------- Content-Security-Policy (django-csp)
+# Every script is a file from this origin (the Vite bundles, the admin's, the API docs'):
+# no inline script, no eval. style-src-attr 'unsafe-inline' only because ECharts writes its
+# tooltips as HTML with style="..." attributes (ours too, the colour dots) and the pages set a
+# few swatch colours the same way; <style> elements and stylesheets stay 'self'. img-src
+# data: for Pico's inline SVG icons and the empty favicon. The API docs page adds
+# 'unsafe-inline' to style-src for drf-spectacular's one inline <style> (tierlab.urls).
+_csp_frames = "'none'" if X_FRAME_OPTIONS == "DENY" else "'self'"
+# `npm run dev` (VITE_DEV_MODE) serves the scripts and HMR, and injects CSS as <style> elements.
+_csp_dev = ([f"http://localhost:{env_int('VITE_DEV_SERVER_PORT', 5173, 1)}"]
+            if env_bool("VITE_DEV_MODE", False) else [])
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", *_csp_dev],
+        "style-src": ["'self'", *_csp_dev, *(["'unsafe-inline'"] if _csp_dev else [])],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'", *_csp_dev, *[u.replace("http:", "ws:") for u in _csp_dev]],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": [_csp_frames],
+    },
+}
+
 # ---------------------------------------------------------------- admin catalog import
 # A JSON file imported in the admin (tierlab.catalog.admin_json) larger than this is refused;
 # the shipped catalog is about 70 kB.
@@ -90,6 +117,7 @@ INSTALLED_APPS = [
     "django_filters",                 # list filters; its templates for the browsable API
     "django_vite",
     "axes",                           # login throttling
+    "csp",                            # Content-Security-Policy
     "tierlab.apps.TierlabConfig",
     "tierlab.catalog",
     "tierlab.scenarios",
@@ -101,6 +129,7 @@ MIDDLEWARE = [
     "tierlab.health.HealthCheckMiddleware",
     "tierlab.middleware.RejectNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
