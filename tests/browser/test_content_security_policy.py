@@ -1,6 +1,6 @@
-"""The pages work under the Content-Security-Policy the server sends: the scenario builder,
-a run page with its charts (and a chart tooltip), a comparison, a sweep, the API docs and
-the admin, in headless Chromium, with no policy violation and no console error. A script
+"""The pages work under the Content-Security-Policy the server sends: the scenario builder
+(both model kinds), run pages with their charts (and a chart tooltip), a comparison, a sweep,
+the API docs and the admin, in headless Chromium, with no policy violation and no console error. A script
 injected into the page is refused, so the policy is enforced, not merely sent."""
 
 import uuid
@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from tests.browser.conftest import log_in
+from tests.browser.test_recsys_flow import RECSYS_CHARTS
 from tests.browser.test_run_charts import CHARTS, finished_run
 from tests.web.dashboard_helpers import run_chunks, run_queued_runs, spec, strategies
 
@@ -64,6 +65,8 @@ def test_the_pages_work_under_the_policy(watched, live_url, user_admin, catalog,
         "model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
         "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096, "recompute": "full"},
         "strategy": {"kind": "zero3"}, "checkpoint": {"method": "async"}})
+    dlrm = finished_run(user_admin, "DLRM v2 (CSP)", {
+        "recsys": {"preset": "dlrm-mlperf-v2"}, "cluster": {"node": "dgx-h100", "num_nodes": 2, "gpus_per_node": 8}})
     comparison = comparisons.create_comparison(user_admin, [s.pk for s in strategies(user_admin)], "CSP")
     run_queued_runs()
     base = strategies(user_admin, kinds=("zero3",))[0]
@@ -75,6 +78,10 @@ def test_the_pages_work_under_the_policy(watched, live_url, user_admin, catalog,
     page.wait_for_selector("#scenario-form-root[data-ready='true']")
     page.select_option("#f-example", label="Llama-2-7B · 1×H100 · ZeRO-Offload (CPU)")
     page.wait_for_selector("#live-estimate[data-fits='true']")
+    page.select_option("select[name='model_kind']", "recsys")        # the recommendation model's form
+    page.wait_for_selector("#recsys-fieldset:not([hidden])")
+    page.select_option("select[name='recsys.preset']", "dlrm-mlperf-v2")
+    page.wait_for_selector("#live-estimate[data-fits]")
     assert_clean(page, "scenario builder")
 
     open_page(page, f"{live_url}/runs/{run.pk}/")
@@ -85,6 +92,11 @@ def test_the_pages_work_under_the_policy(watched, live_url, user_admin, catalog,
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.5)
     page.wait_for_selector("#memory-chart >> text=Total:")       # the tooltip: HTML with style attributes
     assert_clean(page, "run page")
+
+    open_page(page, f"{live_url}/runs/{dlrm.pk}/")                  # a recommendation model's run
+    for chart in RECSYS_CHARTS:
+        page.wait_for_selector(f"#{chart}[data-rendered='true']", timeout=20_000)
+    assert_clean(page, "recommendation model's run page")
 
     open_page(page, f"{live_url}/compare/{comparison.pk}/")
     page.wait_for_selector("#compare-root[data-ready='true']", timeout=60_000)
