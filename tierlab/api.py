@@ -12,7 +12,7 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import JsonResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, pagination, parsers, serializers, status
+from rest_framework import exceptions, pagination, parsers, renderers, serializers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from simulation.fields import show
@@ -125,6 +125,16 @@ class JSONParser(parsers.JSONParser):
         except ValueError as exc:     # UnsafeJSON, json's errors, int digit limits
             message = str(exc)
         raise exceptions.ParseError(f"JSON parse error - {message}")
+
+
+class BrowsableAPIRenderer(renderers.BrowsableAPIRenderer):
+    """DRF's HTML pages without the inline <style> of Pygments' colours (DRF adds it whenever
+    Pygments is installed), which the Content-Security-Policy's style-src 'self' refuses. The
+    colours are for code blocks in Markdown docstrings, rendered only with Markdown installed,
+    which tierlab does not install."""
+
+    def get_context(self, *args, **kwargs):
+        return {**super().get_context(*args, **kwargs), "code_style": None}
 
 
 class FormParser(parsers.FormParser):

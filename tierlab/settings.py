@@ -235,6 +235,10 @@ REST_FRAMEWORK = {
         "tierlab.api.FormParser",                  # JSON sent as a form (curl -d) is told so
         "rest_framework.parsers.MultiPartParser",
     ],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "tierlab.api.BrowsableAPIRenderer",        # no inline <style>: the CSP refuses it
+    ],
     "NON_FIELD_ERRORS_KEY": "body",                # "expected an object, got a list" is the body's
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "tierlab.api.exception_handler",

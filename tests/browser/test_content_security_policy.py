@@ -1,6 +1,6 @@
 """The pages work under the Content-Security-Policy the server sends: the scenario builder
 (both model kinds), run pages with their charts (and a chart tooltip), a comparison, a sweep,
-the API docs and the admin, in headless Chromium, with no policy violation and no console error. A script
+the API docs, the browsable API and the admin, in headless Chromium, with no policy violation and no console error. A script
 injected into the page is refused, so the policy is enforced, not merely sent."""
 
 import uuid
@@ -118,6 +118,10 @@ def test_the_pages_work_under_the_policy(watched, live_url, user_admin, catalog,
     open_page(page, f"{live_url}/admin/catalog/accelerator/")
     page.wait_for_selector("#result_list")
     assert_clean(page, "admin")
+
+    open_page(page, f"{live_url}/api/v1/catalog/models/")            # DRF's browsable API
+    page.wait_for_selector(".response-info")
+    assert_clean(page, "browsable API")
 
     # enforced: a script added to the page does not run, and is reported
     page.evaluate("""() => { const s = document.createElement('script');
