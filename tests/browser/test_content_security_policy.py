@@ -110,6 +110,12 @@ def test_the_pages_work_under_the_policy(watched, live_url, user_admin, catalog,
     page.wait_for_selector("#sweep-pareto[data-rendered='true']")
     assert_clean(page, "sweep")
 
+    for path in ("/catalog/", "/scenarios/", f"/scenarios/{base.pk}/", f"/sweeps/new/?scenario={base.pk}",
+                 "/compare/", f"/scenarios/{base.pk}/duplicate/"):
+        open_page(page, live_url + path)
+        page.wait_for_load_state("networkidle")
+        assert_clean(page, path)
+
     policy = open_page(page, f"{live_url}/api/docs/")
     assert "'unsafe-inline'" in policy.split("style-src ")[1].split(";")[0]    # its inline <style>
     page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)            # the operations drawn
