@@ -14,6 +14,7 @@ fields is refused, since either choice would silently drop an edit.
 """
 
 import json
+from dataclasses import dataclass, field
 
 from django import forms
 from django.conf import settings
@@ -119,18 +120,17 @@ class JsonImportExport:
                     obj.full_clean()
                 except ValidationError as e:
                     raise ValidationError(f"item {k} ({slug}): " + "; ".join(
-                        f"{field}: {' '.join(msgs)}" for field, msgs in e.message_dict.items()))
+                        f"{name}: {' '.join(msgs)}" for name, msgs in e.message_dict.items()))
                 obj.save()
         return result
 
 
+@dataclass
 class ImportResult:
     """Rows created and updated, and the (item, first item) pairs of repeated rows."""
-
-    def __init__(self):
-        self.created = 0
-        self.updated = 0
-        self.repeats: list[tuple[int, int]] = []
+    created: int = 0
+    updated: int = 0
+    repeats: list[tuple[int, int]] = field(default_factory=list)
 
 
 def read_json_file(f):
@@ -157,12 +157,12 @@ def check_row(k: int, row: dict) -> None:
         check_value(row["slug"])
     except ValueError as e:
         raise ValueError(f"item {k}: slug: {e}")
-    for field, value in row.items():
+    for name, value in row.items():
         try:
-            check_value(field)
+            check_value(name)
         except ValueError as e:
             raise ValueError(f"item {k} ({row['slug']}): a field name: {e}")
         try:
             check_value(value)
         except ValueError as e:
-            raise ValueError(f"item {k} ({row['slug']}): {field}: {e}")
+            raise ValueError(f"item {k} ({row['slug']}): {name}: {e}")
