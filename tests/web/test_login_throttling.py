@@ -85,3 +85,30 @@ def test_a_successful_login_clears_the_count(client, user_admin):
             assert log_in(client, "/accounts/login/", "admin", "wrong").status_code == 200
         assert log_in(client, "/accounts/login/", "admin", "admin").status_code == 302
         client.logout()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lockout_holds_on_real_gunicorn_processes(user_admin, queue, procs, tmp_path):
+    """Two gunicorn processes: the count lives in the database, so whichever takes a try sees it."""
+    import re
+
+    import httpx
+
+    from tests.processes import start_gunicorn, worker_env
+
+    web = start_gunicorn(tmp_path, worker_env(queue), workers=2)
+    procs.append(web)
+    with httpx.Client(base_url=web.url) as http:
+        def attempt(password):
+            page = http.get("/admin/login/")
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+            return http.post("/admin/login/", data={"username": "admin", "password": password,
+                                                    "csrfmiddlewaretoken": token, "next": "/admin/"})
+
+        answers = [attempt("wrong").status_code for _ in range(settings.AXES_FAILURE_LIMIT)]
+        assert answers == [200] * (settings.AXES_FAILURE_LIMIT - 1) + [429]
+        locked = attempt("admin")
+        assert locked.status_code == 429 and "Too many failed logins" in locked.text
+        assert http.get("/admin/").status_code == 302                  # not logged in
+    pids = set(re.findall(r"\[(\d+)\] \[INFO\] Booting worker", web.log()))
+    assert len(pids) == 2, web.log()
