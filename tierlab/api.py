@@ -12,7 +12,7 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import JsonResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework import exceptions, pagination, parsers, serializers, status
+from rest_framework import exceptions, pagination, parsers, renderers, serializers, status
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from simulation.fields import show
@@ -85,13 +85,18 @@ def check_value(data) -> None:
             _check_strings(value, "a string")
 
 
-def loads(text: str):
-    """``json.loads`` for untrusted text; every problem is a ValueError with a readable message."""
+def loads(text: str, check: bool = True):
+    """``json.loads`` for untrusted text; every problem is a ValueError with a readable message.
+
+    ``check=False`` leaves the depth and string checks (``check_value``) to the caller, which
+    can then name the part that failed; nesting too deep for the parser is refused either way.
+    """
     try:
         data = json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         _reject(f"nested deeper than {MAX_JSON_DEPTH} levels")
-    check_value(data)
+    if check:
+        check_value(data)
     return data
 
 
@@ -120,6 +125,16 @@ class JSONParser(parsers.JSONParser):
         except ValueError as exc:     # UnsafeJSON, json's errors, int digit limits
             message = str(exc)
         raise exceptions.ParseError(f"JSON parse error - {message}")
+
+
+class BrowsableAPIRenderer(renderers.BrowsableAPIRenderer):
+    """DRF's HTML pages without the inline <style> of Pygments' colours (DRF adds it whenever
+    Pygments is installed), which the Content-Security-Policy's style-src 'self' refuses. The
+    colours are for code blocks in Markdown docstrings, rendered only with Markdown installed,
+    which tierlab does not install."""
+
+    def get_context(self, *args, **kwargs):
+        return {**super().get_context(*args, **kwargs), "code_style": None}
 
 
 class FormParser(parsers.FormParser):

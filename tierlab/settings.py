@@ -6,6 +6,7 @@ Celery's filesystem broker under ``var/broker/``. Set ``DATABASE_URL`` (PostgreS
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -51,6 +52,56 @@ X_FRAME_OPTIONS = env_choice("X_FRAME_OPTIONS", "DENY", ["DENY", "SAMEORIGIN"])
 # is a few kB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, 1024)
 
+# ---------------------------------------------------------------- login throttling (django-axes)
+# Failed logins on /accounts/login/ and /admin/login/ (anything calling authenticate()) are
+# counted per username and client address; at LOGIN_FAILURE_LIMIT the pair is locked out
+# (429, registration/locked_out.html) for LOGIN_LOCKOUT_S, even with the right password. A
+# successful login clears the count. Unlock early: `manage.py axes_reset` (or
+# axes_reset_username NAME), or delete the row in Admin -> Axes -> Access attempts. Counts
+# live in the database, so every web process sees them.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, 1)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("LOGIN_LOCKOUT_S", 900, 1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",      # first: refuses a locked-out pair
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+# ---------------------------------------------------------------- Content-Security-Policy (django-csp)
+# Every script is a file from this origin (the Vite bundles, the admin's, the API docs'):
+# no inline script, no eval. style-src-attr 'unsafe-inline' only because ECharts writes its
+# tooltips as HTML with style="..." attributes (ours too, the colour dots) and the pages set a
+# few swatch colours the same way; <style> elements and stylesheets stay 'self'. img-src
+# data: for Pico's inline SVG icons and the empty favicon. The API docs page adds
+# 'unsafe-inline' to style-src for drf-spectacular's one inline <style> (tierlab.urls).
+_csp_frames = "'none'" if X_FRAME_OPTIONS == "DENY" else "'self'"
+# `npm run dev` (VITE_DEV_MODE) serves the scripts and HMR, and injects CSS as <style> elements.
+_csp_dev = ([f"http://localhost:{env_int('VITE_DEV_SERVER_PORT', 5173, 1)}"]
+            if env_bool("VITE_DEV_MODE", False) else [])
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", *_csp_dev],
+        "style-src": ["'self'", *_csp_dev, *(["'unsafe-inline'"] if _csp_dev else [])],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'", *_csp_dev, *[u.replace("http:", "ws:") for u in _csp_dev]],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": [_csp_frames],
+    },
+}
+
+# ---------------------------------------------------------------- admin catalog import
+# A JSON file imported in the admin (tierlab.catalog.admin_json) larger than this is refused;
+# the shipped catalog is about 70 kB.
+CATALOG_IMPORT_MAX_BYTES = env_int("CATALOG_IMPORT_MAX_BYTES", 2 * 1024 * 1024, 1024)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -65,6 +116,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",        # Swagger UI served from here, not a CDN
     "django_filters",                 # list filters; its templates for the browsable API
     "django_vite",
+    "axes",                           # login throttling
+    "csp",                            # Content-Security-Policy
     "tierlab.apps.TierlabConfig",
     "tierlab.catalog",
     "tierlab.scenarios",
@@ -76,6 +129,7 @@ MIDDLEWARE = [
     "tierlab.health.HealthCheckMiddleware",
     "tierlab.middleware.RejectNulMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,6 +137,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",            # last: turns a lockout into the 429 page
 ]
 
 ROOT_URLCONF = "tierlab.urls"
@@ -179,6 +234,10 @@ REST_FRAMEWORK = {
         "tierlab.api.JSONParser",                  # size, depth and UTF-8 limits
         "tierlab.api.FormParser",                  # JSON sent as a form (curl -d) is told so
         "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "tierlab.api.BrowsableAPIRenderer",        # no inline <style>: the CSP refuses it
     ],
     "NON_FIELD_ERRORS_KEY": "body",                # "expected an object, got a list" is the body's
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

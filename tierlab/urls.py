@@ -4,7 +4,8 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from csp.decorators import csp_update
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from tierlab.api import api_not_found
@@ -20,6 +21,10 @@ router.register("catalog/accelerators", catalog_api.AcceleratorViewSet, basename
 router.register("catalog/hardware", catalog_api.HardwareItemViewSet, basename="catalog-hardware")
 router.register("scenarios", scenario_api.ScenarioViewSet, basename="scenario")
 router.register("runs", scenario_api.RunViewSet, basename="run")
+
+# The split view serves Swagger UI's start-up script as a file (script-src 'self' holds); its
+# page keeps one inline <style> block, so this page alone allows inline styles.
+api_docs = csp_update({"style-src": ["'unsafe-inline'"]})(SpectacularSwaggerSplitView.as_view(url_name="schema"))
 
 _login_hint = "Local development login: admin / admin (created by manage.py seed)." if settings.DEBUG else ""
 
@@ -38,7 +43,7 @@ urlpatterns = [
     path("api/v1/estimate/", scenario_api.EstimateView.as_view(), name="estimate"),
     path("api/v1/", include((router.urls, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", api_docs, name="api-docs"),
     # Any other /api/ URL: a JSON 404 even with DEBUG on (Django's debug page is HTML).
     re_path(r"^api/", api_not_found),
 ]
