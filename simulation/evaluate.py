@@ -284,6 +284,14 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
                      f"template's {c.template_gpus_per_node}: its DDR, NVMe and NIC are the template's, "
                      "shared by more GPUs (set cluster.tiers and nic_bytes_per_s for such a node; the "
                      "price is scaled by the GPU count).")
+    if c.template_gpus_per_node and c.gpus_per_node < c.template_gpus_per_node:
+        notes.append(f"{c.gpus_per_node} of the {c.node_name or c.node} template's "
+                     f"{c.template_gpus_per_node} GPUs: "
+                     + ("the node's DDR, NVMe, CXL and NIC are scaled to that share, as on a "
+                        "cloud VM (cluster.host_share: whole for the whole host)."
+                        if c.host_share == "proportional" else
+                        "the whole host's DDR, NVMe, CXL and NIC are available "
+                        "(cluster.host_share: whole)."))
     if sc.training.tensor_parallel > sc.cluster.gpus_per_node:
         notes.append("tensor_parallel exceeds GPUs per node: its all-reduces cross the network.")
     if sc.model.num_experts > 1:

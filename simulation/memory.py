@@ -45,7 +45,7 @@ from .params import ParamCount
 from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
 from .scenario import ModelSpec, Scenario, TrainingSpec
-from .states import StateBytes
+from .states import DTYPE_BYTES, StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
 _CATEGORY_KEYS = {c: f"{c}_bytes" for c in CATEGORIES}
@@ -180,6 +180,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if realistic:
         _buffers(add, sc, pc, lay, sb, psi, pipeline_stage)
         _host_staging(add, sc, pc, lay, sb)
+        _model_load(add, sc, pc, lay, sb)
     return parts
 
 
@@ -387,6 +388,28 @@ _staging = ByIdentity(_staging_parts)
 _POW2_ROUNDING = 1 / math.log(2)
 
 
+def _model_load(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> None:
+    """Host DRAM while the model is loaded, before training's states exist (``load`` phase).
+
+    ``runtime.model_load``: ``every_rank`` (each rank process materializes the whole model
+    in host RAM, as ``from_pretrained`` without ``zero.Init`` or meta-device init does:
+    DeepSpeed's estimator counts ``4 x params x GPUs per node`` for it, with fp32
+    weights), ``rank0`` (only the first rank loads, the others start on the meta device
+    and receive their shard: Accelerate's ``fsdp_cpu_ram_efficient_loading``) or
+    ``sharded`` (``deepspeed.zero.Init`` / meta-device init, each rank holds its shard
+    only). The weights are in ``runtime.load_dtype`` (default: the parameters' dtype).
+    """
+    rt = sc.runtime
+    how = rt.model_load_for(sc.strategy)
+    b = DTYPE_BYTES[rt.load_dtype or sb.params_dtype]
+    psi = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    per_rank = {"every_rank": psi * b, "rank0": psi * b / sc.cluster.gpus_per_node,
+                "sharded": psi * b / max(lay.shard_degree, 1)}[how]
+    add(f"model weights while loading ({how.replace('_', ' ')})", "params", "ddr", per_rank,
+        phase="load", note=f"{rt.load_dtype or sb.params_dtype} weights in host RAM before "
+                           "training starts (runtime.model_load)")
+
+
 # The moments a tier's peak can fall in, and the part phases live in each. ``fwd_bwd``
 # parts (stored activations, gathered units) are live at the loss and through backward.
 MOMENTS = {
@@ -394,6 +417,7 @@ MOMENTS = {
     "backward": ("fwd_bwd", "backward"),      # a layer's backward (recompute working set)
     "step": ("step",),                        # optimizer step
     "checkpoint": ("checkpoint",),            # a checkpoint save staged through the host
+    "load": ("load",),                        # loading the model, before training's states
 }
 _MOMENT_OF_PHASE: dict = {}
 for _m, _phases in MOMENTS.items():
@@ -414,13 +438,14 @@ def _moments_of(by_phase: dict) -> dict:
     both = by_phase.get("fwd_bwd", 0.0)
     return {"loss": both + by_phase.get("loss", 0.0),
             "backward": both + by_phase.get("backward", 0.0),
-            "step": by_phase.get("step", 0.0), "checkpoint": by_phase.get("checkpoint", 0.0)}
+            "step": by_phase.get("step", 0.0), "checkpoint": by_phase.get("checkpoint", 0.0),
+            "load": by_phase.get("load", 0.0)}
 
 
 def _peak(parts: list[dict]) -> tuple[str | None, dict]:
     """The moment with the most dynamic bytes (None when there are none) and all of them."""
     per = moment_bytes(parts)
-    peak = max(per, key=per.get)
+    peak = max(_TRAINING_MOMENTS, key=per.get)
     return (peak if per[peak] > 0 else None), per
 
 
@@ -464,6 +489,7 @@ _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
 _EMPTY_MOMENTS = dict.fromkeys(MOMENTS, 0.0)
+_TRAINING_MOMENTS = ("loss", "backward", "step", "checkpoint")
 
 
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
@@ -482,13 +508,16 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
     for (ph, _cat), b in cells.items():
         by_phase[ph] = by_phase.get(ph, 0.0) + b
     per = _moments_of(by_phase)
-    peak = max(per, key=per.get)
+    # training's moments stack on the persistent states; loading comes before them
+    peak = max(_TRAINING_MOMENTS, key=per.get)
     if per[peak] <= 0:
         peak = None
+    if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
+        peak = "load"
     live = MOMENTS.get(peak, ())
     out = _NO_BYTES.copy()
     for (ph, cat), b in cells.items():
-        if ph == "persistent" or ph in live:
+        if (ph == "persistent" and peak != "load") or ph in live:
             out[_CATEGORY_KEYS[cat]] += b
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,

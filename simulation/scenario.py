@@ -218,6 +218,7 @@ class ClusterSpec:
     node_name: str | None = None
     source: str | None = None
     template_gpus_per_node: int | None = None     # set when gpus_per_node overrides the template's
+    host_share: str = "proportional"              # with fewer GPUs than the template: see _scale_host
 
     @property
     def num_gpus(self) -> int:
@@ -252,7 +253,8 @@ class ClusterSpec:
             price_source=_str(d, "price_source", path),
             node=_str(d, "node", path), node_name=_str(d, "node_name", path),
             source=_str(d, "source", path),
-            template_gpus_per_node=_int(d, "template_gpus_per_node", path, minimum=1))
+            template_gpus_per_node=_int(d, "template_gpus_per_node", path, minimum=1),
+            host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -261,7 +263,7 @@ class ClusterSpec:
             nic_bytes_per_s=self.nic_bytes_per_s,
             price_usd_per_node_hour=self.price_usd_per_node_hour, price_source=self.price_source,
             tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source,
-            template_gpus_per_node=self.template_gpus_per_node))
+            template_gpus_per_node=self.template_gpus_per_node, host_share=self.host_share))
 
 
 @dataclass(frozen=True)
@@ -429,10 +431,24 @@ class RuntimeSpec:
     (GMLake, Guo et al. ASPLOS'24: 15 % of reserved memory on average, up to 33 %), and
     0.03 with ``expandable_segments`` (PyTorch's ``PYTORCH_CUDA_ALLOC_CONF``, which maps
     segments that grow instead of caching fixed blocks).
+    ``model_load`` / ``load_dtype``: how and in which dtype the weights are loaded into
+    host RAM before training (the ``load`` phase of DDR; ``memory._model_load``).
     """
     runtime_bytes: float = 1.5 * 2**30
     fragmentation_fraction: float | None = None
     expandable_segments: bool = False
+    model_load: str | None = None
+    load_dtype: str | None = None
+
+    def model_load_for(self, strategy: "StrategySpec") -> str:
+        """How the model is loaded (``runtime.model_load``, see ``memory._model_load``):
+        as given, else ``sharded`` for DeepSpeed ZeRO-3 (``zero.Init``), ``rank0`` for
+        FSDP (Accelerate's CPU-RAM-efficient loading), ``every_rank`` otherwise."""
+        if self.model_load:
+            return self.model_load
+        if strategy.is_fsdp:
+            return "rank0"
+        return "sharded" if strategy.zero_stage >= 3 else "every_rank"
 
     def fragmentation_for(self, zero_stage: int) -> float:
         """The fraction in use: the given one, else the pattern's default (see above)."""
@@ -448,7 +464,10 @@ class RuntimeSpec:
         return cls(runtime_bytes=_num(d, "runtime_bytes", path, cls.runtime_bytes),
                    fragmentation_fraction=_num(d, "fragmentation_fraction", path, None,
                                                maximum=1.0),
-                   expandable_segments=_bool(d, "expandable_segments", path, False))
+                   expandable_segments=_bool(d, "expandable_segments", path, False),
+                   model_load=_choice(d, "model_load", path,
+                                      (None, "every_rank", "rank0", "sharded"), None),
+                   load_dtype=_choice(d, "load_dtype", path, (None, "bf16", "fp16", "fp32"), None))
 
     def to_dict(self) -> dict:
         return _drop_none(_plain(self))
@@ -676,6 +695,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
             cluster[k] = v
     template = tpl if node_id is not None and node_id in nodes else None
     _scale_price(cluster, template, cluster_in)
+    _scale_host(cluster, template, cluster_in)
     if template and template.get("gpus_per_node") not in (None, cluster.get("gpus_per_node")):
         cluster["template_gpus_per_node"] = template.get("gpus_per_node")
     acc = cluster.get("accelerator")
@@ -684,6 +704,37 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     cluster["accelerator"] = _expand(acc, accelerators, "cluster.accelerator", "accelerator")
     out["cluster"] = cluster
     return out
+
+
+HOST_SHARES = ("proportional", "whole")
+
+
+def _scale_host(cluster: dict, tpl: dict | None, given: dict) -> None:
+    """Fewer GPUs than the node template has: the scenario has a slice of the host, as a
+    cloud VM of 1 of 8 GPUs does (``cluster.host_share: proportional``, the default: the
+    template's DDR, NVMe and CXL capacity and bandwidth and its NIC scaled by GPUs / the
+    template's GPUs) or the whole host (``whole``). A tier or NIC rate the scenario gives
+    itself is taken as given."""
+    share = given.get("host_share", "proportional")
+    if share not in HOST_SHARES:
+        raise ScenarioError("cluster.host_share",
+                            f"must be one of {', '.join(HOST_SHARES)}; got {share!r}")
+    tpl_gpus, gpus = (tpl or {}).get("gpus_per_node"), given.get("gpus_per_node")
+    if share == "whole" or not tpl or not isinstance(gpus, int) or isinstance(gpus, bool) \
+            or not tpl_gpus or gpus < 1 or gpus >= tpl_gpus:
+        return
+    f = gpus / tpl_gpus
+    own_tiers = given.get("tiers") or {}
+    for name, spec in (cluster.get("tiers") or {}).items():
+        if name in own_tiers or not isinstance(spec, dict):
+            continue
+        for key in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
+            if isinstance(spec.get(key), (int, float)) and not isinstance(spec.get(key), bool):
+                spec[key] = spec[key] * f
+        if isinstance(spec.get("devices"), int) and not isinstance(spec.get("devices"), bool):
+            spec["devices"] = max(1, round(spec["devices"] * f))
+    if "nic_bytes_per_s" not in given and isinstance(cluster.get("nic_bytes_per_s"), (int, float)):
+        cluster["nic_bytes_per_s"] = cluster["nic_bytes_per_s"] * f
 
 
 def _scale_price(cluster: dict, tpl: dict | None, given: dict) -> None:

@@ -179,3 +179,50 @@ def test_dtypes_round_trip_through_the_scenario_json():
     assert again.training.dtypes == sc.training.dtypes
     assert sc.to_dict()["training"]["dtypes"] == {"master_weights": "none", "optimizer_states": "bf16",
                                                   "kahan_summation": False}
+
+
+def test_a_slice_of_the_node_gets_its_share_of_the_host_unless_it_has_the_whole_host():
+    # DGX H100 template: 8 GPUs, 2 TiB DDR, 8 NVMe drives (30.72 TB), 400 GB/s of NICs
+    one = run(kind="zero_offload", gpn=1)
+    whole = evaluate_dict({"model": {"preset": "llama2-7b"},
+                           "cluster": {"node": "dgx-h100", "gpus_per_node": 1, "host_share": "whole"},
+                           "strategy": {"kind": "zero_offload"}}, include_step=False)
+    c1, cw = one["scenario"]["cluster"], whole["scenario"]["cluster"]
+    assert c1["tiers"]["ddr"]["capacity_bytes"] == 2 * 2**40 / 8
+    assert c1["tiers"]["nvme"]["capacity_bytes"] == pytest.approx(30.72e12 / 8)
+    assert c1["tiers"]["nvme"]["devices"] == 1 and c1["nic_bytes_per_s"] == 400e9 / 8
+    assert cw["tiers"]["ddr"]["capacity_bytes"] == 2 * 2**40 and cw["nic_bytes_per_s"] == 400e9
+    assert any("scaled to that share" in n for n in one["notes"])
+    # a tier the scenario gives itself is taken as given
+    own = evaluate_dict({"model": {"preset": "llama2-7b"},
+                         "cluster": {"node": "dgx-h100", "gpus_per_node": 1,
+                                     "tiers": {"ddr": {"capacity_bytes": 1e12}}},
+                         "strategy": {"kind": "zero_offload"}}, include_step=False)
+    assert own["scenario"]["cluster"]["tiers"]["ddr"]["capacity_bytes"] == 1e12
+    with pytest.raises(Exception, match="cluster.host_share"):
+        evaluate_dict({"model": {"preset": "llama2-7b"},
+                       "cluster": {"node": "dgx-h100", "gpus_per_node": 1, "host_share": "half"}})
+
+
+def test_load_phase_every_rank_materializes_the_model_in_host_ram():
+    # DDP on 8 GPUs, from_pretrained on every rank: 8 x 2 B (bf16) x P on the node's DDR,
+    # before any training state exists (the checkpoint goes GPU-direct, so no host staging)
+    r = run(kind="ddp", checkpoint={"target": "gds_nvme"})
+    ddr = r["memory"]["per_node"]["ddr"]
+    assert ddr["peak_phase"] == "load"
+    assert ddr["total_bytes"] == pytest.approx(8 * 2 * P7)
+    # DeepSpeed's estimator's view of the same (no zero.Init): fp32 weights, 4 B x P x 8
+    fp32 = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                          "strategy": {"kind": "ddp"}, "runtime": {"load_dtype": "fp32"},
+                          "checkpoint": {"target": "gds_nvme"}},
+                         include_step=False)
+    assert fp32["memory"]["per_node"]["ddr"]["total_bytes"] == pytest.approx(4 * P7 * 8)
+    # FSDP loads on rank 0 only; ZeRO-3 with zero.Init loads shards
+    (fsdp,) = parts(run(), "model weights while loading (rank0)", "ddr", "per_node")
+    assert fsdp["bytes"] == pytest.approx(2 * P7)
+    (z3,) = parts(run(kind="zero3"), "model weights while loading (sharded)", "ddr", "per_node")
+    assert z3["bytes"] == pytest.approx(2 * P7)          # 8 shards of P/8 on the node
+    # loading comes before training: it does not stack on the offloaded states
+    off = run(kind="zero_offload", gpn=1)
+    ddr = off["memory"]["per_node"]["ddr"]
+    assert ddr["peak_phase"] != "load" and ddr["moments_bytes"]["load"] == pytest.approx(2 * P7)
