@@ -60,6 +60,14 @@ DS_PARAM_SWAP_BUFFERS = 5           # offload_param.buffer_count
 DS_PARAM_SWAP_ELEMENTS = 1e8        # offload_param.buffer_size
 
 
+# What nvidia-smi shows beyond the tensors (``torch.cuda.max_memory_allocated``): the CUDA
+# context with its libraries' buffers, and what the caching allocator reserves but no
+# tensor uses. A tier summary gives both figures: ``allocated_bytes`` and ``reserved_bytes``.
+RUNTIME_PART = "CUDA context, cuBLAS workspace, NCCL buffers"
+FRAGMENTATION_PART = "allocator fragmentation and reserve"
+_NOT_ALLOCATED = frozenset({RUNTIME_PART, FRAGMENTATION_PART})
+
+
 def part(name: str, category: str, tier: str, bytes: float, phase: str = "persistent",
          bytes_per_param: float | None = None, note: str = "") -> dict:
     """One allocation, as the report lists it: ``bytes`` is per GPU on HBM, per node on
@@ -305,8 +313,7 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
             min(DS_SUB_GROUP_ELEMENTS, psi / d) * k_fp32,
             note="fp32 master + moments of one sub_group (1e9 elements) per rank")
 
-    add("CUDA context, cuBLAS workspace, NCCL buffers", "buffers", "hbm",
-        sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
+    add(RUNTIME_PART, "buffers", "hbm", sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
 
 
 def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
@@ -460,7 +467,7 @@ def fragmentation_part(parts: list[dict], fraction: float) -> dict | None:
         return None
     extra = fraction * per[peak]
     phase = {"loss": "loss", "backward": "backward"}.get(peak, peak)
-    return part("allocator fragmentation and reserve", "buffers", "hbm", extra, phase,
+    return part(FRAGMENTATION_PART, "buffers", "hbm", extra, phase,
                 note=f"{fraction:.0%} of activations and working buffers at the {peak} peak "
                      "(runtime.fragmentation_fraction)")
 
@@ -497,7 +504,8 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
         out = _NO_BYTES.copy()
         out.update(total_bytes=0, capacity_bytes=capacity, free_bytes=capacity,
                    utilization=0.0 if capacity else None, present=present,
-                   peak_phase="persistent", moments_bytes=_EMPTY_MOMENTS.copy(), parts=mine)
+                   peak_phase="persistent", moments_bytes=_EMPTY_MOMENTS.copy(),
+                   allocated_bytes=0, reserved_bytes=0, parts=mine)
         return out
     # one pass: bytes per (phase, category); the peak moment then picks its phases
     cells: dict = {}
@@ -520,7 +528,12 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
         if (ph == "persistent" and peak != "load") or ph in live:
             out[_CATEGORY_KEYS[cat]] += b
     total = sum(out.values())
+    reserve = 0.0
+    for p in mine:
+        if p["name"] in _NOT_ALLOCATED and (p["phase"] == "persistent" or p["phase"] in live):
+            reserve += p["bytes"]
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
-               peak_phase=peak or "persistent", moments_bytes=per, parts=mine)
+               peak_phase=peak or "persistent", moments_bytes=per,
+               allocated_bytes=total - reserve, reserved_bytes=total, parts=mine)
     return out

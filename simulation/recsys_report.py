@@ -9,7 +9,7 @@ per-node memory the report shows, with the same keys as a transformer's.
 
 from __future__ import annotations
 
-from .memory import part, tier_summary
+from .memory import RUNTIME_PART, part, tier_summary
 from .recsys import evaluate_recsys, hbm_left_for_embeddings
 from .scenario import Scenario
 from .states import StateBytes
@@ -52,7 +52,7 @@ def recsys_sections(sc: Scenario, sb: StateBytes, peak_flops: float,
 def recsys_memory(sc: Scenario, rs: dict) -> dict:
     """per_gpu.hbm and per_node tiers for a recommendation-only scenario."""
     acc = sc.cluster.accelerator
-    parts = rs["parts"] + [part("CUDA context, cuBLAS workspace, NCCL buffers", "buffers", "hbm",
+    parts = rs["parts"] + [part(RUNTIME_PART, "buffers", "hbm",
                                 sc.runtime.runtime_bytes, note="runtime.runtime_bytes")]
     # per-device capacity of the tiers the embedding placement used (PMEM may be recsys-only)
     placed = {t["tier"]: (t["capacity_bytes"] or 0.0) / t["devices"]

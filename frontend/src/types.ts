@@ -24,6 +24,11 @@ export interface TierUsage {
   capacity_bytes: number;
   free_bytes?: number;
   present: boolean;
+  /** The moment the tier peaks in: loss | backward | step | checkpoint | load | persistent. */
+  peak_phase?: string;
+  /** Tensors only (torch.cuda.max_memory_allocated) and what nvidia-smi shows (= total_bytes). */
+  allocated_bytes?: number;
+  reserved_bytes?: number;
   parts?: Part[];
 }
 

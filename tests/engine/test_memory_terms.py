@@ -226,3 +226,12 @@ def test_load_phase_every_rank_materializes_the_model_in_host_ram():
     off = run(kind="zero_offload", gpn=1)
     ddr = off["memory"]["per_node"]["ddr"]
     assert ddr["peak_phase"] != "load" and ddr["moments_bytes"]["load"] == pytest.approx(2 * P7)
+
+
+def test_reserved_as_nvidia_smi_shows_it_beside_allocated():
+    r = run()
+    hbm = r["memory"]["per_gpu"]["hbm"]
+    frag = [p for p in hbm["parts"] if p["name"] == "allocator fragmentation and reserve"][0]
+    # nvidia-smi: the CUDA context (1.5 GiB) + PyTorch's reserved memory; allocated: the tensors
+    assert hbm["reserved_bytes"] == hbm["total_bytes"]
+    assert hbm["allocated_bytes"] == pytest.approx(hbm["total_bytes"] - 1.5 * 2**30 - frag["bytes"])

@@ -291,6 +291,17 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     [0],
   );
 
+  const hbmUse = report.memory?.per_gpu?.hbm;
+  const reservedNote =
+    hbmUse && hbmUse.allocated_bytes !== undefined && hbmUse.total_bytes > 0
+      ? h(
+          "p",
+          { id: "hbm-allocated-reserved", class: "hint" },
+          `HBM per GPU at its peak (${(hbmUse.peak_phase ?? "").replace("_", " ")}): ` +
+            `${formatGB(hbmUse.total_bytes)} as nvidia-smi shows it (CUDA context + PyTorch's reserved memory), ` +
+            `of which ${formatGB(hbmUse.allocated_bytes)} are tensors (torch.cuda.max_memory_allocated).`,
+        )
+      : null;
   const absent = absentTiers(report);
   const chart = h("div", { id: "memory-chart", class: "chart memory-chart", role: "img", "aria-label": "Stacked bar chart of memory per tier by category, with capacity" });
   const figure = h(
@@ -326,7 +337,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     ["step", "Step time", stepSection(report)],
     ...recsysSections(report),
     ["timeline", "Timeline", timelineSection(report)],
-    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable)],
+    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable, reservedNote)],
     ["offload-bandwidth", "Offload bandwidth", bandwidthSection(report)],
     ["checkpoint", "Checkpoint", checkpointSection(report)],
     ["parts", "Parts", h("section", { id: "parts" }, h("h2", null, "Parts"), parts.length ? partsTable : h("p", { id: "parts-table" }, "The report lists no parts."))],
