@@ -78,8 +78,8 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs of your scenarios and your team's. A run whose worker died reads back as failed.
-    Filter with `?status=` and `?scenario=`."""
+    """Runs of your scenarios and your team's. A run whose worker died reads back as failed;
+    POST cancel/ (its owner) stops one. Filter with `?status=` and `?scenario=`."""
 
     serializer_class = RunSerializer
     pagination_class = Pages
@@ -92,6 +92,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
             return Run.objects.none()
         services.fail_stale_runs()
         return Run.objects.visible_to(self.request.user).select_related("scenario")
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Stop a queued or running run (its owner): it reads back `failed` with the error
+        "cancelled by <user>"; a running one stops at its next progress step."""
+        try:
+            run = services.cancel_run(self.get_object(), request.user)
+        except services.RunStateError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
+        return Response(RunSerializer(run).data)
 
 
 class EstimateView(APIView):
