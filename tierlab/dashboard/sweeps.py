@@ -260,8 +260,10 @@ def enqueue(chunk: SweepChunk) -> None:
     from tierlab.dashboard.tasks import run_sweep_chunk
 
     try:
+        # No time limits in the message (the sender's would be): the worker's own apply.
         run_sweep_chunk.apply_async(args=[chunk.pk], task_id=chunk.celery_task_id,
-                                    queue=settings.TIERLAB_RUN_QUEUE)
+                                    queue=settings.TIERLAB_RUN_QUEUE,
+                                    time_limit=None, soft_time_limit=None)
     except Exception as exc:  # broker down or misconfigured
         log.exception("could not queue sweep chunk %s", chunk.pk)
         finish_chunk(chunk, [], SweepChunk.Status.FAILED,
