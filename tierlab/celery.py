@@ -4,7 +4,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tierlab.settings")
 
@@ -13,6 +13,17 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 log = logging.getLogger(__name__)
+
+
+_started_at = None    # when this worker process started, before it took any message
+
+
+@worker_init.connect
+def remember_start(**kwargs):
+    global _started_at
+    from django.utils import timezone
+
+    _started_at = timezone.now()
 
 
 @worker_ready.connect
@@ -28,7 +39,8 @@ def recover_work_of_an_earlier_process(sender, **kwargs):
     if not hostname:
         return
     try:
-        n = services.recover_runs_of(hostname) + sweeps.recover_chunks_of(hostname)
+        n = (services.recover_runs_of(hostname, started_before=_started_at)
+             + sweeps.recover_chunks_of(hostname, started_before=_started_at))
     except Exception:   # a database down at start must not stop the worker
         log.exception("could not look for work left running by %s", hostname)
         return

@@ -109,3 +109,12 @@ def test_a_run_left_running_by_an_earlier_worker_of_the_same_name_is_queued_agai
     services.execute_run(run.pk, task_id=run.celery_task_id)
     run.refresh_from_db()
     assert run.status == "succeeded" and run.attempts == 2
+
+
+def test_a_run_the_new_worker_process_took_itself_is_not_queued_again(run):
+    from django.utils import timezone
+
+    booted = timezone.now()
+    run.mark_running(run.celery_task_id, worker="celery@host")      # taken after it started
+    assert services.recover_runs_of("celery@host", started_before=booted) == 0
+    assert Run.objects.get(pk=run.pk).status == "running"

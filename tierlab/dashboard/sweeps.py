@@ -285,11 +285,15 @@ def send_again(chunk: SweepChunk, *, count_requeue: bool, expect_status: str) ->
     return True
 
 
-def recover_chunks_of(worker: str) -> int:
+def recover_chunks_of(worker: str, started_before=None) -> int:
     """At a worker's start: chunks left ``running`` by an earlier process of the same name
-    are queued again (see ``tierlab.celery``); the start that died counts as an attempt."""
+    (started before ``started_before``) are queued again (see ``tierlab.celery``); the
+    start that died counts as an attempt."""
     n = 0
-    for chunk in SweepChunk.objects.filter(status=SweepChunk.Status.RUNNING, worker=worker):
+    left = SweepChunk.objects.filter(status=SweepChunk.Status.RUNNING, worker=worker)
+    if started_before is not None:
+        left = left.filter(started_at__lt=started_before)
+    for chunk in left:
         with transaction.atomic():
             if send_again(chunk, count_requeue=False, expect_status=SweepChunk.Status.RUNNING):
                 log.warning("sweep chunk %s was left running by %s when it stopped: queued again",
