@@ -110,10 +110,12 @@ def test_a_run_no_worker_takes_is_failed_with_the_reason_after_its_requeues(
 
 # ---------------------------------------------------------------- Ctrl-C of scripts/start
 def test_the_run_in_flight_at_ctrl_c_of_scripts_start_is_picked_up_at_the_next_start(
-        owner, example_spec, queue, procs, tmp_path):
+        owner, example_spec, queue, procs, tmp_path, settings):
     """honcho runs web and worker as scripts/start does; Ctrl-C (SIGINT to honcho) stops the
-    web at once and, 5 s later, kills the worker still in its warm shutdown, before it hands
-    its message back. The next worker of the same name queues the run again at its start."""
+    web at once and, 5 s later, kills the worker still in its warm shutdown: with the
+    filesystem broker (scripts/start's) before it hands its message back. The next worker of
+    the same name queues the run again at its start. (With Redis the worker hands the message
+    back within the 5 s; the run is redelivered either way.)"""
     procfile = tmp_path / "Procfile"
     procfile.write_text(
         "web: exec python -c 'import time; time.sleep(600)'\n"
@@ -130,7 +132,8 @@ def test_the_run_in_flight_at_ctrl_c_of_scripts_start_is_picked_up_at_the_next_s
 
     honcho.popen.send_signal(signal.SIGINT)                 # Ctrl-C in its terminal
     honcho.popen.wait(timeout=30)
-    assert "SIGKILL" in honcho.log()                        # the worker did not finish its shutdown
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        assert "SIGKILL" in honcho.log()                    # the worker did not finish its shutdown
     assert Run.objects.get(pk=run.pk).status == "running"
 
     again = start_worker(tmp_path, queue, "ctrlc", env=worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=1))
