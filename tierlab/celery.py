@@ -44,6 +44,10 @@ def recover_work_of_an_earlier_process(sender, **kwargs):
     except Exception:   # a database down at start must not stop the worker
         log.exception("could not look for work left running by %s", hostname)
         return
+    finally:
+        from django.db import connections
+
+        connections.close_all()     # pool processes forked later must not share it
     if n:
         log.warning("%s: %d run(s) or sweep chunk(s) left running by an earlier process were queued again",
                     hostname, n)

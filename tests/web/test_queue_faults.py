@@ -207,6 +207,8 @@ def test_a_worker_pool_process_is_replaced_after_its_task_or_memory_limit(
     assert wait_status(run.pk, {"succeeded", "failed"}, timeout=30).status == "succeeded"
     after = poll(lambda: children(worker.pid), lambda pids: len(pids) == 1 and pids[0] != before, timeout=15)
     assert len(after) == 1 and after[0] != before, (before, after)
+    run = new_run(owner, spec_variant(example_spec, 1))      # the new process works
+    assert wait_status(run.pk, {"succeeded", "failed"}, timeout=30).status == "succeeded"
 
 
 def test_a_web_process_is_replaced_after_its_request_limit(queue, procs, tmp_path):
