@@ -99,13 +99,12 @@ class Run(models.Model):
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
 
-    def mark_running(self, task_id: str = "", worker: str = ""):
-        self.status, self.started_at, self.progress = self.Status.RUNNING, timezone.now(), 0.0
-        self.error, self.finished_at = "", None
-        self.celery_task_id = task_id or self.celery_task_id
-        self.worker, self.attempts = worker or self.worker, self.attempts + 1
-        self.save(update_fields=["status", "started_at", "progress", "error", "finished_at",
-                                 "celery_task_id", "worker", "attempts"])
+    def mark_running(self, task_id: str = "", worker: str = "") -> bool:
+        """Claim the run for a worker; False when it finished meanwhile (cancelled)."""
+        return self._finish([self.Status.QUEUED, self.Status.RUNNING], status=self.Status.RUNNING,
+                            started_at=timezone.now(), progress=0.0, error="", finished_at=None,
+                            celery_task_id=task_id or self.celery_task_id,
+                            worker=worker or self.worker, attempts=self.attempts + 1)
 
     def set_progress(self, fraction: float):
         """Record progress; raises RunStopped when the run is no longer running (cancelled,
@@ -115,7 +114,7 @@ class Run(models.Model):
             raise RunStopped(self.pk)
 
     def _finish(self, allowed, **fields) -> bool:
-        """Write an outcome unless the run already has one (a cancel, the stale check)."""
+        """Write these fields unless the run already has an outcome (a cancel, the stale check)."""
         updated = Run.objects.filter(pk=self.pk, status__in=allowed).update(**fields)
         if updated:
             for name, value in fields.items():

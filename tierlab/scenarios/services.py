@@ -354,7 +354,9 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
         log.info("run %s: identical run %s succeeded meanwhile; its result copied", run_id, done.pk)
         settle_followers(run)
         return
-    run.mark_running(task_id, worker)
+    if not run.mark_running(task_id, worker):
+        log.info("run %s is already %s; nothing to do", run_id, run.status)
+        return
     try:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
             _test_sleep(check=lambda: run.set_progress(0.0))
