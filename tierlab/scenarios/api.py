@@ -79,9 +79,9 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs of your scenarios and your team's. A run whose worker died reads back as failed.
-    The list carries a `summary` of each report; a run's own URL has the report (`result`).
-    Filter with `?status=` and `?scenario=`."""
+    """Runs of your scenarios and your team's. A run whose worker died reads back as failed;
+    POST cancel/ (its owner) stops one. The list carries a `summary` of each report; a run's
+    own URL has the report (`result`). Filter with `?status=` and `?scenario=`."""
 
     pagination_class = Pages
     permission_classes = API_PERMISSIONS
@@ -99,6 +99,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return RunListSerializer if self.action == "list" else RunSerializer
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Stop a queued or running run (its owner): it reads back `failed` with the error
+        "cancelled by <user>"; a running one stops at its next progress step."""
+        try:
+            run = services.cancel_run(self.get_object(), request.user)
+        except services.RunStateError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
+        return Response(RunSerializer(run).data)
 
 
 class EstimateView(APIView):
