@@ -264,7 +264,8 @@ def requeue_lost_runs(now=None) -> int:
     timeout_s = settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
     cutoff = now - timedelta(seconds=timeout_s)
     lost = Run.objects.filter(status=Run.Status.QUEUED, reused_from=None).filter(
-        Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff))
+        Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff)).only(
+        "pk", "status", "requeues", "celery_task_id")   # checked on every list: no reports
     n = 0
     for run in lost:
         if run.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
