@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import ScenarioError
+from .memo import ByIdentity
 from .params import model_params
 from .recsys import resolve_tiers
 from .parallel import layout
@@ -183,7 +184,18 @@ def cost_bound(sc: Scenario, include_step: bool = True, detail: bool = True) -> 
     """What ``evaluate(sc, include_step, detail)`` will cost, without evaluating it.
 
     Raises ScenarioError only where ``evaluate`` would (a layout that does not divide).
+    Remembered per identity of the sections it reads (see :mod:`simulation.memo`).
     """
+    return _bound(sc.model, sc.cluster, sc.training, sc.strategy, sc.checkpoint, sc.recsys,
+                  bool(include_step), bool(detail))
+
+
+def _bound_of(model, cluster, training, strategy, checkpoint, recsys, include_step, detail) -> CostBound:
+    return _cost_bound(Scenario(model=model, cluster=cluster, training=training, strategy=strategy,
+                                checkpoint=checkpoint, recsys=recsys), include_step, detail)
+
+
+def _cost_bound(sc: Scenario, include_step: bool, detail: bool) -> CostBound:
     step = last = largest = timeline = other = samples = zipf_terms = curve = 0
     drivers: dict[str, float] = {}
     work = US_BASE_MEMORY
@@ -199,7 +211,7 @@ def cost_bound(sc: Scenario, include_step: bool = True, detail: bool = True) -> 
             g_last = step_graph_size(r, True)
             sims = 1 + (2 if sc.checkpoint.method != "blocking" else 0)     # + background slowdown
             units = g_last.units() * sims
-            step, largest = g_last.tasks * sims, g_last.tasks
+            step, largest = g_last.tasks * sims + (sims > 1), g_last.tasks   # + the write's flow
             if lay.grad_accumulation_steps > 1 or lay.pipeline_parallel > 1:
                 g_mb = step_graph_size(r, False)
                 step += g_mb.tasks
@@ -239,6 +251,9 @@ def cost_bound(sc: Scenario, include_step: bool = True, detail: bool = True) -> 
     return CostBound(step_graph_tasks=step, largest_step_graph_tasks=largest, timeline_tasks=timeline,
                      other_graph_tasks=other, samples=samples, zipf_terms=zipf_terms,
                      curve_points=curve, work_units=work, drivers=ranked)
+
+
+_bound = ByIdentity(_bound_of)
 
 
 def monte_carlo_draws(sc: Scenario, num_gpus: int) -> int:

@@ -205,3 +205,15 @@ def test_the_bound_is_json_ready():
     b = simulation.validate(Scenario.from_dict(OFFLOAD_7B)).to_dict()
     assert set(b) >= {"step_graph_tasks", "samples", "curve_points", "work_units", "drivers"}
     assert all(isinstance(v, float) for v in b["drivers"].values())
+
+
+def test_a_remembered_bound_equals_a_cold_one_and_follows_the_sections():
+    from simulation import memo
+
+    d = custom(10**13)
+    warm = cost_bound(Scenario.from_dict(d))
+    assert cost_bound(Scenario.from_dict(d)) is warm          # the same frozen sections
+    memo.forget()
+    assert cost_bound(Scenario.from_dict(d)) == warm
+    d["checkpoint"] = {"method": "async"}       # the background write: simulated without and with it
+    assert cost_bound(Scenario.from_dict(d)).step_graph_tasks == 3 * warm.step_graph_tasks + 1
