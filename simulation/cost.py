@@ -7,8 +7,9 @@ check), terms of the Zipf sums, points of the curves. It reads the same numbers 
 evaluation reads (layout, the rank's step-graph model, table sizes) and builds nothing,
 so it takes microseconds. ``work_units`` weighs the counts by what each costs: one unit
 is about one microsecond of engine time on one core of the development machine (x86_64
-Xeon at 2.8 GHz, Python 3.11, the C extensions built); ``tests/engine/test_cost.py``
-holds the weights to measured times within a factor.
+Xeon at 2.8 GHz, Python 3.11, the C extensions built); the weights (``US_PER_*``) are
+fitted to times measured there, and ``tests/engine/test_cost.py`` checks them loosely
+(bounds far apart order the measured times the same way).
 
 :func:`validate` makes every check of ``evaluate`` that can refuse a scenario (layout,
 recommendation tiers) plus the caps on work, without simulating: a scenario it accepts

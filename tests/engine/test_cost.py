@@ -217,3 +217,16 @@ def test_a_remembered_bound_equals_a_cold_one_and_follows_the_sections():
     assert cost_bound(Scenario.from_dict(d)) == warm
     d["checkpoint"] = {"method": "async"}       # the background write: simulated without and with it
     assert cost_bound(Scenario.from_dict(d)).step_graph_tasks == 3 * warm.step_graph_tasks + 1
+
+
+def test_a_sweep_point_over_the_caps_is_an_invalid_result_not_an_evaluation():
+    from simulation import sweep
+
+    base = custom(10**12)
+    points = sweep.expand(base, [{"path": "model.num_params", "values": [10**12, 10**16]}])
+    t0 = time.perf_counter()
+    ok, huge = sweep.run(points)
+    assert time.perf_counter() - t0 < 1.0             # 10**16 would take minutes and gigabytes
+    assert ok["valid"] and ok["step_time_s"] > 0
+    assert not huge["valid"] and huge["error"].startswith("model.num_params: ")
+    assert "at most 500,000 tasks per step graph" in huge["error"]
