@@ -166,7 +166,8 @@ MUTATIONS = [
     lambda d: d["checkpoint"].update(method="async"),
     lambda d: d.update(recsys={"preset": "dlrm-mlperf-v1", "tiers": {"hbm": {}, "ddr": {"capacity_bytes": None}}}),
     lambda d: d.update(recsys={"preset": "dlrm-mlperf-v1", "tiers": {"pmem": {}}}),
-    lambda d: (d.pop("model"), d.update(recsys={"preset": "dlrm-mlperf-v2", "tiers": {"hbm": {"read_bytes_per_s": None}}})),
+    lambda d: (d.pop("model"), d.update(recsys={"preset": "dlrm-mlperf-v2",
+                                                "tiers": {"hbm": {"read_bytes_per_s": None}}})),
     lambda d: None,
 ]
 
