@@ -320,6 +320,10 @@ TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ign
 TOKEN_CACHE_S = env_float("TOKEN_CACHE_S", 10.0, 0.0)
 # Each web process checks the preset tables for admin edits at most this often.
 CATALOG_CHECK_S = env_float("CATALOG_CHECK_S", 2.0, 0.0)
+# A request evaluates a scenario itself (POST /api/v1/estimate/) only when the engine's cost
+# bound is at most this many work units (~1 us of engine time each; simulation.cost);
+# more is a 413: save it and start a run, which the worker does within its time limits.
+ESTIMATE_MAX_WORK_UNITS = env_int("ESTIMATE_MAX_WORK_UNITS", 500_000, 0)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

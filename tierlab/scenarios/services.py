@@ -71,26 +71,61 @@ def catalog_lookups() -> dict:
     return dict(tables)
 
 
+class TooMuchWork(Exception):
+    """A valid scenario whose evaluation is more work than a request may do.
+
+    ``field`` is the scenario field that drives most of it (``checkpoint.monte_carlo_runs``),
+    ``message`` says how much and what to do instead; ``bound`` is the engine's
+    :class:`simulation.CostBound`. The API answers 413.
+    """
+
+    def __init__(self, field: str, message: str, bound):
+        self.field, self.message, self.bound = field, message, bound
+        super().__init__(f"{field}: {message}")
+
+
 def resolve(spec: dict) -> dict:
     """Validate ``spec`` completely and return the resolved scenario JSON.
 
-    Raises ScenarioError. Some checks (batch divisibility, parallel degrees) happen only
-    when the engine lays the scenario out, so this evaluates it too (well under 1 ms).
+    Raises ScenarioError. The engine's ``validate`` makes every check an evaluation would
+    (batch divisibility, parallel degrees, the caps on work) without simulating, so saving
+    a scenario or starting a run costs well under a millisecond whatever it describes.
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.evaluate(scenario, detail=False)
+    simulation.validate(scenario)
     return scenario.to_dict()
 
 
 def estimate(spec: dict, include_step: bool = False, detail: bool = False) -> dict:
-    """The engine's report for ``spec``, computed now. Raises ScenarioError.
+    """The engine's report for ``spec``, computed now. Raises ScenarioError, or TooMuchWork
+    when the engine's cost bound for it is over ``ESTIMATE_MAX_WORK_UNITS``.
 
     By default memory only (the fast live estimate); ``include_step`` adds the simulated
     step (time, breakdown, links, verdict) and checkpoint goodput; ``detail`` with it adds
     the step's timeline and the checkpoint Monte-Carlo, as a run's report has them.
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
+    simulation.validate(scenario)
+    check_request_work(scenario, include_step, detail)
     return simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict()
+
+
+def check_request_work(scenario, include_step: bool, detail: bool) -> None:
+    """Raise TooMuchWork when evaluating ``scenario`` so is over the request limit."""
+    limit = settings.ESTIMATE_MAX_WORK_UNITS
+    bound = simulation.cost_bound(scenario, include_step=include_step, detail=detail)
+    if bound.work_units <= limit:
+        return
+    cheaper = ""
+    if detail and simulation.cost_bound(scenario, include_step=True, detail=False).work_units <= limit:
+        cheaper = ' Without "detail" it is under the limit.'
+    elif include_step and simulation.cost_bound(scenario, include_step=False, detail=False).work_units <= limit:
+        cheaper = ' The memory-only estimate (without "include_step" and "detail") is under the limit.'
+    raise TooMuchWork(bound.driver, (
+        f"evaluating this in a request would take about {bound.work_units:,.0f} work units "
+        f"(~{bound.work_units / 1e6:.2g} s of engine time), most of it from this field; a request "
+        f"may take at most {limit:,} (ESTIMATE_MAX_WORK_UNITS). Save the scenario and start a run: "
+        f"the worker evaluates it.{cheaper}"), bound)
 
 
 def _pinned_lookups(resolved: dict) -> dict:
