@@ -19,8 +19,11 @@ offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefet
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from . import collectives as nccl
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
@@ -82,6 +85,51 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     return links
 
 
+# DeepSpeed ZeRO-3 defaults (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig):
+# stage3_prefetch_bucket_size, reduce_bucket_size (elements).
+DEEPSPEED_PREFETCH_BUCKET_ELEMENTS = 5e7
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8
+DEEPSPEED_MAX_LIVE_ELEMENTS = 1e9          # stage3_max_live_parameters
+
+
+def weight_tensors_per_layer(sc: Scenario) -> int:
+    """Weight matrices of one block, each its own ``nn.Linear``: GPT-style blocks have a
+    fused QKV, the output projection and two MLP matrices (4); Llama-style (gated MLP)
+    blocks separate q, k, v, o and gate, up, down (7); each expert adds its MLP's."""
+    m = sc.model
+    attn, mlp = (4, 3) if m.gated_mlp else (2, 2)
+    return attn + max(m.num_experts, 1) * mlp
+
+
+def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
+    """(fetches per layer, units fetched ahead, reduce-scatters per layer) of ZeRO-3.
+
+    FSDP wraps each block as one flat unit: one all-gather and one reduce-scatter per
+    block, the next unit prefetched (``prefetch_depth``, default 1: FSDP1
+    ``BackwardPrefetch.BACKWARD_PRE`` + ``limit_all_gathers``, FSDP2 implicit prefetch;
+    Zhao et al. 2023, Sec. 3.3). DeepSpeed fetches each sub-module's parameters when it
+    runs (partitioned_param_coordinator.py ``fetch_sub_module``: one all-gather per
+    ``nn.Linear`` weight; tensors under ``stage3_param_persistence_threshold`` 1e5, the
+    norms and biases, stay whole on every rank) and prefetches from the recorded trace
+    while fewer than ``stage3_prefetch_bucket_size`` (5e7) elements are in flight, so at
+    least one tensor: ceil(5e7 / tensor) tensors ahead, but only within
+    ``stage3_max_live_parameters`` (1e9) gathered elements: ``max_params_to_prefetch =
+    min(max_n_available - n_available, prefetch_bucket_sz)``, so a tensor of 1e9
+    elements or more is never prefetched past (no overlap). Gradients collect in the IPG
+    bucket (stage3.py, ``reduce_bucket_size`` 5e8 elements) and are reduce-scattered when
+    it fills: ceil(layer / 5e8) a layer, at most one a tensor.
+    """
+    st = sc.strategy
+    if st.zero_stage < 3 or st.is_fsdp:
+        return 1, st.prefetch_depth, 1
+    n = weight_tensors_per_layer(sc)
+    layer = pc.per_layer / t
+    tensor = layer / n
+    ahead = (math.ceil(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS / tensor)
+             if st.prefetch_depth and tensor < DEEPSPEED_MAX_LIVE_ELEMENTS else 0)
+    return n, ahead, min(n, max(1, math.ceil(layer / DEEPSPEED_REDUCE_BUCKET_ELEMENTS)))
+
+
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
     fl = layer_flops(sc, pc)
@@ -89,21 +137,41 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     gpn = c.gpus_per_node
     sbh = tr.micro_batch_size * tr.seq_len * m.hidden_size
+    links = links_for(sc, lay)
+    # Where each group's ranks sit (TP innermost, then data parallel; collectives module)
+    shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
+    shard_k = nccl.ranks_per_node(shard, t, gpn)
+    shard_nodes = nccl.nodes_spanned(shard, shard_k)
+    dp_k = nccl.ranks_per_node(dp, t, gpn)
+    dp_nodes = nccl.nodes_spanned(dp, dp_k)
+    rep_nodes = nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn))
+    tp_nodes = nccl.nodes_spanned(t, min(t, gpn))
+    units, ahead, n_rs = zero3_granularity(sc, pc, t)
+    grad_layer_bytes = pc.per_layer / t * sb.grads
+    dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
+    _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
     return RankModel(
         layers=m.num_layers // p, fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
         head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate if p == 1 else 0.0,
         unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
         param_bytes=sb.params, grad_bytes=sb.grads,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
-        shard=lay.shard_degree, shard_link="nvlink" if t * lay.shard_degree <= gpn else "nic",
-        replicas=lay.replica_groups, dp=lay.data_parallel,
-        dp_link="nvlink" if t * lay.data_parallel <= gpn else "nic", gpus_per_node=gpn,
+        shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
+        replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
         bwd_allreduces=4 if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
-        prefetch_depth=st.prefetch_depth, miss_rate=st.prefetch_miss_rate,
-        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s)
+        prefetch_depth=ahead, miss_rate=st.prefetch_miss_rate,
+        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s,
+        shard_per_node=shard_k, dp_per_node=dp_k, units_per_layer=units, rs_per_layer=n_rs,
+        gather_latency_s=nccl.ring_latency_s("allgather", shard, shard_nodes),
+        reduce_latency_s=nccl.ring_latency_s("reduce_scatter", shard, shard_nodes),
+        dp_allreduce_latency_s=dp_ar_lat,
+        dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
+        dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
+        replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
+        tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))
