@@ -11,6 +11,15 @@ A step of m micro-batches on p pipeline stages with v interleaved chunks takes
 (p - 1)/v micro-batch times), where T_micro and T_last are simulated by the bandwidth
 scheduler (T_last adds gradient synchronisation and the optimizer step).
 
+Collectives (``simulation.collectives``): each pays NCCL's alpha for its ring (or tree)
+over the group's ranks and nodes, then moves its bytes on the links its ring crosses; the
+groups sit TP-innermost, so a data-parallel group of a node-filling TP has one rank per
+node and all its bytes cross the network. ZeRO-3 issues what each framework issues
+(``zero3_granularity``): FSDP one all-gather and one reduce-scatter per block, DeepSpeed
+one all-gather per weight tensor and a reduce-scatter per filled bucket, each prefetching
+only as far as its defaults let it. Gradients are reduced in the gradient dtype of
+``states.state_bytes`` (the 16-bit model dtype for DeepSpeed's and FSDP's defaults).
+
 Exposed time is attributed by walking back from each GPU idle gap to the task it was
 waiting for: communication (all-gather, reduce-scatter, all-reduce, TP all-reduce),
 offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefetch miss
