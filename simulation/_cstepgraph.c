@@ -157,17 +157,17 @@ static double ring(int allreduce, double nbytes, int n) {
 /* stepgraph.collective: per_node 0 means gpus per node */
 static int collective(B *b, double volume, int nic, const int *deps, int nd, int label,
                       int acquire, int per_node, double latency, int stream) {
-    int lat;
-    if (latency > 0) {
-        lat = compute(b, stream, latency, deps, nd, acquire, NONE, label);
-        deps = &lat;
+    int start = NONE;
+    if (latency > 0) {       /* the latency task also starts the split below */
+        start = compute(b, stream, latency, deps, nd, acquire, NONE, label);
+        deps = &start;
         nd = 1;
         acquire = NONE;
     }
     int k = per_node ? per_node : b->gpn;
     if (!nic || k <= 1)
         return transfer1(b, volume, nic ? K_NIC : K_NVLINK, deps, nd, acquire, label);
-    int start = compute(b, S_SYNC, 0.0, deps, nd, acquire, NONE, label);
+    if (start == NONE) start = compute(b, S_SYNC, 0.0, deps, nd, acquire, NONE, label);
     int d[2] = {start, NONE};
     int a = transfer1(b, volume * (double)(k - 1) / (double)k, K_NVLINK, d, 1, NONE, label);
     int c = transfer1(b, volume / (double)k, K_NIC, d, 1, NONE, label);

@@ -155,7 +155,12 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     dp_nodes = nccl.nodes_spanned(dp, dp_k)
     rep_nodes = nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn))
     tp_nodes = nccl.nodes_spanned(t, min(t, gpn))
+    # The graph fetches a layer at a time with the alphas of all its collectives: for
+    # tensors of equal size, one tensor ahead and a layer ahead take the same time in the
+    # steady state (sum over the U tensors of max(compute/U, fetch/U) = max(compute,
+    # fetch)), at a U-th of the tasks; no prefetch stays no prefetch.
     units, ahead, n_rs = zero3_granularity(sc, pc, t)
+    layers_ahead = max(1, ahead // units) if ahead else 0
     grad_layer_bytes = pc.per_layer / t * sb.grads
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
@@ -171,11 +176,11 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         bwd_allreduces=4 if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
-        prefetch_depth=ahead, miss_rate=st.prefetch_miss_rate,
+        prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
         hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s,
-        shard_per_node=shard_k, dp_per_node=dp_k, units_per_layer=units, rs_per_layer=n_rs,
-        gather_latency_s=nccl.ring_latency_s("allgather", shard, shard_nodes),
-        reduce_latency_s=nccl.ring_latency_s("reduce_scatter", shard, shard_nodes),
+        shard_per_node=shard_k, dp_per_node=dp_k,
+        gather_latency_s=units * nccl.ring_latency_s("allgather", shard, shard_nodes),
+        reduce_latency_s=n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes),
         dp_allreduce_latency_s=dp_ar_lat,
         dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),

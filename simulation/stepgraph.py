@@ -122,14 +122,16 @@ def collective(g: TaskGraph, r: "RankModel", name: str, volume: float, link: str
     a rank's NIC carries volume / k while NVLink carries the rest, in parallel; a group
     with one rank per node (strided, k = 1) sends everything over the network.
     """
-    if latency_s > 0:
-        deps = [g.compute(f"{name} (latency)", stream, latency_s, deps=deps, acquire=acquire,
-                          label=label)]
-        acquire = None
+    start = None
+    if latency_s > 0:        # the latency task also starts the split below
+        start = g.compute(f"{name} (latency)", stream, latency_s, deps=deps, acquire=acquire,
+                          label=label)
+        deps, acquire = [start], None
     k = per_node or r.gpus_per_node
     if link != "nic" or k <= 1:
         return g.transfer(name, volume, [link], deps=deps, acquire=acquire, label=label)
-    start = g.compute(f"{name} (start)", "sync", 0.0, deps=deps, acquire=acquire, label=label)
+    if start is None:
+        start = g.compute(f"{name} (start)", "sync", 0.0, deps=deps, acquire=acquire, label=label)
     a = g.transfer(f"{name} (NVLink hops)", volume * (k - 1) / k, ["nvlink"], deps=[start],
                    label=label)
     b = g.transfer(f"{name} (inter-node hop)", volume / k, ["nic"], deps=[start], label=label)

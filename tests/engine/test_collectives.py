@@ -136,3 +136,56 @@ def test_rank_model_defaults_keep_the_graph_of_before():
     r = tiny()
     assert (r.shard_per_node, r.units_per_layer, r.rs_per_layer, r.gather_latency_s) == (0, 1, 1, 0.0)
     assert isinstance(r, RankModel)
+
+
+def _rank(scenario):
+    from simulation.parallel import layout
+    from simulation.params import model_params
+    from simulation.scenario import Scenario
+    from simulation.states import state_bytes
+    from simulation.step import rank_model, zero3_granularity
+    sc = Scenario.from_dict(scenario)
+    pc = model_params(sc.model)
+    lay = layout(sc)
+    sb = state_bytes(sc.training.precision, sc.training.optimizer)
+    return sc, pc, rank_model(sc, pc, lay, sb), zero3_granularity(sc, pc, lay.tensor_parallel)
+
+
+GPT = {"num_layers": 96, "hidden_size": 12288, "num_attention_heads": 96, "ffn_hidden_size": 49152,
+       "vocab_size": 51200, "gated_mlp": False, "norm": "layernorm", "linear_bias": True}
+
+
+def scenario(kind, nodes, tp=1, pp=1, hidden=12288, heads=96):
+    return {"model": dict(GPT, hidden_size=hidden, ffn_hidden_size=4 * hidden, num_attention_heads=heads),
+            "cluster": {"node": "dgx-a100-80gb", "num_nodes": nodes},
+            "training": {"micro_batch_size": 1, "seq_len": 2048, "recompute": "full",
+                         "tensor_parallel": tp, "pipeline_parallel": pp},
+            "strategy": {"kind": kind}}
+
+
+def test_deepspeed_granularity_by_hand():
+    # GPT 175B block: fused QKV 3h^2, proj h^2, fc1 4h^2, fc2 4h^2 (+ small biases, norms):
+    # 4 tensors of ~4.5e8; prefetch ceil(5e7 / 4.5e8) = 1 tensor ahead; reduce-scatter
+    # when 5e8 elements collect: ceil(1.81e9 / 5e8) = 4 a layer
+    sc, pc, r, (units, ahead, n_rs) = _rank(scenario("zero3", 96))
+    assert (units, ahead, n_rs) == (4, 1, 4)
+    a = nccl.ring_latency_s("allgather", 768, 96)
+    assert r.gather_latency_s == pytest.approx(4 * a) and r.prefetch_depth == 1
+    assert r.reduce_latency_s == pytest.approx(4 * a)
+    # 530B (h = 20480): 1.26e9 elements a tensor, over stage3_max_live_parameters (1e9):
+    # nothing is prefetched
+    *_, (units, ahead, n_rs) = _rank(scenario("zero3", 140, hidden=20480, heads=128))
+    assert (units, ahead) == (4, 0)
+    # FSDP: the block is one flat unit, prefetched one ahead
+    *_, r, g = _rank(scenario("fsdp_full_shard", 96))
+    assert g == (1, 1, 1) and r.gather_latency_s == pytest.approx(a)
+
+
+def test_a_data_parallel_group_of_a_node_filling_tp_is_strided():
+    # Megatron tensor 8 x pipeline 12 on 192 DGX A100 nodes: data-parallel 16, one rank a node
+    sc, pc, r, _ = _rank(scenario("ddp", 192, tp=8, pp=12))
+    assert (r.dp, r.dp_per_node, r.dp_link) == (16, 1, "nic")
+    # tensor 2: four data-parallel ranks share each node
+    sc, pc, r, _ = _rank(scenario("ddp", 8, tp=2, pp=1, hidden=4096, heads=32))
+    assert (r.dp, r.dp_per_node, r.dp_link) == (32, 4, "nic")
+    assert r.tp_latency_s == pytest.approx(nccl.ring_latency_s("allreduce", 2, 1))
