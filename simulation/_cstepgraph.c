@@ -84,7 +84,8 @@ typedef struct {
         units_per_layer, rs_per_layer, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
-        gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat;
+        gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
+        bwd_fetch_factor;
     int link[K_N];
     int stream_id[S_N], n_streams, zero3, n_units;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
@@ -181,20 +182,22 @@ static int is_miss(int i, double rate) {
     return rate > 0 && floor((i + 1) * rate + 1e-12) > floor(i * rate + 1e-12);
 }
 
-static int fetch(B *b, int j, int *prev_fetch, int prev_c) {
+static int fetch(B *b, int j, int bwd, int *prev_fetch, int prev_c) {
     int deps[2] = {*prev_fetch, NONE}, nd = 1, label = L_ALLGATHER;
     double fetch_params = b->unit_params / b->n_units;
     double full = fetch_params * b->param_bytes;
+    double f = bwd ? b->bwd_fetch_factor : 1.0;
+    double volume = ring(0, full, b->shard) * f;
     if (is_miss(j, b->miss_rate)) { deps[nd++] = prev_c; label = L_FETCH_MISS; }
     int t;
     if (b->off_params != T_NONE) {
-        int up = transfer_tier(b, fetch_params * b->param_bytes / b->shard, b->off_params, 1,
+        int up = transfer_tier(b, fetch_params * b->param_bytes / b->shard * f, b->off_params, 1,
                                deps, nd, 0, label == L_FETCH_MISS ? L_FETCH_MISS : L_OFFLOAD);
-        t = collective(b, ring(0, full, b->shard), b->shard_nic, &up, 1, label, NONE,
-                       b->shard_per_node, b->gather_lat, S_NCCL);
+        t = collective(b, volume, b->shard_nic, &up, 1, label, NONE, b->shard_per_node,
+                       b->gather_lat * f, S_NCCL);
     } else {
-        t = collective(b, ring(0, full, b->shard), b->shard_nic, deps, nd, label, 0,
-                       b->shard_per_node, b->gather_lat, S_NCCL);
+        t = collective(b, volume, b->shard_nic, deps, nd, label, 0, b->shard_per_node,
+                       b->gather_lat * f, S_NCCL);
     }
     *prev_fetch = t;
     return t;
@@ -322,7 +325,7 @@ static void build_graph(B *b) {
     for (int i = 0; i < b->layers && !b->oom && !b->bad_link; i++) {
         for (int u = 0; u < nu && !b->oom && !b->bad_link; u++) {
             int deps[2] = {prev_c, NONE}, nd = 1;
-            if (zero3) deps[nd++] = fetch(b, i * nu + u, &prev_fetch, prev_c);
+            if (zero3) deps[nd++] = fetch(b, i * nu + u, 0, &prev_fetch, prev_c);
             prev_c = layer_compute(b, b->fwd_s / nu, deps, nd, release, u == nu - 1 ? 2 : 0);
         }
         act_out[i] = NONE;
@@ -338,7 +341,7 @@ static void build_graph(B *b) {
     for (int i = b->layers - 1; i >= 0 && !b->oom && !b->bad_link; i--) {
         for (int u = nu - 1; u >= 0 && !b->oom && !b->bad_link; u--) {
             int deps[3] = {prev_c, NONE, NONE}, nd = 1;
-            if (zero3) deps[nd++] = fetch(b, i * nu + u, &prev_fetch, prev_c);
+            if (zero3) deps[nd++] = fetch(b, i * nu + u, 1, &prev_fetch, prev_c);
             if (b->off_act != T_NONE && u == nu - 1) {
                 int path[2] = {b->link[K_DDR], b->link[K_PCIE_H2D]};
                 int d[2] = {act_out[i], prev_act};
@@ -365,7 +368,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiii)(ddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiii)(dddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
@@ -374,7 +377,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
-                          &b.replica_lat, &b.tp_lat, &link_obj, &b.last))
+                          &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &link_obj, &b.last))
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
         b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||

@@ -99,6 +99,7 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
 DEEPSPEED_PREFETCH_BUCKET_ELEMENTS = 5e7
 DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8
 DEEPSPEED_MAX_LIVE_ELEMENTS = 1e9          # stage3_max_live_parameters
+DEEPSPEED_MAX_REUSE_ELEMENTS = 1e9         # stage3_max_reuse_distance
 
 
 def weight_tensors_per_layer(sc: Scenario) -> int:
@@ -137,6 +138,26 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
     ahead = (math.ceil(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS / tensor)
              if st.prefetch_depth and tensor < DEEPSPEED_MAX_LIVE_ELEMENTS else 0)
     return n, ahead, min(n, max(1, math.ceil(layer / DEEPSPEED_REDUCE_BUCKET_ELEMENTS)))
+
+
+def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
+    """Share of a layer's tensors DeepSpeed all-gathers a third time with full recomputation.
+
+    In backward the checkpointed block runs its forward again (tensors 0..n-1) and then its
+    backward (n-1..0). After each sub-module DeepSpeed releases its parameters unless they
+    recur within ``stage3_max_reuse_distance`` (1e9) elements of the upcoming trace
+    (partitioned_param_coordinator.py ``__params_to_release``): the trace is walked module
+    by module and stops once 1e9 elements were passed. Tensor j of n (each ``layer / n``)
+    recurs after 2 (n - 1 - j) tensors, so it is released and gathered again for its
+    backward when 2 (n - 1 - j) x tensor >= 1e9. FSDP keeps the unit gathered through
+    the unit's recompute and backward: 0.
+    """
+    st = sc.strategy
+    if st.zero_stage < 3 or st.is_fsdp or sc.training.recompute != "full":
+        return 0.0
+    n = weight_tensors_per_layer(sc)
+    tensor = pc.per_layer / t / n
+    return sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
 
 
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
@@ -185,7 +206,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
         replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
-        tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes))
+        tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),
+        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))

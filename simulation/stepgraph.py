@@ -92,7 +92,8 @@ class RankModel:
     # without latency: groups as wide as a node, one fetch and one reduce-scatter a layer.
     shard_per_node: int = 0      # shard-group ranks on one node (0: gpus_per_node)
     dp_per_node: int = 0         # data-parallel-group ranks on one node (0: gpus_per_node)
-    units_per_layer: int = 1     # ZeRO-3 fetches per layer: FSDP 1 flat unit, DeepSpeed 1 a tensor
+    units_per_layer: int = 1     # ZeRO-3 fetches per layer (step.rank_model folds DeepSpeed's
+                                 # per-tensor fetches into one a layer, see there)
     rs_per_layer: int = 1        # ZeRO-3 gradient reduce-scatters per layer
     gather_latency_s: float = 0.0        # alpha of one parameter all-gather (shard group)
     reduce_latency_s: float = 0.0        # alpha of one gradient reduce-scatter (shard group)
@@ -101,6 +102,8 @@ class RankModel:
     dp_gather_latency_s: float = 0.0     # alpha of ZeRO-1/2's parameter all-gather
     replica_latency_s: float = 0.0       # alpha of HSDP's all-reduce across replicas
     tp_latency_s: float = 0.0            # alpha of one tensor-parallel all-reduce
+    bwd_fetch_factor: float = 1.0        # backward fetch (bytes and alphas) over forward's:
+                                         # DeepSpeed re-gathers what recomputation released
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -176,16 +179,17 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
             deps.append(state["prev_c"])
             label = "fetch_miss"
         unit = f"L{i}" if n_units == 1 else f"L{i}.{u}"
-        ag = dict(per_node=r.shard_per_node, latency_s=r.gather_latency_s)
+        f = r.bwd_fetch_factor if tag == "bwd" else 1.0
+        ag = dict(per_node=r.shard_per_node, latency_s=r.gather_latency_s * f)
+        volume = ring("allgather", full_param_bytes, r.shard) * f
         if r.offload_params != "none":
-            up = g.transfer(f"{tag} {unit} shard from {r.offload_params}", shard_param_bytes,
+            up = g.transfer(f"{tag} {unit} shard from {r.offload_params}", shard_param_bytes * f,
                             _tier_path(r.offload_params, "in"), deps=deps, acquire="gather",
                             label="fetch_miss" if label == "fetch_miss" else "offload")
-            t = collective(g, r, f"{tag} {unit} all-gather", ring("allgather", full_param_bytes, r.shard),
-                           r.shard_link, [up], label, **ag)
+            t = collective(g, r, f"{tag} {unit} all-gather", volume, r.shard_link, [up], label, **ag)
         else:
-            t = collective(g, r, f"{tag} {unit} all-gather", ring("allgather", full_param_bytes, r.shard),
-                           r.shard_link, deps, label, acquire="gather", **ag)
+            t = collective(g, r, f"{tag} {unit} all-gather", volume, r.shard_link, deps, label,
+                           acquire="gather", **ag)
         state["prev_fetch"] = t
         return t
 
@@ -341,7 +345,8 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
-              r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s)
+              r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
+              r.bwd_fetch_factor)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)

@@ -176,9 +176,29 @@ def test_deepspeed_granularity_by_hand():
     # nothing is prefetched
     *_, (units, ahead, n_rs) = _rank(scenario("zero3", 140, hidden=20480, heads=128))
     assert (units, ahead) == (4, 0)
-    # FSDP: the block is one flat unit, prefetched one ahead
+    # FSDP: the block is one flat unit, prefetched one ahead, gathered once for backward
     *_, r, g = _rank(scenario("fsdp_full_shard", 96))
-    assert g == (1, 1, 1) and r.gather_latency_s == pytest.approx(a)
+    assert g == (1, 1, 1) and r.gather_latency_s == pytest.approx(a) and r.bwd_fetch_factor == 1.0
+
+
+def test_deepspeed_gathers_again_what_recomputation_released():
+    # 175B, full recompute: in backward the block's forward reruns (qkv, proj, fc1, fc2),
+    # then its backward (fc2 .. qkv). Tensor j (4.5e8 each) recurs after 2(3 - j) tensors:
+    # j = 0: 2.7e9, j = 1: 1.8e9 >= 1e9 (released, gathered again); j = 2: 9.1e8, j = 3: 0
+    # (kept). Half the layer is gathered a third time.
+    sc, pc, r, _ = _rank(scenario("zero3", 96))
+    assert r.bwd_fetch_factor == 1.5
+    no_recompute = scenario("zero3", 96)
+    no_recompute["training"]["recompute"] = "selective"
+    assert _rank(no_recompute)[2].bwd_fetch_factor == 1.0
+    # a 7B-size block (h = 4096: 5e7 a tensor) recurs well within 1e9: nothing released
+    assert _rank(scenario("zero3", 4, hidden=4096, heads=32))[2].bwd_fetch_factor == 1.0
+    # the backward fetch carries the extra bytes
+    base = tiny()
+    more = tiny(bwd_fetch_factor=1.5)
+    bytes_of = lambda r: sum(simulate(graph_arrays(r, LINKS, False, "python")).link_bytes)   # noqa: E731
+    # forward 1e9 B + backward 1e9 B a layer (ring over 2: half of 2e9), two layers; +50 % backward
+    assert bytes_of(more) - bytes_of(base) == pytest.approx(2 * 0.5e9)
 
 
 def test_a_data_parallel_group_of_a_node_filling_tp_is_strided():

@@ -32,7 +32,7 @@ def test_zero3_per_gpu_throughput_falls_as_gpus_double(model, gpus):
     meas = [measured(i) for i in ids]
     assert meas[0] > meas[1] > meas[2]
     assert got[0] > got[1] > got[2], got
-    # 530B: 155 -> 139 -> 110 TFLOP/s in the model (measured 138 -> 98 -> 48): each tensor
+    # 530B: 152 -> 134 -> 102 TFLOP/s in the model (measured 138 -> 98 -> 48): each tensor
     # is over stage3_max_live_parameters, so nothing is prefetched. 175B falls only a
     # little in the model (171.4 -> 171.2 -> 164; measured 144 -> 88 -> 44): an open miss.
     if model == "530B":
@@ -47,7 +47,7 @@ def test_530b_tensor_pipeline_ranks_ahead_of_zero3(gpus):
     assert ptdp > zero3
     # and ZeRO-3's communication is reported, not hidden (issue 13: "well under 1 %")
     step = r["step"]
-    assert step["breakdown_s"]["exposed_comm"] > 0.15 * step["time_s"]      # 19 % and 36 %
+    assert step["breakdown_s"]["exposed_comm"] > 0.15 * step["time_s"]      # 22 % and 40 %
 
 
 @pytest.mark.xfail(strict=True, reason="open: the model overlaps DeepSpeed's per-tensor all-gathers "
