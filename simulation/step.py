@@ -160,6 +160,23 @@ def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
     return sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
 
 
+def reduce_bytes_per_param(sc: Scenario, sb: StateBytes) -> int:
+    """Bytes per parameter of the gradients a framework reduces.
+
+    DeepSpeed ZeRO reduces in the model's 16-bit dtype unless ``grad_accum_dtype`` /
+    ``communication_data_type`` are set (engine.py ``get_data_types``; stage3.py
+    accumulates into a buffer of ``gradient_accumulation_dtype``); FSDP's
+    ``MixedPrecision(reduce_dtype=None)`` reduces in ``param_dtype`` (PyTorch docs).
+    Data parallelism without sharding with bf16 reduces fp32 gradients: Megatron forces
+    ``accumulate_allreduce_grads_in_fp32`` for ``--bf16`` (megatron/training/arguments.py,
+    grads in an fp32 ``main_grad`` buffer), and torch DDP under bf16 autocast holds fp32
+    parameters and gradients. fp16 and fp32 keep the state's gradient bytes.
+    """
+    if sc.strategy.zero_stage == 0 and sc.training.precision == "bf16":
+        return 4
+    return sb.grads
+
+
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
     fl = layer_flops(sc, pc)
@@ -182,14 +199,15 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     # fetch)), at a U-th of the tasks; no prefetch stays no prefetch.
     units, ahead, n_rs = zero3_granularity(sc, pc, t)
     layers_ahead = max(1, ahead // units) if ahead else 0
-    grad_layer_bytes = pc.per_layer / t * sb.grads
+    grad_bytes = reduce_bytes_per_param(sc, sb)
+    grad_layer_bytes = pc.per_layer / t * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
     return RankModel(
         layers=m.num_layers // p, fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
         head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate if p == 1 else 0.0,
         unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
-        param_bytes=sb.params, grad_bytes=sb.grads,
+        param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,

@@ -209,3 +209,15 @@ def test_a_data_parallel_group_of_a_node_filling_tp_is_strided():
     sc, pc, r, _ = _rank(scenario("ddp", 8, tp=2, pp=1, hidden=4096, heads=32))
     assert (r.dp, r.dp_per_node, r.dp_link) == (32, 4, "nic")
     assert r.tp_latency_s == pytest.approx(nccl.ring_latency_s("allreduce", 2, 1))
+
+
+def test_gradients_are_reduced_in_the_frameworks_dtype():
+    # Megatron (and torch DDP under autocast) reduce fp32 gradients with bf16; DeepSpeed
+    # ZeRO and FSDP's default mixed precision reduce in the 16-bit dtype
+    def grad_bytes(kind, precision):
+        sc = scenario(kind, 4, tp=8 if kind == "ddp" else 1)
+        sc["training"]["precision"] = precision
+        return _rank(sc)[2].grad_bytes
+    assert grad_bytes("ddp", "bf16") == 4
+    assert grad_bytes("ddp", "fp16") == 2
+    assert grad_bytes("zero3", "bf16") == 2 and grad_bytes("fsdp_full_shard", "bf16") == 2
