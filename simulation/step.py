@@ -17,8 +17,9 @@ groups sit TP-innermost, so a data-parallel group of a node-filling TP has one r
 node and all its bytes cross the network. ZeRO-3 issues what each framework issues
 (``zero3_granularity``): FSDP one all-gather and one reduce-scatter per block, DeepSpeed
 one all-gather per weight tensor and a reduce-scatter per filled bucket, each prefetching
-only as far as its defaults let it. Gradients are reduced in the gradient dtype of
-``states.state_bytes`` (the 16-bit model dtype for DeepSpeed's and FSDP's defaults).
+only as far as its defaults let it, and DeepSpeed gathers again in backward what
+recomputation released (``deepspeed_regather_fraction``). Gradients are reduced in the
+dtype the framework reduces in (``reduce_bytes_per_param``).
 
 Exposed time is attributed by walking back from each GPU idle gap to the task it was
 waiting for: communication (all-gather, reduce-scatter, all-reduce, TP all-reduce),
