@@ -11,8 +11,10 @@ Per layer of the rank's pipeline stage, forward then backward:
   buffers (the unit i+k fetch runs while unit i computes); ``units_per_layer`` units a
   layer (FSDP: the block is one flat unit; DeepSpeed: one per weight tensor, see
   ``step.zero3_granularity``), each computing its share of the layer; ``rs_per_layer``
-  reduce-scatters of the layer's gradients after its backward. A prefetch *miss* (``prefetch_miss_rate``) issues the fetch only after
-  the previous layer's compute: a synchronous fetch that stalls the GPU.
+  reduce-scatters of the layer's gradients after its backward. A prefetch *miss*
+  (``prefetch_miss_rate``) issues the fetch only after the previous layer's compute: a
+  synchronous fetch that stalls the GPU. ``bwd_fetch_factor`` scales the backward fetch
+  (DeepSpeed gathers again what recomputation released).
 * Parameters offloaded to DDR/NVMe/CXL: each rank first fetches its shard over PCIe (and
   from NVMe or CXL into DDR on the way), then all-gathers (ZeRO-Infinity).
 * Tensor parallelism: Megatron's two all-reduces of s*b*h activations per layer in
