@@ -109,9 +109,22 @@ class CostBound:
 
 
 # ------------------------------------------------------------------ the step graph
-def _collective_tasks(r: RankModel, link: str) -> int:
-    """Tasks of ``stepgraph.collective``: one, or four when the ring crosses nodes."""
-    return 4 if link == "nic" and r.gpus_per_node > 1 else 1
+def _collective_tasks(r: RankModel, link: str, per_node: int = 0, latency_s: float = 0.0) -> int:
+    """Tasks of ``stepgraph.collective``: a latency task when it has a latency, then one
+    transfer, or (a ring that crosses nodes with more than one hop per node) a start, the
+    NVLink and network parts and a done (the latency task doubles as the start)."""
+    k = per_node or r.gpus_per_node
+    if link == "nic" and k > 1:
+        return 4
+    return 1 + (1 if latency_s > 0 else 0)
+
+
+def _layer_compute_tasks(r: RankModel, n_allreduce: int) -> int:
+    """Tasks of ``stepgraph.build``'s ``layer_compute``: with tensor parallelism each
+    all-reduce splits the compute, and each is a collective on NVLink."""
+    if r.tp > 1 and n_allreduce:
+        return n_allreduce * (1 + _collective_tasks(r, "nvlink", latency_s=r.tp_latency_s))
+    return 1
 
 
 def optimizer_sub_groups(r: RankModel) -> int:
@@ -146,20 +159,38 @@ class GraphSize:
 def step_graph_size(r: RankModel, last: bool) -> GraphSize:
     """The size of ``stepgraph.build(r, links, last)``, counted without building it."""
     zero3 = r.stage >= 3
-    fetch = ((1 if r.offload_params != "none" else 0) + _collective_tasks(r, r.shard_link)) if zero3 else 0
+    units = r.units_per_layer if zero3 else 1
+    fetch = 0
+    if zero3:
+        fetch_f = ((1 if r.offload_params != "none" else 0)
+                   + _collective_tasks(r, r.shard_link, r.shard_per_node, r.gather_latency_s))
+        fetch_b = ((1 if r.offload_params != "none" else 0)
+                   + _collective_tasks(r, r.shard_link, r.shard_per_node,
+                                       r.gather_latency_s * r.bwd_fetch_factor))
+        fetch = fetch_f + fetch_b
     act = 1 if r.offload_activations != "none" else 0
-    fwd_compute = 2 * 2 if r.tp > 1 else 1
-    bwd_compute = 2 * r.bwd_allreduces if r.tp > 1 else 1
+    # per layer: every unit computes once; the layer's TP all-reduces come with one unit
+    fwd_compute = (units - 1) + _layer_compute_tasks(r, 2)
+    bwd_compute = (units - 1) + _layer_compute_tasks(r, r.bwd_allreduces)
+    sync_outs = 0
     if r.stage >= 2:
-        sync = (_collective_tasks(r, r.shard_link) + (1 if last and r.replicas > 1 else 0)
-                + (1 if last and r.offload_optimizer != "none" else 0))
-        sync_outs = 1 + (1 if last and r.replicas > 1 else 0) + (1 if last and r.offload_optimizer != "none" else 0)
-    elif (last and r.dp > 1) or (last and r.offload_optimizer != "none"):
-        sync = _collective_tasks(r, r.dp_link) if r.dp > 1 else 1
+        n_rs = r.rs_per_layer if zero3 else 1
+        sync = n_rs * _collective_tasks(r, r.shard_link, r.shard_per_node, r.reduce_latency_s)
+        sync_outs = n_rs
+        if last and r.replicas > 1:
+            sync += _collective_tasks(r, "nic", 1, r.replica_latency_s)
+            sync_outs += 1
+        if last and r.offload_optimizer != "none":
+            sync += 1
+            sync_outs += 1
+    elif last and r.dp > 1:
+        sync = _collective_tasks(r, r.dp_link, r.dp_per_node, r.dp_allreduce_latency_s)
         sync_outs = 1
+    elif last and r.offload_optimizer != "none":
+        sync = sync_outs = 1
     else:
-        sync = sync_outs = 0
-    per_layer = (fetch + fwd_compute + act) + (fetch + act + bwd_compute + sync)
+        sync = 0
+    per_layer = units * fetch + fwd_compute + bwd_compute + 2 * act + sync
     n = r.layers * per_layer + (1 if r.head_s else 0)
     opt = groups = extra_edges = 0
     io = r.offload_optimizer in ("nvme", "cxl")
@@ -174,7 +205,7 @@ def step_graph_size(r: RankModel, last: bool) -> GraphSize:
             opt += 1 if io or r.offload_params == "nvme" else 0      # "optimizer step done"
             extra_edges = groups * (r.layers * sync_outs + 2)      # each waits for every sync
         if r.stage in (1, 2) and r.dp > 1:
-            opt += _collective_tasks(r, r.dp_link)
+            opt += _collective_tasks(r, r.dp_link, r.dp_per_node, r.dp_gather_latency_s)
     tasks = n + opt
     return GraphSize(tasks=tasks, optimizer_tasks=opt, edges=3 * tasks + extra_edges,
                      sub_groups=groups, queued=io and groups > 1)
