@@ -164,6 +164,12 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 sb.grads * psi, sb.grads, note="ZeRO-1 reduces at the boundary")
         add("fp32 gradient partition (host)", "grads", grad_tier, 4 * psi / g_div, 4 / g_div,
             note="DeepSpeed copies reduced gradients to pinned host memory as fp32")
+        if stage >= 3:
+            # stage3.py: grad_partitions_flat_buffer, the 16-bit partition the reduced
+            # gradients land in, lives on the host with the optimizer (18 B/param in all)
+            add(f"{sb.grads_dtype} gradient partition buffer (host)", "grads", grad_tier,
+                sb.grads * psi / g_div, sb.grads / g_div,
+                note="ZeRO-3 grad_partitions_flat_buffer, offloaded with the optimizer")
     else:
         gdiv = 1 if megatron else g_div
         add(f"{sb.grads_dtype} gradients" + (" (shard)" if gdiv > 1 else ""), "grads", grad_tier,
