@@ -123,9 +123,10 @@ def test_the_live_estimate_marks_a_bad_input_and_stays_in_view(page, live_url, u
     page.wait_for_selector("#live-estimate[data-fits]")
     # the engine's notes come with the estimate, folded to a line (32 sequences over 16 GPUs)
     notes = page.locator("#estimate-notes")
-    assert "gradient-accumulation steps" in notes.locator("summary").inner_text()
+    # the tight verdict first (Llama-2-70B with ZeRO-3 on 2 nodes is within the error band)
+    assert notes.locator("summary").inner_text().startswith("2 notes: Tight:")
     notes.locator("summary").click()
-    assert notes.locator("li").count() >= 1
+    assert any("gradient-accumulation steps" in t for t in notes.locator("li").all_inner_texts())
     notes.locator("summary").click()
     field = page.locator("input[name='training.micro_batch_size']")
     field.fill("-2")                                   # no Save pressed: the live estimate says it
