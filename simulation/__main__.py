@@ -1,5 +1,5 @@
 """Command line: ``python -m simulation evaluate FILE.json`` (``-`` reads stdin), and
-``python -m simulation validate`` (the fit table of :mod:`simulation.validate`).
+``python -m simulation validate`` (the fit table of :mod:`simulation.validation`).
 
 Prints the report as JSON on stdout. Bad input prints ``error: <field>: <message>`` on
 stderr and exits 2.
@@ -25,7 +25,7 @@ def main(argv=None) -> int:
     va.add_argument("--data", help="folder of reference JSON files (default tests/data/reference)")
     args = ap.parse_args(argv)
     if args.cmd == "validate":
-        from .validate import main as validate
+        from .validation import main as validate
         return validate(args.data)
 
     try:

@@ -39,7 +39,7 @@ enum { T_NONE, T_CPU, T_NVME, T_CXL };
 enum { K_NVLINK, K_NIC, K_PCIE_H2D, K_PCIE_D2H, K_DDR, K_NVME_READ, K_NVME_WRITE, K_CXL, K_N };
 static const char *LINK_NAMES[K_N] = {"nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr",
                                       "nvme_read", "nvme_write", "cxl"};
-enum { S_GPU, S_SYNC };
+enum { S_GPU, S_SYNC, S_NCCL, S_TP_NCCL, S_N };   /* "gpu", "sync", "nccl", "tp nccl" */
 #define NONE (-1)
 #define ADAM_BYTES_PER_PARAM 30.0
 #define SUB_GROUP_ELEMENTS 1e9
@@ -80,11 +80,14 @@ static int dpush(DVec *v, double x) {
 /* The rank model (stepgraph.RankModel) and the graph being built. */
 typedef struct {
     int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
-    int off_params, off_opt, off_act, shard_nic, dp_nic, last;
+    int off_params, off_opt, off_act, shard_nic, dp_nic, shard_per_node, dp_per_node,
+        units_per_layer, rs_per_layer, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
-        optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s;
+        optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
+        gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
+        bwd_fetch_factor;
     int link[K_N];
-    int stream_id[2], n_streams, zero3;
+    int stream_id[S_N], n_streams, zero3, n_units;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
     DVec dur, size;
     int oom, bad_link;           /* bad_link: 1 + the missing link's K_ index, or 0 */
@@ -152,15 +155,23 @@ static double ring(int allreduce, double nbytes, int n) {
     return (double)((allreduce ? 2 : 1) * (n - 1)) / (double)n * nbytes;
 }
 
-/* stepgraph.collective */
+/* stepgraph.collective: per_node 0 means gpus per node */
 static int collective(B *b, double volume, int nic, const int *deps, int nd, int label,
-                      int acquire) {
-    if (!nic || b->gpn <= 1)
+                      int acquire, int per_node, double latency, int stream) {
+    int start = NONE;
+    if (latency > 0) {       /* the latency task also starts the split below */
+        start = compute(b, stream, latency, deps, nd, acquire, NONE, label);
+        deps = &start;
+        nd = 1;
+        acquire = NONE;
+    }
+    int k = per_node ? per_node : b->gpn;
+    if (!nic || k <= 1)
         return transfer1(b, volume, nic ? K_NIC : K_NVLINK, deps, nd, acquire, label);
-    int start = compute(b, S_SYNC, 0.0, deps, nd, acquire, NONE, label);
+    if (start == NONE) start = compute(b, S_SYNC, 0.0, deps, nd, acquire, NONE, label);
     int d[2] = {start, NONE};
-    int a = transfer1(b, volume * (double)(b->gpn - 1) / (double)b->gpn, K_NVLINK, d, 1, NONE, label);
-    int c = transfer1(b, volume / (double)b->gpn, K_NIC, d, 1, NONE, label);
+    int a = transfer1(b, volume * (double)(k - 1) / (double)k, K_NVLINK, d, 1, NONE, label);
+    int c = transfer1(b, volume / (double)k, K_NIC, d, 1, NONE, label);
     d[0] = a;
     d[1] = c;
     return compute(b, S_SYNC, 0.0, d, 2, NONE, NONE, label);
@@ -171,17 +182,22 @@ static int is_miss(int i, double rate) {
     return rate > 0 && floor((i + 1) * rate + 1e-12) > floor(i * rate + 1e-12);
 }
 
-static int fetch(B *b, int i, int *prev_fetch, int prev_c) {
+static int fetch(B *b, int j, int bwd, int *prev_fetch, int prev_c) {
     int deps[2] = {*prev_fetch, NONE}, nd = 1, label = L_ALLGATHER;
-    double full = b->unit_params * b->param_bytes;
-    if (is_miss(i, b->miss_rate)) { deps[nd++] = prev_c; label = L_FETCH_MISS; }
+    double fetch_params = b->unit_params / b->n_units;
+    double full = fetch_params * b->param_bytes;
+    double f = bwd ? b->bwd_fetch_factor : 1.0;
+    double volume = ring(0, full, b->shard) * f;
+    if (is_miss(j, b->miss_rate)) { deps[nd++] = prev_c; label = L_FETCH_MISS; }
     int t;
     if (b->off_params != T_NONE) {
-        int up = transfer_tier(b, b->unit_params * b->param_bytes / b->shard, b->off_params, 1,
+        int up = transfer_tier(b, fetch_params * b->param_bytes / b->shard * f, b->off_params, 1,
                                deps, nd, 0, label == L_FETCH_MISS ? L_FETCH_MISS : L_OFFLOAD);
-        t = collective(b, ring(0, full, b->shard), b->shard_nic, &up, 1, label, NONE);
+        t = collective(b, volume, b->shard_nic, &up, 1, label, NONE, b->shard_per_node,
+                       b->gather_lat * f, S_NCCL);
     } else {
-        t = collective(b, ring(0, full, b->shard), b->shard_nic, deps, nd, label, 0);
+        t = collective(b, volume, b->shard_nic, deps, nd, label, 0, b->shard_per_node,
+                       b->gather_lat * f, S_NCCL);
     }
     *prev_fetch = t;
     return t;
@@ -189,12 +205,13 @@ static int fetch(B *b, int i, int *prev_fetch, int prev_c) {
 
 /* stepgraph.build's layer_compute */
 static int layer_compute(B *b, double seconds, const int *deps, int nd, int release, int n_ar) {
-    if (b->tp > 1) {
+    if (b->tp > 1 && n_ar) {
         int prev = NONE;
         for (int k = 0; k < n_ar; k++) {
             int c = compute(b, S_GPU, seconds / n_ar, k == 0 ? deps : &prev, k == 0 ? nd : 1,
                             NONE, k == n_ar - 1 ? release : NONE, L_COMPUTE);
-            prev = transfer1(b, ring(1, b->tp_bytes, b->tp), K_NVLINK, &c, 1, NONE, L_TP_ALLREDUCE);
+            prev = collective(b, ring(1, b->tp_bytes, b->tp), 0, &c, 1, L_TP_ALLREDUCE, NONE, 0,
+                              b->tp_lat, S_TP_NCCL);
         }
         return prev;
     }
@@ -205,13 +222,16 @@ static int layer_compute(B *b, double seconds, const int *deps, int nd, int rele
 static void grad_sync(B *b, int c, double grad_bytes) {
     int last = b->last;
     if (b->stage >= 2) {
-        int rs = collective(b, ring(0, grad_bytes, b->shard), b->shard_nic, &c, 1,
-                            L_REDUCE_SCATTER, NONE);
+        int n_rs = b->stage >= 3 ? b->rs_per_layer : 1, rs = NONE;
+        for (int q = 0; q < n_rs; q++) {
+            rs = collective(b, ring(0, grad_bytes / n_rs, b->shard), b->shard_nic, &c, 1,
+                            L_REDUCE_SCATTER, NONE, b->shard_per_node, b->reduce_lat, S_NCCL);
+            if (ipush(&b->syncs, rs)) b->oom = 1;
+        }
         int tail = rs;
-        if (ipush(&b->syncs, rs)) b->oom = 1;
         if (last && b->replicas > 1) {
-            tail = transfer1(b, ring(1, grad_bytes / b->shard, b->replicas), K_NIC, &rs, 1, NONE,
-                             L_ALLREDUCE);
+            tail = collective(b, ring(1, grad_bytes / b->shard, b->replicas), 1, &rs, 1,
+                              L_ALLREDUCE, NONE, 1, b->replica_lat, S_NCCL);
             if (ipush(&b->syncs, tail)) b->oom = 1;
         }
         if (last && b->off_opt != T_NONE) {
@@ -220,7 +240,9 @@ static void grad_sync(B *b, int c, double grad_bytes) {
             if (ipush(&b->syncs, t)) b->oom = 1;
         }
     } else if (last && b->dp > 1) {
-        int t = collective(b, ring(1, grad_bytes, b->dp), b->dp_nic, &c, 1, L_ALLREDUCE, NONE);
+        double volume = b->dp_ar_factor > 0 ? b->dp_ar_factor * grad_bytes : ring(1, grad_bytes, b->dp);
+        int t = collective(b, volume, b->dp_nic, &c, 1, L_ALLREDUCE, NONE, b->dp_per_node,
+                           b->dp_ar_lat, S_NCCL);
         if (ipush(&b->syncs, t)) b->oom = 1;
     } else if (last && b->off_opt != T_NONE) {
         int t = transfer_tier(b, grad_bytes / b->shard, T_CPU, 0, &c, 1, NONE, L_OFFLOAD);
@@ -288,20 +310,24 @@ static void optimizer(B *b, int last_c) {
     }
     if ((b->stage == 1 || b->stage == 2) && b->dp > 1)
         collective(b, ring(0, b->params_per_rank * b->param_bytes, b->dp), b->dp_nic, &done, 1,
-                   L_ALLGATHER, NONE);
+                   L_ALLGATHER, NONE, b->dp_per_node, b->dp_gather_lat, S_NCCL);
 }
 
 /* stepgraph.build */
 static void build_graph(B *b) {
     int zero3 = b->stage >= 3, release = zero3 ? 0 : NONE;
+    int nu = zero3 ? b->units_per_layer : 1;
+    b->n_units = nu;
     double grad_bytes = b->unit_params * b->grad_bytes;
     int prev_c = NONE, prev_fetch = NONE, prev_act = NONE;
     int *act_out = malloc((size_t)(b->layers > 0 ? b->layers : 1) * sizeof(int));
     if (!act_out) { b->oom = 1; return; }
     for (int i = 0; i < b->layers && !b->oom && !b->bad_link; i++) {
-        int deps[2] = {prev_c, NONE}, nd = 1;
-        if (zero3) deps[nd++] = fetch(b, i, &prev_fetch, prev_c);
-        prev_c = layer_compute(b, b->fwd_s, deps, nd, release, 2);
+        for (int u = 0; u < nu && !b->oom && !b->bad_link; u++) {
+            int deps[2] = {prev_c, NONE}, nd = 1;
+            if (zero3) deps[nd++] = fetch(b, i * nu + u, 0, &prev_fetch, prev_c);
+            prev_c = layer_compute(b, b->fwd_s / nu, deps, nd, release, u == nu - 1 ? 2 : 0);
+        }
         act_out[i] = NONE;
         if (b->off_act != T_NONE) {
             int path[2] = {b->link[K_DDR], b->link[K_PCIE_D2H]};
@@ -313,19 +339,22 @@ static void build_graph(B *b) {
     if (b->head_s != 0 && !b->oom && !b->bad_link)
         prev_c = compute(b, S_GPU, b->head_s, &prev_c, 1, NONE, NONE, L_COMPUTE);
     for (int i = b->layers - 1; i >= 0 && !b->oom && !b->bad_link; i--) {
-        int deps[3] = {prev_c, NONE, NONE}, nd = 1;
-        if (zero3) deps[nd++] = fetch(b, i, &prev_fetch, prev_c);
-        if (b->off_act != T_NONE) {
-            int path[2] = {b->link[K_DDR], b->link[K_PCIE_H2D]};
-            int d[2] = {act_out[i], prev_act};
-            if (path[1] == NONE) { missing(b, K_PCIE_H2D); break; }
-            prev_act = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, d, 2, NONE, NONE,
-                           L_OFFLOAD);
-            deps[nd++] = prev_act;
+        for (int u = nu - 1; u >= 0 && !b->oom && !b->bad_link; u--) {
+            int deps[3] = {prev_c, NONE, NONE}, nd = 1;
+            if (zero3) deps[nd++] = fetch(b, i * nu + u, 1, &prev_fetch, prev_c);
+            if (b->off_act != T_NONE && u == nu - 1) {
+                int path[2] = {b->link[K_DDR], b->link[K_PCIE_H2D]};
+                int d[2] = {act_out[i], prev_act};
+                if (path[1] == NONE) { missing(b, K_PCIE_H2D); break; }
+                prev_act = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, d, 2, NONE, NONE,
+                               L_OFFLOAD);
+                deps[nd++] = prev_act;
+            }
+            prev_c = layer_compute(b, b->bwd_s / nu, deps, nd, release,
+                                   u == 0 ? b->bwd_allreduces : 0);
         }
-        int c = layer_compute(b, b->bwd_s, deps, nd, release, b->bwd_allreduces);
-        prev_c = c;
-        grad_sync(b, c, grad_bytes);
+        if (b->oom || b->bad_link) break;
+        grad_sync(b, prev_c, grad_bytes);
     }
     free(act_out);
     if (b->last && !b->oom && !b->bad_link) optimizer(b, prev_c);
@@ -339,16 +368,19 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiii)(dddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiii)(dddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
-                          &b.off_act, &b.shard_nic, &b.dp_nic,
+                          &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
+                          &b.units_per_layer, &b.rs_per_layer,
                           &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
-                          &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &link_obj,
-                          &b.last))
+                          &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
+                          &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
+                          &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &link_obj, &b.last))
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
+        b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||
         b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
         b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
         PyErr_SetString(PyExc_ValueError, "rank model out of range");
@@ -367,7 +399,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
         b.link[k] = (int)v;
     }
     Py_DECREF(seq);
-    b.stream_id[0] = b.stream_id[1] = NONE;
+    for (int k = 0; k < S_N; k++) b.stream_id[k] = NONE;
     b.oom = (ipush(&b.pptr, 0) | ipush(&b.dptr, 0)) != 0;
     if (!b.oom) build_graph(&b);
     if (b.oom) {

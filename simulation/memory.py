@@ -16,22 +16,38 @@ Two accounting conventions:
     plus Korthikanti activations; no buffers, no runtime, no fragmentation.
 
 ``realistic`` (default)
-    What the frameworks allocate, so that "fits" means it fits:
-    Megatron/PyTorch DDP keep fp32 main gradients (4 B/param: Megatron's 18 B/param);
-    DeepSpeed ZeRO-1/2 keep bf16 gradients plus, during the optimizer step, an fp32
-    gradient partition and reduce/all-gather buckets (``reduce_bucket_size`` and
-    ``allgather_bucket_size`` = 5e8 elements each); DeepSpeed ZeRO-3 gathers layers
-    up to ``stage3_max_live_parameters`` (1e9) and converts one optimizer sub-group
-    (``sub_group_size`` = 1e9) to fp32 at a time; PyTorch FSDP keeps sharded fp32
-    parameters (which are the master weights) and fp32 sharded gradients, and
-    unshards (1 + prefetch) units of bf16 parameters plus one unit of gradients;
-    NVMe offload adds DeepSpeed's pinned DDR swap buffers (``offload_param``:
-    5 buffers x 1e8 elements; ``offload_optimizer``: one sub-group of fp32 states).
-    Plus the CUDA context/NCCL/cuBLAS runtime and allocator fragmentation.
+    What the frameworks allocate, so that "fits" means it fits (read in DeepSpeed 0.16.5,
+    Megatron-LM core 0.20, torch FSDP1/FSDP2; file and function in each term's docstring):
 
-HBM is accounted per GPU; DDR, NVMe and CXL per node (sum over the node's ranks).
-HBM peaks either in forward/backward (activations + gathered buffers) or in the
-optimizer step (fp32 gradient conversion); the total is persistent + the larger phase.
+    * DDP / Megatron: bf16 parameters, a full fp32 ``main_grad`` buffer
+      (``param_and_grad_buffer.py``; ``--bf16`` forces
+      ``accumulate_allreduce_grads_in_fp32``), fp32 master + Adam: 18 B/param; Megatron's
+      distributed optimizer shards the 12 over DP: 6 + 12/d (``dist_optimizer.md``).
+    * DeepSpeed ZeRO keeps gradients in the model dtype (``engine.get_data_types``:
+      ``grad_accum_dtype`` defaults to it): ZeRO-1 the full 16-bit gradients, ZeRO-2 a
+      16-bit partition (``stage_1_and_2.py``), ZeRO-3 a 16-bit partition in
+      ``grad_partitions_flat_buffer`` (``stage3.py``); the fp32 gradient exists only at the
+      step, one partition (ZeRO-1/2) or one ``sub_group_size`` (1e9) sub-group (ZeRO-3,
+      ``_prepare_fp32_grad_for_sub_group``). DeepSpeed's own estimator counts that transient
+      as a persistent 4 B/param ("18 = 2 + 2 + 4 + 4 + 8"), which is why it says 18 where
+      this convention says 16 + one sub-group. Buckets: ``reduce_bucket_size`` (5e8
+      elements, persistent in ZeRO-3's ``__ipg_bucket_flat_buffer``) and
+      ``allgather_bucket_size``; ZeRO-3 gathers layers up to
+      ``stage3_max_live_parameters`` (1e9) and the head as a module of its own.
+    * PyTorch FSDP under mixed precision keeps fp32 flat shards (the master weights; HF
+      Accelerate upcasts a bf16-loaded model) and fp32 sharded gradients, unshards
+      (1 + prefetch) units of bf16 parameters plus one unit of gradients, and keeps the
+      root unit (embedding, final norm, head) gathered from forward through backward.
+    * NVMe offload adds DeepSpeed's pinned DDR swap buffers (``offload_param``: 5 buffers x
+      1e8 elements; ``offload_optimizer``: one sub-group of fp32 states).
+    * The loss and logits (:mod:`simulation.loss`), the recompute working set, checkpoint
+      staging in host DRAM, the model's load into host RAM, the CUDA context / NCCL /
+      cuBLAS runtime and allocator fragmentation that follows the allocation pattern.
+
+HBM is accounted per GPU; DDR, NVMe and CXL per node (sum over the node's ranks). Each
+part has the phase it is live in; a tier's figure is its persistent parts plus the
+largest of the moments of :data:`MOMENTS` (loss, backward, step, checkpoint), or the
+load phase when that is larger (it comes before training's states exist).
 """
 
 from __future__ import annotations
@@ -148,6 +164,12 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 sb.grads * psi, sb.grads, note="ZeRO-1 reduces at the boundary")
         add("fp32 gradient partition (host)", "grads", grad_tier, 4 * psi / g_div, 4 / g_div,
             note="DeepSpeed copies reduced gradients to pinned host memory as fp32")
+        if stage >= 3:
+            # stage3.py: grad_partitions_flat_buffer, the 16-bit partition the reduced
+            # gradients land in, lives on the host with the optimizer (18 B/param in all)
+            add(f"{sb.grads_dtype} gradient partition buffer (host)", "grads", grad_tier,
+                sb.grads * psi / g_div, sb.grads / g_div,
+                note="ZeRO-3 grad_partitions_flat_buffer, offloaded with the optimizer")
     else:
         gdiv = 1 if megatron else g_div
         add(f"{sb.grads_dtype} gradients" + (" (shard)" if gdiv > 1 else ""), "grads", grad_tier,

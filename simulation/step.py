@@ -11,6 +11,16 @@ A step of m micro-batches on p pipeline stages with v interleaved chunks takes
 (p - 1)/v micro-batch times), where T_micro and T_last are simulated by the bandwidth
 scheduler (T_last adds gradient synchronisation and the optimizer step).
 
+Collectives (``simulation.collectives``): each pays NCCL's alpha for its ring (or tree)
+over the group's ranks and nodes, then moves its bytes on the links its ring crosses; the
+groups sit TP-innermost, so a data-parallel group of a node-filling TP has one rank per
+node and all its bytes cross the network. ZeRO-3 issues what each framework issues
+(``zero3_granularity``): FSDP one all-gather and one reduce-scatter per block, DeepSpeed
+one all-gather per weight tensor and a reduce-scatter per filled bucket, each prefetching
+only as far as its defaults let it, and DeepSpeed gathers again in backward what
+recomputation released (``deepspeed_regather_fraction``). Gradients are reduced in the
+dtype the framework reduces in (``reduce_bytes_per_param``).
+
 Exposed time is attributed by walking back from each GPU idle gap to the task it was
 waiting for: communication (all-gather, reduce-scatter, all-reduce, TP all-reduce),
 offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefetch miss
@@ -19,8 +29,11 @@ offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefet
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from . import collectives as nccl
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
@@ -82,6 +95,89 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     return links
 
 
+# DeepSpeed ZeRO-3 defaults (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig):
+# stage3_prefetch_bucket_size, reduce_bucket_size (elements).
+DEEPSPEED_PREFETCH_BUCKET_ELEMENTS = 5e7
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8
+DEEPSPEED_MAX_LIVE_ELEMENTS = 1e9          # stage3_max_live_parameters
+DEEPSPEED_MAX_REUSE_ELEMENTS = 1e9         # stage3_max_reuse_distance
+
+
+def weight_tensors_per_layer(sc: Scenario) -> int:
+    """Weight matrices of one block, each its own ``nn.Linear``: GPT-style blocks have a
+    fused QKV, the output projection and two MLP matrices (4); Llama-style (gated MLP)
+    blocks separate q, k, v, o and gate, up, down (7); each expert adds its MLP's."""
+    m = sc.model
+    attn, mlp = (4, 3) if m.gated_mlp else (2, 2)
+    return attn + max(m.num_experts, 1) * mlp
+
+
+def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
+    """(fetches per layer, units fetched ahead, reduce-scatters per layer) of ZeRO-3.
+
+    FSDP wraps each block as one flat unit: one all-gather and one reduce-scatter per
+    block, the next unit prefetched (``prefetch_depth``, default 1: FSDP1
+    ``BackwardPrefetch.BACKWARD_PRE`` + ``limit_all_gathers``, FSDP2 implicit prefetch;
+    Zhao et al. 2023, Sec. 3.3). DeepSpeed fetches each sub-module's parameters when it
+    runs (partitioned_param_coordinator.py ``fetch_sub_module``: one all-gather per
+    ``nn.Linear`` weight; tensors under ``stage3_param_persistence_threshold`` 1e5, the
+    norms and biases, stay whole on every rank) and prefetches from the recorded trace
+    while fewer than ``stage3_prefetch_bucket_size`` (5e7) elements are in flight, so at
+    least one tensor: ceil(5e7 / tensor) tensors ahead, but only within
+    ``stage3_max_live_parameters`` (1e9) gathered elements: ``max_params_to_prefetch =
+    min(max_n_available - n_available, prefetch_bucket_sz)``, so a tensor of 1e9
+    elements or more is never prefetched past (no overlap). Gradients collect in the IPG
+    bucket (stage3.py, ``reduce_bucket_size`` 5e8 elements) and are reduce-scattered when
+    it fills: ceil(layer / 5e8) a layer, at most one a tensor.
+    """
+    st = sc.strategy
+    if st.zero_stage < 3 or st.is_fsdp:
+        return 1, st.prefetch_depth, 1
+    n = weight_tensors_per_layer(sc)
+    layer = pc.per_layer / t
+    tensor = layer / n
+    ahead = (math.ceil(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS / tensor)
+             if st.prefetch_depth and tensor < DEEPSPEED_MAX_LIVE_ELEMENTS else 0)
+    return n, ahead, min(n, max(1, math.ceil(layer / DEEPSPEED_REDUCE_BUCKET_ELEMENTS)))
+
+
+def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
+    """Share of a layer's tensors DeepSpeed all-gathers a third time with full recomputation.
+
+    In backward the checkpointed block runs its forward again (tensors 0..n-1) and then its
+    backward (n-1..0). After each sub-module DeepSpeed releases its parameters unless they
+    recur within ``stage3_max_reuse_distance`` (1e9) elements of the upcoming trace
+    (partitioned_param_coordinator.py ``__params_to_release``): the trace is walked module
+    by module and stops once 1e9 elements were passed. Tensor j of n (each ``layer / n``)
+    recurs after 2 (n - 1 - j) tensors, so it is released and gathered again for its
+    backward when 2 (n - 1 - j) x tensor >= 1e9. FSDP keeps the unit gathered through
+    the unit's recompute and backward: 0.
+    """
+    st = sc.strategy
+    if st.zero_stage < 3 or st.is_fsdp or sc.training.recompute != "full":
+        return 0.0
+    n = weight_tensors_per_layer(sc)
+    tensor = pc.per_layer / t / n
+    return sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
+
+
+def reduce_bytes_per_param(sc: Scenario, sb: StateBytes) -> int:
+    """Bytes per parameter of the gradients a framework reduces.
+
+    DeepSpeed ZeRO reduces in the model's 16-bit dtype unless ``grad_accum_dtype`` /
+    ``communication_data_type`` are set (engine.py ``get_data_types``; stage3.py
+    accumulates into a buffer of ``gradient_accumulation_dtype``); FSDP's
+    ``MixedPrecision(reduce_dtype=None)`` reduces in ``param_dtype`` (PyTorch docs).
+    Data parallelism without sharding with bf16 reduces fp32 gradients: Megatron forces
+    ``accumulate_allreduce_grads_in_fp32`` for ``--bf16`` (megatron/training/arguments.py,
+    grads in an fp32 ``main_grad`` buffer), and torch DDP under bf16 autocast holds fp32
+    parameters and gradients. fp16 and fp32 keep the state's gradient bytes.
+    """
+    if sc.strategy.zero_stage == 0 and sc.training.precision == "bf16":
+        return 4
+    return sb.grads
+
+
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
     fl = layer_flops(sc, pc)
@@ -89,21 +185,48 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     gpn = c.gpus_per_node
     sbh = tr.micro_batch_size * tr.seq_len * m.hidden_size
+    links = links_for(sc, lay)
+    # Where each group's ranks sit (TP innermost, then data parallel; collectives module)
+    shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
+    shard_k = nccl.ranks_per_node(shard, t, gpn)
+    shard_nodes = nccl.nodes_spanned(shard, shard_k)
+    dp_k = nccl.ranks_per_node(dp, t, gpn)
+    dp_nodes = nccl.nodes_spanned(dp, dp_k)
+    rep_nodes = nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn))
+    tp_nodes = nccl.nodes_spanned(t, min(t, gpn))
+    # The graph fetches a layer at a time with the alphas of all its collectives: for
+    # tensors of equal size, one tensor ahead and a layer ahead take the same time in the
+    # steady state (sum over the U tensors of max(compute/U, fetch/U) = max(compute,
+    # fetch)), at a U-th of the tasks; no prefetch stays no prefetch.
+    units, ahead, n_rs = zero3_granularity(sc, pc, t)
+    layers_ahead = max(1, ahead // units) if ahead else 0
+    grad_bytes = reduce_bytes_per_param(sc, sb)
+    grad_layer_bytes = pc.per_layer / t * grad_bytes
+    dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
+    _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
     return RankModel(
         layers=m.num_layers // p, fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
         head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate if p == 1 else 0.0,
         unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
-        param_bytes=sb.params, grad_bytes=sb.grads,
+        param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
-        shard=lay.shard_degree, shard_link="nvlink" if t * lay.shard_degree <= gpn else "nic",
-        replicas=lay.replica_groups, dp=lay.data_parallel,
-        dp_link="nvlink" if t * lay.data_parallel <= gpn else "nic", gpus_per_node=gpn,
+        shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
+        replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
         bwd_allreduces=4 if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
-        prefetch_depth=st.prefetch_depth, miss_rate=st.prefetch_miss_rate,
-        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s)
+        prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
+        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s,
+        shard_per_node=shard_k, dp_per_node=dp_k,
+        gather_latency_s=units * nccl.ring_latency_s("allgather", shard, shard_nodes),
+        reduce_latency_s=n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes),
+        dp_allreduce_latency_s=dp_ar_lat,
+        dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
+        dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
+        replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
+        tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),
+        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))

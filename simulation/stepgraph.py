@@ -6,11 +6,15 @@ node's DDR, NVMe and CXL bandwidth (node figure / GPUs per node).
 
 Per layer of the rank's pipeline stage, forward then backward:
 
-* ZeRO-3 / FSDP: all-gather of the layer's parameters before forward and again before
-  backward, issued in order and bounded by a pool of ``1 + prefetch_depth`` buffers
-  (the layer i+k fetch runs while layer i computes); a reduce-scatter of its gradients
-  after backward. A prefetch *miss* (``prefetch_miss_rate``) issues the fetch only after
-  the previous layer's compute: a synchronous fetch that stalls the GPU.
+* ZeRO-3 / FSDP: all-gather of each fetch unit's parameters before forward and again
+  before backward, issued in order and bounded by a pool of ``1 + prefetch_depth``
+  buffers (the unit i+k fetch runs while unit i computes); ``units_per_layer`` units a
+  layer (FSDP: the block is one flat unit; DeepSpeed: one per weight tensor, see
+  ``step.zero3_granularity``), each computing its share of the layer; ``rs_per_layer``
+  reduce-scatters of the layer's gradients after its backward. A prefetch *miss*
+  (``prefetch_miss_rate``) issues the fetch only after the previous layer's compute: a
+  synchronous fetch that stalls the GPU. ``bwd_fetch_factor`` scales the backward fetch
+  (DeepSpeed gathers again what recomputation released).
 * Parameters offloaded to DDR/NVMe/CXL: each rank first fetches its shard over PCIe (and
   from NVMe or CXL into DDR on the way), then all-gathers (ZeRO-Infinity).
 * Tensor parallelism: Megatron's two all-reduces of s*b*h activations per layer in
@@ -25,8 +29,13 @@ Per layer of the rank's pipeline stage, forward then backward:
   updated parameters back to the GPU and, for ZeRO-1/2, their all-gather.
 
 Collective volumes per rank are those of a ring: all-gather and reduce-scatter move
-(n-1)/n of the buffer, all-reduce 2(n-1)/n (Patarasuk & Yuan 2009; ZeRO Sec. 7). A ring
-that spans nodes is split into its NVLink hops and its inter-node hop (``collective``).
+(n-1)/n of the buffer, all-reduce 2(n-1)/n (Patarasuk & Yuan 2009; ZeRO Sec. 7), or the
+tree's 2/0.92 when NCCL would pick a tree (``dp_allreduce_factor``). Each collective
+first waits its alpha (NCCL's latency model, ``simulation.collectives``) on its
+communicator's stream ("nccl" for the data-parallel groups, "tp nccl" for tensor
+parallelism). A ring that spans nodes is split into its NVLink hops and its inter-node
+hop by the group's ranks per node; a strided group (one rank per node) is all network
+(``collective``).
 """
 
 from __future__ import annotations
@@ -81,6 +90,22 @@ class RankModel:
     prefetch_depth: int
     miss_rate: float
     hbm_bytes_per_s: float
+    # Collectives as NCCL runs them (simulation.collectives). The defaults are the model
+    # without latency: groups as wide as a node, one fetch and one reduce-scatter a layer.
+    shard_per_node: int = 0      # shard-group ranks on one node (0: gpus_per_node)
+    dp_per_node: int = 0         # data-parallel-group ranks on one node (0: gpus_per_node)
+    units_per_layer: int = 1     # ZeRO-3 fetches per layer (step.rank_model folds DeepSpeed's
+                                 # per-tensor fetches into one a layer, see there)
+    rs_per_layer: int = 1        # ZeRO-3 gradient reduce-scatters per layer
+    gather_latency_s: float = 0.0        # alpha of one parameter all-gather (shard group)
+    reduce_latency_s: float = 0.0        # alpha of one gradient reduce-scatter (shard group)
+    dp_allreduce_latency_s: float = 0.0  # alpha of one gradient all-reduce (data-parallel group)
+    dp_allreduce_factor: float = 0.0     # bytes a rank moves per gradient byte (0: ring 2(n-1)/n)
+    dp_gather_latency_s: float = 0.0     # alpha of ZeRO-1/2's parameter all-gather
+    replica_latency_s: float = 0.0       # alpha of HSDP's all-reduce across replicas
+    tp_latency_s: float = 0.0            # alpha of one tensor-parallel all-reduce
+    bwd_fetch_factor: float = 1.0        # backward fetch (bytes and alphas) over forward's:
+                                         # DeepSpeed re-gathers what recomputation released
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -91,20 +116,30 @@ def ring(kind: str, nbytes: float, n: int) -> float:
 
 
 def collective(g: TaskGraph, r: "RankModel", name: str, volume: float, link: str, deps,
-               label: str, acquire=None) -> int:
+               label: str, acquire=None, per_node: int = 0, latency_s: float = 0.0,
+               stream: str = "nccl") -> int:
     """One rank's part of a ring collective moving ``volume`` bytes; returns its last task.
 
+    alpha-beta (``simulation.collectives``): a ``latency_s`` task on the communicator's
+    stream (its collectives start one after another), then the bytes on the links.
     Within a node the ring runs over NVLink. Across nodes NCCL runs one ring per NIC
-    (channels): of a rank's G ring hops one leaves the node, so its NIC carries
-    volume / G while NVLink carries the rest, in parallel (hierarchical intra/inter node).
+    (channels): of the k = ``per_node`` hops a ring makes in each node one leaves it, so
+    a rank's NIC carries volume / k while NVLink carries the rest, in parallel; a group
+    with one rank per node (strided, k = 1) sends everything over the network.
     """
-    if link != "nic" or r.gpus_per_node <= 1:
+    start = None
+    if latency_s > 0:        # the latency task also starts the split below
+        start = g.compute(f"{name} (latency)", stream, latency_s, deps=deps, acquire=acquire,
+                          label=label)
+        deps, acquire = [start], None
+    k = per_node or r.gpus_per_node
+    if link != "nic" or k <= 1:
         return g.transfer(name, volume, [link], deps=deps, acquire=acquire, label=label)
-    gpn = r.gpus_per_node
-    start = g.compute(f"{name} (start)", "sync", 0.0, deps=deps, acquire=acquire, label=label)
-    a = g.transfer(f"{name} (NVLink hops)", volume * (gpn - 1) / gpn, ["nvlink"], deps=[start],
+    if start is None:
+        start = g.compute(f"{name} (start)", "sync", 0.0, deps=deps, acquire=acquire, label=label)
+    a = g.transfer(f"{name} (NVLink hops)", volume * (k - 1) / k, ["nvlink"], deps=[start],
                    label=label)
-    b = g.transfer(f"{name} (inter-node hop)", volume / gpn, ["nic"], deps=[start], label=label)
+    b = g.transfer(f"{name} (inter-node hop)", volume / k, ["nic"], deps=[start], label=label)
     return g.compute(f"{name} (done)", "sync", 0.0, deps=[a, b], label=label)
 
 
@@ -131,46 +166,57 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     zero3 = r.stage >= 3
     if zero3:
         g.add_pool("gather", 1 + r.prefetch_depth)
-    shard_param_bytes = r.unit_params * r.param_bytes / r.shard
-    full_param_bytes = r.unit_params * r.param_bytes
+    n_units = r.units_per_layer if zero3 else 1
+    fetch_params = r.unit_params / n_units
+    shard_param_bytes = fetch_params * r.param_bytes / r.shard
+    full_param_bytes = fetch_params * r.param_bytes
     grad_bytes = r.unit_params * r.grad_bytes
     state = dict(prev_c=None, prev_fetch=None)
     syncs, act_out = [], {}
 
-    def fetch(tag, i):
+    def fetch(tag, i, u):
         deps = [state["prev_fetch"]]
         label = "allgather"
-        if is_miss(i, r.miss_rate):
+        if is_miss(i * n_units + u, r.miss_rate):
             deps.append(state["prev_c"])
             label = "fetch_miss"
+        unit = f"L{i}" if n_units == 1 else f"L{i}.{u}"
+        f = r.bwd_fetch_factor if tag == "bwd" else 1.0
+        ag = dict(per_node=r.shard_per_node, latency_s=r.gather_latency_s * f)
+        volume = ring("allgather", full_param_bytes, r.shard) * f
         if r.offload_params != "none":
-            up = g.transfer(f"{tag} L{i} shard from {r.offload_params}", shard_param_bytes,
+            up = g.transfer(f"{tag} {unit} shard from {r.offload_params}", shard_param_bytes * f,
                             _tier_path(r.offload_params, "in"), deps=deps, acquire="gather",
                             label="fetch_miss" if label == "fetch_miss" else "offload")
-            t = collective(g, r, f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
-                           r.shard_link, [up], label)
+            t = collective(g, r, f"{tag} {unit} all-gather", volume, r.shard_link, [up], label, **ag)
         else:
-            t = collective(g, r, f"{tag} L{i} all-gather", ring("allgather", full_param_bytes, r.shard),
-                           r.shard_link, deps, label, acquire="gather")
+            t = collective(g, r, f"{tag} {unit} all-gather", volume, r.shard_link, deps, label,
+                           acquire="gather", **ag)
         state["prev_fetch"] = t
         return t
 
     def layer_compute(name, seconds, deps, release, n_allreduce):
-        if r.tp > 1:   # Megatron: all-reduces inside the layer, on the critical path
+        if r.tp > 1 and n_allreduce:   # Megatron: all-reduces inside the layer, on the critical path
             prev = None
             for k in range(n_allreduce):
                 c = g.compute(f"{name} ({k + 1}/{n_allreduce})", "gpu", seconds / n_allreduce,
                               deps=deps if k == 0 else [prev],
                               release=release if k == n_allreduce - 1 else None)
-                prev = g.transfer(f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
-                                  ["nvlink"], deps=[c], label="tp_allreduce")
+                prev = collective(g, r, f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
+                                  "nvlink", [c], "tp_allreduce", latency_s=r.tp_latency_s,
+                                  stream="tp nccl")
             return prev
         return g.compute(name, "gpu", seconds, deps=deps, release=release)
 
+    def unit_name(tag, i, u):
+        return f"{tag} L{i}" if n_units == 1 else f"{tag} L{i}.{u}"
+
     release = "gather" if zero3 else None
     for i in range(r.layers):
-        deps = [state["prev_c"]] + ([fetch("fwd", i)] if zero3 else [])
-        state["prev_c"] = layer_compute(f"forward L{i}", r.fwd_s, deps, release, 2)
+        for u in range(n_units):     # the layer's TP all-reduces come with its last unit
+            deps = [state["prev_c"]] + ([fetch("fwd", i, u)] if zero3 else [])
+            state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units, deps,
+                                            release, 2 if u == n_units - 1 else 0)
         if r.offload_activations != "none":
             act_out[i] = g.transfer(f"L{i} activations to DDR", r.act_ckpt_bytes,
                                     ["ddr", "pcie_d2h"], deps=[state["prev_c"]], label="offload")
@@ -178,14 +224,15 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         state["prev_c"] = g.compute("embedding + logits", "gpu", r.head_s, deps=[state["prev_c"]])
     prev_act = None
     for i in reversed(range(r.layers)):
-        deps = [state["prev_c"]] + ([fetch("bwd", i)] if zero3 else [])
-        if i in act_out:
-            prev_act = g.transfer(f"L{i} activations from DDR", r.act_ckpt_bytes,
-                                  ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act], label="offload")
-            deps.append(prev_act)
-        c = layer_compute(f"backward L{i}", r.bwd_s, deps, release, r.bwd_allreduces)
-        state["prev_c"] = c
-        syncs += _grad_sync(g, r, i, c, grad_bytes, last)
+        for u in reversed(range(n_units)):
+            deps = [state["prev_c"]] + ([fetch("bwd", i, u)] if zero3 else [])
+            if i in act_out and u == n_units - 1:
+                prev_act = g.transfer(f"L{i} activations from DDR", r.act_ckpt_bytes,
+                                      ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act], label="offload")
+                deps.append(prev_act)
+            state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units, deps,
+                                            release, r.bwd_allreduces if u == 0 else 0)
+        syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last)
     if last:
         _optimizer(g, r, syncs, state["prev_c"])
     return g
@@ -194,20 +241,25 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
 def _grad_sync(g, r: RankModel, i, c, grad_bytes, last) -> list:
     out = []
     if r.stage >= 2:
-        rs = collective(g, r, f"L{i} reduce-scatter", ring("reduce_scatter", grad_bytes, r.shard),
-                        r.shard_link, [c], "reduce_scatter")
-        out.append(rs)
+        n_rs = r.rs_per_layer if r.stage >= 3 else 1
+        for q in range(n_rs):
+            rs = collective(g, r, f"L{i} reduce-scatter" + (f" {q + 1}/{n_rs}" if n_rs > 1 else ""),
+                            ring("reduce_scatter", grad_bytes / n_rs, r.shard), r.shard_link, [c],
+                            "reduce_scatter", per_node=r.shard_per_node, latency_s=r.reduce_latency_s)
+            out.append(rs)
         if last and r.replicas > 1:
-            out.append(g.transfer(f"L{i} all-reduce across replicas",
-                                  ring("allreduce", grad_bytes / r.shard, r.replicas), ["nic"],
-                                  deps=[rs], label="allreduce"))
+            out.append(collective(g, r, f"L{i} all-reduce across replicas",
+                                  ring("allreduce", grad_bytes / r.shard, r.replicas), "nic", [rs],
+                                  "allreduce", per_node=1, latency_s=r.replica_latency_s))
         if last and r.offload_optimizer != "none":
             tier = "cxl" if r.offload_optimizer == "cxl" else "cpu"
             out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                                   _tier_path(tier, "out"), deps=[out[-1]], label="offload"))
     elif last and r.dp > 1:
-        out.append(collective(g, r, f"L{i} gradient all-reduce", ring("allreduce", grad_bytes, r.dp),
-                              r.dp_link, [c], "allreduce"))
+        volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
+                  else ring("allreduce", grad_bytes, r.dp))
+        out.append(collective(g, r, f"L{i} gradient all-reduce", volume, r.dp_link, [c], "allreduce",
+                              per_node=r.dp_per_node, latency_s=r.dp_allreduce_latency_s))
     elif last and r.offload_optimizer != "none":
         out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                               _tier_path("cpu", "out"), deps=[c], label="offload"))
@@ -257,7 +309,7 @@ def _optimizer(g, r: RankModel, syncs, last_c):
     if r.stage in (1, 2) and r.dp > 1:
         collective(g, r, "updated parameters all-gather",
                    ring("allgather", r.params_per_rank * r.param_bytes, r.dp), r.dp_link,
-                   [done], "allgather")
+                   [done], "allgather", per_node=r.dp_per_node, latency_s=r.dp_gather_latency_s)
 
 
 def c_module():
@@ -290,10 +342,13 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
     ints = (r.layers, r.shard, r.replicas, r.dp, r.gpus_per_node, r.stage, r.tp,
             r.bwd_allreduces, r.prefetch_depth, TIERS.index(r.offload_params),
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
-            int(r.shard_link == "nic"), int(r.dp_link == "nic"))
+            int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
+            r.units_per_layer, r.rs_per_layer)
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
-              r.hbm_bytes_per_s)
+              r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
+              r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
+              r.bwd_fetch_factor)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)

@@ -19,8 +19,10 @@ import copy
 import itertools
 from typing import Callable
 
+from .cost import validate
 from .errors import ScenarioError
-from .evaluate import evaluate_dict
+from .evaluate import evaluate
+from .scenario import Scenario
 
 MAX_POINTS = 400
 
@@ -79,10 +81,13 @@ def _scale_global_batch(base: dict, point: dict, nodes) -> None:
 
 
 def summarize(point: dict, **lookups) -> dict:
-    """Evaluate one grid point and keep its headline numbers."""
+    """Evaluate one grid point and keep its headline numbers. A point over the engine's caps
+    on work (:func:`simulation.cost.validate`) is invalid, with the reason, not evaluated."""
     out = {"index": point["index"], "values": point["values"]}
     try:
-        r = evaluate_dict(point["scenario"], detail=False, **lookups)
+        sc = Scenario.from_dict(point["scenario"], **lookups)
+        validate(sc)
+        r = evaluate(sc, detail=False).to_dict()
     except ScenarioError as e:
         return dict(out, valid=False, fits=False, error=str(e))
     step = r.get("step", {})

@@ -149,11 +149,12 @@ def start_gunicorn(tmp: Path, env: dict, workers: int = 1, extra: list[str] = ()
 REDIS_SERVER = shutil.which("redis-server")
 
 
-def start_redis(data_dir: Path, port: int) -> Proc:
-    """A private redis-server whose append-only file (fsync always) survives a SIGKILL."""
+def start_redis(data_dir: Path, port: int, persist: bool = True) -> Proc:
+    """A private redis-server whose append-only file (fsync always) survives a SIGKILL;
+    ``persist=False``: no file at all, so a restart loses every queued message."""
     data_dir.mkdir(parents=True, exist_ok=True)
     cmd = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "yes", "--appendfsync", "always", "--dir", str(data_dir)]
+           "--appendonly", "yes" if persist else "no", "--appendfsync", "always", "--dir", str(data_dir)]
     proc = Proc(f"redis:{port}", cmd, dict(os.environ), data_dir / "redis.log")
     deadline = time.monotonic() + 30
     while True:

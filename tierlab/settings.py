@@ -294,6 +294,10 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A pool process is replaced after this many tasks, or after a task that left its resident
+# memory above this many KiB (Celery's unit), so memory one large job took is given back.
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("WORKER_MAX_TASKS_PER_CHILD", 100, 1)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("WORKER_MAX_MEMORY_PER_CHILD_KIB", 1_048_576, 1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
@@ -302,6 +306,11 @@ TIERLAB_RUN_QUEUE = env_str("TIERLAB_RUN_QUEUE", "tierlab")
 CELERY_TASK_DEFAULT_QUEUE = TIERLAB_RUN_QUEUE
 # A run still "running" this long after it started lost its worker and is marked failed.
 TIERLAB_RUN_STALE_AFTER_S = CELERY_TASK_TIME_LIMIT + env_int("RUN_STALE_MARGIN_S", 60, 0)
+# A run (or sweep chunk) still "queued" this long after it was sent lost its message (a broker
+# restarted without persistence, flushed, failed over): it is sent again, at most
+# RUN_MAX_REQUEUES times, then marked failed.
+TIERLAB_RUN_QUEUED_TIMEOUT_S = env_int("RUN_QUEUED_TIMEOUT_S", 1800, 1)
+TIERLAB_RUN_MAX_REQUEUES = env_int("RUN_MAX_REQUEUES", 2, 0)
 # A run whose worker died this many times (killed mid-run, redelivered) is marked failed.
 TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
@@ -311,6 +320,10 @@ TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ign
 TOKEN_CACHE_S = env_float("TOKEN_CACHE_S", 10.0, 0.0)
 # Each web process checks the preset tables for admin edits at most this often.
 CATALOG_CHECK_S = env_float("CATALOG_CHECK_S", 2.0, 0.0)
+# A request evaluates a scenario itself (POST /api/v1/estimate/) only when the engine's cost
+# bound is at most this many work units (~1 us of engine time each; simulation.cost);
+# more is a 413: save it and start a run, which the worker does within its time limits.
+ESTIMATE_MAX_WORK_UNITS = env_int("ESTIMATE_MAX_WORK_UNITS", 500_000, 0)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

@@ -35,6 +35,7 @@ urlpatterns = [
     path("scenarios/<int:pk>/", scenario_views.scenario_detail, name="scenario-detail"),
     path("scenarios/<int:pk>/run/", scenario_views.scenario_run, name="scenario-run"),
     path("runs/<int:pk>/", scenario_views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cancel/", scenario_views.run_cancel, name="run-cancel"),
     path("catalog/", catalog_views.catalog, name="catalog"),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"debug_hint": _login_hint}),
          name="login"),

@@ -41,6 +41,10 @@ NVME_IOPS_PER_DRIVE = 1.4e6            # Kioxia CM6 4K random read (catalog: hei
 NVME_QUEUE_DEPTH_PER_DRIVE = 128       # assumption
 DEFAULT_ZIPF_ALPHA = 1.0      # an assumption, flagged in the report's notes when used
 GB, GIB, TB = 1e9, 2**30, 1e12
+# Work caps (see simulation.cost): draws of the sample check per table, 10x the default;
+# tables, each with closed forms summed over up to 2^20 rows.
+MAX_SAMPLE_LOOKUPS = 1_000_000
+MAX_TABLES = 1_000
 
 
 # ------------------------------------------------------------------ field checks
@@ -360,6 +364,8 @@ class RecModelSpec:
         raw = d.get("tables")
         if not isinstance(raw, (list, tuple)) or not raw:
             raise ScenarioError(f"{path}.tables", "is required: a non-empty list of tables (or a preset)")
+        if len(raw) > MAX_TABLES:
+            raise ScenarioError(f"{path}.tables", f"at most {MAX_TABLES:,} tables, got {len(raw):,}")
         tables = tuple(TableSpec.from_dict(t, f"{path}.tables.{i}") for i, t in enumerate(raw))
         seen = set()
         for i, t in enumerate(tables):
@@ -379,7 +385,8 @@ class RecModelSpec:
                 embedding_optimizer=_choice(d, "embedding_optimizer", path, tuple(ROW_STATE_BYTES), "sgd"),
                 comm_dtype=_choice(d, "comm_dtype", path, ("fp32", "fp16", "bf16"), "fp32"),
                 dense_step_s=_num(d, "dense_step_s", path),
-                sample_lookups=_int(d, "sample_lookups", path, 100_000, minimum=0),
+                sample_lookups=_int(d, "sample_lookups", path, 100_000, minimum=0,
+                                    maximum=MAX_SAMPLE_LOOKUPS),
                 seed=_int(d, "seed", path, 0, minimum=0),
                 name=d.get("name") or "custom", preset=name, source=d.get("source"))
         if not s.bottom_mlp:

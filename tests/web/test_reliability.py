@@ -80,7 +80,7 @@ def test_a_run_whose_workers_keep_dying_is_failed_not_retried_forever(owner, exa
     settings.TIERLAB_RUN_MAX_ATTEMPTS = 3
     run = new_run(owner, example_spec)
     Run.objects.filter(pk=run.pk).update(status="running", attempts=3)
-    services.execute_run(run.pk, task_id="redelivered")
+    services.execute_run(run.pk, task_id=run.celery_task_id)    # its message, redelivered
     run.refresh_from_db()
     assert run.status == "failed" and "started 3 times" in run.error
 

@@ -237,3 +237,32 @@ def test_axes_carry_the_display_names_of_their_values(owner_api, base):
         body = create(owner_api, base, axes).json()
     assert body["axes"][0]["value_labels"] == ["none (GPU HBM)", "CPU DDR", "NVMe"]
     assert body["axes"][1]["value_labels"] == [None, None]
+
+
+def test_a_chunk_left_running_by_an_earlier_worker_of_the_same_name_is_queued_again(base, owner):
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "cluster.num_nodes", "values": [1, 2]}])
+    chunk = sweep.chunks.get()
+    old_task = chunk.celery_task_id
+    SweepChunk.objects.filter(pk=chunk.pk).update(status="running", attempts=1, worker="celery@host",
+                                                  started_at=timezone.now() - timedelta(seconds=5))
+    assert sweeps.recover_chunks_of("celery@host", started_before=timezone.now()) == 1
+    chunk.refresh_from_db()
+    assert chunk.status == "queued" and chunk.celery_task_id != old_task
+    sweeps.execute_chunk(chunk.pk, task_id=old_task)          # the old message does nothing
+    assert sweep.chunks.get().status == "queued"
+    sweeps.execute_chunk(chunk.pk, task_id=chunk.celery_task_id, worker="celery@host")
+    sweep.refresh_from_db()
+    assert sweep.status == "succeeded" and sweep.chunks.get().attempts == 2
+
+
+def test_a_chunk_no_worker_takes_is_sent_again_then_its_points_fail(owner_api, base, owner, settings):
+    settings.TIERLAB_RUN_QUEUED_TIMEOUT_S, settings.TIERLAB_RUN_MAX_REQUEUES = 60, 1
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "cluster.num_nodes", "values": [1, 2]}])
+    long_ago = timezone.now() - timedelta(seconds=61)
+    SweepChunk.objects.update(enqueued_at=long_ago)
+    assert owner_api.get(f"{URL}{sweep.pk}/").json()["status"] == "queued"
+    assert sweep.chunks.get().requeues == 1
+    SweepChunk.objects.update(enqueued_at=long_ago)
+    body = owner_api.get(f"{URL}{sweep.pk}/").json()
+    assert body["status"] == "failed" and "not started: no worker took the chunk within 60 s, 2 times" in body["error"]
+    assert [p["status"] for p in body["points"]] == ["failed", "failed"]

@@ -16,7 +16,7 @@ def run(owner, example_spec):
 
 
 def test_it_evaluates_the_stored_input(run):
-    tasks.run_scenario.apply(args=[run.pk])   # the task itself, run in this process
+    tasks.run_scenario.apply(args=[run.pk], task_id=run.celery_task_id)   # the task, in this process
     run.refresh_from_db()
     assert run.status == "succeeded" and run.progress == 1.0
     assert run.started_at and run.finished_at and run.started_at <= run.finished_at
@@ -56,10 +56,18 @@ def test_it_ignores_a_redelivered_finished_run(run):
 
 
 def test_it_reruns_a_redelivered_running_run(run):
-    run.mark_running("old-task")
-    services.execute_run(run.pk, task_id="new-task")
+    run.mark_running(run.celery_task_id)
+    services.execute_run(run.pk, task_id=run.celery_task_id, worker="w2@host")
     run.refresh_from_db()
-    assert run.status == "succeeded" and run.celery_task_id == "new-task"
+    assert run.status == "succeeded" and run.attempts == 2 and run.worker == "w2@host"
+
+
+def test_a_message_superseded_by_a_later_send_does_nothing(run):
+    """A run sent again (its message was thought lost) has a new task id: the old message,
+    if it turns up after all, must not compute the run a second time."""
+    services.execute_run(run.pk, task_id="an-older-message")
+    run.refresh_from_db()
+    assert run.status == "queued" and run.attempts == 0
 
 
 def test_it_ignores_a_missing_run():

@@ -136,6 +136,13 @@ class SweepChunk(models.Model):
     results = models.JSONField(default=list, blank=True, help_text="One summary per point, in order.")
     error = models.TextField(blank=True)
     celery_task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=255, blank=True,
+                              help_text="Hostname of the Celery worker that ran it last (name@host).")
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its message was last sent to the worker queue.")
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times it was sent again after its message was lost.")
+    created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -155,6 +162,14 @@ class SweepChunk(models.Model):
         now = now or timezone.now()
         cutoff = now - timedelta(seconds=settings.TIERLAB_RUN_STALE_AFTER_S)
         return cls.objects.filter(status=cls.Status.RUNNING, started_at__lt=cutoff)
+
+    @classmethod
+    def lost(cls, now=None):
+        """Chunks still `queued` ``RUN_QUEUED_TIMEOUT_S`` after they were sent: their message was lost."""
+        now = now or timezone.now()
+        cutoff = now - timedelta(seconds=settings.TIERLAB_RUN_QUEUED_TIMEOUT_S)
+        return cls.objects.filter(status=cls.Status.QUEUED).filter(
+            Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff))
 
 
 def new_token() -> str:

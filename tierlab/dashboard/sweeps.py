@@ -288,8 +288,9 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
                                  base_spec=base.spec, axes=axes, total_points=total,
                                  engine_version=simulation.ENGINE_VERSION)
     size = chunk_points()
+    now = timezone.now()
     chunks = [SweepChunk.objects.create(sweep=sweep, start=start, stop=min(total, start + size),
-                                        celery_task_id=str(uuid.uuid4()))
+                                        celery_task_id=str(uuid.uuid4()), enqueued_at=now)
               for start in range(0, total, size)]
     transaction.on_commit(lambda: [enqueue(c) for c in chunks])
     return sweep
@@ -300,12 +301,46 @@ def enqueue(chunk: SweepChunk) -> None:
     from tierlab.dashboard.tasks import run_sweep_chunk
 
     try:
+        # No time limits in the message (the sender's would be): the worker's own apply.
         run_sweep_chunk.apply_async(args=[chunk.pk], task_id=chunk.celery_task_id,
-                                    queue=settings.TIERLAB_RUN_QUEUE)
+                                    queue=settings.TIERLAB_RUN_QUEUE,
+                                    time_limit=None, soft_time_limit=None)
     except Exception as exc:  # broker down or misconfigured
         log.exception("could not queue sweep chunk %s", chunk.pk)
         finish_chunk(chunk, [], SweepChunk.Status.FAILED,
                      f"could not queue the chunk: the task broker is unavailable ({exc})")
+
+
+def send_again(chunk: SweepChunk, *, count_requeue: bool, expect_status: str) -> bool:
+    """Queue ``chunk`` again under a new task id (a late copy of its old message then does
+    nothing); False when the chunk changed meanwhile."""
+    fields = dict(status=SweepChunk.Status.QUEUED, celery_task_id=str(uuid.uuid4()),
+                  enqueued_at=timezone.now(), started_at=None, done=0)
+    if count_requeue:
+        fields["requeues"] = chunk.requeues + 1
+    if not SweepChunk.objects.filter(pk=chunk.pk, status=expect_status,
+                                     celery_task_id=chunk.celery_task_id).update(**fields):
+        return False
+    chunk.refresh_from_db()
+    transaction.on_commit(lambda: enqueue(chunk))
+    return True
+
+
+def recover_chunks_of(worker: str, started_before=None) -> int:
+    """At a worker's start: chunks left ``running`` by an earlier process of the same name
+    (started before ``started_before``) are queued again (see ``tierlab.celery``); the
+    start that died counts as an attempt."""
+    n = 0
+    left = SweepChunk.objects.filter(status=SweepChunk.Status.RUNNING, worker=worker)
+    if started_before is not None:
+        left = left.filter(started_at__lt=started_before)
+    for chunk in left:
+        with transaction.atomic():
+            if send_again(chunk, count_requeue=False, expect_status=SweepChunk.Status.RUNNING):
+                log.warning("sweep chunk %s was left running by %s when it stopped: queued again",
+                            chunk.pk, worker)
+                n += 1
+    return n
 
 
 def cancel_sweep(sweep: Sweep) -> Sweep:
@@ -378,16 +413,20 @@ def _cancel_requested(sweep_id: int) -> bool:
     return Sweep.objects.filter(pk=sweep_id, cancelled=True).exists()
 
 
-def execute_chunk(chunk_id: int, task_id: str = "") -> None:
+def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     """Body of the Celery task: evaluate the chunk's points and record them.
 
-    A redelivered chunk that already finished does nothing; one left running by a dead
+    A redelivered chunk that already finished does nothing, nor does a message superseded
+    by a later send of the chunk (another task id); one left running by a dead
     worker starts over (its count is reset, so progress is not counted twice), unless its
     workers died ``TIERLAB_RUN_MAX_ATTEMPTS`` times: then its points fail.
     """
     chunk = SweepChunk.objects.select_related("sweep").filter(pk=chunk_id).first()
     if chunk is None or chunk.status in SweepChunk.FINISHED:
         log.info("sweep chunk %s: nothing to do (%s)", chunk_id, chunk.status if chunk else "gone")
+        return
+    if task_id and chunk.celery_task_id and task_id != chunk.celery_task_id:
+        log.info("sweep chunk %s: task %s was superseded by %s", chunk_id, task_id, chunk.celery_task_id)
         return
     sweep = chunk.sweep
     if sweep.cancelled:
@@ -403,13 +442,15 @@ def execute_chunk(chunk_id: int, task_id: str = "") -> None:
     claimed = SweepChunk.objects.filter(
         pk=chunk.pk, status__in=[SweepChunk.Status.QUEUED, SweepChunk.Status.RUNNING]).update(
         status=SweepChunk.Status.RUNNING, started_at=now, done=0, attempts=F("attempts") + 1,
-        celery_task_id=task_id or chunk.celery_task_id)
+        celery_task_id=task_id or chunk.celery_task_id, worker=worker or chunk.worker)
     if not claimed:
         return
     Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.QUEUED).update(status=Sweep.Status.RUNNING,
                                                                          started_at=now)
     results, status, reason = [], SweepChunk.Status.DONE, ""
     try:
+        if settings.TIERLAB_TEST_TASK_SLEEP_S:
+            services._test_sleep()
         points = engine_sweep.expand(sweep.base_spec, sweep.axes)[chunk.start:chunk.stop]
         lookups = services.catalog_lookups()
         for point in points:
@@ -429,9 +470,40 @@ def execute_chunk(chunk_id: int, task_id: str = "") -> None:
     finish_chunk(chunk, results, status, reason)
 
 
+def fail_chunk_after_hard_limit(chunk_id: int, limit_s: float) -> None:
+    """The worker killed the chunk's process at the hard time limit: record why."""
+    chunk = SweepChunk.objects.filter(pk=chunk_id).first()
+    if chunk is not None and chunk.status not in SweepChunk.FINISHED:
+        finish_chunk(chunk, [], SweepChunk.Status.FAILED,
+                     f"time limit exceeded: the chunk ran longer than {limit_s:g} s (hard limit; "
+                     "its process was killed)")
+
+
+def requeue_lost_chunks() -> int:
+    """Chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message:
+    sent again, at most ``RUN_MAX_REQUEUES`` times, then their points fail with the reason."""
+    n, timeout_s = 0, settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
+    for chunk in SweepChunk.lost():
+        if chunk.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
+            with transaction.atomic():
+                if send_again(chunk, count_requeue=True, expect_status=SweepChunk.Status.QUEUED):
+                    log.warning("sweep chunk %s was still queued %s s after it was sent: sent again",
+                                chunk.pk, timeout_s)
+                    n += 1
+            continue
+        sent = 1 + chunk.requeues
+        finish_chunk(chunk, [], SweepChunk.Status.FAILED,
+                     f"not started: no worker took the chunk within {timeout_s} s, {sent} "
+                     f"time{'s' if sent > 1 else ''} it was sent (its queue message was lost, or no "
+                     "worker reads the queue)")
+        n += 1
+    return n
+
+
 def fail_stale_chunks() -> int:
-    """The read-time check: chunks whose worker died fail ("worker lost"), settling their sweep."""
-    n = 0
+    """The read-time check: chunks whose message was lost are sent again or failed, chunks
+    whose worker died fail ("worker lost"), settling their sweep."""
+    n = requeue_lost_chunks()
     for chunk in SweepChunk.stale():
         finish_chunk(chunk, [], SweepChunk.Status.FAILED,
                      "worker lost: the chunk was still running "

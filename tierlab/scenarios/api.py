@@ -6,7 +6,7 @@ and its runs (others get 404); only the owner starts runs (a team member gets 40
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -79,9 +79,9 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    """Runs of your scenarios and your team's. A run whose worker died reads back as failed.
-    The list carries a `summary` of each report; a run's own URL has the report (`result`).
-    Filter with `?status=` and `?scenario=`."""
+    """Runs of your scenarios and your team's. A run whose worker died reads back as failed;
+    POST cancel/ (its owner) stops one. The list carries a `summary` of each report; a run's
+    own URL has the report (`result`). Filter with `?status=` and `?scenario=`."""
 
     pagination_class = Pages
     permission_classes = API_PERMISSIONS
@@ -100,6 +100,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self):
         return RunListSerializer if self.action == "list" else RunSerializer
 
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Stop a queued or running run (its owner): it reads back `failed` with the error
+        "cancelled by <user>"; a running one stops at its next progress step."""
+        try:
+            run = services.cancel_run(self.get_object(), request.user)
+        except services.RunStateError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
+        return Response(RunSerializer(run).data)
+
 
 class EstimateView(APIView):
     """Evaluate `{"scenario": {...}}` now and return the engine's report (`fits`, memory per tier).
@@ -107,9 +118,18 @@ class EstimateView(APIView):
     Memory only unless `"include_step": true` (then also step time, breakdown, links, verdict
     and checkpoint goodput); `"detail": true` adds the step timeline and the checkpoint
     Monte-Carlo, as a run's report has them.
+
+    Only what the engine's cost bound puts under `ESTIMATE_MAX_WORK_UNITS` is evaluated in
+    the request; more is a 413 naming the field that drives the work (`{"scenario.<field>":
+    [...]}`): save the scenario and start a run, which a worker evaluates.
     """
 
-    @extend_schema(request=EstimateRequestSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=EstimateRequestSerializer, responses={
+        200: OpenApiTypes.OBJECT,
+        413: OpenApiResponse(OpenApiTypes.OBJECT, description=(
+            "Request body over DATA_UPLOAD_MAX_MEMORY_SIZE (`{\"body\": [...]}`), or a valid "
+            "scenario whose evaluation is over ESTIMATE_MAX_WORK_UNITS (`{\"scenario.<field>\": "
+            "[...]}`, the field that drives the work): save it and start a run."))})
     def post(self, request):
         serializer = EstimateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -119,4 +139,6 @@ class EstimateView(APIView):
                                        detail=data["detail"])
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
+        except services.TooMuchWork as exc:
+            return Response(scenario_error_detail(exc), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         return Response(report)

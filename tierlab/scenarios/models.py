@@ -10,6 +10,10 @@ from tierlab.access import OwnedQuerySet, RunQuerySet
 from tierlab.catalog import labels
 
 
+class RunStopped(Exception):
+    """The run stopped being ``running`` under its worker (cancelled, or marked failed)."""
+
+
 class Scenario(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.CASCADE, related_name="scenarios")
@@ -73,6 +77,10 @@ class Run(models.Model):
                               help_text="Hostname of the Celery worker that ran it last (name@host).")
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="How many times a worker started it (more than 1: redelivered).")
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its message was last sent to the worker queue.")
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times it was sent again after its message was lost.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -92,26 +100,37 @@ class Run(models.Model):
     def is_finished(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
 
-    def mark_running(self, task_id: str = "", worker: str = ""):
-        self.status, self.started_at, self.progress = self.Status.RUNNING, timezone.now(), 0.0
-        self.error, self.finished_at = "", None
-        self.celery_task_id = task_id or self.celery_task_id
-        self.worker, self.attempts = worker or self.worker, self.attempts + 1
-        self.save(update_fields=["status", "started_at", "progress", "error", "finished_at",
-                                 "celery_task_id", "worker", "attempts"])
+    def mark_running(self, task_id: str = "", worker: str = "") -> bool:
+        """Claim the run for a worker; False when it finished meanwhile (cancelled)."""
+        return self._finish([self.Status.QUEUED, self.Status.RUNNING], status=self.Status.RUNNING,
+                            started_at=timezone.now(), progress=0.0, error="", finished_at=None,
+                            celery_task_id=task_id or self.celery_task_id,
+                            worker=worker or self.worker, attempts=self.attempts + 1)
 
     def set_progress(self, fraction: float):
+        """Record progress; raises RunStopped when the run is no longer running (cancelled,
+        or failed by the read-time check), so a worker stops at its next progress callback."""
         self.progress = min(1.0, max(0.0, float(fraction)))
-        Run.objects.filter(pk=self.pk).update(progress=self.progress)
+        if not Run.objects.filter(pk=self.pk, status=self.Status.RUNNING).update(progress=self.progress):
+            raise RunStopped(self.pk)
 
-    def mark_succeeded(self, result: dict):
-        self.status, self.result, self.progress = self.Status.SUCCEEDED, result, 1.0
-        self.error, self.finished_at = "", timezone.now()
-        self.save(update_fields=["status", "result", "progress", "error", "finished_at"])
+    def _finish(self, allowed, **fields) -> bool:
+        """Write these fields unless the run already has an outcome (a cancel, the stale check)."""
+        updated = Run.objects.filter(pk=self.pk, status__in=allowed).update(**fields)
+        if updated:
+            for name, value in fields.items():
+                setattr(self, name, value)
+        else:
+            self.refresh_from_db()
+        return bool(updated)
 
-    def mark_failed(self, reason: str):
-        self.status, self.error, self.finished_at = self.Status.FAILED, reason, timezone.now()
-        self.save(update_fields=["status", "error", "finished_at"])
+    def mark_succeeded(self, result: dict) -> bool:
+        return self._finish([self.Status.RUNNING], status=self.Status.SUCCEEDED, result=result,
+                            progress=1.0, error="", finished_at=timezone.now())
+
+    def mark_failed(self, reason: str) -> bool:
+        return self._finish([self.Status.QUEUED, self.Status.RUNNING], status=self.Status.FAILED,
+                            error=reason, finished_at=timezone.now())
 
     @classmethod
     def fail_stale(cls, now=None) -> int:

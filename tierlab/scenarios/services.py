@@ -9,16 +9,18 @@ import json
 import logging
 import time
 import uuid
+from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 import simulation
 from simulation import ScenarioError
 from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
-from tierlab.scenarios.models import Run, Scenario
+from tierlab.scenarios.models import Run, RunStopped, Scenario
 
 log = logging.getLogger(__name__)
 
@@ -69,26 +71,61 @@ def catalog_lookups() -> dict:
     return dict(tables)
 
 
+class TooMuchWork(Exception):
+    """A valid scenario whose evaluation is more work than a request may do.
+
+    ``field`` is the scenario field that drives most of it (``checkpoint.monte_carlo_runs``),
+    ``message`` says how much and what to do instead; ``bound`` is the engine's
+    :class:`simulation.CostBound`. The API answers 413.
+    """
+
+    def __init__(self, field: str, message: str, bound):
+        self.field, self.message, self.bound = field, message, bound
+        super().__init__(f"{field}: {message}")
+
+
 def resolve(spec: dict) -> dict:
     """Validate ``spec`` completely and return the resolved scenario JSON.
 
-    Raises ScenarioError. Some checks (batch divisibility, parallel degrees) happen only
-    when the engine lays the scenario out, so this evaluates it too (well under 1 ms).
+    Raises ScenarioError. The engine's ``validate`` makes every check an evaluation would
+    (batch divisibility, parallel degrees, the caps on work) without simulating, so saving
+    a scenario or starting a run costs well under a millisecond whatever it describes.
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.evaluate(scenario, detail=False)
+    simulation.validate(scenario)
     return scenario.to_dict()
 
 
 def estimate(spec: dict, include_step: bool = False, detail: bool = False) -> dict:
-    """The engine's report for ``spec``, computed now. Raises ScenarioError.
+    """The engine's report for ``spec``, computed now. Raises ScenarioError, or TooMuchWork
+    when the engine's cost bound for it is over ``ESTIMATE_MAX_WORK_UNITS``.
 
     By default memory only (the fast live estimate); ``include_step`` adds the simulated
     step (time, breakdown, links, verdict) and checkpoint goodput; ``detail`` with it adds
     the step's timeline and the checkpoint Monte-Carlo, as a run's report has them.
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
+    simulation.validate(scenario)
+    check_request_work(scenario, include_step, detail)
     return simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict()
+
+
+def check_request_work(scenario, include_step: bool, detail: bool) -> None:
+    """Raise TooMuchWork when evaluating ``scenario`` so is over the request limit."""
+    limit = settings.ESTIMATE_MAX_WORK_UNITS
+    bound = simulation.cost_bound(scenario, include_step=include_step, detail=detail)
+    if bound.work_units <= limit:
+        return
+    cheaper = ""
+    if detail and simulation.cost_bound(scenario, include_step=True, detail=False).work_units <= limit:
+        cheaper = ' Without "detail" it is under the limit.'
+    elif include_step and simulation.cost_bound(scenario, include_step=False, detail=False).work_units <= limit:
+        cheaper = ' The memory-only estimate (without "include_step" and "detail") is under the limit.'
+    raise TooMuchWork(bound.driver, (
+        f"evaluating this in a request would take about {bound.work_units:,.0f} work units "
+        f"(~{bound.work_units / 1e6:.2g} s of engine time), most of it from this field; a request "
+        f"may take at most {limit:,} (ESTIMATE_MAX_WORK_UNITS). Save the scenario and start a run: "
+        f"the worker evaluates it.{cheaper}"), bound)
 
 
 def _pinned_lookups(resolved: dict) -> dict:
@@ -131,8 +168,11 @@ def start_run(scenario: Scenario) -> Run:
     """Create a run of the scenario as it is now.
 
     An identical input (same hash) that already succeeded is reused: the new run is
-    created succeeded with a copy of that result. Otherwise the run is queued and
-    sent to a Celery worker once this transaction commits. Raises ScenarioError.
+    created succeeded with a copy of that result. One that is queued or running now is
+    waited for: the new run is created queued, pointing at it (``reused_from``), and gets
+    its result when it finishes (``settle_followers``); nothing is computed twice.
+    Otherwise the run is queued and sent to a Celery worker once this transaction
+    commits. Raises ScenarioError.
     """
     resolved = resolve(scenario.spec)
     version = simulation.ENGINE_VERSION
@@ -147,8 +187,15 @@ def start_run(scenario: Scenario) -> Run:
             scenario=scenario, status=Run.Status.SUCCEEDED, progress=1.0, input=resolved,
             input_hash=digest, result=done.result, engine_version=version, reused_from=done,
             started_at=now, finished_at=now)
+    pending = (Run.objects.filter(input_hash=digest, reused_from=None,
+                                  status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+               .order_by("created_at", "id").first())
+    if pending is not None:
+        return Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
+                                  engine_version=version, reused_from=pending)
     run = Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
-                             engine_version=version, celery_task_id=str(uuid.uuid4()))
+                             engine_version=version, celery_task_id=str(uuid.uuid4()),
+                             enqueued_at=timezone.now())
     transaction.on_commit(lambda: enqueue(run))
     return run
 
@@ -165,15 +212,142 @@ def enqueue(run: Run) -> None:
     except Exception as exc:  # broker down or misconfigured
         log.exception("could not queue run %s", run.pk)
         run.mark_failed(f"could not queue the run: the task broker is unavailable ({exc})")
+        settle_followers(run)
 
 
-def _test_sleep() -> None:
+def send_again(run: Run, *, count_requeue: bool, expect_status: str) -> bool:
+    """Queue ``run`` again under a new task id, so that a late copy of its old message (if it
+    was not lost after all) is recognised as superseded and does nothing. False when the run
+    changed meanwhile (another process got there first)."""
+    new_id = str(uuid.uuid4())
+    fields = dict(status=Run.Status.QUEUED, celery_task_id=new_id, enqueued_at=timezone.now(),
+                  started_at=None, progress=0.0)
+    if count_requeue:
+        fields["requeues"] = run.requeues + 1
+    if not Run.objects.filter(pk=run.pk, status=expect_status,
+                              celery_task_id=run.celery_task_id).update(**fields):
+        return False
+    run.refresh_from_db()
+    transaction.on_commit(lambda: enqueue(run))
+    return True
+
+
+def cancel_run(run: Run, user) -> Run:
+    """Stop a queued or running run: it reads back failed, "cancelled by <user>". A worker
+    that picks it up does nothing; one running it stops at its next progress callback and
+    stores nothing. Runs waiting for it (identical input) get one of them computed instead.
+
+    Raises RunStateError (``status``) when the run has already finished.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.is_finished:
+            raise RunStateError("status", f"the run has already {run.status}; only a queued or "
+                                          "running run can be cancelled")
+        run.mark_failed(f"cancelled by {user.get_username()}")
+        settle_followers(run)
+    return run
+
+
+class RunStateError(Exception):
+    """A request that the run's state does not allow; ``field`` and ``message`` for a 400."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+def settle_followers(leader: Run | None = None) -> int:
+    """Finish the queued runs that wait for an identical run (``reused_from``) that has
+    finished: a copy of its result when it succeeded; when it failed (cancelled, worker
+    lost, ...) the oldest waiting run is sent to the worker itself and the others wait for
+    it. Only ``leader``'s followers, or (the read-time check) every such run."""
+    followers = Run.objects.filter(status=Run.Status.QUEUED, reused_from__isnull=False,
+                                   reused_from__status__in=[Run.Status.SUCCEEDED, Run.Status.FAILED])
+    if leader is not None:
+        followers = followers.filter(reused_from=leader)
+    n = 0
+    for leader_id in sorted(set(followers.values_list("reused_from", flat=True))):
+        with transaction.atomic():
+            lead = Run.objects.get(pk=leader_id)
+            waiting = list(Run.objects.select_for_update().filter(
+                reused_from=lead, status=Run.Status.QUEUED).order_by("created_at", "id"))
+            if not waiting:
+                continue
+            now = timezone.now()
+            if lead.status == Run.Status.SUCCEEDED:
+                Run.objects.filter(pk__in=[r.pk for r in waiting]).update(
+                    status=Run.Status.SUCCEEDED, result=lead.result, progress=1.0,
+                    started_at=now, finished_at=now)
+            else:
+                first, rest = waiting[0], waiting[1:]
+                Run.objects.filter(pk__in=[r.pk for r in rest]).update(reused_from=first)
+                first.reused_from, first.celery_task_id, first.enqueued_at = None, str(uuid.uuid4()), now
+                first.save(update_fields=["reused_from", "celery_task_id", "enqueued_at"])
+                log.info("run %s: the identical run %s it waited for failed; computing it itself",
+                         first.pk, lead.pk)
+                transaction.on_commit(lambda run=first: enqueue(run))
+            n += len(waiting)
+    return n
+
+
+def requeue_lost_runs(now=None) -> int:
+    """Runs still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message
+    (a broker restarted without persistence, flushed, failed over): each is sent again, at
+    most ``RUN_MAX_REQUEUES`` times, then marked failed with the reason."""
+    now = now or timezone.now()
+    timeout_s = settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
+    cutoff = now - timedelta(seconds=timeout_s)
+    lost = Run.objects.filter(status=Run.Status.QUEUED, reused_from=None).filter(
+        Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff)).only(
+        "pk", "status", "requeues", "celery_task_id")   # checked on every list: no reports
+    n = 0
+    for run in lost:
+        if run.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
+            with transaction.atomic():
+                if send_again(run, count_requeue=True, expect_status=Run.Status.QUEUED):
+                    log.warning("run %s was still queued %s s after it was sent: sent again (%s)",
+                                run.pk, timeout_s, run.requeues)
+                    n += 1
+        else:
+            sent = 1 + run.requeues
+            if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED,
+                                  celery_task_id=run.celery_task_id).update(
+                    status=Run.Status.FAILED, finished_at=now,
+                    error=(f"not started: no worker took the run within {timeout_s} s, "
+                           f"{sent} time{'s' if sent > 1 else ''} it was sent (its queue message "
+                           "was lost, or no worker reads the queue); start it again")):
+                n += 1
+    return n
+
+
+def recover_runs_of(worker: str, started_before=None) -> int:
+    """At a worker's start: runs left ``running`` by an earlier process of the same name
+    (stopped before it could hand its message back, e.g. Ctrl-C of ``scripts/start``) are
+    queued again; the start that died counts as an attempt. ``started_before``: when this
+    process started (a run it took itself since is left alone)."""
+    n = 0
+    left = Run.objects.filter(status=Run.Status.RUNNING, worker=worker)
+    if started_before is not None:
+        left = left.filter(started_at__lt=started_before)
+    for run in left:
+        with transaction.atomic():
+            if send_again(run, count_requeue=False, expect_status=Run.Status.RUNNING):
+                log.warning("run %s was left running by %s when it stopped: queued again", run.pk, worker)
+                n += 1
+    return n
+
+
+def _test_sleep(check=None) -> None:
     """Test-only: a slow run (TIERLAB_TEST_TASK_SLEEP_S). With TIERLAB_TEST_TASK_STUCK it
-    ignores the soft time limit, as native code that never returns to Python would."""
+    ignores the soft time limit, as native code that never returns to Python would.
+    ``check()`` is called every 0.2 s, as the engine's progress callback would be."""
     deadline = time.monotonic() + settings.TIERLAB_TEST_TASK_SLEEP_S
     while (left := deadline - time.monotonic()) > 0:
         try:
-            time.sleep(left)
+            time.sleep(min(left, 0.2))
+            if check is not None:
+                check()
         except SoftTimeLimitExceeded:
             if not settings.TIERLAB_TEST_TASK_STUCK:
                 raise
@@ -183,9 +357,11 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
     """Body of the Celery task: evaluate the run's stored input and record the outcome.
 
     Never leaves the run `running`: a ScenarioError, a time limit or any other error
-    becomes `failed` with a reason. A redelivered task for a finished run does nothing; one
+    becomes `failed` with a reason. A redelivered task for a finished run does nothing, and
+    so does a message superseded by a later send of the same run (another task id); one
     whose workers already died ``TIERLAB_RUN_MAX_ATTEMPTS`` times fails it instead of
-    killing another worker.
+    killing another worker. A run cancelled while it runs stops at its next progress
+    callback. An identical input that succeeded meanwhile is copied, not computed.
     """
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
@@ -194,15 +370,36 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
     if run.is_finished:
         log.info("run %s is already %s; nothing to do", run_id, run.status)
         return
+    if task_id and run.celery_task_id and task_id != run.celery_task_id:
+        log.info("run %s: task %s was superseded by %s; nothing to do", run_id, task_id, run.celery_task_id)
+        return
+    if run.reused_from_id is not None:
+        log.info("run %s waits for run %s (identical input); nothing to do", run_id, run.reused_from_id)
+        return
     if run.attempts >= settings.TIERLAB_RUN_MAX_ATTEMPTS:
         run.mark_failed(f"worker lost: the run was started {run.attempts} times and its worker "
                         "died each time (killed, out of memory?); not trying again")
+        settle_followers(run)
         return
-    run.mark_running(task_id, worker)
+    done = (Run.objects.filter(input_hash=run.input_hash, status=Run.Status.SUCCEEDED, reused_from=None)
+            .exclude(pk=run.pk).order_by("-finished_at").first())
+    now = timezone.now()
+    if done is not None and Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+            status=Run.Status.SUCCEEDED, result=done.result, reused_from=done, progress=1.0,
+            started_at=now, finished_at=now):     # two identical runs were queued at once
+        log.info("run %s: identical run %s succeeded meanwhile; its result copied", run_id, done.pk)
+        settle_followers(run)
+        return
+    if not run.mark_running(task_id, worker):
+        log.info("run %s is already %s; nothing to do", run_id, run.status)
+        return
     try:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
-            _test_sleep()
+            _test_sleep(check=lambda: run.set_progress(0.0))
         result = evaluate_resolved(run.input, progress=run.set_progress)
+    except RunStopped:
+        run.refresh_from_db()
+        log.info("run %s stopped: %s", run_id, run.error or run.status)
     except ScenarioError as exc:
         run.mark_failed(f"{exc.field}: {exc.message}")
     except SoftTimeLimitExceeded:
@@ -212,7 +409,9 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
         log.exception("run %s failed", run_id)
         run.mark_failed(f"engine error: {type(exc).__name__}: {exc}")
     else:
-        run.mark_succeeded(result)
+        if not run.mark_succeeded(result):
+            log.info("run %s finished but was already %s; result not stored", run_id, run.status)
+    settle_followers(run)
 
 
 def fail_after_hard_limit(run_id: int, limit_s: float) -> None:
@@ -221,8 +420,11 @@ def fail_after_hard_limit(run_id: int, limit_s: float) -> None:
         status=Run.Status.FAILED, finished_at=timezone.now(),
         error=f"time limit exceeded: the run took longer than {limit_s:g} s (hard limit; its "
               "process was killed)")
+    settle_followers(Run(pk=run_id))
 
 
 def fail_stale_runs() -> int:
-    """The read-time sweep: runs whose worker died are marked failed ("worker lost")."""
-    return Run.fail_stale()
+    """The read-time check, run by every read of runs (API, pages): runs whose message was
+    lost are sent again or failed, runs whose worker died are marked failed ("worker
+    lost"), and runs that waited for an identical one that finished are settled."""
+    return requeue_lost_runs() + Run.fail_stale() + settle_followers()

@@ -57,3 +57,15 @@ def run_detail(request, pk):
     run = get_visible_or_404(Run.objects.select_related("scenario"), request.user, pk=pk)
     return render(request, "scenarios/run.html", {"run": run, "scenario": run.scenario,
                                                   "can_change": can_change(request.user, run)})
+
+
+@login_required
+@require_POST
+def run_cancel(request, pk):
+    """The run page's Cancel button (its owner's)."""
+    run = get_changeable_or_404(Run.objects.select_related("scenario"), request.user, pk=pk)
+    try:
+        services.cancel_run(run, request.user)
+    except services.RunStateError as exc:
+        messages.error(request, f"Not cancelled: {exc.message}.")
+    return redirect(run)

@@ -377,6 +377,7 @@ function mount(root: HTMLElement): void {
   // The page's server-rendered status line (run.html), kept in step with the poll.
   const pageStatus = document.getElementById("run-status");
   const pageError = document.getElementById("run-error");
+  const cancelForm = document.getElementById("run-cancel-form");
 
   const started = performance.now();
   let attempt = 0;
@@ -393,6 +394,7 @@ function mount(root: HTMLElement): void {
     const fraction = progressFraction(run.progress);
     if (TERMINAL.has(run.status)) {
       progress.hidden = true;
+      if (cancelForm) cancelForm.hidden = true; // nothing left to cancel
       const took = run.started_at && run.finished_at
         ? (Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000 : 0;
       elapsed.textContent = took > 0 ? `(took ${formatSeconds(took)})` : "";

@@ -516,6 +516,16 @@ function mount(root: HTMLElement): void {
         estimate.hidden = true;
         return;
       }
+      if (err instanceof ApiError && err.status === 413 && Object.keys(err.fieldErrors).some((k) => k.startsWith("scenario"))) {
+        // valid, but more work than a request may do: nothing to correct, it runs on the worker
+        clearLiveFieldErrors();
+        estimate.dataset.fits = "too-much";
+        replaceChildren(estimate,
+          h("p", { id: "estimate-too-much" }, "Live estimate: too much to compute while you type. ",
+            "Save the scenario and run it: the worker evaluates it."),
+          h("p", null, h("small", null, Object.values(err.fieldErrors).flat()[0] ?? err.message)));
+        return;
+      }
       const errors = errorsOf(err);
       clearLiveFieldErrors();
       for (const [key, msgs] of Object.entries(errors)) {

@@ -1,0 +1,21 @@
+"""The live estimate of a scenario that is more work than a request may do (a 413): the
+form says to save and run it, and marks no input, since none is wrong."""
+
+import pytest
+
+from tests.browser.conftest import log_in
+from tests.browser.test_scenario_flow import fill_llama70b_on_two_dgx
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_too_much_work_for_a_live_estimate_says_to_save_and_run(page, live_url, user_admin, catalog, settings):
+    settings.ESTIMATE_MAX_WORK_UNITS = 1            # every estimate is over it
+    log_in(page, live_url, user_admin)
+    page.wait_for_selector("#scenario-form-root[data-ready='true']")
+    fill_llama70b_on_two_dgx(page, "32")
+    page.wait_for_selector("#live-estimate[data-fits='too-much']")
+    text = page.locator("#live-estimate").inner_text()
+    assert "Save the scenario and run it" in text and "ESTIMATE_MAX_WORK_UNITS" in text
+    assert page.locator("[aria-invalid='true']").count() == 0
+    assert page.js_errors == []
