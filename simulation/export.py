@@ -2,10 +2,14 @@
 
 ``deepspeed_config`` writes a DeepSpeed JSON config (keys as documented at
 deepspeed.ai/docs/config-json: ``train_batch_size``, ``zero_optimization.stage``,
-``offload_optimizer.device`` ...); ``fsdp_snippet`` writes the PyTorch FSDP call
-(``ShardingStrategy``, ``MixedPrecision``, ``CPUOffload``, ``BackwardPrefetch``, a 2-D
-device mesh for HYBRID_SHARD). Bucket sizes are the engine's accounting defaults, so the
-memory the plan shows is the memory the config asks for.
+``offload_optimizer.device`` ...); ``fsdp_snippet`` writes a Python module whose
+``wrap(model, block_cls)`` applies PyTorch FSDP (``FullyShardedDataParallel``) with the
+unit layout the memory model counts (one unit per block, ``ModuleWrapPolicy``),
+block-level activation checkpointing, ``MixedPrecision``, ``CPUOffload``, a 2-D device
+mesh for HYBRID_SHARD. Bucket sizes are the engine's accounting defaults, so the memory
+the plan shows is the memory the config asks for. What a framework cannot express is
+written into the export (``_tierlab_notes``; the snippet's docstring), not approximated
+silently.
 
 CXL memory appears to Linux as a CPU-less NUMA node; neither framework names it, so a CXL
 offload is exported as ``cpu`` with a note to bind host allocations to that node.
@@ -13,9 +17,13 @@ offload is exported as ``cpu`` with a note to bind host allocations to that node
 
 from __future__ import annotations
 
+import textwrap
+
 from .memory import (DS_BUCKET_ELEMENTS, DS_MAX_LIVE_PARAMETERS, DS_PARAM_SWAP_BUFFERS,
                      DS_PARAM_SWAP_ELEMENTS, DS_SUB_GROUP_ELEMENTS)
 from .parallel import layout
+from .params import count_params
+from .states import state_bytes
 from .errors import ScenarioError
 from .scenario import Scenario
 
@@ -37,10 +45,24 @@ def _device(target: str) -> str:
     return "cpu" if target == "cxl" else target
 
 
+NVME_PATH_PLACEHOLDER = "/local_nvme"     # DeepSpeed's documented example path
+LR_PLACEHOLDER = 3e-4
+
+
 def deepspeed_config(sc: Scenario) -> dict:
-    """DeepSpeed config JSON for the scenario (dict; ``json.dumps`` it)."""
+    """DeepSpeed config JSON for the scenario (dict; ``json.dumps`` it).
+
+    Values the plan does not decide are placeholders, listed under ``_tierlab_placeholders``
+    (the learning rate; ``nvme_path``, the mount of the local NVMe). Where DeepSpeed
+    cannot do what the plan counts, ``_tierlab_notes`` says what the config does instead
+    (DeepSpeed ignores top-level keys it does not know). Raises ScenarioError for a
+    scenario without a transformer model.
+    """
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
+    notes: list[str] = []
+    placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
+                                           "plans memory and time, not the learning rate"}
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
             "reduce_bucket_size": int(DS_BUCKET_ELEMENTS)}
     if st.zero_stage in (1, 2):
@@ -49,23 +71,42 @@ def deepspeed_config(sc: Scenario) -> dict:
         zero.update(stage3_max_live_parameters=int(DS_MAX_LIVE_PARAMETERS),
                     stage3_prefetch_bucket_size=int(5e7) if st.prefetch_depth else 0,
                     sub_group_size=int(DS_SUB_GROUP_ELEMENTS))
-    if st.offload_optimizer != "none":
-        zero["offload_optimizer"] = {"device": _device(st.offload_optimizer), "pin_memory": True}
-        if st.offload_optimizer == "nvme":
-            zero["offload_optimizer"].update(nvme_path="/local_nvme", buffer_count=4)
-    if st.offload_params != "none":
-        zero["offload_param"] = {"device": _device(st.offload_params), "pin_memory": True}
-        if st.offload_params == "nvme":
-            zero["offload_param"].update(nvme_path="/local_nvme",
-                                         buffer_count=DS_PARAM_SWAP_BUFFERS,
-                                         buffer_size=int(DS_PARAM_SWAP_ELEMENTS))
+    if st.kind == "fsdp_hybrid_shard":
+        # ZeRO++ hpZ (Wang et al. 2023): a secondary 16-bit parameter partition within
+        # groups of zero_hpz_partition_size ranks, so backward all-gathers stay in a group.
+        zero["zero_hpz_partition_size"] = lay.shard_degree
+        notes.append(
+            f"DeepSpeed has no hybrid shard (HSDP). This is ZeRO-3 over all {lay.data_parallel} "
+            f"ranks with ZeRO++ hpZ (zero_hpz_partition_size = {lay.shard_degree}): backward "
+            f"all-gathers stay within groups of {lay.shard_degree} ranks, but gradients and "
+            "optimizer states are sharded over every rank (less HBM than the plan's HSDP "
+            f"counts) and each GPU keeps an extra 16-bit parameter copy split {lay.shard_degree} "
+            "ways (more). The plan's memory and time are HSDP's (PyTorch FSDP HYBRID_SHARD: "
+            "see fsdp.py).")
+    elif st.is_fsdp:
+        notes.append("FSDP FULL_SHARD exported as ZeRO-3 (both shard parameters, gradients "
+                     "and optimizer states over every rank).")
+    for key, target in (("offload_optimizer", st.offload_optimizer),
+                        ("offload_param", st.offload_params)):
+        if target == "none":
+            continue
+        zero[key] = {"device": _device(target), "pin_memory": True}
+        if target == "nvme":
+            zero[key]["nvme_path"] = NVME_PATH_PLACEHOLDER
+            placeholders[f"zero_optimization.{key}.nvme_path"] = (
+                f"{NVME_PATH_PLACEHOLDER} is a placeholder: a directory on each node's local NVMe")
+            if key == "offload_optimizer":
+                zero[key]["buffer_count"] = 4
+            else:
+                zero[key].update(buffer_count=DS_PARAM_SWAP_BUFFERS,
+                                 buffer_size=int(DS_PARAM_SWAP_ELEMENTS))
     cfg = {
         "train_batch_size": lay.global_batch_size,
         "train_micro_batch_size_per_gpu": tr.micro_batch_size,
         "gradient_accumulation_steps": lay.grad_accumulation_steps,
         "bf16": {"enabled": tr.precision == "bf16"},
         "fp16": {"enabled": tr.precision == "fp16"},
-        "optimizer": {"type": _DS_OPT[tr.optimizer], "params": {"lr": 3e-4}},
+        "optimizer": {"type": _DS_OPT[tr.optimizer], "params": {"lr": LR_PLACEHOLDER}},
         "zero_optimization": zero,
         "gradient_clipping": 1.0,
     }
@@ -77,49 +118,197 @@ def deepspeed_config(sc: Scenario) -> dict:
         cfg["_tierlab_note"] = ("CXL offload exported as device 'cpu': start ranks under "
                                 "numactl --membind=<CXL NUMA node> so pinned host memory lands "
                                 "on the expander.")
+    cfg["_tierlab_placeholders"] = placeholders
+    if notes:
+        cfg["_tierlab_notes"] = notes
     return cfg
 
 
+_DTYPE = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
+_FSDP_KIND_NOTES = {
+    "ddp": "DDP keeps every state on every rank: NO_SHARD (or torch DistributedDataParallel).",
+    "zero1": "FSDP has no ZeRO-1: SHARD_GRAD_OP shards the gradients too (ZeRO-2), so it "
+             "needs less HBM than this plan.",
+    "megatron_dist_opt": "Megatron's distributed optimizer shards only the optimizer (ZeRO-1); "
+                         "FSDP's nearest is SHARD_GRAD_OP, which also shards the gradients.",
+    "zero_offload": "ZeRO-Offload shards gradients and optimizer (ZeRO-2) and offloads the "
+                    "optimizer: SHARD_GRAD_OP, offload as below.",
+}
+
+
 def fsdp_snippet(sc: Scenario) -> str:
-    """A PyTorch FSDP wrapping snippet for the scenario's strategy (Python source)."""
+    """A PyTorch FSDP (``FullyShardedDataParallel``) module for the scenario (Python source).
+
+    It defines ``wrap(model, block_cls, device=None)``, which wraps as the memory model
+    counts (``memory._buffers``, ``memory._gathered_modules``): one FSDP unit per
+    transformer block (``ModuleWrapPolicy({block_cls})``), embedding, final norm and head
+    in the root unit; full recomputation checkpoints the blocks only (``check_fn``);
+    ``MixedPrecision`` in the scenario's parameter and gradient dtypes; ``device_id``
+    given. What FSDP cannot express is said in comments, never silently approximated.
+    Raises ScenarioError for a scenario without a transformer model.
+    """
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
-    dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}[tr.precision]
+    sb = state_bytes(tr.precision, tr.optimizer, tr.dtypes)
+    psi = count_params(sc.model).total / (lay.tensor_parallel * lay.pipeline_parallel)
+    gpn = sc.cluster.gpus_per_node
     strategy = _FSDP[st.kind]
+    hybrid = strategy == "HYBRID_SHARD"
+    notes: list[str] = []                       # what FSDP cannot express, for the docstring
+    if st.kind in _FSDP_KIND_NOTES:
+        notes.append(_FSDP_KIND_NOTES[st.kind])
+    if lay.tensor_parallel > 1 or lay.pipeline_parallel > 1:
+        notes.append(f"The plan uses tensor_parallel={lay.tensor_parallel} and "
+                     f"pipeline_parallel={lay.pipeline_parallel}: FSDP shards over the "
+                     f"{lay.data_parallel} data-parallel ranks only; tensor and pipeline "
+                     "parallelism need torch.distributed.tensor.parallel / "
+                     "torch.distributed.pipelining on a device mesh of their own.")
+
+    # Mixed precision: the sharded parameters keep the dtype the model is built in.
+    if sb.params_dtype == "fp32":
+        mp_line = "mixed_precision=None,  # fp32 training"
+        build = "float32"
+    elif sb.master_weights == 0:
+        mp_line = "mixed_precision=None,  # pure 16-bit: no fp32 master copy"
+        build = sb.params_dtype
+    else:
+        mp_line = (f"mixed_precision=MixedPrecision(param_dtype={_DTYPE[sb.params_dtype]},\n"
+                   f"                                   reduce_dtype={_DTYPE[sb.grads_dtype]},\n"
+                   f"                                   buffer_dtype={_DTYPE[sb.params_dtype]}),")
+        build = "float32"
+
+    # Offload: FSDP's CPUOffload moves parameter shards AND their gradients to host DRAM.
+    offload = "cpu_offload=None,"
+    opt_only = st.offload_params == "none" and st.offload_optimizer != "none"
+    if st.offload_params != "none" or opt_only:
+        offload = "cpu_offload=CPUOffload(offload_params=True),"
+    if opt_only:
+        shard_bytes = sb.master_weights or sb.params     # the shard is the master copy
+        extra_gb = shard_bytes * psi / lay.shard_degree * gpn / 1e9
+        notes.append("The plan offloads only the optimizer (states and fp32 gradients on the "
+                     "host, parameters on the GPU). FSDP cannot offload the optimizer alone: "
+                     "CPUOffload(offload_params=True) also moves the parameter shards, so the "
+                     "GPU holds less than the plan counts and host memory needs about "
+                     f"{extra_gb:,.1f} GB more per node; DeepSpeed ZeRO-Offload "
+                     "(deepspeed.json) does what the plan counts.")
+    if "nvme" in (st.offload_params, st.offload_optimizer):
+        notes.append("FSDP offloads to host DRAM only, never to NVMe: CPUOffload puts on the "
+                     "host what the plan puts on NVMe; ZeRO-Infinity (deepspeed.json) can use "
+                     "NVMe.")
+    if "cxl" in (st.offload_params, st.offload_optimizer):
+        notes.append("CXL memory is a CPU-less NUMA node: start the ranks under "
+                     "numactl --membind=<CXL node> (or --preferred) so host tensors land there.")
+    if st.offload_activations == "cpu":
+        notes.append("FSDP has no activation offload: wrap the blocks' forward in "
+                     "torch.autograd.graph.save_on_cpu(pin_memory=True) to keep activations "
+                     "in host DRAM as the plan does.")
+    if st.prefetch_depth > 1:
+        notes.append(f"The plan prefetches {st.prefetch_depth} units; FSDP prefetches one "
+                     "(limit_all_gathers keeps two units gathered), so it holds less.")
+    if tr.recompute == "selective":
+        notes.append("Selective recomputation (the attention core only, Korthikanti et al. "
+                     "2022) has no FSDP switch: use a flash-attention kernel (it recomputes "
+                     "the softmax) or checkpoint your attention-core module the way the "
+                     "blocks are checkpointed below.")
+    rank0 = sc.runtime.model_load_for(st) == "rank0"
+    if rank0:
+        notes.append("The plan loads the weights on rank 0 only (runtime.model_load = rank0): "
+                     "build the model on the meta device on the other ranks and pass "
+                     "param_init_fn=lambda m: m.to_empty(device=device, recurse=False); "
+                     "sync_module_states=True broadcasts rank 0's weights.")
+
+    doc = [f'"""PyTorch FSDP for this tierlab plan ({st.kind}, ShardingStrategy.{strategy}).',
+           "",
+           "Call wrap(model, block_cls) on every rank after torch.distributed.init_process_group",
+           "and torch.cuda.set_device(local_rank), before creating the optimizer. block_cls is",
+           "your transformer block class (Hugging Face Llama: LlamaDecoderLayer). Build or load",
+           f"the model in {build}: FSDP's shard keeps that dtype"
+           + (" and is the fp32 master copy." if build == "float32" and sb.params_dtype != "fp32" else "."),
+           ""]
+    if notes:
+        doc.append("What this plan counts and FSDP cannot express as such:")
+        for n in notes:
+            doc += _wrapped(n, "- ", "  ")
+    doc.append('"""')
+    head = "\n".join(doc)
     lines = [
+        head,
+        "import functools",
+        "",
         "import torch",
-        "from torch.distributed.fsdp import (FullyShardedDataParallel as FSDP, ShardingStrategy,",
-        "                                    MixedPrecision, CPUOffload, BackwardPrefetch)",
+        "import torch.distributed as dist",
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (",
+        "    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)",
+        "from torch.distributed.fsdp import (BackwardPrefetch, CPUOffload, MixedPrecision,",
+        "                                    ShardingStrategy)",
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP",
+        "from torch.distributed.fsdp.wrap import ModuleWrapPolicy",
     ]
-    mesh = ""
-    if strategy == "HYBRID_SHARD":
+    if hybrid:
         lines.append("from torch.distributed.device_mesh import init_device_mesh")
-        lines.append(f"mesh = init_device_mesh(\"cuda\", ({lay.replica_groups}, {lay.shard_degree}))"
-                     "  # (replicas, shard group)")
-        mesh = "    device_mesh=mesh,\n"
-    offload = st.offload_params != "none" or st.offload_optimizer != "none"
     lines += [
         "",
-        "model = FSDP(",
-        "    model,",
-        f"    sharding_strategy=ShardingStrategy.{strategy},",
-        f"    mixed_precision=MixedPrecision(param_dtype={dtype}, reduce_dtype={dtype}, "
-        f"buffer_dtype={dtype}),",
-        f"    cpu_offload=CPUOffload(offload_params={offload}),",
-        "    backward_prefetch=BackwardPrefetch.BACKWARD_PRE," if st.prefetch_depth else
-        "    backward_prefetch=None,",
-        f"    forward_prefetch={st.prefetch_depth > 0},",
-        "    limit_all_gathers=True,",
-        "    use_orig_params=True,",
+        f"MICRO_BATCH_SIZE = {tr.micro_batch_size}  # per GPU",
+        f"GRAD_ACCUMULATION_STEPS = {lay.grad_accumulation_steps}",
+        f"GLOBAL_BATCH_SIZE = {lay.global_batch_size}  # = {tr.micro_batch_size} x "
+        f"{lay.data_parallel} data-parallel ranks x {lay.grad_accumulation_steps}",
     ]
-    text = "\n".join(lines) + "\n" + mesh + ")\n"
+    if hybrid:
+        lines.append(f"SHARD_GROUP_SIZE = {lay.shard_degree}  # ranks one copy is sharded over "
+                     "(the plan: one node)" if lay.shard_degree == gpn else
+                     f"SHARD_GROUP_SIZE = {lay.shard_degree}  # ranks one copy is sharded over")
+    lines += [
+        "",
+        "",
+        "def wrap(model: torch.nn.Module, block_cls: type, device: torch.device | None = None):",
+        '    """Shard model as the plan counts it; returns the FSDP root module."""',
+        "    if device is None:",
+        '        device = torch.device("cuda", torch.cuda.current_device())',
+    ]
+    if hybrid:
+        lines += [
+            "    world = dist.get_world_size()",
+            "    if world % SHARD_GROUP_SIZE:",
+            '        raise ValueError(f"{world} ranks do not split into shard groups of {SHARD_GROUP_SIZE}")',
+            "    # rows: replicas of the model; columns: the ranks one replica is sharded over",
+            "    mesh = init_device_mesh(device.type, (world // SHARD_GROUP_SIZE, SHARD_GROUP_SIZE),",
+            '                            mesh_dim_names=("replicate", "shard"))',
+        ]
+    prefetch = st.prefetch_depth > 0
+    lines += [
+        "    model = FSDP(",
+        "        model,",
+        "        # one FSDP unit per transformer block, as the plan counts; the embedding, final",
+        "        # norm and output head stay in the root unit, gathered from forward to backward",
+        "        auto_wrap_policy=ModuleWrapPolicy({block_cls}),",
+        f"        sharding_strategy=ShardingStrategy.{strategy},",
+        f"        {mp_line}",
+        f"        {offload}",
+        "        backward_prefetch=BackwardPrefetch.BACKWARD_PRE," if prefetch else
+        "        backward_prefetch=None,  # the plan prefetches nothing",
+        f"        forward_prefetch={prefetch},",
+        "        limit_all_gathers=True,",
+        "        use_orig_params=True,",
+        "        device_id=device,",
+    ]
+    if rank0:
+        lines.append("        # rank 0's weights to every rank (FSDP broadcasts them from GPU memory only)")
+        lines.append('        sync_module_states=device.type == "cuda",')
+    if hybrid:
+        lines.append("        device_mesh=mesh,")
+    lines.append("    )")
     if tr.recompute == "full":
-        text += ("\nfrom torch.distributed.algorithms._checkpoint.checkpoint_wrapper import "
-                 "apply_activation_checkpointing\napply_activation_checkpointing(model)  "
-                 "# full recomputation, one block at a time\n")
-    if st.offload_params in ("nvme", "cxl") or st.offload_optimizer in ("nvme", "cxl"):
-        text += ("\n# FSDP offloads to host DRAM only; NVMe/CXL tiers need DeepSpeed "
-                 "ZeRO-Infinity (see the DeepSpeed config) or a NUMA binding to the CXL node.\n")
-    text += (f"# batch: {tr.micro_batch_size} per GPU x {lay.data_parallel} data-parallel x "
-             f"{lay.grad_accumulation_steps} accumulation steps = {lay.global_batch_size}\n")
-    return text
+        lines += [
+            "    # full recomputation, one block at a time: only the blocks are checkpointed",
+            "    apply_activation_checkpointing(",
+            "        model,",
+            "        checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper,",
+            "                                                checkpoint_impl=CheckpointImpl.NO_REENTRANT),",
+            "        check_fn=lambda module: isinstance(module, block_cls))",
+        ]
+    lines.append("    return model")
+    return "\n".join(lines) + "\n"
+
+
+def _wrapped(text: str, first: str, rest: str, width: int = 88) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest)

@@ -4,7 +4,11 @@ Axes name a dotted scenario path and its values, e.g.
 ``[{"path": "cluster.num_nodes", "values": [1, 2, 4]},
    {"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]}]``.
 Every grid point is evaluated on its own; a point whose scenario is invalid or does not
-fit is a result (``valid``/``fits`` false with the reason), never an abort. ``summarize``
+fit is a result (``valid``/``fits`` false with the reason), never an abort.
+A ``cluster.num_nodes`` axis with ``"scales_global_batch": true`` keeps the per-GPU batch
+instead of the global one: each point's ``training.global_batch_size`` is the base's times
+its node count over the base's (weak scaling; without a base global batch the engine's
+default, micro batch x data-parallel degree, scales by itself). ``summarize``
 keeps what a heatmap and a Pareto chart need; ``pareto`` marks the points no other point
 beats on both cost per million tokens and step time.
 """
@@ -56,9 +60,24 @@ def expand(base: dict, axes: list) -> list[dict]:
         d = copy.deepcopy(base)
         for ax, v in zip(axes, combo):
             _set(d, ax["path"], v)
+            if ax.get("scales_global_batch"):
+                _scale_global_batch(base, d, v)
         points.append({"index": i, "values": {ax["path"]: v for ax, v in zip(axes, combo)},
                        "scenario": d})
     return points
+
+
+def _scale_global_batch(base: dict, point: dict, nodes) -> None:
+    """``point``'s global batch: the base's times ``nodes`` over the base's node count (an
+    integer when it divides; else the fraction, which the engine then rejects as a point)."""
+    gbs = (base.get("training") or {}).get("global_batch_size")
+    base_nodes = (base.get("cluster") or {}).get("num_nodes", 1)
+    if not isinstance(gbs, int) or not isinstance(nodes, int) or not isinstance(base_nodes, int) \
+            or base_nodes < 1:
+        return
+    scaled = gbs * nodes
+    _set(point, "training.global_batch_size",
+         scaled // base_nodes if scaled % base_nodes == 0 else scaled / base_nodes)
 
 
 def summarize(point: dict, **lookups) -> dict:

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
 import { fittingReport, sampleReport } from "./testdata/report";
 
 describe("partsRows", () => {
@@ -56,6 +56,22 @@ describe("verdict", () => {
       messages: ["Tight: HBM per GPU needs 80 GB of 85 GB"],
     });
     expect(estimateSummary(r)).toMatch(/^Tight — HBM per GPU/);
+  });
+});
+
+describe("estimateStepSummary", () => {
+  it("gives step time, throughput, MFU and the checkpoint figures", () => {
+    const r = {
+      ...fittingReport(), step: { available: true, time_s: 6.19 }, throughput: { tokens_per_s: 5300.4 }, mfu: 0.41,
+      checkpoint: { size_bytes: 1e12, stall_s: 12, interval_s: 1800, goodput: 0.9712 },
+    };
+    expect(estimateStepSummary(r)).toBe(
+      "Step 6.19 s · 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.00 s stall), goodput 97.1%");
+  });
+  it("gives the engine's reason without a step, and nothing for a memory-only report", () => {
+    expect(estimateStepSummary({ ...fittingReport(), step: { available: false, reason: "does not fit" } }))
+      .toBe("Step time: does not fit");
+    expect(estimateStepSummary({ ...fittingReport(), step: undefined })).toBeNull();
   });
 });
 

@@ -1,7 +1,7 @@
 // Pure helpers that read an engine report for display. No DOM, no ECharts.
 
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey, type TierUsage } from "./types";
-import { formatBytes, formatGB, formatNumber } from "./units";
+import { formatBytes, formatDuration, formatGB, formatNumber, formatPercent, formatSeconds } from "./units";
 
 export interface TierInfo {
   key: TierKey;
@@ -189,6 +189,29 @@ export function estimateSummary(report: Report): string {
     `${lead} — ${hbm.label} ${formatGB(usage.total_bytes)} of ${formatGB(usage.capacity_bytes)} ` +
     (free >= 0 ? `(${formatGB(free)} free)` : `(over by ${formatGB(-free)}, within the error band)`) + others.map((o) => `; ${o}`).join("")
   );
+}
+
+/**
+ * The live estimate's second line, from a report with the simulated step: "Step 6.19 s ·
+ * 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.0 s stall), goodput 97.1%";
+ * the engine's reason when it has no step; null for a memory-only report.
+ */
+export function estimateStepSummary(report: Report): string | null {
+  const step = report.step;
+  if (!step) return null;
+  if (step.available === false || typeof step.time_s !== "number") {
+    return `Step time: ${step.reason ?? "not simulated"}`;
+  }
+  const parts = [`Step ${formatSeconds(step.time_s)}`];
+  const tokens = report.throughput?.tokens_per_s;
+  if (typeof tokens === "number") parts.push(`${formatNumber(tokens, 0)} tokens/s`);
+  if (typeof report.mfu === "number") parts.push(`MFU ${formatPercent(report.mfu)}`);
+  const ck = report.checkpoint;
+  if (ck && typeof ck.interval_s === "number" && typeof ck.goodput === "number") {
+    parts.push(`checkpoint every ${formatDuration(ck.interval_s)} (${formatSeconds(ck.stall_s)} stall), ` +
+      `goodput ${formatPercent(ck.goodput)}`);
+  }
+  return parts.join(" · ");
 }
 
 /** The line that folds the engine's notes: "2 notes: Activations are a large share of HBM: …". */

@@ -114,16 +114,18 @@ def test_run_a_sweep_and_watch_progress_reach_100(page, live_url, user_admin, ca
     page.goto(f"{live_url}/scenarios/{base.pk}/")
     page.click("#sweep-scenario")
     page.click("a[data-preset='nodes-x-micro-batch']")
-    # the ready-made grid is fitted to the base: only points the engine accepts
+    # the ready-made grid keeps the per-GPU batch (4 sequences): every point is one the engine accepts
     assert page.input_value("#id_axis1_path") == "cluster.num_nodes"
-    assert page.input_value("#id_axis1_values") == "1, 2"
-    assert page.input_value("#id_axis2_values") == "1, 2"
+    assert page.input_value("#id_axis1_values") == "1, 2, 4"
+    assert page.input_value("#id_axis2_values") == "1, 2, 4"
     assert page.input_value("#id_scenario") == str(base.pk)
-    assert "left out number of nodes 4 and micro batch size 4" in page.locator("#preset-fitted").inner_text()
+    assert page.is_checked("#id_scale_global_batch")
+    assert "keeping the base's per-GPU batch (32 sequences on 1 node): 32 on 1, 64 on 2, 128 on 4 nodes" \
+        in page.locator("#preset-batch").inner_text()
+    assert page.locator("#preset-fitted").count() == 0
     screenshot(page, "sweep-form")
-    # ask for the whole grid anyway: the points the global batch does not divide are shown as invalid
-    page.fill("#id_axis1_values", "1, 2, 4")
-    page.fill("#id_axis2_values", "1, 2, 4")
+    # keep the global batch fixed instead: the points it does not divide are shown as invalid
+    page.uncheck("#id_scale_global_batch")
     # Record every value the progress bar shows, from the moment the page loads.
     page.add_init_script("""
         window.__progress = [];

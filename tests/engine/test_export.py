@@ -37,9 +37,48 @@ def test_deepspeed_infinity_and_cxl_offload():
 def test_fsdp_snippet_is_python_and_names_the_strategy():
     hybrid = fsdp_snippet(sc(kind="fsdp_hybrid_shard", shard_group_size=8))
     ast.parse(hybrid)
-    assert "ShardingStrategy.HYBRID_SHARD" in hybrid
-    assert 'init_device_mesh("cuda", (2, 8))' in hybrid
-    assert "apply_activation_checkpointing" in hybrid
+    assert "ShardingStrategy.HYBRID_SHARD" in hybrid and "SHARD_GROUP_SIZE = 8" in hybrid
+    assert "init_device_mesh(device.type, (world // SHARD_GROUP_SIZE, SHARD_GROUP_SIZE)" in hybrid
+    # the memory model's units and block-level checkpointing (tests/engine/test_fsdp_snippet_runs.py runs it)
+    assert "auto_wrap_policy=ModuleWrapPolicy({block_cls})" in hybrid and "device_id=device" in hybrid
+    assert "check_fn=lambda module: isinstance(module, block_cls)" in hybrid
     z2 = fsdp_snippet(sc(kind="zero2"))
     ast.parse(z2)
     assert "SHARD_GRAD_OP" in z2 and "device_mesh" not in z2
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_fsdp_snippet_says_what_fsdp_cannot_express():
+    opt_only = flat(fsdp_snippet(sc(kind="fsdp_full_shard", offload_optimizer="cpu")))
+    # FSDP cannot offload the optimizer alone: CPUOffload moves the parameter shards too
+    assert "cpu_offload=CPUOffload(offload_params=True)" in opt_only
+    assert "FSDP cannot offload the optimizer alone" in opt_only
+    # the fp32 shard moves too: 69.0e9 params x 4 B / 16 ranks x 8 GPUs per node
+    assert "host memory needs about 138.0 GB more per node" in opt_only
+    assert "cpu_offload=None" in fsdp_snippet(sc(kind="fsdp_full_shard"))
+    infinity = fsdp_snippet(sc(kind="zero_infinity"))
+    assert "never to NVMe" in infinity
+    z1 = fsdp_snippet(sc(kind="zero1"))
+    assert "FSDP has no ZeRO-1" in z1
+    selective = flat(fsdp_snippet(Scenario.from_dict({
+        "model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
+        "training": {"recompute": "selective", "tensor_parallel": 8},
+        "strategy": {"kind": "fsdp_full_shard", "prefetch_depth": 2}})))
+    assert "apply_activation_checkpointing(" not in selective and "Selective recomputation" in selective
+    assert "tensor_parallel=8" in selective and "FSDP prefetches one" in selective
+
+
+def test_deepspeed_marks_placeholders_and_maps_hybrid_shard():
+    inf = deepspeed_config(sc(kind="zero_infinity"))
+    marked = inf["_tierlab_placeholders"]
+    assert set(marked) == {"optimizer.params.lr", "zero_optimization.offload_optimizer.nvme_path",
+                           "zero_optimization.offload_param.nvme_path"}
+    assert inf["zero_optimization"]["offload_param"]["nvme_path"] in marked["zero_optimization.offload_param.nvme_path"]
+    hybrid = deepspeed_config(sc(kind="fsdp_hybrid_shard", shard_group_size=8))
+    z = hybrid["zero_optimization"]
+    assert z["stage"] == 3 and z["zero_hpz_partition_size"] == 8
+    assert "DeepSpeed has no hybrid shard" in hybrid["_tierlab_notes"][0]
+    assert "zero_hpz_partition_size" not in deepspeed_config(sc())["zero_optimization"]

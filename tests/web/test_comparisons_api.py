@@ -3,7 +3,10 @@
 import pytest
 
 from tests.web.dashboard_helpers import run_queued_runs, spec, strategies
+from tierlab.dashboard import variants
 from tierlab.dashboard.models import Comparison
+from tierlab.scenarios import services
+from tierlab.scenarios.examples import examples
 from tierlab.scenarios.models import Run, Scenario
 
 URL = "/api/v1/comparisons/"
@@ -136,7 +139,7 @@ def test_identical_inputs_reuse_stored_results(owner_api, owner):
 @pytest.mark.parametrize("question,labels,key", [
     ("sharding", ["ZeRO-2", "ZeRO-3", "FSDP hybrid"], "strategy.kind"),
     ("offload", ["ZeRO-Infinity offload to CPU DDR", "ZeRO-Infinity offload to NVMe",
-                 "ZeRO-Infinity offload to CXL (+ 1,024 GiB CXL expander)"],
+                 "ZeRO-Infinity offload to CXL (+ 256 GiB CXL expander, 1 module for the 126 GiB it needs)"],
      "strategy.offload_optimizer"),
     ("checkpoint", ["checkpoint to local NVMe", "checkpoint to remote DRAM", "checkpoint to parallel FS"],
      "checkpoint.target"),
@@ -151,11 +154,31 @@ def test_a_question_one_comparison_away(owner_api, owner, question, labels, key)
     assert body["status"] == "succeeded"
     differs = [row["key"] for row in body["table"]["inputs"] if row["differs"]]
     assert key in differs
-    if question == "offload":      # a DGX H100 has no CXL: its variant gets the example expander
+    if question == "offload":      # a DGX H100 has no CXL: its variant gets an expander sized to it
         assert [i["report"]["fits"] for i in body["items"]] == [True, True, True]
         cxl = body["items"][2]["report"]["memory"]["per_node"]["cxl"]
-        assert cxl["present"] and cxl["total_bytes"] > 0 and cxl["capacity_bytes"] == 4 * 256 * 2**30
+        assert cxl["present"] and cxl["total_bytes"] > 0 and cxl["capacity_bytes"] == 256 * 2**30
     assert Scenario.objects.get(pk=base.pk).spec == spec()                   # the base is unchanged
+
+
+@pytest.mark.parametrize("name,modules,size,needed", [
+    # the whole 70B model's states on one node's expander (ZeRO-Infinity on 1 node)
+    ("Llama-2-70B · 1×DGX H100 · ZeRO-Infinity (NVMe)", 6, "1.50 TiB", "1.25 TiB"),
+    ("Llama-2-70B · 2×DGX H100 · ZeRO-3", 3, "768 GiB", "642 GiB"),
+])
+def test_the_cxl_variant_of_a_70b_example_gets_the_expander_it_needs(owner, name, modules, size, needed):
+    # The example build has 4 x 256 GiB: 1 TiB did not hold the 1-node 70B run's 1.25 TiB.
+    example = next(e["scenario"] for e in examples() if e["name"] == name)
+    base = Scenario.objects.create(owner=owner, name="70B", spec=example)
+    comparison = variants.compare_variants(owner, base.pk, "offload")
+    cxl_variant = comparison.items.order_by("position").last().scenario
+    assert cxl_variant.name.endswith(f"offload to CXL (+ {size} CXL expander, {modules} modules "
+                                     f"for the {needed} it needs)")
+    expander = cxl_variant.spec["cluster"]["tiers"]["cxl"]
+    assert expander["devices"] == modules and expander["capacity_bytes"] == modules * 256 * 2**30
+    assert expander["read_bytes_per_s"] == modules * 36e9              # one PCIe 5.0 x8 link per module
+    report = services.estimate(cxl_variant.spec)
+    assert report["fits"] and report["fit_state"] == "fits", report["violations"]
 
 
 def test_variants_need_a_known_question_and_your_scenario(owner_api, stranger_api, owner):

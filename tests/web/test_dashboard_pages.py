@@ -98,8 +98,12 @@ def test_the_sweep_form_offers_presets_and_starts_a_sweep(owner_client, owner):
     assert 'value="none, cpu, nvme"' in html and 'value="0, 1, 2"' in html
     assert f'<option value="{base.pk}" selected>base</option>' in html
     assert f'href="?preset=checkpoint-target&amp;scenario={base.pk}"' in html
-    # 8 sequences on 8 GPUs leave no second point to nodes × micro batch: not offered
-    assert 'data-preset="nodes-x-micro-batch"' not in html
+    # 8 sequences on 8 GPUs: one per GPU; nodes × micro batch keeps that, so 1, 2, 4 nodes
+    # at a micro batch of 1 (with the global batch fixed no second point was left)
+    assert 'data-preset="nodes-x-micro-batch"' in html
+    html = owner_client.get(f"/sweeps/new/?scenario={base.pk}&preset=nodes-x-micro-batch").content.decode()
+    assert 'name="axis1_values" value="1, 2, 4"' in html and 'name="axis2_values" value="1"' in html
+    assert "left out micro batch size 2, 4" in " ".join(html.split())
     r = owner_client.post("/sweeps/new/", {"scenario": base.pk, "axis1_path": "cluster.num_nodes",
                                            "axis1_values": "1, 2", "axis2_path": "training.micro_batch_size",
                                            "axis2_values": "1, 2"})
@@ -107,6 +111,15 @@ def test_the_sweep_form_offers_presets_and_starts_a_sweep(owner_client, owner):
     assert r.status_code == 302 and r["Location"] == f"/sweeps/{sweep.pk}/"
     assert sweep.axes == [{"path": "cluster.num_nodes", "values": [1, 2]},
                           {"path": "training.micro_batch_size", "values": [1, 2]}]
+    # ticked, the node axis scales the global batch; without a node axis the box is an error
+    form = {"scenario": base.pk, "axis1_path": "cluster.num_nodes", "axis1_values": "1, 2",
+            "scale_global_batch": "on"}
+    assert owner_client.post("/sweeps/new/", form).status_code == 302
+    assert Sweep.objects.first().axes == [{"path": "cluster.num_nodes", "values": [1, 2],
+                                           "scales_global_batch": True}]
+    html = owner_client.post("/sweeps/new/", dict(form, axis1_path="training.seq_len")).content.decode()
+    assert re.search(r'data-error-for="scale_global_batch">Applies to a Number of nodes axis', html)
+    assert Sweep.objects.count() == 2
 
 
 def test_the_sweep_form_shows_errors_next_to_the_field(owner_client, owner):

@@ -50,7 +50,10 @@ def test_fsdp_snippet_for_the_strategy(owner_api, scenario):
     assert r.status_code == 200 and r["Content-Type"].startswith("text/x-python")
     text = r.content.decode()
     assert "ShardingStrategy.FULL_SHARD" in text and "CPUOffload(offload_params=True)" in text
-    compile(text.replace("model,", "None,"), "fsdp.py", "exec")       # it is valid Python
+    # optimizer-only offload is not expressible in FSDP, and the snippet says so
+    assert "FSDP cannot offload the optimizer alone" in " ".join(text.split())
+    assert "auto_wrap_policy=ModuleWrapPolicy({block_cls})" in text
+    compile(text, "fsdp.py", "exec")       # it is valid Python (test_fsdp_snippet_runs.py runs it)
 
 
 def test_a_scenario_the_catalog_no_longer_accepts_is_a_400(owner_api, owner):

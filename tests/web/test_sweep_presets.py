@@ -1,9 +1,10 @@
 """The sweep form's ready-made grids, fitted to the base scenario they are offered with:
-every point of every grid offered with an example scenario is one the engine accepts
-(the "nodes × micro batch" grid with the global batch fixed used to have 3 invalid points
-of 9 on the first example)."""
+every point of every grid offered with an example scenario is one the engine accepts, and
+"nodes × micro batch" keeps the per-GPU batch (with the global batch fixed, 3 of its 9
+points were invalid on the flagship example and 4 nodes was never offered)."""
 
 import re
+from html import unescape
 
 import pytest
 
@@ -47,21 +48,42 @@ def test_every_point_of_every_ready_made_grid_is_valid_on_the_examples(catalog, 
         assert "nodes-x-micro-batch" in [p["slug"] for p in offered]
 
 
-def test_nodes_x_micro_batch_divides_the_global_batch(catalog):
-    # 32 sequences on 2 nodes of 8 GPUs: 4 nodes, or a micro batch of 4 on 2 nodes, cannot divide it
+def test_nodes_x_micro_batch_keeps_the_per_gpu_batch(catalog):
+    # 32 sequences on 2 nodes of 8 GPUs: 2 per GPU. The global batch scales with the nodes
+    # (16 on 1 node, 64 on 4), so every node count is valid; only a micro batch of 4, more
+    # than the 2 sequences a GPU takes per step, is not.
     base = EXAMPLES["Llama-2-70B · 2×DGX H100 · ZeRO-3"]
     full = FULL["nodes-x-micro-batch"]
-    assert len(invalid_points(base, full)) == 3
+    batches = [p["scenario"]["training"]["global_batch_size"] for p in engine_sweep.expand(base, full)]
+    assert batches == [16] * 3 + [32] * 3 + [64] * 3
+    assert [values["training.micro_batch_size"] for values, _ in invalid_points(base, full)] == [4, 4, 4]
     preset = next(p for p in sweeps.presets_for(base) if p["slug"] == "nodes-x-micro-batch")
-    assert preset["axes"] == [{"path": "cluster.num_nodes", "values": [1, 2]},
+    assert preset["axes"] == [{"path": "cluster.num_nodes", "values": [1, 2, 4], "scales_global_batch": True},
                               {"path": "training.micro_batch_size", "values": [1, 2]}]
     assert preset["left_out"] == [
-        {"path": "cluster.num_nodes", "label": "Number of nodes", "values": [4]},
         {"path": "training.micro_batch_size", "label": "Micro batch size", "values": [4]}]
+    assert preset["batch"] == ("The global batch scales with the nodes, keeping the base's per-GPU batch "
+                               "(32 sequences on 2 nodes): 16 on 1, 32 on 2, 64 on 4 nodes; "
+                               "accumulation steps = per-GPU batch / micro batch.")
+    # the old grid, the global batch fixed at 32: 3 of 9 points invalid, as before
+    fixed = [{k: v for k, v in ax.items() if k != "scales_global_batch"} for ax in full]
+    assert len(invalid_points(base, fixed)) == 3
+    assert sweeps.batch_rule(base, fixed).startswith("The global batch stays at 32 sequences")
     # a base whose global batch leaves room keeps the whole grid
     roomy = {**base, "training": {**base["training"], "global_batch_size": 128}}
     preset = next(p for p in sweeps.presets_for(roomy) if p["slug"] == "nodes-x-micro-batch")
     assert preset["axes"] == full and preset["left_out"] == []
+
+
+def test_the_scaling_flag_is_for_a_node_axis_only(owner, catalog):
+    base = Scenario.objects.create(owner=owner, name="70B", spec=EXAMPLES["Llama-2-70B · 2×DGX H100 · ZeRO-3"])
+    with pytest.raises(ScenarioError) as exc:
+        sweeps.create_sweep(owner, base.pk, [{"path": "training.micro_batch_size", "values": [1, 2],
+                                              "scales_global_batch": True}])
+    assert exc.value.field == "axes.0.scales_global_batch"
+    sweep = sweeps.create_sweep(owner, base.pk, FULL["nodes-x-micro-batch"])
+    assert sweep.axes[0]["scales_global_batch"] is True
+    assert sweeps.sweep_payload(sweep)["axes"][0]["label"] == "Number of nodes (global batch scaled with it)"
 
 
 def test_a_grid_with_no_valid_point_is_not_offered(catalog):
@@ -99,9 +121,12 @@ def test_the_sweep_form_fills_the_grid_fitted_to_the_base(client, owner, catalog
     base = Scenario.objects.create(owner=owner, name="70B on 2 nodes",
                                    spec=EXAMPLES["Llama-2-70B · 2×DGX H100 · ZeRO-3"])
     html = client.get(f"/sweeps/new/?scenario={base.pk}&preset=nodes-x-micro-batch").content.decode()
-    for k in (1, 2):
-        assert re.search(rf'<input [^>]*name="axis{k}_values" value="1, 2"', html), k
-    assert "left out number of nodes 4 and micro batch size 4" in " ".join(html.split())
+    assert re.search(r'<input [^>]*name="axis1_values" value="1, 2, 4"', html)
+    assert re.search(r'<input [^>]*name="axis2_values" value="1, 2"', html)
+    assert re.search(r'<input [^>]*name="scale_global_batch"[^>]* checked', html)
+    text = unescape(" ".join(html.split()))
+    assert "left out micro batch size 4" in text
+    assert "The global batch scales with the nodes, keeping the base's per-GPU batch" in text
     # without ?scenario the form proposes your latest scenario, and fits the grid to it
     hybrid = Scenario.objects.create(owner=owner, name="hybrid",
                                      spec=EXAMPLES["GPT-3 175B · 16×DGX H100 · FSDP hybrid shard"])

@@ -20,11 +20,17 @@ class SweepForm(forms.Form):
                                    label="Second axis: field")
     axis2_values = forms.CharField(required=False, label="Second axis: values",
                                    help_text="Comma-separated; leave empty for a one-axis sweep")
+    scale_global_batch = forms.BooleanField(
+        required=False, label="Keep the per-GPU batch (the global batch scales with the nodes)",
+        help_text="For a Number of nodes axis: each point's global batch is the base's × its "
+                  "nodes / the base's nodes. Unticked, the global batch stays as the base has it.")
 
     # Where an engine error's field lands on this form.
     FIELD_FOR_ERROR = {"scenario": "scenario", "axes": "axis1_values",
                        "axes.0.path": "axis1_path", "axes.0.values": "axis1_values",
-                       "axes.1.path": "axis2_path", "axes.1.values": "axis2_values"}
+                       "axes.1.path": "axis2_path", "axes.1.values": "axis2_values",
+                       "axes.0.scales_global_batch": "scale_global_batch",
+                       "axes.1.scales_global_batch": "scale_global_batch"}
 
     @classmethod
     def field_for_error(cls, key: str | None) -> str | None:
@@ -42,6 +48,10 @@ class SweepForm(forms.Form):
             self.add_error("axis2_values", "Give the values of the second axis, or choose no second axis.")
         if not data.get("axis2_path") and (data.get("axis2_values") or "").strip():
             self.add_error("axis2_path", "Choose the field these values are for.")
+        if data.get("scale_global_batch") and "cluster.num_nodes" not in (data.get("axis1_path"),
+                                                                         data.get("axis2_path")):
+            self.add_error("scale_global_batch", "Applies to a Number of nodes axis: choose "
+                                                 "cluster.num_nodes for one axis, or untick it.")
         return data
 
     def axes(self) -> list[dict]:
@@ -49,6 +59,10 @@ class SweepForm(forms.Form):
         axes = [{"path": d["axis1_path"], "values": parse_values(d["axis1_values"])}]
         if d.get("axis2_path"):
             axes.append({"path": d["axis2_path"], "values": parse_values(d["axis2_values"])})
+        if d.get("scale_global_batch"):
+            for ax in axes:
+                if ax["path"] == "cluster.num_nodes":
+                    ax["scales_global_batch"] = True
         return axes
 
     @staticmethod
@@ -58,4 +72,6 @@ class SweepForm(forms.Form):
         for k, ax in enumerate(axes[:2], start=1):
             initial[f"axis{k}_path"] = ax["path"]
             initial[f"axis{k}_values"] = ", ".join(str(v) for v in ax["values"])
+            if ax.get("scales_global_batch"):
+                initial["scale_global_batch"] = True
         return initial

@@ -60,6 +60,9 @@ class AxisSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="A dotted scenario field, e.g. cluster.num_nodes")
     label = serializers.CharField(read_only=True, help_text="The field in words, e.g. Number of nodes")
     values = serializers.ListField(child=serializers.JSONField(), help_text="The values to try, e.g. [1, 2, 4]")
+    scales_global_batch = serializers.BooleanField(
+        required=False, help_text="A cluster.num_nodes axis only: each point's global batch is the "
+                                  "base's x its nodes / the base's nodes (the per-GPU batch is kept)")
     value_labels = serializers.ListField(
         child=serializers.CharField(allow_null=True), read_only=True,
         help_text='How each value reads where it differs from itself, e.g. "NVIDIA DGX H100" for '
@@ -69,7 +72,8 @@ class AxisSerializer(serializers.Serializer):
 class SweepCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     scenario = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="Id of your base scenario.")
-    axes = serializers.JSONField(help_text='One or two axes: [{"path": "cluster.num_nodes", "values": [1, 2, 4]}]')
+    axes = serializers.JSONField(help_text='One or two axes: [{"path": "cluster.num_nodes", "values": [1, 2, 4]}]; '
+                                           'a cluster.num_nodes axis may add "scales_global_batch": true')
 
 
 class SweepListSerializer(serializers.ModelSerializer):

@@ -68,9 +68,11 @@ PARAMETER_LABELS = {path: label for path, label, _ in PARAMETERS}
 # scenario (``presets_for``): the values that would make a point invalid there are left
 # out, e.g. node counts and micro batches whose data-parallel batch does not divide its
 # global batch.
+# "Nodes × micro batch" keeps the per-GPU batch (the global batch scales with the nodes,
+# ``scales_global_batch``): with the global batch fixed, most node counts left it undivided.
 PRESETS: tuple[tuple[str, str, list], ...] = (
     ("nodes-x-micro-batch", "Nodes × micro batch",
-     [{"path": "cluster.num_nodes", "values": [1, 2, 4]},
+     [{"path": "cluster.num_nodes", "values": [1, 2, 4], "scales_global_batch": True},
       {"path": "training.micro_batch_size", "values": [1, 2, 4]}]),
     ("offload-x-prefetch", "Offload tier × prefetch depth",
      [{"path": "strategy.offload_optimizer", "values": ["none", "cpu", "nvme"]},
@@ -121,12 +123,14 @@ def fit_axes(base_spec: dict, axes: list[dict], is_valid=point_is_valid) -> list
 
 def presets_for(base_spec: dict | None) -> list[dict]:
     """The ready-made grids offered with ``base_spec``, each fitted to it:
-    ``[{slug, title, axes, left_out}]``, ``left_out`` naming the values dropped
-    (``[{"path", "label", "values"}]``, empty when none were). A grid left with fewer than
+    ``[{slug, title, axes, left_out, batch}]``, ``left_out`` naming the values dropped
+    (``[{"path", "label", "values"}]``, empty when none were), ``batch`` saying what the
+    grid does with the global batch (``batch_rule``). A grid left with fewer than
     two valid points there is not offered. Without a base, or one the engine rejects, the
     grids as they are.
     """
-    out = [{"slug": slug, "title": title, "axes": axes, "left_out": []} for slug, title, axes in PRESETS]
+    out = [{"slug": slug, "title": title, "axes": axes, "left_out": [], "batch": batch_rule(base_spec, axes)}
+           for slug, title, axes in PRESETS]
     if base_spec is None or not point_is_valid(base_spec):
         return out
     offered = []
@@ -137,7 +141,8 @@ def presets_for(base_spec: dict | None) -> list[dict]:
         left_out = [{"path": ax["path"], "label": PARAMETER_LABELS.get(ax["path"], ax["path"]),
                      "values": [v for v in ax["values"] if v not in kept["values"]]}
                     for ax, kept in zip(p["axes"], fitted)]
-        offered.append(dict(p, axes=fitted, left_out=[d for d in left_out if d["values"]]))
+        offered.append(dict(p, axes=fitted, left_out=[d for d in left_out if d["values"]],
+                            batch=batch_rule(base_spec, fitted)))
     return offered
 
 
@@ -180,8 +185,7 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
     (``scenario``) when the base scenario itself cannot run.
     """
     if isinstance(axes, list):
-        axes = [{"path": ax.get("path"), "values": ax.get("values")} if isinstance(ax, dict) else ax
-                for ax in axes]
+        axes = [_axis(ax, k) if isinstance(ax, dict) else ax for k, ax in enumerate(axes)]
     engine_sweep.expand({}, axes)             # shape, sizes, at most MAX_POINTS points
     try:
         resolved = services.resolve(base_spec)
@@ -201,6 +205,45 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
             raise ScenarioError(f"axes.{k}.values", "each value may appear once")
     _refuse_values_never_valid(base_spec, axes)
     return axes
+
+
+def _axis(ax: dict, k: int) -> dict:
+    """The axis's path and values, and ``scales_global_batch`` where it is set (a node-count
+    axis only). Raises ScenarioError (``axes.<k>.scales_global_batch``)."""
+    out = {"path": ax.get("path"), "values": ax.get("values")}
+    scales = ax.get("scales_global_batch", False)
+    if not isinstance(scales, bool):
+        raise ScenarioError(f"axes.{k}.scales_global_batch", "must be true or false")
+    if scales:
+        if out["path"] != "cluster.num_nodes":
+            raise ScenarioError(f"axes.{k}.scales_global_batch",
+                                "applies to a cluster.num_nodes axis only (the global batch "
+                                "scales with the nodes, keeping the per-GPU batch)")
+        out["scales_global_batch"] = True
+    return out
+
+
+def batch_rule(base_spec: dict | None, axes: list[dict]) -> str:
+    """What a grid does with the global batch, in words (for the form and the sweep page)."""
+    training = (base_spec or {}).get("training") or {}
+    gbs = training.get("global_batch_size")
+    paths = {ax["path"] for ax in axes}
+    if not paths & {"cluster.num_nodes", "training.micro_batch_size", "cluster.gpus_per_node"}:
+        return ""
+    if any(ax.get("scales_global_batch") for ax in axes):
+        if gbs is None:
+            return ("The global batch scales with the nodes: the base sets none, so it is micro "
+                    "batch × data-parallel GPUs (one accumulation step) at every point.")
+        nodes = (base_spec.get("cluster") or {}).get("num_nodes", 1)
+        counts = next(ax["values"] for ax in axes if ax.get("scales_global_batch"))
+        at = ", ".join(f"{gbs * n / nodes:g} on {n}" for n in counts if isinstance(n, int))
+        return (f"The global batch scales with the nodes, keeping the base's per-GPU batch "
+                f"({gbs} sequences on {nodes} node{'s' if nodes != 1 else ''}): {at} "
+                f"node{'s' if counts != [1] else ''}; accumulation steps = per-GPU batch / micro batch.")
+    if gbs is not None:
+        return (f"The global batch stays at {gbs} sequences: points where micro batch × "
+                "data-parallel GPUs does not divide it are invalid.")
+    return ""
 
 
 def _refuse_values_never_valid(base_spec: dict, axes: list[dict]) -> None:
@@ -489,7 +532,8 @@ def sweep_payload(sweep: Sweep) -> dict:
     return {
         "id": sweep.pk, "name": sweep.name, "owner": sweep.owner.get_username(),
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
-        "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"]),
+        "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"])
+                      + (" (global batch scaled with it)" if ax.get("scales_global_batch") else ""),
                       value_labels=axis_value_labels(ax["path"], ax["values"])) for ax in sweep.axes],
         "status": sweep.status, "cancelled": sweep.cancelled,
         "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,

@@ -4,15 +4,21 @@
 - offload: optimizer states (and, with ZeRO-Infinity, parameters) in CPU DDR vs NVMe vs CXL
 - checkpoint: checkpoints to local NVMe vs remote DRAM (RDMA) vs the parallel file system
 
-On a node without a CXL tier the CXL variant gets the catalog's example expander build
-(``dgx-h100-cxl``'s CXL tier, named in the variant's label), so the comparison answers
-"CXL or NVMe for this workload" instead of reporting a tier that is not there. Any other
+On a node without a CXL tier the CXL variant gets an expander built from the catalog's
+example (``dgx-h100-cxl``'s modules) with as many modules as the workload needs: the
+engine's memory estimate of the variant says how much its CXL tier holds (the state the
+engine's host model places there), and the expander gets enough modules for that below the
+fit band, their bandwidth added up (each module has its own PCIe link). The label names
+the build and the size the workload needs, so the comparison answers "CXL or NVMe for
+this workload" instead of reporting a tier that is not there or one too small. Any other
 variant the node cannot hold is still compared: the engine says which tier overflows.
 """
 
 from __future__ import annotations
 
 import copy
+import math
+import re
 
 from django.db import transaction
 
@@ -39,6 +45,37 @@ def cxl_expander() -> dict:
     nodes = services.catalog_lookups().get("nodes") or {}
     template = nodes.get(CXL_EXAMPLE_NODE) or presets.NODES[CXL_EXAMPLE_NODE]
     return copy.deepcopy(template["tiers"]["cxl"])
+
+
+_PROBE_CAPACITY_BYTES = 2**60      # an expander no workload fills: to measure what it holds
+
+
+def sized_cxl_expander(spec: dict) -> tuple[dict, float | None]:
+    """``(expander, needed_bytes)``: the example CXL build with as many of its modules as
+    ``spec`` (a scenario offloading to CXL) needs per node, at least one; ``needed_bytes``
+    is the CXL tier's peak from the engine's memory estimate, or None (and the example
+    build as it is) when that estimate is refused (more work than a request may do)."""
+    template = cxl_expander()
+    modules = max(1, int(template.get("devices") or 1))
+    per_module = {k: template[k] / modules for k in ("capacity_bytes", "read_bytes_per_s",
+                                                     "write_bytes_per_s") if template.get(k)}
+    probe = copy.deepcopy(spec)
+    probe["cluster"]["tiers"]["cxl"] = dict(template, capacity_bytes=_PROBE_CAPACITY_BYTES)
+    try:
+        memory = services.estimate(probe)["memory"]
+    except (ScenarioError, services.TooMuchWork):
+        return template, None
+    needed = memory["per_node"]["cxl"]["total_bytes"]
+    usable = per_module["capacity_bytes"] * (1 - memory.get("band", 0.0))   # "fits", not "tight"
+    n = max(1, math.ceil(needed / usable))
+    sized = dict(template, devices=n, **{k: v * n for k, v in per_module.items()})
+    if isinstance(template.get("device"), str):
+        sized["device"] = re.sub(r"^\d+\s*x\s*", f"{n}x ", template["device"])
+    return sized, needed
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**40:,.2f} TiB" if b >= 2**40 else f"{b / 2**30:,.0f} GiB"
 
 
 def _strategy(spec: dict) -> dict:
@@ -74,11 +111,15 @@ def variants(spec: dict, question: str) -> list[tuple[str, dict]]:
                 strategy["offload_params"] = target
             if target == "cxl" and not has_cxl:
                 cluster = copy.deepcopy(base.get("cluster") or {})
-                expander = cxl_expander()
-                cluster["tiers"] = dict(cluster.get("tiers") or {}, cxl=expander)
-                gib = (expander.get("capacity_bytes") or 0) / 2**30
-                with_(f"{strategy_name(kind)} offload to CXL (+ {gib:,.0f} GiB CXL expander)",
-                      strategy=strategy, cluster=cluster)
+                cluster["tiers"] = dict(cluster.get("tiers") or {})
+                expander, needed = sized_cxl_expander(dict(copy.deepcopy(base), strategy=strategy,
+                                                           cluster=cluster))
+                cluster["tiers"]["cxl"] = expander
+                size = _gib(expander.get("capacity_bytes") or 0)
+                n = expander.get("devices", 1)
+                need = f" for the {_gib(needed)} it needs" if needed is not None else ", not sized"
+                with_(f"{strategy_name(kind)} offload to CXL (+ {size} CXL expander, "
+                      f"{n} module{'s' if n != 1 else ''}{need})", strategy=strategy, cluster=cluster)
             else:
                 with_(f"{strategy_name(kind)} offload to {label}", strategy=strategy)
     else:

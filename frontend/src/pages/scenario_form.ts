@@ -36,7 +36,7 @@ import {
   valuesFromScenario,
   type FormValues,
 } from "../form/scenario";
-import { estimateNotesSummary, estimateSummary } from "../report";
+import { estimateNotesSummary, estimateStepSummary, estimateSummary } from "../report";
 import { recsysForm } from "./recsys_form";
 import type { CatalogEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
@@ -492,7 +492,18 @@ function mount(root: HTMLElement): void {
     }
     const { scenario } = buildRequest(readValues(), base);
     try {
-      const report = await postJSON<Report>(endpoints.estimate, { scenario }, abort.signal);
+      // With the simulated step and checkpoints; memory only when that is more work than a
+      // request may do (413), saying so.
+      let report: Report;
+      let stepLine: string | null;
+      try {
+        report = await postJSON<Report>(endpoints.estimate, { scenario, include_step: true }, abort.signal);
+        stepLine = estimateStepSummary(report);
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 413) || abort.signal.aborted) throw err;
+        report = await postJSON<Report>(endpoints.estimate, { scenario }, abort.signal);
+        stepLine = "Step time and checkpoints: too much to simulate while you type; save the scenario and run it.";
+      }
       if (abort.signal.aborted) return;
       clearLiveFieldErrors();
       estimate.dataset.fits = String(report.fits);
@@ -501,6 +512,7 @@ function mount(root: HTMLElement): void {
       replaceChildren(
         estimate,
         h("p", null, h("strong", null, report.fit_state === "tight" ? "⚠ " : report.fits ? "✓ " : "✗ "), "Live estimate: ", h("strong", { id: "estimate-summary" }, estimateSummary(report))),
+        stepLine ? h("p", { id: "estimate-step" }, stepLine) : null,
         params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}.`)) : null,
         (report.violations ?? []).length > 1
           ? h("ul", null, (report.violations ?? []).map((v) => h("li", null, v.message)))
