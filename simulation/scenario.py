@@ -49,6 +49,8 @@ OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
+SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
+COMPUTE_MODELS = ("constant", "work")
 
 
 def _framework(training: dict, path: str) -> str:
@@ -270,9 +272,16 @@ class ClusterSpec:
 class TrainingSpec:
     """Batch, precision and parallel degrees.
 
-    ``compute_efficiency``: fraction of peak FLOP/s a transformer layer's kernels reach.
-    The default 0.55 is what Korthikanti et al. 2022 Table 4 implies for a 22B layer on
-    A100 (7.7 ms forward, 11.9 ms backward, less the tensor-parallel all-reduces).
+    ``compute_model``: ``constant`` (the default): every FLOP runs at peak FLOP/s x
+    ``compute_efficiency`` (0.55 when unset: what Korthikanti et al. 2022 Table 4 implies
+    for a 22B layer on A100, 7.7 ms forward, 11.9 ms backward, less the tensor-parallel
+    all-reduces); ``work``: each layer's compute time comes from its work
+    (:mod:`simulation.compute`: GEMM shapes, attention kernel, memory-bound kernels of
+    ``software_stack``), unless ``compute_efficiency`` is set, which keeps the constant
+    model (so do fp32 and accelerators without figures).
+    ``software_stack``: whose kernels run the element-wise work: ``megatron`` (fused),
+    ``pytorch_eager``, ``torch_compile``; by default ``megatron`` for the Megatron framework,
+    ``pytorch_eager`` otherwise.
     ``loss_kernel``: how the output layer's cross-entropy is computed, which decides how
     many tokens x vocab copies are live (``torch``: plain PyTorch / Hugging Face;
     ``megatron_vocab_parallel``; ``fused_linear_cross_entropy``: Liger / chunked), see
@@ -303,7 +312,9 @@ class TrainingSpec:
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
-    compute_efficiency: float = 0.55
+    compute_efficiency: float | None = None
+    compute_model: str | None = None
+    software_stack: str | None = None
     network_efficiency: float = 0.8
 
     @classmethod
@@ -325,7 +336,9 @@ class TrainingSpec:
             framework=_framework(d, path),
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
-            compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
+            compute_efficiency=_num(d, "compute_efficiency", path, None, strict=True, maximum=1.0),
+            compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
+            software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
 
     def to_dict(self) -> dict:
