@@ -144,3 +144,30 @@ def test_bad_choice_names_the_field(key, value):
         Scenario.from_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
                             "training": {key: value}})
     assert f"training.{key}" in str(e.value)
+
+
+T1 = cases("narayanan_2021_table1")
+
+
+def table1_errors(**training):
+    out = []
+    for c in T1:
+        scn = {**c["scenario"], "training": {**c["scenario"]["training"], **training}}
+        out.append(evaluate_dict(scn)["step"]["time_s"] / c["expected_step_time_s"] - 1)
+    return out
+
+
+def test_work_model_error_does_not_drift_with_width():
+    # Narayanan et al. 2021 Table 1 (1.7B-1T, TP 1-8, PP 1-64): the constant 0.55 runs
+    # small widths too fast and large ones too slow (-19 % .. +14 %); the work model with
+    # Megatron's kernels misses every row in the same direction by a similar amount.
+    const = table1_errors()
+    work = table1_errors(compute_model="work", software_stack="megatron")
+    assert max(work) - min(work) < 0.5 * (max(const) - min(const))
+
+
+@pytest.mark.xfail(strict=True, reason="open: with the published maximum-achievable matmul "
+                   "rates the work model predicts Table 1's A100 steps 10-24 % too short")
+def test_work_model_meets_narayanan_table1():
+    work = table1_errors(compute_model="work", software_stack="megatron")
+    assert sum(map(abs, work)) / len(work) < 0.05 and max(map(abs, work)) <= 0.10
