@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .memo import ByIdentity
 from .params import ParamCount
 from .scenario import Scenario
 
@@ -121,7 +122,10 @@ LOSS_PASSES = (6, 4)
 def software_stack(sc: Scenario) -> str:
     """``training.software_stack``, by default Megatron's fused kernels for the Megatron
     framework and eager PyTorch otherwise."""
-    tr = sc.training
+    return _stack(sc.training)
+
+
+def _stack(tr) -> str:
     if tr.software_stack:
         return tr.software_stack
     return "megatron" if tr.framework == "megatron" else "pytorch_eager"
@@ -164,10 +168,13 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
     output layer's forward + backward, for one micro-batch on one GPU, and their parts.
 
     Returns ``fwd_s``, ``bwd_s``, ``head_s`` and ``parts`` (``gemm``, ``attention``,
-    ``memory_bound``: forward seconds each; ``head`` forward + backward).
+    ``memory_bound``: forward seconds each; ``head`` forward + backward). Remembered per
+    identity of the scenario's sections (``simulation.memo``): sweeps ask again and again.
     """
-    m, tr = sc.model, sc.training
-    acc = sc.cluster.accelerator
+    return _layer_times(sc.model, sc.training, sc.cluster.accelerator, pc)
+
+
+def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     g = GPU_FIGURES[acc.preset]
     hbm = acc.hbm_bytes_per_s
     eb = 2
@@ -187,7 +194,7 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
     g_fwd = sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gemms)
     g_bwd = sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gemms)
 
-    st = PASSES[software_stack(sc)]
+    st = PASSES[_stack(tr)]
     hidden = tok * h / (t if tr.sequence_parallel else 1)
     ffn = tok * f / t * (top_k if experts > 1 else 1)
     heads_l = max(1, round(a / t))
@@ -238,3 +245,6 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
                 + sum(LOSS_PASSES) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
                 parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
+
+
+_layer_times = ByIdentity(_layer_times_of)
