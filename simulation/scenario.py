@@ -312,7 +312,7 @@ class TrainingSpec:
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
-    compute_efficiency: float | None = None
+    compute_efficiency: float | None = 0.55    # None with compute_model "work"
     compute_model: str | None = None
     software_stack: str | None = None
     network_efficiency: float = 0.8
@@ -336,7 +336,9 @@ class TrainingSpec:
             framework=_framework(d, path),
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
-            compute_efficiency=_num(d, "compute_efficiency", path, None, strict=True, maximum=1.0),
+            compute_efficiency=_num(d, "compute_efficiency", path,
+                                    None if d.get("compute_model") == "work" else 0.55,
+                                    strict=True, maximum=1.0),
             compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
             software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))

@@ -171,3 +171,14 @@ def test_work_model_error_does_not_drift_with_width():
 def test_work_model_meets_narayanan_table1():
     work = table1_errors(compute_model="work", software_stack="megatron")
     assert sum(map(abs, work)) / len(work) < 0.05 and max(map(abs, work)) <= 0.10
+
+
+def test_resolved_scenario_names_the_model_it_ran():
+    base = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+            "training": {}, "strategy": {"kind": "fsdp_full_shard"}}
+    const = Scenario.from_dict(base).to_dict()["training"]
+    assert const["compute_efficiency"] == 0.55 and "compute_model" not in const
+    base["training"] = {"compute_model": "work"}
+    work = Scenario.from_dict(base).to_dict()["training"]
+    assert "compute_efficiency" not in work
+    assert uses_work_model(Scenario.from_dict({**base, "training": work}))
