@@ -135,9 +135,17 @@ def uses_work_model(sc: Scenario) -> bool:
     """True where the step's compute comes from the work (this module:
     ``training.compute_model`` "work"); False for the constant model: the default, an
     explicit ``compute_efficiency``, fp32, or an accelerator without figures."""
-    tr, acc = sc.training, sc.cluster.accelerator
+    tr = sc.training
     return (tr.compute_model == "work" and tr.compute_efficiency is None
-            and tr.precision != "fp32" and acc.preset in GPU_FIGURES)
+            and tr.precision != "fp32" and figures(sc.cluster.accelerator) is not None)
+
+
+def figures(acc) -> GpuFigures | None:
+    """The accelerator's GEMM figures: its own ``gemm_flops`` and ``sm_count`` where given
+    (a measurement of the user's cluster), else the table's for its preset, else None."""
+    if acc.gemm_flops and acc.sm_count:
+        return GpuFigures(acc.gemm_flops, acc.sm_count, "accelerator.gemm_flops (given)")
+    return GPU_FIGURES.get(acc.preset)
 
 
 def wave_efficiency(m: int, n: int, sms: int, batch: int = 1) -> float:
@@ -175,7 +183,7 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
 
 
 def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
-    g = GPU_FIGURES[acc.preset]
+    g = figures(acc)
     hbm = acc.hbm_bytes_per_s
     eb = 2
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel

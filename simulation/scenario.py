@@ -164,6 +164,10 @@ class AcceleratorSpec:
     scaleup_bytes_per_s: float
     preset: str | None = None
     source: str | None = None
+    # Measured dense 16-bit GEMM FLOP/s for large shapes and the SM (CU) count, used by
+    # the work compute model (simulation.compute) instead of its table; both or neither.
+    gemm_flops: float | None = None
+    sm_count: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
@@ -174,8 +178,17 @@ class AcceleratorSpec:
             if d.get(k) is None:
                 raise ScenarioError(f"{path}.{k}", "is required")
             vals[k] = _num(d, k, path, strict=True)
+        gemm = _num(d, "gemm_flops", path, strict=True)
+        sms = _int(d, "sm_count", path, minimum=1, maximum=100_000)
+        if (gemm is None) != (sms is None):
+            missing = "sm_count" if sms is None else "gemm_flops"
+            raise ScenarioError(f"{path}.{missing}", "is required with "
+                                + ("gemm_flops" if sms is None else "sm_count"))
+        if gemm is not None and gemm > vals["peak_flops_bf16"]:
+            raise ScenarioError(f"{path}.gemm_flops", "must not exceed peak_flops_bf16")
         return cls(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
-                   preset=_str(d, "preset", path), source=_str(d, "source", path), **vals)
+                   preset=_str(d, "preset", path), source=_str(d, "source", path),
+                   gemm_flops=gemm, sm_count=sms, **vals)
 
     def to_dict(self) -> dict:
         return _drop_none(_plain(self))

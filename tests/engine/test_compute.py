@@ -182,3 +182,33 @@ def test_resolved_scenario_names_the_model_it_ran():
     work = Scenario.from_dict(base).to_dict()["training"]
     assert "compute_efficiency" not in work
     assert uses_work_model(Scenario.from_dict({**base, "training": work}))
+
+
+def test_a_measured_gemm_figure_replaces_the_table():
+    # A user's own measurement (e.g. 230 TFLOP/s, the square 8192 fp16 matmul on A100 that
+    # github.com/mli/transformers-benchmarks reports with 2022's PyTorch): every
+    # compute-bound full-wave GEMM takes 271.2 / 230 of the table's time.
+    sc = kort22()
+    pc = model_params(sc.model)
+    own = Scenario.from_dict({
+        "model": {"preset": "megatron-22b"},
+        "cluster": {"node": "dgx-a100-80gb", "accelerator": {
+            "preset": "a100-sxm4-80gb", "gemm_flops": 230e12, "sm_count": 108}},
+        "training": dict(micro_batch_size=4, global_batch_size=4, seq_len=2048, tensor_parallel=8,
+                         compute_model="work"), "strategy": {"kind": "ddp"}})
+    m, n, k = 9 * 256, 12 * 128, 8192
+    from simulation.compute import figures
+    assert gemm_s(m, n, k, figures(own.cluster.accelerator), A100_HBM) == pytest.approx(
+        gemm_s(m, n, k, A100, A100_HBM) * 271.2 / 230)
+    assert layer_times(own, pc)["parts"]["gemm"] > layer_times(sc, pc)["parts"]["gemm"]
+
+
+@pytest.mark.parametrize("acc,field", [({"gemm_flops": 230e12}, "sm_count"),
+                                       ({"sm_count": 108}, "gemm_flops"),
+                                       ({"gemm_flops": 400e12, "sm_count": 108}, "gemm_flops")])
+def test_gemm_figures_come_in_pairs_below_peak(acc, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict({"model": {"preset": "llama2-7b"},
+                            "cluster": {"node": "dgx-a100-80gb",
+                                        "accelerator": {"preset": "a100-sxm4-80gb", **acc}}})
+    assert f"cluster.accelerator.{field}" in str(e.value)
