@@ -73,6 +73,24 @@ def compute_times(sc: Scenario, pc: ParamCount) -> dict:
                 head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate)
 
 
+def compute_summary(sc: Scenario, pc: ParamCount) -> dict:
+    """Which compute model ran and one layer's seconds (forward, backward with
+    recomputation, the output layer's forward + backward; the work model adds its forward
+    parts: ``gemm_s``, ``attention_s``, ``memory_bound_s``)."""
+    ct = compute_times(sc, pc)
+    work = compute.uses_work_model(sc)
+    out = dict(model="work" if work else "constant", layer_fwd_s=float(ct["fwd_s"]),
+               layer_bwd_s=float(ct["bwd_s"]), head_s=float(ct["head_s"]))
+    if work:
+        parts = ct["parts"]
+        out.update(software_stack=compute.software_stack(sc), gemm_s=float(parts["gemm"]),
+                   attention_s=float(parts["attention"]),
+                   memory_bound_s=float(parts["memory_bound"]))
+    else:
+        out["compute_efficiency"] = sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY
+    return out
+
+
 def achieved_flops(sc: Scenario, pc: ParamCount) -> float:
     """FLOP/s a layer's forward and backward reach (hardware FLOPs over compute time)."""
     fl, ct = layer_flops(sc, pc), compute_times(sc, pc)
@@ -372,7 +390,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     report = dict(
         available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
-        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]))
+        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
+        compute=compute_summary(sc, pc))
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows, verdict=verdict(sc, parts, step_s, link_rows))

@@ -212,3 +212,17 @@ def test_gemm_figures_come_in_pairs_below_peak(acc, field):
                             "cluster": {"node": "dgx-a100-80gb",
                                         "accelerator": {"preset": "a100-sxm4-80gb", **acc}}})
     assert f"cluster.accelerator.{field}" in str(e.value)
+
+
+def test_the_report_says_which_compute_model_ran():
+    base = {"model": {"preset": "megatron-22b"}, "cluster": {"node": "dgx-a100-80gb"},
+            "training": {"micro_batch_size": 4, "global_batch_size": 4, "seq_len": 2048,
+                         "tensor_parallel": 8}, "strategy": {"kind": "ddp"}}
+    const = evaluate_dict(base)["step"]["compute"]
+    assert const["model"] == "constant" and const["compute_efficiency"] == 0.55
+    base["training"]["compute_model"] = "work"
+    work = evaluate_dict(base)["step"]["compute"]
+    lt = layer_times(kort22(), model_params(kort22().model))
+    assert work["model"] == "work" and work["software_stack"] == "megatron"
+    assert work["layer_fwd_s"] == pytest.approx(lt["fwd_s"])
+    assert work["gemm_s"] + work["attention_s"] + work["memory_bound_s"] == pytest.approx(lt["fwd_s"])
