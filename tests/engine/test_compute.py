@@ -226,3 +226,24 @@ def test_the_report_says_which_compute_model_ran():
     assert work["model"] == "work" and work["software_stack"] == "megatron"
     assert work["layer_fwd_s"] == pytest.approx(lt["fwd_s"])
     assert work["gemm_s"] + work["attention_s"] + work["memory_bound_s"] == pytest.approx(lt["fwd_s"])
+
+
+def test_eager_attention_recompute_and_head_by_hand():
+    # 22B, TP 8: 8 heads of d = 96 per GPU, b = 4: QK^T and PV as 32 batched GEMMs; the
+    # fused softmax (2 passes) and torch dropout (2.5) over the 4 x 8 x 2048^2 scores
+    pc = model_params(kort22().model)
+    s, d, bt, hbm = 2048, 96, 32, A100_HBM
+    scores = bt * s * s
+    fwd = (gemm_s(s, s, d, A100, hbm, bt) + gemm_s(s, d, s, A100, hbm, bt)
+           + 4.5 * scores * 2 / hbm)
+    none = layer_times(kort22(), pc)
+    assert none["parts"]["attention"] == pytest.approx(fwd)
+    # selective recomputation adds the attention core's forward, full the whole forward
+    sel, full = layer_times(kort22(recompute="selective"), pc), layer_times(kort22(recompute="full"), pc)
+    assert sel["bwd_s"] - none["bwd_s"] == pytest.approx(fwd)
+    assert full["bwd_s"] - none["bwd_s"] == pytest.approx(none["fwd_s"])
+    # output layer: logits GEMM, its data and weight gradients, 6 + 4 loss passes of logits
+    tok, h, v = 4 * 2048, 6144, 51200 / 8     # the preset's vocabulary, split over TP 8
+    head = (gemm_s(tok, v, h, A100, hbm) + gemm_s(tok, h, v, A100, hbm) + gemm_s(h, v, tok, A100, hbm)
+            + 10 * tok * v * 2 / hbm)
+    assert none["head_s"] == pytest.approx(head)
