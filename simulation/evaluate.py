@@ -18,7 +18,7 @@ from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
 from .scenario import Scenario, node_figures
 from .states import state_bytes
-from .step import background_slowdown, links_for, peak_flops, step_report
+from .step import achieved_flops, background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
 from .version import ENGINE_VERSION
 
@@ -162,7 +162,7 @@ def _offload_bw(sc: Scenario, lay) -> dict:
         tiers["cxl"] = links["cxl"]
     if "nvme_read" in links:
         tiers["nvme"] = links["nvme_read"]
-    rate = peak_flops(sc) * sc.training.compute_efficiency
+    rate = achieved_flops(sc, model_params(sc.model))
     return bandwidth.analysis(sc.training.seq_len, sc.training.micro_batch_size,
                               sc.model.hidden_size, rate, tiers)
 

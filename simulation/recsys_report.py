@@ -9,6 +9,7 @@ per-node memory the report shows, with the same keys as a transformer's.
 
 from __future__ import annotations
 
+from .compute import DEFAULT_COMPUTE_EFFICIENCY
 from .memory import RUNTIME_PART, part, tier_summary
 from .recsys import evaluate_recsys, hbm_left_for_embeddings
 from .scenario import Scenario
@@ -30,7 +31,7 @@ def recsys_sections(sc: Scenario, sb: StateBytes, peak_flops: float,
                         hbm_free_bytes_per_gpu=free, hbm_bytes_per_s=acc.hbm_bytes_per_s,
                         host_link_bytes_per_s=acc.host_link_bytes_per_s,
                         nic_bytes_per_s=c.nic_bytes_per_s, scaleup_bytes_per_s=acc.scaleup_bytes_per_s,
-                        flops_per_s=peak_flops * sc.training.compute_efficiency,
+                        flops_per_s=peak_flops * (sc.training.compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY),
                         network_efficiency=sc.training.network_efficiency,
                         node_tiers={k: v.to_dict() for k, v in c.tiers.items()})
     parts = []

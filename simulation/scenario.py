@@ -49,6 +49,8 @@ OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
+SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
+COMPUTE_MODELS = ("constant", "work")
 
 
 def _framework(training: dict, path: str) -> str:
@@ -162,6 +164,10 @@ class AcceleratorSpec:
     scaleup_bytes_per_s: float
     preset: str | None = None
     source: str | None = None
+    # Measured dense 16-bit GEMM FLOP/s for large shapes and the SM (CU) count, used by
+    # the work compute model (simulation.compute) instead of its table; both or neither.
+    gemm_flops: float | None = None
+    sm_count: int | None = None
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
@@ -172,8 +178,17 @@ class AcceleratorSpec:
             if d.get(k) is None:
                 raise ScenarioError(f"{path}.{k}", "is required")
             vals[k] = _num(d, k, path, strict=True)
+        gemm = _num(d, "gemm_flops", path, strict=True)
+        sms = _int(d, "sm_count", path, minimum=1, maximum=100_000)
+        if (gemm is None) != (sms is None):
+            missing = "sm_count" if sms is None else "gemm_flops"
+            raise ScenarioError(f"{path}.{missing}", "is required with "
+                                + ("gemm_flops" if sms is None else "sm_count"))
+        if gemm is not None and gemm > vals["peak_flops_bf16"]:
+            raise ScenarioError(f"{path}.gemm_flops", "must not exceed peak_flops_bf16")
         return cls(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
-                   preset=_str(d, "preset", path), source=_str(d, "source", path), **vals)
+                   preset=_str(d, "preset", path), source=_str(d, "source", path),
+                   gemm_flops=gemm, sm_count=sms, **vals)
 
     def to_dict(self) -> dict:
         return _drop_none(_plain(self))
@@ -270,9 +285,16 @@ class ClusterSpec:
 class TrainingSpec:
     """Batch, precision and parallel degrees.
 
-    ``compute_efficiency``: fraction of peak FLOP/s a transformer layer's kernels reach.
-    The default 0.55 is what Korthikanti et al. 2022 Table 4 implies for a 22B layer on
-    A100 (7.7 ms forward, 11.9 ms backward, less the tensor-parallel all-reduces).
+    ``compute_model``: ``constant`` (the default): every FLOP runs at peak FLOP/s x
+    ``compute_efficiency`` (0.55 when unset: what Korthikanti et al. 2022 Table 4 implies
+    for a 22B layer on A100, 7.7 ms forward, 11.9 ms backward, less the tensor-parallel
+    all-reduces); ``work``: each layer's compute time comes from its work
+    (:mod:`simulation.compute`: GEMM shapes, attention kernel, memory-bound kernels of
+    ``software_stack``), unless ``compute_efficiency`` is set, which keeps the constant
+    model (so do fp32 and accelerators without figures).
+    ``software_stack``: whose kernels run the element-wise work: ``megatron`` (fused),
+    ``pytorch_eager``, ``torch_compile``; by default ``megatron`` for the Megatron framework,
+    ``pytorch_eager`` otherwise.
     ``loss_kernel``: how the output layer's cross-entropy is computed, which decides how
     many tokens x vocab copies are live (``torch``: plain PyTorch / Hugging Face;
     ``megatron_vocab_parallel``; ``fused_linear_cross_entropy``: Liger / chunked), see
@@ -303,7 +325,9 @@ class TrainingSpec:
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
-    compute_efficiency: float = 0.55
+    compute_efficiency: float | None = 0.55    # None with compute_model "work"
+    compute_model: str | None = None
+    software_stack: str | None = None
     network_efficiency: float = 0.8
 
     @classmethod
@@ -325,7 +349,11 @@ class TrainingSpec:
             framework=_framework(d, path),
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
-            compute_efficiency=_num(d, "compute_efficiency", path, 0.55, strict=True, maximum=1.0),
+            compute_efficiency=_num(d, "compute_efficiency", path,
+                                    None if d.get("compute_model") == "work" else 0.55,
+                                    strict=True, maximum=1.0),
+            compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
+            software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
 
     def to_dict(self) -> dict:

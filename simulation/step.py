@@ -4,7 +4,11 @@ Compute per layer and micro-batch (Korthikanti et al. 2022, Sec. 5, Eq. 7-8): fo
 2 x (matmul parameters) x tokens + 4*b*s^2*h for attention scores and their use;
 backward twice the forward; full recomputation adds one forward, selective the
 attention-core forward (4*b*s^2*h); the output layer 2*b*s*h*v forward. All divided by
-the tensor-parallel degree and run at peak FLOP/s x ``compute_efficiency``.
+the tensor-parallel degree. Their time comes from the work (``simulation.compute``: each
+GEMM's shape against the accelerator's achievable matmul rate, wave quantization and HBM
+bandwidth; eager or FlashAttention-2 attention; norms and element-wise kernels as HBM
+passes of the software stack), or, with an explicit ``compute_efficiency`` (and for
+accelerators without figures, and fp32), every FLOP at peak FLOP/s x that fraction.
 
 A step of m micro-batches on p pipeline stages with v interleaved chunks takes
 (m - 1 + (p - 1)/v) x T_micro + T_last (Narayanan et al. 2021, Sec. 2.2: bubble
@@ -34,6 +38,7 @@ import math
 import numpy as np
 
 from . import collectives as nccl
+from . import compute
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
@@ -54,6 +59,43 @@ TIMELINE_MAX_TASKS = 4000
 def peak_flops(sc: Scenario) -> float:
     acc = sc.cluster.accelerator
     return acc.peak_flops_fp32 if sc.training.precision == "fp32" else acc.peak_flops_bf16
+
+
+def compute_times(sc: Scenario, pc: ParamCount) -> dict:
+    """Seconds of one layer's forward and backward and of the output layer (forward +
+    backward) for one micro-batch on one GPU: from the work (``simulation.compute``) by
+    default, at peak x ``compute_efficiency`` where it is set (or no figures apply)."""
+    if compute.uses_work_model(sc):
+        return compute.layer_times(sc, pc)
+    fl = layer_flops(sc, pc)
+    rate = peak_flops(sc) * (sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY)
+    return dict(fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
+                head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate)
+
+
+def compute_summary(sc: Scenario, pc: ParamCount) -> dict:
+    """Which compute model ran and one layer's seconds (forward, backward with
+    recomputation, the output layer's forward + backward; the work model adds its forward
+    parts: ``gemm_s``, ``attention_s``, ``memory_bound_s``)."""
+    ct = compute_times(sc, pc)
+    work = compute.uses_work_model(sc)
+    out = dict(model="work" if work else "constant", layer_fwd_s=float(ct["fwd_s"]),
+               layer_bwd_s=float(ct["bwd_s"]), head_s=float(ct["head_s"]))
+    if work:
+        parts = ct["parts"]
+        out.update(software_stack=compute.software_stack(sc), gemm_s=float(parts["gemm"]),
+                   attention_s=float(parts["attention"]),
+                   memory_bound_s=float(parts["memory_bound"]))
+    else:
+        out["compute_efficiency"] = sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY
+    return out
+
+
+def achieved_flops(sc: Scenario, pc: ParamCount) -> float:
+    """FLOP/s a layer's forward and backward reach (hardware FLOPs over compute time)."""
+    fl, ct = layer_flops(sc, pc), compute_times(sc, pc)
+    busy = ct["fwd_s"] + ct["bwd_s"]
+    return (fl["fwd"] + fl["bwd"]) / busy if busy else 0.0
 
 
 def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
@@ -180,8 +222,7 @@ def reduce_bytes_per_param(sc: Scenario, sb: StateBytes) -> int:
 
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
-    fl = layer_flops(sc, pc)
-    rate = peak_flops(sc) * tr.compute_efficiency
+    ct = compute_times(sc, pc)
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     gpn = c.gpus_per_node
     sbh = tr.micro_batch_size * tr.seq_len * m.hidden_size
@@ -205,8 +246,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
     return RankModel(
-        layers=m.num_layers // p, fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
-        head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate if p == 1 else 0.0,
+        layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
+        head_s=ct["head_s"] if p == 1 else 0.0,
         unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
         param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
@@ -349,7 +390,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     report = dict(
         available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
-        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]))
+        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
+        compute=compute_summary(sc, pc))
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows, verdict=verdict(sc, parts, step_s, link_rows))

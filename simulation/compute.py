@@ -1,0 +1,258 @@
+"""Compute time of a transformer layer from its work: GEMMs, attention, memory-bound kernels.
+
+Each layer's kernels on one GPU, for one micro-batch of ``b x s`` tokens after the
+tensor-parallel split (Megatron's column/row-parallel layout, Shoeybi et al. 2019, Sec. 3):
+
+* **GEMMs** (QKV, attention output, MLP up/gate/down, output layer; backward: a data-gradient
+  and a weight-gradient GEMM of the same size each) take ``max(math, memory)``: the math time
+  is ``2 M N K`` FLOPs at the accelerator's maximum achievable dense matmul throughput
+  (``GEMM_FLOPS``, measured with large shapes) divided by the wave efficiency of the output
+  tiles over the SMs; the memory time is the operands' and the result's bytes over HBM
+  bandwidth (NVIDIA, *Matrix Multiplication Background User's Guide*, DU-09799-001, 2023:
+  Sec. 2 math and memory bounds, Sec. 3.2 wave quantization; cuBLAS picks among tiles,
+  of which 256x128, 128x256 and 128x128 are the most efficient, Sec. 2.3).
+* **Attention**: eager (Megatron's and transformers' kernels before FlashAttention): the score
+  and value products as batched GEMMs per head and the softmax and dropout over the
+  ``s x s`` scores as memory-bound passes; FlashAttention-2 (``training.flash_attention``) at
+  the fraction of peak its paper measures (``FLASH_FRACTION``), causal (half the score
+  blocks), backward 2.5x the forward's FLOPs (Dao 2023, arXiv 2307.08691, Sec. 4.1).
+* **Memory-bound kernels** (norms, residual adds, dropout, activation, rotary embedding):
+  bytes read and written over HBM bandwidth; the passes each software stack makes are
+  counted in ``PASSES`` from its kernels.
+
+Used with ``training.compute_model: "work"``. The hardware figures (``GPU_FIGURES``) are
+keyed on the accelerator preset; an accelerator without figures, fp32 training, or an
+explicit ``training.compute_efficiency`` keeps the constant model (every FLOP at peak x
+efficiency, 0.55 by default), which stays the default: held against Narayanan et al. 2021
+Table 1 and Korthikanti et al. 2022 Table 5 the work model with these published
+(maximum-achievable) figures predicts A100 steps about 20 % too short, twice the constant
+model's error (README, "Compute model").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .memo import ByIdentity
+from .params import ParamCount
+from .scenario import Scenario
+
+DEFAULT_COMPUTE_EFFICIENCY = 0.55   # the constant model's figure (scenario.TrainingSpec)
+SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
+
+# Maximum achievable dense BF16 matmul FLOP/s (MAMF: torch.matmul, best of a shape sweep,
+# mean of 100 iterations): S. Bekman, *Machine Learning Engineering*, compute/accelerator,
+# "Maximum Achievable Matmul FLOPS comparison table" (github.com/stas00/ml-engineering).
+# SMs (CUs): NVIDIA A100 / H100 / H200 / Blackwell architecture whitepapers and datasheets,
+# AMD CDNA 3 whitepaper (MI300X: 304 CUs).
+_MAMF = "Bekman, ml-engineering MAMF table (BF16 torch.matmul)"
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    gemm_flops: float       # maximum achievable dense 16-bit matmul FLOP/s, large shapes
+    sms: int                # streaming multiprocessors (compute units): one tile each per wave
+    source: str
+
+
+GPU_FIGURES: dict[str, GpuFigures] = {
+    "a100-sxm4-40gb": GpuFigures(271.2e12, 108, _MAMF + ": A100 SXM 271.2 TFLOP/s; 108 SMs"),
+    "a100-sxm4-80gb": GpuFigures(271.2e12, 108, _MAMF + ": A100 SXM 271.2 TFLOP/s; 108 SMs"),
+    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs"),
+    "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"),
+    "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"),
+    "mi300x-192gb": GpuFigures(668.4e12, 304, _MAMF + ": MI300X 668.4 TFLOP/s (ROCm 6.3, TunableOp); 304 CUs"),
+}
+
+# Output tiles cuBLAS chooses from for large GEMMs (Matrix Multiplication Background, Sec. 2.3).
+TILES = ((256, 128), (128, 256), (128, 128))
+
+# FlashAttention-2 forward and backward throughput as a fraction of the dense 16-bit peak
+# (Dao 2023, Sec. 4.1: on A100 "up to 73% of the theoretical max throughput in the forward
+# pass, and up to 63% in the backward pass"; on H100, without Hopper-specific instructions,
+# "up to 335 TFLOPs/s" of 989). Accelerators the paper did not run take the A100 figures
+# scaled by their matmul efficiency over the A100's (an assumption, not a measurement).
+FLASH_FRACTION = {"a100": (0.73, 0.63), "h100": (335 / 989, 335 / 989)}
+_FLASH_GEN = {"a100-sxm4-40gb": "a100", "a100-sxm4-80gb": "a100",
+              "h100-sxm5-80gb": "h100", "h200-sxm-141gb": "h100"}
+
+# Memory passes per layer and micro-batch, in reads plus writes of one tensor of the named
+# size (a 1-byte dropout mask is half a pass of a 16-bit tensor). "hidden": b*s*h (divided
+# by t with sequence parallelism); "ffn": b*s*f/t (each of gate and up for a gated MLP is
+# one such tensor); "qk": the rotated q and k, b*s*(a + kv)*d/t; "scores": b*(a/t)*s*s
+# (eager attention only). (forward, backward) each.
+# megatron: Apex/TE fused LayerNorm/RMSNorm (one kernel: read x, write y; backward read x,
+#   dy, write dx), bias_dropout_add_fused_train (read branch and residual, write the sum),
+#   bias_gelu / bias_swiglu fused, fused rotary embedding, FusedScaleMaskSoftmax (read,
+#   write), attention dropout a separate torch dropout (Megatron-LM megatron/core/fusions,
+#   transformer/dot_product_attention.py).
+# pytorch_eager: one kernel per op: torch layer_norm (one kernel); transformers'
+#   LlamaRMSNorm (to fp32, pow, mean, multiply by rsqrt, to bf16, multiply by the weight:
+#   18 passes forward, counted in fp32 bytes where it computes in fp32, about 30 backward);
+#   dropout (read, write, mask) then the residual add (read two, write one); SiLU then the
+#   product for SwiGLU; rotate_half rotary (two products, a negation, a cat, a sum: 10);
+#   eager attention scales, masks, softmaxes in fp32, casts back and drops out (12.5).
+# torch_compile: TorchInductor fuses each chain of pointwise and reduction ops between two
+#   GEMMs into one kernel that reads its inputs and writes its outputs once (Ansel et al.
+#   2024, PyTorch 2, ASPLOS, Sec. 5): the residual add, dropout and following norm are one
+#   region (read branch and residual, write residual and normed), the activation and the
+#   rotary embedding one each, the softmax (with scale, mask, dropout) one.
+# The backward of every gradient at a residual fork is accumulated by autograd (read two,
+# write one: 3), except where the fused region writes it (torch_compile).
+PASSES = {
+    "megatron": dict(norm=(2, 3), rmsnorm=(2, 3), residual=(3, 5), gelu=(2, 3), swiglu=(3, 5),
+                     rope=(2, 2), softmax=(2, 3), attn_dropout=(2.5, 2.5), hidden_mask=(0.5, 0.5)),
+    "pytorch_eager": dict(norm=(2, 3), rmsnorm=(18, 30), residual=(5, 5), gelu=(2, 3),
+                          swiglu=(5, 8), rope=(10, 10), softmax=(10, 11), attn_dropout=(2.5, 2.5),
+                          hidden_mask=(0.5, 0.5)),
+    "torch_compile": dict(norm=(1, 1), rmsnorm=(1, 1), residual=(3, 3), gelu=(2, 3),
+                          swiglu=(3, 5), rope=(2, 2), softmax=(2, 3), attn_dropout=(0.5, 0.5),
+                          hidden_mask=(0.5, 0.5)),
+}
+# torch_compile's norm is fused into the residual region (read branch + residual, write
+# residual + normed = 4 = residual 3 + norm 1); its attention dropout is in the softmax
+# kernel (only the mask is extra).
+# The output layer's softmax cross-entropy reads the logits for their maximum and exponent
+# sum and writes the probabilities in fp32 (Megatron vocab_parallel_cross_entropy, torch
+# cross_entropy): 6 passes of the 16-bit logits forward, 4 backward.
+LOSS_PASSES = (6, 4)
+
+
+def software_stack(sc: Scenario) -> str:
+    """``training.software_stack``, by default Megatron's fused kernels for the Megatron
+    framework and eager PyTorch otherwise."""
+    return _stack(sc.training)
+
+
+def _stack(tr) -> str:
+    if tr.software_stack:
+        return tr.software_stack
+    return "megatron" if tr.framework == "megatron" else "pytorch_eager"
+
+
+def uses_work_model(sc: Scenario) -> bool:
+    """True where the step's compute comes from the work (this module:
+    ``training.compute_model`` "work"); False for the constant model: the default, an
+    explicit ``compute_efficiency``, fp32, or an accelerator without figures."""
+    tr = sc.training
+    return (tr.compute_model == "work" and tr.compute_efficiency is None
+            and tr.precision != "fp32" and figures(sc.cluster.accelerator) is not None)
+
+
+def figures(acc) -> GpuFigures | None:
+    """The accelerator's GEMM figures: its own ``gemm_flops`` and ``sm_count`` where given
+    (a measurement of the user's cluster), else the table's for its preset, else None."""
+    if acc.gemm_flops and acc.sm_count:
+        return GpuFigures(acc.gemm_flops, acc.sm_count, "accelerator.gemm_flops (given)")
+    return GPU_FIGURES.get(acc.preset)
+
+
+def wave_efficiency(m: int, n: int, sms: int, batch: int = 1) -> float:
+    """Share of the SMs' tile slots used: tiles / (waves x SMs), the best of ``TILES``
+    (Matrix Multiplication Background, Sec. 3.2: a GEMM runs in waves of one tile per SM;
+    a last partial wave leaves SMs idle). A 1024x1024 output on 108 SMs: 32 tiles of
+    256x128 (0.30) or 64 of 128x128 (0.59)."""
+    best = 0.0
+    for tm, tn in TILES:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        best = max(best, tiles / (math.ceil(tiles / sms) * sms))
+    return best
+
+
+def gemm_s(m: float, n: float, k: float, g: GpuFigures, hbm_bytes_per_s: float,
+           batch: int = 1, elem_bytes: int = 2) -> float:
+    """Seconds of ``batch`` GEMMs of (m x k) by (k x n): max(math at the achievable matmul
+    rate over the wave efficiency, bytes of A, B and C over HBM bandwidth)."""
+    m, n, k = (max(1, int(round(x))) for x in (m, n, k))
+    flops = 2.0 * m * n * k * batch
+    math_s = flops / (g.gemm_flops * wave_efficiency(m, n, g.sms, batch))
+    mem_s = elem_bytes * batch * (m * k + k * n + m * n) / hbm_bytes_per_s
+    return max(math_s, mem_s)
+
+
+def layer_times(sc: Scenario, pc: ParamCount) -> dict:
+    """Seconds of one layer's forward and backward (recomputation included) and of the
+    output layer's forward + backward, for one micro-batch on one GPU, and their parts.
+
+    Returns ``fwd_s``, ``bwd_s``, ``head_s`` and ``parts`` (``gemm``, ``attention``,
+    ``memory_bound``: forward seconds each; ``head`` forward + backward). Remembered per
+    identity of the scenario's sections (``simulation.memo``): sweeps ask again and again.
+    """
+    return _layer_times(sc.model, sc.training, sc.cluster.accelerator, pc)
+
+
+def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
+    g = figures(acc)
+    hbm = acc.hbm_bytes_per_s
+    eb = 2
+    b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    a = m.num_attention_heads or max(1, h // 128)
+    kv = m.num_kv_heads or a
+    d = h / a
+    f = m.ffn_hidden_size or 4 * h
+    tok = b * s
+    experts, top_k = max(m.num_experts, 1), max(m.moe_top_k, 1)
+
+    # GEMMs: (M, N, K, count); forward. Backward: dgrad (M, K, N) and wgrad (K, N, M).
+    up_n = (2 if m.gated_mlp else 1) * f / t
+    gemms = [(tok, (a + 2 * kv) * d / t, h, 1), (tok, h, a * d / t, 1)]
+    e_tok = tok * top_k / experts if experts > 1 else tok
+    gemms += [(e_tok, up_n, h, experts), (e_tok, h, f / t, experts)]
+    g_fwd = sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gemms)
+    g_bwd = sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gemms)
+
+    st = PASSES[_stack(tr)]
+    hidden = tok * h / (t if tr.sequence_parallel else 1)
+    ffn = tok * f / t * (top_k if experts > 1 else 1)
+    heads_l = max(1, round(a / t))
+    attn_drop = m.attention_dropout if m.attention_dropout is not None else m.dropout
+    hid_drop = m.hidden_dropout if m.hidden_dropout is not None else m.dropout
+
+    # Attention core
+    if tr.flash_attention:
+        gen = _FLASH_GEN.get(acc.preset)
+        if gen:
+            ff, fb = FLASH_FRACTION[gen]
+        else:
+            scale = (g.gemm_flops / acc.peak_flops_bf16) / (GPU_FIGURES["a100-sxm4-80gb"].gemm_flops / 312e12)
+            ff, fb = FLASH_FRACTION["a100"][0] * scale, FLASH_FRACTION["a100"][1] * scale
+        causal = 0.5 * 4.0 * b * s * s * a * d / t
+        a_fwd = causal / (ff * acc.peak_flops_bf16)
+        a_bwd = 2.5 * causal / (fb * acc.peak_flops_bf16)
+    else:
+        sc_el = b * heads_l * s * s
+        bt = b * heads_l
+        a_fwd = gemm_s(s, s, d, g, hbm, bt) + gemm_s(s, d, s, g, hbm, bt)
+        a_bwd = 2 * gemm_s(s, d, s, g, hbm, bt) + gemm_s(s, s, d, g, hbm, bt) + gemm_s(s, d, s, g, hbm, bt)
+        sp_f, sp_b = st["softmax"]
+        if attn_drop:
+            sp_f, sp_b = sp_f + st["attn_dropout"][0], sp_b + st["attn_dropout"][1]
+        a_fwd += sp_f * sc_el * eb / hbm
+        a_bwd += sp_b * sc_el * eb / hbm
+
+    # Memory-bound kernels: two norms, two residual points, the activation, rotary
+    norm = st["rmsnorm" if m.norm == "rmsnorm" else "norm"]
+    res = st["residual"]
+    act = st["swiglu" if m.gated_mlp else "gelu"]
+    mask = st["hidden_mask"] if hid_drop else (0, 0)
+    mb = [2 * (norm[i] + res[i] + mask[i]) * hidden + act[i] * ffn for i in (0, 1)]
+    if m.position_embedding == "rope":
+        qk = tok * (a + kv) * d / t
+        mb = [mb[i] + st["rope"][i] * qk for i in (0, 1)]
+    mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
+
+    fwd = g_fwd + a_fwd + mb_fwd
+    extra = {"full": fwd, "selective": a_fwd, "none": 0.0}[tr.recompute]
+    bwd = g_bwd + a_bwd + mb_bwd + extra
+    v = m.vocab_size or 0
+    head = 0.0
+    if v:
+        hm = (tok, v / t, h)
+        head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + gemm_s(h, v / t, tok, g, hbm)
+                + sum(LOSS_PASSES) * tok * v / t * eb / hbm)
+    return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
+                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
+
+
+_layer_times = ByIdentity(_layer_times_of)
