@@ -103,7 +103,7 @@ CHOICE_NAMES: dict[str, dict[str, str]] = {
     "training.optimizer": {"adam": "Adam", "adamw": "AdamW", "adam_8bit": "8-bit Adam",
                            "sgd_momentum": "SGD + momentum", "adafactor": "Adafactor"},
     "checkpoint.target": {"parallel_fs": "parallel file system", "local_nvme": "local NVMe",
-                          "gds_nvme": "local NVMe (GPUDirect Storage)", "remote_dram": "peer node DRAM",
+                          "gds_nvme": "GPUDirect to local NVMe", "remote_dram": "peer node DRAM",
                           "cxl_pool": "CXL memory pool", "object_store": "object store"},
     "checkpoint.method": {"in_memory_then_flush": "in-memory copy, then flush"},
 }
