@@ -139,6 +139,22 @@ class TestInARequest:
             r = owner_api.post(ESTIMATE, {"scenario": example["scenario"], "detail": True}, format="json")
             assert r.status_code == 200, (example["name"], r.json())
 
+    def test_the_live_estimate_asks_for_the_step_only_within_the_limit(self, owner_api, example_spec,
+                                                                        settings):
+        settings.ESTIMATE_MAX_WORK_UNITS = 400          # the memory estimate is ~300, the step more
+        body = {"scenario": example_spec, "include_step": True, "step_if_within_limit": True}
+        r, elapsed = timed(lambda: owner_api.post(ESTIMATE, body, format="json"))
+        assert r.status_code == 200 and elapsed < FAST_S, r.json()
+        report = r.json()
+        assert report["step"] == {} and "memory" in report
+        assert "ESTIMATE_MAX_WORK_UNITS" in report["step_skipped"]["reason"]
+        settings.ESTIMATE_MAX_WORK_UNITS = 10**9          # within the limit: the step is there
+        report = owner_api.post(ESTIMATE, body, format="json").json()
+        assert report["step"]["time_s"] > 0 and "step_skipped" not in report
+        # the memory alone over the limit is still a 413
+        settings.ESTIMATE_MAX_WORK_UNITS = 10
+        assert owner_api.post(ESTIMATE, body, format="json").status_code == 413
+
     def test_the_limit_is_a_setting(self, owner_api, example_spec, settings):
         settings.ESTIMATE_MAX_WORK_UNITS = 400          # the memory estimate is ~300
         r = owner_api.post(ESTIMATE, {"scenario": example_spec, "include_step": True}, format="json")

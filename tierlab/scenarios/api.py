@@ -136,7 +136,8 @@ class EstimateView(APIView):
         try:
             data = serializer.validated_data
             report = services.estimate(data["scenario"], include_step=data["include_step"],
-                                       detail=data["detail"])
+                                       detail=data["detail"],
+                                       step_if_within_limit=data["step_if_within_limit"])
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
         except services.TooMuchWork as exc:

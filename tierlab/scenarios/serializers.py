@@ -161,6 +161,10 @@ class EstimateRequestSerializer(serializers.Serializer):
         default=False, help_text="The step (implies include_step) with its timeline (every task, "
                                  "for a Gantt chart) and the checkpoint Monte-Carlo, as a run's "
                                  "report has them (a few ms more).")
+    step_if_within_limit = StrictBooleanField(
+        default=False, help_text="With include_step: when the step is more work than a request "
+                                 "may do, answer the memory-only report (200) with `step_skipped` "
+                                 "saying why, instead of a 413 (the live estimate uses it).")
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

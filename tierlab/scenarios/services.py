@@ -96,17 +96,28 @@ def resolve(spec: dict) -> dict:
     return scenario.to_dict()
 
 
-def estimate(spec: dict, include_step: bool = False, detail: bool = False) -> dict:
+def estimate(spec: dict, include_step: bool = False, detail: bool = False,
+             step_if_within_limit: bool = False) -> dict:
     """The engine's report for ``spec``, computed now. Raises ScenarioError, or TooMuchWork
     when the engine's cost bound for it is over ``ESTIMATE_MAX_WORK_UNITS``.
 
     By default memory only (the fast live estimate); ``include_step`` adds the simulated
     step (time, breakdown, links, verdict) and checkpoint goodput; ``detail`` with it adds
     the step's timeline and the checkpoint Monte-Carlo, as a run's report has them.
+    With ``step_if_within_limit`` a step over the limit is left out instead: the memory-only
+    report with ``step_skipped`` (the reason) is returned.
     """
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
     simulation.validate(scenario)
-    check_request_work(scenario, include_step, detail)
+    try:
+        check_request_work(scenario, include_step, detail)
+    except TooMuchWork as exc:
+        if not (step_if_within_limit and include_step):
+            raise
+        check_request_work(scenario, False, False)
+        report = simulation.evaluate(scenario, include_step=False).to_dict()
+        report["step_skipped"] = {"field": exc.field, "reason": exc.message}
+        return report
     return simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict()
 
 

@@ -494,16 +494,11 @@ function mount(root: HTMLElement): void {
     try {
       // With the simulated step and checkpoints; memory only when that is more work than a
       // request may do (413), saying so.
-      let report: Report;
-      let stepLine: string | null;
-      try {
-        report = await postJSON<Report>(endpoints.estimate, { scenario, include_step: true }, abort.signal);
-        stepLine = estimateStepSummary(report);
-      } catch (err) {
-        if (!(err instanceof ApiError && err.status === 413) || abort.signal.aborted) throw err;
-        report = await postJSON<Report>(endpoints.estimate, { scenario }, abort.signal);
-        stepLine = "Step time and checkpoints: too much to simulate while you type; save the scenario and run it.";
-      }
+      const report = await postJSON<Report & { step_skipped?: unknown }>(
+        endpoints.estimate, { scenario, include_step: true, step_if_within_limit: true }, abort.signal);
+      const stepLine = report.step_skipped
+        ? "Step time and checkpoints: too much to simulate while you type; save the scenario and run it."
+        : estimateStepSummary(report);
       if (abort.signal.aborted) return;
       clearLiveFieldErrors();
       estimate.dataset.fits = String(report.fits);
