@@ -10,7 +10,7 @@ from . import bandwidth
 from .checkpoint import evaluate_checkpoint
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
-from .memory import MOMENTS, build_parts, fragmentation_part, tier_summaries
+from .memory import MOMENTS, add_fragmentation, build_parts, tier_summaries
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
@@ -219,12 +219,11 @@ def _stage_parts(sc: Scenario, pc, lay, sb) -> list[tuple]:
     out = []
     for name in names:
         parts = build_parts(sc, pc, lay, sb, name)
+        tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
         if sc.convention == "realistic":
-            frag = fragmentation_part(parts, sc.runtime.fragmentation_for(sc.strategy.zero_stage))
-            if frag:
-                parts.append(frag)
-        out.append((name, parts, tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes,
-                                                sc.cluster.tiers)))
+            add_fragmentation(parts, tiers[0]["hbm"],
+                              sc.runtime.fragmentation_for(sc.strategy.zero_stage))
+        out.append((name, parts, tiers))
     return out
 
 

@@ -494,6 +494,28 @@ def fragmentation_part(parts: list[dict], fraction: float) -> dict | None:
                      "(runtime.fragmentation_fraction)")
 
 
+def add_fragmentation(parts: list[dict], hbm: dict, fraction: float) -> None:
+    """:func:`fragmentation_part` added to ``parts`` and to the HBM summary ``hbm`` made
+    from them (it only grows the peak moment, so the peak stays where it is)."""
+    peak = hbm["peak_phase"]
+    if fraction <= 0 or peak not in MOMENTS or peak == "load":
+        return
+    extra = fraction * hbm["moments_bytes"][peak]
+    if extra <= 0:
+        return
+    p = part(FRAGMENTATION_PART, "buffers", "hbm", extra, peak,
+             note=f"{fraction:.0%} of activations and working buffers at the {peak} peak "
+                  "(runtime.fragmentation_fraction)")
+    parts.append(p)
+    if hbm["parts"] is not parts:
+        hbm["parts"].append(p)
+    total = hbm["total_bytes"] + extra
+    cap = hbm["capacity_bytes"]
+    hbm["moments_bytes"][peak] += extra
+    hbm.update(buffers_bytes=hbm["buffers_bytes"] + extra, total_bytes=total, free_bytes=cap - total,
+               utilization=(total / cap) if cap else None, reserved_bytes=total)
+
+
 def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -> dict:
     """Category totals of one tier at its peak phase, with capacity and the parts."""
     return _summary([p for p in parts if p["tier"] == tier], capacity, present)
@@ -529,31 +551,29 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
                    peak_phase="persistent", moments_bytes=_EMPTY_MOMENTS.copy(),
                    allocated_bytes=0, reserved_bytes=0, parts=mine)
         return out
-    # one pass: bytes per (phase, category); the peak moment then picks its phases
-    cells: dict = {}
-    for p in mine:
-        key = (p["phase"], p["category"])
-        cells[key] = cells.get(key, 0.0) + p["bytes"]
+    # bytes per phase decide the peak moment; a second pass sums the live parts by category
     by_phase: dict = {}
-    for (ph, _cat), b in cells.items():
-        by_phase[ph] = by_phase.get(ph, 0.0) + b
+    for p in mine:
+        ph = p["phase"]
+        by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
     per = _moments_of(by_phase)
     # training's moments stack on the persistent states; loading comes before them
-    peak = max(_TRAINING_MOMENTS, key=per.get)
+    peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
     if per[peak] <= 0:
         peak = None
     if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
         peak = "load"
     live = MOMENTS.get(peak, ())
+    with_persistent = peak != "load"
     out = _NO_BYTES.copy()
-    for (ph, cat), b in cells.items():
-        if (ph == "persistent" and peak != "load") or ph in live:
-            out[_CATEGORY_KEYS[cat]] += b
-    total = sum(out.values())
     reserve = 0.0
     for p in mine:
-        if p["name"] in _NOT_ALLOCATED and (p["phase"] == "persistent" or p["phase"] in live):
-            reserve += p["bytes"]
+        ph = p["phase"]
+        if (with_persistent and ph == "persistent") or ph in live:
+            out[_CATEGORY_KEYS[p["category"]]] += p["bytes"]
+            if p["name"] in _NOT_ALLOCATED:
+                reserve += p["bytes"]
+    total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
                peak_phase=peak or "persistent", moments_bytes=per,
