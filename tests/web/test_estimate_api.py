@@ -28,7 +28,7 @@ def test_it_simulates_the_step_when_asked(owner_api, example_spec):
 def test_an_unknown_request_key_is_a_400_naming_it(owner_api, example_spec):
     r = owner_api.post(URL, {"scenario": example_spec, "includ_step": True}, format="json")
     assert r.status_code == 400
-    assert r.json() == {"includ_step": ["unknown field; known fields: scenario, include_step, detail"]}
+    assert r.json() == {"includ_step": ["unknown field; known fields: scenario, include_step, detail, step_if_within_limit"]}
 
 
 def test_a_scenario_given_as_text_that_is_not_json_says_what_is_wanted(owner_api):
