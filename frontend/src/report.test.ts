@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, tierSummaryRows, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, verdict } from "./report";
 import { fittingReport, sampleReport } from "./testdata/report";
 
 describe("partsRows", () => {
@@ -13,6 +13,9 @@ describe("partsRows", () => {
       phase: "persistent", phaseLabel: "whole step", bytes: 8e9, note: "sharded over 16 ranks",
     });
     expect(rows[4]).toMatchObject({ phase: "fwd_bwd", phaseLabel: "forward/backward" });   // words, not ids
+    for (const phase of ["loss", "backward", "step", "checkpoint", "load"]) {
+      expect(PHASE_LABELS[phase]).toBeTruthy();                       // every moment the engine names
+    }
     expect(rows[6]).toMatchObject({
       tier: "ddr", tierLabel: "CPU DDR", where: "DDR per node", scopeLabel: "per node", name: "pinned staging buffers",
       categoryLabel: "Buffers", note: "", bytes: 2e9,

@@ -67,11 +67,16 @@ export interface PartRow {
   note: string;
 }
 
-/** The engine's allocation phases in words (a tier peaks in one of the two dynamic ones). */
+/** The engine's allocation phases in words (a tier peaks in one of its moments: the loss,
+ * a layer's backward, the optimizer step, a checkpoint save, or loading the model). */
 export const PHASE_LABELS: Record<string, string> = {
   persistent: "whole step",
   fwd_bwd: "forward/backward",
+  loss: "loss (end of forward, start of backward)",
+  backward: "backward (a layer's)",
   step: "optimizer step",
+  checkpoint: "checkpoint save",
+  load: "loading the model",
 };
 
 /** Every part of every tier, tiers in display order, parts as the engine listed them. */
