@@ -27,6 +27,7 @@ from django.utils import timezone
 import simulation
 from simulation import ScenarioError
 from simulation import sweep as engine_sweep
+from tierlab import jobs
 from tierlab.catalog.labels import axis_value_labels
 from tierlab.dashboard.comparisons import InputError, owned_for
 from tierlab.dashboard.models import Sweep, SweepChunk
@@ -312,18 +313,9 @@ def enqueue(chunk: SweepChunk) -> None:
 
 
 def send_again(chunk: SweepChunk, *, count_requeue: bool, expect_status: str) -> bool:
-    """Queue ``chunk`` again under a new task id (a late copy of its old message then does
-    nothing); False when the chunk changed meanwhile."""
-    fields = dict(status=SweepChunk.Status.QUEUED, celery_task_id=str(uuid.uuid4()),
-                  enqueued_at=timezone.now(), started_at=None, done=0)
-    if count_requeue:
-        fields["requeues"] = chunk.requeues + 1
-    if not SweepChunk.objects.filter(pk=chunk.pk, status=expect_status,
-                                     celery_task_id=chunk.celery_task_id).update(**fields):
-        return False
-    chunk.refresh_from_db()
-    transaction.on_commit(lambda: enqueue(chunk))
-    return True
+    """Queue ``chunk`` again under a new task id (:func:`tierlab.jobs.send_again`)."""
+    return jobs.send_again(chunk, reset=dict(done=0), count_requeue=count_requeue,
+                           expect_status=expect_status, enqueue=enqueue)
 
 
 def recover_chunks_of(worker: str, started_before=None) -> int:

@@ -1,23 +1,15 @@
 """Celery tasks of the dashboard: thin wrappers that take primary keys; the rows are the truth."""
 
-from celery import Task, shared_task
-from celery.worker.request import Request
+from celery import shared_task
 
+from tierlab.jobs import hard_limit_task_base
 from tierlab.dashboard import sweeps
 
 
-class ChunkRequest(Request):
-    """A chunk's request in the worker's main process: at the hard time limit the pool kills
-    the process running it, so this records it on the chunk (as ``RunRequest`` does for runs)."""
-
-    def on_timeout(self, soft, timeout):
-        super().on_timeout(soft, timeout)
-        if not soft:
-            sweeps.fail_chunk_after_hard_limit(self.args[0], timeout)
-
-
-class ChunkTask(Task):
-    Request = ChunkRequest
+# At the hard time limit the pool kills the process running a chunk: the base records it on
+# the chunk, as runs' does.
+ChunkTask = hard_limit_task_base(sweeps.fail_chunk_after_hard_limit, "Chunk")
+ChunkRequest = ChunkTask.Request
 
 
 @shared_task(bind=True, base=ChunkTask, name="tierlab.run_sweep_chunk", acks_late=True,

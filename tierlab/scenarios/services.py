@@ -19,6 +19,7 @@ from django.utils import timezone
 
 import simulation
 from simulation import ScenarioError
+from tierlab import jobs
 from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
 from tierlab.scenarios.models import Run, RunStopped, Scenario
 
@@ -227,20 +228,9 @@ def enqueue(run: Run) -> None:
 
 
 def send_again(run: Run, *, count_requeue: bool, expect_status: str) -> bool:
-    """Queue ``run`` again under a new task id, so that a late copy of its old message (if it
-    was not lost after all) is recognised as superseded and does nothing. False when the run
-    changed meanwhile (another process got there first)."""
-    new_id = str(uuid.uuid4())
-    fields = dict(status=Run.Status.QUEUED, celery_task_id=new_id, enqueued_at=timezone.now(),
-                  started_at=None, progress=0.0)
-    if count_requeue:
-        fields["requeues"] = run.requeues + 1
-    if not Run.objects.filter(pk=run.pk, status=expect_status,
-                              celery_task_id=run.celery_task_id).update(**fields):
-        return False
-    run.refresh_from_db()
-    transaction.on_commit(lambda: enqueue(run))
-    return True
+    """Queue ``run`` again under a new task id (:func:`tierlab.jobs.send_again`)."""
+    return jobs.send_again(run, reset=dict(progress=0.0), count_requeue=count_requeue,
+                           expect_status=expect_status, enqueue=enqueue)
 
 
 def cancel_run(run: Run, user) -> Run:

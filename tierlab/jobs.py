@@ -1,0 +1,41 @@
+"""What runs and sweep chunks share as Celery jobs: a task base that records the hard time
+limit on the row, and sending a job again under a new task id."""
+
+import uuid
+
+from celery import Task
+from celery.worker.request import Request
+from django.db import transaction
+from django.utils import timezone
+
+
+def hard_limit_task_base(record, name: str) -> type:
+    """A Celery ``Task`` base whose requests call ``record(pk, limit_s)`` when the pool kills
+    the job's process at the hard time limit (the task body never learns it; the message is
+    then acknowledged). ``pk`` is the task's first argument."""
+
+    class HardLimitRequest(Request):
+        def on_timeout(self, soft, timeout):
+            super().on_timeout(soft, timeout)
+            if not soft:
+                record(self.args[0], timeout)
+
+    HardLimitRequest.__name__ = HardLimitRequest.__qualname__ = f"{name}Request"
+    return type(f"{name}Task", (Task,), {"Request": HardLimitRequest})
+
+
+def send_again(row, *, reset: dict, count_requeue: bool, expect_status: str, enqueue) -> bool:
+    """Queue ``row`` (a Run or SweepChunk) again under a new task id, so that a late copy of
+    its old message (if it was not lost after all) is recognised as superseded and does
+    nothing; ``reset`` are the fields a new start clears. False when the row changed
+    meanwhile (another process got there first)."""
+    fields = dict(reset, status="queued", celery_task_id=str(uuid.uuid4()),
+                  enqueued_at=timezone.now(), started_at=None)
+    if count_requeue:
+        fields["requeues"] = row.requeues + 1
+    if not type(row).objects.filter(pk=row.pk, status=expect_status,
+                                    celery_task_id=row.celery_task_id).update(**fields):
+        return False
+    row.refresh_from_db()
+    transaction.on_commit(lambda: enqueue(row))
+    return True
