@@ -39,3 +39,20 @@ def send_again(row, *, reset: dict, count_requeue: bool, expect_status: str, enq
     row.refresh_from_db()
     transaction.on_commit(lambda: enqueue(row))
     return True
+
+
+def requeue_left_running(model, worker: str, started_before, resend, what: str, log) -> int:
+    """At a worker's start: rows of ``model`` left ``running`` by an earlier process of the
+    same name (started before ``started_before``, when given) are sent again with
+    ``resend(row, count_requeue=False, expect_status="running")``; returns how many."""
+    n = 0
+    left = model.objects.filter(status="running", worker=worker)
+    if started_before is not None:
+        left = left.filter(started_at__lt=started_before)
+    for row in left:
+        with transaction.atomic():
+            if resend(row, count_requeue=False, expect_status="running"):
+                log.warning("%s %s was left running by %s when it stopped: queued again",
+                            what, row.pk, worker)
+                n += 1
+    return n

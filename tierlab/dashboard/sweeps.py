@@ -322,17 +322,7 @@ def recover_chunks_of(worker: str, started_before=None) -> int:
     """At a worker's start: chunks left ``running`` by an earlier process of the same name
     (started before ``started_before``) are queued again (see ``tierlab.celery``); the
     start that died counts as an attempt."""
-    n = 0
-    left = SweepChunk.objects.filter(status=SweepChunk.Status.RUNNING, worker=worker)
-    if started_before is not None:
-        left = left.filter(started_at__lt=started_before)
-    for chunk in left:
-        with transaction.atomic():
-            if send_again(chunk, count_requeue=False, expect_status=SweepChunk.Status.RUNNING):
-                log.warning("sweep chunk %s was left running by %s when it stopped: queued again",
-                            chunk.pk, worker)
-                n += 1
-    return n
+    return jobs.requeue_left_running(SweepChunk, worker, started_before, send_again, "sweep chunk", log)
 
 
 def cancel_sweep(sweep: Sweep) -> Sweep:

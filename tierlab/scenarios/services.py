@@ -327,16 +327,7 @@ def recover_runs_of(worker: str, started_before=None) -> int:
     (stopped before it could hand its message back, e.g. Ctrl-C of ``scripts/start``) are
     queued again; the start that died counts as an attempt. ``started_before``: when this
     process started (a run it took itself since is left alone)."""
-    n = 0
-    left = Run.objects.filter(status=Run.Status.RUNNING, worker=worker)
-    if started_before is not None:
-        left = left.filter(started_at__lt=started_before)
-    for run in left:
-        with transaction.atomic():
-            if send_again(run, count_requeue=False, expect_status=Run.Status.RUNNING):
-                log.warning("run %s was left running by %s when it stopped: queued again", run.pk, worker)
-                n += 1
-    return n
+    return jobs.requeue_left_running(Run, worker, started_before, send_again, "run", log)
 
 
 def _test_sleep(check=None) -> None:
