@@ -115,3 +115,21 @@ def log_in(page, base_url: str, user) -> None:
     page.fill("input[name=password]", user.raw_password)
     page.press("input[name=password]", "Enter")
     page.wait_for_url(f"{base_url}/")
+
+
+def wait_until(page, expression: str, arg=None, timeout_s: float = 10.0) -> object:
+    """Poll ``expression`` from the test side until it is truthy; return its value.
+
+    Playwright's ``wait_for_function`` re-evaluates a string predicate inside the page, which
+    the Content Security Policy (no 'unsafe-eval') blocks once it has to poll; ``evaluate``
+    goes through the debugging protocol and is not subject to the page's CSP.
+    """
+    import time
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = page.evaluate(expression, arg) if arg is not None else page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout_s} s: {expression}")
+        page.wait_for_timeout(50)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import SCREENSHOTS, log_in, screenshot
+from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
 from tests.web.dashboard_helpers import spec, strategies
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -181,7 +181,7 @@ def test_open_a_share_link_logged_out_then_revoke_it(page, browser, live_url, us
     url = page.input_value(".share-link[data-active='true'] input.share-url")
     assert re.fullmatch(rf"{re.escape(live_url)}/s/[A-Za-z0-9_-]{{43}}/", url), url
     page.click(".share-link[data-active='true'] button.copy-link")
-    page.wait_for_function("document.querySelector('.copy-status').textContent.length > 0")
+    wait_until(page, "() => document.querySelector('.copy-status').textContent.length > 0")
     assert page.evaluate("navigator.clipboard.readText()") == url
     shot(page.locator("#share"), "share-panel")
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -143,8 +143,8 @@ def test_the_timeline_keeps_its_zoom_when_the_colour_scheme_changes(page, live_u
         page.mouse.wheel(0, -400)
         page.wait_for_timeout(60)
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] - 40)  # off the chart: no slider labels
-    page.wait_for_function(f"whole => {{ const ticks = ({TIME_TICKS_JS})(); "
-                           "return ticks.length >= 2 && ticks.join('|') !== whole.join('|'); }", arg=whole)
+    wait_until(page, f"whole => {{ const ticks = ({TIME_TICKS_JS})(); "
+               "return ticks.length >= 2 && ticks.join('|') !== whole.join('|'); }", arg=whole)
     page.wait_for_timeout(300)
     zoomed = time_ticks(page)
     assert zoomed != whole and float(zoomed[-1][:-2].replace(",", "")) < float(whole[-1][:-2].replace(",", "")), \
