@@ -81,13 +81,13 @@ static int dpush(DVec *v, double x) {
 typedef struct {
     int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
     int off_params, off_opt, off_act, shard_nic, dp_nic, shard_per_node, dp_per_node,
-        units_per_layer, rs_per_layer, last;
+        units_per_layer, rs_per_layer, sync_fetch, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
         bwd_fetch_factor;
     int link[K_N];
-    int stream_id[S_N], n_streams, zero3, n_units;
+    int stream_id[S_N], n_streams, zero3, n_units, last_rs;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
     DVec dur, size;
     int oom, bad_link;           /* bad_link: 1 + the missing link's K_ index, or 0 */
@@ -183,12 +183,13 @@ static int is_miss(int i, double rate) {
 }
 
 static int fetch(B *b, int j, int bwd, int *prev_fetch, int prev_c) {
-    int deps[2] = {*prev_fetch, NONE}, nd = 1, label = L_ALLGATHER;
+    int deps[3] = {*prev_fetch, NONE, NONE}, nd = 1, label = L_ALLGATHER;
     double fetch_params = b->unit_params / b->n_units;
     double full = fetch_params * b->param_bytes;
     double f = bwd ? b->bwd_fetch_factor : 1.0;
     double volume = ring(0, full, b->shard) * f;
     if (is_miss(j, b->miss_rate)) { deps[nd++] = prev_c; label = L_FETCH_MISS; }
+    if (b->sync_fetch && b->last_rs != NONE) deps[nd++] = b->last_rs;
     int t;
     if (b->off_params != T_NONE) {
         int up = transfer_tier(b, fetch_params * b->param_bytes / b->shard * f, b->off_params, 1,
@@ -234,6 +235,7 @@ static void grad_sync(B *b, int c, double grad_bytes) {
                               L_ALLREDUCE, NONE, 1, b->replica_lat, S_NCCL);
             if (ipush(&b->syncs, tail)) b->oom = 1;
         }
+        b->last_rs = tail;       /* stepgraph._grad_sync's state["last_rs"] */
         if (last && b->off_opt != T_NONE) {
             int tier = b->off_opt == T_CXL ? T_CXL : T_CPU;
             int t = transfer_tier(b, grad_bytes / b->shard, tier, 0, &tail, 1, NONE, L_OFFLOAD);
@@ -368,11 +370,11 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiii)(dddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiii)(dddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
-                          &b.units_per_layer, &b.rs_per_layer,
+                          &b.units_per_layer, &b.rs_per_layer, &b.sync_fetch,
                           &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
@@ -381,6 +383,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
         b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||
+        b.sync_fetch < 0 || b.sync_fetch > 1 ||
         b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
         b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
         PyErr_SetString(PyExc_ValueError, "rank model out of range");
@@ -400,6 +403,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
     }
     Py_DECREF(seq);
     for (int k = 0; k < S_N; k++) b.stream_id[k] = NONE;
+    b.last_rs = NONE;
     b.oom = (ipush(&b.pptr, 0) | ipush(&b.dptr, 0)) != 0;
     if (!b.oom) build_graph(&b);
     if (b.oom) {

@@ -41,6 +41,7 @@ from .fields import (bool_field as _bool, choice_field as _choice, drop_none as 
 
 SCHEMA_VERSION = 1
 
+DEEPSPEED_RELEASES = ("current", "v0.3-v0.5")
 STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
                   "zero_offload", "zero_infinity", "megatron_dist_opt")
 OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
@@ -393,6 +394,9 @@ class StrategySpec:
     offload_activations: str = "none"
     prefetch_depth: int = 1
     prefetch_miss_rate: float = 0.0
+    # DeepSpeed ZeRO-3 as released (``step.zero3_granularity``): "current", or "v0.3-v0.5"
+    # (March 2021 - January 2022: synchronous per-tensor fetches, per-tensor reduce-scatter)
+    deepspeed_release: str = "current"
 
     @property
     def zero_stage(self) -> int:
@@ -417,7 +421,11 @@ class StrategySpec:
                 offload_params=_choice(d, "offload_params", path, OFFLOAD_TARGETS, default_par),
                 offload_activations=_choice(d, "offload_activations", path, ("none", "cpu"), "none"),
                 prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0, maximum=10_000),
-                prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0))
+                prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0),
+                deepspeed_release=_choice(d, "deepspeed_release", path, DEEPSPEED_RELEASES, "current"))
+        if s.deepspeed_release != "current" and (s.zero_stage < 3 or s.is_fsdp):
+            raise ScenarioError(f"{path}.deepspeed_release",
+                                f"applies to DeepSpeed ZeRO-3 (zero3, zero_infinity), not {kind}")
         if kind == "megatron_dist_opt" and s.offload_optimizer != "none":
             raise ScenarioError(f"{path}.offload_optimizer",
                                 "Megatron's distributed optimizer keeps its shard on the GPU; "
@@ -440,7 +448,10 @@ class StrategySpec:
         return s
 
     def to_dict(self) -> dict:
-        return _drop_none(_plain(self))
+        d = _drop_none(_plain(self))
+        if d.get("deepspeed_release") == "current":     # the default: keep older scenarios' JSON
+            del d["deepspeed_release"]
+        return d
 
 
 @dataclass(frozen=True)

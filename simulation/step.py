@@ -154,6 +154,25 @@ def weight_tensors_per_layer(sc: Scenario) -> int:
     return attn + max(m.num_experts, 1) * mlp
 
 
+def param_tensors_per_layer(sc: Scenario) -> int:
+    """Parameter tensors of one block, each a ``torch.nn.Parameter`` with its own gradient:
+    the weight matrices (``weight_tensors_per_layer``), a bias for each with
+    ``linear_bias``, the router of a mixture of experts, and the two norms (weight, and
+    bias for LayerNorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 = 12."""
+    m = sc.model
+    weights = weight_tensors_per_layer(sc)
+    router = 1 if m.num_experts > 1 else 0
+    norms = 2 * (2 if m.norm == "layernorm" else 1)
+    return weights * (2 if m.linear_bias else 1) + router + norms
+
+
+def is_deepspeed_2021(sc: Scenario) -> bool:
+    """DeepSpeed ZeRO-3 as released from v0.3.13 (March 2021) to v0.5.10 (January 2022),
+    before the rewrite of v0.6.0 (PR #1453); see ``zero3_granularity``."""
+    st = sc.strategy
+    return st.zero_stage >= 3 and not st.is_fsdp and st.deepspeed_release == "v0.3-v0.5"
+
+
 def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
     """(fetches per layer, units fetched ahead, reduce-scatters per layer) of ZeRO-3.
 
@@ -171,11 +190,32 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
     elements or more is never prefetched past (no overlap). Gradients collect in the IPG
     bucket (stage3.py, ``reduce_bucket_size`` 5e8 elements) and are reduce-scattered when
     it fills: ceil(layer / 5e8) a layer, at most one a tensor.
+
+    DeepSpeed v0.3.13 - v0.5.10 (``strategy.deepspeed_release`` "v0.3-v0.5", the
+    release of Narayanan et al. 2021's ZeRO-3 runs), read at tag v0.3.14:
+
+    * no prefetch at all: the hook that resets the trace step runs after the root module's
+      own pre-forward hook has counted it (stage3.py ``setup_zero_stage3_hooks`` registers
+      ``_pre_forward_hook`` after ``_register_hooks_recursively``), so every later
+      sub-module is compared with the trace entry before its own and
+      ``PrefetchCoordinator.get_params_to_prefetch`` returns nothing ("Tracing failed.
+      Prefetching is disabled"; the off-by-one named in DeepSpeed PR #1170). Each fetch
+      is synchronous: ``_allgather_param`` calls ``torch.cuda.synchronize()`` before the
+      all-gather and ``fetch_sub_module`` waits for it with another
+      (``_synchronize_communication``), so the gather neither overlaps the previous
+      sub-module's compute nor the reduce-scatters still running ("the async version is
+      not async at all, because each all_gather calls torch.cuda.synchronize()",
+      DeepSpeed PR #1188).
+    * one reduce-scatter per parameter tensor, the small persistent ones included
+      (partition_parameters.py ``_reduce_scatter_gradients`` loops over the bucket's
+      parameters, one ``torch.distributed.reduce_scatter`` each): ``param_tensors_per_layer``.
     """
     st = sc.strategy
     if st.zero_stage < 3 or st.is_fsdp:
         return 1, st.prefetch_depth, 1
     n = weight_tensors_per_layer(sc)
+    if is_deepspeed_2021(sc):
+        return n, 0, param_tensors_per_layer(sc)
     layer = pc.per_layer / t
     tensor = layer / n
     ahead = (math.ceil(DEEPSPEED_PREFETCH_BUCKET_ELEMENTS / tensor)
@@ -193,11 +233,16 @@ def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
     by module and stops once 1e9 elements were passed. Tensor j of n (each ``layer / n``)
     recurs after 2 (n - 1 - j) tensors, so it is released and gathered again for its
     backward when 2 (n - 1 - j) x tensor >= 1e9. FSDP keeps the unit gathered through
-    the unit's recompute and backward: 0.
+    the unit's recompute and backward: 0. DeepSpeed v0.3-v0.5 keeps nothing: its reuse
+    distance fails the same trace check as its prefetch (stage3.py
+    ``get_reuse_distance_in_numel`` returns 1e12 on a mismatch, ``_keep_for_later`` is
+    false), so every tensor is gathered again: 1.
     """
     st = sc.strategy
     if st.zero_stage < 3 or st.is_fsdp or sc.training.recompute != "full":
         return 0.0
+    if is_deepspeed_2021(sc):
+        return 1.0
     n = weight_tensors_per_layer(sc)
     tensor = pc.per_layer / t / n
     return sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
@@ -267,7 +312,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
         replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
         tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),
-        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t))
+        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t),
+        sync_fetch=is_deepspeed_2021(sc))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))

@@ -14,7 +14,10 @@ Per layer of the rank's pipeline stage, forward then backward:
   reduce-scatters of the layer's gradients after its backward. A prefetch *miss*
   (``prefetch_miss_rate``) issues the fetch only after the previous layer's compute: a
   synchronous fetch that stalls the GPU. ``bwd_fetch_factor`` scales the backward fetch
-  (DeepSpeed gathers again what recomputation released).
+  (DeepSpeed gathers again what recomputation released). ``sync_fetch``: each fetch
+  also waits for the reduce-scatters (and all-reduce across replicas) issued before it,
+  as a device-wide synchronize before the all-gather makes it (DeepSpeed v0.3-v0.5,
+  ``step.zero3_granularity``).
 * Parameters offloaded to DDR/NVMe/CXL: each rank first fetches its shard over PCIe (and
   from NVMe or CXL into DDR on the way), then all-gathers (ZeRO-Infinity).
 * Tensor parallelism: Megatron's two all-reduces of s*b*h activations per layer in
@@ -106,6 +109,8 @@ class RankModel:
     tp_latency_s: float = 0.0            # alpha of one tensor-parallel all-reduce
     bwd_fetch_factor: float = 1.0        # backward fetch (bytes and alphas) over forward's:
                                          # DeepSpeed re-gathers what recomputation released
+    sync_fetch: bool = False             # a fetch waits for the gradient reduction issued before
+                                         # it (DeepSpeed v0.3-v0.5: torch.cuda.synchronize())
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -171,7 +176,7 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     shard_param_bytes = fetch_params * r.param_bytes / r.shard
     full_param_bytes = fetch_params * r.param_bytes
     grad_bytes = r.unit_params * r.grad_bytes
-    state = dict(prev_c=None, prev_fetch=None)
+    state = dict(prev_c=None, prev_fetch=None, last_rs=None)
     syncs, act_out = [], {}
 
     def fetch(tag, i, u):
@@ -180,6 +185,8 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         if is_miss(i * n_units + u, r.miss_rate):
             deps.append(state["prev_c"])
             label = "fetch_miss"
+        if r.sync_fetch and state["last_rs"] is not None:
+            deps.append(state["last_rs"])
         unit = f"L{i}" if n_units == 1 else f"L{i}.{u}"
         f = r.bwd_fetch_factor if tag == "bwd" else 1.0
         ag = dict(per_node=r.shard_per_node, latency_s=r.gather_latency_s * f)
@@ -232,13 +239,15 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 deps.append(prev_act)
             state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units, deps,
                                             release, r.bwd_allreduces if u == 0 else 0)
-        syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last)
+        syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last, state)
     if last:
         _optimizer(g, r, syncs, state["prev_c"])
     return g
 
 
-def _grad_sync(g, r: RankModel, i, c, grad_bytes, last) -> list:
+def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
+    """The gradient synchronisation of layer i after its backward ``c``; the tasks the
+    optimizer step waits for. ``state["last_rs"]``: the last reduction of the chain."""
     out = []
     if r.stage >= 2:
         n_rs = r.rs_per_layer if r.stage >= 3 else 1
@@ -251,6 +260,8 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last) -> list:
             out.append(collective(g, r, f"L{i} all-reduce across replicas",
                                   ring("allreduce", grad_bytes / r.shard, r.replicas), "nic", [rs],
                                   "allreduce", per_node=1, latency_s=r.replica_latency_s))
+        if state is not None:
+            state["last_rs"] = out[-1]
         if last and r.offload_optimizer != "none":
             tier = "cxl" if r.offload_optimizer == "cxl" else "cpu"
             out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
@@ -343,7 +354,7 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             r.bwd_allreduces, r.prefetch_depth, TIERS.index(r.offload_params),
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
-            r.units_per_layer, r.rs_per_layer)
+            r.units_per_layer, r.rs_per_layer, int(r.sync_fetch))
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
