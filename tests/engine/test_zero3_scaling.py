@@ -6,7 +6,12 @@ import copy
 
 import pytest
 
-from simulation import evaluate_dict
+from simulation import ScenarioError, evaluate_dict
+from simulation import collectives as nccl
+from simulation.params import count_params
+from simulation.scenario import Scenario
+from simulation.step import (deepspeed_regather_fraction, param_tensors_per_layer,
+                             zero3_granularity)
 from tests.refdata import cases
 
 T2 = {c["id"]: c for c in cases("narayanan_2021_table2")}
@@ -32,11 +37,12 @@ def test_zero3_per_gpu_throughput_falls_as_gpus_double(model, gpus):
     meas = [measured(i) for i in ids]
     assert meas[0] > meas[1] > meas[2]
     assert got[0] > got[1] > got[2], got
-    # 530B: 152 -> 134 -> 102 TFLOP/s in the model (measured 138 -> 98 -> 48): each tensor
-    # is over stage3_max_live_parameters, so nothing is prefetched. 175B falls only a
-    # little in the model (171.4 -> 171.2 -> 164; measured 144 -> 88 -> 44): an open miss.
-    if model == "530B":
-        assert got[1] < 0.95 * got[0] and got[2] < 0.95 * got[1]
+    # DeepSpeed v0.3-v0.5 (the file's caveat): every all-gather and reduce-scatter in
+    # series with compute. 175B: 144.6 -> 114.7 -> 69.1 TFLOP/s (measured 144 -> 88 -> 44);
+    # 530B: 147 -> 124 -> 84.5 (measured 138 -> 98 -> 48). Still short of the measured
+    # fall at 1536-2240 GPUs: not modelled are the per-rank copies of the list collectives
+    # (torch.distributed.all_gather / reduce_scatter with world-size lists).
+    assert got[1] < 0.9 * got[0] and got[2] < 0.9 * got[1]
 
 
 @pytest.mark.parametrize("gpus", [1120, 2240])
@@ -50,11 +56,89 @@ def test_530b_tensor_pipeline_ranks_ahead_of_zero3(gpus):
     assert step["breakdown_s"]["exposed_comm"] > 0.15 * step["time_s"]      # 22 % and 40 %
 
 
-@pytest.mark.xfail(strict=True, reason="open: the model overlaps DeepSpeed's per-tensor all-gathers "
-                   "behind 175B's large GEMMs up to 768 GPUs and still puts ZeRO-3 (164 TFLOP/s) ahead of "
-                   "PTD-P (137) at 1536 GPUs, where the measurement has 44 vs 141")
-def test_175b_on_1536_gpus_tensor_pipeline_ranks_ahead_of_zero3():
-    assert per_gpu_tflops("nar21_t2_ptdp_175B_1536")[0] > per_gpu_tflops("nar21_t2_zero3_175B_1536")[0]
+@pytest.mark.parametrize("gpus", [768, 1536])
+def test_175b_tensor_pipeline_ranks_ahead_of_zero3(gpus):
+    # measured 149 vs 88 and 141 vs 44; the model 145 vs 115 and 137 vs 69
+    zero3 = per_gpu_tflops(f"nar21_t2_zero3_175B_{gpus}")[0]
+    ptdp = per_gpu_tflops(f"nar21_t2_ptdp_175B_{gpus}")[0]
+    assert measured(f"nar21_t2_ptdp_175B_{gpus}") > measured(f"nar21_t2_zero3_175B_{gpus}")
+    assert ptdp > 1.2 * zero3
+
+
+def test_the_same_runs_with_current_deepspeed_overlap_their_gathers():
+    # what changed since: with prefetch and no synchronize, 175B's GEMMs hide the
+    # gathers up to 768 GPUs (no measurement of current DeepSpeed at this scale to hold
+    # it against)
+    sc = copy.deepcopy(T2["nar21_t2_zero3_175B_768"]["scenario"])
+    sc["strategy"]["deepspeed_release"] = "current"
+    step = evaluate_dict(sc, detail=False)["step"]
+    assert step["breakdown_s"]["exposed_comm"] < 0.01 * step["time_s"]
+
+
+def _gpt3(release="v0.3-v0.5", recompute="full"):
+    sc = copy.deepcopy(T2["nar21_t2_zero3_175B_1536"]["scenario"])
+    sc["strategy"]["deepspeed_release"] = release
+    sc["training"]["recompute"] = recompute
+    return sc
+
+
+def test_deepspeed_v03_fetches_each_weight_unprefetched_and_reduces_each_tensor():
+    # GPT-3 block (fused QKV, biases, LayerNorm): 4 weights; 4 + 4 biases + 2 x 2 norm
+    # tensors = 12 parameter tensors, each reduce-scattered on its own
+    # (partition_parameters.py _reduce_scatter_gradients at v0.3.14); nothing prefetched
+    # (stage3.py get_params_to_prefetch: "Tracing failed" for every sub-module)
+    sc = Scenario.from_dict(_gpt3())
+    pc = count_params(sc.model)
+    assert param_tensors_per_layer(sc) == 12
+    assert zero3_granularity(sc, pc, 1) == (4, 0, 12)
+    # current DeepSpeed: a tensor ahead (5e7 bucket), ceil(1.81e9 / 5e8) = 4 bucket flushes
+    cur = Scenario.from_dict(_gpt3("current"))
+    assert zero3_granularity(cur, pc, 1) == (4, 1, 4)
+    # Llama-style block: q, k, v, o, gate, up, down, two RMSNorm weights = 9
+    llama = _gpt3()
+    llama["model"].update(gated_mlp=True, linear_bias=False, norm="rmsnorm")
+    assert param_tensors_per_layer(Scenario.from_dict(llama)) == 9
+
+
+def test_deepspeed_v03_gathers_every_tensor_again_for_backward():
+    # _keep_for_later fails the same trace check: with full recomputation the backward
+    # gathers twice (recomputed forward, then backward); without, once
+    sc = Scenario.from_dict(_gpt3())
+    pc = count_params(sc.model)
+    assert deepspeed_regather_fraction(sc, pc, 1) == 1.0
+    assert deepspeed_regather_fraction(Scenario.from_dict(_gpt3(recompute="none")), pc, 1) == 0.0
+    assert deepspeed_regather_fraction(Scenario.from_dict(_gpt3("current")), pc, 1) == 0.5
+
+
+def test_deepspeed_v03_step_is_compute_plus_every_collective_by_hand():
+    # 175B on 1536 A100s (192 DGX nodes), one micro-batch. Each collective is NCCL's ring
+    # over all 1536 ranks: alpha = 8.4 us + 191 x 14 us (network hops) + 1344 x 3.4 us
+    # (NVLink hops) = 7252.4 us (tuning.cc, Simple); its bytes, (n-1)/n of a layer's
+    # 1,812,099,072 parameters x 2 B, leave each node 1/8 through each GPU's NIC at
+    # 25 GB/s x 0.8 (network_efficiency), so B = 160 GB/s a rank. A layer: forward gather
+    # (4 alphas + V/B), backward gather of the recomputed forward and the backward (8
+    # alphas + 2 V/B), 12 reduce-scatters (12 alphas + V/B), each waited for by the next
+    # fetch's torch.cuda.synchronize(): 24 alpha + 4 V/B = 264.6 ms, x 96 layers = 25.4 s.
+    alpha_s = 8.4e-6 + 191 * 14e-6 + 1344 * 3.4e-6
+    assert nccl.ring_latency_s("allgather", 1536, 192) == pytest.approx(alpha_s)
+    v_bytes = 1535 / 1536 * (12 * 12288**2 + 13 * 12288) * 2
+    layer_s = 24 * alpha_s + 4 * v_bytes / 160e9
+    assert layer_s == pytest.approx(0.2646, rel=1e-3)
+    step = evaluate_dict(_gpt3(), detail=False)["step"]
+    # the optimizer step and the embedding are compute; all else is the collectives
+    assert step["time_s"] - step["breakdown_s"]["compute"] == pytest.approx(96 * layer_s, rel=0.01)
+
+
+def test_deepspeed_release_is_checked():
+    sc = _gpt3("v0.4")
+    with pytest.raises(ScenarioError, match="strategy.deepspeed_release"):
+        evaluate_dict(sc)
+    sc = _gpt3()
+    sc["strategy"]["kind"] = "fsdp_full_shard"
+    with pytest.raises(ScenarioError, match="strategy.deepspeed_release"):
+        evaluate_dict(sc)
+    # the default leaves a scenario's JSON (and its stored result's key) as it was
+    assert "deepspeed_release" not in Scenario.from_dict(_gpt3("current")).to_dict()["strategy"]
 
 
 @pytest.mark.parametrize("case_id", [i for i in T2 if "_ptdp_" in i])
