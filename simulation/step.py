@@ -223,6 +223,25 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
     return n, ahead, min(n, max(1, math.ceil(layer / DEEPSPEED_REDUCE_BUCKET_ELEMENTS)))
 
 
+def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str) -> float:
+    """Seconds of HBM traffic DeepSpeed v0.3-v0.5 adds to one collective of ``nbytes``
+    (the whole gathered tensor or unsharded gradient) on the communicator's stream: it
+    calls the list forms of ``torch.distributed.all_gather`` / ``reduce_scatter`` (one
+    view per rank), which ProcessGroupNCCL runs on a flat buffer of its own and copies
+    out of (all-gather) or into (reduce-scatter): a read and a write of the tensor
+    (pytorch/pytorch PR #33924: "the rank inputs are collected into a flattened tensor and
+    then copied from there to the output tensors"; DeepSpeed PR #1188: "the
+    torch.distributed.all_gather will do implicit memcpy at the end of each
+    ncclAllgather"). The all-gather's output is also zero-filled first
+    (partition_parameters.py ``_allgather_param``: ``torch.zeros``): one more write.
+    Current DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0.
+    Not counted: the per-rank launch of each of the world-size copies."""
+    if not is_deepspeed_2021(sc):
+        return 0.0
+    passes = 3 if kind == "allgather" else 2
+    return passes * nbytes / sc.cluster.accelerator.hbm_bytes_per_s
+
+
 def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
     """Share of a layer's tensors DeepSpeed all-gathers a third time with full recomputation.
 
@@ -305,8 +324,10 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
         hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s,
         shard_per_node=shard_k, dp_per_node=dp_k,
-        gather_latency_s=units * nccl.ring_latency_s("allgather", shard, shard_nodes),
-        reduce_latency_s=n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes),
+        gather_latency_s=(units * nccl.ring_latency_s("allgather", shard, shard_nodes)
+                          + list_collective_copy_s(sc, pc.per_layer / t * sb.params, "allgather")),
+        reduce_latency_s=(n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes)
+                          + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter")),
         dp_allreduce_latency_s=dp_ar_lat,
         dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),

@@ -100,8 +100,9 @@ class RankModel:
     units_per_layer: int = 1     # ZeRO-3 fetches per layer (step.rank_model folds DeepSpeed's
                                  # per-tensor fetches into one a layer, see there)
     rs_per_layer: int = 1        # ZeRO-3 gradient reduce-scatters per layer
-    gather_latency_s: float = 0.0        # alpha of one parameter all-gather (shard group)
-    reduce_latency_s: float = 0.0        # alpha of one gradient reduce-scatter (shard group)
+    gather_latency_s: float = 0.0        # alpha of one parameter all-gather (shard group), and
+                                         # any fixed work on its stream (step.list_collective_copy_s)
+    reduce_latency_s: float = 0.0        # the same for one gradient reduce-scatter (shard group)
     dp_allreduce_latency_s: float = 0.0  # alpha of one gradient all-reduce (data-parallel group)
     dp_allreduce_factor: float = 0.0     # bytes a rank moves per gradient byte (0: ring 2(n-1)/n)
     dp_gather_latency_s: float = 0.0     # alpha of ZeRO-1/2's parameter all-gather
