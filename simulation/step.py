@@ -228,14 +228,17 @@ def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str) -> float:
     (the whole gathered tensor or unsharded gradient) on the communicator's stream: it
     calls the list forms of ``torch.distributed.all_gather`` / ``reduce_scatter`` (one
     view per rank), which ProcessGroupNCCL runs on a flat buffer of its own and copies
-    out of (all-gather) or into (reduce-scatter): a read and a write of the tensor
-    (pytorch/pytorch PR #33924: "the rank inputs are collected into a flattened tensor and
+    out of (all-gather) or into (reduce-scatter) on its NCCL stream: a read and a write
+    of the tensor (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``allgather``: a
+    ``copy_`` per output tensor after the collective; pytorch/pytorch PR #33924: "the rank inputs are collected into a flattened tensor and
     then copied from there to the output tensors"; DeepSpeed PR #1188: "the
     torch.distributed.all_gather will do implicit memcpy at the end of each
     ncclAllgather"). The all-gather's output is also zero-filled first
     (partition_parameters.py ``_allgather_param``: ``torch.zeros``): one more write.
     Current DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0.
-    Not counted: the per-rank launch of each of the world-size copies."""
+    Not counted: the launch of each of the world-size copies (and DeepSpeed's Python loop
+    building the world-size views), a cost per rank per collective for which no
+    published measurement was found."""
     if not is_deepspeed_2021(sc):
         return 0.0
     passes = 3 if kind == "allgather" else 2
