@@ -23,7 +23,11 @@ node and all its bytes cross the network. ZeRO-3 issues what each framework issu
 one all-gather per weight tensor and a reduce-scatter per filled bucket, each prefetching
 only as far as its defaults let it, and DeepSpeed gathers again in backward what
 recomputation released (``deepspeed_regather_fraction``). Gradients are reduced in the
-dtype the framework reduces in (``reduce_bytes_per_param``).
+dtype the framework reduces in (``reduce_bytes_per_param``). ``strategy.deepspeed_release``
+"v0.3-v0.5" runs ZeRO-3 as DeepSpeed shipped it from March 2021 to January 2022: nothing
+prefetched, each fetch synchronous and after the reduce-scatters before it, everything
+gathered again in backward, a reduce-scatter per parameter tensor, and the HBM copies of
+PyTorch's list collectives (``zero3_granularity``, ``list_collective_copy_s``).
 
 Exposed time is attributed by walking back from each GPU idle gap to the task it was
 waiting for: communication (all-gather, reduce-scatter, all-reduce, TP all-reduce),
