@@ -312,13 +312,18 @@ def _recsys_cost(sc: Scenario, include_step: bool) -> dict:
     for t in spec.tables:
         head = min(t.rows, HARMONIC_EXACT_TERMS)
         harmonic += head * (1 + 3 * tiers * (2 if sampled else 1))         # H(n), hit rates
-        if sc.cluster.nic_bytes_per_s:                                       # touched rows (PS)
-            harmonic += head
-            distinct += min(t.rows, DISTINCT_EXACT_ROWS) + (
-                DISTINCT_TAIL_TERMS if t.rows > DISTINCT_EXACT_ROWS else 0)
+        # distinct rows: of the global batch (the embedding update, recsys.step) and, with a
+        # NIC, of one worker's share (the parameter server)
+        times = 2 if sc.cluster.nic_bytes_per_s else 1
+        harmonic += times * head
+        distinct += times * (min(t.rows, DISTINCT_EXACT_ROWS) + (
+            DISTINCT_TAIL_TERMS if t.rows > DISTINCT_EXACT_ROWS else 0))
     harmonic += tiers * PLACEMENT_ITERATIONS * n_tables
     samples = n_tables * spec.sample_lookups if sampled else 0
-    return dict(samples=samples, zipf_terms=harmonic + distinct, graph_tasks=2 * 8 + tiers,
+    # graphs: the parameter server's (6 tasks), the all-to-all step's (7 kernel groups, 3
+    # NCCL latencies, 2 x 2 all-to-all and 2 all-reduce transfers, 1 prefetch: 17), the
+    # tiers' lookups (2 graphs of one transfer per tier)
+    return dict(samples=samples, zipf_terms=harmonic + distinct, graph_tasks=6 + 17 + 2 * tiers,
                 sample_units=samples * US_PER_SAMPLE,
                 table_units=(harmonic * US_PER_HARMONIC_TERM + distinct * US_PER_DISTINCT_TERM
                              + n_tables * tiers * US_PER_TABLE))
