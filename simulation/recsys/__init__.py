@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .ps import embedding_designs, moe_designs
 from .spec import PRESETS, TIER_DEFAULTS, RecModelSpec, TableSpec, TierOption, resolve_tiers
-from .step import dense_seconds, step_kernels
+from .step import dense_seconds, distinct_rows_many, step_kernels
 from .tiers import evaluate_embedding
 
 __all__ = ["PRESETS", "TIER_DEFAULTS", "RecModelSpec", "TableSpec", "TierOption",
@@ -69,8 +69,12 @@ def evaluate_recsys(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
     tiers = resolve_tiers(spec, hbm_free_bytes_per_gpu=hbm_free_bytes_per_gpu,
                           hbm_bytes_per_s=hbm_bytes_per_s, node_tiers=node_tiers)
     flops = dense_flops_per_step(spec)
+    # distinct rows of the global batch (the embedding update) and, for the parameter
+    # server, of one worker's share: one pass over each table's rows
+    per_step, per_worker = (distinct_rows_many(spec, [spec.batch_size, spec.batch_size / num_gpus])
+                            if nic_bytes_per_s else (distinct_rows_many(spec, [spec.batch_size])[0], None))
     kernels, counts = step_kernels(spec, num_gpus=num_gpus, hbm_bytes_per_s=hbm_bytes_per_s,
-                                   gpu=gpu, flops_per_s=flops_per_s)
+                                   gpu=gpu, flops_per_s=flops_per_s, distinct=per_step)
     dense_s = dense_seconds(kernels)
     emb = evaluate_embedding(spec, tiers, num_gpus=num_gpus, gpus_per_node=gpus_per_node,
                              host_link_bytes_per_s=host_link_bytes_per_s, dense_step_s=dense_s)
@@ -78,7 +82,7 @@ def evaluate_recsys(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
                            nic_bytes_per_s=nic_bytes_per_s, scaleup_bytes_per_s=scaleup_bytes_per_s,
                            dense_step_s=dense_s, lookup_s=emb["lookup_s_per_step"],
                            network_efficiency=network_efficiency, kernels=kernels,
-                           prefetch_s=emb["below_hbm_lookup_s"])
+                           prefetch_s=emb["below_hbm_lookup_s"], touched=per_worker)
     source = ("given" if spec.dense_step_s is not None else
               "GEMMs at the achievable matmul rate (simulation.compute)" if gpu is not None else
               "flops / (GPUs x FLOP/s)")

@@ -162,13 +162,14 @@ def embedding_designs(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
                       nic_bytes_per_s: float | None, scaleup_bytes_per_s: float,
                       dense_step_s: float, lookup_s: float = 0.0,
                       network_efficiency: float = 0.8, kernels: dict | None = None,
-                      prefetch_s: float | None = None) -> dict:
+                      prefetch_s: float | None = None, touched: list | None = None) -> dict:
     """Step time and traffic of a parameter server and of model-parallel all-to-all.
 
     ``kernels``: the GPU's kernels of one step (:func:`.step.step_kernels`); without them
     the all-to-all design's GPU runs only ``dense_step_s`` and its collectives have no
     latency. ``prefetch_s``: the all-to-all design's row reads from the tiers below HBM
-    (the HBM gather is a kernel); None: ``lookup_s``."""
+    (the HBM gather is a kernel); None: ``lookup_s``. ``touched``: the distinct rows per
+    table of one worker's share of the batch, when already known."""
     w, gpn = num_gpus, min(gpus_per_node, num_gpus)
     if not nic_bytes_per_s:
         return dict(available=False, designs=[], notes=[
@@ -182,7 +183,7 @@ def embedding_designs(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
     args = (w, gpn, nic_bytes_per_s, scaleup_bytes_per_s)
 
     # parameter server
-    touched = touched_rows_per_worker(spec, w)
+    touched = touched_rows_per_worker(spec, w) if touched is None else touched
     pull = sum(n * t.value_bytes for n, t in zip(touched, spec.tables))
     g = _graph(*args, servers, ps.server_nic_bytes_per_s, network_efficiency)
     if lookup_s:

@@ -101,14 +101,19 @@ def distinct_rows(spec: RecModelSpec, samples: float) -> list:
     ``Multihot.__make_multi_hot_indices_cache``: ``randint(0, rows, (rows, L - 1))``), so
     u distinct ids bring (L_t - 1) u uniform draws: E = n - (n - u)(1 - 1/n)^((L_t - 1) u).
     """
-    out = []
+    return distinct_rows_many(spec, [samples])[0]
+
+
+def distinct_rows_many(spec: RecModelSpec, samples: list) -> list:
+    """:func:`distinct_rows` for several sample counts (one list per count), each table's
+    row probabilities computed once."""
+    out = [[] for _ in samples]
     for t in spec.tables:
         a, n, L = spec.alpha(t), t.rows, t.lookups_per_sample
-        if spec.multi_hot_distribution == "uniform" and L > 1:
-            u = zipf.expected_distinct(samples, n, a)
-            out.append(n - (n - u) * (1 - 1 / n) ** ((L - 1) * u))
-        else:
-            out.append(zipf.expected_distinct(samples * L, n, a))
+        uniform = spec.multi_hot_distribution == "uniform" and L > 1
+        ds = zipf.expected_distinct_many([b if uniform else b * L for b in samples], n, a)
+        for o, d in zip(out, ds):
+            o.append(n - (n - d) * (1 - 1 / n) ** ((L - 1) * d) if uniform else d)
     return out
 
 
@@ -167,16 +172,18 @@ def dense_kernels(spec: RecModelSpec, samples_per_gpu: float, *, gpu: GpuFigures
     return out
 
 
-def embedding_kernels(spec: RecModelSpec, *, num_gpus: int, hbm_bytes_per_s: float) -> tuple:
+def embedding_kernels(spec: RecModelSpec, *, num_gpus: int, hbm_bytes_per_s: float,
+                      distinct: list | None = None) -> tuple:
     """(forward, backward) kernels of the model-parallel embeddings on one GPU, and the
-    distinct rows per table of one step."""
+    lookups and distinct rows of one step. ``distinct``: the global batch's distinct rows
+    per table when already known (:func:`distinct_rows`)."""
     w, B = num_gpus, spec.batch_size
     comm = DTYPE_BYTES[spec.comm_dtype]
     lookups = B * sum(t.lookups_per_sample for t in spec.tables) / w
     gather = B * sum(t.lookups_per_sample * t.value_bytes for t in spec.tables) / w
     pooled = B * sum(t.dim for t in spec.tables) * comm / w
     grads_in = B * sum(t.lookups_per_sample * t.dim for t in spec.tables) * comm / w
-    distinct = distinct_rows(spec, B)
+    distinct = distinct_rows(spec, B) if distinct is None else distinct
     state = ROW_STATE_BYTES[spec.embedding_optimizer]
     update = sum(d * (GRAD_BUFFER_PASSES * t.dim * WGRAD_BYTES + 2 * t.value_bytes + 2 * state(t.dim))
                  for d, t in zip(distinct, spec.tables)) / w
@@ -197,7 +204,8 @@ def dense_optimizer_kernel(spec: RecModelSpec, hbm_bytes_per_s: float) -> Kernel
 
 
 def step_kernels(spec: RecModelSpec, *, num_gpus: int, hbm_bytes_per_s: float,
-                 gpu: GpuFigures | None, flops_per_s: float | None) -> tuple:
+                 gpu: GpuFigures | None, flops_per_s: float | None,
+                 distinct: list | None = None) -> tuple:
     """The GPU's kernels of one step, grouped as :func:`.ps.embedding_designs` runs them
     (``embedding_forward``, ``bottom_forward``, ``top_forward``, ``top_backward``,
     ``bottom_backward``, ``embedding_backward``, ``dense_optimizer``: lists of
@@ -207,7 +215,8 @@ def step_kernels(spec: RecModelSpec, *, num_gpus: int, hbm_bytes_per_s: float,
     Raises ScenarioError (``recsys.dense_step_s``) when the dense part has neither GEMM
     figures nor FLOP/s to run on."""
     from ..errors import ScenarioError
-    e_f, e_b, counts = embedding_kernels(spec, num_gpus=num_gpus, hbm_bytes_per_s=hbm_bytes_per_s)
+    e_f, e_b, counts = embedding_kernels(spec, num_gpus=num_gpus, hbm_bytes_per_s=hbm_bytes_per_s,
+                                         distinct=distinct)
     if spec.dense_step_s is not None:
         dense = dict(bottom_forward=[], bottom_backward=[], top_backward=[],
                      top_forward=[Kernel("dense forward + backward (recsys.dense_step_s)", "forward",
