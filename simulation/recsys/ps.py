@@ -236,7 +236,8 @@ def embedding_designs(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
     d_a2a = _result("all_to_all", g, traffic, 2 * w * a2a * remote + net(
         ring_allreduce_bytes(dense_bytes, w)))
     if kernels is not None:
-        d_a2a["gpu_busy_s"] = sum(k.seconds for ks in kernels.values() for k in ks)
+        d_a2a["gpu_kernels_s"] = {g: sum(k.seconds for k in ks) for g, ks in kernels.items()}
+        d_a2a["gpu_busy_s"] = sum(d_a2a["gpu_kernels_s"].values())
 
     out = _compare([d_ps, d_a2a], "Embeddings")
     out["notes"] += [
