@@ -24,7 +24,8 @@ all_to_all  model-parallel tables (DLRM / TorchRec / HugeCTR): pooled embeddings
             embedding backward and update, (dense all-reduce) dense optimizer; the
             collectives overlap whatever kernels do not wait for them. Each all-to-all
             pays one NCCL latency, base + one hop (NCCL sends to all peers at once;
-            :mod:`simulation.collectives`), the all-reduce NCCL's ring or tree alpha.
+            :mod:`simulation.collectives`), the all-reduce NCCL's ring or tree alpha; the
+            latencies queue on one ``nccl`` stream, as NCCL calls on one communicator do.
 both        the dense part's gradients all-reduced over all W GPUs (ring, 2 (W-1)/W of
             the buffer per rank; Patarasuk & Yuan 2009), after the dense compute. Row
             reads from the tiers below HBM are prefetched a batch ahead (a task on its own

@@ -198,3 +198,15 @@ def test_report_breakdown_counts_the_gpu_kernels_as_compute():
     assert b["compute"] == pytest.approx(sum(a2a["gpu_kernels_s"].values()))
     assert b["compute"] > 0.8 * r["step"]["time_s"] and b["exposed_comm"] > 0
     assert math.isclose(r["throughput"]["samples_per_s"], 55296 / r["step"]["time_s"])
+
+
+def test_multi_hot_distribution_is_checked_and_kept():
+    from simulation import ScenarioError
+    with pytest.raises(ScenarioError) as e:
+        RecModelSpec.from_dict({"tables": [{"name": "t", "rows": 10, "dim": 4}], "bottom_mlp": [4],
+                                "batch_size": 8, "multi_hot_distribution": "pareto"})
+    assert e.value.field == "recsys.multi_hot_distribution"
+    s = RecModelSpec.from_dict({"preset": "dlrm-mlperf-v2"})
+    assert s.multi_hot_distribution == "uniform" and RecModelSpec.from_dict(s.to_dict()) == s
+    # the default (every lookup a Zipf draw) stays out of saved specs
+    assert "multi_hot_distribution" not in RecModelSpec.from_dict({"preset": "dlrm-mlperf-v1"}).to_dict()
