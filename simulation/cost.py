@@ -60,6 +60,7 @@ US_PER_MC_DRAW = 0.1               # one failure time of the checkpoint Monte-Ca
 US_PER_SAMPLE = 0.3                # one Zipf draw of the recommendation sample check
 US_PER_HARMONIC_TERM = 0.012       # one term of a harmonic number (numpy)
 US_PER_DISTINCT_TERM = 0.045       # one term of an expected-distinct-rows sum (numpy)
+US_PER_DISTINCT_TERM_MORE = 0.015  # the same term for one more lookup count (~0.01 measured)
 US_PER_TABLE = 60.0                # fixed cost per embedding table and tier
 US_BASE_MEMORY = 300.0             # memory estimate of a transformer
 US_BASE_STEP = 600.0               # the rest of a full evaluation (checkpoint, cost, report)
@@ -308,19 +309,27 @@ def _recsys_cost(sc: Scenario, include_step: bool) -> dict:
         1, sum(1 for t in ("ddr", "cxl", "pmem", "nvme") if t in sc.cluster.tiers))
     n_tables = len(spec.tables)
     sampled = include_step and spec.sample_lookups > 0
-    harmonic = distinct = 0
+    harmonic = distinct = distinct_more = 0
     for t in spec.tables:
         head = min(t.rows, HARMONIC_EXACT_TERMS)
         harmonic += head * (1 + 3 * tiers * (2 if sampled else 1))         # H(n), hit rates
-        if sc.cluster.nic_bytes_per_s:                                       # touched rows (PS)
-            harmonic += head
-            distinct += min(t.rows, DISTINCT_EXACT_ROWS) + (
-                DISTINCT_TAIL_TERMS if t.rows > DISTINCT_EXACT_ROWS else 0)
+        # distinct rows of the global batch (the embedding update, recsys.step) and, with a
+        # NIC, of one worker's share (the parameter server): one pass, a second count
+        harmonic += head
+        terms = min(t.rows, DISTINCT_EXACT_ROWS) + (DISTINCT_TAIL_TERMS if t.rows > DISTINCT_EXACT_ROWS else 0)
+        distinct += terms
+        if sc.cluster.nic_bytes_per_s:
+            distinct_more += terms
     harmonic += tiers * PLACEMENT_ITERATIONS * n_tables
     samples = n_tables * spec.sample_lookups if sampled else 0
-    return dict(samples=samples, zipf_terms=harmonic + distinct, graph_tasks=2 * 8 + tiers,
+    # graphs: the parameter server's (6 tasks), the all-to-all step's (7 kernel groups, 3
+    # NCCL latencies, 2 x 2 all-to-all and 2 all-reduce transfers, 1 prefetch: 17), the
+    # tiers' lookups (2 graphs of one transfer per tier)
+    return dict(samples=samples, zipf_terms=harmonic + distinct + distinct_more,
+                graph_tasks=6 + 17 + 2 * tiers,
                 sample_units=samples * US_PER_SAMPLE,
                 table_units=(harmonic * US_PER_HARMONIC_TERM + distinct * US_PER_DISTINCT_TERM
+                             + distinct_more * US_PER_DISTINCT_TERM_MORE
                              + n_tables * tiers * US_PER_TABLE))
 
 

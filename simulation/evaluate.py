@@ -323,7 +323,7 @@ def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
     step, throughput, perf = {"available": False, "reason": "no parameter-server comparison"}, {}, {}
     if faster:
         t, dense_s = faster["step_time_s"], rs["dense"]["step_s"]
-        compute = min(dense_s, t)
+        compute = min(faster.get("gpu_busy_s", dense_s), t)
         offload = min(rs["embedding"].get("exposed_s", 0.0), t - compute)
         step = dict(available=True, time_s=t, design=faster["design"],
                     breakdown_s=dict(compute=compute, exposed_comm=t - compute - offload,

@@ -9,7 +9,7 @@ per-node memory the report shows, with the same keys as a transformer's.
 
 from __future__ import annotations
 
-from .compute import DEFAULT_COMPUTE_EFFICIENCY
+from .compute import DEFAULT_COMPUTE_EFFICIENCY, figures, uses_work_model
 from .memory import RUNTIME_PART, part, tier_summary
 from .recsys import evaluate_recsys, hbm_left_for_embeddings
 from .scenario import Scenario
@@ -33,7 +33,8 @@ def recsys_sections(sc: Scenario, sb: StateBytes, peak_flops: float,
                         nic_bytes_per_s=c.nic_bytes_per_s, scaleup_bytes_per_s=acc.scaleup_bytes_per_s,
                         flops_per_s=peak_flops * (sc.training.compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY),
                         network_efficiency=sc.training.network_efficiency,
-                        node_tiers={k: v.to_dict() for k, v in c.tiers.items()})
+                        node_tiers={k: v.to_dict() for k, v in c.tiers.items()},
+                        gpu=_gemm_figures(sc))
     parts = []
     for t in r["embedding"]["tiers"]:
         if t["bytes"] <= 0:
@@ -48,6 +49,13 @@ def recsys_sections(sc: Scenario, sb: StateBytes, peak_flops: float,
         parts.append(part(name, cat, "hbm", dense * bpp, bytes_per_param=bpp,
                           note="data parallel: every GPU holds all of it"))
     return dict(r, parts=parts)
+
+
+def _gemm_figures(sc: Scenario):
+    """The GEMM figures the dense kernels run on with ``training.compute_model`` "work"
+    (:func:`simulation.compute.uses_work_model`); None for the constant model (every GEMM
+    FLOP at peak x ``compute_efficiency``)."""
+    return figures(sc.cluster.accelerator) if uses_work_model(sc) else None
 
 
 def recsys_memory(sc: Scenario, rs: dict) -> dict:

@@ -15,13 +15,21 @@ ps          pull the rows this worker's batch touches, E[distinct rows in B L_t 
             gradients (the same bytes), servers forward each push to replication - 1
             backups. Bytes on wire = touched rows x row bytes x 2 (+ replication).
             Synchronous: a pull waits for the previous push.
-all_to_all  model-parallel tables (DLRM / TorchRec): pooled embeddings B x sum(dim) x
-            bytes go to the samples' owners, (W - 1) / W of them leave each GPU, over
-            NVLink to the node's peers and the NIC to the rest; the same back in backward.
+all_to_all  model-parallel tables (DLRM / TorchRec / HugeCTR): pooled embeddings
+            B x sum(dim) x bytes go to the samples' owners, (W - 1) / W of them leave each
+            GPU, over NVLink to the node's peers and the NIC to the rest; the same back in
+            backward. With the step's kernels (:mod:`.step`, ``kernels``) the GPU runs, one
+            at a time: embedding gather, bottom MLP, (forward all-to-all) interaction and
+            top MLP forward and backward, bottom MLP backward, (backward all-to-all)
+            embedding backward and update, (dense all-reduce) dense optimizer; the
+            collectives overlap whatever kernels do not wait for them. Each all-to-all
+            pays one NCCL latency, base + one hop (NCCL sends to all peers at once;
+            :mod:`simulation.collectives`), the all-reduce NCCL's ring or tree alpha; the
+            latencies queue on one ``nccl`` stream, as NCCL calls on one communicator do.
 both        the dense part's gradients all-reduced over all W GPUs (ring, 2 (W-1)/W of
             the buffer per rank; Patarasuk & Yuan 2009), after the dense compute. Row
-            reads from the memory tiers are the same in both and are prefetched a batch
-            ahead (a task on its own stream). Row ids (8 B per lookup) are not counted.
+            reads from the tiers below HBM are prefetched a batch ahead (a task on its own
+            stream). Row ids (8 B per lookup) are not counted.
 
 MoE experts per layer (T tokens, top-k routing over E experts of P parameters):
 
@@ -35,9 +43,12 @@ all_to_all  expert parallelism (GShard, Lepikhin et al. 2020): tokens go to thei
 
 from __future__ import annotations
 
+from ..collectives import (BASE_LATENCY_S, RING_HOP_LATENCY_S, all_reduce_choice,
+                           nodes_spanned)
 from ..scheduler import TaskGraph, simulate
 from . import zipf
 from .spec import DTYPE_BYTES, RecModelSpec
+from .step import distinct_rows
 
 GRAD_BYTES = 4                 # fp32 gradients of the dense part (mixed-precision training)
 
@@ -68,21 +79,52 @@ def _send(g, name, nbytes, path, deps=(), label="transfer"):
     return g.transfer(name, nbytes, path, deps=[d for d in deps if d is not None], label=label)
 
 
-def _a2a(g, name, per_rank_bytes, num_gpus, gpus_per_node, deps, label="all_to_all"):
+def all_to_all_latency_s(num_gpus: int, gpus_per_node: int) -> float:
+    """Alpha of one all-to-all: NCCL's base latency plus one hop, over the network once
+    the group spans nodes (every peer is sent to at once, so the hops do not add up)."""
+    if num_gpus <= 1:
+        return 0.0
+    hop = "net" if num_gpus > gpus_per_node else "nvlink"
+    return BASE_LATENCY_S + RING_HOP_LATENCY_S[hop]
+
+
+def _a2a(g, name, per_rank_bytes, num_gpus, gpus_per_node, deps, label="all_to_all",
+         latency=False):
     """An all-to-all's share for one rank: (G-1)/(W-1) of it to node peers over NVLink,
-    the rest over the NIC."""
+    the rest over the NIC; with ``latency``, after its alpha (a task on the ``nccl``
+    stream)."""
     if num_gpus <= 1 or per_rank_bytes <= 0:
         return []
+    if latency:
+        deps = [g.compute(f"{name} latency", "nccl", all_to_all_latency_s(num_gpus, gpus_per_node),
+                          deps=[d for d in deps if d is not None], label=label)]
     local = per_rank_bytes * (gpus_per_node - 1) / (num_gpus - 1)
     return [t for t in (_send(g, f"{name} (NVLink)", local, ["nvlink"], deps, label),
                         _send(g, f"{name} (NIC)", per_rank_bytes - local, ["nic_out", "nic_in"],
                               deps, label)) if t is not None]
 
 
-def _allreduce(g, nbytes, num_gpus, gpus_per_node, deps):
-    path = ["nic_out", "nic_in"] if num_gpus > gpus_per_node else ["nvlink"]
-    return _send(g, "dense all-reduce", ring_allreduce_bytes(nbytes, num_gpus), path, deps,
-                 "allreduce")
+def _allreduce(g, nbytes, num_gpus, gpus_per_node, deps, latency=False):
+    """The dense gradients' ring all-reduce. Without ``latency`` (the graphs without
+    kernels) a multi-node ring sends all its bytes over the NIC. With it, as NCCL's rings
+    run (one per NIC, :func:`simulation.collectives.bus_bandwidth`): of a rank's bytes,
+    (k - 1) / k go to a node peer over NVLink and 1 / k over its NIC (k = GPUs per
+    node), after NCCL's ring or tree alpha."""
+    if not latency or num_gpus <= gpus_per_node or gpus_per_node <= 1:
+        path = ["nic_out", "nic_in"] if num_gpus > gpus_per_node else ["nvlink"]
+        parts = [("", ring_allreduce_bytes(nbytes, num_gpus), path)]
+    else:
+        v, k = ring_allreduce_bytes(nbytes, num_gpus), gpus_per_node
+        parts = [(" (NVLink)", v * (k - 1) / k, ["nvlink"]), (" (NIC)", v / k, ["nic_out", "nic_in"])]
+    if latency and num_gpus > 1:
+        bw = min(g.link_bw[g.links[p]] for _, _, path in parts for p in path)
+        if len(parts) > 1:
+            bw *= gpus_per_node          # the NIC carries 1/k of a rank's bytes
+        _, alpha, _ = all_reduce_choice(nbytes, num_gpus, nodes_spanned(num_gpus, gpus_per_node), bw)
+        deps = [g.compute("dense all-reduce latency", "nccl", alpha,
+                          deps=[d for d in deps if d is not None], label="allreduce")]
+    sent = [_send(g, f"dense all-reduce{name}", b, path, deps, "allreduce") for name, b, path in parts]
+    return [t for t in sent if t is not None]
 
 
 def _result(design, g, traffic, network_bytes) -> dict:
@@ -114,16 +156,21 @@ def _compare(designs: list, what: str) -> dict:
 # ------------------------------------------------------------------ embeddings
 def touched_rows_per_worker(spec: RecModelSpec, num_gpus: int) -> list:
     """Expected distinct rows of each table one worker's share of the batch touches."""
-    k = spec.batch_size / num_gpus
-    return [zipf.expected_distinct(k * t.lookups_per_sample, t.rows, spec.alpha(t))
-            for t in spec.tables]
+    return distinct_rows(spec, spec.batch_size / num_gpus)
 
 
 def embedding_designs(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
                       nic_bytes_per_s: float | None, scaleup_bytes_per_s: float,
                       dense_step_s: float, lookup_s: float = 0.0,
-                      network_efficiency: float = 0.8) -> dict:
-    """Step time and traffic of a parameter server and of model-parallel all-to-all."""
+                      network_efficiency: float = 0.8, kernels: dict | None = None,
+                      prefetch_s: float | None = None, touched: list | None = None) -> dict:
+    """Step time and traffic of a parameter server and of model-parallel all-to-all.
+
+    ``kernels``: the GPU's kernels of one step (:func:`.step.step_kernels`); without them
+    the all-to-all design's GPU runs only ``dense_step_s`` and its collectives have no
+    latency. ``prefetch_s``: the all-to-all design's row reads from the tiers below HBM
+    (the HBM gather is a kernel); None: ``lookup_s``. ``touched``: the distinct rows per
+    table of one worker's share of the batch, when already known."""
     w, gpn = num_gpus, min(gpus_per_node, num_gpus)
     if not nic_bytes_per_s:
         return dict(available=False, designs=[], notes=[
@@ -137,7 +184,7 @@ def embedding_designs(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
     args = (w, gpn, nic_bytes_per_s, scaleup_bytes_per_s)
 
     # parameter server
-    touched = touched_rows_per_worker(spec, w)
+    touched = touched_rows_per_worker(spec, w) if touched is None else touched
     pull = sum(n * t.value_bytes for n, t in zip(touched, spec.tables))
     g = _graph(*args, servers, ps.server_nic_bytes_per_s, network_efficiency)
     if lookup_s:
@@ -163,17 +210,35 @@ def embedding_designs(spec: RecModelSpec, *, num_gpus: int, gpus_per_node: int,
     pooled = spec.batch_size * sum(t.dim for t in spec.tables) * DTYPE_BYTES[spec.comm_dtype]
     a2a = pooled / w * (w - 1) / w                      # what one rank sends, each way
     g = _graph(*args, None, 0, network_efficiency)
-    if lookup_s:
-        g.compute("row reads (next batch, prefetched)", "lookup", lookup_s)
-    fwd = _a2a(g, "pooled embeddings all-to-all", a2a, w, gpn, [])
-    c = g.compute("dense forward + backward", "gpu", dense_step_s, deps=fwd)
-    _a2a(g, "embedding gradients all-to-all", a2a, w, gpn, [c])
-    _allreduce(g, dense_bytes, w, gpn, [c])
+    pre = lookup_s if prefetch_s is None else prefetch_s
+    if pre:
+        g.compute("row reads (next batch, prefetched)", "lookup", pre)
+    if kernels is None:
+        fwd = _a2a(g, "pooled embeddings all-to-all", a2a, w, gpn, [])
+        c = g.compute("dense forward + backward", "gpu", dense_step_s, deps=fwd)
+        _a2a(g, "embedding gradients all-to-all", a2a, w, gpn, [c])
+        _allreduce(g, dense_bytes, w, gpn, [c])
+    else:
+        run = lambda name, ks, deps=(): g.compute(          # noqa: E731
+            name, "gpu", sum(k.seconds for k in ks), deps=[d for d in deps if d is not None])
+        e_f = run("embedding forward", kernels["embedding_forward"])
+        b_f = run("bottom MLP forward", kernels["bottom_forward"])
+        fwd = _a2a(g, "pooled embeddings all-to-all", a2a, w, gpn, [e_f], latency=True) or [e_f]
+        top = run("interaction + top MLP forward and backward",
+                  kernels["top_forward"] + kernels["top_backward"], fwd + [b_f])
+        bwd = _a2a(g, "embedding gradients all-to-all", a2a, w, gpn, [top], latency=True) or [top]
+        b_b = run("bottom MLP backward", kernels["bottom_backward"], [top])
+        run("embedding backward + update", kernels["embedding_backward"], bwd)
+        ar = _allreduce(g, dense_bytes, w, gpn, [b_b], latency=True)
+        run("dense optimizer", kernels["dense_optimizer"], ar + [b_b])
     remote = (w - gpn) / (w - 1) if w > 1 else 0.0
     traffic = dict(forward_all_to_all=w * a2a, backward_all_to_all=w * a2a,
                    dense_allreduce=allreduce_total)
     d_a2a = _result("all_to_all", g, traffic, 2 * w * a2a * remote + net(
         ring_allreduce_bytes(dense_bytes, w)))
+    if kernels is not None:
+        d_a2a["gpu_kernels_s"] = {g: sum(k.seconds for k in ks) for g, ks in kernels.items()}
+        d_a2a["gpu_busy_s"] = sum(d_a2a["gpu_kernels_s"].values())
 
     out = _compare([d_ps, d_a2a], "Embeddings")
     out["notes"] += [

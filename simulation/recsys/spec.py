@@ -14,6 +14,7 @@ Shape::
                "tiers": {"hbm": {}, "ddr": {"capacity_bytes": 1e12}, "nvme": {}},
                "ps": {"servers": 4, "replication": 2},
                "embedding_optimizer": "sgd",        # or adagrad, rowwise_adagrad
+               "multi_hot_distribution": "zipf",    # or uniform (MLPerf's synthetic multi-hot)
                "comm_dtype": "fp32", "dense_step_s": null,
                "sample_lookups": 100000, "seed": 0}
 
@@ -32,6 +33,7 @@ from ..fields import choice_field as _choice, int_field as _int, num_field as _n
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
 TIER_ORDER = ("hbm", "ddr", "cxl", "pmem", "nvme")       # hottest rows first
 INTERACTIONS = ("dot", "dcn")
+MULTI_HOT_DISTRIBUTIONS = ("zipf", "uniform")     # see recsys.step.distinct_rows
 # Optimizer state stored with each embedding row, bytes per row for a dim-wide row:
 # SGD none; Adagrad one fp32 accumulator per element; row-wise Adagrad one per row
 # (FBGEMM's EXACT_ROWWISE_ADAGRAD).
@@ -277,8 +279,10 @@ PRESETS: dict[str, dict] = {
         name="DLRM-DCNv2, MLPerf v2 (Criteo 1TB multi-hot)", tables=_tables(_V2_ROWS, _V2_HOT),
         bottom_mlp=[13, 512, 256, 128], top_mlp=[1024, 1024, 512, 256, 1], interaction="dcn",
         dcn_num_layers=3, dcn_low_rank_dim=512, batch_size=65536, embedding_optimizer="adagrad",
+        multi_hot_distribution="uniform",
         source="mlcommons/training recommendation_v2/torchrec_dlrm/README.MD (benchmark "
-               "command: multi-hot sizes, DCN 3 layers rank 512, Adagrad, global batch 65536)"),
+               "command: multi-hot sizes, DCN 3 layers rank 512, Adagrad, global batch 65536; "
+               "--multi_hot_distribution_type uniform)"),
 }
 
 
@@ -297,6 +301,7 @@ class RecModelSpec:
     tiers: dict | None = None               # tier -> overrides of TIER_DEFAULTS; None: default set
     ps: PSSpec = field(default_factory=PSSpec)
     embedding_optimizer: str = "sgd"
+    multi_hot_distribution: str = "zipf"
     comm_dtype: str = "fp32"
     dense_step_s: float | None = None
     sample_lookups: int = 100_000
@@ -383,6 +388,8 @@ class RecModelSpec:
                 tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers"),
                 ps=PSSpec.from_dict(d.get("ps"), f"{path}.ps"),
                 embedding_optimizer=_choice(d, "embedding_optimizer", path, tuple(ROW_STATE_BYTES), "sgd"),
+                multi_hot_distribution=_choice(d, "multi_hot_distribution", path,
+                                               MULTI_HOT_DISTRIBUTIONS, "zipf"),
                 comm_dtype=_choice(d, "comm_dtype", path, ("fp32", "fp16", "bf16"), "fp32"),
                 dense_step_s=_num(d, "dense_step_s", path),
                 sample_lookups=_int(d, "sample_lookups", path, 100_000, minimum=0,
@@ -405,6 +412,8 @@ class RecModelSpec:
                                               "dcn_num_layers", "dcn_low_rank_dim", "batch_size",
                                               "zipf_alpha", "tiers", "embedding_optimizer",
                                               "comm_dtype", "dense_step_s", "sample_lookups", "seed")}
+        if self.multi_hot_distribution != "zipf":         # the default stays out of saved specs
+            out["multi_hot_distribution"] = self.multi_hot_distribution
         out.update(tables=[t.to_dict() for t in self.tables], bottom_mlp=list(self.bottom_mlp),
                    top_mlp=list(self.top_mlp), ps=self.ps.to_dict())
         return {k: v for k, v in out.items() if v is not None}

@@ -155,10 +155,11 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
     check = sample_check(tab, cum, spec.sample_lookups, spec.seed) if spec.sample_lookups else None
     total_bytes = float(np.sum(tab["rows"] * tab["row_bytes"]))
 
-    g = TaskGraph()
+    g, below = TaskGraph(), TaskGraph()          # all tiers; the tiers below HBM only
     pcie = None
     if host_link_bytes_per_s:
         pcie = g.add_link("pcie_h2d", gpus_per_node * host_link_bytes_per_s)
+        below.add_link("pcie_h2d", gpus_per_node * host_link_bytes_per_s)
     out = []
     for k, t in enumerate(tiers):
         n = hits[k] * per_step
@@ -172,6 +173,9 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
             g.add_link(t.tier, node_useful / secs)
             path = [t.tier] + (["pcie_h2d"] if t.tier != "hbm" and pcie is not None else [])
             g.transfer(f"{t.tier} lookups", node_useful, path, label="lookup")
+            if t.tier != "hbm":
+                below.add_link(t.tier, node_useful / secs)
+                below.transfer(f"{t.tier} lookups", node_useful, path, label="lookup")
         out.append(dict(
             tier=t.tier, devices=devices[k], rows=int(rows[k].sum()), bytes=stored,
             capacity_bytes=caps[k], over_capacity_bytes=over,
@@ -186,6 +190,7 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
             source=t.source, price_source=t.price_source))
     sched = simulate(g.arrays()) if g.names else None
     lookup_s = sched.makespan_s if sched else 0.0
+    below_hbm_s = simulate(below.arrays()).makespan_s if below.names else 0.0
     pcie_s = float(sched.link_busy_s[pcie]) if sched is not None and pcie is not None else 0.0
     dense = dense_step_s or 0.0
     tables = [dict(name=x.name, rows=x.rows, dim=x.dim, dtype=x.dtype, row_bytes=spec.row_bytes(x),
@@ -200,6 +205,7 @@ def evaluate_embedding(spec: RecModelSpec, tiers: list, *, num_gpus: int, gpus_p
         value_bytes=spec.embedding_bytes, embedding_optimizer=spec.embedding_optimizer,
         fits=all(o["over_capacity_bytes"] == 0 for o in out),
         lookups_per_step=total_lookups, lookup_s_per_step=lookup_s, pcie_busy_s=pcie_s,
+        below_hbm_lookup_s=below_hbm_s,
         dense_step_s=dense_step_s, hidden_s=min(lookup_s, dense),
         exposed_s=max(0.0, lookup_s - dense),
         cost_usd=sum(o["cost_usd"] for o in out),

@@ -81,23 +81,40 @@ def expected_distinct(k: float, n: float, alpha: float) -> float:
     ``DISTINCT_EXACT_ROWS`` ranks and, for the smooth tail, the integral (Simpson on
     u = ln x) plus the Euler-Maclaurin end correction. alpha = 0: n (1 - (1 - 1/n)^k).
     """
+    return expected_distinct_many([k], n, alpha)[0]
+
+
+def expected_distinct_many(ks, n: float, alpha: float) -> list:
+    """:func:`expected_distinct` for several lookup counts ``ks`` of one table: the row
+    probabilities (the costly part) are computed once."""
     n = int(n)
-    if k <= 0 or n <= 0:
-        return 0.0
+    out = [0.0] * len(ks)
+    todo = [i for i, k in enumerate(ks) if k > 0 and n > 0]
+    if not todo:
+        return out
     if alpha == 0.0:
-        return float(n * _touched(np.array(1.0 / n), k))
+        for i in todo:
+            out[i] = float(n * _touched(np.array(1.0 / n), ks[i]))
+        return out
     h = harmonic(n, alpha)
     m = min(n, DISTINCT_EXACT_ROWS)
-    head = float(np.sum(_touched(np.arange(1, m + 1, dtype=np.float64) ** -alpha / h, k)))
-    if n == m:
-        return head
-    g = lambda x: _touched(np.asarray(x, dtype=np.float64) ** -alpha / h, k)   # noqa: E731
-    u = np.linspace(math.log(m), math.log(n), _SIMPSON_INTERVALS + 1)
-    y = g(np.exp(u)) * np.exp(u)
-    w = np.ones_like(u)
-    w[1:-1:2], w[2:-1:2] = 4.0, 2.0
-    integral = float(np.sum(w * y)) * (u[1] - u[0]) / 3
-    return head + integral + float(g(n) - g(m)) / 2
+    logq = np.log1p(-np.minimum(np.arange(1, m + 1, dtype=np.float64) ** -alpha / h, 1.0 - 1e-300))
+    if n > m:
+        u = np.linspace(math.log(m), math.log(n), _SIMPSON_INTERVALS + 1)
+        x = np.exp(u)
+        tail_logq = np.log1p(-np.minimum(x ** -alpha / h, 1.0 - 1e-300))
+        w = np.ones_like(u)
+        w[1:-1:2], w[2:-1:2] = 4.0, 2.0
+    for i in todo:
+        k = ks[i]
+        head = float(np.sum(-np.expm1(k * logq)))
+        if n == m:
+            out[i] = head
+            continue
+        y = -np.expm1(k * tail_logq)
+        integral = float(np.sum(w * y * x)) * (u[1] - u[0]) / 3
+        out[i] = head + integral + float(y[-1] - (-np.expm1(k * logq[-1]))) / 2
+    return out
 
 
 # ------------------------------------------------------------------ the sampler
