@@ -39,6 +39,7 @@ import numpy as np
 
 from . import collectives as nccl
 from . import compute
+from . import cpu_adam
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
@@ -120,7 +121,14 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
 
 
 def links_for(sc: Scenario, lay: Layout) -> dict:
-    """Each rank's links and its share of the node's (bytes/s)."""
+    """Each rank's links and its share of the node's (bytes/s).
+
+    NVMe: ``nvme_read`` / ``nvme_write`` are the drives' datasheet rates each way and
+    ``nvme`` the drives themselves, shared by reads and writes (capacity the read rate; a
+    written byte weighs read / write rate, ``RankModel.nvme_write_weight``). ``cpu_adam``:
+    the DDR bytes per second the rank's cores can drive through CPU-Adam
+    (:mod:`simulation.cpu_adam`), where the node gives its cores.
+    """
     c, tr = sc.cluster, sc.training
     acc, g = c.accelerator, c.gpus_per_node
     ne = tr.network_efficiency
@@ -132,8 +140,12 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     if "nvme" in t:
         links["nvme_read"] = t["nvme"].read_bytes_per_s / g
         links["nvme_write"] = t["nvme"].write_bytes_per_s / g
+        links["nvme"] = t["nvme"].read_bytes_per_s / g
     if "cxl" in t:
         links["cxl"] = t["cxl"].read_bytes_per_s / g
+    adam = cpu_adam.adam_bytes_per_s(c, sc.strategy)
+    if adam and sc.strategy.offload_optimizer != "none":
+        links["cpu_adam"] = adam
     return links
 
 
@@ -267,7 +279,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
         replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
         tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),
-        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t))
+        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t),
+        nvme_write_weight=(c.tiers["nvme"].read_bytes_per_s / c.tiers["nvme"].write_bytes_per_s
+                           if "nvme" in c.tiers else 1.0))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))
@@ -392,12 +406,24 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
         micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc))
+    if sc.strategy.offload_optimizer != "none":
+        report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
-               mfu=float(mfu), links=link_rows, verdict=verdict(sc, parts, step_s, link_rows))
+               mfu=float(mfu), links=link_rows,
+               verdict=verdict(sc, parts, step_s, link_rows, report.get("cpu_optimizer")))
     if detail:      # task names exist only in the Python graph: rebuild it for the page
         out["timeline"] = timeline(build(r, links, last=True), s_last)
     return out
+
+
+def cpu_optimizer_summary(sc: Scenario, r: RankModel, links: dict) -> dict:
+    """What bounds one rank's CPU optimizer step (:func:`simulation.cpu_adam.summary`):
+    the parameters it updates, the cores' and the DDR share's rates, which is lower
+    (``bound``: ``cpu_adam`` or ``ddr``) and that in words (``message``)."""
+    s = cpu_adam.summary(sc.cluster, sc.strategy, links["ddr"], r.params_per_rank / r.shard)
+    s["message"] = cpu_adam.bound_words(s)
+    return s
 
 
 def critical_path(g, sched) -> list[int]:
@@ -457,13 +483,15 @@ _LABEL = {"exposed_comm": "Exposed communication", "exposed_offload": "Exposed o
           "pipeline_bubble": "The pipeline bubble"}
 _WORDS = {"exposed_comm": "communication that does not hide behind compute",
           "exposed_offload": "offload traffic (PCIe/NVMe/CXL/DDR) that does not hide behind compute",
-          "cpu_optimizer": "the optimizer step on the host CPU (DDR- or CPU-Adam-bound) while the GPU waits",
+          "cpu_optimizer": "the optimizer step on the host CPU while the GPU waits",
           "stall": "synchronous fetches after prefetch misses",
           "pipeline_bubble": "the pipeline bubble"}
 
 
-def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
-    """The bottleneck in words and the link to buy more of."""
+def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list,
+            cpu_opt: dict | None = None) -> dict:
+    """The bottleneck in words and the link to buy more of; a CPU optimizer bottleneck
+    says which bound it (``cpu_optimizer_bound``: ``cpu_adam`` or ``ddr``)."""
     if not step_s:
         return {"bottleneck": "none", "message": "empty step"}
     waste = {k: v for k, v in parts.items() if k != "compute" and v > 0}
@@ -478,11 +506,16 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
     if worst == "exposed_offload":
         msg += " Offloading makes this step slower than keeping the states in HBM would."
         msg += _nvme_wall(sc, link_rows)
+    if worst == "cpu_optimizer" and cpu_opt:
+        msg += f" It is {cpu_opt['message']}."
     if busiest and busiest["utilization"] > 0.5:
         msg += (f" The busiest link is {busiest['name']} ({busiest['utilization']:.0%} busy at "
                 f"{busiest['bytes_per_s'] / 1e9:.1f} GB/s per GPU): more of it shortens the step.")
-    return {"bottleneck": worst, "message": msg,
-            "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}
+    out = {"bottleneck": worst, "message": msg,
+           "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}
+    if worst == "cpu_optimizer" and cpu_opt:
+        out["cpu_optimizer_bound"] = cpu_opt["bound"]
+    return out
 
 
 def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
@@ -532,7 +565,8 @@ def _nvme_wall(sc: Scenario, link_rows: list) -> str:
     read_b, write_b = rows["nvme_read"]["bytes"] * g, rows["nvme_write"]["bytes"] * g
     if read_b + write_b <= 0:
         return ""
-    floor_s = max(read_b / nvme.read_bytes_per_s, write_b / nvme.write_bytes_per_s)
+    # reads and writes share each drive: their times add
+    floor_s = read_b / nvme.read_bytes_per_s + write_b / nvme.write_bytes_per_s
     return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:.2f} TB at "
             f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:.2f} TB at "
             f"{nvme.write_bytes_per_s / 1e9:.1f} GB/s per step: at least {floor_s:.3g} s.")
