@@ -33,6 +33,7 @@ _TABLE3_PARAMS, _TABLE3_S, _TABLE3_CORES = 10e9, 2.57, 48
 CPU_ADAM_PARAMS_PER_S_PER_CORE_AVX512 = _TABLE3_PARAMS / _TABLE3_S / _TABLE3_CORES
 # fp32 lanes of a vector (DeepSpeed csrc/includes/simd.h SIMD_WIDTH)
 SIMD_WIDTH_FP32 = {"avx512": 16, "avx2": 8}
+_ISA_WORDS = {"avx512": "AVX-512", "avx2": "AVX2"}
 ADAM_BYTES_PER_PARAM = 30.0        # as stepgraph.ADAM_BYTES_PER_PARAM (read 16 B, write 14 B)
 
 
@@ -95,7 +96,7 @@ def bound_words(s: dict) -> str:
     """The bound in the report's words."""
     if s["bound"] == "cpu_adam":
         return (f"CPU-Adam-bound: {s['cores_per_gpu']:g} cores per GPU update "
-                f"{s['compute_params_per_s'] / 1e6:.0f} M parameters/s ({s['isa'].upper()}), "
+                f"{s['compute_params_per_s'] / 1e6:.0f} M parameters/s ({_ISA_WORDS[s['isa']]}), "
                 f"less than the {s['ddr_params_per_s'] / 1e6:.0f} M/s its DDR share would feed")
     if s.get("compute_params_per_s") is None:
         return (f"DDR-bound: {s['ddr_params_per_s'] / 1e6:.0f} M parameters/s at 30 B each "

@@ -507,15 +507,17 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list,
         msg += " Offloading makes this step slower than keeping the states in HBM would."
         msg += _nvme_wall(sc, link_rows)
     if worst == "cpu_optimizer" and cpu_opt:
-        msg += f" It is {cpu_opt['message']}."
+        # the optimizer's flow crosses both ddr and cpu_adam, so both look busy: name the
+        # one that binds instead of the busiest
+        more = "more cores per GPU" if cpu_opt["bound"] == "cpu_adam" else "more DDR bandwidth"
+        msg += f" It is {cpu_opt['message']}: {more} shortens it."
+        return {"bottleneck": worst, "message": msg, "cpu_optimizer_bound": cpu_opt["bound"],
+                "buy_more_of": "cpu_adam" if cpu_opt["bound"] == "cpu_adam" else "ddr"}
     if busiest and busiest["utilization"] > 0.5:
         msg += (f" The busiest link is {busiest['name']} ({busiest['utilization']:.0%} busy at "
                 f"{busiest['bytes_per_s'] / 1e9:.1f} GB/s per GPU): more of it shortens the step.")
-    out = {"bottleneck": worst, "message": msg,
-           "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}
-    if worst == "cpu_optimizer" and cpu_opt:
-        out["cpu_optimizer_bound"] = cpu_opt["bound"]
-    return out
+    return {"bottleneck": worst, "message": msg,
+            "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}
 
 
 def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
