@@ -44,7 +44,7 @@ from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
 from .scenario import Scenario
-from .scheduler import COMPUTE, simulate
+from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
 from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays
 
@@ -552,6 +552,7 @@ def add_transfer(a: dict, size_bytes: float, path: list) -> dict:
                 duration=cat([a["duration"], [0.0]]), size=cat([a["size"], [float(size_bytes)]]),
                 path_ptr=cat([a["path_ptr"], i32(a["path_ptr"][n] + len(path))]),
                 path_links=cat([a["path_links"], np.array(path, dtype=np.int32)]),
+                path_weight=cat([path_weights(a), np.ones(len(path))]),
                 dep_ptr=cat([a["dep_ptr"], i32(a["dep_ptr"][n])]),
                 acquire=cat([a["acquire"], i32(-1)]), release=cat([a["release"], i32(-1)]),
                 label=cat([a["label"], i32(LABEL_CODE["checkpoint"])]))
