@@ -37,9 +37,10 @@ enum { L_COMPUTE, L_ALLGATHER, L_FETCH_MISS, L_OFFLOAD, L_TP_ALLREDUCE, L_REDUCE
 enum { T_NONE, T_CPU, T_NVME, T_CXL };
 /* link_index order (stepgraph.LINK_NAMES) */
 enum { K_NVLINK, K_NIC, K_PCIE_H2D, K_PCIE_D2H, K_DDR, K_NVME_READ, K_NVME_WRITE, K_CXL,
-       K_NVME, K_CPU_ADAM, K_N };
+       K_NVME, K_CPU_ADAM, K_SW_UP, K_SW_DOWN, K_N };
 static const char *LINK_NAMES[K_N] = {"nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr",
-                                      "nvme_read", "nvme_write", "cxl", "nvme", "cpu_adam"};
+                                      "nvme_read", "nvme_write", "cxl", "nvme", "cpu_adam",
+                                      "pcie_switch_up", "pcie_switch_down"};
 enum { S_GPU, S_SYNC, S_NCCL, S_TP_NCCL, S_N };   /* "gpu", "sync", "nccl", "tp nccl" */
 #define NONE (-1)
 #define ADAM_BYTES_PER_PARAM 30.0
@@ -114,6 +115,17 @@ static int add_w(B *b, int kind, int stream, double dur, double size, const int 
               ipush(&b->label, label);
     for (int k = 0; k < np_; k++)
         err |= ipush(&b->plinks, path[k]) | dpush(&b->pw, w ? w[k] : 1.0);
+    if (kind == TRANSFER) {      /* stepgraph.StepGraph.transfer: the PCIe switch's uplink */
+        int up = 0, down = 0;
+        for (int k = 0; k < np_; k++) {
+            up |= path[k] == b->link[K_PCIE_D2H] || path[k] == b->link[K_NVME_READ];
+            down |= path[k] == b->link[K_PCIE_H2D] || path[k] == b->link[K_NVME_WRITE];
+        }
+        if (up && b->link[K_SW_UP] != NONE)
+            err |= ipush(&b->plinks, b->link[K_SW_UP]) | dpush(&b->pw, 1.0);
+        if (down && b->link[K_SW_DOWN] != NONE)
+            err |= ipush(&b->plinks, b->link[K_SW_DOWN]) | dpush(&b->pw, 1.0);
+    }
     err |= ipush(&b->pptr, (int)b->plinks.n);
     for (int k = 0; k < nd; k++)
         if (deps[k] != NONE) err |= ipush(&b->didx, deps[k]);

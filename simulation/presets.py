@@ -119,6 +119,14 @@ _EMR_8570 = dict(cpu_cores=2 * 56, cpu_isa="avx512",
 _ROME_7742 = dict(cpu_cores=2 * 64, cpu_isa="avx2",
                   cpu_source="2x AMD EPYC 7742, 64 cores each (NVIDIA DGX A100 user guide, hardware "
                              "overview); Zen 2 has AVX2, no AVX-512")
+# DGX A100: four PCIe Gen4 switches, each with two A100s, two ConnectX-6 NICs and two NVMe
+# drives behind one x16 Gen4 uplink to its CPU (~25 GB/s measured, as the host link).
+_DGX_A100_PCIE = dict(
+    pcie_switch_gpus=2, pcie_switch_uplink_bytes_per_s=25 * GB,
+    pcie_switch_source=("NVIDIA DGX A100 datasheet block diagram (2 CPUs, each with 2 PCIe Gen4 "
+                        "switches; each switch: 2 A100, 2 HDR NICs, 2 NVMe), as summarised in "
+                        "github.com/jasperzhong/read-papers-and-code issue 220; NCCL topology dump "
+                        "of a DGX A100 (NVIDIA/nccl issue 1505): Broadcom switches at 16 GT/s x16"))
 
 NODES: dict[str, dict] = {
     "dgx-h100": dict(
@@ -143,6 +151,7 @@ NODES: dict[str, dict] = {
                      write_bytes_per_s=2 * 204.8 * GB, latency_s=100e-9),
             nvme=_NVME_PCIE4),
         source="NVIDIA DGX A100 user guide (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR 200 Gb/s)", **_ROME_7742,
+        **_DGX_A100_PCIE,
         price_usd_per_node_hour=14.75,
         price_source="AWS p4d.24xlarge (8x A100 40GB) as a proxy: " + _AWS_CB),
     "dgx-b200": dict(

@@ -239,6 +239,11 @@ class ClusterSpec:
     cpu_cores: int | None = None
     cpu_isa: str = "avx512"
     cpu_source: str | None = None
+    # PCIe topology, where the template says it: GPUs behind one PCIe switch, whose uplink
+    # to the CPU (bytes/s each way) they share with the drives behind it (step.links_for).
+    pcie_switch_gpus: int | None = None
+    pcie_switch_uplink_bytes_per_s: float | None = None
+    pcie_switch_source: str | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -277,7 +282,10 @@ class ClusterSpec:
             host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"),
             cpu_cores=_int(d, "cpu_cores", path, minimum=1, maximum=1_000_000),
             cpu_isa=_choice(d, "cpu_isa", path, CPU_ISAS, "avx512"),
-            cpu_source=_str(d, "cpu_source", path))
+            cpu_source=_str(d, "cpu_source", path),
+            pcie_switch_gpus=_int(d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
+            pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
+            pcie_switch_source=_str(d, "pcie_switch_source", path))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -287,7 +295,10 @@ class ClusterSpec:
             price_usd_per_node_hour=self.price_usd_per_node_hour, price_source=self.price_source,
             tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source,
             template_gpus_per_node=self.template_gpus_per_node, host_share=self.host_share,
-            cpu_cores=self.cpu_cores, cpu_isa=self.cpu_isa, cpu_source=self.cpu_source))
+            cpu_cores=self.cpu_cores, cpu_isa=self.cpu_isa, cpu_source=self.cpu_source,
+            pcie_switch_gpus=self.pcie_switch_gpus,
+            pcie_switch_uplink_bytes_per_s=self.pcie_switch_uplink_bytes_per_s,
+            pcie_switch_source=self.pcie_switch_source))
 
 
 @dataclass(frozen=True)

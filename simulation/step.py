@@ -127,7 +127,9 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     ``nvme`` the drives themselves, shared by reads and writes (capacity the read rate; a
     written byte weighs read / write rate, ``RankModel.nvme_write_weight``). ``cpu_adam``:
     the DDR bytes per second the rank's cores can drive through CPU-Adam
-    (:mod:`simulation.cpu_adam`), where the node gives its cores.
+    (:mod:`simulation.cpu_adam`), where the node gives its cores. ``pcie_switch_up`` /
+    ``pcie_switch_down``: the rank's share of its PCIe switch's uplink each way, where the
+    node's topology puts GPUs and drives behind switches (``cluster.pcie_switch_gpus``).
     """
     c, tr = sc.cluster, sc.training
     acc, g = c.accelerator, c.gpus_per_node
@@ -143,6 +145,10 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
         links["nvme"] = t["nvme"].read_bytes_per_s / g
     if "cxl" in t:
         links["cxl"] = t["cxl"].read_bytes_per_s / g
+    if c.pcie_switch_gpus and c.pcie_switch_uplink_bytes_per_s:
+        # symmetric ranks: each has its share of its switch's uplink, with the drives behind it
+        share = c.pcie_switch_uplink_bytes_per_s / min(c.pcie_switch_gpus, g)
+        links["pcie_switch_up"] = links["pcie_switch_down"] = share
     adam = cpu_adam.adam_bytes_per_s(c, sc.strategy)
     if adam and sc.strategy.offload_optimizer != "none":
         links["cpu_adam"] = adam
@@ -538,7 +544,8 @@ def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
     n_train = len(a["kind"])
     base = simulate(a, engine).makespan_s
     names = a["links"]
-    path = ["pcie_d2h"] + (["nic"] if network else []) + ["checkpoint_target"]
+    path = (["pcie_d2h"] + (["pcie_switch_up"] if "pcie_switch_up" in names else [])
+            + (["nic"] if network else []) + ["checkpoint_target"])
     s = simulate(add_transfer(a, bytes_per_rank, [names.index(x) for x in path]), engine)
     return max(float(np.max(s.end_s[:n_train])) - base, 0.0) if n_train else 0.0
 

@@ -29,6 +29,9 @@ Per layer of the rank's pipeline stage, forward then backward:
   ``cpu_adam``, the rate its cores run the update at, so whichever is lower binds; with
   NVMe/CXL reads and write-backs per 1e9-element sub-group), then the updated parameters
   back to the GPU and, for ZeRO-1/2, their all-gather.
+* PCIe switches: where the node's topology puts GPUs and drives behind a switch (DGX
+  A100), every host-link or drive transfer also crosses the switch's uplink that way
+  (``StepGraph``), the rank's share of it being uplink / GPUs behind the switch.
 * NVMe: a transfer crosses its direction's link (``nvme_read`` / ``nvme_write``, the
   drives' datasheet rate that way) and ``nvme``, the drives themselves, which reads and
   writes share: capacity the read rate, a written byte weighing read / write rate
@@ -53,13 +56,34 @@ import numpy as np
 
 from .scheduler import TaskGraph
 
+# A PCIe switch's uplink to the CPU, each way, where the node's topology puts GPUs and
+# drives behind switches: traffic towards the host (GPU -> host, drive -> host) crosses
+# "pcie_switch_up", traffic from it (host -> GPU, host -> drive) "pcie_switch_down".
+_UP = ("pcie_d2h", "nvme_read")
+_DOWN = ("pcie_h2d", "nvme_write")
+
+
+class StepGraph(TaskGraph):
+    """The step's graph: a transfer over the host link or the drives also crosses its PCIe
+    switch's uplink (``pcie_switch_up`` / ``pcie_switch_down``, weight 1, appended in that
+    order) when the links include it."""
+
+    def transfer(self, name, size_bytes, path, deps=(), acquire=None, release=None,
+                 label="transfer", weights=None) -> int:
+        extra = [sw for sw, via in (("pcie_switch_up", _UP), ("pcie_switch_down", _DOWN))
+                 if sw in self.links and any(p in via for p in path)]
+        if extra:
+            weights = (list(weights) if weights is not None else [1.0] * len(path)) + [1.0] * len(extra)
+            path = list(path) + extra
+        return super().transfer(name, size_bytes, path, deps, acquire, release, label, weights)
+
 # Task labels; the C builder emits their index (``label`` array), in this order.
 LABELS = ("compute", "allgather", "fetch_miss", "offload", "tp_allreduce", "reduce_scatter",
           "allreduce", "optimizer", "cpu_optimizer", "checkpoint", "transfer")
 LABEL_CODE = {name: k for k, name in enumerate(LABELS)}
 # Links the builder may use, in the order the C builder takes their indices.
 LINK_NAMES = ("nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr", "nvme_read", "nvme_write", "cxl",
-              "nvme", "cpu_adam")
+              "nvme", "cpu_adam", "pcie_switch_up", "pcie_switch_down")
 TIERS = ("none", "cpu", "nvme", "cxl")
 
 # Adam step traffic per parameter: read grad (4) + master, m, v (12); write master, m,
@@ -177,7 +201,7 @@ def is_miss(i: int, rate: float) -> bool:
 
 def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     """The graph of one micro-batch; ``last`` adds gradient sync and the optimizer step."""
-    g = TaskGraph()
+    g = StepGraph()
     for name, bw in links.items():
         g.add_link(name, bw)
     zero3 = r.stage >= 3

@@ -39,6 +39,8 @@ export const LINK_LABELS: Record<string, string> = {
   nvme_write: "NVMe write",
   nvme: "NVMe drives (reads + writes, read-equivalent bytes)",
   cpu_adam: "CPU-Adam cores (optimizer update rate, as DDR bytes)",
+  pcie_switch_up: "PCIe switch uplink (to host)",
+  pcie_switch_down: "PCIe switch uplink (from host)",
 };
 
 /** A lane or link as words; a path of links "nvme_read > pcie_h2d" -> "NVMe read → PCIe host→GPU". */

@@ -155,3 +155,48 @@ def test_zero_infinity_nvme_wall_adds_read_and_write_times():
     assert f"at least {floor:.3g} s" in r["verdict"]["message"]
     # the drives were busy at least that long
     assert rows["nvme"]["busy_s"] >= floor * (1 - 1e-6)
+
+
+def _optimizer_on_cpu_only():
+    """No layers: the CPU optimizer step of 1e9 parameters and their 16-bit copy back."""
+    return RankModel(layers=0, fwd_s=0.0, bwd_s=0.0, head_s=0.0, unit_params=0.0,
+                     params_per_rank=1e9, param_bytes=2, grad_bytes=2, optimizer_state_bytes=12,
+                     shard=1, shard_link="nvlink", replicas=1, dp=1, dp_link="nvlink",
+                     gpus_per_node=2, stage=2, tp=1, tp_bytes=0.0, bwd_allreduces=2,
+                     act_ckpt_bytes=0.0, offload_params="none", offload_optimizer="cpu",
+                     offload_activations="none", prefetch_depth=1, miss_rate=0.0,
+                     hbm_bytes_per_s=3e12)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_two_gpus_behind_one_pcie_switch_share_its_uplink(engine):
+    """DGX A100: two A100s behind each PCIe Gen4 switch, one x16 uplink (~25 GB/s) to the
+    CPU. The updated 16-bit parameters, 1e9 x 2 B, go to each GPU at once: alone on its
+    own x16 link 2e9 / 25e9 = 0.08 s; sharing the uplink, 12.5e9 B/s each: 0.16 s.
+    (CPU-Adam over DDR and cores of 1e16 B/s takes 3e-6 s before it.)"""
+    links = {"pcie_h2d": 25e9, "pcie_d2h": 25e9, "nvlink": 1e12, "nic": 1e12, "ddr": 1e16,
+             "cpu_adam": 1e16}
+    alone = simulate(graph_arrays(_optimizer_on_cpu_only(), links, True, engine), engine)
+    assert alone.makespan_s == pytest.approx(0.08 + 3e-6, rel=1e-9)
+    switched = dict(links, pcie_switch_up=12.5e9, pcie_switch_down=12.5e9)
+    a = graph_arrays(_optimizer_on_cpu_only(), switched, True, engine)
+    s = simulate(a, engine)
+    assert s.makespan_s == pytest.approx(0.16 + 3e-6, rel=1e-9)
+    assert s.link_bytes[a["links"].index("pcie_switch_down")] == pytest.approx(2e9)
+    assert s.link_bytes[a["links"].index("pcie_switch_up")] == 0.0
+
+
+def test_dgx_a100_zero_offload_copies_parameters_at_half_the_host_link():
+    """Llama-2-7B, ZeRO-Offload on a whole DGX A100: each rank's 6.7384e9 / 8 parameters
+    come back as 2 B each, 1.6846e9 B, over its half of the switch uplink, 25e9 / 2:
+    0.13477 s. A DGX H100 template gives no PCIe topology: no switch links there."""
+    r = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-a100-80gb"},
+                       "training": {"global_batch_size": 8},
+                       "strategy": {"kind": "zero_offload", "offload_optimizer": "cpu"}})
+    rows = {l["name"]: l for l in r["links"]}
+    assert rows["pcie_switch_down"]["bytes_per_s"] == 12.5e9 == rows["pcie_switch_up"]["bytes_per_s"]
+    copy = [t for t in r["timeline"]["tasks"] if t["name"] == "updated parameters to GPU"]
+    assert copy[0]["end_s"] - copy[0]["start_s"] == pytest.approx(LLAMA2_7B_PARAMS / 8 * 2 / 12.5e9, rel=1e-9)
+    h100 = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100"},
+                          "training": {"global_batch_size": 8}, "strategy": {"kind": "zero_offload"}})
+    assert not {"pcie_switch_up", "pcie_switch_down"} & {l["name"] for l in h100["links"]}

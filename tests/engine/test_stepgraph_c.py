@@ -18,7 +18,8 @@ from simulation.stepgraph import RankModel, graph_arrays
 pytest.importorskip("simulation._cstepgraph")
 
 ALL_LINKS = {"pcie_h2d": 55e9, "pcie_d2h": 50e9, "nvlink": 360e9, "nic": 40e9, "ddr": 77e9,
-             "nvme_read": 3e9, "nvme_write": 2e9, "cxl": 16e9, "nvme": 3e9, "cpu_adam": 20e9}
+             "nvme_read": 3e9, "nvme_write": 2e9, "cxl": 16e9, "nvme": 3e9, "cpu_adam": 20e9,
+             "pcie_switch_up": 25e9, "pcie_switch_down": 25e9}
 TIERS = ["none", "cpu", "nvme", "cxl"]
 
 
@@ -124,10 +125,10 @@ def test_a_missing_link_is_a_graph_error_in_both():
 def test_c_builder_rejects_out_of_range_models_without_crashing():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):
-        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1), (0.0,) * 21, [0] * 10, True)
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1), (0.0,) * 21, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # no fetch unit in a layer
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1), (0.0,) * 21, [0] * 10, True)
-    with pytest.raises(ValueError, match="10 indices"):
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1), (0.0,) * 21, [0] * 12, True)
+    with pytest.raises(ValueError, match="12 indices"):
         _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1), (0.0,) * 21, [0] * 3, True)
     with pytest.raises(TypeError):
         _cstepgraph.build("nonsense", (), [], True)
