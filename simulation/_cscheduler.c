@@ -4,11 +4,12 @@
  * What it does, in Python terms (simulate_reference is the specification):
  *
  *   def simulate(link_bw, n_streams, pool_cap, kind, stream, duration, size,
- *                path_ptr, path_links, dep_ptr, dep_idx, acquire, release,
+ *                path_ptr, path_links, path_weight, dep_ptr, dep_idx, acquire, release,
  *                out_start, out_end, out_link_busy, out_link_bytes, out_stream_busy):
  *       while tasks remain:
  *           start the lowest-id ready task that may start, again and again
- *           rates = max-min fair shares of the running flows (progressive filling)
+ *           rates = max-min fair shares of the running flows (progressive filling,
+ *                   each flow using path_weight x its rate of each link it crosses)
  *           advance to the next compute end or flow end; finish what ended
  *       return makespan
  *
@@ -32,27 +33,30 @@ enum { COMPUTE = 0, TRANSFER = 1 };
 
 typedef struct {
     Py_ssize_t n, nl, ns, np;
-    const double *bw, *dur, *size;
+    const double *bw, *dur, *size, *pw;
     const int *cap, *kind, *stream, *pptr, *plinks, *dptr, *didx, *acq, *rel;
     double *start, *end, *lbusy, *lbytes, *sbusy;
 } Graph;
 
 /* Max-min fair rates of the running flows, as scheduler.max_min_rates. */
 static void max_min(const Graph *g, const int *flows, Py_ssize_t nf, double *rate,
-                    double *rem, long long *count, char *frozen) {
-    for (Py_ssize_t l = 0; l < g->nl; l++) { rem[l] = g->bw[l]; count[l] = 0; }
+                    double *rem, long long *count, double *wsum, char *frozen) {
+    for (Py_ssize_t l = 0; l < g->nl; l++) { rem[l] = g->bw[l]; count[l] = 0; wsum[l] = 0.0; }
     for (Py_ssize_t k = 0; k < nf; k++) {
         int f = flows[k];
         frozen[k] = 0;
-        for (int j = g->pptr[f]; j < g->pptr[f + 1]; j++) count[g->plinks[j]]++;
+        for (int j = g->pptr[f]; j < g->pptr[f + 1]; j++) {
+            count[g->plinks[j]]++;
+            wsum[g->plinks[j]] += g->pw[j];
+        }
     }
     Py_ssize_t nfrozen = 0;
     while (nfrozen < nf) {
         double best = INFINITY;
         for (Py_ssize_t l = 0; l < g->nl; l++)
-            if (count[l] > 0 && rem[l] / (double)count[l] < best) best = rem[l] / (double)count[l];
+            if (count[l] > 0 && rem[l] / wsum[l] < best) best = rem[l] / wsum[l];
         for (Py_ssize_t l = 0; l < g->nl; l++) {
-            if (!(count[l] > 0 && rem[l] / (double)count[l] <= best * (1 + REL))) continue;
+            if (!(count[l] > 0 && rem[l] / wsum[l] <= best * (1 + REL))) continue;
             for (Py_ssize_t k = 0; k < nf; k++) {
                 if (frozen[k]) continue;
                 int f = flows[k], uses = 0;
@@ -63,8 +67,9 @@ static void max_min(const Graph *g, const int *flows, Py_ssize_t nf, double *rat
                 frozen[k] = 1;
                 nfrozen++;
                 for (int j = g->pptr[f]; j < g->pptr[f + 1]; j++) {
-                    rem[g->plinks[j]] -= best;
+                    rem[g->plinks[j]] -= best * g->pw[j];
                     count[g->plinks[j]]--;
+                    wsum[g->plinks[j]] -= g->pw[j];
                 }
             }
         }
@@ -113,28 +118,28 @@ static int check(const Graph *g) {
 }
 
 static PyObject *simulate(PyObject *self, PyObject *args) {
-    PyObject *o[18];
+    PyObject *o[19];
     int n_streams;
-    if (!PyArg_ParseTuple(args, "OiOOOOOOOOOOOOOOOO", &o[0], &n_streams, &o[1], &o[2], &o[3],
+    if (!PyArg_ParseTuple(args, "OiOOOOOOOOOOOOOOOOO", &o[0], &n_streams, &o[1], &o[2], &o[3],
                           &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
-                          &o[13], &o[14], &o[15], &o[16]))
+                          &o[13], &o[14], &o[15], &o[16], &o[17]))
         return NULL;
-    static const char fmts[] = "diiiddiiiiiiddddd";
+    static const char fmts[] = "diiiddiiiiiidddddd";
     static const char *names[] = {"link_bw", "pool_cap", "kind", "stream", "duration", "size",
                                   "path_ptr", "path_links", "dep_ptr", "dep_idx", "acquire",
                                   "release", "start", "end", "link_busy", "link_bytes",
-                                  "stream_busy"};
-    Buf b[17];
+                                  "stream_busy", "path_weight"};
+    Buf b[18];
     memset(b, 0, sizeof b);
     PyObject *result = NULL;
     int *waiting = NULL, *sptr = NULL, *sidx = NULL, *fill = NULL, *ready = NULL, *free_ = NULL;
     int *stask = NULL, *flows = NULL;
-    double *remaining = NULL, *rate = NULL, *rem = NULL;
+    double *remaining = NULL, *rate = NULL, *rem = NULL, *wsum = NULL;
     long long *count = NULL;
     char *frozen = NULL, *busy = NULL;
 
-    for (int k = 0; k < 17; k++)
-        if (get_buf(o[k], &b[k], fmts[k], k >= 12, names[k]) < 0) goto done;
+    for (int k = 0; k < 18; k++)
+        if (get_buf(o[k], &b[k], fmts[k], k >= 12 && k < 17, names[k]) < 0) goto done;
 
     Graph g;
     g.nl = LEN(b[0], double); g.np = LEN(b[1], int); g.n = LEN(b[2], int); g.ns = n_streams;
@@ -142,7 +147,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     g.dur = b[4].view.buf; g.size = b[5].view.buf; g.pptr = b[6].view.buf; g.plinks = b[7].view.buf;
     g.dptr = b[8].view.buf; g.didx = b[9].view.buf; g.acq = b[10].view.buf; g.rel = b[11].view.buf;
     g.start = b[12].view.buf; g.end = b[13].view.buf; g.lbusy = b[14].view.buf;
-    g.lbytes = b[15].view.buf; g.sbusy = b[16].view.buf;
+    g.lbytes = b[15].view.buf; g.sbusy = b[16].view.buf; g.pw = b[17].view.buf;
     Py_ssize_t n = g.n;
     if (n_streams < 0 || LEN(b[3], int) != n || LEN(b[4], double) != n || LEN(b[5], double) != n ||
         LEN(b[6], int) != n + 1 || LEN(b[8], int) != n + 1 || LEN(b[10], int) != n ||
@@ -155,6 +160,13 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     if (g.pptr[n] != LEN(b[7], int) || g.dptr[n] != LEN(b[9], int)) {
         graph_error("CSR pointers do not match their index arrays"); goto done;
     }
+    if (LEN(b[17], double) != LEN(b[7], int)) {
+        graph_error("path_weight must hold one finite weight > 0 per path link"); goto done;
+    }
+    for (Py_ssize_t j = 0; j < g.pptr[n]; j++)
+        if (!(g.pw[j] > 0) || !isfinite(g.pw[j])) {
+            graph_error("path_weight must hold one finite weight > 0 per path link"); goto done;
+        }
     for (Py_ssize_t j = 0; j < g.pptr[n]; j++)
         if (g.plinks[j] < 0 || g.plinks[j] >= g.nl) { graph_error("a transfer names an unknown link"); goto done; }
     for (Py_ssize_t j = 0; j < g.dptr[n]; j++)
@@ -167,9 +179,10 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     stask = calloc(g.ns + 1, sizeof(int)); flows = calloc(nn, sizeof(int));
     remaining = calloc(nn, sizeof(double)); rate = calloc(nn, sizeof(double));
     rem = calloc(nl1, sizeof(double)); count = calloc(nl1, sizeof(long long));
+    wsum = calloc(nl1, sizeof(double));
     frozen = calloc(nn, 1); busy = calloc(nl1, 1);
     if (!waiting || !sptr || !sidx || !fill || !ready || !free_ || !stask || !flows ||
-        !remaining || !rate || !rem || !count || !frozen || !busy) { PyErr_NoMemory(); goto done; }
+        !remaining || !rate || !rem || !count || !wsum || !frozen || !busy) { PyErr_NoMemory(); goto done; }
 
     /* successors in CSR, in increasing task order (as the reference appends them) */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -235,7 +248,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             }
         }
         if (done_n == n) break;
-        max_min(&g, flows, nflows, rate, rem, count, frozen);
+        max_min(&g, flows, nflows, rate, rem, count, wsum, frozen);
         double t_next = INFINITY;
         for (Py_ssize_t s = 0; s < g.ns; s++)
             if (stask[s] != -1 && g.start[stask[s]] + g.dur[stask[s]] < t_next)
@@ -251,7 +264,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
             double moved = rate[k] * dt;
             for (int j = g.pptr[f]; j < g.pptr[f + 1]; j++) {
                 busy[g.plinks[j]] = 1;
-                g.lbytes[g.plinks[j]] += moved;
+                g.lbytes[g.plinks[j]] += moved * g.pw[j];
             }
             remaining[f] -= moved;
         }
@@ -279,9 +292,9 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     result = PyFloat_FromDouble(makespan);
 
 done:
-    for (int k = 0; k < 17; k++) if (b[k].held) PyBuffer_Release(&b[k].view);
+    for (int k = 0; k < 18; k++) if (b[k].held) PyBuffer_Release(&b[k].view);
     free(waiting); free(sptr); free(sidx); free(fill); free(ready); free(free_);
-    free(stask); free(flows); free(remaining); free(rate); free(rem); free(count);
+    free(stask); free(flows); free(remaining); free(rate); free(rem); free(count); free(wsum);
     free(frozen); free(busy);
     return result;
 }
@@ -290,7 +303,7 @@ static PyMethodDef methods[] = {
     {"simulate", simulate, METH_VARARGS,
      "simulate(link_bw, n_streams, pool_cap, kind, stream, duration, size, path_ptr, "
      "path_links, dep_ptr, dep_idx, acquire, release, out_start, out_end, out_link_busy, "
-     "out_link_bytes, out_stream_busy) -> makespan_s\n\n"
+     "out_link_bytes, out_stream_busy, path_weight) -> makespan_s\n\n"
      "Run a flat task graph; see simulation/scheduler.py for the semantics."},
     {NULL, NULL, 0, NULL},
 };

@@ -3,7 +3,7 @@
  *
  *   build(ints, floats, link_index, last) -> (n_streams, gpu_stream, n_pools, pool_cap,
  *         kind, stream, duration, size, path_ptr, path_links, dep_ptr, dep_idx,
- *         acquire, release, label)
+ *         acquire, release, label, path_weight)
  *
  * emits, as flat arrays (bytes holding int32 / float64), exactly the graph that
  * stepgraph.build(RankModel, links, last) builds task by task in Python: same tasks,
@@ -36,9 +36,11 @@ enum { L_COMPUTE, L_ALLGATHER, L_FETCH_MISS, L_OFFLOAD, L_TP_ALLREDUCE, L_REDUCE
 /* stepgraph.TIERS: where states live */
 enum { T_NONE, T_CPU, T_NVME, T_CXL };
 /* link_index order (stepgraph.LINK_NAMES) */
-enum { K_NVLINK, K_NIC, K_PCIE_H2D, K_PCIE_D2H, K_DDR, K_NVME_READ, K_NVME_WRITE, K_CXL, K_N };
+enum { K_NVLINK, K_NIC, K_PCIE_H2D, K_PCIE_D2H, K_DDR, K_NVME_READ, K_NVME_WRITE, K_CXL,
+       K_NVME, K_CPU_ADAM, K_SW_UP, K_SW_DOWN, K_N };
 static const char *LINK_NAMES[K_N] = {"nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr",
-                                      "nvme_read", "nvme_write", "cxl"};
+                                      "nvme_read", "nvme_write", "cxl", "nvme", "cpu_adam",
+                                      "pcie_switch_up", "pcie_switch_down"};
 enum { S_GPU, S_SYNC, S_NCCL, S_TP_NCCL, S_N };   /* "gpu", "sync", "nccl", "tp nccl" */
 #define NONE (-1)
 #define ADAM_BYTES_PER_PARAM 30.0
@@ -85,11 +87,11 @@ typedef struct {
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
-        bwd_fetch_factor;
+        bwd_fetch_factor, nvme_ww;
     int link[K_N];
     int stream_id[S_N], n_streams, zero3, n_units, last_rs;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
-    DVec dur, size;
+    DVec dur, size, pw;
     int oom, bad_link;           /* bad_link: 1 + the missing link's K_ index, or 0 */
 } B;
 
@@ -98,9 +100,10 @@ static int missing(B *b, int k) {
     return NONE;
 }
 
-/* One task; deps holds nd ids, NONE entries skipped (as TaskGraph._add drops None). */
-static int add(B *b, int kind, int stream, double dur, double size, const int *path, int np_,
-               const int *deps, int nd, int acquire, int release, int label) {
+/* One task; deps holds nd ids, NONE entries skipped (as TaskGraph._add drops None);
+   w: the flow's weight on each path link (NULL: 1 each). */
+static int add_w(B *b, int kind, int stream, double dur, double size, const int *path, int np_,
+                 const double *w, const int *deps, int nd, int acquire, int release, int label) {
     int id = (int)b->kind.n;
     int s = NONE;
     if (kind == COMPUTE) {
@@ -110,13 +113,30 @@ static int add(B *b, int kind, int stream, double dur, double size, const int *p
     int err = ipush(&b->kind, kind) | ipush(&b->stream, s) | dpush(&b->dur, dur) |
               dpush(&b->size, size) | ipush(&b->acq, acquire) | ipush(&b->rel, release) |
               ipush(&b->label, label);
-    for (int k = 0; k < np_; k++) err |= ipush(&b->plinks, path[k]);
+    for (int k = 0; k < np_; k++)
+        err |= ipush(&b->plinks, path[k]) | dpush(&b->pw, w ? w[k] : 1.0);
+    if (kind == TRANSFER) {      /* stepgraph.StepGraph.transfer: the PCIe switch's uplink */
+        int up = 0, down = 0;
+        for (int k = 0; k < np_; k++) {
+            up |= path[k] == b->link[K_PCIE_D2H] || path[k] == b->link[K_NVME_READ];
+            down |= path[k] == b->link[K_PCIE_H2D] || path[k] == b->link[K_NVME_WRITE];
+        }
+        if (up && b->link[K_SW_UP] != NONE)
+            err |= ipush(&b->plinks, b->link[K_SW_UP]) | dpush(&b->pw, 1.0);
+        if (down && b->link[K_SW_DOWN] != NONE)
+            err |= ipush(&b->plinks, b->link[K_SW_DOWN]) | dpush(&b->pw, 1.0);
+    }
     err |= ipush(&b->pptr, (int)b->plinks.n);
     for (int k = 0; k < nd; k++)
         if (deps[k] != NONE) err |= ipush(&b->didx, deps[k]);
     err |= ipush(&b->dptr, (int)b->didx.n);
     if (err) { b->oom = 1; return NONE; }
     return id;
+}
+
+static int add(B *b, int kind, int stream, double dur, double size, const int *path, int np_,
+               const int *deps, int nd, int acquire, int release, int label) {
+    return add_w(b, kind, stream, dur, size, path, np_, NULL, deps, nd, acquire, release, label);
 }
 
 static int compute(B *b, int stream, double dur, const int *deps, int nd, int acquire,
@@ -131,22 +151,41 @@ static int transfer1(B *b, double size, int link, const int *deps, int nd, int a
     return add(b, TRANSFER, 0, 0.0, size, path, 1, deps, nd, acquire, NONE, label);
 }
 
-/* stepgraph._tier_path */
-static int tier_path(B *b, int tier, int in, int path[2]) {
-    int first = tier == T_NVME ? (in ? K_NVME_READ : K_NVME_WRITE) : tier == T_CXL ? K_CXL : K_DDR;
-    int pcie = in ? K_PCIE_H2D : K_PCIE_D2H;
-    if (b->link[first] == NONE) return missing(b, first);
-    if (b->link[pcie] == NONE) return missing(b, pcie);
-    path[0] = b->link[first];
-    path[1] = b->link[pcie];
-    return 0;
+/* stepgraph._tier_path: fills path and w, returns the path's length (0: a link is missing) */
+static int tier_path(B *b, int tier, int in, int path[3], double w[3]) {
+    int ks[3], np_ = 0;
+    if (tier == T_NVME) {
+        ks[np_] = in ? K_NVME_READ : K_NVME_WRITE; w[np_++] = 1.0;
+        ks[np_] = K_NVME; w[np_++] = in ? 1.0 : b->nvme_ww;
+    } else {
+        ks[np_] = tier == T_CXL ? K_CXL : K_DDR; w[np_++] = 1.0;
+    }
+    ks[np_] = in ? K_PCIE_H2D : K_PCIE_D2H; w[np_++] = 1.0;
+    for (int k = 0; k < np_; k++) {
+        if (b->link[ks[k]] == NONE) { missing(b, ks[k]); return 0; }
+        path[k] = b->link[ks[k]];
+    }
+    return np_;
 }
 
 static int transfer_tier(B *b, double size, int tier, int in, const int *deps, int nd,
                          int acquire, int label) {
-    int path[2];
-    if (tier_path(b, tier, in, path) == NONE) return NONE;
-    return add(b, TRANSFER, 0, 0.0, size, path, 2, deps, nd, acquire, NONE, label);
+    int path[3];
+    double w[3];
+    int np_ = tier_path(b, tier, in, path, w);
+    if (!np_) return NONE;
+    return add_w(b, TRANSFER, 0, 0.0, size, path, np_, w, deps, nd, acquire, NONE, label);
+}
+
+/* stepgraph._nvme: a transfer between DDR and the drives (its direction's link, then the
+   drives, which reads and writes share) */
+static int transfer_nvme(B *b, double size, int in, const int *deps, int nd, int label) {
+    int first = in ? K_NVME_READ : K_NVME_WRITE;
+    if (b->link[first] == NONE) return missing(b, first);
+    if (b->link[K_NVME] == NONE) return missing(b, K_NVME);
+    int path[2] = {b->link[first], b->link[K_NVME]};
+    double w[2] = {1.0, in ? 1.0 : b->nvme_ww};
+    return add_w(b, TRANSFER, 0, 0.0, size, path, 2, w, deps, nd, NONE, NONE, label);
 }
 
 /* stepgraph.ring */
@@ -276,9 +315,10 @@ static void optimizer(B *b, int last_c) {
             if (staged) {
                 memcpy(cdeps, deps, (size_t)nd * sizeof(int));
                 cdeps[nd] = prev_read;
-                prev_read = transfer1(b, per * b->optimizer_state_bytes,
-                                      where == T_NVME ? K_NVME_READ : K_CXL, cdeps, nd + 1, NONE,
-                                      L_OFFLOAD);
+                prev_read = where == T_NVME
+                    ? transfer_nvme(b, per * b->optimizer_state_bytes, 1, cdeps, nd + 1, L_OFFLOAD)
+                    : transfer1(b, per * b->optimizer_state_bytes, K_CXL, cdeps, nd + 1, NONE,
+                                L_OFFLOAD);
                 cdeps[0] = prev_read;
                 cdeps[1] = prev_cpu;
                 ncd = 2;
@@ -287,12 +327,17 @@ static void optimizer(B *b, int last_c) {
                 cdeps[nd] = prev_cpu;
                 ncd = nd + 1;
             }
-            prev_cpu = transfer1(b, per * ADAM_BYTES_PER_PARAM, K_DDR, cdeps, ncd, NONE,
-                                 L_CPU_OPTIMIZER);
+            if (b->link[K_DDR] == NONE) { missing(b, K_DDR); break; }
+            {   /* the DDR share, and the cores' rate when the node gives them */
+                int path[2] = {b->link[K_DDR], b->link[K_CPU_ADAM]};
+                prev_cpu = add(b, TRANSFER, 0, 0.0, per * ADAM_BYTES_PER_PARAM, path,
+                               path[1] == NONE ? 1 : 2, cdeps, ncd, NONE, NONE, L_CPU_OPTIMIZER);
+            }
             if (staged) {
-                int t = transfer1(b, per * b->optimizer_state_bytes,
-                                  where == T_NVME ? K_NVME_WRITE : K_CXL, &prev_cpu, 1, NONE,
-                                  L_OFFLOAD);
+                int t = where == T_NVME
+                    ? transfer_nvme(b, per * b->optimizer_state_bytes, 0, &prev_cpu, 1, L_OFFLOAD)
+                    : transfer1(b, per * b->optimizer_state_bytes, K_CXL, &prev_cpu, 1, NONE,
+                                L_OFFLOAD);
                 if (ipush(&tail, t)) b->oom = 1;
             }
         }
@@ -301,7 +346,7 @@ static void optimizer(B *b, int last_c) {
         if (b->off_params == T_NONE) {
             done = transfer1(b, n * b->param_bytes, K_PCIE_H2D, &prev_cpu, 1, NONE, L_OFFLOAD);
         } else if (b->off_params == T_NVME) {
-            int t = transfer1(b, n * b->param_bytes, K_NVME_WRITE, &prev_cpu, 1, NONE, L_OFFLOAD);
+            int t = transfer_nvme(b, n * b->param_bytes, 0, &prev_cpu, 1, L_OFFLOAD);
             if (ipush(&tail, t)) b->oom = 1;
         }
         if (tail.n && !b->oom) {
@@ -370,7 +415,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiii)(dddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
@@ -379,7 +424,8 @@ static PyObject *build(PyObject *self, PyObject *args) {
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
-                          &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &link_obj, &b.last))
+                          &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &b.nvme_ww, &link_obj,
+                          &b.last))
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
         b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||
@@ -417,7 +463,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
         int pool_cap = 1 + b.prefetch_depth;
         int zero3 = b.stage >= 3;
         result = Py_BuildValue(
-            "iiiNNNNNNNNNNNN", b.n_streams, b.stream_id[S_GPU], zero3 ? 1 : 0,
+            "iiiNNNNNNNNNNNNN", b.n_streams, b.stream_id[S_GPU], zero3 ? 1 : 0,
             as_bytes(&pool_cap, zero3 ? 1 : 0, sizeof(int)),
             as_bytes(b.kind.data, b.kind.n, sizeof(int)),
             as_bytes(b.stream.data, b.stream.n, sizeof(int)),
@@ -429,13 +475,15 @@ static PyObject *build(PyObject *self, PyObject *args) {
             as_bytes(b.didx.data, b.didx.n, sizeof(int)),
             as_bytes(b.acq.data, b.acq.n, sizeof(int)),
             as_bytes(b.rel.data, b.rel.n, sizeof(int)),
-            as_bytes(b.label.data, b.label.n, sizeof(int)));
+            as_bytes(b.label.data, b.label.n, sizeof(int)),
+            as_bytes(b.pw.data, b.pw.n, sizeof(double)));
     }
     IVec *iv[] = {&b.kind, &b.stream, &b.pptr, &b.plinks, &b.dptr, &b.didx, &b.acq, &b.rel,
                   &b.label, &b.syncs};
     for (size_t k = 0; k < sizeof iv / sizeof *iv; k++) free(iv[k]->data);
     free(b.dur.data);
     free(b.size.data);
+    free(b.pw.data);
     return result;
 }
 

@@ -108,18 +108,38 @@ _DDR_SPR_2TIB = dict(
     devices=32, capacity_bytes=2048 * GIB, read_bytes_per_s=2 * 307.2 * GB,
     write_bytes_per_s=2 * 307.2 * GB, latency_s=100e-9)
 
+# Host CPUs (cpu_cores: physical cores of both sockets; cpu_isa: the widest vector ISA,
+# which DeepSpeed's CPU-Adam is built for, see simulation.cpu_adam).
+_SPR_8480C = dict(cpu_cores=2 * 56, cpu_isa="avx512",
+                  cpu_source="2x Intel Xeon Platinum 8480C, 56 cores each, 112 in total (NVIDIA DGX "
+                             "BasePOD reference architecture, core components: DGX H200 and H100)")
+_EMR_8570 = dict(cpu_cores=2 * 56, cpu_isa="avx512",
+                 cpu_source="2x Intel Xeon Platinum 8570, 56 cores each (NVIDIA DGX B200 user guide, "
+                            "introduction: hardware overview)")
+_ROME_7742 = dict(cpu_cores=2 * 64, cpu_isa="avx2",
+                  cpu_source="2x AMD EPYC 7742, 64 cores each (NVIDIA DGX A100 user guide, hardware "
+                             "overview); Zen 2 has AVX2, no AVX-512")
+# DGX A100: four PCIe Gen4 switches, each with two A100s, two ConnectX-6 NICs and two NVMe
+# drives behind one x16 Gen4 uplink to its CPU (~25 GB/s measured, as the host link).
+_DGX_A100_PCIE = dict(
+    pcie_switch_gpus=2, pcie_switch_uplink_bytes_per_s=25 * GB,
+    pcie_switch_source=("NVIDIA DGX A100 datasheet block diagram (2 CPUs, each with 2 PCIe Gen4 "
+                        "switches; each switch: 2 A100, 2 HDR NICs, 2 NVMe), as summarised in "
+                        "github.com/jasperzhong/read-papers-and-code issue 220; NCCL topology dump "
+                        "of a DGX A100 (NVIDIA/nccl issue 1505): Broadcom switches at 16 GT/s x16"))
+
 NODES: dict[str, dict] = {
     "dgx-h100": dict(
         name="NVIDIA DGX H100", accelerator="h100-sxm5-80gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
-        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4), source=_DGX_H100_SRC,
+        tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4), source=_DGX_H100_SRC, **_SPR_8480C,
         price_usd_per_node_hour=39.33,
         price_source="AWS p5.48xlarge (8x H100): " + _AWS_CB),
     "dgx-h200": dict(
         name="NVIDIA DGX H200", accelerator="h200-sxm-141gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
-        source="NVIDIA DGX H200 user guide (2 TB DDR5, 8x 3.84 TB U.2)",
+        source="NVIDIA DGX H200 user guide (2 TB DDR5, 8x 3.84 TB U.2)", **_SPR_8480C,
         price_usd_per_node_hour=43.26,
         price_source="AWS p5e.48xlarge (8x H200): " + _AWS_CB),
     "dgx-a100-80gb": dict(
@@ -130,14 +150,15 @@ NODES: dict[str, dict] = {
                      capacity_bytes=2048 * GIB, read_bytes_per_s=2 * 204.8 * GB,
                      write_bytes_per_s=2 * 204.8 * GB, latency_s=100e-9),
             nvme=_NVME_PCIE4),
-        source="NVIDIA DGX A100 user guide (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR 200 Gb/s)",
+        source="NVIDIA DGX A100 user guide (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR 200 Gb/s)", **_ROME_7742,
+        **_DGX_A100_PCIE,
         price_usd_per_node_hour=14.75,
         price_source="AWS p4d.24xlarge (8x A100 40GB) as a proxy: " + _AWS_CB),
     "dgx-b200": dict(
         name="NVIDIA DGX B200", accelerator="b200-sxm-180gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
-        source="NVIDIA DGX B200 user guide (2 TB DDR5, 8x 3.84 TB U.2 RAID0)"),
+        source="NVIDIA DGX B200 user guide (2 TB DDR5, 8x 3.84 TB U.2 RAID0)", **_EMR_8570),
     "dgx-h100-cxl": dict(
         name="DGX H100 + 4x 256 GB CXL expanders (example build)",
         accelerator="h100-sxm5-80gb", gpus_per_node=8, nic_bytes_per_s=8 * 50 * GB,
@@ -147,6 +168,7 @@ NODES: dict[str, dict] = {
                      devices=4, capacity_bytes=4 * 256 * GIB, read_bytes_per_s=4 * 36 * GB,
                      write_bytes_per_s=4 * 36 * GB, latency_s=250e-9)),
         source=_DGX_H100_SRC + "; CXL: Micron CZ120 announcement (36 GB/s per module, MLC 2:1)",
+        **_SPR_8480C,
         price_usd_per_node_hour=39.33,
         price_source="AWS p5.48xlarge (8x H100), CXL modules not priced: " + _AWS_CB),
 }

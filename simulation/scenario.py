@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-from . import presets
+from . import cpu_adam, presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
@@ -235,6 +235,16 @@ class ClusterSpec:
     source: str | None = None
     template_gpus_per_node: int | None = None     # set when gpus_per_node overrides the template's
     host_share: str = "proportional"              # with fewer GPUs than the template: see _scale_host
+    # The host's physical cores (all sockets) and the widest vector ISA DeepSpeed's
+    # CPU-Adam builds for there (simulation.cpu_adam); without cores CPU-Adam is DDR only.
+    cpu_cores: int | None = None
+    cpu_isa: str = "avx512"
+    cpu_source: str | None = None
+    # PCIe topology, where the template says it: GPUs behind one PCIe switch, whose uplink
+    # to the CPU (bytes/s each way) they share with the drives behind it (step.links_for).
+    pcie_switch_gpus: int | None = None
+    pcie_switch_uplink_bytes_per_s: float | None = None
+    pcie_switch_source: str | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -270,7 +280,13 @@ class ClusterSpec:
             node=_str(d, "node", path), node_name=_str(d, "node_name", path),
             source=_str(d, "source", path),
             template_gpus_per_node=_int(d, "template_gpus_per_node", path, minimum=1),
-            host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"))
+            host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"),
+            cpu_cores=_int(d, "cpu_cores", path, minimum=1, maximum=1_000_000),
+            cpu_isa=_choice(d, "cpu_isa", path, CPU_ISAS, "avx512"),
+            cpu_source=_str(d, "cpu_source", path),
+            pcie_switch_gpus=_int(d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
+            pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
+            pcie_switch_source=_str(d, "pcie_switch_source", path))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -279,7 +295,11 @@ class ClusterSpec:
             nic_bytes_per_s=self.nic_bytes_per_s,
             price_usd_per_node_hour=self.price_usd_per_node_hour, price_source=self.price_source,
             tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source,
-            template_gpus_per_node=self.template_gpus_per_node, host_share=self.host_share))
+            template_gpus_per_node=self.template_gpus_per_node, host_share=self.host_share,
+            cpu_cores=self.cpu_cores, cpu_isa=self.cpu_isa, cpu_source=self.cpu_source,
+            pcie_switch_gpus=self.pcie_switch_gpus,
+            pcie_switch_uplink_bytes_per_s=self.pcie_switch_uplink_bytes_per_s,
+            pcie_switch_source=self.pcie_switch_source))
 
 
 @dataclass(frozen=True)
@@ -397,6 +417,8 @@ class StrategySpec:
     # DeepSpeed ZeRO-3 as released (``step.zero3_granularity``): "current", or "v0.3-v0.5"
     # (March 2021 - January 2022: synchronous per-tensor fetches, per-tensor reduce-scatter)
     deepspeed_release: str = "current"
+    # Cores each GPU's CPU optimizer may use (default: the node's cpu_cores / GPUs per node)
+    cpu_optimizer_cores_per_gpu: float | None = None
 
     @property
     def zero_stage(self) -> int:
@@ -422,7 +444,9 @@ class StrategySpec:
                 offload_activations=_choice(d, "offload_activations", path, ("none", "cpu"), "none"),
                 prefetch_depth=_int(d, "prefetch_depth", path, 1, minimum=0, maximum=10_000),
                 prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0),
-                deepspeed_release=_choice(d, "deepspeed_release", path, DEEPSPEED_RELEASES, "current"))
+                deepspeed_release=_choice(d, "deepspeed_release", path, DEEPSPEED_RELEASES, "current"),
+                cpu_optimizer_cores_per_gpu=_num(d, "cpu_optimizer_cores_per_gpu", path, None,
+                                                 strict=True, maximum=1_000_000))
         if s.deepspeed_release != "current" and (s.zero_stage < 3 or s.is_fsdp):
             raise ScenarioError(f"{path}.deepspeed_release",
                                 f"applies to DeepSpeed ZeRO-3 (zero3, zero_infinity), not {kind}")
@@ -547,6 +571,7 @@ class Scenario:
                  runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
                  checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint")))
         _checked_target(sc.checkpoint, sc.cluster)
+        cpu_adam.check_cores(sc.cluster, sc.strategy)
         return sc
 
     def to_dict(self) -> dict:
@@ -746,14 +771,15 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
 
 
 HOST_SHARES = ("proportional", "whole")
+CPU_ISAS = tuple(cpu_adam.SIMD_WIDTH_FP32)
 
 
 def _scale_host(cluster: dict, tpl: dict | None, given: dict) -> None:
     """Fewer GPUs than the node template has: the scenario has a slice of the host, as a
     cloud VM of 1 of 8 GPUs does (``cluster.host_share: proportional``, the default: the
-    template's DDR, NVMe and CXL capacity and bandwidth and its NIC scaled by GPUs / the
-    template's GPUs) or the whole host (``whole``). A tier or NIC rate the scenario gives
-    itself is taken as given."""
+    template's DDR, NVMe and CXL capacity and bandwidth, its NIC and its CPU cores scaled
+    by GPUs / the template's GPUs) or the whole host (``whole``). A tier, NIC rate or core
+    count the scenario gives itself is taken as given."""
     share = given.get("host_share", "proportional")
     if share not in HOST_SHARES:
         raise ScenarioError("cluster.host_share",
@@ -774,6 +800,9 @@ def _scale_host(cluster: dict, tpl: dict | None, given: dict) -> None:
             spec["devices"] = max(1, round(spec["devices"] * f))
     if "nic_bytes_per_s" not in given and isinstance(cluster.get("nic_bytes_per_s"), (int, float)):
         cluster["nic_bytes_per_s"] = cluster["nic_bytes_per_s"] * f
+    cores = cluster.get("cpu_cores")
+    if "cpu_cores" not in given and isinstance(cores, int) and not isinstance(cores, bool):
+        cluster["cpu_cores"] = max(1, round(cores * f))
 
 
 def _scale_price(cluster: dict, tpl: dict | None, given: dict) -> None:

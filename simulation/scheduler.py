@@ -14,9 +14,17 @@ Semantics, which the C extension (``simulation._cscheduler``) reproduces exactly
   ``duration_s``. A transfer starts as soon as it is ready and moves ``size_bytes``.
 * Whenever a flow starts or ends, every active flow's rate is recomputed by max-min fair
   sharing, by progressive filling: repeatedly find the link whose remaining capacity
-  divided by its unfrozen flows is smallest, give that share to those flows, freeze them
-  and subtract their rate from every link they cross (Bertsekas & Gallager, *Data
-  Networks*, Sec. 6.5.2). Links are scanned in index order, flows in task order.
+  divided by its unfrozen flows' weights is smallest, give that share to those flows,
+  freeze them and subtract rate x weight from every link they cross (Bertsekas &
+  Gallager, *Data Networks*, Sec. 6.5.2). Links are scanned in index order, flows in task
+  order.
+* A flow's *weight* on a link (``path_weight``, parallel to ``path_links``; 1 when absent)
+  is the capacity it uses there per byte it moves: SimGrid's LMM consumption weight
+  (``lmm::System::expand(constraint, variable, consumption_weight)``). One link can so
+  stand for a resource two kinds of flow share at different costs: an NVMe drive whose
+  reads run at R and writes at W is one link of capacity R where a written byte weighs
+  R / W, i.e. read_bytes / R + write_bytes / W <= 1 s per second.
+  ``link_bytes`` counts the capacity used (bytes x weight).
 * Zero-length tasks end the moment they start.
 
 ``simulate_reference`` is the specification: short and slow. ``simulate`` uses the C
@@ -53,6 +61,7 @@ class TaskGraph:
     duration: list = field(default_factory=list)
     size: list = field(default_factory=list)
     paths: list = field(default_factory=list)
+    weights: list = field(default_factory=list)    # per path link: capacity used per byte
     deps: list = field(default_factory=list)
     acquire: list = field(default_factory=list)
     release: list = field(default_factory=list)
@@ -72,8 +81,10 @@ class TaskGraph:
         self.pool_cap.append(int(slots))
         return self.pools[name]
 
-    def _add(self, name, label, kind, stream, duration, size, path, deps, acquire, release):
+    def _add(self, name, label, kind, stream, duration, size, path, deps, acquire, release,
+             weights=None):
         self.names.append(name)
+        self.weights.append([1.0] * len(path) if weights is None else [float(w) for w in weights])
         self.labels.append(label)
         self.kind.append(kind)
         self.stream.append(stream)
@@ -91,12 +102,17 @@ class TaskGraph:
                          deps, acquire, release)
 
     def transfer(self, name, size_bytes, path, deps=(), acquire=None, release=None,
-                 label="transfer") -> int:
+                 label="transfer", weights=None) -> int:
+        """A flow of ``size_bytes`` over the links named in ``path``; ``weights`` (one per
+        link, default 1) is the capacity of each link it uses per byte."""
         try:
             idx = [self.links[p] for p in path]
         except KeyError as e:
             raise GraphError(f"task {name!r}: unknown link {e.args[0]!r}") from None
-        return self._add(name, label, TRANSFER, -1, 0.0, size_bytes, idx, deps, acquire, release)
+        if weights is not None and len(weights) != len(path):
+            raise GraphError(f"task {name!r}: {len(weights)} weights for {len(path)} links")
+        return self._add(name, label, TRANSFER, -1, 0.0, size_bytes, idx, deps, acquire, release,
+                         weights)
 
     def arrays(self) -> dict:
         """Flat arrays (CSR for paths and dependencies) for the simulators."""
@@ -107,6 +123,7 @@ class TaskGraph:
             return ptr, flat
         path_ptr, path_links = csr(self.paths)
         dep_ptr, dep_idx = csr(self.deps)
+        path_weight = np.array([w for r in self.weights for w in r], dtype=np.float64)
         return dict(
             link_bw=np.array(self.link_bw, dtype=np.float64),
             n_streams=len(self.streams),
@@ -115,7 +132,8 @@ class TaskGraph:
             stream=np.array(self.stream, dtype=np.int32),
             duration=np.array(self.duration, dtype=np.float64),
             size=np.array(self.size, dtype=np.float64),
-            path_ptr=path_ptr, path_links=path_links, dep_ptr=dep_ptr, dep_idx=dep_idx,
+            path_ptr=path_ptr, path_links=path_links, path_weight=path_weight,
+            dep_ptr=dep_ptr, dep_idx=dep_idx,
             acquire=np.array(self.acquire, dtype=np.int32),
             release=np.array(self.release, dtype=np.int32))
 
@@ -159,6 +177,9 @@ def validate(a: dict) -> None:
         for p in (a["acquire"][i], a["release"][i]):
             if not -1 <= p < npool:
                 raise GraphError(f"task {i} names unknown pool {p}")
+    w = path_weights(a)
+    if len(w) != len(a["path_links"]) or np.any(~np.isfinite(w)) or np.any(w <= 0):
+        raise GraphError("path_weight must hold one finite weight > 0 per path link")
     deps = a["dep_idx"]
     if np.any((deps < 0) | (deps >= n)):
         raise GraphError("a dependency names an unknown task")
@@ -181,28 +202,41 @@ def validate(a: dict) -> None:
         raise GraphError("the task graph has a dependency cycle")
 
 
-def max_min_rates(flows: list, paths: list, cap: np.ndarray) -> dict:
-    """Max-min fair rates of ``flows`` (task ids, ascending) by progressive filling."""
+def path_weights(a: dict) -> np.ndarray:
+    """``a["path_weight"]``, or ones (every flow uses a byte of capacity per byte)."""
+    w = a.get("path_weight")
+    return np.ones(len(a["path_links"])) if w is None else np.asarray(w, dtype=np.float64)
+
+
+def max_min_rates(flows: list, paths: list, cap: np.ndarray, weights: list | None = None) -> dict:
+    """Max-min fair rates of ``flows`` (task ids, ascending) by progressive filling;
+    ``weights[f]`` (parallel to ``paths[f]``, default ones) is what flow f uses of each
+    link per byte."""
+    if weights is None:
+        weights = [[1.0] * len(p) for p in paths]
     rem = cap.astype(np.float64).copy()
     count = np.zeros(len(cap), dtype=np.int64)
+    wsum = np.zeros(len(cap), dtype=np.float64)
     for f in flows:
-        for l in paths[f]:
+        for l, w in zip(paths[f], weights[f]):
             count[l] += 1
+            wsum[l] += w
     rate, frozen = {}, set()
     while len(frozen) < len(flows):
         best = math.inf
         for l in range(len(cap)):
             if count[l] > 0:
-                best = min(best, rem[l] / count[l])
+                best = min(best, rem[l] / wsum[l])
         for l in range(len(cap)):
-            if count[l] > 0 and rem[l] / count[l] <= best * (1 + _REL):
+            if count[l] > 0 and rem[l] / wsum[l] <= best * (1 + _REL):
                 for f in flows:
                     if f not in frozen and l in paths[f]:
                         rate[f] = best
                         frozen.add(f)
-                        for k in paths[f]:
-                            rem[k] -= best
+                        for k, w in zip(paths[f], weights[f]):
+                            rem[k] -= best * w
                             count[k] -= 1
+                            wsum[k] -= w
     return rate
 
 
@@ -211,6 +245,8 @@ def simulate_reference(a: dict) -> Schedule:
     validate(a)
     n, nl = len(a["kind"]), len(a["link_bw"])
     paths = [list(a["path_links"][a["path_ptr"][i]:a["path_ptr"][i + 1]]) for i in range(n)]
+    pw = path_weights(a)
+    weights = [list(pw[a["path_ptr"][i]:a["path_ptr"][i + 1]]) for i in range(n)]
     waiting = [int(a["dep_ptr"][i + 1] - a["dep_ptr"][i]) for i in range(n)]
     succ = [[] for _ in range(n)]
     for i in range(n):
@@ -272,7 +308,7 @@ def simulate_reference(a: dict) -> Schedule:
         if done == n:
             break
         running_flows.sort()
-        rates = max_min_rates(running_flows, paths, a["link_bw"])
+        rates = max_min_rates(running_flows, paths, a["link_bw"], weights)
         t_next = math.inf
         for s, i in enumerate(stream_task):
             if i != -1:
@@ -286,9 +322,9 @@ def simulate_reference(a: dict) -> Schedule:
         busy = np.zeros(nl, dtype=bool)
         for f in running_flows:
             moved = rates[f] * dt
-            for l in paths[f]:
+            for l, w in zip(paths[f], weights[f]):
                 busy[l] = True
-                link_bytes[l] += moved
+                link_bytes[l] += moved * w
             remaining[f] -= moved
         link_busy[busy] += dt
         now = t_next
@@ -322,7 +358,7 @@ def simulate(a: dict, engine: str = "auto") -> Schedule:
                 a["link_bw"], ns, a["pool_cap"], a["kind"], a["stream"], a["duration"],
                 a["size"], a["path_ptr"], a["path_links"], a["dep_ptr"], a["dep_idx"],
                 a["acquire"], a["release"], out["start"], out["end"], out["link_busy"],
-                out["link_bytes"], out["stream_busy"])
+                out["link_bytes"], out["stream_busy"], path_weights(a))
             return Schedule(out["start"], out["end"], out["link_busy"], out["link_bytes"],
                             out["stream_busy"], makespan)
     return simulate_reference(a)

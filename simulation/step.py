@@ -43,11 +43,12 @@ import numpy as np
 
 from . import collectives as nccl
 from . import compute
+from . import cpu_adam
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
 from .scenario import Scenario
-from .scheduler import COMPUTE, simulate
+from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
 from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays
 
@@ -124,7 +125,16 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
 
 
 def links_for(sc: Scenario, lay: Layout) -> dict:
-    """Each rank's links and its share of the node's (bytes/s)."""
+    """Each rank's links and its share of the node's (bytes/s).
+
+    NVMe: ``nvme_read`` / ``nvme_write`` are the drives' datasheet rates each way and
+    ``nvme`` the drives themselves, shared by reads and writes (capacity the read rate; a
+    written byte weighs read / write rate, ``RankModel.nvme_write_weight``). ``cpu_adam``:
+    the DDR bytes per second the rank's cores can drive through CPU-Adam
+    (:mod:`simulation.cpu_adam`), where the node gives its cores. ``pcie_switch_up`` /
+    ``pcie_switch_down``: the rank's share of its PCIe switch's uplink each way, where the
+    node's topology puts GPUs and drives behind switches (``cluster.pcie_switch_gpus``).
+    """
     c, tr = sc.cluster, sc.training
     acc, g = c.accelerator, c.gpus_per_node
     ne = tr.network_efficiency
@@ -136,8 +146,16 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     if "nvme" in t:
         links["nvme_read"] = t["nvme"].read_bytes_per_s / g
         links["nvme_write"] = t["nvme"].write_bytes_per_s / g
+        links["nvme"] = t["nvme"].read_bytes_per_s / g
     if "cxl" in t:
         links["cxl"] = t["cxl"].read_bytes_per_s / g
+    if c.pcie_switch_gpus and c.pcie_switch_uplink_bytes_per_s:
+        # symmetric ranks: each has its share of its switch's uplink, with the drives behind it
+        share = c.pcie_switch_uplink_bytes_per_s / min(c.pcie_switch_gpus, g)
+        links["pcie_switch_up"] = links["pcie_switch_down"] = share
+    adam = cpu_adam.adam_bytes_per_s(c, sc.strategy)
+    if adam and sc.strategy.offload_optimizer != "none":
+        links["cpu_adam"] = adam
     return links
 
 
@@ -341,7 +359,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
         tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),
         bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t),
-        sync_fetch=is_deepspeed_2021(sc))
+        sync_fetch=is_deepspeed_2021(sc),
+        nvme_write_weight=(c.tiers["nvme"].read_bytes_per_s / c.tiers["nvme"].write_bytes_per_s
+                           if "nvme" in c.tiers else 1.0))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))
@@ -466,12 +486,24 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
         micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc))
+    if sc.strategy.offload_optimizer != "none":
+        report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
-               mfu=float(mfu), links=link_rows, verdict=verdict(sc, parts, step_s, link_rows))
+               mfu=float(mfu), links=link_rows,
+               verdict=verdict(sc, parts, step_s, link_rows, report.get("cpu_optimizer")))
     if detail:      # task names exist only in the Python graph: rebuild it for the page
         out["timeline"] = timeline(build(r, links, last=True), s_last)
     return out
+
+
+def cpu_optimizer_summary(sc: Scenario, r: RankModel, links: dict) -> dict:
+    """What bounds one rank's CPU optimizer step (:func:`simulation.cpu_adam.summary`):
+    the parameters it updates, the cores' and the DDR share's rates, which is lower
+    (``bound``: ``cpu_adam`` or ``ddr``) and that in words (``message``)."""
+    s = cpu_adam.summary(sc.cluster, sc.strategy, links["ddr"], r.params_per_rank / r.shard)
+    s["message"] = cpu_adam.bound_words(s)
+    return s
 
 
 def critical_path(g, sched) -> list[int]:
@@ -531,13 +563,15 @@ _LABEL = {"exposed_comm": "Exposed communication", "exposed_offload": "Exposed o
           "pipeline_bubble": "The pipeline bubble"}
 _WORDS = {"exposed_comm": "communication that does not hide behind compute",
           "exposed_offload": "offload traffic (PCIe/NVMe/CXL/DDR) that does not hide behind compute",
-          "cpu_optimizer": "the optimizer step on the host CPU (DDR- or CPU-Adam-bound) while the GPU waits",
+          "cpu_optimizer": "the optimizer step on the host CPU while the GPU waits",
           "stall": "synchronous fetches after prefetch misses",
           "pipeline_bubble": "the pipeline bubble"}
 
 
-def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
-    """The bottleneck in words and the link to buy more of."""
+def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list,
+            cpu_opt: dict | None = None) -> dict:
+    """The bottleneck in words and the link to buy more of; a CPU optimizer bottleneck
+    says which bound it (``cpu_optimizer_bound``: ``cpu_adam`` or ``ddr``)."""
     if not step_s:
         return {"bottleneck": "none", "message": "empty step"}
     waste = {k: v for k, v in parts.items() if k != "compute" and v > 0}
@@ -552,6 +586,13 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list) -> dict:
     if worst == "exposed_offload":
         msg += " Offloading makes this step slower than keeping the states in HBM would."
         msg += _nvme_wall(sc, link_rows)
+    if worst == "cpu_optimizer" and cpu_opt:
+        # the optimizer's flow crosses both ddr and cpu_adam, so both look busy: name the
+        # one that binds instead of the busiest
+        more = "more cores per GPU" if cpu_opt["bound"] == "cpu_adam" else "more DDR bandwidth"
+        msg += f" It is {cpu_opt['message']}: {more} shortens it."
+        return {"bottleneck": worst, "message": msg, "cpu_optimizer_bound": cpu_opt["bound"],
+                "buy_more_of": "cpu_adam" if cpu_opt["bound"] == "cpu_adam" else "ddr"}
     if busiest and busiest["utilization"] > 0.5:
         msg += (f" The busiest link is {busiest['name']} ({busiest['utilization']:.0%} busy at "
                 f"{busiest['bytes_per_s'] / 1e9:.1f} GB/s per GPU): more of it shortens the step.")
@@ -577,7 +618,8 @@ def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
     n_train = len(a["kind"])
     base = simulate(a, engine).makespan_s
     names = a["links"]
-    path = ["pcie_d2h"] + (["nic"] if network else []) + ["checkpoint_target"]
+    path = (["pcie_d2h"] + (["pcie_switch_up"] if "pcie_switch_up" in names else [])
+            + (["nic"] if network else []) + ["checkpoint_target"])
     s = simulate(add_transfer(a, bytes_per_rank, [names.index(x) for x in path]), engine)
     return max(float(np.max(s.end_s[:n_train])) - base, 0.0) if n_train else 0.0
 
@@ -591,6 +633,7 @@ def add_transfer(a: dict, size_bytes: float, path: list) -> dict:
                 duration=cat([a["duration"], [0.0]]), size=cat([a["size"], [float(size_bytes)]]),
                 path_ptr=cat([a["path_ptr"], i32(a["path_ptr"][n] + len(path))]),
                 path_links=cat([a["path_links"], np.array(path, dtype=np.int32)]),
+                path_weight=cat([path_weights(a), np.ones(len(path))]),
                 dep_ptr=cat([a["dep_ptr"], i32(a["dep_ptr"][n])]),
                 acquire=cat([a["acquire"], i32(-1)]), release=cat([a["release"], i32(-1)]),
                 label=cat([a["label"], i32(LABEL_CODE["checkpoint"])]))
@@ -606,7 +649,8 @@ def _nvme_wall(sc: Scenario, link_rows: list) -> str:
     read_b, write_b = rows["nvme_read"]["bytes"] * g, rows["nvme_write"]["bytes"] * g
     if read_b + write_b <= 0:
         return ""
-    floor_s = max(read_b / nvme.read_bytes_per_s, write_b / nvme.write_bytes_per_s)
+    # reads and writes share each drive: their times add
+    floor_s = read_b / nvme.read_bytes_per_s + write_b / nvme.write_bytes_per_s
     return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:.2f} TB at "
             f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:.2f} TB at "
             f"{nvme.write_bytes_per_s / 1e9:.1f} GB/s per step: at least {floor_s:.3g} s.")

@@ -27,9 +27,18 @@ Per layer of the rank's pipeline stage, forward then backward:
   last micro-batch only; ZeRO-2: reduce-scatter every micro-batch.
 * Activation offload: each layer's checkpoint (2*s*b*h bytes) to DDR after forward and
   back before backward.
-* Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU at the
-  DDR share, with NVMe/CXL reads and write-backs per 1e9-element sub-group), then the
-  updated parameters back to the GPU and, for ZeRO-1/2, their all-gather.
+* Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU: CPU-Adam
+  moves its bytes over the DDR share and, where the node gives its cores, over
+  ``cpu_adam``, the rate its cores run the update at, so whichever is lower binds; with
+  NVMe/CXL reads and write-backs per 1e9-element sub-group), then the updated parameters
+  back to the GPU and, for ZeRO-1/2, their all-gather.
+* PCIe switches: where the node's topology puts GPUs and drives behind a switch (DGX
+  A100), every host-link or drive transfer also crosses the switch's uplink that way
+  (``StepGraph``), the rank's share of it being uplink / GPUs behind the switch.
+* NVMe: a transfer crosses its direction's link (``nvme_read`` / ``nvme_write``, the
+  drives' datasheet rate that way) and ``nvme``, the drives themselves, which reads and
+  writes share: capacity the read rate, a written byte weighing read / write rate
+  (``nvme_write_weight``), so read_bytes / R + write_bytes / W is the drives' busy time.
 
 Collective volumes per rank are those of a ring: all-gather and reduce-scatter move
 (n-1)/n of the buffer, all-reduce 2(n-1)/n (Patarasuk & Yuan 2009; ZeRO Sec. 7), or the
@@ -50,12 +59,34 @@ import numpy as np
 
 from .scheduler import TaskGraph
 
+# A PCIe switch's uplink to the CPU, each way, where the node's topology puts GPUs and
+# drives behind switches: traffic towards the host (GPU -> host, drive -> host) crosses
+# "pcie_switch_up", traffic from it (host -> GPU, host -> drive) "pcie_switch_down".
+_UP = ("pcie_d2h", "nvme_read")
+_DOWN = ("pcie_h2d", "nvme_write")
+
+
+class StepGraph(TaskGraph):
+    """The step's graph: a transfer over the host link or the drives also crosses its PCIe
+    switch's uplink (``pcie_switch_up`` / ``pcie_switch_down``, weight 1, appended in that
+    order) when the links include it."""
+
+    def transfer(self, name, size_bytes, path, deps=(), acquire=None, release=None,
+                 label="transfer", weights=None) -> int:
+        extra = [sw for sw, via in (("pcie_switch_up", _UP), ("pcie_switch_down", _DOWN))
+                 if sw in self.links and any(p in via for p in path)]
+        if extra:
+            weights = (list(weights) if weights is not None else [1.0] * len(path)) + [1.0] * len(extra)
+            path = list(path) + extra
+        return super().transfer(name, size_bytes, path, deps, acquire, release, label, weights)
+
 # Task labels; the C builder emits their index (``label`` array), in this order.
 LABELS = ("compute", "allgather", "fetch_miss", "offload", "tp_allreduce", "reduce_scatter",
           "allreduce", "optimizer", "cpu_optimizer", "checkpoint", "transfer")
 LABEL_CODE = {name: k for k, name in enumerate(LABELS)}
 # Links the builder may use, in the order the C builder takes their indices.
-LINK_NAMES = ("nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr", "nvme_read", "nvme_write", "cxl")
+LINK_NAMES = ("nvlink", "nic", "pcie_h2d", "pcie_d2h", "ddr", "nvme_read", "nvme_write", "cxl",
+              "nvme", "cpu_adam", "pcie_switch_up", "pcie_switch_down")
 TIERS = ("none", "cpu", "nvme", "cxl")
 
 # Adam step traffic per parameter: read grad (4) + master, m, v (12); write master, m,
@@ -112,6 +143,7 @@ class RankModel:
                                          # DeepSpeed re-gathers what recomputation released
     sync_fetch: bool = False             # a fetch waits for the gradient reduction issued before
                                          # it (DeepSpeed v0.3-v0.5: torch.cuda.synchronize())
+    nvme_write_weight: float = 1.0       # a written byte's share of the drives: read / write rate
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -149,14 +181,23 @@ def collective(g: TaskGraph, r: "RankModel", name: str, volume: float, link: str
     return g.compute(f"{name} (done)", "sync", 0.0, deps=[a, b], label=label)
 
 
-def _tier_path(tier: str, direction: str) -> list:
-    """Links a transfer between HBM and an offload tier crosses."""
+def _tier_path(tier: str, direction: str, r: "RankModel | None" = None) -> tuple:
+    """Links a transfer between HBM and an offload tier crosses, and its weight on each."""
     pcie = "pcie_h2d" if direction == "in" else "pcie_d2h"
     if tier == "nvme":
-        return ["nvme_read" if direction == "in" else "nvme_write", pcie]
+        if direction == "in":
+            return ["nvme_read", "nvme", pcie], [1.0, 1.0, 1.0]
+        return ["nvme_write", "nvme", pcie], [1.0, r.nvme_write_weight, 1.0]
     if tier == "cxl":
-        return ["cxl", pcie]
-    return ["ddr", pcie]
+        return ["cxl", pcie], None
+    return ["ddr", pcie], None
+
+
+def _nvme(r: "RankModel", direction: str) -> tuple:
+    """(path, weights) of a transfer between DDR and the NVMe drives."""
+    if direction == "in":
+        return ["nvme_read", "nvme"], [1.0, 1.0]
+    return ["nvme_write", "nvme"], [1.0, r.nvme_write_weight]
 
 
 def is_miss(i: int, rate: float) -> bool:
@@ -166,7 +207,7 @@ def is_miss(i: int, rate: float) -> bool:
 
 def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     """The graph of one micro-batch; ``last`` adds gradient sync and the optimizer step."""
-    g = TaskGraph()
+    g = StepGraph()
     for name, bw in links.items():
         g.add_link(name, bw)
     zero3 = r.stage >= 3
@@ -193,9 +234,10 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         ag = dict(per_node=r.shard_per_node, latency_s=r.gather_latency_s * f)
         volume = ring("allgather", full_param_bytes, r.shard) * f
         if r.offload_params != "none":
+            path, w = _tier_path(r.offload_params, "in", r)
             up = g.transfer(f"{tag} {unit} shard from {r.offload_params}", shard_param_bytes * f,
-                            _tier_path(r.offload_params, "in"), deps=deps, acquire="gather",
-                            label="fetch_miss" if label == "fetch_miss" else "offload")
+                            path, deps=deps, acquire="gather",
+                            label="fetch_miss" if label == "fetch_miss" else "offload", weights=w)
             t = collective(g, r, f"{tag} {unit} all-gather", volume, r.shard_link, [up], label, **ag)
         else:
             t = collective(g, r, f"{tag} {unit} all-gather", volume, r.shard_link, deps, label,
@@ -266,7 +308,7 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
         if last and r.offload_optimizer != "none":
             tier = "cxl" if r.offload_optimizer == "cxl" else "cpu"
             out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
-                                  _tier_path(tier, "out"), deps=[out[-1]], label="offload"))
+                                  _tier_path(tier, "out")[0], deps=[out[-1]], label="offload"))
     elif last and r.dp > 1:
         volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
                   else ring("allreduce", grad_bytes, r.dp))
@@ -274,7 +316,7 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
                               per_node=r.dp_per_node, latency_s=r.dp_allreduce_latency_s))
     elif last and r.offload_optimizer != "none":
         out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
-                              _tier_path("cpu", "out"), deps=[c], label="offload"))
+                              _tier_path("cpu", "out")[0], deps=[c], label="offload"))
     return out
 
 
@@ -286,36 +328,39 @@ def _optimizer(g, r: RankModel, syncs, last_c):
         done = g.compute("optimizer step (GPU)", "gpu", n * ADAM_BYTES_PER_PARAM / r.hbm_bytes_per_s,
                          deps=deps, label="optimizer")
     else:
-        # One sub-group at a time: read states, CPU Adam at the DDR share, write back;
-        # the reads of group j+1 overlap the update of group j.
+        # One sub-group at a time: read states, CPU Adam (its DDR traffic at the lower of
+        # the DDR share and what the rank's cores update: link "cpu_adam" when the node
+        # gives its cores), write back; the reads of group j+1 overlap the update of group j.
         chunks = max(1, math.ceil(n / SUB_GROUP_ELEMENTS))
         per = n / chunks
         prev_read = prev_cpu = None
         tail = []
+        adam_path = ["ddr"] + (["cpu_adam"] if "cpu_adam" in g.links else [])
         for j in range(chunks):
             if where in ("nvme", "cxl"):
-                link = "nvme_read" if where == "nvme" else "cxl"
+                path, w = _nvme(r, "in") if where == "nvme" else (["cxl"], None)
                 prev_read = g.transfer(f"optimizer states in ({j + 1}/{chunks})",
-                                       per * r.optimizer_state_bytes, [link],
-                                       deps=deps + [prev_read], label="offload")
+                                       per * r.optimizer_state_bytes, path,
+                                       deps=deps + [prev_read], label="offload", weights=w)
                 cdeps = [prev_read, prev_cpu]
             else:
                 cdeps = deps + [prev_cpu]
             prev_cpu = g.transfer(f"CPU Adam ({j + 1}/{chunks})", per * ADAM_BYTES_PER_PARAM,
-                                  ["ddr"], deps=cdeps, label="cpu_optimizer")
+                                  adam_path, deps=cdeps, label="cpu_optimizer")
             if where in ("nvme", "cxl"):
-                link = "nvme_write" if where == "nvme" else "cxl"
+                path, w = _nvme(r, "out") if where == "nvme" else (["cxl"], None)
                 tail.append(g.transfer(f"optimizer states out ({j + 1}/{chunks})",
-                                       per * r.optimizer_state_bytes, [link], deps=[prev_cpu],
-                                       label="offload"))
+                                       per * r.optimizer_state_bytes, path, deps=[prev_cpu],
+                                       label="offload", weights=w))
         done = prev_cpu
         if r.offload_params == "none":
             # updated low-precision parameters back to the GPU
             done = g.transfer("updated parameters to GPU", n * r.param_bytes,
                               ["pcie_h2d"], deps=[prev_cpu], label="offload")
         elif r.offload_params == "nvme":
+            path, w = _nvme(r, "out")
             tail.append(g.transfer("updated parameters to NVMe", n * r.param_bytes,
-                                   ["nvme_write"], deps=[prev_cpu], label="offload"))
+                                   path, deps=[prev_cpu], label="offload", weights=w))
         if tail:
             done = g.compute("optimizer step done", "gpu", 0.0, deps=tail + [done])
     if r.stage in (1, 2) and r.dp > 1:
@@ -360,15 +405,16 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
               r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
-              r.bwd_fetch_factor)
+              r.bwd_fetch_factor, r.nvme_write_weight)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
-     dep_ptr, dep_idx, acquire, release, label) = c.build(
+     dep_ptr, dep_idx, acquire, release, label, path_weight) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)
     i32 = lambda b: np.frombuffer(b, dtype=np.int32)          # noqa: E731
     f64 = lambda b: np.frombuffer(b, dtype=np.float64)        # noqa: E731
     return dict(link_bw=np.array(list(links.values()), dtype=np.float64), n_streams=n_streams,
                 pool_cap=i32(pool_cap), kind=i32(kind), stream=i32(stream),
                 duration=f64(duration), size=f64(size), path_ptr=i32(path_ptr),
-                path_links=i32(path_links), dep_ptr=i32(dep_ptr), dep_idx=i32(dep_idx),
+                path_links=i32(path_links), path_weight=f64(path_weight),
+                dep_ptr=i32(dep_ptr), dep_idx=i32(dep_idx),
                 acquire=i32(acquire), release=i32(release), label=i32(label),
                 links=list(links), gpu_stream=gpu)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { breakdownSegments, linkLabel, linkRows, stepHeadline, stepVerdict } from "./step";
+import { breakdownSegments, linkLabel, linkRows, partHelp, stepHeadline, stepVerdict } from "./step";
 import { sampleReport, stepReport } from "./testdata/report";
 
 describe("breakdownSegments", () => {
@@ -46,6 +46,16 @@ describe("stepVerdict", () => {
     expect(stepVerdict(r)!.headline).toBe("Bottleneck: exposed offload I/O — more NVMe read bandwidth shortens the step.");
     r.verdict = { bottleneck: "cpu_optimizer", message: "m", buy_more_of: null };
     expect(stepVerdict(r)!.headline).toBe("Bottleneck: CPU optimizer (5% of the step).");
+  });
+
+  it("says what bounds the CPU optimizer: cores or DDR", () => {
+    const r = stepReport();
+    r.verdict = { bottleneck: "cpu_optimizer", message: "m", buy_more_of: "cpu_adam", cpu_optimizer_bound: "cpu_adam" };
+    expect(stepVerdict(r)!.headline).toBe("Bottleneck: CPU optimizer (5% of the step) — more CPU cores per GPU shorten the step.");
+    r.step!.cpu_optimizer = { bound: "cpu_adam", message: "CPU-Adam-bound: 14 cores per GPU update 1135 M parameters/s" };
+    expect(partHelp(r, "cpu_optimizer")).toBe(
+      "the optimizer step on the CPU that the GPU waits for. CPU-Adam-bound: 14 cores per GPU update 1135 M parameters/s");
+    expect(partHelp(r, "compute")).toBe("forward, backward (and recomputation) kernels on the GPU");
   });
 
   it("is null without a verdict", () => {

@@ -37,7 +37,10 @@ export const LINK_LABELS: Record<string, string> = {
   cxl_write: "CXL write",
   nvme_read: "NVMe read",
   nvme_write: "NVMe write",
-  nvme: "NVMe",
+  nvme: "NVMe drives (reads + writes, read-equivalent bytes)",
+  cpu_adam: "CPU-Adam cores (optimizer update rate, as DDR bytes)",
+  pcie_switch_up: "PCIe switch uplink (to host)",
+  pcie_switch_down: "PCIe switch uplink (from host)",
 };
 
 /** A lane or link as words; a path of links "nvme_read > pcie_h2d" -> "NVMe read → PCIe host→GPU". */
@@ -45,6 +48,21 @@ export function linkLabel(name: string): string {
   const hops = name.split(">").map((s) => s.trim()).filter(Boolean);
   if (hops.length > 1) return hops.map(linkLabel).join(" ⇒ ");
   return LINK_LABELS[name] ?? name.replace(/_/g, " ");
+}
+
+/**
+ * What a part of the step is; the CPU optimizer's says what bounds it in the engine's
+ * words ("CPU-Adam-bound: 14 cores per GPU ..." or "DDR-bound: ...").
+ */
+export function partHelp(report: Report, key: string): string {
+  const help = BREAKDOWN_HELP[key as BreakdownKey] ?? "";
+  const bound = key === "cpu_optimizer" ? report.step?.cpu_optimizer?.message : undefined;
+  return bound ? `${help}. ${bound}` : help;
+}
+
+/** "more X bandwidth shortens the step", or for the optimizer's cores, more cores. */
+function buyWords(buy: string): string {
+  return buy === "cpu_adam" ? "more CPU cores per GPU shorten the step" : `more ${linkLabel(buy)} bandwidth shortens the step`;
 }
 
 export function breakdownLabel(key: string): string {
@@ -132,7 +150,7 @@ export function stepVerdict(report: Report): StepVerdictText | null {
     message: v.message ?? "",
     buyMoreOf: buy,
     buyMoreOfLabel: buy ? linkLabel(buy) : null,
-    headline: `Bottleneck: ${lower}${pct}${buy ? ` — more ${linkLabel(buy)} bandwidth shortens the step` : ""}.`,
+    headline: `Bottleneck: ${lower}${pct}${buy ? ` — ${buyWords(buy)}` : ""}.`,
   };
 }
 

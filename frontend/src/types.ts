@@ -104,6 +104,20 @@ export interface Step {
   last_micro_batch_s?: number;
   micro_batches?: number;
   model_flops?: number;
+  /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */
+  cpu_optimizer?: CpuOptimizer;
+}
+
+export interface CpuOptimizer {
+  /** "cpu_adam": the cores' CPU-Adam rate; "ddr": the GPU's DDR share. */
+  bound: "cpu_adam" | "ddr";
+  /** The bound in words, as the engine writes it. */
+  message: string;
+  params?: number;
+  cores_per_gpu?: number | null;
+  compute_params_per_s?: number | null;
+  ddr_params_per_s?: number;
+  alone_s?: number;
 }
 
 /** One link of the node as the step used it; rates and bytes are per GPU. */
@@ -119,6 +133,8 @@ export interface StepVerdict {
   bottleneck?: string;
   message?: string;
   buy_more_of?: string | null;
+  /** When the CPU optimizer is the bottleneck: which bound it. */
+  cpu_optimizer_bound?: "cpu_adam" | "ddr";
 }
 
 // ------------------------------------------------------------------ timeline

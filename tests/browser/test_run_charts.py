@@ -66,7 +66,8 @@ def test_run_page_charts_the_step_timeline_bandwidth_and_checkpoint(page, live_u
     assert resolved["strategy"]["prefetch_depth"] == int(spec["prefetch_depth"] or 1)
 
     # step: headline with units, the verdict in words, the breakdown and the links per GPU
-    assert re.search(r"\d s$", page.locator("#step-time strong").inner_text())
+    # (ZeRO-Infinity's 70B step, its reads and writes sharing the drives, runs past a minute)
+    assert re.search(r"\d (s|min)$", page.locator("#step-time strong").inner_text())
     assert page.locator("#step-mfu strong").inner_text().endswith("%")
     assert page.locator("#step-verdict").inner_text().startswith("Bottleneck:")
     breakdown = page.locator("#step-breakdown-table").inner_text()

@@ -83,6 +83,7 @@ def test_zero_length_tasks_and_dependencies(engine):
 @pytest.mark.parametrize("break_it,msg", [
     ("cycle", "cycle"), ("zero_bw", "bandwidth"), ("negative", "size"), ("nan", "duration"),
     ("no_link", "no link"), ("bad_link", "unknown link"), ("bad_dep", "unknown task"),
+    ("bad_weight", "path_weight"), ("short_weight", "path_weight"),
 ])
 def test_bad_graphs_raise_clear_errors(engine, break_it, msg):
     g = TaskGraph()
@@ -106,11 +107,46 @@ def test_bad_graphs_raise_clear_errors(engine, break_it, msg):
         a["path_links"][0] = 7
     elif break_it == "bad_dep":
         a["dep_idx"][0] = 42
+    elif break_it == "bad_weight":
+        a["path_weight"][0] = 0.0
+    elif break_it == "short_weight":
+        a["path_weight"] = np.array([], dtype=np.float64)
     with pytest.raises(GraphError, match=msg):
         if engine == "c":
             simulate(a, engine="c")
         else:
             simulate_reference(a)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reads_and_writes_share_a_drive_by_consumption_weight(engine):
+    """One NVMe drive, Kioxia CM6 datasheet (catalog): 6.9 GB/s read, 4.2 GB/s write; here
+    in GB and s. The drive is one link of capacity 6.9 where a written byte weighs
+    6.9 / 4.2 = 1.642857. A 6.9 GB read alone takes 1 s; a 4.2 GB write alone 1 s.
+
+    Together, max-min gives both the rate x with x + 1.642857 x = 6.9: x = 2.61081 GB/s.
+    The write ends at 4.2 / 2.61081 = 1.60870 s; the read has 6.9 - 4.2 = 2.7 GB left,
+    now alone at 6.9: + 0.39130 s = 2.0 s. The drive's time is read/R + write/W = 1 + 1 s;
+    two independent full-speed channels would end both at 1 s.
+    """
+    g = TaskGraph()
+    g.add_link("nvme", 6.9)
+    r = g.transfer("read", 6.9, ["nvme"])
+    w = g.transfer("write", 4.2, ["nvme"], weights=[6.9 / 4.2])
+    s = run(g, engine)
+    assert s.end_s[w] == pytest.approx(4.2 / (6.9 / (1 + 6.9 / 4.2)), rel=1e-12)
+    assert s.end_s[w] == pytest.approx(1.60870, rel=1e-5)
+    assert s.end_s[r] == pytest.approx(2.0, rel=1e-12)
+    # capacity used: 6.9 read + 4.2 x 1.642857 = 13.8 "read-equivalent" GB over 2 s busy
+    assert s.link_bytes[0] == pytest.approx(13.8, rel=1e-12)
+    assert s.link_busy_s[0] == pytest.approx(2.0, rel=1e-12)
+
+
+def test_weights_must_match_the_path():
+    g = TaskGraph()
+    g.add_link("l", 1.0)
+    with pytest.raises(GraphError, match="2 weights for 1 links"):
+        g.transfer("x", 1, ["l"], weights=[1.0, 2.0])
 
 
 def test_unknown_link_name_in_builder():
@@ -144,8 +180,11 @@ def random_graph(draw):
             path = draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True))
             # acquire/release in pairs along a dependency chain so slots always come back
             acq = "p" if draw(st.booleans()) else None
+            # consumption weights: mostly 1, sometimes a drive's read/write ratio or odd values
+            weights = draw(st.one_of(st.none(), st.lists(
+                st.sampled_from([1.0, 6.9 / 4.2, 0.5, 3.0]), min_size=len(path), max_size=len(path))))
             tid = g.transfer(f"t{i}", draw(_amount(50)), [f"l{k}" for k in path],
-                             deps=deps, acquire=acq)
+                             deps=deps, acquire=acq, weights=weights)
             if acq:
                 g.compute(f"r{i}", "gpu", draw(_amount(1)), deps=[tid], release="p")
     return g
@@ -194,7 +233,8 @@ def _call_c(a, n_streams=1, outs=None):
     outs = outs or (np.empty(n), np.empty(n), np.zeros(nl), np.zeros(nl), np.zeros(n_streams))
     return _cscheduler.simulate(a["link_bw"], n_streams, a["pool_cap"], a["kind"], a["stream"],
                                 a["duration"], a["size"], a["path_ptr"], a["path_links"],
-                                a["dep_ptr"], a["dep_idx"], a["acquire"], a["release"], *outs)
+                                a["dep_ptr"], a["dep_idx"], a["acquire"], a["release"], *outs,
+                                a["path_weight"])
 
 
 @pytest.mark.parametrize("break_it", ["cycle", "link", "dep", "lengths", "dtype", "ptr"])

@@ -18,7 +18,8 @@ from simulation.stepgraph import RankModel, graph_arrays
 pytest.importorskip("simulation._cstepgraph")
 
 ALL_LINKS = {"pcie_h2d": 55e9, "pcie_d2h": 50e9, "nvlink": 360e9, "nic": 40e9, "ddr": 77e9,
-             "nvme_read": 3e9, "nvme_write": 2e9, "cxl": 16e9}
+             "nvme_read": 3e9, "nvme_write": 2e9, "cxl": 16e9, "nvme": 3e9, "cpu_adam": 20e9,
+             "pcie_switch_up": 25e9, "pcie_switch_down": 25e9}
 TIERS = ["none", "cpu", "nvme", "cxl"]
 
 
@@ -48,14 +49,16 @@ def rank_models(draw):
         dp_allreduce_latency_s=draw(latency), dp_allreduce_factor=draw(st.sampled_from([0.0, 1.9, 2.17])),
         dp_gather_latency_s=draw(latency), replica_latency_s=draw(latency),
         tp_latency_s=draw(latency), bwd_fetch_factor=draw(st.sampled_from([1.0, 1.0, 1.5, 1.75, 2.0])),
-        sync_fetch=draw(st.booleans()))
+        sync_fetch=draw(st.booleans()),
+        nvme_write_weight=draw(st.sampled_from([1.0, 1.5, 6.9 / 4.2])))
 
 
 latency = st.sampled_from([0.0, 0.0, 2e-5, 7.3e-3])
 
 
 KEYS = ("n_streams", "gpu_stream", "links", "link_bw", "pool_cap", "kind", "stream", "duration",
-        "size", "path_ptr", "path_links", "dep_ptr", "dep_idx", "acquire", "release", "label")
+        "size", "path_ptr", "path_links", "path_weight", "dep_ptr", "dep_idx", "acquire", "release",
+        "label")
 
 
 def assert_same_graph(a, b):
@@ -123,13 +126,13 @@ def test_a_missing_link_is_a_graph_error_in_both():
 def test_c_builder_rejects_out_of_range_models_without_crashing():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):
-        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0), (0.0,) * 20, [0] * 8, True)
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0), (0.0,) * 21, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # no fetch unit in a layer
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0), (0.0,) * 20, [0] * 8, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0), (0.0,) * 21, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # sync_fetch is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2), (0.0,) * 20, [0] * 8, True)
-    with pytest.raises(ValueError, match="8 indices"):
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0), (0.0,) * 20, [0] * 3, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2), (0.0,) * 21, [0] * 12, True)
+    with pytest.raises(ValueError, match="12 indices"):
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0), (0.0,) * 21, [0] * 3, True)
     with pytest.raises(TypeError):
         _cstepgraph.build("nonsense", (), [], True)
 

@@ -12,8 +12,8 @@ import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { BREAKDOWN_HELP, breakdownSegments, linkRows, stepHeadline, stepVerdict } from "../step";
-import type { BreakdownKey, Report, Run } from "../types";
+import { breakdownSegments, linkRows, partHelp, stepHeadline, stepVerdict } from "../step";
+import type { Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
 import {
@@ -109,7 +109,7 @@ function stepSection(report: Report): HTMLElement | null {
     "Step time by part (s, and % of the step)",
     ["Part", "Time (s)", "Share (%)", "What it is"],
     [
-      ...segs.map((seg) => [seg.label, formatSecondsSig(seg.seconds), formatPercent(seg.fraction), BREAKDOWN_HELP[seg.key as BreakdownKey] ?? ""]),
+      ...segs.map((seg) => [seg.label, formatSecondsSig(seg.seconds), formatPercent(seg.fraction), partHelp(report, seg.key)]),
       [h("strong", null, "Step"), h("strong", null, formatSecondsSig(head.timeS)), formatPercent(1), ""],
     ],
     [1, 2],
