@@ -104,6 +104,25 @@ export interface Step {
   last_micro_batch_s?: number;
   micro_batches?: number;
   model_flops?: number;
+  /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
+  time_band_s?: [number, number];
+  band?: StepBand;
+  /** False when the scenario lies outside what the band's cases covered (reasons in outside_validation). */
+  validated?: boolean;
+  outside_validation?: string[];
+}
+
+/** The error model's band for one kind of scenario. */
+export interface StepBand {
+  /** tensor_pipeline | sharded | offload | recsys | any */
+  kind: string;
+  label: string;
+  /** GPU generations the cases ran on, e.g. "A100". */
+  on: string;
+  /** [lo, hi] as fractions of the prediction, e.g. [-0.12, 0.24]. */
+  error_rel: [number, number];
+  cases: number;
+  source: string;
 }
 
 /** One link of the node as the step used it; rates and bytes are per GPU. */
