@@ -174,3 +174,11 @@ def test_tight_band_is_the_error_models_memory_part(rep):
 def test_validate_says_where_the_data_is_missing(tmp_path):
     out = run("--data", str(tmp_path), timeout=60)
     assert out.returncode == 2 and "not found" in out.stdout and "checkout" in out.stdout
+
+
+def test_readme_shows_the_latest_output(rep):
+    """README's Validation section: paste the output of ``python -m simulation validate``."""
+    from simulation.validation import text
+    readme = (ROOT / "README.md").read_text()
+    shown = readme.split("## Validation", 1)[1].split("Latest output:\n\n```\n", 1)[1].split("\n```", 1)[0]
+    assert shown == text(rep)
