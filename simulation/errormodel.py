@@ -12,7 +12,7 @@ in ``[predicted / (1 + e_max), predicted / (1 + e_min)]``, which is the band
 (``time_band_s``) given to every prediction of the kind. It is the observed spread, not a
 confidence interval: a lopsided band (all of a kind's cases too fast) says the engine is
 biased there. A scenario outside what the kind's cases covered (GPU generation, strategy
-kind, number of GPUs, parameters) gets the band with ``validated: false`` and the reasons;
+kind, number of GPUs, parameters, compute model) gets the band with ``validated: false`` and the reasons;
 a kind with no validated case gets the spread of all validated cases.
 
 Memory. The *tight* band of :mod:`simulation.fit` is the same model's memory part: per
@@ -58,6 +58,15 @@ def gpu_generation(sc) -> str:
     return preset.split("-")[0] if preset else "custom"
 
 
+def compute_setting(sc) -> str:
+    """``work`` (the work compute model) or ``constant 0.55`` (the constant model at that
+    fraction of peak): a band holds only for the compute setting its cases ran with."""
+    from .compute import DEFAULT_COMPUTE_EFFICIENCY, uses_work_model
+    if uses_work_model(sc):
+        return "work"
+    return f"constant {sc.training.compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY:g}"
+
+
 @lru_cache(maxsize=1)
 def load() -> dict:
     """The recorded error model (the JSON file), read once per process."""
@@ -71,7 +80,7 @@ def memory_band(kind: str) -> float:
 
 
 def outside(domain: dict, facts: dict) -> list[str]:
-    """Why a scenario with ``facts`` ({gpu_generation, strategy, num_gpus, num_params})
+    """Why a scenario with ``facts`` ({gpu_generation, strategy, num_gpus, num_params, compute})
     lies outside ``domain`` (what the validated cases covered); empty when inside."""
     out = []
     if facts["gpu_generation"] not in domain["gpu_generations"]:
@@ -86,6 +95,8 @@ def outside(domain: dict, facts: dict) -> list[str]:
     if not lo <= facts["num_params"] <= hi:
         out.append(f"{facts['num_params'] / 1e9:.3g}B parameters (validated: "
                    f"{lo / 1e9:.3g}B–{hi / 1e9:.3g}B)")
+    if "compute" in domain and facts["compute"] not in domain["compute"]:
+        out.append(f"compute model {facts['compute']} (validated: {', '.join(domain['compute'])})")
     return out
 
 
@@ -100,7 +111,7 @@ def step_band(sc, num_gpus: int, num_params: float, time_s: float) -> dict:
     kind = step_kind(sc)
     rec = model["kinds"].get(kind)
     facts = dict(gpu_generation=gpu_generation(sc), strategy=sc.strategy.kind if sc.model else "recsys",
-                 num_gpus=num_gpus, num_params=num_params)
+                 num_gpus=num_gpus, num_params=num_params, compute=compute_setting(sc))
     if rec is None:
         rec = model["kinds"][POOLED]
         why = [f"no {STEP_KIND_LABELS[kind]} step time in the validation set; the band is the "

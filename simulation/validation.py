@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 from . import errormodel
-from .errormodel import POOLED, STEP_KIND_LABELS, gpu_generation, step_kind
+from .errormodel import POOLED, STEP_KIND_LABELS, compute_setting, gpu_generation, step_kind
 from .evaluate import _offloaded, evaluate
 from .fit import MAX_BAND, MEMORY_ERROR, scenario_kind
 from .scenario import Scenario
@@ -76,7 +76,7 @@ def step_rows(cases: list[dict]) -> list[dict]:
         per_gpu = r["throughput"]["tokens_per_s"] / par["num_gpus"]
         rows.append(dict(
             dataset=c["dataset"], id=c["id"], kind=step_kind(sc), strategy=_strategy_label(sc, par),
-            strategy_kind=sc.strategy.kind, gpu_generation=gpu_generation(sc),
+            strategy_kind=sc.strategy.kind, gpu_generation=gpu_generation(sc), compute=compute_setting(sc),
             num_gpus=par["num_gpus"], num_params=r["model"]["num_params"],
             predicted_s=pred, measured_s=c["measured_s"], error=pred / c["measured_s"] - 1,
             group=[c["dataset"], r["model"]["name"], par["num_gpus"], par["global_batch_size"],
@@ -263,7 +263,8 @@ def _step_record(kind: str, rows: list[dict], sources: dict) -> dict:
             f"{sources[d]} ({sum(r['dataset'] == d for r in rows)})" for d in datasets),
         domain=dict(gpu_generations=gens, strategies=sorted({r["strategy_kind"] for r in rows}),
                     num_gpus=[min(r["num_gpus"] for r in rows), max(r["num_gpus"] for r in rows)],
-                    num_params=[min(r["num_params"] for r in rows), max(r["num_params"] for r in rows)]))
+                    num_params=[min(r["num_params"] for r in rows), max(r["num_params"] for r in rows)],
+                    compute=sorted({r["compute"] for r in rows})))
 
 
 def dataset_sources(base: Path) -> dict:

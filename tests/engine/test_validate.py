@@ -135,6 +135,9 @@ def test_step_report_carries_the_band():
     (lambda s: s["cluster"].update(node="dgx-h100"), "GPU H100 (validated: A100)"),
     (lambda s: s["cluster"].update(num_nodes=1, gpus_per_node=2), "2 GPUs (validated: 8–3,072)"),
     (lambda s: s["strategy"].update(kind="zero1"), "strategy zero1 (validated: ddp)"),
+    (lambda s: s["training"].update(compute_efficiency=0.45),
+     "compute model constant 0.45 (validated: constant 0.55)"),
+    (lambda s: s["training"].update(compute_model="work"), "compute model work (validated: constant 0.55)"),
 ])
 def test_outside_what_was_validated_says_why(change, reason):
     sc = json.loads(json.dumps(cases("narayanan_2021_table1", "nar21_t1_1p7B")[0]["scenario"]))
