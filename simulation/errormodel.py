@@ -25,7 +25,6 @@ fit above it, a measured figure), at most :data:`simulation.fit.MAX_BAND`.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 
 MODEL_PATH = Path(__file__).parent / "data" / "error_model.json"
@@ -67,10 +66,16 @@ def compute_setting(sc) -> str:
     return f"constant {sc.training.compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY:g}"
 
 
-@lru_cache(maxsize=1)
-def load() -> dict:
-    """The recorded error model (the JSON file), read once per process."""
+def _read() -> dict:
     return json.loads(MODEL_PATH.read_text(encoding="utf-8"))
+
+
+_MODEL = _read()        # package data, read on import: evaluate() itself does no I/O
+
+
+def load() -> dict:
+    """The recorded error model (the JSON file as this process imported it)."""
+    return _MODEL
 
 
 def memory_band(kind: str) -> float:

@@ -185,3 +185,18 @@ def test_readme_shows_the_latest_output(rep):
     readme = (ROOT / "README.md").read_text()
     shown = readme.split("## Validation", 1)[1].split("Latest output:\n\n```\n", 1)[1].split("\n```", 1)[0]
     assert shown == text(rep)
+
+
+def test_validate_says_when_the_recorded_bands_are_stale(tmp_path):
+    # one measurement moved (Table 1's 1.7B step 50 % longer): the bands it implies differ
+    # from the recorded file, which validate reports (exit 1) without rewriting it
+    import shutil
+    data = tmp_path / "reference"
+    shutil.copytree(DEFAULT_DATA, data)
+    t1 = json.loads((data / "narayanan_2021_table1.json").read_text())
+    t1["cases"][0]["expected_step_time_s"] *= 1.5
+    (data / "narayanan_2021_table1.json").write_text(json.dumps(t1))
+    before = errormodel.MODEL_PATH.read_text()
+    out = run("--data", str(data))
+    assert out.returncode == 1 and "error model is STALE" in out.stdout
+    assert errormodel.MODEL_PATH.read_text() == before
