@@ -7,8 +7,8 @@ import math
 from typing import Callable
 
 from . import bandwidth
-from .errormodel import step_band
 from .checkpoint import evaluate_checkpoint
+from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memory import MOMENTS, add_fragmentation, build_parts, tier_summaries
