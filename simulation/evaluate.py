@@ -8,6 +8,7 @@ from typing import Callable
 
 from . import bandwidth
 from .checkpoint import evaluate_checkpoint
+from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memory import MOMENTS, add_fragmentation, build_parts, tier_summaries
@@ -77,6 +78,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
         notes.append(f"Step time not computed: {perf['reason']}.")
         perf = {"step": perf}
     step_s = perf["step"]["time_s"] if perf.get("step", {}).get("available") else None
+    if step_s is not None:          # a lookup in the recorded error model
+        perf["step"].update(step_band(sc, lay.num_gpus, pc.total, step_s))
     ck = sc
     if not detail and sc.checkpoint.monte_carlo_runs:
         ck = dataclasses.replace(sc, checkpoint=dataclasses.replace(sc.checkpoint, monte_carlo_runs=0))
@@ -328,7 +331,8 @@ def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
         step = dict(available=True, time_s=t, design=faster["design"],
                     breakdown_s=dict(compute=compute, exposed_comm=t - compute - offload,
                                      exposed_offload=offload, cpu_optimizer=0.0, stall=0.0,
-                                     pipeline_bubble=0.0))
+                                     pipeline_bubble=0.0),
+                    **step_band(sc, sc.cluster.num_gpus, emb_params + dense, t))
         throughput = {"samples_per_s": spec.batch_size / t if t else 0.0}
         perf = {"throughput": {"tokens_per_s": None}}
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],

@@ -7,10 +7,13 @@ capacity inside the error band of the estimate:
 * ``tight``: within ``capacity x (1 +- band)``: on real hardware it may or may not run;
 * ``does_not_fit``: above ``capacity x (1 + band)``.
 
-The band is the engine's published memory error for the kind of scenario
-(:data:`MEMORY_ERROR`), fixed before the reference cases were run and never wider than
-10 % of the capacity (issue #12). Its figures come from what the terms were validated
-against:
+The band is the memory part of the engine's one published error model
+(:mod:`simulation.errormodel`, ``simulation/data/error_model.json``, written by
+``python -m simulation validate --write-bands``): per kind of scenario, the larger of the
+prior below (:data:`MEMORY_ERROR`, fixed before the reference cases were run) and the
+smallest error, as a fraction of the capacity, that explains each public report of a real
+run of that kind, never wider than 10 % of the capacity (issue #12). The priors come from
+what the terms were validated against:
 
 * model states (parameters, gradients, master weights, optimizer states) are exact counts
   of what the framework allocates (ZeRO Table 1, DeepSpeed's estimator, Megatron's
@@ -27,10 +30,12 @@ against:
 
 from __future__ import annotations
 
+from . import errormodel
+
 FIT_STATES = ("fits", "tight", "does_not_fit")
 MAX_BAND = 0.10
 
-# Relative error of the per-GPU / per-node memory estimate, by kind of scenario.
+# Prior relative error of the per-GPU / per-node memory estimate, by kind of scenario.
 MEMORY_ERROR = {
     "replicated": 0.05,      # DDP, ZeRO-1/2: exact states + measured activations
     "sharded": 0.08,         # ZeRO-3 / FSDP: + allocator churn of gathered units
@@ -46,8 +51,9 @@ def scenario_kind(zero_stage: int, offloaded: bool, pipeline_parallel: int) -> s
 
 
 def memory_band(kind: str) -> float:
-    """Relative half-width of the tight band for ``kind`` (at most :data:`MAX_BAND`)."""
-    return min(MEMORY_ERROR[kind], MAX_BAND)
+    """Relative half-width of the tight band for ``kind`` (at most :data:`MAX_BAND`), from
+    the recorded error model."""
+    return min(errormodel.memory_band(kind), MAX_BAND)
 
 
 def tier_state(total_bytes: float, capacity_bytes: float, band: float) -> str:

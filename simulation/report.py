@@ -12,7 +12,8 @@ Keys outside checks rely on (``"schema": 1``)::
     convention                    {name, description, bytes_per_param}
     cross_checks                  other estimators' views of the same scenario
     step.{time_s, breakdown_s.{compute, exposed_comm, exposed_offload, cpu_optimizer,
-          stall, pipeline_bubble}}
+          stall, pipeline_bubble}, time_band_s [lo, hi], band.{kind, label, on, error_rel,
+          cases, source}, validated, outside_validation[*]}   (simulation.errormodel)
     throughput.tokens_per_s, mfu, links[*].{name, busy_s, utilization}
     timeline.tasks[*].{name, lane, kind, start_s, end_s}, verdict.{bottleneck, message}
     offload_bandwidth             ZeRO-Infinity efficiency-vs-bandwidth curves

@@ -71,6 +71,16 @@ describe("estimateStepSummary", () => {
     expect(estimateStepSummary(r)).toBe(
       "Step 6.19 s · 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.00 s stall), goodput 97.1%");
   });
+  it("gives the step's error band and what the scenario lies outside of", () => {
+    const step = {
+      available: true, time_s: 12.3, time_band_s: [10.8, 15.3] as [number, number], validated: false,
+      band: { kind: "tensor_pipeline", label: "tensor + pipeline", on: "A100", error_rel: [-0.12, 0.24] as [number, number], cases: 20, source: "s" },
+      outside_validation: ["GPU H100 (validated: A100)"],
+    };
+    expect(estimateStepSummary({ ...fittingReport(), step })).toBe(
+      "Step 12.30 s (10.80 s–15.30 s, −12 % to +24 % for tensor + pipeline on A100) · " +
+      "outside what was validated: GPU H100 (validated: A100)");
+  });
   it("gives the engine's reason without a step, and nothing for a memory-only report", () => {
     expect(estimateStepSummary({ ...fittingReport(), step: { available: false, reason: "does not fit" } }))
       .toBe("Step time: does not fit");

@@ -1,6 +1,7 @@
 // Pure helpers that read an engine report for display. No DOM, no ECharts.
 
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey, type TierUsage } from "./types";
+import { stepBandText } from "./step";
 import { formatBytes, formatDuration, formatGB, formatNumber, formatPercent, formatSeconds } from "./units";
 
 export interface TierInfo {
@@ -197,8 +198,10 @@ export function estimateSummary(report: Report): string {
 }
 
 /**
- * The live estimate's second line, from a report with the simulated step: "Step 6.19 s ·
- * 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.0 s stall), goodput 97.1%";
+ * The live estimate's second line, from a report with the simulated step: "Step 6.19 s
+ * (5.45 s–7.68 s, −12 % to +24 % for tensor + pipeline on A100) · 5,300 tokens/s · MFU 41.0% ·
+ * checkpoint every 30 min (12.0 s stall), goodput 97.1%", then "outside what was validated: …"
+ * when the scenario is;
  * the engine's reason when it has no step; null for a memory-only report.
  */
 export function estimateStepSummary(report: Report): string | null {
@@ -207,7 +210,8 @@ export function estimateStepSummary(report: Report): string | null {
   if (step.available === false || typeof step.time_s !== "number") {
     return `Step time: ${step.reason ?? "not simulated"}`;
   }
-  const parts = [`Step ${formatSeconds(step.time_s)}`];
+  const band = stepBandText(report);
+  const parts = [`Step ${formatSeconds(step.time_s)}${band ? ` (${band.text})` : ""}`];
   const tokens = report.throughput?.tokens_per_s;
   if (typeof tokens === "number") parts.push(`${formatNumber(tokens, 0)} tokens/s`);
   if (typeof report.mfu === "number") parts.push(`MFU ${formatPercent(report.mfu)}`);
@@ -216,6 +220,7 @@ export function estimateStepSummary(report: Report): string | null {
     parts.push(`checkpoint every ${formatDuration(ck.interval_s)} (${formatSeconds(ck.stall_s)} stall), ` +
       `goodput ${formatPercent(ck.goodput)}`);
   }
+  if (band?.outside) parts.push(band.outside.replace(/^Outside/, "outside").replace(/\.$/, ""));
   return parts.join(" · ");
 }
 

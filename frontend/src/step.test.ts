@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { breakdownSegments, linkLabel, linkRows, partHelp, stepHeadline, stepVerdict } from "./step";
+import { breakdownSegments, linkLabel, linkRows, partHelp, stepBandText, stepHeadline, stepVerdict } from "./step";
 import { sampleReport, stepReport } from "./testdata/report";
 
 describe("breakdownSegments", () => {
@@ -77,5 +77,39 @@ describe("links", () => {
       name: "nic", label: "NIC (node↔node)", bytesPerS: 40e9, bytes: 3.2e11, busyS: 8, utilization: 0.8, bottleneck: true,
     });
     expect(rows.filter((r) => r.bottleneck)).toHaveLength(1);
+  });
+});
+
+describe("stepBandText", () => {
+  const band = (error_rel: [number, number], extra = {}) => {
+    const r = stepReport();
+    r.step = {
+      ...r.step!, time_band_s: [10 * (1 + error_rel[0]), 10 * (1 + error_rel[1])],
+      band: { kind: "tensor_pipeline", label: "tensor + pipeline", on: "A100", error_rel, cases: 20, source: "Narayanan et al. SC'21, Table 1 (10)" },
+      validated: true, outside_validation: [], ...extra,
+    };
+    return r;
+  };
+
+  it("gives the range, the spread and the kind it was validated on", () => {
+    // 10 s with -12 % .. +24 %: 8.80 s .. 12.40 s
+    const t = stepBandText(band([-0.12, 0.24]))!;
+    expect(t.text).toBe("8.80 s–12.40 s, −12 % to +24 % for tensor + pipeline on A100");
+    expect(t.explain).toContain("20 validated tensor + pipeline on A100 cases");
+    expect(t.explain).toContain("Narayanan et al. SC'21, Table 1");
+    expect(t.outside).toBeNull();
+  });
+
+  it("writes a symmetric band as ±", () => {
+    expect(stepBandText(band([-0.11, 0.11]))!.spread).toBe("±11 %");
+  });
+
+  it("says when the scenario lies outside what was validated", () => {
+    const t = stepBandText(band([-0.12, 0.24], { validated: false, outside_validation: ["GPU H100 (validated: A100)", "strategy zero1 (validated: ddp)"] }))!;
+    expect(t.outside).toBe("Outside what was validated: GPU H100 (validated: A100); strategy zero1 (validated: ddp).");
+  });
+
+  it("is null for a report without a band", () => {
+    expect(stepBandText(stepReport())).toBeNull();
   });
 });

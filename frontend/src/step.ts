@@ -2,6 +2,7 @@
 // the step time, the links, the verdict. No DOM, no ECharts.
 
 import { BREAKDOWN_KEYS, type BreakdownKey, type Report } from "./types";
+import { formatSeconds } from "./units";
 
 /** The step-time parts, in the engine's order, as words. */
 export const BREAKDOWN_LABELS: Record<BreakdownKey, string> = {
@@ -177,4 +178,44 @@ export function linkRows(report: Report): LinkRow[] {
     utilization: l.utilization,
     bottleneck: !!buy && buy === l.name,
   }));
+}
+
+export interface StepBandText {
+  /** "5.48 s–7.69 s" */
+  range: string;
+  /** "±11 %" when the band is symmetric within half a point, else "−12 % to +24 %". */
+  spread: string;
+  /** "tensor + pipeline on A100" */
+  kind: string;
+  /** "5.48 s–7.69 s, −12 % to +24 % for tensor + pipeline on A100" */
+  text: string;
+  /** What the band is, with its source, for a tooltip or a line under the number. */
+  explain: string;
+  /** "Outside what was validated: GPU H100 (validated: A100)." or null. */
+  outside: string | null;
+}
+
+function pct(x: number): string {
+  const v = Math.round(x * 100);
+  return `${v > 0 ? "+" : v < 0 ? "−" : "±"}${Math.abs(v)} %`;
+}
+
+/** The step's error band in words, or null when the report has none (older reports). */
+export function stepBandText(report: Report): StepBandText | null {
+  const step = report.step;
+  const band = step?.band;
+  const t = step?.time_band_s;
+  if (!step || !band || !t || t.length !== 2) return null;
+  const [lo, hi] = band.error_rel;
+  const spread = Math.abs(lo + hi) < 0.005 ? `±${Math.round(hi * 100)} %` : `${pct(lo)} to ${pct(hi)}`;
+  const kind = band.on ? `${band.label} on ${band.on}` : band.label;
+  const range = `${formatSeconds(t[0])}–${formatSeconds(t[1])}`;
+  const why = step.outside_validation ?? [];
+  return {
+    range, spread, kind,
+    text: `${range}, ${spread} for ${kind}`,
+    explain: `Every measured step of the ${band.cases} validated ${kind} case${band.cases === 1 ? "" : "s"} lay ` +
+      `within ${spread} of what tierlab predicted for it (${band.source}).`,
+    outside: step.validated === false && why.length ? `Outside what was validated: ${why.join("; ")}.` : null,
+  };
 }

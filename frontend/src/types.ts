@@ -106,6 +106,25 @@ export interface Step {
   model_flops?: number;
   /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */
   cpu_optimizer?: CpuOptimizer;
+  /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
+  time_band_s?: [number, number];
+  band?: StepBand;
+  /** False when the scenario lies outside what the band's cases covered (reasons in outside_validation). */
+  validated?: boolean;
+  outside_validation?: string[];
+}
+
+/** The error model's band for one kind of scenario. */
+export interface StepBand {
+  /** tensor_pipeline | sharded | offload | recsys | any */
+  kind: string;
+  label: string;
+  /** GPU generations the cases ran on, e.g. "A100". */
+  on: string;
+  /** [lo, hi] as fractions of the prediction, e.g. [-0.12, 0.24]. */
+  error_rel: [number, number];
+  cases: number;
+  source: string;
 }
 
 export interface CpuOptimizer {

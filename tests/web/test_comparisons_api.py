@@ -62,6 +62,11 @@ def test_it_shows_reports_differences_and_best_values_once_the_runs_finish(owner
     assert [hbm["values"][i] for i in hbm["best"]] == [min(hbm["values"])] * len(hbm["best"])
     step = outputs["step.time_s"]
     assert step["values"] == [i["report"]["step"]["time_s"] for i in body["items"]]
+    # each step time's error band, and whether the scenario was inside what was validated
+    assert outputs["step.time_band_s.0"]["values"] == [i["report"]["step"]["time_band_s"][0] for i in body["items"]]
+    assert outputs["step.time_band_s.1"]["values"] == [i["report"]["step"]["time_band_s"][1] for i in body["items"]]
+    assert outputs["step.validated"]["values"] == [False] * 3          # H100 and ZeRO-2 / FSDP: not validated
+    assert outputs["step.time_band_s.0"]["best"] == []
     assert outputs["cost.usd_per_million_tokens"]["unit"] == "usd_per_mtok"
 
 

@@ -180,6 +180,7 @@ def test_a_run_list_carries_summaries_not_reports(owner_api, fifty_runs):
             "hbm_per_gpu_bytes": report["memory"]["per_gpu"]["hbm"]["total_bytes"],
             "hbm_capacity_per_gpu_bytes": report["memory"]["per_gpu"]["hbm"]["capacity_bytes"],
             "step_time_s": report["step"]["time_s"],
+            "step_time_band_s": report["step"]["time_band_s"], "step_validated": report["step"]["validated"],
             "tokens_per_s": report["throughput"]["tokens_per_s"],
             "bottleneck": report["verdict"]["bottleneck"],
             "usd_per_hour": report["cost"]["usd_per_hour"],

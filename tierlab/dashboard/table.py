@@ -36,6 +36,10 @@ OUTPUTS: tuple[Output, ...] = (
     Output("memory.per_node.nvme.total_bytes", "NVMe used per node", "bytes", "min"),
     Output("memory.per_node.cxl.total_bytes", "CXL used per node", "bytes", "min"),
     Output("step.time_s", "Step time", "s", "min"),
+    # the engine's error band (simulation/errormodel.py): where measured steps of the kind lay
+    Output("step.time_band_s.0", "Step time: error band, low", "s"),
+    Output("step.time_band_s.1", "Step time: error band, high", "s"),
+    Output("step.validated", "Step time: inside what was validated", "bool"),
     Output("step.breakdown_s.compute", "Step: compute", "s", "min"),
     Output("step.breakdown_s.exposed_comm", "Step: exposed communication", "s", "min"),
     Output("step.breakdown_s.exposed_offload", "Step: exposed offload I/O", "s", "min"),
@@ -57,12 +61,16 @@ OUTPUTS: tuple[Output, ...] = (
 
 
 def dig(data, path: str):
-    """``data["a"]["b"]`` for ``"a.b"``; None where a step is missing."""
+    """``data["a"]["b"]`` for ``"a.b"`` (``"a.0"``: a list's first item); None where a step
+    is missing."""
     node = data
     for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
+        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        elif not isinstance(node, dict) or key not in node:
             return None
-        node = node[key]
+        else:
+            node = node[key]
     return node
 
 

@@ -81,6 +81,8 @@ SUMMARY_PATHS = {
     "hbm_per_gpu_bytes": "memory.per_gpu.hbm.total_bytes",
     "hbm_capacity_per_gpu_bytes": "memory.per_gpu.hbm.capacity_bytes",
     "step_time_s": "step.time_s",
+    "step_time_band_s": "step.time_band_s",
+    "step_validated": "step.validated",
     "tokens_per_s": "throughput.tokens_per_s",
     "bottleneck": "verdict.bottleneck",
     "usd_per_hour": "cost.usd_per_hour",
@@ -105,6 +107,14 @@ class RunSummarySerializer(serializers.Serializer):
     hbm_per_gpu_bytes = serializers.FloatField(allow_null=True, help_text="HBM used per GPU (peak over phases).")
     hbm_capacity_per_gpu_bytes = serializers.FloatField(allow_null=True)
     step_time_s = serializers.FloatField(allow_null=True, help_text="Simulated training step time.")
+    step_time_band_s = serializers.ListField(
+        child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
+        help_text="[lo, hi] s: where measured steps of this kind of scenario lay around the prediction "
+                  "(the engine's error model, `python -m simulation validate`); null for reports before it.")
+    step_validated = serializers.BooleanField(
+        allow_null=True, help_text="false when the scenario lies outside what the band was validated on "
+                                   "(GPU generation, strategy, GPUs, model size; reasons in the report's "
+                                   "step.outside_validation).")
     tokens_per_s = serializers.FloatField(allow_null=True)
     bottleneck = serializers.CharField(allow_null=True, help_text="compute | communication | offload | ...")
     usd_per_hour = serializers.FloatField(allow_null=True)
@@ -143,8 +153,9 @@ class RunListSerializer(serializers.ModelSerializer):
         if run.status != Run.Status.SUCCEEDED:
             return None
         summary = {key: getattr(run, f"summary_{key}") for key in SUMMARY_PATHS}
-        if summary["fits"] is not None:
-            summary["fits"] = bool(summary["fits"])
+        for key in ("fits", "step_validated"):
+            if summary[key] is not None:
+                summary[key] = bool(summary[key])
         summary["violations"] = [{k: v.get(k) for k in _VIOLATION_KEYS}
                                  for v in summary["violations"] or [] if isinstance(v, dict)]
         return summary

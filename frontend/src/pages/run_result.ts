@@ -12,8 +12,8 @@ import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { breakdownSegments, linkRows, partHelp, stepHeadline, stepVerdict } from "../step";
-import type { Report, Run } from "../types";
+import { BREAKDOWN_HELP, breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepVerdict } from "../step";
+import type { BreakdownKey, Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
 import {
@@ -93,6 +93,12 @@ function stepSection(report: Report): HTMLElement | null {
         : null,
     head.mfu !== null ? stat("MFU", formatPercent(head.mfu), "step-mfu", "model FLOPs / peak FLOP/s") : null,
   );
+  const band = stepBandText(report);
+  const bandEl = band
+    ? h("div", { id: "step-band", class: "step-band" },
+        h("p", null, h("strong", null, `${formatSeconds(head.timeS)} (${band.text})`), " — ", band.explain),
+        band.outside ? h("p", { id: "step-outside", class: "warning" }, band.outside) : null)
+    : null;
   const v = stepVerdict(report);
   const verdictEl = v
     ? h("article", { id: "step-verdict", class: "step-verdict", "data-bottleneck": v.bottleneck },
@@ -131,7 +137,7 @@ function stepSection(report: Report): HTMLElement | null {
         [0],
       )
     : null;
-  return h("section", { id: "step" }, h("h2", null, "Step time"), stats, verdictEl, chart, breakdown, linksTable);
+  return h("section", { id: "step" }, h("h2", null, "Step time"), stats, bandEl, verdictEl, chart, breakdown, linksTable);
 }
 
 /** The Gantt chart of the simulated micro-batch. */

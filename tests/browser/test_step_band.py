@@ -1,0 +1,52 @@
+"""The step time's error band and the "outside what was validated" note, on the live
+estimate and on the run page (simulation/errormodel.py). Screenshots land in
+test-results/browser/ for a person to look at."""
+
+import re
+
+import pytest
+
+from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+BAND = r"\d[\d.]* s \(\d[\d.]* s–\d[\d.]* s, [+−]\d+ % to [+−]\d+ % for ZeRO-3 / FSDP on A100\)"
+
+
+def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url, user_admin, catalog,
+                                                                 celery_worker):
+    # ZeRO-3 of Llama-2-70B on two DGX H100: the ZeRO-3 band (Narayanan et al. Table 2 on
+    # A100), with the H100, the 16 GPUs and the 69B parameters named as not validated
+    log_in(page, live_url, user_admin)
+    page.wait_for_selector("#scenario-form-root[data-ready='true']")
+    page.select_option("select[name='model.preset']", "llama2-70b")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.fill("input[name='cluster.num_nodes']", "2")
+    page.select_option("select[name='strategy.kind']", "zero3")
+    page.fill("input[name='training.global_batch_size']", "32")
+    page.select_option("select[name='training.recompute']", "full")
+
+    # the live estimate
+    wait_until(page, "() => /for ZeRO-3/.test(document.querySelector('#estimate-step')?.textContent ?? '')",
+               timeout_s=30)
+    step_line = page.locator("#estimate-step").inner_text()
+    assert re.search(r"^Step " + BAND, step_line), step_line
+    assert "outside what was validated: GPU H100 (validated: A100)" in step_line, step_line
+    screenshot(page, "estimate-step-band")
+
+    # the run page
+    page.fill("input[name='name']", "Llama-2-70B ZeRO-3 (band)")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    page.wait_for_selector("#run-progress-panel[data-status='succeeded'], #run-progress-panel[data-status='failed']",
+                           timeout=60_000)
+    assert page.locator("#run-progress-panel").get_attribute("data-status") == "succeeded"
+    page.wait_for_selector("#step-band")
+    band = page.locator("#step-band").inner_text()
+    assert re.search(BAND, band), band
+    assert "validated ZeRO-3 / FSDP on A100 cases" in band and "Narayanan et al. SC'21, Table 2" in band
+    outside = page.locator("#step-outside").inner_text()
+    assert outside.startswith("Outside what was validated: GPU H100 (validated: A100)"), outside
+    assert "16 GPUs (validated: 384–2,240)" in outside
+    screenshot(page, "run-step-band")
+    page.locator("#step").screenshot(path=str(SCREENSHOTS / "run-step-band-section.png"))
