@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-from . import presets
+from . import calibrate, presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
@@ -234,6 +234,7 @@ class ClusterSpec:
     source: str | None = None
     template_gpus_per_node: int | None = None     # set when gpus_per_node overrides the template's
     host_share: str = "proportional"              # with fewer GPUs than the template: see _scale_host
+    profile: dict | None = None                   # a cluster profile's figures (simulation.calibrate)
 
     @property
     def num_gpus(self) -> int:
@@ -269,7 +270,9 @@ class ClusterSpec:
             node=_str(d, "node", path), node_name=_str(d, "node_name", path),
             source=_str(d, "source", path),
             template_gpus_per_node=_int(d, "template_gpus_per_node", path, minimum=1),
-            host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"))
+            host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"),
+            profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
+                     if d.get("profile") is not None else None))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -278,7 +281,8 @@ class ClusterSpec:
             nic_bytes_per_s=self.nic_bytes_per_s,
             price_usd_per_node_hour=self.price_usd_per_node_hour, price_source=self.price_source,
             tiers={k: v.to_dict() for k, v in self.tiers.items()}, source=self.source,
-            template_gpus_per_node=self.template_gpus_per_node, host_share=self.host_share))
+            template_gpus_per_node=self.template_gpus_per_node, host_share=self.host_share,
+            profile=dict(self.profile) if self.profile is not None else None))
 
 
 @dataclass(frozen=True)
@@ -517,7 +521,11 @@ class Scenario:
 
     @classmethod
     def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
-        """Validate, expand presets and build a scenario. Raises ScenarioError."""
+        """Validate, expand presets and build a scenario. Raises ScenarioError.
+        A ``cluster.profile`` (a cluster profile's figures) fills in the training and
+        checkpoint figures the scenario leaves unset (:mod:`simulation.calibrate`)."""
+        if isinstance(d, dict) and isinstance(d.get("cluster"), dict) and d["cluster"].get("profile") is not None:
+            d = calibrate.apply_to_sections(d)
         models = presets.MODELS if models is None else models
         nodes = presets.NODES if nodes is None else nodes
         accelerators = presets.ACCELERATORS if accelerators is None else accelerators
@@ -691,15 +699,23 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     if d.get("model") is not None:
         out["model"] = _expand(d["model"], models, "model", "model")
 
-    cluster_in = d["cluster"]
+    out["cluster"] = resolve_cluster(d["cluster"], nodes, accelerators)
+    return out
+
+
+def resolve_cluster(cluster_in, nodes=None, accelerators=None, path: str = "cluster") -> dict:
+    """A cluster section with its node template and accelerator preset expanded (a new
+    dict), and a ``profile``'s accelerator figures applied (:mod:`simulation.calibrate`)."""
+    nodes = presets.NODES if nodes is None else nodes
+    accelerators = presets.ACCELERATORS if accelerators is None else accelerators
     if not isinstance(cluster_in, dict):
-        raise ScenarioError("cluster", "must be an object")
+        raise ScenarioError(path, "must be an object")
     cluster = {}
     node_id = cluster_in.get("node")
     explicit = cluster_in.get("accelerator") is not None and cluster_in.get("gpus_per_node") is not None
     if node_id is not None and not (node_id not in nodes and explicit):
         if node_id not in nodes:
-            raise ScenarioError("cluster.node",
+            raise ScenarioError(f"{path}.node",
                                 f"unknown node template {node_id!r}; known: {', '.join(sorted(nodes))}")
         tpl = nodes[node_id]
         cluster = {k: v for k, v in tpl.items() if k not in ("name", "tiers")}
@@ -710,7 +726,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
             if v is None:
                 continue
             if not isinstance(v, dict):
-                raise ScenarioError("cluster.tiers", "must be an object")
+                raise ScenarioError(f"{path}.tiers", "must be an object")
             tiers = cluster.setdefault("tiers", {})
             for tname, tspec in v.items():
                 if tspec is None:            # null removes a tier of the template
@@ -718,7 +734,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
                 elif isinstance(tspec, dict):
                     tiers[tname] = {**tiers.get(tname, {}), **tspec}
                 else:
-                    raise ScenarioError(f"cluster.tiers.{tname}", "must be an object or null")
+                    raise ScenarioError(f"{path}.tiers.{tname}", "must be an object or null")
         elif v is not None:
             cluster[k] = v
     template = tpl if node_id is not None and node_id in nodes else None
@@ -728,10 +744,11 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
         cluster["template_gpus_per_node"] = template.get("gpus_per_node")
     acc = cluster.get("accelerator")
     if acc is None:
-        raise ScenarioError("cluster.accelerator", "is required (or give a node template)")
-    cluster["accelerator"] = _expand(acc, accelerators, "cluster.accelerator", "accelerator")
-    out["cluster"] = cluster
-    return out
+        raise ScenarioError(f"{path}.accelerator", "is required (or give a node template)")
+    cluster["accelerator"] = _expand(acc, accelerators, f"{path}.accelerator", "accelerator")
+    if cluster.get("profile") is not None:
+        calibrate.apply_to_cluster(cluster)
+    return cluster
 
 
 HOST_SHARES = ("proportional", "whole")
