@@ -59,8 +59,7 @@ def profile_from_dict(d, path: str = "cluster.profile") -> dict:
     range (efficiencies in (0, 1], rates > 0). Raises ScenarioError naming the field.
     A profile given by id or name (the web side's) must be replaced by its figures first."""
     if not isinstance(d, dict):
-        raise ScenarioError(path, "must be a cluster profile's figures (an object); by id or "
-                                  f"name only through the web API, got {_show(d)}")
+        raise ScenarioError(path, f"must be a cluster profile's figures (an object) or its id, got {_show(d)}")
     _no_unknown(d, set(PROFILE_FIELDS), path)
     out = {"name": _str(d, "name", path), "id": _int(d, "id", path),
            "accelerator": _str(d, "accelerator", path),
@@ -90,6 +89,22 @@ def profile_from_dict(d, path: str = "cluster.profile") -> dict:
                 if v is not None}
         out["checkpoint_targets"] = checked
     return {k: v for k, v in out.items() if v is not None}
+
+
+def with_profile_figures(d: dict, profiles: dict | None) -> dict:
+    """``d`` with a ``cluster.profile`` given by key (a profile's id, as the web side stores
+    it) replaced by its figures from ``profiles`` (key -> figures; a new dict). Figures
+    already given (a dict) are kept. Raises ScenarioError (``cluster.profile``) for an
+    unknown key."""
+    ref = d["cluster"]["profile"]
+    if isinstance(ref, dict):
+        return d
+    table = profiles or {}
+    key = ref if ref in table else str(ref) if str(ref) in table else None
+    if isinstance(ref, bool) or key is None or not isinstance(ref, (int, str)):
+        raise ScenarioError("cluster.profile", f"unknown cluster profile {_show(ref)}; give the id "
+                                               "of a profile you can see (GET /api/v1/cluster-profiles/)")
+    return {**d, "cluster": {**d["cluster"], "profile": dict(table[key])}}
 
 
 def apply_to_sections(d: dict) -> dict:
@@ -361,7 +376,8 @@ def _resolved_cluster(cluster_in, lookups: dict):
                                                  lookups.get("accelerators"), "measurements.cluster"))
 
 
-def fit_profile(measurements: dict, lookups: dict | None = None, name: str | None = None) -> dict:
+def fit_profile(measurements: dict, lookups: dict | None = None, name: str | None = None,
+                max_work_units: float | None = None) -> dict:
     """Fit a cluster profile to ``measurements`` (shape in the module docstring).
 
     Order: the GEMM rate and the collectives and checkpoints first (closed forms), then
@@ -370,7 +386,9 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     ``lookups``: the preset tables (``models``, ``nodes``, ``accelerators``) as
     :meth:`Scenario.from_dict` takes them. Raises ScenarioError naming the field
     (``measurements.<kind>[i].<field>``; a step's scenario errors under
-    ``measurements.steps[i].scenario``).
+    ``measurements.steps[i].scenario``), also when the steps' fits together could take
+    more than ``max_work_units`` (:func:`simulation.cost_bound` of one evaluation times
+    :data:`MAX_STEP_EVALUATIONS` + 1 each), checked before any is simulated.
 
     Returns ``{"profile": {...figures...}, "fits": [...]}``: per measurement what it gave
     and the engine's figure with the default and with the fitted profile.
@@ -422,15 +440,24 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
                                          for kind, rates in per_target.items()}
 
     steps = _list(measurements, "steps")
-    ce, step_fits = [], []
+    ce, step_fits, specs, work = [], [], [], 0.0
     for i, m in enumerate(steps):
         path = f"measurements.steps[{i}]"
         _no_unknown(m, {"scenario", "step_s"}, path)
         measured = _num(m, "step_s", path, strict=True)
         if measured is None:
             raise ScenarioError(f"{path}.step_s", "is required")
-        spec = _step_spec(m.get("scenario"), cluster_in, profile, f"{path}.scenario", lookups)
-        r = fit_step(spec, measured, lookups, path)
+        spec, units = _step_spec(m.get("scenario"), cluster_in, profile, f"{path}.scenario", lookups)
+        work += units * (MAX_STEP_EVALUATIONS + 1)
+        if max_work_units is not None and work > max_work_units:
+            raise ScenarioError(f"{path}.scenario",
+                                f"fitting the measured steps could take about {work:,.0f} work units "
+                                f"({MAX_STEP_EVALUATIONS + 1} evaluations each); at most "
+                                f"{max_work_units:,.0f} are allowed per request: fit a smaller "
+                                "configuration or fewer steps")
+        specs.append((i, spec, measured))
+    for i, spec, measured in specs:
+        r = fit_step(spec, measured, lookups, f"measurements.steps[{i}]")
         ce.append(r["compute_efficiency"])
         step_fits.append((i, spec, measured, r))
     if ce:
@@ -454,9 +481,10 @@ def _scoped(fn, path: str):
 
 
 def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) -> dict:
-    """The measured step's scenario with the profile so far applied (its cluster defaults
-    to the measured cluster's), validated like any scenario."""
-    from .cost import validate
+    """``(spec, work units of one evaluation)``: the measured step's scenario with the
+    profile so far applied (its cluster defaults to the measured cluster's), validated
+    like any scenario."""
+    from .cost import cost_bound, validate
     from .scenario import Scenario
 
     if not isinstance(spec, dict):
@@ -470,8 +498,9 @@ def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) 
     training = spec.get("training") or {}
     if isinstance(training, dict):
         spec["training"] = {k: v for k, v in training.items() if k != "compute_efficiency"}
-    _scoped(lambda: validate(Scenario.from_dict(spec, **lookups)), path)
-    return spec
+    sc = _scoped(lambda: Scenario.from_dict(spec, **lookups), path)
+    _scoped(lambda: validate(sc), path)
+    return spec, cost_bound(sc, include_step=True, detail=False).work_units
 
 
 def _default_step_s(spec: dict, lookups: dict) -> float:

@@ -520,12 +520,14 @@ class Scenario:
     schema: int = SCHEMA_VERSION
 
     @classmethod
-    def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
+    def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None,
+                  profiles=None) -> "Scenario":
         """Validate, expand presets and build a scenario. Raises ScenarioError.
-        A ``cluster.profile`` (a cluster profile's figures) fills in the training and
-        checkpoint figures the scenario leaves unset (:mod:`simulation.calibrate`)."""
+        A ``cluster.profile`` (a cluster profile's figures, or its key in ``profiles``,
+        id -> figures) fills in the training, accelerator and checkpoint figures the
+        scenario leaves unset (:mod:`simulation.calibrate`)."""
         if isinstance(d, dict) and isinstance(d.get("cluster"), dict) and d["cluster"].get("profile") is not None:
-            d = calibrate.apply_to_sections(d)
+            d = calibrate.apply_to_sections(calibrate.with_profile_figures(d, profiles))
         models = presets.MODELS if models is None else models
         nodes = presets.NODES if nodes is None else nodes
         accelerators = presets.ACCELERATORS if accelerators is None else accelerators

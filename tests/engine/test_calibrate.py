@@ -182,3 +182,21 @@ def test_bad_profile_figures_name_their_field():
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(with_profile(T1["nar21_t1_1p7B"]["scenario"], 3))
     assert e.value.field == "cluster.profile"
+
+
+def test_a_profile_by_id_comes_from_the_profiles_table():
+    spec = with_profile(T1["nar21_t1_1p7B"]["scenario"], 7)
+    sc = Scenario.from_dict(spec, profiles={7: {"id": 7, "name": "selene", "compute_efficiency": 0.5}})
+    assert sc.training.compute_efficiency == 0.5
+    assert sc.to_dict()["cluster"]["profile"] == {"id": 7, "name": "selene", "compute_efficiency": 0.5}
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(spec, profiles={8: {"compute_efficiency": 0.5}})
+    assert e.value.field == "cluster.profile"
+
+
+def test_step_fits_over_the_work_limit_are_refused_before_any_is_simulated():
+    a = T1["nar21_t1_529p6B"]
+    with pytest.raises(ScenarioError) as e:
+        calibrate.fit_profile({"cluster": SELENE, "steps": [
+            {"scenario": a["scenario"], "step_s": a["expected_step_time_s"]}]}, max_work_units=1000)
+    assert e.value.field == "measurements.steps[0].scenario"
