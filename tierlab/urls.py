@@ -21,6 +21,7 @@ router.register("catalog/accelerators", catalog_api.AcceleratorViewSet, basename
 router.register("catalog/hardware", catalog_api.HardwareItemViewSet, basename="catalog-hardware")
 router.register("scenarios", scenario_api.ScenarioViewSet, basename="scenario")
 router.register("runs", scenario_api.RunViewSet, basename="run")
+router.register("cluster-profiles", scenario_api.ClusterProfileViewSet, basename="cluster-profile")
 
 # The split view serves Swagger UI's start-up script as a file (script-src 'self' holds); its
 # page keeps one inline <style> block, so this page alone allows inline styles.
