@@ -46,6 +46,9 @@ MAX_MEASUREMENTS = 8                # of each kind, per profile
 MAX_STEP_EVALUATIONS = 40           # engine evaluations per measured step (bracket + solve)
 STEP_TOLERANCE = 1e-4               # relative: the fitted step within 0.01 % of the measured
 MIN_COMPUTE_EFFICIENCY = 0.02       # the bracket of the step fit: 2 % .. 100 % of peak
+MAX_BYTES = 1e18                    # caps that keep every figure finite (an exabyte,
+MAX_BYTES_PER_S = 1e15              # a petabyte per second, ~30 years)
+MAX_SECONDS = 1e9
 COLLECTIVE_KINDS = {"all_reduce": "allreduce", "all_gather": "allgather",
                     "reduce_scatter": "reduce_scatter"}
 PROFILE_FIELDS = ("name", "id", "accelerator", "compute_efficiency", "network_efficiency",
@@ -209,9 +212,9 @@ def fit_collective(m: dict, cluster, path: str) -> dict:
         raise ScenarioError(f"{path}.collective",
                             f"must be one of {', '.join(COLLECTIVE_KINDS)}, got {_show(name)}")
     kind = COLLECTIVE_KINDS[name]
-    size = _num(m, "size_bytes", path, strict=True)
+    size = _num(m, "size_bytes", path, strict=True, maximum=MAX_BYTES)
     ranks = _int(m, "ranks", path, minimum=2, maximum=1_000_000)
-    busbw = _num(m, "bus_bytes_per_s", path, strict=True)
+    busbw = _num(m, "bus_bytes_per_s", path, strict=True, maximum=MAX_BYTES_PER_S)
     for key, v in (("size_bytes", size), ("ranks", ranks), ("bus_bytes_per_s", busbw)):
         if v is None:
             raise ScenarioError(f"{path}.{key}", "is required")
@@ -271,11 +274,12 @@ def fit_checkpoint(m: dict, cluster, path: str) -> dict:
     kind = m.get("target", "parallel_fs")
     if kind not in TARGET_KINDS:
         raise ScenarioError(f"{path}.target", f"must be one of {', '.join(TARGET_KINDS)}, got {_show(kind)}")
-    size = _num(m, "size_bytes", path, strict=True)
+    size = _num(m, "size_bytes", path, strict=True, maximum=MAX_BYTES)
     if size is None:
         raise ScenarioError(f"{path}.size_bytes", "is required")
     nodes = _int(m, "num_nodes", path, cluster.num_nodes, maximum=1_000_000)
-    write_s, restart_s = _num(m, "write_s", path, strict=True), _num(m, "restart_s", path, strict=True)
+    write_s = _num(m, "write_s", path, strict=True, maximum=MAX_SECONDS)
+    restart_s = _num(m, "restart_s", path, strict=True, maximum=MAX_SECONDS)
     if write_s is None and restart_s is None:
         raise ScenarioError(f"{path}.write_s", "is required (or restart_s)")
     tgt = TARGET_DEFAULTS[kind]
@@ -306,7 +310,10 @@ def step_time_s(spec: dict, compute_efficiency: float, lookups: dict) -> float:
     training = {k: v for k, v in (spec.get("training") or {}).items() if k != "compute_model"}
     training["compute_efficiency"] = compute_efficiency
     sc = Scenario.from_dict({**spec, "training": training}, **lookups)
-    return evaluate(sc, include_step=True, detail=False).step["time_s"]
+    step = evaluate(sc, include_step=True, detail=False).step or {}
+    if not isinstance(step.get("time_s"), (int, float)) or not math.isfinite(step["time_s"]):
+        raise ScenarioError("scenario", "the engine gives no step time for this scenario")
+    return float(step["time_s"])
 
 
 def fit_step(spec: dict, measured_s: float, lookups: dict | None = None,
@@ -326,7 +333,7 @@ def fit_step(spec: dict, measured_s: float, lookups: dict | None = None,
     "evaluations"}``.
     """
     lookups = lookups or {}
-    f = lambda x: step_time_s(spec, 1.0 / x, lookups) - measured_s   # noqa: E731
+    f = lambda x: _scoped(lambda: step_time_s(spec, 1.0 / x, lookups), f"{path}.scenario") - measured_s  # noqa: E731
     lo_x, hi_x = 1.0, 1.0 / MIN_COMPUTE_EFFICIENCY
     f_lo, f_hi = f(lo_x), f(hi_x)
     evaluations = 2
@@ -373,7 +380,8 @@ def _resolved_cluster(cluster_in, lookups: dict):
     from .scenario import ClusterSpec, resolve_cluster
 
     return ClusterSpec.from_dict(resolve_cluster(cluster_in, lookups.get("nodes"),
-                                                 lookups.get("accelerators"), "measurements.cluster"))
+                                                 lookups.get("accelerators"), "measurements.cluster"),
+                                 "measurements.cluster")
 
 
 def fit_profile(measurements: dict, lookups: dict | None = None, name: str | None = None,
@@ -414,7 +422,7 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
         if not isinstance(gemm, dict):
             raise ScenarioError("measurements.gemm", "must be an object")
         _no_unknown(gemm, {"flops_per_s"}, "measurements.gemm")
-        rate = _num(gemm, "flops_per_s", "measurements.gemm", strict=True)
+        rate = _num(gemm, "flops_per_s", "measurements.gemm", strict=True, maximum=1e18)
         if rate is None:
             raise ScenarioError("measurements.gemm.flops_per_s", "is required")
         profile.update(fit_gemm(rate, cluster.accelerator))
@@ -444,7 +452,7 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     for i, m in enumerate(steps):
         path = f"measurements.steps[{i}]"
         _no_unknown(m, {"scenario", "step_s"}, path)
-        measured = _num(m, "step_s", path, strict=True)
+        measured = _num(m, "step_s", path, strict=True, maximum=MAX_SECONDS)
         if measured is None:
             raise ScenarioError(f"{path}.step_s", "is required")
         spec, units = _step_spec(m.get("scenario"), cluster_in, profile, f"{path}.scenario", lookups)

@@ -200,3 +200,16 @@ def test_step_fits_over_the_work_limit_are_refused_before_any_is_simulated():
         calibrate.fit_profile({"cluster": SELENE, "steps": [
             {"scenario": a["scenario"], "step_s": a["expected_step_time_s"]}]}, max_work_units=1000)
     assert e.value.field == "measurements.steps[0].scenario"
+
+
+@pytest.mark.parametrize("measurements, field", [
+    ({"cluster": {"node": "dgx-a100-80gb", "num_nodes": "two"}}, "measurements.cluster.num_nodes"),
+    ({"cluster": SELENE, "collectives": [{"collective": "all_reduce", "size_bytes": 1e308, "ranks": 8,
+                                          "bus_bytes_per_s": 1e9}]}, "measurements.collectives[0].size_bytes"),
+    ({"cluster": SELENE, "checkpoints": [{"size_bytes": 1e12, "write_s": 1e300}]},
+     "measurements.checkpoints[0].write_s"),
+])
+def test_out_of_range_measurements_name_their_field(measurements, field):
+    with pytest.raises(ScenarioError) as e:
+        calibrate.fit_profile(measurements)
+    assert e.value.field == field
