@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
-from . import cpu_adam, presets
+from . import calibrate, cpu_adam, presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import ScenarioError
@@ -245,6 +245,7 @@ class ClusterSpec:
     pcie_switch_gpus: int | None = None
     pcie_switch_uplink_bytes_per_s: float | None = None
     pcie_switch_source: str | None = None
+    profile: dict | None = None                   # a cluster profile's figures (simulation.calibrate)
 
     @property
     def num_gpus(self) -> int:
@@ -286,7 +287,9 @@ class ClusterSpec:
             cpu_source=_str(d, "cpu_source", path),
             pcie_switch_gpus=_int(d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
             pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
-            pcie_switch_source=_str(d, "pcie_switch_source", path))
+            pcie_switch_source=_str(d, "pcie_switch_source", path),
+            profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
+                     if d.get("profile") is not None else None))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -299,7 +302,8 @@ class ClusterSpec:
             cpu_cores=self.cpu_cores, cpu_isa=self.cpu_isa, cpu_source=self.cpu_source,
             pcie_switch_gpus=self.pcie_switch_gpus,
             pcie_switch_uplink_bytes_per_s=self.pcie_switch_uplink_bytes_per_s,
-            pcie_switch_source=self.pcie_switch_source))
+            pcie_switch_source=self.pcie_switch_source,
+            profile=dict(self.profile) if self.profile is not None else None))
 
 
 @dataclass(frozen=True)
@@ -551,8 +555,14 @@ class Scenario:
     schema: int = SCHEMA_VERSION
 
     @classmethod
-    def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None) -> "Scenario":
-        """Validate, expand presets and build a scenario. Raises ScenarioError."""
+    def from_dict(cls, d: dict, models=None, nodes=None, accelerators=None,
+                  profiles=None) -> "Scenario":
+        """Validate, expand presets and build a scenario. Raises ScenarioError.
+        A ``cluster.profile`` (a cluster profile's figures, or its key in ``profiles``,
+        id -> figures) fills in the training, accelerator and checkpoint figures the
+        scenario leaves unset (:mod:`simulation.calibrate`)."""
+        if isinstance(d, dict) and isinstance(d.get("cluster"), dict) and d["cluster"].get("profile") is not None:
+            d = calibrate.apply_to_sections(calibrate.with_profile_figures(d, profiles))
         models = presets.MODELS if models is None else models
         nodes = presets.NODES if nodes is None else nodes
         accelerators = presets.ACCELERATORS if accelerators is None else accelerators
@@ -727,15 +737,23 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     if d.get("model") is not None:
         out["model"] = _expand(d["model"], models, "model", "model")
 
-    cluster_in = d["cluster"]
+    out["cluster"] = resolve_cluster(d["cluster"], nodes, accelerators)
+    return out
+
+
+def resolve_cluster(cluster_in, nodes=None, accelerators=None, path: str = "cluster") -> dict:
+    """A cluster section with its node template and accelerator preset expanded (a new
+    dict), and a ``profile``'s accelerator figures applied (:mod:`simulation.calibrate`)."""
+    nodes = presets.NODES if nodes is None else nodes
+    accelerators = presets.ACCELERATORS if accelerators is None else accelerators
     if not isinstance(cluster_in, dict):
-        raise ScenarioError("cluster", "must be an object")
+        raise ScenarioError(path, "must be an object")
     cluster = {}
     node_id = cluster_in.get("node")
     explicit = cluster_in.get("accelerator") is not None and cluster_in.get("gpus_per_node") is not None
     if node_id is not None and not (node_id not in nodes and explicit):
         if node_id not in nodes:
-            raise ScenarioError("cluster.node",
+            raise ScenarioError(f"{path}.node",
                                 f"unknown node template {node_id!r}; known: {', '.join(sorted(nodes))}")
         tpl = nodes[node_id]
         cluster = {k: v for k, v in tpl.items() if k not in ("name", "tiers")}
@@ -746,7 +764,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
             if v is None:
                 continue
             if not isinstance(v, dict):
-                raise ScenarioError("cluster.tiers", "must be an object")
+                raise ScenarioError(f"{path}.tiers", "must be an object")
             tiers = cluster.setdefault("tiers", {})
             for tname, tspec in v.items():
                 if tspec is None:            # null removes a tier of the template
@@ -754,7 +772,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
                 elif isinstance(tspec, dict):
                     tiers[tname] = {**tiers.get(tname, {}), **tspec}
                 else:
-                    raise ScenarioError(f"cluster.tiers.{tname}", "must be an object or null")
+                    raise ScenarioError(f"{path}.tiers.{tname}", "must be an object or null")
         elif v is not None:
             cluster[k] = v
     template = tpl if node_id is not None and node_id in nodes else None
@@ -764,10 +782,11 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
         cluster["template_gpus_per_node"] = template.get("gpus_per_node")
     acc = cluster.get("accelerator")
     if acc is None:
-        raise ScenarioError("cluster.accelerator", "is required (or give a node template)")
-    cluster["accelerator"] = _expand(acc, accelerators, "cluster.accelerator", "accelerator")
-    out["cluster"] = cluster
-    return out
+        raise ScenarioError(f"{path}.accelerator", "is required (or give a node template)")
+    cluster["accelerator"] = _expand(acc, accelerators, f"{path}.accelerator", "accelerator")
+    if cluster.get("profile") is not None:
+        calibrate.apply_to_cluster(cluster)
+    return cluster
 
 
 HOST_SHARES = ("proportional", "whole")

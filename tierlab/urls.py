@@ -21,6 +21,7 @@ router.register("catalog/accelerators", catalog_api.AcceleratorViewSet, basename
 router.register("catalog/hardware", catalog_api.HardwareItemViewSet, basename="catalog-hardware")
 router.register("scenarios", scenario_api.ScenarioViewSet, basename="scenario")
 router.register("runs", scenario_api.RunViewSet, basename="run")
+router.register("cluster-profiles", scenario_api.ClusterProfileViewSet, basename="cluster-profile")
 
 # The split view serves Swagger UI's start-up script as a file (script-src 'self' holds); its
 # page keeps one inline <style> block, so this page alone allows inline styles.
@@ -36,6 +37,8 @@ urlpatterns = [
     path("scenarios/<int:pk>/run/", scenario_views.scenario_run, name="scenario-run"),
     path("runs/<int:pk>/", scenario_views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", scenario_views.run_cancel, name="run-cancel"),
+    path("profiles/", scenario_views.profile_list, name="profile-list"),
+    path("profiles/<int:pk>/", scenario_views.profile_detail, name="profile-detail"),
     path("catalog/", catalog_views.catalog, name="catalog"),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"debug_hint": _login_hint}),
          name="login"),

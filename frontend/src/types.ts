@@ -265,6 +265,14 @@ export interface CatalogEntry {
   notes?: string | null;
 }
 
+/** A cluster profile as GET /api/v1/cluster-profiles/ lists it (only what the form shows). */
+export interface ClusterProfileEntry {
+  id: number;
+  name: string;
+  owner: string | null;
+  figures: Record<string, unknown>;
+}
+
 /** A scenario as the API takes it (schema 1); only what the form sets is typed. */
 export interface ScenarioJSON {
   schema?: number;

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from tierlab.scenarios.models import Run, Scenario
+from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 
 
 class RunInline(admin.TabularInline):
@@ -32,3 +32,15 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(ClusterProfile)
+class ClusterProfileAdmin(admin.ModelAdmin):
+    """Profiles are fitted by the engine: the admin shows them and lets support delete
+    one; measurements are edited (and refitted) through the API or the profile page."""
+
+    list_display = ["name", "owner", "updated_at"]
+    list_filter = ["owner"]
+    search_fields = ["name", "owner__username"]
+    raw_id_fields = ["owner"]
+    readonly_fields = ["measurements", "figures", "fits", "created_at", "updated_at"]

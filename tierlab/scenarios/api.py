@@ -17,10 +17,10 @@ from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
 from tierlab.api import StrictPageNumberPagination
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
-from tierlab.scenarios import services
+from tierlab.scenarios import profiles, services
 from tierlab.scenarios.filters import RunFilter, ScenarioFilter
-from tierlab.scenarios.models import Run, Scenario
-from tierlab.scenarios.serializers import (EstimateRequestSerializer, RunListSerializer, RunSerializer,
+from tierlab.scenarios.models import ClusterProfile, Run, Scenario
+from tierlab.scenarios.serializers import (ClusterProfileSerializer, EstimateRequestSerializer, RunListSerializer, RunSerializer,
                                            ScenarioSerializer, scenario_error_detail)
 
 
@@ -137,9 +137,42 @@ class EstimateView(APIView):
             data = serializer.validated_data
             report = services.estimate(data["scenario"], include_step=data["include_step"],
                                        detail=data["detail"],
-                                       step_if_within_limit=data["step_if_within_limit"])
+                                       step_if_within_limit=data["step_if_within_limit"],
+                                       user=request.user)
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
         except services.TooMuchWork as exc:
             return Response(scenario_error_detail(exc), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         return Response(report)
+
+
+class ClusterProfileViewSet(viewsets.ModelViewSet):
+    """Cluster profiles: your own and your team's. POST `{name, measurements}`: tierlab fits
+    the cluster's figures to what you measured (`figures`, and per measurement `fits`) and
+    saves them; a scenario uses them with `"cluster": {"profile": <id>}`. PUT/PATCH (its
+    owner) refits; scenarios naming it get the new figures from their next run on. Bad
+    measurements are a 400 naming the field (`measurements.steps[0].step_s`)."""
+
+    serializer_class = ClusterProfileSerializer
+    pagination_class = Pages
+    permission_classes = API_PERMISSIONS
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):   # schema generation
+            return ClusterProfile.objects.none()
+        return ClusterProfile.objects.visible_to(self.request.user).select_related("owner")
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        try:
+            serializer.instance = profiles.create_profile(self.request.user, data["name"], data["measurements"])
+        except ScenarioError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
+
+    def perform_update(self, serializer):
+        data, profile = serializer.validated_data, serializer.instance
+        try:
+            serializer.instance = profiles.refit_profile(
+                profile, data.get("name", profile.name), data.get("measurements", profile.measurements))
+        except ScenarioError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None

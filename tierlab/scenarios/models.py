@@ -142,3 +142,42 @@ class Run(models.Model):
             error=("worker lost: the run was still marked running "
                    f"{settings.TIERLAB_RUN_STALE_AFTER_S} s after it started "
                    "(past the time limit); start it again"))
+
+
+class ClusterProfile(models.Model):
+    """A cluster's efficiency figures, fitted to what its users measured on it.
+
+    ``measurements`` is what the user entered (measured step times of known scenarios,
+    nccl-tests bus bandwidths, a GEMM rate, checkpoint write and restart times; shape in
+    :mod:`simulation.calibrate`); ``figures`` is what the engine fitted to them and applies
+    to every scenario that names the profile (``"cluster": {"profile": <id>}``); ``fits``
+    says, per measurement, what it gave and how far the defaults were off. The owner's
+    team sees and uses it; only the owner refits or deletes it.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.CASCADE, related_name="cluster_profiles")
+    name = models.CharField(max_length=200)
+    measurements = models.JSONField(help_text="What was measured on the cluster, as entered.")
+    figures = models.JSONField(default=dict, help_text="The fitted figures the engine applies "
+                               "(compute_efficiency, network_efficiency, gemm_flops, checkpoint_targets).")
+    fits = models.JSONField(default=list, blank=True,
+                            help_text="Per measurement: the figure it gave, the engine's value with the "
+                                      "defaults and with the fitted profile.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = OwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return f"/profiles/{self.pk}/"
+
+    def engine_spec(self) -> dict:
+        """The figures as a scenario's ``cluster.profile`` carries them once resolved."""
+        return {**self.figures, "id": self.pk, "name": self.name}

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from simulation import ScenarioError
 from tierlab.api import StrictBooleanField, loads
-from tierlab.scenarios.models import Run, Scenario
+from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 
 
 def scenario_error_detail(exc: ScenarioError) -> dict:
@@ -188,3 +188,30 @@ class EstimateRequestSerializer(serializers.Serializer):
         if values.get("detail"):
             values["include_step"] = True
         return values
+
+
+class MeasurementsJSONField(ScenarioJSONField):
+    """The measurements object (shape: ``simulation.calibrate``); a JSON string holding one
+    is accepted too."""
+
+    default_error_messages = {
+        "malformed": "must be a JSON object (the measurements); this text is not JSON: {error}",
+        "not_object": "must be a JSON object (the measurements), got {kind}",
+    }
+
+
+class ClusterProfileSerializer(serializers.ModelSerializer):
+    """A cluster profile: what was measured, and the figures fitted to it."""
+
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
+                                         help_text="Username of its owner: you, or a member of your team.")
+    measurements = MeasurementsJSONField(help_text=(
+        '`{"cluster": {"node": ...}, "gemm": {"flops_per_s"}, "collectives": [{"collective", '
+        '"size_bytes", "ranks", "bus_bytes_per_s"}], "checkpoints": [{"target", "size_bytes", '
+        '"num_nodes", "write_s", "restart_s"}], "steps": [{"scenario", "step_s"}]}`; SI units, '
+        "at most 8 of each list."))
+
+    class Meta:
+        model = ClusterProfile
+        fields = ["id", "name", "owner", "measurements", "figures", "fits", "created_at", "updated_at"]
+        read_only_fields = ["id", "owner", "figures", "fits", "created_at", "updated_at"]

@@ -21,13 +21,14 @@ import simulation
 from simulation import ScenarioError
 from tierlab import jobs
 from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
-from tierlab.scenarios.models import Run, RunStopped, Scenario
+from tierlab.scenarios.models import ClusterProfile, Run, RunStopped, Scenario
 
 log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- engine calls
-_PRESET_TABLES = (("models", ModelPreset), ("nodes", NodeTemplate), ("accelerators", Accelerator))
+_PRESET_TABLES = (("models", ModelPreset), ("nodes", NodeTemplate), ("accelerators", Accelerator),
+                  ("profiles", ClusterProfile))     # cluster profiles by id (cluster.profile)
 _catalog_cache: tuple = (None, None)       # (version, tables), per process
 _catalog_checked_at = float("-inf")         # time.monotonic() of the last version query
 
@@ -52,6 +53,8 @@ def catalog_lookups() -> dict:
     """Preset tables for the engine, from the database so admin edits take effect.
 
     A table with no rows yet (catalog not loaded) falls back to the engine's built-ins.
+    ``profiles`` holds every cluster profile by id: who may name which is checked where a
+    user's scenario comes in (``profiles.check_visible``), not here.
     Rebuilt when a preset row is added, removed or saved (the version query, asked at most
     every ``CATALOG_CHECK_S`` seconds; at once after an edit in this process); the engine
     only reads these tables, so one copy per process serves every request.
@@ -66,7 +69,8 @@ def catalog_lookups() -> dict:
     if version != cached_version:
         tables = {}
         for key, model in _PRESET_TABLES:
-            rows = {row.slug: row.engine_spec() for row in model.objects.all()}
+            rows = {(row.pk if key == "profiles" else row.slug): row.engine_spec()
+                    for row in model.objects.all()}
             tables[key] = rows or None
         _catalog_cache = (version, tables)
     return dict(tables)
@@ -98,7 +102,7 @@ def resolve(spec: dict) -> dict:
 
 
 def estimate(spec: dict, include_step: bool = False, detail: bool = False,
-             step_if_within_limit: bool = False) -> dict:
+             step_if_within_limit: bool = False, user=None) -> dict:
     """The engine's report for ``spec``, computed now. Raises ScenarioError, or TooMuchWork
     when the engine's cost bound for it is over ``ESTIMATE_MAX_WORK_UNITS``.
 
@@ -106,8 +110,11 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
     step (time, breakdown, links, verdict) and checkpoint goodput; ``detail`` with it adds
     the step's timeline and the checkpoint Monte-Carlo, as a run's report has them.
     With ``step_if_within_limit`` a step over the limit is left out instead: the memory-only
-    report with ``step_skipped`` (the reason) is returned.
+    report with ``step_skipped`` (the reason) is returned. With ``user``, a cluster
+    profile the scenario names must be one they can see.
     """
+    if user is not None:
+        check_profile_visible(spec, user)
     scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
     simulation.validate(scenario)
     try:
@@ -120,6 +127,14 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
         report["step_skipped"] = {"field": exc.field, "reason": exc.message}
         return report
     return simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict()
+
+
+def check_profile_visible(spec, user) -> None:
+    """ScenarioError (``cluster.profile``) unless the profile ``spec`` names is ``user``'s
+    or their team's (:func:`tierlab.scenarios.profiles.check_visible`)."""
+    from tierlab.scenarios.profiles import check_visible
+
+    check_visible(spec, user)
 
 
 def check_request_work(scenario, include_step: bool, detail: bool) -> None:
@@ -149,6 +164,7 @@ def _pinned_lookups(resolved: dict) -> dict:
     model, cluster = resolved.get("model") or {}, resolved.get("cluster") or {}
     accelerator = cluster.get("accelerator") or {}
     pick = lambda name: {name: {}} if isinstance(name, str) else {}  # noqa: E731
+    # a resolved cluster.profile carries its figures: no profiles table is needed
     return {"models": pick(model.get("preset")), "nodes": pick(cluster.get("node")),
             "accelerators": pick(accelerator.get("preset"))}
 
@@ -171,6 +187,7 @@ def input_hash(resolved: dict, engine_version: str) -> str:
 # ---------------------------------------------------------------- scenarios and runs
 def create_scenario(owner, name: str, spec: dict) -> Scenario:
     """Validate with the engine, then save. Raises ScenarioError; nothing saved then."""
+    check_profile_visible(spec, owner)
     resolve(spec)
     return Scenario.objects.create(owner=owner, name=name, spec=spec)
 
@@ -184,8 +201,10 @@ def start_run(scenario: Scenario) -> Run:
     waited for: the new run is created queued, pointing at it (``reused_from``), and gets
     its result when it finishes (``settle_followers``); nothing is computed twice.
     Otherwise the run is queued and sent to a Celery worker once this transaction
-    commits. Raises ScenarioError.
+    commits. A cluster profile the scenario names is resolved into its input with its
+    figures as they are now, so a refitted profile gives a new hash. Raises ScenarioError.
     """
+    check_profile_visible(scenario.spec, scenario.owner)
     resolved = resolve(scenario.spec)
     version = simulation.ENGINE_VERSION
     digest = input_hash(resolved, version)

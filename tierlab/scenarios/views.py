@@ -7,11 +7,12 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from simulation import ScenarioError
+from simulation import ScenarioError, presets
 from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
-from tierlab.scenarios import services
+from tierlab.scenarios import profiles, services
 from tierlab.scenarios.examples import examples
-from tierlab.scenarios.models import Run, Scenario
+from tierlab.scenarios.forms import ProfileForm
+from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 
 
 @login_required
@@ -69,3 +70,37 @@ def run_cancel(request, pk):
     except services.RunStateError as exc:
         messages.error(request, f"Not cancelled: {exc.message}.")
     return redirect(run)
+
+
+def _node_choices() -> list[tuple[str, str]]:
+    nodes = services.catalog_lookups().get("nodes") or presets.NODES
+    return sorted((slug, f"{spec.get('name') or slug} ({slug})") for slug, spec in nodes.items())
+
+
+@login_required
+def profile_list(request):
+    """Cluster profiles (yours and your team's) and the form that fits a new one."""
+    scenarios = Scenario.objects.owned_by(request.user)
+    form = ProfileForm(request.POST or None, nodes=_node_choices(), scenarios=scenarios,
+                       initial={"node": "dgx-a100-80gb", "checkpoint_target": "parallel_fs"})
+    if request.method == "POST" and form.is_valid():
+        try:
+            profile = profiles.create_profile(request.user, form.cleaned_data["name"], form.measurements())
+        except ScenarioError as exc:
+            target = ProfileForm.field_for_error(exc.field)
+            form.add_error(target, exc.message if target else f"{exc.field}: {exc.message}")
+        else:
+            return redirect(profile)
+    visible = ClusterProfile.objects.visible_to(request.user).select_related("owner")
+    return render(request, "scenarios/profiles.html", {"form": form, "profiles": visible[:200]},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+def profile_detail(request, pk):
+    """A profile's fitted figures, and per measurement what it gave."""
+    profile = get_visible_or_404(ClusterProfile.objects.select_related("owner"), request.user, pk=pk)
+    return render(request, "scenarios/profile.html", {
+        "profile": profile, "can_change": can_change(request.user, profile),
+        "figures_json": json.dumps(profile.figures, indent=2),
+        "api_url": f"/api/v1/cluster-profiles/{profile.pk}/"})

@@ -48,6 +48,16 @@ describe("buildRequest", () => {
     });
   });
 
+  it("sends the chosen cluster profile by id, and none when none is chosen", () => {
+    expect(buildRequest({ ...values, "cluster.profile": "7" }).scenario.cluster).toEqual(
+      { node: "dgx-h100", num_nodes: 2, gpus_per_node: 8, profile: 7 });
+    expect(buildRequest({ ...values, "cluster.profile": "" }).scenario.cluster).not.toHaveProperty("profile");
+    // a scenario's own profile comes back into the form, and the form's choice replaces it
+    expect(valuesFromScenario({ cluster: { node: "dgx-h100", profile: 3 } })["cluster.profile"]).toBe("3");
+    expect(buildRequest({ ...values, "cluster.profile": "" }, { cluster: { node: "dgx-h100", profile: 3 } })
+      .scenario.cluster).not.toHaveProperty("profile");
+  });
+
   it("sends the advanced and checkpoint inputs under their dotted paths, numbers as numbers", () => {
     const r = buildRequest({
       ...values,

@@ -143,6 +143,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "cluster.node": "Node template",
   "cluster.num_nodes": "Number of nodes",
   "cluster.gpus_per_node": "GPUs per node",
+  "cluster.profile": "Cluster profile",
   "strategy.kind": "Strategy",
   "strategy.shard_group_size": "Shard group size",
   "strategy.offload_optimizer": "Offload optimizer states to",
@@ -182,6 +183,7 @@ export const DEFAULT_VALUES: FormValues = {
   "cluster.node": "dgx-h100",
   "cluster.num_nodes": "1",
   "cluster.gpus_per_node": "8",
+  "cluster.profile": "",
   "strategy.kind": "zero3",
   "strategy.shard_group_size": "",
   "strategy.offload_optimizer": "none",
@@ -306,12 +308,14 @@ export function buildRequest(
   // Keep the example's extra cluster settings only while its node template is chosen.
   if (baseCluster.node === node) {
     for (const [k, v] of Object.entries(baseCluster)) {
-      if (!["node", "num_nodes", "gpus_per_node"].includes(k)) cluster[k] = v;
+      if (!["node", "num_nodes", "gpus_per_node", "profile"].includes(k)) cluster[k] = v;
     }
   }
   cluster.node = node;
   setIf(cluster, "num_nodes", intOrRaw(values["cluster.num_nodes"]));
   setIf(cluster, "gpus_per_node", intOrRaw(values["cluster.gpus_per_node"]));
+  // A cluster profile (its id): its fitted figures fill in what the scenario leaves unset.
+  setIf(cluster, "profile", intOrRaw(values["cluster.profile"]));
   // A recommendation model: its section and the cluster; the transformer's inputs are not sent.
   if (isRecsys(values)) {
     return { name: str(values.name, "").trim(), scenario: { schema: 1, recsys: recsysSection(values, base?.recsys), cluster } };

@@ -4,7 +4,7 @@
 
 import "../base";
 
-import { ApiError, endpoints, listCatalog, postJSON, type FieldErrors } from "../api";
+import { ApiError, endpoints, getList, listCatalog, postJSON, type FieldErrors } from "../api";
 import { h, readJSONScript, replaceChildren } from "../dom";
 import {
   ACTIVATION_OFFLOAD,
@@ -38,7 +38,7 @@ import {
 } from "../form/scenario";
 import { estimateNotesSummary, estimateStepSummary, estimateSummary } from "../report";
 import { recsysForm } from "./recsys_form";
-import type { CatalogEntry, Example, Report, Run, ScenarioJSON } from "../types";
+import type { CatalogEntry, ClusterProfileEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
 
 type Control = HTMLInputElement | HTMLSelectElement;
@@ -117,6 +117,7 @@ function mount(root: HTMLElement): void {
     name: h("input", { type: "text", maxlength: 200, required: true, autocomplete: "off", placeholder: "e.g. 70B on two DGX H100" }),
     model: select([["", "Loading models…"]], { required: true }),
     node: select([["", "Loading node templates…"]], { required: true }),
+    profile: select([["", "none: the engine's default efficiencies"]]),
     numNodes: integer({ required: true }),
     gpus: integer({ required: true }),
     kind: select(STRATEGIES),
@@ -221,6 +222,7 @@ function mount(root: HTMLElement): void {
       h("div", { class: "grid" },
         field("cluster.num_nodes", FIELD_LABELS["cluster.num_nodes"], c.numNodes, { unit: "nodes" }),
         field("cluster.gpus_per_node", FIELD_LABELS["cluster.gpus_per_node"], c.gpus, { unit: "GPUs" }),
+        field("cluster.profile", FIELD_LABELS["cluster.profile"], c.profile, { unit: "fitted to measurements" }),
       ),
     ),
     rs.fieldset,
@@ -665,6 +667,30 @@ function mount(root: HTMLElement): void {
     .catch((err) => {
       showErrors(errorsOf(err), "Could not load the model and node catalog");
     });
+  // Cluster profiles (yours and your team's); the form works without them.
+  getList<ClusterProfileEntry>(endpoints.clusterProfiles)
+    .then((profiles) => {
+      const chosen = c.profile.value;
+      for (const p of profiles) c.profile.append(h("option", { value: String(p.id) }, profileOptionLabel(p)));
+      if (chosen) c.profile.value = chosen;
+      c.profile.dataset.loaded = "true";
+    })
+    .catch(() => {
+      c.profile.dataset.loaded = "false";
+    });
+}
+
+/** "Selene (A100) — compute 63 %, network 86 %": a profile's name and its fitted figures. */
+function profileOptionLabel(p: ClusterProfileEntry): string {
+  const f = p.figures ?? {};
+  const pct = (v: unknown) => (typeof v === "number" ? `${Math.round(v * 100)} %` : null);
+  const parts = [
+    pct(f.compute_efficiency) && `compute ${pct(f.compute_efficiency)}`,
+    pct(f.network_efficiency) && `network ${pct(f.network_efficiency)}`,
+    typeof f.gemm_flops === "number" && `GEMM ${(f.gemm_flops / 1e12).toFixed(0)} TFLOP/s`,
+  ].filter(Boolean);
+  const on = typeof f.accelerator === "string" ? ` (${f.accelerator})` : "";
+  return `${p.name}${on}${parts.length ? " — " + parts.join(", ") : ""}`;
 }
 
 const root = document.getElementById("scenario-form-root");

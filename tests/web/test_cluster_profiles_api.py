@@ -1,0 +1,145 @@
+"""/api/v1/cluster-profiles/: fit a cluster's figures to measurements, share them with the
+team, and use them in scenarios (a refit is a new input hash: no stale result reused)."""
+
+import copy
+
+import pytest
+
+from tierlab.scenarios import services
+from tierlab.scenarios.models import ClusterProfile, Run, Scenario
+from tests.refdata import cases
+
+URL = "/api/v1/cluster-profiles/"
+pytestmark = pytest.mark.django_db
+T1 = {c["id"]: c for c in cases("narayanan_2021_table1")}
+
+
+def measurements(case_id="nar21_t1_529p6B", step_s=None):
+    c = T1[case_id]
+    return {"cluster": {"node": "dgx-a100-80gb"},
+            "collectives": [{"collective": "all_reduce", "size_bytes": 2**30, "ranks": 8,
+                             "bus_bytes_per_s": 230e9}],
+            "checkpoints": [{"target": "parallel_fs", "size_bytes": 2.3e12, "num_nodes": 48, "write_s": 40.0}],
+            "steps": [{"scenario": c["scenario"], "step_s": step_s or c["expected_step_time_s"]}]}
+
+
+def create(client, name="selene", body=None):
+    return client.post(URL, {"name": name, "measurements": body or measurements()}, format="json")
+
+
+def test_it_fits_and_saves_a_profile(owner_api, owner):
+    r = create(owner_api)
+    assert r.status_code == 201, r.json()
+    body = r.json()
+    assert body["owner"] == owner.username
+    fig = body["figures"]
+    assert fig["accelerator"] == "a100-sxm4-80gb"
+    assert 0.55 < fig["compute_efficiency"] <= 1 and 0 < fig["network_efficiency"] <= 1
+    assert fig["checkpoint_targets"]["parallel_fs"]["write_bytes_per_s"] == pytest.approx(57.5e9, rel=1e-3)
+    step = next(f for f in body["fits"] if f["kind"] == "step")
+    assert abs(step["fitted_step_s"] - step["measured_step_s"]) < abs(step["default_step_s"] - step["measured_step_s"])
+    assert ClusterProfile.objects.get(pk=body["id"]).owner == owner
+
+
+def test_the_team_sees_it_strangers_do_not_and_only_the_owner_refits(owner_api, teammate_api, stranger_api):
+    pk = create(owner_api).json()["id"]
+    assert teammate_api.get(f"{URL}{pk}/").status_code == 200
+    assert stranger_api.get(f"{URL}{pk}/").status_code == 404
+    assert [p["id"] for p in stranger_api.get(URL).json()["results"]] == []
+    assert teammate_api.patch(f"{URL}{pk}/", {"name": "x"}, format="json").status_code == 403
+    assert teammate_api.delete(f"{URL}{pk}/").status_code == 403
+
+
+def test_it_requires_login(anon_api):
+    assert anon_api.get(URL).status_code == 401
+    assert create(anon_api).status_code == 401
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda m: m.pop("cluster"), "measurements.cluster"),
+    (lambda m: m["steps"][0].update(step_s=0.01), "measurements.steps[0].step_s"),
+    (lambda m: m["steps"][0].update(step_s="fast"), "measurements.steps[0].step_s"),
+    (lambda m: m["steps"][0]["scenario"]["training"].update(global_batch_size=7),
+     "measurements.steps[0].scenario.training.global_batch_size"),
+    (lambda m: m["collectives"][0].update(bus_bytes_per_s=1e13), "measurements.collectives[0].bus_bytes_per_s"),
+    (lambda m: m["checkpoints"][0].update(target="tape"), "measurements.checkpoints[0].target"),
+    (lambda m: m.update(steps=[m["steps"][0]] * 9), "measurements.steps"),
+    (lambda m: m.update(steps="x"), "measurements.steps"),
+])
+def test_bad_measurements_are_a_400_naming_the_field(owner_api, change, field):
+    body = copy.deepcopy(measurements())
+    change(body)
+    r = create(owner_api, body=body)
+    assert r.status_code == 400, r.content
+    assert field in r.json(), r.json()
+    assert ClusterProfile.objects.count() == 0
+
+
+def test_measurements_that_are_not_an_object_are_a_400(owner_api):
+    r = owner_api.post(URL, {"name": "x", "measurements": [1, 2]}, format="json")
+    assert r.status_code == 400 and "measurements" in r.json()
+    r = owner_api.post(URL, {"name": "x", "measurements": "{not json"}, format="json")
+    assert r.status_code == 400 and "measurements" in r.json()
+
+
+def test_a_step_fit_over_the_request_work_limit_is_a_400(owner_api, settings):
+    settings.ESTIMATE_MAX_WORK_UNITS = 1000
+    r = create(owner_api)
+    assert r.status_code == 400 and "measurements.steps[0].scenario" in r.json()
+
+
+def _scenario_on(profile_id, case_id="nar21_t1_1008p0B"):
+    spec = copy.deepcopy(T1[case_id]["scenario"])
+    spec["cluster"]["profile"] = profile_id
+    return spec
+
+
+def test_a_scenario_uses_the_profile_and_a_refit_gives_a_new_input(owner_api, owner):
+    pk = create(owner_api).json()["id"]
+    r = owner_api.post("/api/v1/scenarios/", {"name": "1T on selene", "scenario": _scenario_on(pk)}, format="json")
+    assert r.status_code == 201, r.json()
+    scenario = Scenario.objects.get(pk=r.json()["id"])
+    first = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/").json()
+    fig = ClusterProfile.objects.get(pk=pk).figures
+    assert first["input"]["cluster"]["profile"]["compute_efficiency"] == fig["compute_efficiency"]
+    assert first["input"]["training"]["compute_efficiency"] == fig["compute_efficiency"]
+    services.execute_run(first["id"])
+    again = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/").json()
+    assert again["reused_from"] == first["id"]              # same figures: reused
+    # refit on a slower measurement: the scenario's next run has new figures, no reuse
+    refit = owner_api.put(f"{URL}{pk}/", {"name": "selene",
+                                          "measurements": measurements(step_s=60.0)}, format="json")
+    assert refit.status_code == 200, refit.json()
+    assert refit.json()["figures"]["compute_efficiency"] < fig["compute_efficiency"]
+    third = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/").json()
+    assert third["input_hash"] != first["input_hash"] and third["reused_from"] is None
+    assert Run.objects.get(pk=third["id"]).status == Run.Status.QUEUED
+
+
+def test_the_estimate_uses_the_profile(owner_api):
+    pk = create(owner_api).json()["id"]
+    body = {"scenario": _scenario_on(pk), "include_step": True}
+    with_profile = owner_api.post("/api/v1/estimate/", body, format="json").json()["step"]["time_s"]
+    del body["scenario"]["cluster"]["profile"]
+    default = owner_api.post("/api/v1/estimate/", body, format="json").json()["step"]["time_s"]
+    measured = T1["nar21_t1_1008p0B"]["expected_step_time_s"]
+    assert abs(with_profile - measured) < abs(default - measured)
+
+
+def test_someone_elses_profile_cannot_be_named(owner_api, stranger_api, teammate_api):
+    pk = create(owner_api).json()["id"]
+    r = stranger_api.post("/api/v1/scenarios/", {"name": "x", "scenario": _scenario_on(pk)}, format="json")
+    assert r.status_code == 400 and "scenario.cluster.profile" in r.json()
+    r = stranger_api.post("/api/v1/estimate/", {"scenario": _scenario_on(pk)}, format="json")
+    assert r.status_code == 400 and "scenario.cluster.profile" in r.json()
+    r = teammate_api.post("/api/v1/scenarios/", {"name": "x", "scenario": _scenario_on(pk)}, format="json")
+    assert r.status_code == 201, r.json()
+    r = owner_api.post("/api/v1/scenarios/", {"name": "x", "scenario": _scenario_on(pk + 999)}, format="json")
+    assert r.status_code == 400 and "scenario.cluster.profile" in r.json()
+
+
+def test_the_admin_lists_profiles(client, user_admin, owner_api):
+    create(owner_api)
+    client.force_login(user_admin)
+    r = client.get("/admin/scenarios/clusterprofile/")
+    assert r.status_code == 200 and b"selene" in r.content
