@@ -329,6 +329,13 @@ class TrainingSpec:
     compute_model: str | None = None
     software_stack: str | None = None
     network_efficiency: float = 0.8
+    # Data-parallel gradient all-reduce during the last micro-batch's backward (bucketed,
+    # torch DDP) or after it: Megatron-LM's own DDP reduces once the backward is done
+    # unless ``--overlap-grad-reduce`` is given (default False: megatron/training/
+    # arguments.py, core DistributedDataParallelConfig.overlap_grad_reduce; in 2021
+    # megatron/training.py train_step called allreduce_gradients() after
+    # forward_backward_func). Default: False for the Megatron framework, True otherwise.
+    overlap_grad_reduce: bool = True
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -354,7 +361,8 @@ class TrainingSpec:
                                     strict=True, maximum=1.0),
             compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
             software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
-            network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
+            network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
+            overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"))
 
     def to_dict(self) -> dict:
         out = _drop_none(_plain(self))

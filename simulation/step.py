@@ -267,7 +267,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
         replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
         tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),
-        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t))
+        bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t),
+        overlap_grad_reduce=int(tr.overlap_grad_reduce))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))

@@ -21,7 +21,9 @@ Per layer of the rank's pipeline stage, forward then backward:
   forward and two in backward (four with full recomputation, which reruns the
   forward), on the critical path.
 * DDP / ZeRO-1: bucketed all-reduce of gradients after each layer's backward, on the
-  last micro-batch only; ZeRO-2: reduce-scatter every micro-batch.
+  last micro-batch only (``overlap_grad_reduce``; without it, as Megatron-LM's own DDP
+  by default, every layer's all-reduce waits for the whole backward); ZeRO-2:
+  reduce-scatter every micro-batch.
 * Activation offload: each layer's checkpoint (2*s*b*h bytes) to DDR after forward and
   back before backward.
 * Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU at the
@@ -106,6 +108,7 @@ class RankModel:
     tp_latency_s: float = 0.0            # alpha of one tensor-parallel all-reduce
     bwd_fetch_factor: float = 1.0        # backward fetch (bytes and alphas) over forward's:
                                          # DeepSpeed re-gathers what recomputation released
+    overlap_grad_reduce: int = 1         # 0: DDP / ZeRO-1 gradient sync after the backward
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -223,6 +226,7 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     if r.head_s:
         state["prev_c"] = g.compute("embedding + logits", "gpu", r.head_s, deps=[state["prev_c"]])
     prev_act = None
+    deferred = not r.overlap_grad_reduce and r.stage < 2
     for i in reversed(range(r.layers)):
         for u in reversed(range(n_units)):
             deps = [state["prev_c"]] + ([fetch("bwd", i, u)] if zero3 else [])
@@ -232,7 +236,12 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 deps.append(prev_act)
             state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units, deps,
                                             release, r.bwd_allreduces if u == 0 else 0)
+        if deferred:
+            continue
         syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last)
+    if deferred:        # every layer's sync after the last backward (no overlap)
+        for i in reversed(range(r.layers)):
+            syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last)
     if last:
         _optimizer(g, r, syncs, state["prev_c"])
     return g
@@ -343,7 +352,7 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             r.bwd_allreduces, r.prefetch_depth, TIERS.index(r.offload_params),
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
-            r.units_per_layer, r.rs_per_layer)
+            r.units_per_layer, r.rs_per_layer, int(bool(r.overlap_grad_reduce)))
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,

@@ -296,3 +296,40 @@ def test_cpu_adam_on_the_critical_path_is_cpu_optimizer_time():
                                              "offload_params": "cpu"}))
     assert inf["step"]["breakdown_s"]["exposed_comm"] == 0.0        # no peer to gather from
     assert inf["step"]["breakdown_s"]["exposed_offload"] > 0
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_gradient_all_reduce_after_the_backward_without_overlap_by_hand(engine):
+    # DDP over 2 ranks: each layer's all-reduce moves 2 (2-1)/2 x 1e9 params x 2 B = 2e9 B
+    # at 1e9 B/s: 2 s. Forward [0,2]; backward b1 [2,4], b0 [4,6]; optimizer 2e9 params x
+    # 30 B / 30e9 B/s = 2 s. Overlapped (torch DDP buckets): ar1 [4,6] under b0, ar0
+    # [6,8], optimizer [8,10]. Megatron's DDP (no --overlap-grad-reduce): ar1 [6,8],
+    # ar0 [8,10], optimizer [10,12].
+    over = dict(stage=0, shard=1)
+    assert run(tiny(**over), engine)[1].makespan_s == pytest.approx(10.0)
+    assert run(tiny(**over, overlap_grad_reduce=0), engine)[1].makespan_s == pytest.approx(12.0)
+
+
+def test_megatron_reduces_gradients_after_the_backward():
+    # Narayanan et al. 2021 Table 1, 39B (TP 8, PP 2, DP 32, --DDP-impl local): a stage's
+    # 24 layers of 805.4 M parameters over TP 8 in fp16, ring all-reduce over 32 ranks, one a
+    # node (TP fills it): 2 x 31/32 x 2.416e9 x 2 B over the NIC's 25 GB/s x 0.8 = 0.468 s,
+    # all of it after the last micro-batch's backward; torch DDP hides all but the tail.
+    c = cases("narayanan_2021_table1", "nar21_t1_39p1B")[0]
+    assert c["scenario"]["training"]["overlap_grad_reduce"] is False
+    ar_s = 2 * 31 / 32 * 805412864 * 24 / 8 * 2 / (25e9 * 0.8)
+    tail = {}
+    for overlap in (False, True):
+        s = {**c["scenario"], "training": {**c["scenario"]["training"], "overlap_grad_reduce": overlap}}
+        st = evaluate_dict(s, detail=False)["step"]
+        tail[overlap] = st["last_micro_batch_s"] - st["micro_batch_s"]
+    assert tail[False] >= ar_s
+    assert tail[True] < 0.2 * ar_s
+    # the default follows the framework
+    from simulation.scenario import Scenario
+    base = {**c["scenario"], "training": {k: v for k, v in c["scenario"]["training"].items()
+                                          if k != "overlap_grad_reduce"}}
+    assert Scenario.from_dict(base).training.overlap_grad_reduce is False
+    base["training"] = {**base["training"], "framework": "huggingface", "tensor_parallel": 1,
+                        "pipeline_parallel": 1}
+    assert Scenario.from_dict(base).training.overlap_grad_reduce is True

@@ -47,7 +47,8 @@ def rank_models(draw):
         gather_latency_s=draw(latency), reduce_latency_s=draw(latency),
         dp_allreduce_latency_s=draw(latency), dp_allreduce_factor=draw(st.sampled_from([0.0, 1.9, 2.17])),
         dp_gather_latency_s=draw(latency), replica_latency_s=draw(latency),
-        tp_latency_s=draw(latency), bwd_fetch_factor=draw(st.sampled_from([1.0, 1.0, 1.5, 1.75])))
+        tp_latency_s=draw(latency), bwd_fetch_factor=draw(st.sampled_from([1.0, 1.0, 1.5, 1.75])),
+        overlap_grad_reduce=draw(st.sampled_from([1, 1, 0])))
 
 
 latency = st.sampled_from([0.0, 0.0, 2e-5, 7.3e-3])
@@ -122,11 +123,11 @@ def test_a_missing_link_is_a_graph_error_in_both():
 def test_c_builder_rejects_out_of_range_models_without_crashing():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):
-        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1), (0.0,) * 20, [0] * 8, True)
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1), (0.0,) * 20, [0] * 8, True)
     with pytest.raises(ValueError, match="out of range"):     # no fetch unit in a layer
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1), (0.0,) * 20, [0] * 8, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1), (0.0,) * 20, [0] * 8, True)
     with pytest.raises(ValueError, match="8 indices"):
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1), (0.0,) * 20, [0] * 3, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1), (0.0,) * 20, [0] * 3, True)
     with pytest.raises(TypeError):
         _cstepgraph.build("nonsense", (), [], True)
 
