@@ -336,6 +336,12 @@ class TrainingSpec:
     # megatron/training.py train_step called allreduce_gradients() after
     # forward_backward_func). Default: False for the Megatron framework, True otherwise.
     overlap_grad_reduce: bool = True
+    # Weight-gradient GEMMs that add into the accumulation buffer themselves (Megatron-LM
+    # --gradient-accumulation-fusion, on by default since 2022-02: the fused wgrad kernels
+    # of fused_weight_gradient_mlp_cuda). Without it every micro-batch after the first
+    # adds its new gradients to the buffer in a pass of its own (autograd AccumulateGrad,
+    # or Megatron's main_grad.add_). Default: True for the Megatron framework.
+    gradient_accumulation_fusion: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -362,7 +368,9 @@ class TrainingSpec:
             compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
             software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
-            overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"))
+            overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),
+            gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
+                                               _framework(d, path) == "megatron"))
 
     def to_dict(self) -> dict:
         out = _drop_none(_plain(self))

@@ -13,7 +13,8 @@ accelerators without figures, and fp32), every FLOP at peak FLOP/s x that fracti
 A step of m micro-batches on p pipeline stages with v interleaved chunks takes
 (m - 1 + (p - 1)/v) x T_micro + T_last (Narayanan et al. 2021, Sec. 2.2: bubble
 (p - 1)/v micro-batch times), where T_micro and T_last are simulated by the bandwidth
-scheduler (T_last adds gradient synchronisation and the optimizer step).
+scheduler (T_last adds gradient synchronisation and the optimizer step) on the slowest
+stage, the last: its L/p layers and the output layer with the loss.
 
 Collectives (``simulation.collectives``): each pays NCCL's alpha for its ring (or tree)
 over the group's ranks and nodes, then moves its bytes on the links its ring crosses; the
@@ -247,7 +248,11 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
     return RankModel(
         layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
-        head_s=ct["head_s"] if p == 1 else 0.0,
+        # The last pipeline stage also runs the output layer and the loss (Megatron-LM
+        # get_model: post_process on is_pipeline_last_stage; gpt_model.py
+        # post_language_model_processing), and the slowest stage paces 1F1B: the rank
+        # stands for that stage.
+        head_s=ct["head_s"],
         unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
         param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
@@ -343,6 +348,55 @@ def attribute(a: dict, sched, engine: str = "auto") -> dict:
     return dict(zip(BREAKDOWN_KEYS, seconds))
 
 
+def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
+    """Seconds per micro-batch a pipeline stage spends on point-to-point transfers.
+
+    Megatron-LM sends each micro-batch's output activation ``[s, b, h]`` (16-bit) to the
+    next stage in forward and its gradient back in backward, once per chunk boundary:
+    ``2 v`` transfers a micro-batch with ``v`` interleaved chunks (Narayanan et al. 2021,
+    Sec. 2.2.2: interleaving multiplies the communication by v). Each waits for its
+    transfer (p2p_communication.py ``_communicate``: ``batch_isend_irecv``, ``wait``, then
+    ``torch.cuda.synchronize``), so it is on the critical path. With the scatter/gather
+    optimisation (Sec. 4.1, on by default) each of the t tensor-parallel ranks sends a t-th
+    over its own link and the receivers all-gather it over NVLink; with sequence
+    parallelism the tensor is already split t ways. Ranks are ordered TP, then DP, then
+    PP (megatron/mpu/initialize.py), so neighbouring stages are ``num_gpus / p`` ranks
+    apart: on another node once that reaches a node, and the slice crosses the rank's NIC.
+    Each transfer pays one NCCL step's alpha (``collectives.ring_latency_s`` of two ranks).
+    """
+    p = lay.pipeline_parallel
+    if p <= 1:
+        return 0.0
+    m, tr, c = sc.model, sc.training, sc.cluster
+    t, v = lay.tensor_parallel, tr.interleave_stages or 1
+    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    cross = lay.num_gpus // p >= c.gpus_per_node
+    send_s = (nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
+              + act_bytes / t / links["nic" if cross else "nvlink"])
+    gather_s = 0.0
+    if t > 1 and not tr.sequence_parallel:
+        gather_s = (nccl.ring_latency_s("allgather", t, nccl.nodes_spanned(t, min(t, c.gpus_per_node)))
+                    + (t - 1) / t * act_bytes / links["nvlink"])
+    return 2 * v * (send_s + gather_s)
+
+
+def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
+    """Seconds one micro-batch after the first spends adding its gradients to the buffer.
+
+    DDP and ZeRO-1 keep every gradient of the rank's stage: without gradient-accumulation
+    fusion each parameter's new gradient (parameter dtype) is read and added to the buffer
+    (``reduce_bytes_per_param``: read and written), a memory-bound pass at HBM bandwidth
+    (PyTorch autograd AccumulateGrad ``grad += new``; Megatron-LM 2021
+    ``param.main_grad.add_(param.grad.data)`` in megatron/model/distributed.py). ZeRO-2/3
+    reduce-scatter each micro-batch's gradients instead (not counted here).
+    """
+    if sc.training.gradient_accumulation_fusion or sc.strategy.zero_stage >= 2:
+        return 0.0
+    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    per_param = sb.params + 2 * reduce_bytes_per_param(sc, sb)
+    return params * per_param / sc.cluster.accelerator.hbm_bytes_per_s
+
+
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 engine: str = "auto", detail: bool = True) -> dict:
     """Step time, its breakdown, throughput, MFU, link use, the verdict and (``detail``)
@@ -375,11 +429,16 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         pm = attribute(a_mb, s_mb, engine)
         for k in BREAKDOWN_KEYS:
             parts[k] += (m - 1) * pm[k]
-        parts["pipeline_bubble"] += bubble_mb * t_mb
         for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
-    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s)
+    p2p_s = pipeline_p2p_s(sc, lay, links)
+    t_mb += p2p_s if t_mb else 0.0
+    parts["pipeline_bubble"] += bubble_mb * t_mb
+    parts["exposed_comm"] += m * p2p_s
+    acc_s = (m - 1) * grad_accumulation_s(sc, pc, lay, sb)
+    parts["compute"] += acc_s
+    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s)
     tokens = lay.global_batch_size * sc.training.seq_len
     mflops = model_flops_per_step(sc, pc, lay)
     mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0
