@@ -129,9 +129,14 @@ PASSES = {
 # residual + normed = 4 = residual 3 + norm 1); its attention dropout is in the softmax
 # kernel (only the mask is extra).
 # The output layer's softmax cross-entropy reads the logits for their maximum and exponent
-# sum and writes the probabilities in fp32 (Megatron vocab_parallel_cross_entropy, torch
-# cross_entropy): 6 passes of the 16-bit logits forward, 4 backward.
-LOSS_PASSES = (6, 4)
+# sum and writes the probabilities in fp32 (torch cross_entropy on upcast logits): 6
+# passes of the 16-bit logits forward, 4 backward. Megatron casts the 16-bit logits to
+# fp32 first (gpt_model.py: ``vocab_parallel_cross_entropy(output.float(), labels)``
+# unless --fp16-lm-cross-entropy) and works in place on the copy (mpu/cross_entropy.py
+# _VocabParallelCrossEntropy): cast (read 2 B, write 4), max (4), ``sub_`` (8), ``exp``
+# (8), sum (4), ``div_`` (8) forward: 38 B a logit, 19 passes; backward ``mul_`` (8) and
+# the cast's gradient back to 16 bits (read 4, write 2): 14 B, 7 passes.
+LOSS_PASSES = {"megatron": (19, 7), "pytorch_eager": (6, 4), "torch_compile": (6, 4)}
 
 
 def software_stack(sc: Scenario) -> str:
@@ -164,6 +169,15 @@ def figures(acc) -> GpuFigures | None:
         return GpuFigures(acc.gemm_flops, acc.sm_count, "accelerator.gemm_flops (given)",
                           table.hbm_fraction if table else 1.0)
     return table
+
+
+def sustained_hbm_bytes_per_s(acc) -> float:
+    """HBM bandwidth memory-bound kernels reach on ``acc`` (bytes/s): the datasheet figure
+    times the accelerator's measured share (``GpuFigures.hbm_fraction``; 1 without
+    figures). Used for every memory-bound pass: layer kernels, gradient accumulation,
+    the optimizer step."""
+    g = figures(acc)
+    return acc.hbm_bytes_per_s * (g.hbm_fraction if g else 1.0)
 
 
 def wave_efficiency(m: int, n: int, sms: int, batch: int = 1) -> float:
@@ -268,7 +282,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     if v:
         hm = (tok, v / t, h)
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + gemm_s(h, v / t, tok, g, hbm)
-                + sum(LOSS_PASSES) * tok * v / t * eb / hbm)
+                + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
                 parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
 

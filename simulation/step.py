@@ -263,7 +263,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
         prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
-        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s,
+        hbm_bytes_per_s=compute.sustained_hbm_bytes_per_s(c.accelerator),
         shard_per_node=shard_k, dp_per_node=dp_k,
         gather_latency_s=units * nccl.ring_latency_s("allgather", shard, shard_nodes),
         reduce_latency_s=n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes),
@@ -385,7 +385,8 @@ def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
 
     DDP and ZeRO-1 keep every gradient of the rank's stage: without gradient-accumulation
     fusion each parameter's new gradient (parameter dtype) is read and added to the buffer
-    (``reduce_bytes_per_param``: read and written), a memory-bound pass at HBM bandwidth
+    (``reduce_bytes_per_param``: read and written), a memory-bound pass at the sustained
+    HBM bandwidth (``compute.sustained_hbm_bytes_per_s``)
     (PyTorch autograd AccumulateGrad ``grad += new``; Megatron-LM 2021
     ``param.main_grad.add_(param.grad.data)`` in megatron/model/distributed.py). ZeRO-2/3
     reduce-scatter each micro-batch's gradients instead (not counted here).
@@ -394,7 +395,53 @@ def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
         return 0.0
     params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
     per_param = sb.params + 2 * reduce_bytes_per_param(sc, sb)
-    return params * per_param / sc.cluster.accelerator.hbm_bytes_per_s
+    return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+
+
+def optimizer_extra_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
+    """Seconds of Megatron's mixed-precision optimizer passes besides the Adam update.
+
+    The step graph counts the fused Adam update (``stepgraph.ADAM_BYTES_PER_PARAM``: read
+    gradient, master, moments; write them and the 16-bit copy). Megatron-LM's
+    Float16OptimizerWithFloat16Params.step (megatron/optimizer/optimizer.py) also, per
+    parameter of the rank: with fp16, copies the 16-bit gradients to fp32 main gradients
+    (read 2 B, write 4: ``_copy_model_grads_to_main_grads``) and unscales them with the
+    inf check (read 4, write 4: ``_amp_foreach_non_finite_check_and_unscale_``); with bf16
+    the fp32 ``main_grad`` buffer is used as it is and zeroed at the next step (write 4);
+    both take the gradient norm for clipping (read 4: ``multi_tensor_l2norm``) and read the
+    fp32 master weights again to copy them to the model (read 4:
+    ``_copy_main_params_to_model_params``). At the sustained HBM bandwidth; other
+    frameworks: 0.
+    """
+    tr = sc.training
+    if tr.framework != "megatron" or tr.precision not in ("fp16", "bf16") or sc.strategy.offload_optimizer != "none":
+        return 0.0
+    per_param = (6 + 8 if tr.precision == "fp16" else 4) + 4 + 4
+    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel * lay.shard_degree)
+    return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+
+
+def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
+    """Seconds per micro-batch of the tensor-parallel all-reduces around the vocabulary.
+
+    Megatron's vocabulary-parallel embedding sums its partial lookups over the TP group in
+    forward (megatron/model/language_model.py Embedding: VocabParallelEmbedding ends in
+    ``reduce_from_tensor_model_parallel_region``), and the output layer's input enters
+    the TP region through ``copy_to_tensor_model_parallel_region``, whose backward
+    all-reduces its gradient (``parallel_lm_logits``): one all-reduce of ``2 b s h``
+    bytes each, on the critical path like the layers' (with sequence parallelism an
+    all-gather and a reduce-scatter of the same volume). The rank stands for the last
+    stage: the output layer's one, and with a single stage the embedding's too.
+    """
+    t = lay.tensor_parallel
+    if t <= 1 or not sc.model.vocab_size:
+        return 0.0
+    m, tr, c = sc.model, sc.training, sc.cluster
+    n = 2 if lay.pipeline_parallel == 1 else 1
+    nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
+    bus = links["nvlink"] if nodes == 1 else links["nic"]
+    nbytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)
 
 
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
@@ -432,11 +479,11 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
-    p2p_s = pipeline_p2p_s(sc, lay, links)
+    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
     t_mb += p2p_s if t_mb else 0.0
     parts["pipeline_bubble"] += bubble_mb * t_mb
     parts["exposed_comm"] += m * p2p_s
-    acc_s = (m - 1) * grad_accumulation_s(sc, pc, lay, sb)
+    acc_s = (m - 1) * grad_accumulation_s(sc, pc, lay, sb) + optimizer_extra_s(sc, pc, lay, sb)
     parts["compute"] += acc_s
     step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s)
     tokens = lay.global_batch_size * sc.training.seq_len

@@ -191,8 +191,9 @@ def test_work_model_error_does_not_drift_with_width():
     assert max(work) - min(work) < 0.5 * (max(const) - min(const))
 
 
-@pytest.mark.xfail(strict=True, reason="open: the models without pipelining (1.7B-18B, TP 1-8, "
-                   "micro-batch 8-16, torch DDP) come out 8-11 % short; the pipelined rows -2 .. -8 %")
+@pytest.mark.xfail(strict=True, reason="open: every row is within 10 % but the mean is 5.00 %: "
+                   "the models without pipelining (1.7B-18B, TP 1-8, micro-batch 8-16, torch "
+                   "DDP) come out 7-9 % short, the pipelined rows -8 .. +2 %")
 def test_work_model_meets_narayanan_table1():
     work = table1_errors(compute_model="work", software_stack="megatron")
     assert sum(map(abs, work)) / len(work) < 0.05 and max(map(abs, work)) <= 0.10
@@ -266,8 +267,10 @@ def test_eager_attention_recompute_and_head_by_hand():
     sel, full = layer_times(kort22(recompute="selective"), pc), layer_times(kort22(recompute="full"), pc)
     assert sel["bwd_s"] - none["bwd_s"] == pytest.approx(fwd)
     assert full["bwd_s"] - none["bwd_s"] == pytest.approx(none["fwd_s"])
-    # output layer: logits GEMM, its data and weight gradients, 6 + 4 loss passes of logits
+    # output layer: logits GEMM, its data and weight gradients; Megatron's cross-entropy on
+    # an fp32 copy of the logits: cast 6 B, max 4, sub_ 8, exp 8, sum 4, div_ 8 forward;
+    # mul_ 8 and the cast back 6 backward = 52 B a logit (26 passes of 2 B)
     tok, h, v = 4 * 2048, 6144, 51200 / 8     # the preset's vocabulary, split over TP 8
     head = (gemm_s(tok, v, h, A100, hbm) + gemm_s(tok, h, v, A100, hbm) + gemm_s(h, v, tok, A100, hbm)
-            + 10 * tok * v * 2 / hbm)
+            + 52 * tok * v / hbm)
     assert none["head_s"] == pytest.approx(head)

@@ -394,7 +394,7 @@ def test_gradient_accumulation_pass_per_micro_batch_by_hand():
     # Table 1, 1T, Megatron-LM 2021 (no gradient-accumulation fusion, fp16, DDP): each of
     # the 511 micro-batches after the first reads its fp16 gradients (2 B) and adds them to
     # the fp16 buffer (read and write, 4 B) over the rank's Psi / (8 x 64) parameters at
-    # the A100's 2039 GB/s.
+    # the A100's sustained 1616 GB/s (mli/transformers-benchmarks, see simulation.compute).
     from simulation.params import model_params
     from simulation.scenario import Scenario
     c = cases("narayanan_2021_table1", "nar21_t1_1008p0B")[0]
@@ -402,8 +402,55 @@ def test_gradient_accumulation_pass_per_micro_batch_by_hand():
     fused = {**c["scenario"], "training": {**c["scenario"]["training"], "gradient_accumulation_fusion": True}}
     psi = model_params(Scenario.from_dict(c["scenario"]).model).total
     extra = evaluate_dict(c["scenario"], detail=False)["step"]["time_s"] - evaluate_dict(fused, detail=False)["step"]["time_s"]
-    assert extra == pytest.approx(511 * psi / 512 * 6 / 2039e9)
+    assert extra == pytest.approx(511 * psi / 512 * 6 / 1616e9)
     # the Megatron framework fuses by default (--no-gradient-accumulation-fusion to turn off)
     base = {**c["scenario"], "training": {k: v for k, v in c["scenario"]["training"].items()
                                           if k != "gradient_accumulation_fusion"}}
     assert Scenario.from_dict(base).training.gradient_accumulation_fusion is True
+
+
+def test_megatron_optimizer_passes_by_hand():
+    # Megatron's Float16OptimizerWithFloat16Params.step around the fused Adam update, per
+    # parameter of the rank: fp16 copies the gradients to fp32 (2 + 4 B), unscales them
+    # with the inf check (4 + 4), takes their norm (4) and reads the master weights for
+    # the copy back (4): 22 B; bf16 uses the fp32 main_grad as it is and zeroes it (4),
+    # norm (4), copy (4): 12 B. Table 1's 1.7B, DP 32 (no sharding): the whole model a rank.
+    from simulation.params import model_params
+    from simulation.parallel import layout
+    from simulation.scenario import Scenario
+    from simulation.states import state_bytes
+    from simulation.step import optimizer_extra_s
+    c = cases("narayanan_2021_table1", "nar21_t1_1p7B")[0]
+    for precision, per_param in (("fp16", 22), ("bf16", 12)):
+        sc = Scenario.from_dict({**c["scenario"], "training": {**c["scenario"]["training"],
+                                                               "precision": precision}})
+        pc = model_params(sc.model)
+        got = optimizer_extra_s(sc, pc, layout(sc), state_bytes(precision, "adam"))
+        assert got == pytest.approx(pc.total * per_param / 1616e9)
+    hf = Scenario.from_dict({**c["scenario"], "training": {**c["scenario"]["training"],
+                                                           "framework": "huggingface"}})
+    assert optimizer_extra_s(hf, pc, layout(hf), state_bytes("fp16", "adam")) == 0.0
+
+
+def test_vocabulary_all_reduces_by_hand():
+    # Table 1's 18B (TP 8, PP 1, micro-batch 8, h 6144): the embedding's forward all-reduce
+    # and the output layer's input-gradient all-reduce, 2 x 8 x 2048 x 6144 B each, over
+    # 8-GPU NVLink at 300 GB/s x 0.8; ring: 2 x 7/8 of the buffer plus NCCL's alpha.
+    from simulation import collectives as nccl
+    from simulation.parallel import layout
+    from simulation.scenario import Scenario
+    from simulation.step import embedding_tp_allreduce_s, links_for
+    c = cases("narayanan_2021_table1", "nar21_t1_18p4B")[0]
+    sc = Scenario.from_dict(c["scenario"])
+    lay = layout(sc)
+    nbytes = 2 * 8 * 2048 * 6144
+    one = nccl.collective_time_s("allreduce", nbytes, 8, 1, 240e9)
+    assert one == pytest.approx(nccl.ring_latency_s("allreduce", 8, 1) + 2 * 7 / 8 * nbytes / 240e9)
+    assert embedding_tp_allreduce_s(sc, lay, links_for(sc, lay)) == pytest.approx(2 * one)
+    # with pipelining the last stage holds only the output layer's
+    c2 = cases("narayanan_2021_table1", "nar21_t1_39p1B")[0]
+    sc2 = Scenario.from_dict(c2["scenario"])
+    lay2 = layout(sc2)
+    nbytes2 = 2 * 4 * 2048 * 8192
+    assert embedding_tp_allreduce_s(sc2, lay2, links_for(sc2, lay2)) == pytest.approx(
+        nccl.collective_time_s("allreduce", nbytes2, 8, 1, 240e9))
