@@ -398,6 +398,23 @@ def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
     return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
 
 
+def ddp_bucket_copy_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
+    """Seconds torch DDP spends copying gradients into its all-reduce buckets and back.
+
+    With ``gradient_as_bucket_view=False`` (its default) DDP's reducer copies each ready
+    gradient into its bucket and the reduced bucket back into the gradient (PyTorch
+    DistributedDataParallel docs: the option "avoids the overhead of copying between
+    gradients and allreduce communication buckets"): read and write of the gradients
+    twice, once a step (the synchronised micro-batch), at the sustained HBM bandwidth.
+    Data parallelism with bucketed overlap only (``overlap_grad_reduce``, stage 0, DP > 1).
+    """
+    tr = sc.training
+    if sc.strategy.zero_stage != 0 or lay.data_parallel <= 1 or not tr.overlap_grad_reduce:
+        return 0.0
+    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    return params * 4 * reduce_bytes_per_param(sc, sb) / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+
+
 def optimizer_extra_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
     """Seconds of Megatron's mixed-precision optimizer passes besides the Adam update.
 
@@ -483,7 +500,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     t_mb += p2p_s if t_mb else 0.0
     parts["pipeline_bubble"] += bubble_mb * t_mb
     parts["exposed_comm"] += m * p2p_s
-    acc_s = (m - 1) * grad_accumulation_s(sc, pc, lay, sb) + optimizer_extra_s(sc, pc, lay, sb)
+    acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
+             + optimizer_extra_s(sc, pc, lay, sb))
     parts["compute"] += acc_s
     step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s)
     tokens = lay.global_batch_size * sc.training.seq_len

@@ -191,11 +191,9 @@ def test_work_model_error_does_not_drift_with_width():
     assert max(work) - min(work) < 0.5 * (max(const) - min(const))
 
 
-@pytest.mark.xfail(strict=True, reason="open: every row is within 10 % but the mean is 5.00 %: "
-                   "the models without pipelining (1.7B-18B, TP 1-8, micro-batch 8-16, torch "
-                   "DDP) come out 7-9 % short, the pipelined rows -8 .. +2 %")
 def test_work_model_meets_narayanan_table1():
-    work = table1_errors(compute_model="work", software_stack="megatron")
+    # issue 13: mean error under 5 %, every row within 10 %
+    work = table1_errors(compute_model="work")
     assert sum(map(abs, work)) / len(work) < 0.05 and max(map(abs, work)) <= 0.10
 
 

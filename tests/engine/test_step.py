@@ -454,3 +454,22 @@ def test_vocabulary_all_reduces_by_hand():
     nbytes2 = 2 * 4 * 2048 * 8192
     assert embedding_tp_allreduce_s(sc2, lay2, links_for(sc2, lay2)) == pytest.approx(
         nccl.collective_time_s("allreduce", nbytes2, 8, 1, 240e9))
+
+
+def test_torch_ddp_bucket_copies_by_hand():
+    # torch DDP with gradient_as_bucket_view=False (its default) copies every gradient into
+    # its bucket and back (PyTorch DistributedDataParallel docs): Table 1's 1.7B (torch
+    # DDP, fp16 gradients): read 2 + write 2, twice, per parameter, at 1616 GB/s.
+    from simulation.params import model_params
+    from simulation.parallel import layout
+    from simulation.scenario import Scenario
+    from simulation.states import state_bytes
+    from simulation.step import ddp_bucket_copy_s
+    c = cases("narayanan_2021_table1", "nar21_t1_1p7B")[0]
+    sc = Scenario.from_dict(c["scenario"])
+    pc = model_params(sc.model)
+    assert ddp_bucket_copy_s(sc, pc, layout(sc), state_bytes("fp16", "adam")) == pytest.approx(
+        pc.total * 8 / 1616e9)
+    local = Scenario.from_dict({**c["scenario"], "training": {**c["scenario"]["training"],
+                                                              "overlap_grad_reduce": False}})
+    assert ddp_bucket_copy_s(local, pc, layout(local), state_bytes("fp16", "adam")) == 0.0
