@@ -20,13 +20,13 @@ tensor-parallel split (Megatron's column/row-parallel layout, Shoeybi et al. 201
   bytes read and written over HBM bandwidth; the passes each software stack makes are
   counted in ``PASSES`` from its kernels.
 
-Used with ``training.compute_model: "work"``. The hardware figures (``GPU_FIGURES``) are
-keyed on the accelerator preset; an accelerator without figures, fp32 training, or an
-explicit ``training.compute_efficiency`` keeps the constant model (every FLOP at peak x
-efficiency, 0.55 by default), which stays the default: held against Narayanan et al. 2021
-Table 1 and Korthikanti et al. 2022 Table 5 the work model with these published
-(maximum-achievable) figures predicts A100 steps about 20 % too short, twice the constant
-model's error (README, "Compute model").
+The default (``training.compute_model: "work"``). The hardware figures (``GPU_FIGURES``)
+are keyed on the accelerator preset; an accelerator without figures, fp32 training,
+``compute_model: "constant"`` or an explicit ``training.compute_efficiency`` keeps the
+constant model (every FLOP at peak x efficiency, 0.55 by default). Held against Narayanan
+et al. 2021 Table 1 (inputs from the authors' run script) and Korthikanti et al. 2022
+Table 5 the work model misses by 4.9 % and 3.4 % on average, every row within 9 %
+(README, "Compute model"; tests/engine/test_compute.py, test_step.py).
 """
 
 from __future__ import annotations
@@ -153,8 +153,9 @@ def _stack(tr) -> str:
 
 def uses_work_model(sc: Scenario) -> bool:
     """True where the step's compute comes from the work (this module:
-    ``training.compute_model`` "work"); False for the constant model: the default, an
-    explicit ``compute_efficiency``, fp32, or an accelerator without figures."""
+    ``training.compute_model`` "work", the default); False for the constant model:
+    ``compute_model`` "constant", an explicit ``compute_efficiency``, fp32, or an
+    accelerator without figures."""
     tr = sc.training
     return (tr.compute_model == "work" and tr.compute_efficiency is None
             and tr.precision != "fp32" and figures(sc.cluster.accelerator) is not None)

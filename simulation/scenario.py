@@ -285,13 +285,13 @@ class ClusterSpec:
 class TrainingSpec:
     """Batch, precision and parallel degrees.
 
-    ``compute_model``: ``constant`` (the default): every FLOP runs at peak FLOP/s x
+    ``compute_model``: ``work`` (the default): each layer's compute time comes from its
+    work (:mod:`simulation.compute`: GEMM shapes, attention kernel, memory-bound kernels
+    of ``software_stack``); ``constant``: every FLOP runs at peak FLOP/s x
     ``compute_efficiency`` (0.55 when unset: what Korthikanti et al. 2022 Table 4 implies
     for a 22B layer on A100, 7.7 ms forward, 11.9 ms backward, less the tensor-parallel
-    all-reduces); ``work``: each layer's compute time comes from its work
-    (:mod:`simulation.compute`: GEMM shapes, attention kernel, memory-bound kernels of
-    ``software_stack``), unless ``compute_efficiency`` is set, which keeps the constant
-    model (so do fp32 and accelerators without figures).
+    all-reduces). An explicit ``compute_efficiency`` selects the constant model (so do
+    fp32 and accelerators without figures, at 0.55).
     ``software_stack``: whose kernels run the element-wise work: ``megatron`` (fused),
     ``pytorch_eager``, ``torch_compile``; by default ``megatron`` for the Megatron framework,
     ``pytorch_eager`` otherwise.
@@ -325,8 +325,8 @@ class TrainingSpec:
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
-    compute_efficiency: float | None = 0.55    # None with compute_model "work"
-    compute_model: str | None = None
+    compute_efficiency: float | None = None    # set: the constant model
+    compute_model: str = "work"
     software_stack: str | None = None
     network_efficiency: float = 0.8
     # Data-parallel gradient all-reduce during the last micro-batch's backward (bucketed,
@@ -363,9 +363,10 @@ class TrainingSpec:
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path,
-                                    None if d.get("compute_model") == "work" else 0.55,
+                                    0.55 if d.get("compute_model") == "constant" else None,
                                     strict=True, maximum=1.0),
-            compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
+            compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS,
+                                  "constant" if d.get("compute_efficiency") is not None else "work"),
             software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
             overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),

@@ -144,13 +144,18 @@ def test_explicit_efficiency_keeps_the_constant_model():
     base = {"model": {"preset": "megatron-22b"}, "cluster": {"node": "dgx-a100-80gb"},
             "training": {"micro_batch_size": 4, "global_batch_size": 4, "seq_len": 2048,
                          "tensor_parallel": 8}, "strategy": {"kind": "ddp"}}
-    default = evaluate_dict(base)["step"]["time_s"]
-    base["training"].update(compute_model="work", compute_efficiency=0.55)
+    assert uses_work_model(Scenario.from_dict(base))            # the default
+    work = evaluate_dict(base)["step"]["time_s"]
+    base["training"]["compute_model"] = "constant"
     assert not uses_work_model(Scenario.from_dict(base))
-    assert evaluate_dict(base)["step"]["time_s"] == pytest.approx(default)
-    del base["training"]["compute_efficiency"]
-    assert uses_work_model(Scenario.from_dict(base))
-    assert evaluate_dict(base)["step"]["time_s"] != pytest.approx(default)
+    const = evaluate_dict(base)["step"]["time_s"]
+    assert const != pytest.approx(work)
+    del base["training"]["compute_model"]
+    base["training"]["compute_efficiency"] = 0.55             # an explicit figure: constant
+    assert not uses_work_model(Scenario.from_dict(base))
+    assert evaluate_dict(base)["step"]["time_s"] == pytest.approx(const)
+    base["training"]["compute_model"] = "work"                # even when work is asked for
+    assert not uses_work_model(Scenario.from_dict(base))
 
 
 def test_accelerator_without_figures_keeps_the_constant_model():
@@ -186,8 +191,8 @@ def test_work_model_error_does_not_drift_with_width():
     # Narayanan et al. 2021 Table 1 (1.7B-1T, TP 1-8, PP 1-64): the constant 0.55 runs
     # small widths too fast and large ones too slow (-19 % .. +14 %); the work model with
     # Megatron's kernels misses every row in the same direction by a similar amount.
-    const = table1_errors()
-    work = table1_errors(compute_model="work", software_stack="megatron")
+    const = table1_errors(compute_model="constant")
+    work = table1_errors(compute_model="work")
     assert max(work) - min(work) < 0.5 * (max(const) - min(const))
 
 
@@ -200,12 +205,13 @@ def test_work_model_meets_narayanan_table1():
 def test_resolved_scenario_names_the_model_it_ran():
     base = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
             "training": {}, "strategy": {"kind": "fsdp_full_shard"}}
-    const = Scenario.from_dict(base).to_dict()["training"]
-    assert const["compute_efficiency"] == 0.55 and "compute_model" not in const
-    base["training"] = {"compute_model": "work"}
     work = Scenario.from_dict(base).to_dict()["training"]
-    assert "compute_efficiency" not in work
+    assert work["compute_model"] == "work" and "compute_efficiency" not in work
     assert uses_work_model(Scenario.from_dict({**base, "training": work}))
+    base["training"] = {"compute_model": "constant"}
+    const = Scenario.from_dict(base).to_dict()["training"]
+    assert const["compute_efficiency"] == 0.55 and const["compute_model"] == "constant"
+    assert not uses_work_model(Scenario.from_dict({**base, "training": const}))
 
 
 def test_a_measured_gemm_figure_replaces_the_table():
@@ -240,10 +246,10 @@ def test_gemm_figures_come_in_pairs_below_peak(acc, field):
 def test_the_report_says_which_compute_model_ran():
     base = {"model": {"preset": "megatron-22b"}, "cluster": {"node": "dgx-a100-80gb"},
             "training": {"micro_batch_size": 4, "global_batch_size": 4, "seq_len": 2048,
-                         "tensor_parallel": 8}, "strategy": {"kind": "ddp"}}
+                         "tensor_parallel": 8, "compute_model": "constant"}, "strategy": {"kind": "ddp"}}
     const = evaluate_dict(base)["step"]["compute"]
     assert const["model"] == "constant" and const["compute_efficiency"] == 0.55
-    base["training"]["compute_model"] = "work"
+    del base["training"]["compute_model"]
     work = evaluate_dict(base)["step"]["compute"]
     lt = layer_times(kort22(), model_params(kort22().model))
     assert work["model"] == "work" and work["software_stack"] == "megatron"
