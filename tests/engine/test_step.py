@@ -207,13 +207,13 @@ def korthikanti_t5_error(model, recompute, key, **training) -> float:
 
 @pytest.mark.parametrize("model,recompute,expected_key", T5_ROWS)
 def test_korthikanti_table5_iteration_times_within_10_percent(model, recompute, expected_key):
-    """The work model (sustained A100 GEMM and HBM figures, the last stage's output
-    layer, pipeline point-to-point, Megatron's DDP) on Korthikanti Table 5."""
-    assert abs(korthikanti_t5_error(model, recompute, expected_key, compute_model="work")) <= 0.10
+    """The default (work) model: sustained A100 GEMM and HBM figures, the last stage's
+    output layer, pipeline point-to-point, Megatron's optimizer, on Korthikanti Table 5."""
+    assert abs(korthikanti_t5_error(model, recompute, expected_key)) <= 0.10
 
 
 def test_korthikanti_table5_mean_error_under_5_percent():
-    errs = [korthikanti_t5_error(*row, compute_model="work") for row in T5_ROWS]
+    errs = [korthikanti_t5_error(*row) for row in T5_ROWS]
     assert sum(map(abs, errs)) / len(errs) < 0.05
 
 
