@@ -380,6 +380,21 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
     return 2 * v * (send_s + gather_s)
 
 
+def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
+    """Bytes per micro-batch a rank's pipeline transfers put on each link (``pipeline_p2p_s``):
+    its slices over the link between stages, the all-gathered rest over NVLink."""
+    p = lay.pipeline_parallel
+    if p <= 1:
+        return {}
+    m, tr, c = sc.model, sc.training, sc.cluster
+    t, v = lay.tensor_parallel, tr.interleave_stages or 1
+    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    out = {"nic" if lay.num_gpus // p >= c.gpus_per_node else "nvlink": 2 * v * act_bytes / t}
+    if t > 1 and not tr.sequence_parallel:
+        out["nvlink"] = out.get("nvlink", 0.0) + 2 * v * (t - 1) / t * act_bytes
+    return out
+
+
 def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
     """Seconds one micro-batch after the first spends adding its gradients to the buffer.
 
@@ -497,6 +512,10 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
     p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    for name, nbytes in pipeline_p2p_bytes(sc, lay).items():
+        if name in link_bytes:
+            link_bytes[name] += m * nbytes
+            link_busy[name] += m * nbytes / links[name]
     t_mb += p2p_s if t_mb else 0.0
     parts["pipeline_bubble"] += bubble_mb * t_mb
     parts["exposed_comm"] += m * p2p_s

@@ -385,6 +385,9 @@ def test_pipeline_point_to_point_by_hand():
     no_pp = {**c["scenario"], "training": {**c["scenario"]["training"], "interleave_stages": 3}}
     assert pipeline_p2p_s(Scenario.from_dict(no_pp), lay, links_for(sc, lay)) == pytest.approx(3 * p2p)
     assert st["breakdown_s"]["exposed_comm"] >= st["micro_batches"] * p2p
+    # and its bytes show on the links: an eighth of each transfer on the NIC
+    from simulation.step import pipeline_p2p_bytes
+    assert pipeline_p2p_bytes(sc, lay) == pytest.approx({"nic": 2 * act / 8, "nvlink": 2 * 7 / 8 * act})
     # with sequence parallelism the slice is already split: no all-gather
     sp = Scenario.from_dict({**c["scenario"], "training": {**c["scenario"]["training"],
                                                            "sequence_parallel": True}})
