@@ -83,7 +83,7 @@ static int dpush(DVec *v, double x) {
 typedef struct {
     int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
     int off_params, off_opt, off_act, shard_nic, dp_nic, shard_per_node, dp_per_node,
-        units_per_layer, rs_per_layer, sync_fetch, last;
+        units_per_layer, rs_per_layer, sync_fetch, overlap_grad_reduce, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
@@ -364,6 +364,7 @@ static void optimizer(B *b, int last_c) {
 static void build_graph(B *b) {
     int zero3 = b->stage >= 3, release = zero3 ? 0 : NONE;
     int nu = zero3 ? b->units_per_layer : 1;
+    int deferred = !b->overlap_grad_reduce && b->stage < 2;
     b->n_units = nu;
     double grad_bytes = b->unit_params * b->grad_bytes;
     int prev_c = NONE, prev_fetch = NONE, prev_act = NONE;
@@ -401,8 +402,11 @@ static void build_graph(B *b) {
                                    u == 0 ? b->bwd_allreduces : 0);
         }
         if (b->oom || b->bad_link) break;
-        grad_sync(b, prev_c, grad_bytes);
+        if (!deferred) grad_sync(b, prev_c, grad_bytes);
     }
+    /* no overlap: every layer's sync after the last backward (stepgraph.build) */
+    for (int i = b->layers - 1; deferred && i >= 0 && !b->oom && !b->bad_link; i--)
+        grad_sync(b, prev_c, grad_bytes);
     free(act_out);
     if (b->last && !b->oom && !b->bad_link) optimizer(b, prev_c);
 }
@@ -415,11 +419,11 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
-                          &b.units_per_layer, &b.rs_per_layer, &b.sync_fetch,
+                          &b.units_per_layer, &b.rs_per_layer, &b.sync_fetch, &b.overlap_grad_reduce,
                           &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,

@@ -20,13 +20,13 @@ tensor-parallel split (Megatron's column/row-parallel layout, Shoeybi et al. 201
   bytes read and written over HBM bandwidth; the passes each software stack makes are
   counted in ``PASSES`` from its kernels.
 
-Used with ``training.compute_model: "work"``. The hardware figures (``GPU_FIGURES``) are
-keyed on the accelerator preset; an accelerator without figures, fp32 training, or an
-explicit ``training.compute_efficiency`` keeps the constant model (every FLOP at peak x
-efficiency, 0.55 by default), which stays the default: held against Narayanan et al. 2021
-Table 1 and Korthikanti et al. 2022 Table 5 the work model with these published
-(maximum-achievable) figures predicts A100 steps about 20 % too short, twice the constant
-model's error (README, "Compute model").
+The default (``training.compute_model: "work"``). The hardware figures (``GPU_FIGURES``)
+are keyed on the accelerator preset; an accelerator without figures, fp32 training,
+``compute_model: "constant"`` or an explicit ``training.compute_efficiency`` keeps the
+constant model (every FLOP at peak x efficiency, 0.55 by default). Held against Narayanan
+et al. 2021 Table 1 (inputs from the authors' run script) and Korthikanti et al. 2022
+Table 5 the work model misses by 4.9 % and 3.4 % on average, every row within 9 %
+(README, "Compute model"; tests/engine/test_compute.py, test_step.py).
 """
 
 from __future__ import annotations
@@ -47,18 +47,33 @@ SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
 # SMs (CUs): NVIDIA A100 / H100 / H200 / Blackwell architecture whitepapers and datasheets,
 # AMD CDNA 3 whitepaper (MI300X: 304 CUs).
 _MAMF = "Bekman, ml-engineering MAMF table (BF16 torch.matmul)"
+# A100: sustained figures of one benchmark instead of the best of a sweep. MAMF is the
+# maximum over shapes of short runs (271.2 TFLOP/s); a layer's GEMMs are not all the
+# luckiest shape and a training run holds the GPU at its sustained clocks. mli/
+# transformers-benchmarks (README, "Micro-Benchmarking Summary", A100 80GB; micro_bench.
+# ipynb times each statement for at least 3 s, torch.utils.benchmark blocked_autorange,
+# NGC PyTorch 22.x) measures a square 8192 fp16 matmul at 230 TFLOP/s and an fp32
+# element-wise multiply (``a * 1.2``, 8 bytes moved a FLOP) at 0.202 TFLOP/s, i.e.
+# 1616 GB/s of the datasheet's 2039 GB/s: the share memory-bound kernels reach. Held
+# against Korthikanti et al. 2022 Table 4 (one 22B layer, TP 8, measured 19.6 ms forward
+# + backward) the layer comes out within 4 % (tests/engine/test_compute.py). The 40 GB
+# part has the same SMs and clocks: the same GEMM figure and bandwidth share (assumed).
+_MLI = ("mli/transformers-benchmarks README, A100 80GB: MatMul FP16 230 TFLOP/s, VectorMul "
+        "0.202 TFLOP/s fp32 = 1616 of 2039 GB/s (runs of >= 3 s); 108 SMs")
+A100_HBM_FRACTION = 1616 / 2039
 
 
 @dataclass(frozen=True)
 class GpuFigures:
-    gemm_flops: float       # maximum achievable dense 16-bit matmul FLOP/s, large shapes
+    gemm_flops: float       # achievable dense 16-bit matmul FLOP/s, large shapes
     sms: int                # streaming multiprocessors (compute units): one tile each per wave
     source: str
+    hbm_fraction: float = 1.0   # share of the datasheet HBM bandwidth memory-bound kernels reach
 
 
 GPU_FIGURES: dict[str, GpuFigures] = {
-    "a100-sxm4-40gb": GpuFigures(271.2e12, 108, _MAMF + ": A100 SXM 271.2 TFLOP/s; 108 SMs"),
-    "a100-sxm4-80gb": GpuFigures(271.2e12, 108, _MAMF + ": A100 SXM 271.2 TFLOP/s; 108 SMs"),
+    "a100-sxm4-40gb": GpuFigures(230e12, 108, _MLI + " (80 GB part)", A100_HBM_FRACTION),
+    "a100-sxm4-80gb": GpuFigures(230e12, 108, _MLI, A100_HBM_FRACTION),
     "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs"),
     "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"),
     "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"),
@@ -114,9 +129,14 @@ PASSES = {
 # residual + normed = 4 = residual 3 + norm 1); its attention dropout is in the softmax
 # kernel (only the mask is extra).
 # The output layer's softmax cross-entropy reads the logits for their maximum and exponent
-# sum and writes the probabilities in fp32 (Megatron vocab_parallel_cross_entropy, torch
-# cross_entropy): 6 passes of the 16-bit logits forward, 4 backward.
-LOSS_PASSES = (6, 4)
+# sum and writes the probabilities in fp32 (torch cross_entropy on upcast logits): 6
+# passes of the 16-bit logits forward, 4 backward. Megatron casts the 16-bit logits to
+# fp32 first (gpt_model.py: ``vocab_parallel_cross_entropy(output.float(), labels)``
+# unless --fp16-lm-cross-entropy) and works in place on the copy (mpu/cross_entropy.py
+# _VocabParallelCrossEntropy): cast (read 2 B, write 4), max (4), ``sub_`` (8), ``exp``
+# (8), sum (4), ``div_`` (8) forward: 38 B a logit, 19 passes; backward ``mul_`` (8) and
+# the cast's gradient back to 16 bits (read 4, write 2): 14 B, 7 passes.
+LOSS_PASSES = {"megatron": (19, 7), "pytorch_eager": (6, 4), "torch_compile": (6, 4)}
 
 
 def software_stack(sc: Scenario) -> str:
@@ -133,8 +153,9 @@ def _stack(tr) -> str:
 
 def uses_work_model(sc: Scenario) -> bool:
     """True where the step's compute comes from the work (this module:
-    ``training.compute_model`` "work"); False for the constant model: the default, an
-    explicit ``compute_efficiency``, fp32, or an accelerator without figures."""
+    ``training.compute_model`` "work", the default); False for the constant model:
+    ``compute_model`` "constant", an explicit ``compute_efficiency``, fp32, or an
+    accelerator without figures."""
     tr = sc.training
     return (tr.compute_model == "work" and tr.compute_efficiency is None
             and tr.precision != "fp32" and figures(sc.cluster.accelerator) is not None)
@@ -142,10 +163,22 @@ def uses_work_model(sc: Scenario) -> bool:
 
 def figures(acc) -> GpuFigures | None:
     """The accelerator's GEMM figures: its own ``gemm_flops`` and ``sm_count`` where given
-    (a measurement of the user's cluster), else the table's for its preset, else None."""
+    (a measurement of the user's cluster; the preset's HBM share stays), else the table's
+    for its preset, else None."""
+    table = GPU_FIGURES.get(acc.preset)
     if acc.gemm_flops and acc.sm_count:
-        return GpuFigures(acc.gemm_flops, acc.sm_count, "accelerator.gemm_flops (given)")
-    return GPU_FIGURES.get(acc.preset)
+        return GpuFigures(acc.gemm_flops, acc.sm_count, "accelerator.gemm_flops (given)",
+                          table.hbm_fraction if table else 1.0)
+    return table
+
+
+def sustained_hbm_bytes_per_s(acc) -> float:
+    """HBM bandwidth memory-bound kernels reach on ``acc`` (bytes/s): the datasheet figure
+    times the accelerator's measured share (``GpuFigures.hbm_fraction``; 1 without
+    figures). Used for every memory-bound pass: layer kernels, gradient accumulation,
+    the optimizer step."""
+    g = figures(acc)
+    return acc.hbm_bytes_per_s * (g.hbm_fraction if g else 1.0)
 
 
 def wave_efficiency(m: int, n: int, sms: int, batch: int = 1) -> float:
@@ -184,7 +217,7 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
 
 def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     g = figures(acc)
-    hbm = acc.hbm_bytes_per_s
+    hbm = acc.hbm_bytes_per_s * g.hbm_fraction
     eb = 2
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
     a = m.num_attention_heads or max(1, h // 128)
@@ -250,7 +283,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     if v:
         hm = (tok, v / t, h)
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + gemm_s(h, v / t, tok, g, hbm)
-                + sum(LOSS_PASSES) * tok * v / t * eb / hbm)
+                + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
                 parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
 

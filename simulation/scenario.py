@@ -310,13 +310,13 @@ class ClusterSpec:
 class TrainingSpec:
     """Batch, precision and parallel degrees.
 
-    ``compute_model``: ``constant`` (the default): every FLOP runs at peak FLOP/s x
+    ``compute_model``: ``work`` (the default): each layer's compute time comes from its
+    work (:mod:`simulation.compute`: GEMM shapes, attention kernel, memory-bound kernels
+    of ``software_stack``); ``constant``: every FLOP runs at peak FLOP/s x
     ``compute_efficiency`` (0.55 when unset: what Korthikanti et al. 2022 Table 4 implies
     for a 22B layer on A100, 7.7 ms forward, 11.9 ms backward, less the tensor-parallel
-    all-reduces); ``work``: each layer's compute time comes from its work
-    (:mod:`simulation.compute`: GEMM shapes, attention kernel, memory-bound kernels of
-    ``software_stack``), unless ``compute_efficiency`` is set, which keeps the constant
-    model (so do fp32 and accelerators without figures).
+    all-reduces). An explicit ``compute_efficiency`` selects the constant model (so do
+    fp32 and accelerators without figures, at 0.55).
     ``software_stack``: whose kernels run the element-wise work: ``megatron`` (fused),
     ``pytorch_eager``, ``torch_compile``; by default ``megatron`` for the Megatron framework,
     ``pytorch_eager`` otherwise.
@@ -350,10 +350,23 @@ class TrainingSpec:
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
     interleave_stages: int | None = None
-    compute_efficiency: float | None = 0.55    # None with compute_model "work"
-    compute_model: str | None = None
+    compute_efficiency: float | None = None    # set: the constant model
+    compute_model: str = "work"
     software_stack: str | None = None
     network_efficiency: float = 0.8
+    # Data-parallel gradient all-reduce during the last micro-batch's backward (bucketed,
+    # torch DDP) or after it: Megatron-LM's own DDP reduces once the backward is done
+    # unless ``--overlap-grad-reduce`` is given (default False: megatron/training/
+    # arguments.py, core DistributedDataParallelConfig.overlap_grad_reduce; in 2021
+    # megatron/training.py train_step called allreduce_gradients() after
+    # forward_backward_func). Default: False for the Megatron framework, True otherwise.
+    overlap_grad_reduce: bool = True
+    # Weight-gradient GEMMs that add into the accumulation buffer themselves (Megatron-LM
+    # --gradient-accumulation-fusion, on by default since 2022-02: the fused wgrad kernels
+    # of fused_weight_gradient_mlp_cuda). Without it every micro-batch after the first
+    # adds its new gradients to the buffer in a pass of its own (autograd AccumulateGrad,
+    # or Megatron's main_grad.add_). Default: True for the Megatron framework.
+    gradient_accumulation_fusion: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -375,11 +388,15 @@ class TrainingSpec:
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path,
-                                    None if d.get("compute_model") == "work" else 0.55,
+                                    0.55 if d.get("compute_model") == "constant" else None,
                                     strict=True, maximum=1.0),
-            compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS + (None,), None),
+            compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS,
+                                  "constant" if d.get("compute_efficiency") is not None else "work"),
             software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
-            network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0))
+            network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
+            overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),
+            gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
+                                               _framework(d, path) == "megatron"))
 
     def to_dict(self) -> dict:
         out = _drop_none(_plain(self))

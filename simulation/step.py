@@ -13,7 +13,8 @@ accelerators without figures, and fp32), every FLOP at peak FLOP/s x that fracti
 A step of m micro-batches on p pipeline stages with v interleaved chunks takes
 (m - 1 + (p - 1)/v) x T_micro + T_last (Narayanan et al. 2021, Sec. 2.2: bubble
 (p - 1)/v micro-batch times), where T_micro and T_last are simulated by the bandwidth
-scheduler (T_last adds gradient synchronisation and the optimizer step).
+scheduler (T_last adds gradient synchronisation and the optimizer step) on the slowest
+stage, the last: its L/p layers and the output layer with the loss.
 
 Collectives (``simulation.collectives``): each pays NCCL's alpha for its ring (or tree)
 over the group's ranks and nodes, then moves its bytes on the links its ring crosses; the
@@ -336,7 +337,11 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
     return RankModel(
         layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
-        head_s=ct["head_s"] if p == 1 else 0.0,
+        # The last pipeline stage also runs the output layer and the loss (Megatron-LM
+        # get_model: post_process on is_pipeline_last_stage; gpt_model.py
+        # post_language_model_processing), and the slowest stage paces 1F1B: the rank
+        # stands for that stage.
+        head_s=ct["head_s"],
         unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
         param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
@@ -347,7 +352,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
         prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
-        hbm_bytes_per_s=c.accelerator.hbm_bytes_per_s,
+        hbm_bytes_per_s=compute.sustained_hbm_bytes_per_s(c.accelerator),
         shard_per_node=shard_k, dp_per_node=dp_k,
         gather_latency_s=(units * nccl.ring_latency_s("allgather", shard, shard_nodes)
                           + list_collective_copy_s(sc, pc.per_layer / t * sb.params, "allgather")),
@@ -361,7 +366,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         bwd_fetch_factor=1.0 + deepspeed_regather_fraction(sc, pc, t),
         sync_fetch=is_deepspeed_2021(sc),
         nvme_write_weight=(c.tiers["nvme"].read_bytes_per_s / c.tiers["nvme"].write_bytes_per_s
-                           if "nvme" in c.tiers else 1.0))
+                           if "nvme" in c.tiers else 1.0),
+        overlap_grad_reduce=int(tr.overlap_grad_reduce))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))
@@ -436,6 +442,134 @@ def attribute(a: dict, sched, engine: str = "auto") -> dict:
     return dict(zip(BREAKDOWN_KEYS, seconds))
 
 
+def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
+    """Seconds per micro-batch a pipeline stage spends on point-to-point transfers.
+
+    Megatron-LM sends each micro-batch's output activation ``[s, b, h]`` (16-bit) to the
+    next stage in forward and its gradient back in backward, once per chunk boundary:
+    ``2 v`` transfers a micro-batch with ``v`` interleaved chunks (Narayanan et al. 2021,
+    Sec. 2.2.2: interleaving multiplies the communication by v). Each waits for its
+    transfer (p2p_communication.py ``_communicate``: ``batch_isend_irecv``, ``wait``, then
+    ``torch.cuda.synchronize``), so it is on the critical path. With the scatter/gather
+    optimisation (Sec. 4.1, on by default) each of the t tensor-parallel ranks sends a t-th
+    over its own link and the receivers all-gather it over NVLink; with sequence
+    parallelism the tensor is already split t ways. Ranks are ordered TP, then DP, then
+    PP (megatron/mpu/initialize.py), so neighbouring stages are ``num_gpus / p`` ranks
+    apart: on another node once that reaches a node, and the slice crosses the rank's NIC.
+    Each transfer pays one NCCL step's alpha (``collectives.ring_latency_s`` of two ranks).
+    """
+    p = lay.pipeline_parallel
+    if p <= 1:
+        return 0.0
+    m, tr, c = sc.model, sc.training, sc.cluster
+    t, v = lay.tensor_parallel, tr.interleave_stages or 1
+    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    cross = lay.num_gpus // p >= c.gpus_per_node
+    send_s = (nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
+              + act_bytes / t / links["nic" if cross else "nvlink"])
+    gather_s = 0.0
+    if t > 1 and not tr.sequence_parallel:
+        gather_s = (nccl.ring_latency_s("allgather", t, nccl.nodes_spanned(t, min(t, c.gpus_per_node)))
+                    + (t - 1) / t * act_bytes / links["nvlink"])
+    return 2 * v * (send_s + gather_s)
+
+
+def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
+    """Bytes per micro-batch a rank's pipeline transfers put on each link (``pipeline_p2p_s``):
+    its slices over the link between stages, the all-gathered rest over NVLink."""
+    p = lay.pipeline_parallel
+    if p <= 1:
+        return {}
+    m, tr, c = sc.model, sc.training, sc.cluster
+    t, v = lay.tensor_parallel, tr.interleave_stages or 1
+    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    out = {"nic" if lay.num_gpus // p >= c.gpus_per_node else "nvlink": 2 * v * act_bytes / t}
+    if t > 1 and not tr.sequence_parallel:
+        out["nvlink"] = out.get("nvlink", 0.0) + 2 * v * (t - 1) / t * act_bytes
+    return out
+
+
+def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
+    """Seconds one micro-batch after the first spends adding its gradients to the buffer.
+
+    DDP and ZeRO-1 keep every gradient of the rank's stage: without gradient-accumulation
+    fusion each parameter's new gradient (parameter dtype) is read and added to the buffer
+    (``reduce_bytes_per_param``: read and written), a memory-bound pass at the sustained
+    HBM bandwidth (``compute.sustained_hbm_bytes_per_s``)
+    (PyTorch autograd AccumulateGrad ``grad += new``; Megatron-LM 2021
+    ``param.main_grad.add_(param.grad.data)`` in megatron/model/distributed.py). ZeRO-2/3
+    reduce-scatter each micro-batch's gradients instead (not counted here).
+    """
+    if sc.training.gradient_accumulation_fusion or sc.strategy.zero_stage >= 2:
+        return 0.0
+    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    per_param = sb.params + 2 * reduce_bytes_per_param(sc, sb)
+    return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+
+
+def ddp_bucket_copy_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
+    """Seconds torch DDP spends copying gradients into its all-reduce buckets and back.
+
+    With ``gradient_as_bucket_view=False`` (its default) DDP's reducer copies each ready
+    gradient into its bucket and the reduced bucket back into the gradient (PyTorch
+    DistributedDataParallel docs: the option "avoids the overhead of copying between
+    gradients and allreduce communication buckets"): read and write of the gradients
+    twice, once a step (the synchronised micro-batch), at the sustained HBM bandwidth.
+    Data parallelism with bucketed overlap only (``overlap_grad_reduce``, stage 0, DP > 1).
+    """
+    tr = sc.training
+    if sc.strategy.zero_stage != 0 or lay.data_parallel <= 1 or not tr.overlap_grad_reduce:
+        return 0.0
+    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    return params * 4 * reduce_bytes_per_param(sc, sb) / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+
+
+def optimizer_extra_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> float:
+    """Seconds of Megatron's mixed-precision optimizer passes besides the Adam update.
+
+    The step graph counts the fused Adam update (``stepgraph.ADAM_BYTES_PER_PARAM``: read
+    gradient, master, moments; write them and the 16-bit copy). Megatron-LM's
+    Float16OptimizerWithFloat16Params.step (megatron/optimizer/optimizer.py) also, per
+    parameter of the rank: with fp16, copies the 16-bit gradients to fp32 main gradients
+    (read 2 B, write 4: ``_copy_model_grads_to_main_grads``) and unscales them with the
+    inf check (read 4, write 4: ``_amp_foreach_non_finite_check_and_unscale_``); with bf16
+    the fp32 ``main_grad`` buffer is used as it is and zeroed at the next step (write 4);
+    both take the gradient norm for clipping (read 4: ``multi_tensor_l2norm``) and read the
+    fp32 master weights again to copy them to the model (read 4:
+    ``_copy_main_params_to_model_params``). At the sustained HBM bandwidth; other
+    frameworks: 0.
+    """
+    tr = sc.training
+    if tr.framework != "megatron" or tr.precision not in ("fp16", "bf16") or sc.strategy.offload_optimizer != "none":
+        return 0.0
+    per_param = (6 + 8 if tr.precision == "fp16" else 4) + 4 + 4
+    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel * lay.shard_degree)
+    return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+
+
+def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
+    """Seconds per micro-batch of the tensor-parallel all-reduces around the vocabulary.
+
+    Megatron's vocabulary-parallel embedding sums its partial lookups over the TP group in
+    forward (megatron/model/language_model.py Embedding: VocabParallelEmbedding ends in
+    ``reduce_from_tensor_model_parallel_region``), and the output layer's input enters
+    the TP region through ``copy_to_tensor_model_parallel_region``, whose backward
+    all-reduces its gradient (``parallel_lm_logits``): one all-reduce of ``2 b s h``
+    bytes each, on the critical path like the layers' (with sequence parallelism an
+    all-gather and a reduce-scatter of the same volume). The rank stands for the last
+    stage: the output layer's one, and with a single stage the embedding's too.
+    """
+    t = lay.tensor_parallel
+    if t <= 1 or not sc.model.vocab_size:
+        return 0.0
+    m, tr, c = sc.model, sc.training, sc.cluster
+    n = 2 if lay.pipeline_parallel == 1 else 1
+    nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
+    bus = links["nvlink"] if nodes == 1 else links["nic"]
+    nbytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)
+
+
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 engine: str = "auto", detail: bool = True) -> dict:
     """Step time, its breakdown, throughput, MFU, link use, the verdict and (``detail``)
@@ -468,11 +602,21 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         pm = attribute(a_mb, s_mb, engine)
         for k in BREAKDOWN_KEYS:
             parts[k] += (m - 1) * pm[k]
-        parts["pipeline_bubble"] += bubble_mb * t_mb
         for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
-    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s)
+    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    for name, nbytes in pipeline_p2p_bytes(sc, lay).items():
+        if name in link_bytes:
+            link_bytes[name] += m * nbytes
+            link_busy[name] += m * nbytes / links[name]
+    t_mb += p2p_s if t_mb else 0.0
+    parts["pipeline_bubble"] += bubble_mb * t_mb
+    parts["exposed_comm"] += m * p2p_s
+    acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
+             + optimizer_extra_s(sc, pc, lay, sb))
+    parts["compute"] += acc_s
+    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s)
     tokens = lay.global_batch_size * sc.training.seq_len
     mflops = model_flops_per_step(sc, pc, lay)
     mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0

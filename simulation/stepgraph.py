@@ -24,7 +24,9 @@ Per layer of the rank's pipeline stage, forward then backward:
   forward and two in backward (four with full recomputation, which reruns the
   forward), on the critical path.
 * DDP / ZeRO-1: bucketed all-reduce of gradients after each layer's backward, on the
-  last micro-batch only; ZeRO-2: reduce-scatter every micro-batch.
+  last micro-batch only (``overlap_grad_reduce``; without it, as Megatron-LM's own DDP
+  by default, every layer's all-reduce waits for the whole backward); ZeRO-2:
+  reduce-scatter every micro-batch.
 * Activation offload: each layer's checkpoint (2*s*b*h bytes) to DDR after forward and
   back before backward.
 * Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU: CPU-Adam
@@ -144,6 +146,7 @@ class RankModel:
     sync_fetch: bool = False             # a fetch waits for the gradient reduction issued before
                                          # it (DeepSpeed v0.3-v0.5: torch.cuda.synchronize())
     nvme_write_weight: float = 1.0       # a written byte's share of the drives: read / write rate
+    overlap_grad_reduce: int = 1         # 0: DDP / ZeRO-1 gradient sync after the backward
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -273,6 +276,7 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     if r.head_s:
         state["prev_c"] = g.compute("embedding + logits", "gpu", r.head_s, deps=[state["prev_c"]])
     prev_act = None
+    deferred = not r.overlap_grad_reduce and r.stage < 2
     for i in reversed(range(r.layers)):
         for u in reversed(range(n_units)):
             deps = [state["prev_c"]] + ([fetch("bwd", i, u)] if zero3 else [])
@@ -282,7 +286,12 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 deps.append(prev_act)
             state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units, deps,
                                             release, r.bwd_allreduces if u == 0 else 0)
+        if deferred:
+            continue
         syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last, state)
+    if deferred:        # every layer's sync after the last backward (no overlap)
+        for i in reversed(range(r.layers)):
+            syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last, state)
     if last:
         _optimizer(g, r, syncs, state["prev_c"])
     return g
@@ -400,7 +409,8 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             r.bwd_allreduces, r.prefetch_depth, TIERS.index(r.offload_params),
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
-            r.units_per_layer, r.rs_per_layer, int(r.sync_fetch))
+            r.units_per_layer, r.rs_per_layer, int(r.sync_fetch),
+            int(bool(r.overlap_grad_reduce)))
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,

@@ -219,7 +219,7 @@ export const DEFAULT_VALUES: FormValues = {
 
 /** The engine's defaults of the inputs that may be left blank, shown as placeholders. */
 export const PLACEHOLDERS: Record<string, string> = {
-  "training.compute_efficiency": "0.55",
+  "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
   "strategy.prefetch_depth": "1",
   "strategy.prefetch_miss_rate": "0",
