@@ -88,12 +88,12 @@ class TooMuchWork(Exception):
 def resolve(spec: dict) -> dict:
     """Validate ``spec`` completely and return the resolved scenario JSON.
 
-    Raises ScenarioError. The engine's ``validate`` makes every check an evaluation would
-    (batch divisibility, parallel degrees, the caps on work) without simulating, so saving
-    a scenario or starting a run costs well under a millisecond whatever it describes.
+    Raises ScenarioError (``ScenarioErrors`` when several fields are bad: it names them
+    all). The engine's ``validate`` makes every check an evaluation would (batch
+    divisibility, parallel degrees, the caps on work) without simulating, so saving a
+    scenario or starting a run costs well under a millisecond whatever it describes.
     """
-    scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.validate(scenario)
+    scenario = simulation.checked_scenario(spec, **catalog_lookups())
     return scenario.to_dict()
 
 
@@ -108,8 +108,7 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
     With ``step_if_within_limit`` a step over the limit is left out instead: the memory-only
     report with ``step_skipped`` (the reason) is returned.
     """
-    scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.validate(scenario)
+    scenario = simulation.checked_scenario(spec, **catalog_lookups())
     try:
         check_request_work(scenario, include_step, detail)
     except TooMuchWork as exc:
