@@ -390,7 +390,7 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     report = dict(
         available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
-        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
+        optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc))
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
@@ -398,6 +398,21 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if detail:      # task names exist only in the Python graph: rebuild it for the page
         out["timeline"] = timeline(build(r, links, last=True), s_last)
     return out
+
+
+_COMPUTE_LABEL = LABELS.index("compute")
+
+
+def optimizer_phase_s(a: dict, sched) -> float:
+    """Seconds of the step after the last micro-batch's last forward/backward compute
+    (``a``: the last micro-batch's graph, ``sched`` its schedule): the gradient
+    reduction left exposed, the optimizer step and its offload traffic. 0 for a graph
+    without compute tasks."""
+    # zero-length compute tasks are joins ("optimizer step done"), not work
+    is_compute = (a["label"] == _COMPUTE_LABEL) & (a["duration"] > 0)
+    if not is_compute.any():
+        return 0.0
+    return max(0.0, float(sched.makespan_s - sched.end_s[is_compute].max()))
 
 
 def critical_path(g, sched) -> list[int]:

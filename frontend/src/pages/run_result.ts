@@ -12,7 +12,7 @@ import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { BREAKDOWN_HELP, breakdownSegments, linkRows, stepHeadline, stepVerdict } from "../step";
+import { BREAKDOWN_HELP, breakdownSegments, linkRows, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { BreakdownKey, Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
@@ -84,7 +84,7 @@ function stepSection(report: Report): HTMLElement | null {
     "div",
     { class: "stats", id: "step-headline" },
     stat("Step time", formatSeconds(head.timeS), "step-time",
-      head.microBatches ? `${head.microBatches} micro-batch${head.microBatches === 1 ? "" : "es"}${head.microBatchS ? ` of ≈ ${formatSeconds(head.microBatchS)}` : ""}` : undefined),
+      stepPhasesNote(head) || undefined),
     head.tokensPerS !== null
       ? stat("Throughput", `${formatNumber(head.tokensPerS, 0)} tokens/s`, "step-tokens",
           head.samplesPerS !== null ? `${formatNumber(head.samplesPerS, 2)} sequences/s` : undefined)

