@@ -71,6 +71,10 @@ describe("estimateStepSummary", () => {
     expect(estimateStepSummary(r)).toBe(
       "Step 6.19 s · 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.00 s stall), goodput 97.1%");
   });
+  it("says a scenario that does not fit cannot start, before its step time", () => {
+    const r = { ...fittingReport(), fits: false, step: { available: true, time_s: 4.54 } };
+    expect(estimateStepSummary(r)).toBe("If it fit (it does not, so it cannot start): step 4.54 s");
+  });
   it("gives the engine's reason without a step, and nothing for a memory-only report", () => {
     expect(estimateStepSummary({ ...fittingReport(), step: { available: false, reason: "does not fit" } }))
       .toBe("Step time: does not fit");

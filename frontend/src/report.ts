@@ -201,6 +201,10 @@ export function estimateSummary(report: Report): string {
  * 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.0 s stall), goodput 97.1%";
  * the engine's reason when it has no step; null for a memory-only report.
  */
+/** What a scenario that does not fit shows beside a step time or cost: they are the figures of
+ *  a run that cannot start, had it the memory. */
+export const UNFIT_NOTE = "does not fit, so it cannot start: this is what it would take if it fit";
+
 export function estimateStepSummary(report: Report): string | null {
   const step = report.step;
   if (!step) return null;
@@ -208,6 +212,7 @@ export function estimateStepSummary(report: Report): string | null {
     return `Step time: ${step.reason ?? "not simulated"}`;
   }
   const parts = [`Step ${formatSeconds(step.time_s)}`];
+  if (report.fits === false) parts[0] = `If it fit (it does not, so it cannot start): step ${formatSeconds(step.time_s)}`;
   const tokens = report.throughput?.tokens_per_s;
   if (typeof tokens === "number") parts.push(`${formatNumber(tokens, 0)} tokens/s`);
   if (typeof report.mfu === "number") parts.push(`MFU ${formatPercent(report.mfu)}`);

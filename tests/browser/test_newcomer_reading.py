@@ -32,3 +32,15 @@ def test_the_zero_infinity_headline_names_the_optimizer_phase(page, live_url, us
     page.locator("#step-headline").screenshot(path=str(screenshot(page, "newcomer-zero-infinity-headline")))
     assert note.startswith("optimizer step ≈ 3"), note
     assert "after 2 micro-batches of ≈ 6." in note, note
+
+
+def test_a_scenario_that_does_not_fit_marks_its_step_time_and_cost(page, live_url, user_admin, catalog):
+    spec = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 1},
+            "training": {"micro_batch_size": 1, "global_batch_size": 8, "seq_len": 4096,
+                         "recompute": "full"}, "strategy": {"kind": "zero3"}}
+    _run_page(page, live_url, user_admin, "70B ZeRO-3 on one node (does not fit)", spec)
+    screenshot(page, "newcomer-does-not-fit-run")
+    page.locator("#step").screenshot(path=str(screenshot(page, "newcomer-does-not-fit-step")))
+    assert page.locator("#step").get_attribute("data-unfit") == "true"
+    assert "does not fit, so the run cannot start" in page.locator("#step-unfit").inner_text()
+    assert page.locator("#step-time small").first.inner_text() == "Step time if it fit"

@@ -83,7 +83,7 @@ function stepSection(report: Report): HTMLElement | null {
   const stats = h(
     "div",
     { class: "stats", id: "step-headline" },
-    stat("Step time", formatSeconds(head.timeS), "step-time",
+    stat(report.fits === false ? "Step time if it fit" : "Step time", formatSeconds(head.timeS), "step-time",
       stepPhasesNote(head) || undefined),
     head.tokensPerS !== null
       ? stat("Throughput", `${formatNumber(head.tokensPerS, 0)} tokens/s`, "step-tokens",
@@ -131,7 +131,13 @@ function stepSection(report: Report): HTMLElement | null {
         [0],
       )
     : null;
-  return h("section", { id: "step" }, h("h2", null, "Step time"), stats, verdictEl, chart, breakdown, linksTable);
+  const unfit = report.fits === false
+    ? h("p", { id: "step-unfit", class: "unfit-note", role: "note" },
+        h("strong", null, "✗ As if it ran: "),
+        "this scenario does not fit, so the run cannot start. The step time, throughput and checkpoint figures on this page are what it would take with enough memory.")
+    : null;
+  return h("section", { id: "step", "data-unfit": report.fits === false ? "true" : null },
+    h("h2", null, "Step time"), unfit, stats, verdictEl, chart, breakdown, linksTable);
 }
 
 /** The Gantt chart of the simulated micro-batch. */
