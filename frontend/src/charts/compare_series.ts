@@ -16,10 +16,10 @@ import type { ComposeOption } from "echarts/core";
 import { CATEGORY_LABELS, TIERS, categoryBytes, tierUsage, type TierInfo } from "../report";
 import { breakdownSegments, BREAKDOWN_LABELS } from "../step";
 import { BREAKDOWN_KEYS, CATEGORIES, type Report } from "../types";
-import { formatBytes, formatGB, formatNumber, formatSeconds, formatTick } from "../units";
+import { UNIT_GB, formatBytes, formatNumber, formatSeconds, formatTick, formatTierBytes, tierUnit, type ByteUnit } from "../units";
 import { formatUSD } from "../dashboard/format";
 import { goodputMarks } from "./goodput_series";
-import { CATEGORY_COLORS, toGB, type ChartStyle } from "./series";
+import { CATEGORY_COLORS, toUnit, type ChartStyle } from "./series";
 import { segmentColor } from "./step_series";
 import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, type RenderApi } from "./timeline_series";
 import { zoomAxis } from "./ticks";
@@ -47,7 +47,7 @@ export interface Column {
 export const COLUMN_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"];
 export const columnColor = (i: number) => COLUMN_COLORS[i % COLUMN_COLORS.length];
 
-export const GB_AXIS = "GB (1e9 bytes)";
+export const GB_AXIS = UNIT_GB.axis;
 export const STEP_AXIS = "Seconds per step (s)";
 export const TIME_AXIS = "Time since the micro-batch started (s)";
 export const INTERVAL_AXIS = "Checkpoint interval (h, log scale)";
@@ -106,6 +106,12 @@ function allTiers(columns: Column[]): TierGroup[] {
   return groups;
 }
 
+/** The unit a tier's panel is drawn in: one for all its columns (`tierUnit` of the largest). */
+export function groupUnit(g: TierGroup): ByteUnit {
+  const most = Math.max(0, ...g.columns.map((c) => (c ? Math.max(c.totalBytes, c.capacityBytes) : 0)));
+  return tierUnit(g.tier.key, most);
+}
+
 export const TIER_GRID_HEIGHT = 170;
 const TIER_GRID_GAP = 90;
 
@@ -155,8 +161,8 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
       formatter: (value: string, index: number) => {
         const c = g.columns[index];
         if (!c) return `${value}\nno report`;
-        const cap = c.present ? formatGB(c.capacityBytes) : "none";
-        return `${value}\n${formatGB(c.totalBytes)} / ${cap}`;
+        const cap = c.present ? formatTierBytes(c.capacityBytes, g.tier.key) : "none";
+        return `${value}\n${formatTierBytes(c.totalBytes, g.tier.key)} / ${cap}`;
       },
       color: textColor(style.dark),
     },
@@ -164,7 +170,7 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
   const yAxis = groups.map((g, i) => ({
     type: "value" as const,
     gridIndex: i,
-    name: `${g.tier.label} — ${GB_AXIS}`,
+    name: `${g.tier.label} — ${groupUnit(g).axis}`,
     nameTextStyle: { align: "left" as const, fontWeight: "bold" as const },
     axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
     splitLine: { lineStyle: { opacity: 0.4 } },
@@ -181,7 +187,7 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
         barWidth: "45%",
         barGap: "-100%",
         itemStyle: { color: CATEGORY_COLORS[cat] },
-        data: g.columns.map((c) => (c ? toGB(c.byCategory[cat]) : null)),
+        data: g.columns.map((c) => (c ? toUnit(c.byCategory[cat], groupUnit(g)) : null)),
       });
     }
     series.push({
@@ -201,11 +207,11 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
         formatter: (p: unknown) => {
           const c = g.columns[(p as { dataIndex: number }).dataIndex];
           if (!c) return "";
-          return c.totalBytes > c.capacityBytes ? `{over|over by ${formatGB(c.totalBytes - c.capacityBytes)}}` : "";
+          return c.totalBytes > c.capacityBytes ? `{over|over by ${formatTierBytes(c.totalBytes - c.capacityBytes, g.tier.key)}}` : "";
         },
         rich: { over: { color: over, fontWeight: "bold" } },
       },
-      data: g.columns.map((c) => (c ? toGB(c.capacityBytes) : null)),
+      data: g.columns.map((c) => (c ? toUnit(c.capacityBytes, groupUnit(g)) : null)),
     });
   });
   return {

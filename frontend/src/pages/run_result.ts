@@ -28,6 +28,7 @@ import {
   formatSeconds,
   formatSecondsSig,
   plural,
+  formatTierBytes,
 } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -277,23 +278,22 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
   const tiers = tierSummaryRows(report);
   const tiersTable = table(
     "tiers-table",
-    "Memory per tier: used and capacity (GB = 1e9 bytes, GiB = 2^30 bytes)",
-    ["Tier", "Used (GB)", "Used (GiB)", "Capacity (GB)", "Capacity (GiB)", "Free (GB)", "Used (%)"],
+    "Memory per tier: used and capacity (GPU memory in GiB = 2^30 bytes, as nvidia-smi and PyTorch show it; host memory and drives in GB = 10^9 or TB = 10^12 bytes, as their datasheets)",
+    ["Tier", "Used", "Capacity", "Free", "Used (%)"],
     tiers.map((t) => {
       if (!t.present && t.totalBytes === 0) {
-        return [t.label, "—", "—", "none on this node", "—", "—", "—"];
+        return [t.label, "—", "none on this node", "—", "—"];
       }
+      const show = (b: number) => formatTierBytes(b, t.tier);
       return [
         t.label,
-        formatGB(t.totalBytes),
-        formatGiB(t.totalBytes),
-        t.present ? formatGB(t.capacityBytes) : "none on this node",
-        formatGiB(t.capacityBytes),
-        t.fits ? formatGB(t.freeBytes) : h("strong", { class: "over" }, `over by ${formatGB(-t.freeBytes)}`),
+        show(t.totalBytes),
+        t.present ? show(t.capacityBytes) : "none on this node",
+        t.fits ? show(t.freeBytes) : h("strong", { class: "over" }, `over by ${show(-t.freeBytes)}`),
         t.capacityBytes > 0 ? formatPercent(t.totalBytes / t.capacityBytes) : "—",
       ];
     }),
-    [1, 2, 3, 4, 5, 6],
+    [1, 2, 3, 4],
     [0],
   );
 
@@ -304,8 +304,8 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
           "p",
           { id: "hbm-allocated-reserved", class: "hint" },
           `HBM per GPU at its peak (${(hbmUse.peak_phase ?? "").replace("_", " ")}): ` +
-            `${formatGB(hbmUse.total_bytes)} as nvidia-smi shows it (CUDA context + PyTorch's reserved memory), ` +
-            `of which ${formatGB(hbmUse.allocated_bytes)} are tensors (torch.cuda.max_memory_allocated).`,
+            `${formatGiB(hbmUse.total_bytes)} as nvidia-smi shows it (CUDA context + PyTorch's reserved memory), ` +
+            `of which ${formatGiB(hbmUse.allocated_bytes)} are tensors (torch.cuda.max_memory_allocated).`,
         )
       : null;
   const absent = absentTiers(report);
@@ -317,7 +317,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     h(
       "figcaption",
       null,
-      "Memory per tier, stacked by category; the dashed frame is the tier's capacity. Each tier has its own scale in GB (1e9 bytes); hover a bar for GiB.",
+      "Memory per tier, stacked by category; the dashed frame is the tier's capacity. Each tier has its own scale: HBM in GiB (2^30 bytes, as nvidia-smi shows it), host memory and drives in GB or TB; hover a bar for both.",
       absent.length ? ` Not on this node: ${absent.map((t) => t.label).join(", ")}.` : "",
     ),
   );
