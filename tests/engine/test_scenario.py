@@ -207,3 +207,15 @@ def test_checked_scenario_names_every_bad_field_the_input_holds():
     with pytest.raises(ScenarioError) as e:
         checked_scenario(dict(good, model={"preset": "llama9"}))
     assert type(e.value) is ScenarioError and e.value.field == "model.preset"
+
+
+def test_a_sequence_length_past_any_published_context_is_refused_naming_the_field():
+    from simulation import ScenarioError, checked_scenario
+    from simulation.scenario import MAX_SEQ_LEN
+
+    d = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "gpus_per_node": 1}}
+    assert checked_scenario(dict(d, training={"seq_len": 131_072})).training.seq_len == 131_072
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario(dict(d, training={"seq_len": 100_000_000}))
+    assert e.value.field == "training.seq_len"
+    assert e.value.message == f"must be at most {MAX_SEQ_LEN:,}, got 100,000,000"
