@@ -124,7 +124,7 @@ interface ChartSpec {
 
 const CHARTS: ChartSpec[] = [
   { id: "cmp-memory-chart", title: "Memory per tier against capacity",
-    caption: "Each tier on its own scale in GB (1e9 bytes), stacked by category; the dashed frame is that scenario's capacity. Hover for GiB.",
+    caption: "Each tier on its own scale (HBM in GiB as nvidia-smi shows it; host memory and drives in GB or TB), stacked by category; the dashed frame is that scenario's capacity. Hover for both units.",
     label: "Stacked bars of memory per tier for each scenario, with capacity frames" },
   { id: "cmp-step-chart", title: "Step time",
     caption: "Seconds per training step, split into compute and the exposed (not hidden) communication, offload I/O and stalls.",
@@ -197,7 +197,7 @@ function mount(root: HTMLElement): void {
     }
     progress.hidden = true;
     statusText.textContent = data.status === "succeeded"
-      ? `All ${data.items.length} runs finished`
+      ? (data.items.length === 1 ? "The run finished" : `All ${data.items.length} runs finished`)
       : "Finished; some runs failed (their columns are empty)";
     if (drawn) return;
     drawn = true;
