@@ -44,3 +44,41 @@ def test_a_scenario_that_does_not_fit_marks_its_step_time_and_cost(page, live_ur
     assert page.locator("#step").get_attribute("data-unfit") == "true"
     assert "does not fit, so the run cannot start" in page.locator("#step-unfit").inner_text()
     assert page.locator("#step-time small").first.inner_text() == "Step time if it fit"
+
+
+def test_a_queued_run_moves_its_bar_and_cannot_be_run_again_until_it_finishes(page, live_url, user_admin, catalog):
+    from tierlab.scenarios import services
+    from tests.browser.conftest import wait_until
+    from tests.web.dashboard_helpers import spec
+    scenario = services.create_scenario(user_admin, "7B queued", spec())
+    run = services.start_run(scenario)                 # no worker here: it stays queued
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/runs/{run.pk}/")
+    page.wait_for_selector("#run-progress-panel[data-status='queued']")
+    assert page.locator("#run-again").is_disabled()
+    # nothing measured yet: an indeterminate bar (no value), never "0 %"
+    assert page.locator("#run-progress").get_attribute("value") is None
+    assert "0%" not in page.locator("#run-progress-panel").inner_text()
+    page.locator("#run-progress-panel").screenshot(path=str(screenshot(page, "newcomer-run-queued")))
+    page.goto(f"{live_url}/scenarios/")
+    button = page.locator(f"#scenario-{scenario.pk} .row-actions button")
+    assert button.inner_text() == "Run again" and button.is_disabled()
+    run_queued_runs()
+    page.goto(f"{live_url}/runs/{run.pk}/")
+    page.wait_for_selector("#run-progress-panel[data-status='succeeded']", timeout=60_000)
+    wait_until(page, "() => !document.getElementById('run-again').disabled")
+
+
+def test_the_scenario_list_fits_a_390_px_phone(page, live_url, user_admin, catalog):
+    from tierlab.scenarios.examples import examples
+    from tierlab.scenarios.models import Scenario
+    for e in examples():
+        Scenario.objects.create(owner=user_admin, name=e["name"], spec=e["scenario"])
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/scenarios/")
+    screenshot(page, "newcomer-scenario-list-390")
+    fit = page.evaluate("""() => ({page: document.documentElement.scrollWidth, window: window.innerWidth,
+      off: [...document.querySelectorAll('.row-actions button, .row-actions a')]
+        .filter(b => b.getBoundingClientRect().right > window.innerWidth + 1).map(b => b.textContent)})""")
+    assert fit["page"] <= fit["window"] and fit["off"] == [], fit

@@ -397,9 +397,14 @@ function mount(root: HTMLElement): void {
       pageStatus.textContent = run.status;
       pageStatus.className = `status status-${run.status}`;
     }
-    const fraction = progressFraction(run.progress);
+    // 0 is "nothing measured yet" (queued, or the first stage not done): an indeterminate
+    // bar that moves, not one stuck at 0 %
+    const measured = progressFraction(run.progress);
+    const fraction = measured !== null && measured > 0 ? measured : null;
     if (TERMINAL.has(run.status)) {
       progress.hidden = true;
+      const again = document.getElementById("run-again") as HTMLButtonElement | null;
+      if (again) { again.disabled = false; again.removeAttribute("title"); }
       if (cancelForm) cancelForm.hidden = true; // nothing left to cancel
       const took = run.started_at && run.finished_at
         ? (Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000 : 0;
