@@ -548,6 +548,6 @@ def _nvme_wall(sc: Scenario, link_rows: list) -> str:
     if read_b + write_b <= 0:
         return ""
     floor_s = max(read_b / nvme.read_bytes_per_s, write_b / nvme.write_bytes_per_s)
-    return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:.2f} TB at "
-            f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:.2f} TB at "
+    return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:,.2f} TB at "
+            f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:,.2f} TB at "
             f"{nvme.write_bytes_per_s / 1e9:.1f} GB/s per step: at least {floor_s:.3g} s.")

@@ -219,3 +219,11 @@ def test_a_sequence_length_past_any_published_context_is_refused_naming_the_fiel
         checked_scenario(dict(d, training={"seq_len": 100_000_000}))
     assert e.value.field == "training.seq_len"
     assert e.value.message == f"must be at most {MAX_SEQ_LEN:,}, got 100,000,000"
+
+
+def test_messages_scale_large_sizes_and_separate_thousands():
+    from simulation.units import fmt_bytes
+    assert fmt_bytes(85.1e9) == "85.1 GB (79.3 GiB)"
+    assert fmt_bytes(30.72e12) == "30.72 TB (27.94 TiB)"
+    # 22528556.57 TB read without separators; in PB: 2.252855657e19 / 1e15 and / 2^50
+    assert fmt_bytes(2.252855657e19) == "22,528.56 PB (20,009.38 PiB)"
