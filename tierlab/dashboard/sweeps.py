@@ -29,6 +29,7 @@ from simulation import ScenarioError
 from simulation import sweep as engine_sweep
 from tierlab import jobs
 from tierlab.catalog.labels import axis_value_labels
+from tierlab.catalog.lookups import catalog_lookups
 from tierlab.dashboard.comparisons import InputError, owned_for
 from tierlab.dashboard.models import Sweep, SweepChunk
 from tierlab.dashboard.table import flatten
@@ -257,7 +258,7 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
     where a number goes, -3 nodes) is a typo, not a finding: a ScenarioError naming
     ``axes.<k>.values.<j>`` for each such value. Points invalid only in combination (a batch that does not
     divide, offload the other axis's strategy cannot do) stay results of the sweep."""
-    lookups = services.catalog_lookups()
+    lookups = catalog_lookups()
     sizes = [len(ax["values"]) for ax in axes]
     refused = {(k, j): None for k, n in enumerate(sizes) for j in range(n)}   # None: not yet
     cells = itertools.product(*[range(n) for n in sizes])                    # expand's order
@@ -438,7 +439,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
             services._test_sleep()
         points = engine_sweep.expand(sweep.base_spec, sweep.axes)[chunk.start:chunk.stop]
-        lookups = services.catalog_lookups()
+        lookups = catalog_lookups()
         for point in points:
             if _cancel_requested(sweep.pk):
                 status, reason = SweepChunk.Status.CANCELLED, "cancelled"
