@@ -24,6 +24,7 @@ import { segmentColor } from "./step_series";
 import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, type RenderApi } from "./timeline_series";
 import { zoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
+import { categoryStack, chartFrame, panelValueAxis } from "./option_parts";
 
 export type CompareChartOption = ComposeOption<
   | BarSeriesOption
@@ -167,29 +168,12 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
       color: textColor(style.dark),
     },
   }));
-  const yAxis = groups.map((g, i) => ({
-    type: "value" as const,
-    gridIndex: i,
-    name: `${g.tier.label} — ${groupUnit(g).axis}`,
-    nameTextStyle: { align: "left" as const, fontWeight: "bold" as const },
-    axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
-    splitLine: { lineStyle: { opacity: 0.4 } },
-  }));
+  const yAxis = groups.map((g, i) => panelValueAxis(i, `${g.tier.label} — ${groupUnit(g).axis}`, true));
   const series: BarSeriesOption[] = [];
   groups.forEach((g, i) => {
-    for (const cat of CATEGORIES) {
-      series.push({
-        type: "bar",
-        name: CATEGORY_LABELS[cat],
-        stack: `tier-${g.tier.key}`,
-        xAxisIndex: i,
-        yAxisIndex: i,
-        barWidth: "45%",
-        barGap: "-100%",
-        itemStyle: { color: CATEGORY_COLORS[cat] },
-        data: g.columns.map((c) => (c ? toUnit(c.byCategory[cat], groupUnit(g)) : null)),
-      });
-    }
+    series.push(...categoryStack(`tier-${g.tier.key}`, i,
+      (cat) => g.columns.map((c) => (c ? toUnit(c.byCategory[cat], groupUnit(g)) : null)),
+      (cat) => ({ barWidth: "45%", itemStyle: { color: CATEGORY_COLORS[cat] } })));
     series.push({
       type: "bar",
       name: CAPACITY,
@@ -215,9 +199,7 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
     });
   });
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: {
       top: 0,
       data: [
@@ -269,9 +251,7 @@ export function compareStepOption(columns: Column[], style: ChartStyle = {}): Co
   }));
   const totals = columns.map((c) => c.report?.step?.time_s ?? null);
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0, data: keys.map((k) => ({ name: labelOf(k), itemStyle: { color: segmentColor(k) } })) },
     tooltip: {
       trigger: "axis",
@@ -379,9 +359,7 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
   });
   const last = panels.length - 1;
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    aria: { enabled: true },
+    ...chartFrame(false),
     legend: { top: 0, data: kinds.map((k) => ({ name: kindLabel(k), itemStyle: { color: kindColor(k) } })) },
     tooltip: { trigger: "item", confine: true },
     grid: panels.map((p) => ({ left: 170, right: 30, top: p.top, height: p.height })),
@@ -459,9 +437,7 @@ export function compareGoodputOption(columns: Column[], style: ChartStyle = {}):
     }),
   });
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0, type: "scroll" },
     tooltip: {
       trigger: "item",
@@ -527,9 +503,7 @@ export function compareCostOption(columns: Column[], style: ChartStyle = {}): Co
   });
   const axisLabel = { interval: 0, width: 110, overflow: "truncate" as const, color: textColor(style.dark) };
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },

@@ -13,6 +13,7 @@ import type { ComposeOption } from "echarts/core";
 import { CATEGORY_LABELS, TIERS, categoryBytes, tierUsage, type TierInfo } from "../report";
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey } from "../types";
 import { UNIT_GB, formatBytes, formatNumber, formatTierBytes, tierUnit, type ByteUnit } from "../units";
+import { categoryStack, chartFrame, panelValueAxis } from "./option_parts";
 import { escapeHtml as esc } from "../html";
 
 export type MemoryChartOption = ComposeOption<
@@ -153,30 +154,12 @@ export function memoryChartOption(report: Report, style: ChartStyle = {}): Memor
     },
   }));
 
-  const yAxis = bars.map((bar, i) => ({
-    type: "value" as const,
-    gridIndex: i,
-    name: barUnit(bar).axis,
-    nameTextStyle: { align: "left" as const },
-    axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
-    splitLine: { lineStyle: { opacity: 0.4 } },
-  }));
+  const yAxis = bars.map((bar, i) => panelValueAxis(i, barUnit(bar).axis));
 
   const series: BarSeriesOption[] = [];
   bars.forEach((bar, i) => {
-    for (const c of CATEGORIES) {
-      series.push({
-        type: "bar",
-        name: CATEGORY_LABELS[c],
-        stack: `tier-${bar.key}`,
-        xAxisIndex: i,
-        yAxisIndex: i,
-        barWidth: "55%",
-        barGap: "-100%",
-        itemStyle: { color: CATEGORY_COLORS[c], opacity: bar.present ? 1 : 0.45 },
-        data: [toUnit(bar.byCategory[c], barUnit(bar))],
-      });
-    }
+    series.push(...categoryStack(`tier-${bar.key}`, i, (c) => [toUnit(bar.byCategory[c], barUnit(bar))],
+      (c) => ({ barWidth: "55%", itemStyle: { color: CATEGORY_COLORS[c], opacity: bar.present ? 1 : 0.45 } })));
     series.push({
       type: "bar",
       name: CAPACITY_NAME,
@@ -207,9 +190,7 @@ export function memoryChartOption(report: Report, style: ChartStyle = {}): Memor
   });
 
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: {
       top: 0,
       data: [

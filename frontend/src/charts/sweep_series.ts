@@ -18,6 +18,7 @@ import { GIB, formatNumber, formatPercent, formatSeconds, formatTick } from "../
 import type { ChartStyle } from "./series";
 import { distinctDecimals, niceAxis, ratioAxis, tickText, type NiceAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
+import { chartFrame } from "./option_parts";
 
 export type SweepChartOption = ComposeOption<
   | HeatmapSeriesOption
@@ -336,9 +337,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
   }
   const palette = metric.better === "min" ? PALETTE : [...PALETTE].reverse();
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    aria: { enabled: true },
+    ...chartFrame(false),
     tooltip: {
       confine: true,
       formatter: (p: unknown) => {
@@ -477,9 +476,7 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
       itemStyle: { color: grey } },
   ];
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    aria: { enabled: true },
+    ...chartFrame(false),
     legend: { top: 0 },
     tooltip: {
       trigger: "item",
