@@ -46,12 +46,14 @@ def test_a_scenario_that_does_not_fit_marks_its_step_time_and_cost(page, live_ur
     assert page.locator("#step-time small").first.inner_text() == "Step time if it fit"
 
 
-def test_a_queued_run_moves_its_bar_and_cannot_be_run_again_until_it_finishes(page, live_url, user_admin, catalog):
+def test_a_queued_run_moves_its_bar_and_cannot_be_run_again_until_it_finishes(page, live_url, user_admin, catalog,
+                                                                              settings):
     from tierlab.scenarios import services
     from tests.browser.conftest import wait_until
     from tests.web.dashboard_helpers import spec
+    settings.TIERLAB_RUN_QUEUE = "tierlab-test-no-worker-reads-this"
     scenario = services.create_scenario(user_admin, "7B queued", spec())
-    run = services.start_run(scenario)                 # no worker here: it stays queued
+    run = services.start_run(scenario)     # sent to this test's own queue, which no worker reads
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/runs/{run.pk}/")
     page.wait_for_selector("#run-progress-panel[data-status='queued']")
@@ -82,3 +84,18 @@ def test_the_scenario_list_fits_a_390_px_phone(page, live_url, user_admin, catal
       off: [...document.querySelectorAll('.row-actions button, .row-actions a')]
         .filter(b => b.getBoundingClientRect().right > window.innerWidth + 1).map(b => b.textContent)})""")
     assert fit["page"] <= fit["window"] and fit["off"] == [], fit
+
+
+def test_the_form_names_every_bad_field_at_once_and_bounds_the_sequence_length(page, live_url, user_admin, catalog):
+    log_in(page, live_url, user_admin)
+    page.wait_for_selector("#scenario-form-root[data-ready='true']")
+    page.fill("input[name='training.seq_len']", "100000000")
+    page.fill("input[name='training.micro_batch_size']", "0")
+    page.fill("input[name='name']", "two bad fields")
+    page.click("#submit-scenario")
+    seq = page.locator("[data-error-for='training.seq_len']")
+    seq.wait_for(state="visible")
+    assert "at most 10,000,000" in seq.inner_text()
+    mb = page.locator("[data-error-for='training.micro_batch_size']")
+    assert mb.is_visible() and "at least 1" in mb.inner_text()
+    screenshot(page, "newcomer-form-two-errors")
