@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import ScenarioError
+from .errors import ScenarioError, every_error
 from .memo import ByIdentity
 from .params import model_params
 from .recsys import resolve_tiers
@@ -356,6 +356,17 @@ def validate(sc: Scenario) -> CostBound:
                                    f"takes at most {MAX_WORK_UNITS / 1e6:,.0f} s "
                                    f"({MAX_WORK_UNITS:,} work units) per scenario")
     return bound
+
+
+def checked_scenario(d: dict, **lookups) -> Scenario:
+    """``Scenario.from_dict(d, **lookups)`` passed through :func:`validate`, with every bad
+    field of ``d`` found at once: raises ScenarioError for one, ``ScenarioErrors`` (its
+    ``errors``) for several (``errors.every_error`` says how they are found)."""
+    def check(x):
+        sc = Scenario.from_dict(x, **lookups)
+        validate(sc)
+        return sc
+    return every_error(check, d)
 
 
 def _share(bound: CostBound, field: str) -> str:

@@ -13,3 +13,88 @@ class ScenarioError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class ScenarioErrors(ScenarioError):
+    """Several bad fields of one input, reported at once.
+
+    ``errors`` is the list of :class:`ScenarioError` (two or more, in the order found);
+    ``field`` and ``message`` are the first's, so a caller that shows one error still can;
+    ``str(err)`` joins every ``"<field>: <message>"`` with ``"; "``.
+    """
+
+    def __init__(self, errors: list[ScenarioError]):
+        self.errors = list(errors)
+        super().__init__(self.errors[0].field, self.errors[0].message)
+        self.args = ("; ".join(f"{e.field}: {e.message}" for e in self.errors),)
+
+
+MAX_REPORTED_ERRORS = 20
+
+
+def every_error(check, d):
+    """``check(d)``'s value; when it raises ScenarioError, every bad field ``d`` holds.
+
+    ``d`` is the input JSON (never changed). After an error, the field it names is left out
+    of a copy and ``check`` runs again: a field left out takes its default, as if not
+    given. That goes on until ``check`` passes or names a field the input does not hold
+    (a cross-field check, or a consequence of what was left out), one found already, or
+    :data:`MAX_REPORTED_ERRORS`. Raises the ScenarioError when there is one, else
+    :class:`ScenarioErrors` with all of them.
+    """
+    found: list[ScenarioError] = []
+    current = d
+    while True:
+        try:
+            value = check(current)
+        except ScenarioErrors as exc:
+            found.extend(exc.errors)
+            break
+        except ScenarioError as exc:
+            if found and exc.field in {e.field for e in found}:
+                break
+            if found and not _holds(d, exc.field):
+                break
+            found.append(exc)
+            smaller = _without(current, exc.field)
+            if smaller is None or len(found) >= MAX_REPORTED_ERRORS:
+                break
+            current = smaller
+        else:
+            if not found:
+                return value
+            break
+    raise found[0] if len(found) == 1 else ScenarioErrors(found)
+
+
+def _steps(field: str) -> list:
+    return [int(s) if s.isdigit() else s for s in field.split(".")] if field else []
+
+
+def _holds(d, field: str) -> bool:
+    node = d
+    for step in _steps(field):
+        if isinstance(node, dict) and isinstance(step, str) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and step < len(node):
+            node = node[step]
+        else:
+            return False
+    return bool(field)
+
+
+def _without(d, field: str):
+    """A copy of ``d`` without ``field`` (copying only the containers on its path), or
+    None when ``d`` does not hold it or it is a list item (the items after it would move)."""
+    steps = _steps(field)
+    if not steps or not _holds(d, field) or not isinstance(steps[-1], str):
+        return None
+
+    def drop(node, rest):
+        if len(rest) == 1:
+            return {k: v for k, v in node.items() if k != rest[0]}
+        out = dict(node) if isinstance(node, dict) else list(node)
+        out[rest[0]] = drop(node[rest[0]], rest[1:])
+        return out
+
+    return drop(d, steps)

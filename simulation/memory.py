@@ -143,8 +143,10 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # ---- gradients
     grad_tier = "hbm"
     if st.offload_optimizer != "none":
-        # ZeRO-Offload: gradients go to the host for the CPU optimizer step; with NVMe
-        # offload they are staged in DDR, with CXL they live in the CXL tier.
+        # ZeRO-Offload: gradients go to host memory for the CPU optimizer step; a CXL
+        # offload is DeepSpeed's device "cpu" with the ranks bound to the CXL NUMA node
+        # (export.py), so every host tensor of the optimizer lands there; with NVMe the host
+        # is DDR (and ZeRO-3 swaps the fp32 gradients to NVMe, below).
         grad_tier = "cxl" if st.offload_optimizer == "cxl" else "ddr"
     explicit = sb.grads_explicit
     if realistic and (stage == 0 or megatron) and not (explicit or pdt == "fp32"):
@@ -162,8 +164,18 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             # the accumulation boundary (stage_1_and_2.py, overlap_comm off for stage < 3).
             add(f"{sb.grads_dtype} gradients (full, until the boundary)", "grads", "hbm",
                 sb.grads * psi, sb.grads, note="ZeRO-1 reduces at the boundary")
-        add("fp32 gradient partition (host)", "grads", grad_tier, 4 * psi / g_div, 4 / g_div,
-            note="DeepSpeed copies reduced gradients to pinned host memory as fp32")
+        if stage >= 3 and opt_tier == "nvme":
+            # stage3.py partition_grads: at the boundary the fp32 gradients of each swappable
+            # sub-group are swapped out beside its optimizer states
+            # (swap_tensor/partitioned_optimizer_swapper.py swap_out_gradients)
+            add("fp32 gradient partition (swapped with the optimizer)", "grads", opt_tier,
+                4 * psi / g_div, 4 / g_div,
+                note="ZeRO-Infinity swaps fp32 gradients to NVMe with the optimizer states")
+        else:
+            # stage_1_and_2.py / stage3.py: fp32 grads of the host optimizer's partition,
+            # in host memory (a CXL node's, when the ranks are bound to it)
+            add("fp32 gradient partition (host)", "grads", grad_tier, 4 * psi / g_div,
+                4 / g_div, note="DeepSpeed copies reduced gradients to host memory as fp32")
         if stage >= 3:
             # stage3.py: grad_partitions_flat_buffer, the 16-bit partition the reduced
             # gradients land in, lives on the host with the optimizer (18 B/param in all)

@@ -45,6 +45,17 @@ DEEPSPEED_RELEASES = ("current", "v0.3-v0.5")
 STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
                   "zero_offload", "zero_infinity", "megatron_dist_opt")
 OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
+# The longest sequence a training plan may give: 10M tokens, the longest context a
+# published model claims (Llama 4 Scout, Meta, April 2025: "10M" tokens); 100M is a typo.
+MAX_SEQ_LEN = 10_000_000
+# Upper bounds on hardware figures, each some hundreds of times the largest part sold in
+# 2025 (288 GB of HBM on MI355X/B300, 8 TB/s of HBM bandwidth, 2.5 PFLOP/s dense bf16 on
+# B300; a DGX's 30 TB of NVMe): a figure past them is a unit slip (bits for bytes, 1e300),
+# not hardware.
+MAX_BYTES = 1e15                  # one accelerator's memory
+MAX_TIER_BYTES = 1e18             # one node's tier
+MAX_BYTES_PER_S = 1e15            # any link or memory bandwidth
+MAX_FLOPS = 1e18                  # one accelerator
 PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
@@ -178,8 +189,10 @@ class AcceleratorSpec:
                   "host_link_bytes_per_s", "scaleup_bytes_per_s"):
             if d.get(k) is None:
                 raise ScenarioError(f"{path}.{k}", "is required")
-            vals[k] = _num(d, k, path, strict=True)
-        gemm = _num(d, "gemm_flops", path, strict=True)
+            vals[k] = _num(d, k, path, strict=True, maximum=(
+                MAX_BYTES if k.endswith("_bytes") else MAX_BYTES_PER_S if k.endswith("_per_s")
+                else MAX_FLOPS))
+        gemm = _num(d, "gemm_flops", path, strict=True, maximum=MAX_FLOPS)
         sms = _int(d, "sm_count", path, minimum=1, maximum=100_000)
         if (gemm is None) != (sms is None):
             missing = "sm_count" if sms is None else "gemm_flops"
@@ -211,9 +224,11 @@ class TierSpec:
         for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
             if d.get(k) is None:
                 raise ScenarioError(f"{path}.{k}", "is required")
-        return cls(capacity_bytes=_num(d, "capacity_bytes", path),
-                   read_bytes_per_s=_num(d, "read_bytes_per_s", path, strict=True),
-                   write_bytes_per_s=_num(d, "write_bytes_per_s", path, strict=True),
+        return cls(capacity_bytes=_num(d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
+                   read_bytes_per_s=_num(d, "read_bytes_per_s", path, strict=True,
+                                         maximum=MAX_BYTES_PER_S),
+                   write_bytes_per_s=_num(d, "write_bytes_per_s", path, strict=True,
+                                          maximum=MAX_BYTES_PER_S),
                    latency_s=_num(d, "latency_s", path, 0.0),
                    device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0))
 
@@ -275,7 +290,7 @@ class ClusterSpec:
             gpus_per_node=_int(d, "gpus_per_node", path, required=True, maximum=1024),
             num_nodes=_int(d, "num_nodes", path, 1, maximum=1_000_000),
             tiers=tiers,
-            nic_bytes_per_s=_num(d, "nic_bytes_per_s", path, strict=True),
+            nic_bytes_per_s=_num(d, "nic_bytes_per_s", path, strict=True, maximum=MAX_BYTES_PER_S),
             price_usd_per_node_hour=_num(d, "price_usd_per_node_hour", path),
             price_source=_str(d, "price_source", path),
             node=_str(d, "node", path), node_name=_str(d, "node_name", path),
@@ -332,7 +347,7 @@ class TrainingSpec:
     """
     micro_batch_size: int = 1
     global_batch_size: int | None = None
-    seq_len: int = 4096
+    seq_len: int = 4096          # at most MAX_SEQ_LEN
     precision: str = "bf16"
     optimizer: str = "adam"
     recompute: str = "none"
@@ -374,7 +389,7 @@ class TrainingSpec:
         return cls(
             micro_batch_size=_int(d, "micro_batch_size", path, 1, maximum=10_000_000),
             global_batch_size=_int(d, "global_batch_size", path, maximum=1_000_000_000),
-            seq_len=_int(d, "seq_len", path, 4096, maximum=100_000_000),
+            seq_len=_int(d, "seq_len", path, 4096, maximum=MAX_SEQ_LEN),
             precision=_choice(d, "precision", path, PRECISIONS, "bf16"),
             optimizer=_choice(d, "optimizer", path, OPTIMIZERS, "adam"),
             recompute=_choice(d, "recompute", path, RECOMPUTE, "none"),

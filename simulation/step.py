@@ -628,7 +628,7 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     report = dict(
         available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
-        micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
+        optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc))
     if sc.strategy.offload_optimizer != "none":
         report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
@@ -648,6 +648,21 @@ def cpu_optimizer_summary(sc: Scenario, r: RankModel, links: dict) -> dict:
     s = cpu_adam.summary(sc.cluster, sc.strategy, links["ddr"], r.params_per_rank / r.shard)
     s["message"] = cpu_adam.bound_words(s)
     return s
+
+
+_COMPUTE_LABEL = LABELS.index("compute")
+
+
+def optimizer_phase_s(a: dict, sched) -> float:
+    """Seconds of the step after the last micro-batch's last forward/backward compute
+    (``a``: the last micro-batch's graph, ``sched`` its schedule): the gradient
+    reduction left exposed, the optimizer step and its offload traffic. 0 for a graph
+    without compute tasks."""
+    # zero-length compute tasks are joins ("optimizer step done"), not work
+    is_compute = (a["label"] == _COMPUTE_LABEL) & (a["duration"] > 0)
+    if not is_compute.any():
+        return 0.0
+    return max(0.0, float(sched.makespan_s - sched.end_s[is_compute].max()))
 
 
 def critical_path(g, sched) -> list[int]:
@@ -795,6 +810,6 @@ def _nvme_wall(sc: Scenario, link_rows: list) -> str:
         return ""
     # reads and writes share each drive: their times add
     floor_s = read_b / nvme.read_bytes_per_s + write_b / nvme.write_bytes_per_s
-    return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:.2f} TB at "
-            f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:.2f} TB at "
+    return (f" NVMe bandwidth wall: each node reads {read_b / 1e12:,.2f} TB at "
+            f"{nvme.read_bytes_per_s / 1e9:.1f} GB/s and writes {write_b / 1e12:,.2f} TB at "
             f"{nvme.write_bytes_per_s / 1e9:.1f} GB/s per step: at least {floor_s:.3g} s.")

@@ -5,7 +5,11 @@ GIB = 2**30
 
 
 def fmt_bytes(n: float) -> str:
-    """``85.1 GB (79.3 GiB)``: decimal first, binary in brackets, both labelled."""
+    """``85.1 GB (79.3 GiB)``, ``30.72 TB (27.94 TiB)``, ``22,528.56 PB (20,009.38 PiB)``:
+    decimal first, binary in brackets, both labelled, scaled to the size, with thousands
+    separators."""
+    if abs(n) >= 1e15:
+        return f"{n / 1e15:,.2f} PB ({n / 2**50:,.2f} PiB)"
     if abs(n) >= 1e12:
-        return f"{n / 1e12:.2f} TB ({n / 2**40:.2f} TiB)"
-    return f"{n / GB:.1f} GB ({n / GIB:.1f} GiB)"
+        return f"{n / 1e12:,.2f} TB ({n / 2**40:,.2f} TiB)"
+    return f"{n / GB:,.1f} GB ({n / GIB:,.1f} GiB)"

@@ -63,10 +63,10 @@ def _fresh_process_memories():
     signals); tests of those memories set them up themselves."""
     yield
     from tierlab import auth
-    from tierlab.scenarios import services
+    from tierlab.catalog.lookups import forget_catalog
 
     auth.forget()
-    services.forget_catalog()
+    forget_catalog()
 
 
 @pytest.fixture

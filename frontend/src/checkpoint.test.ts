@@ -8,7 +8,7 @@ const row = (name: string) => checkpointRows(stepReport()).find((r) => r.name ==
 describe("checkpointRows", () => {
   it("gives size in GB and GiB and the shard per rank", () => {
     // 1e12 / 2^30 = 931.3 GiB; 6.25e10 / 2^30 = 58.2 GiB
-    expect(row("Size")?.value).toBe("1,000.0 GB (931.3 GiB)");
+    expect(row("Size")?.value).toBe("1.0 TB (931.3 GiB)");
     expect(row("Shard per rank")).toMatchObject({ value: "62.5 GB (58.2 GiB)", note: "16 writers" });
     expect(row("Full size (read back on restart)")).toBeUndefined();
   });

@@ -81,6 +81,10 @@ describe("estimateStepSummary", () => {
       "Step 12.30 s (10.80 s–15.30 s, −12 % to +24 % for tensor + pipeline on A100) · " +
       "outside what was validated: GPU H100 (validated: A100)");
   });
+  it("says a scenario that does not fit cannot start, before its step time", () => {
+    const r = { ...fittingReport(), fits: false, step: { available: true, time_s: 4.54 } };
+    expect(estimateStepSummary(r)).toBe("If it fit (it does not, so it cannot start): step 4.54 s");
+  });
   it("gives the engine's reason without a step, and nothing for a memory-only report", () => {
     expect(estimateStepSummary({ ...fittingReport(), step: { available: false, reason: "does not fit" } }))
       .toBe("Step time: does not fit");
@@ -89,19 +93,20 @@ describe("estimateStepSummary", () => {
 });
 
 describe("estimateSummary", () => {
-  it("gives the overflow in GB", () => {
-    expect(estimateSummary(sampleReport())).toBe("Overflows HBM per GPU by 6.0 GB");
+  it("gives the overflow of GPU memory in GiB", () => {
+    expect(estimateSummary(sampleReport())).toBe("Overflows HBM per GPU by 5.6 GiB");
   });
   it("gives HBM use and room when it fits, and every node tier that holds something", () => {
-    // 85.0 - 62.1 = 22.9 GB free; DDR holds 2 GB of pinned buffers, NVMe and CXL nothing
+    // GPU memory in GiB: 62.1e9 B = 57.8 GiB of 85.0e9 B = 79.2 GiB, 21.3 GiB free; DDR (decimal,
+    // by size) holds 2 GB of pinned buffers of 2^41 B = 2.2 TB; NVMe and CXL nothing
     expect(estimateSummary(fittingReport())).toBe(
-      "Fits — HBM per GPU 62.1 GB of 85.0 GB (22.9 GB free); DDR per node 2.0 GB of 2,199.0 GB");
+      "Fits — HBM per GPU 57.8 GiB of 79.2 GiB (21.3 GiB free); DDR per node 2.0 GB of 2.2 TB");
   });
   it("leaves out node tiers that hold nothing", () => {
     const r = fittingReport();
     const nodeTiers = r.memory.per_node ?? {};
     const empty = { ...r, memory: { ...r.memory, per_node: { ...nodeTiers, ddr: { ...nodeTiers.ddr!, total_bytes: 0 } } } };
-    expect(estimateSummary(empty)).toBe("Fits — HBM per GPU 62.1 GB of 85.0 GB (22.9 GB free)");
+    expect(estimateSummary(empty)).toBe("Fits — HBM per GPU 57.8 GiB of 79.2 GiB (21.3 GiB free)");
   });
 });
 

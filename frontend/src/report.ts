@@ -2,7 +2,7 @@
 
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey, type TierUsage } from "./types";
 import { stepBandText } from "./step";
-import { formatBytes, formatDuration, formatGB, formatNumber, formatPercent, formatSeconds } from "./units";
+import { UNIT_GIB, formatBytes, formatDuration, formatIn, formatNumber, formatPercent, formatSeconds, formatTierBytes } from "./units";
 
 export interface TierInfo {
   key: TierKey;
@@ -169,7 +169,7 @@ export function verdict(report: Report): Verdict {
   };
 }
 
-/** One line for the live estimate: "Fits — HBM per GPU 62.1 GB of 85.1 GB (23.0 GB free)". */
+/** One line for the live estimate: "Fits — HBM per GPU 57.8 GiB of 79.3 GiB (21.5 GiB free)". */
 export function estimateSummary(report: Report): string {
   const hbm = TIERS[0];
   const usage = tierUsage(report, hbm);
@@ -179,7 +179,7 @@ export function estimateSummary(report: Report): string {
     const parts = violations.map((v) => {
       const info = tierInfo(v.tier, v.scope);
       const label = info ? info.label : `${v.tier} ${v.scope.replace("_", " ")}`;
-      return `${label} by ${formatGB(v.over_bytes)}`;
+      return `${label} by ${formatTierBytes(v.over_bytes, v.tier)}`;
     });
     return `Overflows ${parts.join("; ")}`;
   }
@@ -189,11 +189,13 @@ export function estimateSummary(report: Report): string {
   // Offloaded states live in the node's tiers: name each one that holds something.
   const others = TIERS.slice(1).flatMap((tier) => {
     const u = tierUsage(report, tier);
-    return u && u.total_bytes > 0 ? [`${tier.label} ${formatGB(u.total_bytes)} of ${formatGB(u.capacity_bytes)}`] : [];
+    if (!u || !(u.total_bytes > 0)) return [];
+    return [`${tier.label} ${formatTierBytes(u.total_bytes, tier.key)} of ${formatTierBytes(u.capacity_bytes, tier.key)}`];
   });
+  const gib = (b: number) => formatIn(b, UNIT_GIB);
   return (
-    `${lead} — ${hbm.label} ${formatGB(usage.total_bytes)} of ${formatGB(usage.capacity_bytes)} ` +
-    (free >= 0 ? `(${formatGB(free)} free)` : `(over by ${formatGB(-free)}, within the error band)`) + others.map((o) => `; ${o}`).join("")
+    `${lead} — ${hbm.label} ${gib(usage.total_bytes)} of ${gib(usage.capacity_bytes)} ` +
+    (free >= 0 ? `(${gib(free)} free)` : `(over by ${gib(-free)}, within the error band)`) + others.map((o) => `; ${o}`).join("")
   );
 }
 
@@ -204,6 +206,10 @@ export function estimateSummary(report: Report): string {
  * when the scenario is;
  * the engine's reason when it has no step; null for a memory-only report.
  */
+/** What a scenario that does not fit shows beside a step time or cost: they are the figures of
+ *  a run that cannot start, had it the memory. */
+export const UNFIT_NOTE = "does not fit, so it cannot start: this is what it would take if it fit";
+
 export function estimateStepSummary(report: Report): string | null {
   const step = report.step;
   if (!step) return null;
@@ -212,6 +218,7 @@ export function estimateStepSummary(report: Report): string | null {
   }
   const band = stepBandText(report);
   const parts = [`Step ${formatSeconds(step.time_s)}${band ? ` (${band.text})` : ""}`];
+  if (report.fits === false) parts[0] = `If it fit (it does not, so it cannot start): s${parts[0].slice(1)}`;
   const tokens = report.throughput?.tokens_per_s;
   if (typeof tokens === "number") parts.push(`${formatNumber(tokens, 0)} tokens/s`);
   if (typeof report.mfu === "number") parts.push(`MFU ${formatPercent(report.mfu)}`);

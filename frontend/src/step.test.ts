@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { breakdownSegments, linkLabel, linkRows, partHelp, stepBandText, stepHeadline, stepVerdict } from "./step";
+import { breakdownSegments, linkLabel, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
 import { sampleReport, stepReport } from "./testdata/report";
 
 describe("breakdownSegments", () => {
@@ -26,8 +26,23 @@ describe("stepHeadline", () => {
   it("reads step time, tokens/s, MFU and micro-batches", () => {
     expect(stepHeadline(stepReport())).toEqual({
       available: true, reason: "", timeS: 10, tokensPerS: 13107.2, samplesPerS: 3.2, mfu: 0.42,
-      microBatches: 2, microBatchS: 5,
+      microBatches: 2, microBatchS: 5, optimizerPhaseS: null,
     });
+  });
+});
+
+describe("stepPhasesNote", () => {
+  const head = (timeS: number, microBatches: number, microBatchS: number, optimizerPhaseS: number | null) =>
+    ({ ...stepHeadline(stepReport()), timeS, microBatches, microBatchS, optimizerPhaseS });
+
+  it("names the optimizer phase first when it is most of the step", () => {
+    // the ZeRO-Infinity example: 44.4 s = 2 x 6.81 s of forward/backward + 30.8 s after them
+    expect(stepPhasesNote(head(44.41, 2, 6.81, 30.79))).toBe("optimizer step ≈ 30.79 s (69%), after 2 micro-batches of ≈ 6.81 s");
+  });
+
+  it("names the micro-batches first otherwise, and the optimizer step after", () => {
+    expect(stepPhasesNote(head(8.98, 2, 4.47, 0.04))).toBe("2 micro-batches of ≈ 4.47 s; optimizer step ≈ 40.0 ms");
+    expect(stepPhasesNote(head(5, 1, 5, null))).toBe("1 micro-batch of ≈ 5.00 s");
   });
 });
 

@@ -102,6 +102,8 @@ export interface Step {
   breakdown_s?: Partial<Record<BreakdownKey, number>> & Record<string, number>;
   micro_batch_s?: number;
   last_micro_batch_s?: number;
+  /** Seconds after the last micro-batch's last compute: exposed reduction, optimizer step, its offload I/O. */
+  optimizer_phase_s?: number;
   micro_batches?: number;
   model_flops?: number;
   /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */

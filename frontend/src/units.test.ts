@@ -15,7 +15,24 @@ import {
   formatParams,
   formatPercent,
   formatSeconds,
+  formatSI,
+  formatTierBytes,
 } from "./units";
+
+describe("units as users read them", () => {
+  it("reads GPU memory in GiB, as nvidia-smi and torch.cuda do", () => {
+    // an "80 GB" H100 exposes int(79.3 * 2^30) bytes: 85.1 GB, but nvidia-smi says ~79.3 GiB
+    expect(formatTierBytes(Math.trunc(79.3 * 2 ** 30), "hbm")).toBe("79.3 GiB");
+  });
+
+  it("reads drives and host memory in the decimal unit that suits the size", () => {
+    // a DGX H100's eight 3.84 TB drives: 30.72e12 bytes, not "30,720.0 GB"
+    expect(formatTierBytes(30.72e12, "nvme")).toBe("30.7 TB");
+    expect(formatSI(2.25286e19)).toBe("22,528.6 PB");       // separators even when huge
+    expect(formatSI(512e9)).toBe("512.0 GB");
+    expect(formatBytes(30.72e12)).toBe("30.7 TB (27.9 TiB)");
+  });
+});
 
 describe("byte units", () => {
   it("uses 1e9 for GB and 2^30 for GiB", () => {

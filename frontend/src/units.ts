@@ -1,6 +1,7 @@
 // Display units. The engine speaks SI (bytes, seconds); every number shown carries its unit.
 // GB = 1e9 bytes (what the engine and datasheets call GB), GiB = 2^30 bytes (what
-// nvidia-smi and `free -g` show). Numbers are formatted en-US so output is stable.
+// nvidia-smi and `free -g` show); GPU memory reads in GiB, drives and host memory in GB or
+// TB by size (`tierUnit`). Numbers are formatted en-US (Intl.NumberFormat) so output is stable.
 
 export const GB = 1e9;
 export const GIB = 2 ** 30;
@@ -33,9 +34,57 @@ export function formatGiB(bytes: number, digits = 1): string {
   return `${formatNumber(bytes / GIB, digits)} GiB`;
 }
 
-/** Both units: "85.1 GB (79.3 GiB)". */
+/** A unit of bytes: its symbol, the axis name that spells it out, and its size in bytes. */
+export interface ByteUnit {
+  symbol: string;
+  axis: string;
+  bytes: number;
+}
+
+export const UNIT_GB: ByteUnit = { symbol: "GB", axis: "GB (10⁹ bytes)", bytes: GB };
+export const UNIT_TB: ByteUnit = { symbol: "TB", axis: "TB (10¹² bytes)", bytes: 1e12 };
+export const UNIT_PB: ByteUnit = { symbol: "PB", axis: "PB (10¹⁵ bytes)", bytes: 1e15 };
+export const UNIT_GIB: ByteUnit = { symbol: "GiB", axis: "GiB (2³⁰ bytes)", bytes: GIB };
+export const UNIT_TIB: ByteUnit = { symbol: "TiB", axis: "TiB (2⁴⁰ bytes)", bytes: 2 ** 40 };
+
+/** The decimal unit that reads `bytes` best: GB below 1 TB, TB below 1 PB, then PB. */
+export function decimalUnit(bytes: number): ByteUnit {
+  const abs = Math.abs(bytes);
+  return abs >= 1e15 ? UNIT_PB : abs >= 1e12 ? UNIT_TB : UNIT_GB;
+}
+
+/** The binary unit that reads `bytes` best: GiB below 1 TiB, then TiB. */
+export function binaryUnit(bytes: number): ByteUnit {
+  return Math.abs(bytes) >= 2 ** 40 ? UNIT_TIB : UNIT_GIB;
+}
+
+/**
+ * The unit a tier's bytes are read in: GPU memory (`hbm`) in GiB, as nvidia-smi and
+ * torch.cuda report it (an "80 GB" H100 is 79.6 GiB); host memory, CXL and drives in the
+ * decimal unit their datasheets use, scaled to `bytes` (the larger of use and capacity).
+ */
+export function tierUnit(tier: string, bytes: number): ByteUnit {
+  return tier === "hbm" ? UNIT_GIB : decimalUnit(bytes);
+}
+
+/** Bytes in `unit`: 30.72e12 in TB -> "30.7 TB". */
+export function formatIn(bytes: number, unit: ByteUnit, digits = 1): string {
+  return `${formatNumber(bytes / unit.bytes, digits)} ${unit.symbol}`;
+}
+
+/** Bytes in the decimal unit that suits them: 85.1e9 -> "85.1 GB", 30.72e12 -> "30.7 TB". */
+export function formatSI(bytes: number, digits = 1): string {
+  return formatIn(bytes, decimalUnit(bytes), digits);
+}
+
+/** A tier's bytes as its users read them (see `tierUnit`): HBM "79.3 GiB", NVMe "30.7 TB". */
+export function formatTierBytes(bytes: number, tier: string, digits = 1): string {
+  return formatIn(bytes, tierUnit(tier, bytes), digits);
+}
+
+/** Both units, each scaled to the size: "85.1 GB (79.3 GiB)", "30.7 TB (27.9 TiB)". */
 export function formatBytes(bytes: number, digits = 1): string {
-  return `${formatGB(bytes, digits)} (${formatGiB(bytes, digits)})`;
+  return `${formatSI(bytes, digits)} (${formatIn(bytes, binaryUnit(bytes), digits)})`;
 }
 
 /** Seconds with a unit that suits the size: "850 µs", "12.3 ms", "4.20 s", "1.5 min", "2.0 h". */

@@ -81,7 +81,7 @@ def test_compare_three_scenarios(page, browser, live_url, user_admin, catalog, c
         page.wait_for_selector(f"#{chart}[data-rendered='true']", timeout=20_000)
         assert page.locator(f"#{chart} svg").count() >= 1, chart
     svg = page.locator("#cmp-memory-chart svg").inner_html()
-    assert "GB (1e9 bytes)" in svg
+    assert "GiB (2³⁰ bytes)" in svg             # GPU memory as nvidia-smi reads it
     assert "Seconds per step (s)" in page.locator("#cmp-step-chart svg").inner_html()
     assert "Checkpoint interval (h, log scale)" in page.locator("#cmp-goodput-chart svg").inner_html()
     screenshot(page, "compare-three")

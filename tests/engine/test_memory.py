@@ -124,8 +124,12 @@ def test_zero_offload_puts_optimizer_and_grads_in_ddr():
 def test_zero_infinity_nvme_holds_states_and_ddr_holds_swap_buffers():
     r = scen(nodes=1, kind="zero_infinity")
     nvme, ddr = r["memory"]["per_node"]["nvme"], r["memory"]["per_node"]["ddr"]
-    # 8 ranks per node x (2 params + 12 optimizer) x P/8 = 14 P on the node's drives
-    assert states(nvme) == pytest.approx(14 * P70)
+    # 8 ranks per node x (2 params + 4 fp32 gradients + 12 optimizer) x P/8 = 18 P on the
+    # node's drives: DeepSpeed stage3.py partition_grads swaps the fp32 gradients of every
+    # swappable sub-group out with its states (partitioned_optimizer_swapper.py
+    # swap_out_gradients); the host keeps the 16-bit grad_partitions_flat_buffer, 2 P
+    assert states(nvme) == pytest.approx(18 * P70)
+    assert ddr["grads_bytes"] == pytest.approx(2 * P70)
     # swap buffers per rank: params 5 x 1e8 x 2 B; optimizer one sub-group 1e9 x 12 B
     assert part(ddr, "pinned parameter swap") == pytest.approx(8 * 1e9)
     assert part(ddr, "pinned optimizer swap") == pytest.approx(8 * 12e9)
@@ -143,6 +147,24 @@ def test_cxl_offload_needs_a_cxl_tier():
     # goes with the optimizer + 12 optimizer) x P/16
     assert states(cxl) == pytest.approx(8 * 18 * P70 / 16)
     assert cxl["present"] and cxl["capacity_bytes"] == 4 * 256 * GIB
+
+
+def test_nvme_and_cxl_offload_put_fp32_gradients_where_deepspeed_does():
+    """The same ZeRO-3 plan with its optimizer on NVMe and on CXL: the fp32 gradient
+    partition (4 B x P/16 per rank, 8 ranks per node) goes with the optimizer states in
+    both (NVMe: swapped out by stage3.py partition_grads; CXL: device "cpu" bound to the
+    CXL node, fp32_partitioned_groups_flat[i].grad), and the 16-bit buffer
+    (2 B x P/16) stays in host memory: DDR beside NVMe, the CXL node beside CXL."""
+    nvme = scen(nodes=2, kind="zero3", offload_optimizer="nvme")["memory"]["per_node"]
+    cxl = scen(nodes=2, kind="zero3", offload_optimizer="cxl",
+               node="dgx-h100-cxl")["memory"]["per_node"]
+    fp32 = 8 * 4 * P70 / 16
+    assert part(nvme["nvme"], "fp32 gradient partition") == pytest.approx(fp32)
+    assert part(cxl["cxl"], "fp32 gradient partition") == pytest.approx(fp32)
+    assert nvme["ddr"]["grads_bytes"] == pytest.approx(8 * 2 * P70 / 16)
+    assert cxl["ddr"]["grads_bytes"] == 0
+    assert nvme["nvme"]["grads_bytes"] + nvme["ddr"]["grads_bytes"] == pytest.approx(
+        cxl["cxl"]["grads_bytes"])
 
 
 def test_fsdp_full_shard_and_hybrid_shard():

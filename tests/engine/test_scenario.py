@@ -187,3 +187,43 @@ def test_the_pipeline_degree_that_does_not_divide_is_named():
         evaluate_dict(d)
     assert e.value.field == "training.pipeline_parallel"
     assert "1 x 5 = 5 must divide the 16 GPUs (2 nodes x 8)" in e.value.message
+
+
+def test_checked_scenario_names_every_bad_field_the_input_holds():
+    from simulation import ScenarioError, ScenarioErrors, checked_scenario
+
+    good = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "gpus_per_node": 1}}
+    assert checked_scenario(good).model.num_layers == 32
+    bad = dict(good, training={"seq_len": 0, "optimizer": "lion9", "tensor_parallel": 3},
+               strategy={"kind": "zero9"})
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(bad)
+    assert [x.field for x in e.value.errors] == [
+        "training.seq_len", "training.optimizer", "strategy.kind", "training.tensor_parallel"]
+    assert e.value.field == "training.seq_len" and "training.optimizer: must be one of" in str(e.value)
+    assert bad["training"] == {"seq_len": 0, "optimizer": "lion9", "tensor_parallel": 3}  # untouched
+    # one bad field: the plain ScenarioError; a preset name that is wrong is reported, not the
+    # "is required" fields that leaving it out would cause
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario(dict(good, model={"preset": "llama9"}))
+    assert type(e.value) is ScenarioError and e.value.field == "model.preset"
+
+
+def test_a_sequence_length_past_any_published_context_is_refused_naming_the_field():
+    from simulation import ScenarioError, checked_scenario
+    from simulation.scenario import MAX_SEQ_LEN
+
+    d = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "gpus_per_node": 1}}
+    assert checked_scenario(dict(d, training={"seq_len": 131_072})).training.seq_len == 131_072
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario(dict(d, training={"seq_len": 100_000_000}))
+    assert e.value.field == "training.seq_len"
+    assert e.value.message == f"must be at most {MAX_SEQ_LEN:,}, got 100,000,000"
+
+
+def test_messages_scale_large_sizes_and_separate_thousands():
+    from simulation.units import fmt_bytes
+    assert fmt_bytes(85.1e9) == "85.1 GB (79.3 GiB)"
+    assert fmt_bytes(30.72e12) == "30.72 TB (27.94 TiB)"
+    # 22528556.57 TB read without separators; in PB: 2.252855657e19 / 1e15 and / 2^50
+    assert fmt_bytes(2.252855657e19) == "22,528.56 PB (20,009.38 PiB)"

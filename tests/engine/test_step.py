@@ -53,6 +53,28 @@ def test_two_layer_zero3_without_prefetch_by_hand(engine):
     assert attribute(g, s, engine)["exposed_comm"] == pytest.approx(6.0)
 
 
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_optimizer_phase_of_the_hand_worked_graph(engine):
+    # the graph above: the last backward compute b0 ends at 7; rs0 [7,8] and the optimizer
+    # on the GPU [8,9] follow: 2 s of the 9 s after the last compute
+    from simulation.step import optimizer_phase_s
+    g, s = run(tiny(prefetch_depth=1), engine)
+    assert optimizer_phase_s(g, s) == pytest.approx(2.0)
+
+
+def test_the_zero_infinity_example_names_its_optimizer_phase():
+    import json
+    from pathlib import Path
+    examples = json.loads((Path(__file__).resolve().parents[2] / "tierlab" / "scenarios"
+                           / "examples.json").read_text())
+    step = evaluate_dict(next(e for e in examples if "ZeRO-Infinity" in e["name"])["scenario"])["step"]
+    # 2 micro-batches; the last one's graph is a micro-batch's forward/backward plus the tail
+    assert step["micro_batches"] == 2
+    assert step["optimizer_phase_s"] == pytest.approx(
+        step["last_micro_batch_s"] - step["micro_batch_s"], rel=0.02)
+    assert step["optimizer_phase_s"] > step["time_s"] / 2        # the phase that dominates
+
+
 def test_prefetch_miss_becomes_a_stall():
     g, s = run(tiny(prefetch_depth=2, miss_rate=1.0))
     parts = attribute(g, s)

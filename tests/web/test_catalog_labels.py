@@ -41,9 +41,9 @@ def test_every_engine_strategy_is_named():
 
 def test_the_catalog_name_wins_over_the_built_in_one(catalog):
     ModelPreset.objects.filter(slug="llama2-7b").update(name="Llama 2 (7B), renamed")
-    from tierlab.scenarios import services
+    from tierlab.catalog.lookups import forget_catalog
 
-    services.forget_catalog()
+    forget_catalog()
     assert labels.model_label({"model": "llama2-7b"}) == "Llama 2 (7B), renamed"
 
 

@@ -67,9 +67,31 @@ def test_the_admin_refuses_a_negative_capacity(client, user_admin, catalog):
         "slug": acc.slug, "name": acc.name, "source": acc.source, "notes": "",
         "spec": '{"hbm_capacity_bytes": -1}'})
     assert r.status_code == 200          # the form again, with the error
-    assert b"hbm_capacity_bytes: must be a finite number" in r.content
+    assert b"hbm_capacity_bytes: must be &gt;= 0, got -1" in r.content
     acc.refresh_from_db()
     assert acc.spec["hbm_capacity_bytes"] > 0
+
+
+def _admin_error(client, acc, spec: dict) -> str:
+    import json
+    import re
+    r = client.post(f"/admin/catalog/accelerator/{acc.pk}/change/", {
+        "slug": acc.slug, "name": acc.name, "source": acc.source, "notes": "",
+        "spec": json.dumps({**acc.spec, **spec})})
+    assert r.status_code == 200          # the form again, with the error
+    return " ".join(re.findall(r'<ul class="errorlist[^"]*"[^>]*>\s*<li>(.*?)</li>', r.content.decode()))
+
+
+def test_the_admin_refuses_an_hbm_no_accelerator_has_and_words_zero_and_negative_alike(
+        client, user_admin, catalog):
+    client.force_login(user_admin)
+    acc = Accelerator.objects.get(slug="h100-sxm5-80gb")
+    assert _admin_error(client, acc, {"hbm_capacity_bytes": 1e300}) == \
+        "spec.hbm_capacity_bytes: must be &lt;= 1e+15, got 1e+300"
+    assert _admin_error(client, acc, {"hbm_bytes_per_s": 0}) == "spec.hbm_bytes_per_s: must be &gt; 0, got 0"
+    assert _admin_error(client, acc, {"hbm_bytes_per_s": -5}) == "spec.hbm_bytes_per_s: must be &gt; 0, got -5"
+    acc.refresh_from_db()
+    assert acc.spec["hbm_capacity_bytes"] < 1e12
 
 
 def test_the_admin_is_for_staff_only(client, owner):

@@ -52,6 +52,21 @@ def test_it_names_the_bad_field(owner_api, example_spec):
     assert list(r.json()) == ["scenario.training.micro_batch_size"]
 
 
+def test_it_names_every_bad_field_at_once(owner_api, example_spec):
+    example_spec["training"]["micro_batch_size"] = 0
+    example_spec["training"]["seq_len"] = -1
+    example_spec["strategy"]["kind"] = "zero9"
+    example_spec["cluster"]["num_nodes"] = "two"
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert sorted(r.json()) == ["scenario.cluster.num_nodes", "scenario.strategy.kind",
+                                "scenario.training.micro_batch_size", "scenario.training.seq_len"]
+    assert r.json()["scenario.training.seq_len"] == ["must be at least 1, got -1"]
+    # saving says the same
+    r = owner_api.post("/api/v1/scenarios/", {"name": "x", "scenario": example_spec}, format="json")
+    assert r.status_code == 400 and len(r.json()) == 4, r.json()
+
+
 def test_it_requires_the_scenario(owner_api):
     r = owner_api.post(URL, {}, format="json")
     assert r.status_code == 400 and "scenario" in r.json()

@@ -12,8 +12,10 @@ def test_it_labels_units():
     assert format_quantity("num_layers", 80) == "80"
     assert format_quantity("gated_mlp", True) == "yes"
     assert format_quantity("price_usd_per_node_hour", 39.329) == "$39.33 per node-hour"
-    # 30.72 TB of NVMe: 28,610.2 GiB, not 2.861e+04
-    assert format_quantity("capacity_bytes", 30.72e12) == "30.72 TB (28,610.2 GiB)"
+    # 30.72 TB of NVMe: 27.94 TiB, not 28,610.2 GiB or 2.861e+04
+    assert format_quantity("capacity_bytes", 30.72e12) == "30.72 TB (27.94 TiB)"
+    # no exponent, thousands separated: 2.2529e19 B = 22,529 PB
+    assert format_quantity("capacity_bytes", 2.2529e19) == "22,529 PB (20,009.77 PiB)"
 
 
 def test_raw_hardware_figures_carry_the_unit_their_key_names():

@@ -100,6 +100,15 @@ def test_bad_axes_are_a_400_naming_the_field(owner_api, base, axes, field):
     assert Sweep.objects.count() == 0
 
 
+def test_every_bad_axis_field_is_named_at_once(owner_api, base):
+    r = create(owner_api, base, [{"path": "cluster.flux", "values": [1, 1]},
+                                 {"path": "training.micro_batch_size", "values": [1, -2, "x"]}])
+    assert r.status_code == 400
+    assert sorted(r.json()) == ["axes.0.path", "axes.0.values"]
+    r = create(owner_api, base, [{"path": "training.micro_batch_size", "values": [1, -2, "x"]}])
+    assert sorted(r.json()) == ["axes.0.values.1", "axes.0.values.2"], r.json()
+
+
 def test_a_strangers_scenario_cannot_be_swept(stranger_api, base):
     r = create(stranger_api, base, NODES_X_MICRO)
     assert r.status_code == 400 and list(r.json()) == ["scenario"]

@@ -32,11 +32,11 @@ def _tables() -> dict:
 
     from simulation import presets
     from simulation.recsys.spec import PRESETS as RECSYS_PRESETS
-    # imported here: the scenario model, which the services import, may import this module
-    from tierlab.scenarios import services
+    # imported here: the catalog's models, which lookups imports, may import this module
+    from tierlab.catalog.lookups import catalog_lookups
 
     try:
-        tables = services.catalog_lookups()
+        tables = catalog_lookups()
     except DatabaseError:                     # no catalog table yet (before migrating): the built-ins
         tables = {}
     return {"models": tables.get("models") or presets.MODELS, "nodes": tables.get("nodes") or presets.NODES,

@@ -33,10 +33,32 @@ def bad_quantities(spec, path: str = "") -> list[str]:
     return found
 
 
+# Rates must be above zero (the engine divides by them); sizes may be zero (no such tier).
+RATE_KEY = re.compile(r"(^|_)(per_s|flops|tflops|tops|gbps|tbps|gbit)(_|$)")
+
+
+def _value_at(spec, path: str):
+    node = spec
+    for step in re.split(r"\.|\[(\d+)\]", path):
+        if step is None or step == "":
+            continue
+        node = node[int(step)] if isinstance(node, list) else node[step]
+    return node
+
+
+def quantity_message(key: str, value) -> str:
+    """What is wrong with a bad quantity, in the engine's words (``simulation.fields``), so a
+    zero and a negative rate read alike: "must be > 0, got -5"."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        return f"must be a finite number, got {value}"
+    return f"must be {'>' if RATE_KEY.search(key) else '>='} 0, got {value:g}"
+
+
 def validate_spec(spec, field: str = "spec") -> None:
     """Raise ValidationError({field: ...}) for a non-object spec or a negative quantity."""
     if not isinstance(spec, dict):
         raise ValidationError({field: "must be a JSON object"})
     bad = bad_quantities(spec)
     if bad:
-        raise ValidationError({field: [f"{p}: must be a finite number >= 0" for p in bad]})
+        raise ValidationError({field: [f"{field}.{p}: {quantity_message(p.rsplit('.', 1)[-1], _value_at(spec, p))}"
+                                       for p in bad]})

@@ -32,11 +32,14 @@ from tierlab.scenarios.serializers import ScenarioSerializer, scenario_error_det
 
 
 def bad_request(exc) -> exceptions.APIException:
-    """A 400 ``{field: [message]}`` from an InputError or a ScenarioError; a 403
+    """A 400 ``{field: [message], ...}`` from an InputError or a ScenarioError(s); a 403
     ``{"detail": "<field>: <message>"}`` from NotYours (a teammate's object, read-only)."""
     if isinstance(exc, NotYours):
         return exceptions.PermissionDenied(f"{exc.field}: {exc.message}")
-    return ValidationError({exc.field or "body": [exc.message]})
+    detail: dict = {}
+    for e in getattr(exc, "errors", None) or [exc]:          # every field of a ScenarioErrors
+        detail.setdefault(e.field or "body", []).append(e.message)
+    return ValidationError(detail)
 
 
 class Gone(exceptions.APIException):

@@ -12,6 +12,7 @@ from django.utils.text import slugify
 
 import simulation
 from simulation import export as engine_export
+from tierlab.catalog.lookups import catalog_lookups
 from tierlab.scenarios import services
 
 CSV_UNITS = {
@@ -23,7 +24,7 @@ CSV_UNITS = {
 
 def _scenario(spec: dict) -> simulation.Scenario:
     """The scenario as the catalog has it now. Raises ScenarioError."""
-    return simulation.Scenario.from_dict(spec, **services.catalog_lookups())
+    return simulation.Scenario.from_dict(spec, **catalog_lookups())
 
 
 def deepspeed_config(spec: dict) -> dict:

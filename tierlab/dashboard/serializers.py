@@ -43,8 +43,10 @@ class ComparisonSerializer(ComparisonListSerializer):
     progress = serializers.FloatField(read_only=True, help_text="0..1 over the runs")
     items = serializers.JSONField(read_only=True,
                                   help_text="One per column: name, scenario, run, status, error, report")
-    table = serializers.JSONField(read_only=True, help_text="{inputs: [{key, values, differs, labels?}], "
-                                                            "outputs: [{key, label, unit, better, values, best}]}")
+    table = serializers.JSONField(read_only=True, help_text=(
+        "{inputs: [{key, values, differs, labels?}], outputs: [{key, label, unit, better, values, "
+        "best, unfit}]}; unfit: the columns whose value is a step time or cost of a scenario that "
+        "does not fit (as if it ran)"))
 
     class Meta(ComparisonListSerializer.Meta):
         fields = ComparisonListSerializer.Meta.fields + ["status", "progress", "items", "table"]

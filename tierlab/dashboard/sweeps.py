@@ -29,6 +29,7 @@ from simulation import ScenarioError
 from simulation import sweep as engine_sweep
 from tierlab import jobs
 from tierlab.catalog.labels import axis_value_labels
+from tierlab.catalog.lookups import catalog_lookups
 from tierlab.dashboard.comparisons import InputError, owned_for
 from tierlab.dashboard.models import Sweep, SweepChunk
 from tierlab.dashboard.table import flatten
@@ -182,7 +183,8 @@ def grid_values(axes: list) -> list[dict]:
 def validate_axes(base_spec: dict, axes) -> list[dict]:
     """The axes, checked against the engine's grid rules and the scenario's fields.
 
-    Raises ScenarioError (``axes``, ``axes.<k>.path``, ``axes.<k>.values``), or InputError
+    Raises ScenarioError (``axes``, ``axes.<k>.path``, ``axes.<k>.values``; a
+    ``ScenarioErrors`` naming each when several are bad), or InputError
     (``scenario``) when the base scenario itself cannot run.
     """
     if isinstance(axes, list):
@@ -194,17 +196,21 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
         raise InputError("scenario", f"the base scenario cannot run: {exc.field}: {exc.message}") from None
     known = set(flatten(resolved)) | set(PARAMETER_LABELS)
     seen = set()
+    errors = []
     for k, ax in enumerate(axes):
         path = ax["path"]
         if path not in known:
-            raise ScenarioError(f"axes.{k}.path", f"no scenario field “{path}”; for example "
-                                + ", ".join(p for p, _, _ in PARAMETERS[:5]))
-        if path in seen:
-            raise ScenarioError(f"axes.{k}.path", f"“{path}” is already the other axis")
+            errors.append(ScenarioError(f"axes.{k}.path", f"no scenario field “{path}”; for example "
+                                        + ", ".join(p for p, _, _ in PARAMETERS[:5])))
+        elif path in seen:
+            errors.append(ScenarioError(f"axes.{k}.path", f"“{path}” is already the other axis"))
         seen.add(path)
         if len(set(map(repr, ax["values"]))) != len(ax["values"]):
-            raise ScenarioError(f"axes.{k}.values", "each value may appear once")
-    _refuse_values_never_valid(base_spec, axes)
+            errors.append(ScenarioError(f"axes.{k}.values", "each value may appear once"))
+    if not errors:
+        errors = _values_never_valid(base_spec, axes)
+    if errors:
+        raise errors[0] if len(errors) == 1 else simulation.ScenarioErrors(errors)
     return axes
 
 
@@ -247,12 +253,12 @@ def batch_rule(base_spec: dict | None, axes: list[dict]) -> str:
     return ""
 
 
-def _refuse_values_never_valid(base_spec: dict, axes: list[dict]) -> None:
+def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError]:
     """A value that the scenario refuses on its own field at every point of the grid (a word
-    where a number goes, -3 nodes) is a typo, not a finding: ScenarioError naming
-    ``axes.<k>.values.<j>``. Points invalid only in combination (a batch that does not
+    where a number goes, -3 nodes) is a typo, not a finding: a ScenarioError naming
+    ``axes.<k>.values.<j>`` for each such value. Points invalid only in combination (a batch that does not
     divide, offload the other axis's strategy cannot do) stay results of the sweep."""
-    lookups = services.catalog_lookups()
+    lookups = catalog_lookups()
     sizes = [len(ax["values"]) for ax in axes]
     refused = {(k, j): None for k, n in enumerate(sizes) for j in range(n)}   # None: not yet
     cells = itertools.product(*[range(n) for n in sizes])                    # expand's order
@@ -267,9 +273,8 @@ def _refuse_values_never_valid(base_spec: dict, axes: list[dict]) -> None:
                 continue
             on_own_field = error is not None and error.field == axes[k]["path"]
             refused[(k, j)] = error.message if on_own_field else False
-    for (k, j), message in refused.items():
-        if message:
-            raise ScenarioError(f"axes.{k}.values.{j}", f"{message} (at every point of the grid)")
+    return [ScenarioError(f"axes.{k}.values.{j}", f"{message} (at every point of the grid)")
+            for (k, j), message in refused.items() if message]
 
 
 # ---------------------------------------------------------------- making and cancelling
@@ -434,7 +439,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
             services._test_sleep()
         points = engine_sweep.expand(sweep.base_spec, sweep.axes)[chunk.start:chunk.stop]
-        lookups = services.catalog_lookups()
+        lookups = catalog_lookups()
         for point in points:
             if _cancel_requested(sweep.pk):
                 status, reason = SweepChunk.Status.CANCELLED, "cancelled"

@@ -162,9 +162,18 @@ def _value(report: dict | None, key: str):
     return value
 
 
+# Outputs of a run that only exist once it starts: for a scenario that does not fit they are
+# what it would take if it did (marked ``unfit``), never a result.
+AS_IF_RUN = ("step.", "throughput.", "mfu", "verdict.", "cost.", "checkpoint.stall_s",
+             "checkpoint.interval_s", "checkpoint.goodput")
+
+
 def output_rows(reports: list[dict | None]) -> list[dict]:
-    """One row per output in OUTPUTS that any report has: ``{key, label, unit, better, values, best}``."""
+    """One row per output in OUTPUTS that any report has: ``{key, label, unit, better, values,
+    best, unfit}``; ``unfit`` lists the columns whose value is a step time, throughput or
+    cost of a scenario that does not fit (what it would take if it fit)."""
     eligible = [bool(r and r.get("fits")) for r in reports]
+    unfit_columns = [i for i, r in enumerate(reports) if r and r.get("fits") is False]
     rows = []
     for out in OUTPUTS:
         values = [_value(r, out.key) for r in reports]
@@ -175,8 +184,10 @@ def output_rows(reports: list[dict | None]) -> list[dict]:
                                 [True] * len(values))
         else:
             best = best_indices(values, out.better, eligible)
+        as_if = out.key.startswith(AS_IF_RUN)
         rows.append({"key": out.key, "label": out.label, "unit": out.unit, "better": out.better,
-                     "values": values, "best": best})
+                     "values": values, "best": best,
+                     "unfit": [i for i in unfit_columns if as_if and values[i] is not None]})
     return rows
 
 

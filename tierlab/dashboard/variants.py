@@ -23,7 +23,9 @@ import re
 from django.db import transaction
 
 from simulation import ScenarioError, presets
+from simulation.scenario import MAX_TIER_BYTES
 from tierlab.catalog.labels import strategy_name
+from tierlab.catalog.lookups import catalog_lookups
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import InputError, parse_id
 from tierlab.dashboard.models import Comparison
@@ -42,12 +44,13 @@ CXL_EXAMPLE_NODE = "dgx-h100-cxl"
 
 def cxl_expander() -> dict:
     """The CXL tier of the catalog's example CXL build (the engine's built-in if absent)."""
-    nodes = services.catalog_lookups().get("nodes") or {}
+    nodes = catalog_lookups().get("nodes") or {}
     template = nodes.get(CXL_EXAMPLE_NODE) or presets.NODES[CXL_EXAMPLE_NODE]
     return copy.deepcopy(template["tiers"]["cxl"])
 
 
-_PROBE_CAPACITY_BYTES = 2**60      # an expander no workload fills: to measure what it holds
+# an expander no workload fills, to measure what it holds: the largest tier the engine takes
+_PROBE_CAPACITY_BYTES = MAX_TIER_BYTES
 
 
 def sized_cxl_expander(spec: dict) -> tuple[dict, float | None]:

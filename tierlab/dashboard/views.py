@@ -109,7 +109,8 @@ def sweep_new(request):
                 sweep = sweeps.create_sweep(request.user, form.cleaned_data["scenario"], form.axes(),
                                             form.cleaned_data["name"])
             except (InputError, ScenarioError) as exc:
-                form.add_error(SweepForm.field_for_error(exc.field), exc.message)
+                for e in getattr(exc, "errors", None) or [exc]:      # every bad axis field
+                    form.add_error(SweepForm.field_for_error(e.field), e.message)
             else:
                 return redirect(sweep)
     presets = sweeps.presets_for(base.spec if base else None)

@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_delete, post_save
 
 
 class ScenariosConfig(AppConfig):
@@ -7,13 +6,10 @@ class ScenariosConfig(AppConfig):
     label = "scenarios"
     verbose_name = "Scenarios and runs"
 
+    # the catalog's own app forgets its cached preset tables when a row changes
+
     def ready(self):
-        from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
-        from tierlab.scenarios import services
+        from tierlab.catalog.lookups import register_table
+        from tierlab.scenarios.models import ClusterProfile
 
-        def changed(sender, **kwargs):       # an edit here is seen by the next estimate
-            services.forget_catalog()
-
-        for model in (Accelerator, ModelPreset, NodeTemplate):
-            post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"catalog-{model.__name__}-save")
-            post_delete.connect(changed, sender=model, weak=False, dispatch_uid=f"catalog-{model.__name__}-delete")
+        register_table("profiles", ClusterProfile, "pk")     # cluster.profile by id

@@ -10,9 +10,13 @@ from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 
 
 def scenario_error_detail(exc: ScenarioError) -> dict:
-    """``{"scenario.<field>": [message]}``: the engine's field, under the request's key."""
-    field = exc.field if exc.field and exc.field != "scenario" else ""
-    return {f"scenario.{field}" if field else "scenario": [exc.message]}
+    """``{"scenario.<field>": [message], ...}``: the engine's fields (every one of a
+    ``ScenarioErrors``), under the request's key."""
+    out: dict = {}
+    for e in getattr(exc, "errors", None) or [exc]:
+        field = e.field if e.field and e.field != "scenario" else ""
+        out.setdefault(f"scenario.{field}" if field else "scenario", []).append(e.message)
+    return out
 
 
 class ScenarioJSONField(serializers.JSONField):

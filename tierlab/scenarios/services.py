@@ -13,69 +13,20 @@ from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 import simulation
 from simulation import ScenarioError
 from tierlab import jobs
-from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
-from tierlab.scenarios.models import ClusterProfile, Run, RunStopped, Scenario
+from tierlab.catalog.lookups import catalog_lookups, forget_catalog  # noqa: F401  (profiles.py uses both)
+from tierlab.scenarios.models import Run, RunStopped, Scenario
 
 log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- engine calls
-_PRESET_TABLES = (("models", ModelPreset), ("nodes", NodeTemplate), ("accelerators", Accelerator),
-                  ("profiles", ClusterProfile))     # cluster profiles by id (cluster.profile)
-_catalog_cache: tuple = (None, None)       # (version, tables), per process
-_catalog_checked_at = float("-inf")         # time.monotonic() of the last version query
-
-
-def forget_catalog() -> None:
-    """Make the next ``catalog_lookups`` ask the database (a preset row changed here)."""
-    global _catalog_checked_at
-    _catalog_checked_at = float("-inf")
-
-
-def _catalog_version() -> tuple:
-    """Row count and last edit of each preset table, in one query (cheap to ask per request)."""
-    sql = " UNION ALL ".join(
-        f"SELECT {i}, COUNT(*), MAX(updated_at) FROM {connection.ops.quote_name(model._meta.db_table)}"
-        for i, (_, model) in enumerate(_PRESET_TABLES))
-    with connection.cursor() as cursor:
-        cursor.execute(sql)
-        return tuple(sorted(tuple(row) for row in cursor.fetchall()))
-
-
-def catalog_lookups() -> dict:
-    """Preset tables for the engine, from the database so admin edits take effect.
-
-    A table with no rows yet (catalog not loaded) falls back to the engine's built-ins.
-    ``profiles`` holds every cluster profile by id: who may name which is checked where a
-    user's scenario comes in (``profiles.check_visible``), not here.
-    Rebuilt when a preset row is added, removed or saved (the version query, asked at most
-    every ``CATALOG_CHECK_S`` seconds; at once after an edit in this process); the engine
-    only reads these tables, so one copy per process serves every request.
-    """
-    global _catalog_cache, _catalog_checked_at
-    cached_version, tables = _catalog_cache
-    now = time.monotonic()
-    if tables is not None and now - _catalog_checked_at < settings.CATALOG_CHECK_S:
-        return dict(tables)
-    version = _catalog_version()
-    _catalog_checked_at = now
-    if version != cached_version:
-        tables = {}
-        for key, model in _PRESET_TABLES:
-            rows = {(row.pk if key == "profiles" else row.slug): row.engine_spec()
-                    for row in model.objects.all()}
-            tables[key] = rows or None
-        _catalog_cache = (version, tables)
-    return dict(tables)
-
-
 class TooMuchWork(Exception):
     """A valid scenario whose evaluation is more work than a request may do.
 
@@ -92,12 +43,12 @@ class TooMuchWork(Exception):
 def resolve(spec: dict) -> dict:
     """Validate ``spec`` completely and return the resolved scenario JSON.
 
-    Raises ScenarioError. The engine's ``validate`` makes every check an evaluation would
-    (batch divisibility, parallel degrees, the caps on work) without simulating, so saving
-    a scenario or starting a run costs well under a millisecond whatever it describes.
+    Raises ScenarioError (``ScenarioErrors`` when several fields are bad: it names them
+    all). The engine's ``validate`` makes every check an evaluation would (batch
+    divisibility, parallel degrees, the caps on work) without simulating, so saving a
+    scenario or starting a run costs well under a millisecond whatever it describes.
     """
-    scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.validate(scenario)
+    scenario = simulation.checked_scenario(spec, **catalog_lookups())
     return scenario.to_dict()
 
 
@@ -115,8 +66,7 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
     """
     if user is not None:
         check_profile_visible(spec, user)
-    scenario = simulation.Scenario.from_dict(spec, **catalog_lookups())
-    simulation.validate(scenario)
+    scenario = simulation.checked_scenario(spec, **catalog_lookups())
     try:
         check_request_work(scenario, include_step, detail)
     except TooMuchWork as exc:

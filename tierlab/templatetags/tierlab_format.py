@@ -5,11 +5,16 @@ from django import template
 register = template.Library()
 
 
+def _four(x: float) -> str:
+    """Four significant digits, never an exponent: 30.72, 989, 22,529."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
 def _si(value: float, unit: str) -> str:
     for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= factor:
-            return f"{value / factor:.4g} {prefix}{unit}"
-    return f"{value:.4g} {unit}"
+            return f"{_four(value / factor)} {prefix}{unit}"
+    return f"{_four(value)} {unit}"
 
 
 def _seconds(value: float) -> str:
@@ -20,6 +25,10 @@ def _seconds(value: float) -> str:
 
 
 def _gib(value: float) -> str:
+    """GiB, or TiB / PiB from 1 TiB: 28,610.2 GiB reads as 27.94 TiB."""
+    for factor, unit in ((2**50, "PiB"), (2**40, "TiB")):
+        if abs(value) >= factor:
+            return f"{value / factor:,.2f} {unit}"
     g = value / 2**30
     return f"{g:,.1f} GiB" if abs(g) >= 1 else f"{g:.3g} GiB"       # one precision per page
 

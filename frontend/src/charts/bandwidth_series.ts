@@ -16,6 +16,7 @@ import { STATE_KINDS, type Report, type StateKind } from "../types";
 import { GB, formatGBps, formatNumber, formatPercent, formatTick } from "../units";
 import type { ChartStyle } from "./series";
 import { escapeHtml as esc } from "../html";
+import { chartFrame } from "./option_parts";
 
 export type BandwidthChartOption = ComposeOption<
   | LineSeriesOption
@@ -206,9 +207,7 @@ export function bandwidthOption(report: Report, style: ChartStyle = {}): Bandwid
   }
 
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0 },
     tooltip: {
       trigger: "axis",

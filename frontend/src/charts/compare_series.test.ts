@@ -3,7 +3,6 @@ import { describe, expect, it } from "vitest";
 import { reportA, reportB } from "../dashboard/testdata";
 import {
   CAPACITY,
-  GB_AXIS,
   GOODPUT_AXIS,
   INTERVAL_AXIS,
   STEP_AXIS,
@@ -45,16 +44,16 @@ describe("memory per tier", () => {
   it("stacks each column by category in GB, with a capacity frame per column", () => {
     const o = compareMemoryOption(cols()) as Any;
     expect(arr(o.grid)).toHaveLength(2);
-    expect(arr(o.yAxis)[0].name).toBe(`HBM per GPU — ${GB_AXIS}`);
+    expect(arr(o.yAxis)[0].name).toBe("HBM per GPU — GiB (2³⁰ bytes)");   // GPU memory as nvidia-smi reads it
     const series = arr(o.series) as Any[];
     const optimizer = series.filter((s) => s.name === "Optimizer states" && s.xAxisIndex === 0)[0];
-    expect(optimizer.data).toEqual([20, 50, null]);
+    expect(optimizer.data).toEqual([18.626, 46.566, null]);            // 20e9 and 50e9 B in GiB
     const capacity = series.filter((s) => s.name === CAPACITY && s.xAxisIndex === 0)[0];
-    expect(capacity.data).toEqual([80, 80, null]);
+    expect(capacity.data).toEqual([74.506, 74.506, null]);             // 80e9 B in GiB
     // the over-capacity column says by how much
-    expect(capacity.label.formatter({ dataIndex: 1 })).toBe("{over|over by 10.0 GB}");
+    expect(capacity.label.formatter({ dataIndex: 1 })).toBe("{over|over by 9.3 GiB}");
     expect(capacity.label.formatter({ dataIndex: 0 })).toBe("");
-    expect(arr(o.xAxis)[0].axisLabel.formatter("1. A", 0)).toBe("1. A\n60.0 GB / 80.0 GB");
+    expect(arr(o.xAxis)[0].axisLabel.formatter("1. A", 0)).toBe("1. A\n55.9 GiB / 74.5 GiB");
   });
 
   it("names GB and GiB in the tooltip", () => {

@@ -16,14 +16,15 @@ import type { ComposeOption } from "echarts/core";
 import { CATEGORY_LABELS, TIERS, categoryBytes, tierUsage, type TierInfo } from "../report";
 import { breakdownSegments, BREAKDOWN_LABELS } from "../step";
 import { BREAKDOWN_KEYS, CATEGORIES, type Report } from "../types";
-import { formatBytes, formatGB, formatNumber, formatSeconds, formatTick } from "../units";
+import { UNIT_GB, formatBytes, formatNumber, formatSeconds, formatTick, formatTierBytes, tierUnit, type ByteUnit } from "../units";
 import { formatUSD } from "../dashboard/format";
 import { goodputMarks } from "./goodput_series";
-import { CATEGORY_COLORS, toGB, type ChartStyle } from "./series";
+import { CATEGORY_COLORS, toUnit, type ChartStyle } from "./series";
 import { segmentColor } from "./step_series";
 import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, type RenderApi } from "./timeline_series";
 import { zoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
+import { categoryStack, chartFrame, panelValueAxis } from "./option_parts";
 
 export type CompareChartOption = ComposeOption<
   | BarSeriesOption
@@ -47,7 +48,7 @@ export interface Column {
 export const COLUMN_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"];
 export const columnColor = (i: number) => COLUMN_COLORS[i % COLUMN_COLORS.length];
 
-export const GB_AXIS = "GB (1e9 bytes)";
+export const GB_AXIS = UNIT_GB.axis;
 export const STEP_AXIS = "Seconds per step (s)";
 export const TIME_AXIS = "Time since the micro-batch started (s)";
 export const INTERVAL_AXIS = "Checkpoint interval (h, log scale)";
@@ -106,6 +107,12 @@ function allTiers(columns: Column[]): TierGroup[] {
   return groups;
 }
 
+/** The unit a tier's panel is drawn in: one for all its columns (`tierUnit` of the largest). */
+export function groupUnit(g: TierGroup): ByteUnit {
+  const most = Math.max(0, ...g.columns.map((c) => (c ? Math.max(c.totalBytes, c.capacityBytes) : 0)));
+  return tierUnit(g.tier.key, most);
+}
+
 export const TIER_GRID_HEIGHT = 170;
 const TIER_GRID_GAP = 90;
 
@@ -155,35 +162,18 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
       formatter: (value: string, index: number) => {
         const c = g.columns[index];
         if (!c) return `${value}\nno report`;
-        const cap = c.present ? formatGB(c.capacityBytes) : "none";
-        return `${value}\n${formatGB(c.totalBytes)} / ${cap}`;
+        const cap = c.present ? formatTierBytes(c.capacityBytes, g.tier.key) : "none";
+        return `${value}\n${formatTierBytes(c.totalBytes, g.tier.key)} / ${cap}`;
       },
       color: textColor(style.dark),
     },
   }));
-  const yAxis = groups.map((g, i) => ({
-    type: "value" as const,
-    gridIndex: i,
-    name: `${g.tier.label} — ${GB_AXIS}`,
-    nameTextStyle: { align: "left" as const, fontWeight: "bold" as const },
-    axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
-    splitLine: { lineStyle: { opacity: 0.4 } },
-  }));
+  const yAxis = groups.map((g, i) => panelValueAxis(i, `${g.tier.label} — ${groupUnit(g).axis}`, true));
   const series: BarSeriesOption[] = [];
   groups.forEach((g, i) => {
-    for (const cat of CATEGORIES) {
-      series.push({
-        type: "bar",
-        name: CATEGORY_LABELS[cat],
-        stack: `tier-${g.tier.key}`,
-        xAxisIndex: i,
-        yAxisIndex: i,
-        barWidth: "45%",
-        barGap: "-100%",
-        itemStyle: { color: CATEGORY_COLORS[cat] },
-        data: g.columns.map((c) => (c ? toGB(c.byCategory[cat]) : null)),
-      });
-    }
+    series.push(...categoryStack(`tier-${g.tier.key}`, i,
+      (cat) => g.columns.map((c) => (c ? toUnit(c.byCategory[cat], groupUnit(g)) : null)),
+      (cat) => ({ barWidth: "45%", itemStyle: { color: CATEGORY_COLORS[cat] } })));
     series.push({
       type: "bar",
       name: CAPACITY,
@@ -201,17 +191,15 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
         formatter: (p: unknown) => {
           const c = g.columns[(p as { dataIndex: number }).dataIndex];
           if (!c) return "";
-          return c.totalBytes > c.capacityBytes ? `{over|over by ${formatGB(c.totalBytes - c.capacityBytes)}}` : "";
+          return c.totalBytes > c.capacityBytes ? `{over|over by ${formatTierBytes(c.totalBytes - c.capacityBytes, g.tier.key)}}` : "";
         },
         rich: { over: { color: over, fontWeight: "bold" } },
       },
-      data: g.columns.map((c) => (c ? toGB(c.capacityBytes) : null)),
+      data: g.columns.map((c) => (c ? toUnit(c.capacityBytes, groupUnit(g)) : null)),
     });
   });
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: {
       top: 0,
       data: [
@@ -263,9 +251,7 @@ export function compareStepOption(columns: Column[], style: ChartStyle = {}): Co
   }));
   const totals = columns.map((c) => c.report?.step?.time_s ?? null);
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0, data: keys.map((k) => ({ name: labelOf(k), itemStyle: { color: segmentColor(k) } })) },
     tooltip: {
       trigger: "axis",
@@ -373,9 +359,7 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
   });
   const last = panels.length - 1;
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    aria: { enabled: true },
+    ...chartFrame(false),
     legend: { top: 0, data: kinds.map((k) => ({ name: kindLabel(k), itemStyle: { color: kindColor(k) } })) },
     tooltip: { trigger: "item", confine: true },
     grid: panels.map((p) => ({ left: 170, right: 30, top: p.top, height: p.height })),
@@ -453,9 +437,7 @@ export function compareGoodputOption(columns: Column[], style: ChartStyle = {}):
     }),
   });
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0, type: "scroll" },
     tooltip: {
       trigger: "item",
@@ -521,9 +503,7 @@ export function compareCostOption(columns: Column[], style: ChartStyle = {}): Co
   });
   const axisLabel = { interval: 0, width: 110, overflow: "truncate" as const, color: textColor(style.dark) };
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },

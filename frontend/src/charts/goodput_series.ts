@@ -16,6 +16,7 @@ import type { ComposeOption } from "echarts/core";
 import type { Report } from "../types";
 import { formatDuration, formatNumber, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { chartFrame } from "./option_parts";
 
 export type GoodputChartOption = ComposeOption<
   | LineSeriesOption
@@ -227,9 +228,7 @@ export function goodputOption(report: Report, style: ChartStyle = {}): GoodputCh
   }
 
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0 },
     tooltip: {
       trigger: "item",

@@ -194,7 +194,7 @@ describe("embeddingChartOption", () => {
     const html = tooltip.formatter({ name: "nvme", seriesName: STORED_SERIES });
     expect(html).toContain("NVMe, 2 nodes");
     expect(html).toContain("Stored: 200.0 GB (186.3 GiB)");
-    expect(html).toContain("Capacity: 60,000.0 GB (55,879.4 GiB) (0.3% used)");
+    expect(html).toContain("Capacity: 60.0 TB (54.6 TiB) (0.3% used)");
     expect(html).toContain("Per node: 100.0 GB of 30,000.0 GB");
     expect(html).toContain("Rows: 50,000,000");
     expect(html).toContain("Hit rate: 2.0% of lookups");

@@ -13,6 +13,7 @@ import { GB, formatBytes, formatBytesPerParam, formatGB, formatMsSig, formatNumb
 export { formatMsSig };
 import type { ChartStyle } from "./series";
 import { escapeHtml as esc } from "../html";
+import { chartFrame } from "./option_parts";
 
 // ------------------------------------------------------------------ report shapes
 /** One tier of the embedding placement. Bytes and capacity are over all its devices. */
@@ -540,9 +541,7 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
   });
 
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     tooltip: {
       trigger: "item",
       confine: true,
@@ -684,9 +683,7 @@ export function psChartOption(report: RecsysReport, style: ChartStyle = {}): PsC
     });
   }
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: {
       top: 0,
       data: rows.map((r) => ({ name: r.label, itemStyle: { color: designColor(r.design) } })),

@@ -60,8 +60,10 @@ describe("tierBars", () => {
 });
 
 describe("labels and tooltips", () => {
-  it("labels a bar with its use and capacity in GB", () => {
-    expect(tierAxisLabel(tierBars(sampleReport())[0])).toBe("HBM per GPU\n91.0 GB / 85.0 GB");
+  it("labels a bar with its use and capacity as the tier reads: GPU memory in GiB, others in GB or TB", () => {
+    // 9.1e10 / 2^30 = 84.75 GiB of 8.5e10 / 2^30 = 79.16 GiB; DDR 2 GB of 2^41 B = 2.2 TB
+    expect(tierAxisLabel(tierBars(sampleReport())[0])).toBe("HBM per GPU\n84.8 GiB / 79.2 GiB");
+    expect(tierAxisLabel(tierBars(sampleReport())[1])).toBe("DDR per node\n2.0 GB / 2.2 TB");
   });
 
   it("gives GB and GiB in the tooltip, and the overflow", () => {
@@ -76,9 +78,9 @@ describe("labels and tooltips", () => {
   });
 
   it("says how much is free when a tier fits", () => {
-    // DDR: 2048 GiB = 2199.02 GB, minus 2 GB used = 2197.0 GB = 2046.1 GiB
+    // DDR: 2048 GiB = 2199.02 GB, minus 2 GB used = 2197.0 GB = 2.2 TB = 2046.1 GiB = 2.0 TiB
     const html = tierTooltipHTML(tierBars(sampleReport())[1]);
-    expect(html).toContain("Free: 2,197.0 GB (2,046.1 GiB)");
+    expect(html).toContain("Free: 2.2 TB (2.0 TiB)");
   });
 });
 
@@ -86,14 +88,14 @@ describe("memoryChartOption", () => {
   const option = memoryChartOption(sampleReport());
   const series = asArray(option.series) as BarSeriesOption[];
 
-  it("has one grid, x axis and y axis per tier, each y axis in GB (1e9 bytes)", () => {
+  it("has one grid, x axis and y axis per tier: HBM in GiB, DDR and NVMe (over 1e12 B) in TB", () => {
     expect(asArray(option.grid)).toHaveLength(3);
     const xAxis = asArray(option.xAxis) as { data: string[]; gridIndex: number }[];
     expect(xAxis.map((x) => x.data)).toEqual([["hbm"], ["ddr"], ["nvme"]]);
     expect(xAxis.map((x) => x.gridIndex)).toEqual([0, 1, 2]);
     const yAxis = asArray(option.yAxis) as { name: string }[];
-    expect(yAxis.map((y) => y.name)).toEqual([Y_AXIS_NAME, Y_AXIS_NAME, Y_AXIS_NAME]);
-    expect(Y_AXIS_NAME).toBe("GB (1e9 bytes)");
+    expect(yAxis.map((y) => y.name)).toEqual(["GiB (2³⁰ bytes)", "TB (10¹² bytes)", "TB (10¹² bytes)"]);
+    expect(Y_AXIS_NAME).toBe("GB (10⁹ bytes)");
   });
 
   it("lays the grids side by side across the width", () => {
@@ -111,15 +113,17 @@ describe("memoryChartOption", () => {
     ]);
     expect(hbm.slice(0, 5).every((s) => s.stack === "tier-hbm")).toBe(true);
     expect(hbm[5].stack).toBeUndefined();
-    expect(hbm.map((s) => s.data)).toEqual([[8], [8], [60], [10], [5], [85]]);
+    // GiB: 8e9 / 2^30 = 7.451, 6e10 -> 55.879, 1e10 -> 9.313, 5e9 -> 4.657, 8.5e10 -> 79.162
+    expect(hbm.map((s) => s.data)).toEqual([[7.451], [7.451], [55.879], [9.313], [4.657], [79.162]]);
     const stacked = hbm.slice(0, 5).reduce((sum, s) => sum + (s.data as number[])[0], 0);
-    expect(stacked).toBe(91);
+    expect(stacked).toBeCloseTo(9.1e10 / 2 ** 30, 2);
     expect(hbm[2].itemStyle?.color).toBe(CATEGORY_COLORS.optimizer);
   });
 
   it("draws the capacity as a dashed frame overlapping the stack", () => {
     const caps = series.filter((s) => s.name === CAPACITY_NAME);
-    expect(caps.map((s) => s.data)).toEqual([[85], [toGB(DDR_CAPACITY)], [30720]]);
+    // HBM 8.5e10 B in GiB; DDR 2^41 B and NVMe 30.72e12 B in TB
+    expect(caps.map((s) => s.data)).toEqual([[79.162], [2.199], [30.72]]);
     expect(toGB(DDR_CAPACITY)).toBe(2199.023);
     expect(caps[0].barGap).toBe("-100%");
     expect(caps[0].itemStyle?.borderType).toBe("dashed");

@@ -12,7 +12,8 @@ import type { ComposeOption } from "echarts/core";
 
 import { CATEGORY_LABELS, TIERS, categoryBytes, tierUsage, type TierInfo } from "../report";
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey } from "../types";
-import { GB, formatBytes, formatGB, formatNumber } from "../units";
+import { UNIT_GB, formatBytes, formatNumber, formatTierBytes, tierUnit, type ByteUnit } from "../units";
+import { categoryStack, chartFrame, panelValueAxis } from "./option_parts";
 import { escapeHtml as esc } from "../html";
 
 export type MemoryChartOption = ComposeOption<
@@ -28,7 +29,8 @@ export const CATEGORY_COLORS: Record<Category, string> = {
   buffers: "#76b7b2",
 };
 
-export const Y_AXIS_NAME = "GB (1e9 bytes)";
+/** The axis name of a decimal-GB memory axis (HBM's is GiB, a large tier's TB: `barUnit`). */
+export const Y_AXIS_NAME = UNIT_GB.axis;
 export const CAPACITY_NAME = "Capacity";
 
 export interface TierBar {
@@ -92,9 +94,14 @@ export function tierTooltipHTML(bar: TierBar): string {
   return lines.join("<br>");
 }
 
-/** The x-axis label under a bar: tier, then "used / capacity" in GB. */
+/** The unit a bar is drawn and labelled in (`tierUnit`: HBM in GiB, the others in GB or TB). */
+export function barUnit(bar: TierBar): ByteUnit {
+  return tierUnit(bar.key, Math.max(bar.totalBytes, bar.capacityBytes));
+}
+
+/** The x-axis label under a bar: tier, then "used / capacity" as the tier reads (`formatTierBytes`). */
 export function tierAxisLabel(bar: TierBar): string {
-  return `${bar.label}\n${formatGB(bar.totalBytes)} / ${formatGB(bar.capacityBytes)}`;
+  return `${bar.label}\n${formatTierBytes(bar.totalBytes, bar.key)} / ${formatTierBytes(bar.capacityBytes, bar.key)}`;
 }
 
 export interface ChartStyle {
@@ -103,7 +110,12 @@ export interface ChartStyle {
 
 /** GB value for the chart, kept to 3 decimals (1 MB) so options compare exactly. */
 export function toGB(bytes: number): number {
-  return Math.round((bytes / GB) * 1000) / 1000;
+  return toUnit(bytes, UNIT_GB);
+}
+
+/** Bytes in `unit` for a chart, kept to 3 decimals so options compare exactly. */
+export function toUnit(bytes: number, unit: ByteUnit): number {
+  return Math.round((bytes / unit.bytes) * 1000) / 1000;
 }
 
 /**
@@ -142,30 +154,12 @@ export function memoryChartOption(report: Report, style: ChartStyle = {}): Memor
     },
   }));
 
-  const yAxis = bars.map((_, i) => ({
-    type: "value" as const,
-    gridIndex: i,
-    name: Y_AXIS_NAME,
-    nameTextStyle: { align: "left" as const },
-    axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
-    splitLine: { lineStyle: { opacity: 0.4 } },
-  }));
+  const yAxis = bars.map((bar, i) => panelValueAxis(i, barUnit(bar).axis));
 
   const series: BarSeriesOption[] = [];
   bars.forEach((bar, i) => {
-    for (const c of CATEGORIES) {
-      series.push({
-        type: "bar",
-        name: CATEGORY_LABELS[c],
-        stack: `tier-${bar.key}`,
-        xAxisIndex: i,
-        yAxisIndex: i,
-        barWidth: "55%",
-        barGap: "-100%",
-        itemStyle: { color: CATEGORY_COLORS[c], opacity: bar.present ? 1 : 0.45 },
-        data: [toGB(bar.byCategory[c])],
-      });
-    }
+    series.push(...categoryStack(`tier-${bar.key}`, i, (c) => [toUnit(bar.byCategory[c], barUnit(bar))],
+      (c) => ({ barWidth: "55%", itemStyle: { color: CATEGORY_COLORS[c], opacity: bar.present ? 1 : 0.45 } })));
     series.push({
       type: "bar",
       name: CAPACITY_NAME,
@@ -189,16 +183,14 @@ export function memoryChartOption(report: Report, style: ChartStyle = {}): Memor
         backgroundColor: style.dark ? "#13171f" : "#ffffff",
         padding: [1, 4],
         borderRadius: 3,
-        formatter: () => `capacity ${formatGB(bar.capacityBytes)}`,
+        formatter: () => `capacity ${formatTierBytes(bar.capacityBytes, bar.key)}`,
       },
-      data: [toGB(bar.capacityBytes)],
+      data: [toUnit(bar.capacityBytes, barUnit(bar))],
     });
   });
 
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: {
       top: 0,
       data: [

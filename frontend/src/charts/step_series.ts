@@ -14,6 +14,7 @@ import { BREAKDOWN_HELP, breakdownSegments, stepHeadline, type BreakdownSegment 
 import type { BreakdownKey, Report } from "../types";
 import { formatMsSig, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
 import type { ChartStyle } from "./series";
+import { chartFrame } from "./option_parts";
 
 export type StepChartOption = ComposeOption<
   BarSeriesOption | GridComponentOption | LegendComponentOption | TooltipComponentOption | AriaComponentOption
@@ -74,9 +75,7 @@ export function stepBreakdownOption(report: Report, style: ChartStyle = {}): Ste
     data: [roundS(seg.seconds)],
   }));
   return {
-    backgroundColor: "transparent",
-    animationDuration: 300,
-    aria: { enabled: true },
+    ...chartFrame(),
     legend: { top: 0, data: segs.map((s) => ({ name: s.label, itemStyle: { color: segmentColor(s.key) } })) },
     tooltip: {
       trigger: "item",

@@ -14,6 +14,8 @@ import {
   metricByKey,
   paretoGroups,
   paretoOption,
+  metricLabel,
+  unplottedSummary,
   pointClass,
   pointTooltipHTML,
   textPx,
@@ -32,7 +34,10 @@ describe("metrics", () => {
     expect(metricByKey("usd_per_hour").key).toBe("usd_per_hour");
     expect(metricByKey("nonsense").key).toBe("step_time_s");
     expect(metricByKey(null).key).toBe("step_time_s");
-    expect(METRICS.find((m) => m.key === "hbm_total_bytes")!.short(50e9)).toBe("50.0 GB");
+    // GPU memory in GiB: 50e9 / 2^30 = 46.6 GiB; the menu names the unit once
+    const hbm = METRICS.find((m) => m.key === "hbm_total_bytes")!;
+    expect(hbm.short(50e9)).toBe("46.6 GiB");
+    expect(metricLabel(hbm)).toBe("HBM used per GPU (GiB)");
   });
 });
 
@@ -253,6 +258,27 @@ describe("Pareto", () => {
       expect(y).toBeGreaterThanOrEqual(o.yAxis.min);
       expect(y).toBeLessThanOrEqual(o.yAxis.max);
     }
+  });
+
+  it("counts the points it leaves out in words", () => {
+    const sweep = sampleSweep();
+    const bad = (i: number) => ({ ...sweep.points[0], index: i, valid: false, fits: undefined, step_time_s: null });
+    const points = [bad(10), bad(11), bad(12), { ...sweep.points[0], index: 13, status: "failed" as const }];
+    expect(unplottedSummary(points, METRICS[0])).toBe("3 invalid points, 1 failed point");
+    expect(unplottedSummary([], METRICS[0])).toBe("");
+  });
+
+  it("starts the cost axis at $0 when the costs differ by a fraction of a percent", () => {
+    // $1.4940-$1.4970 (0.2 % apart): a tight axis would stretch that over the whole plot
+    const sweep = sampleSweep();
+    const close = [[5, 1.494], [4, 1.497], [8, 1.495], [6, 1.4965]];
+    sweep.points.slice(0, 4).forEach((p, i) => {
+      [p.step_time_s, p.usd_per_million_tokens] = close[i];
+    });
+    const o = paretoOption(sweep) as Any;
+    expect(o.yAxis.min).toBe(0);
+    expect(o.yAxis.max).toBeGreaterThanOrEqual(1.497);
+    expect(o.yAxis.max).toBeLessThanOrEqual(2);
   });
 
   it("leaves the scale to ECharts when no point has a step time and a cost", () => {

@@ -14,10 +14,11 @@ import type { ComposeOption } from "echarts/core";
 
 import type { Axis, Sweep, SweepPoint } from "../dashboard/types";
 import { formatUSD } from "../dashboard/format";
-import { GB, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
+import { GIB, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
 import type { ChartStyle } from "./series";
-import { distinctDecimals, niceAxis, tickText, type NiceAxis } from "./ticks";
+import { distinctDecimals, niceAxis, ratioAxis, tickText, type NiceAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
+import { chartFrame } from "./option_parts";
 
 export type SweepChartOption = ComposeOption<
   | HeatmapSeriesOption
@@ -45,7 +46,7 @@ export interface Metric {
   /** The unit the heatmap's scale is in. */
   scaleUnit: string;
   better: "min" | "max";
-  /** The engine's value in the scale's unit (bytes -> GB, fraction -> %). */
+  /** The engine's value in the scale's unit (bytes -> GiB, fraction -> %). */
   toScale: (v: number) => number;
   /** A cell's text, with its unit. */
   short: (v: number) => string;
@@ -62,8 +63,9 @@ export const METRICS: Metric[] = [
     toScale: (v) => v, short: (v) => `${formatUSD(v)}/Mtok`, cell: (v, d) => `$${formatNumber(v, d)}/Mtok`, minDecimals: 2 },
   { key: "usd_per_hour", label: "Cost per hour", scaleUnit: "USD/h", better: "min",
     toScale: (v) => v, short: (v) => `${formatUSD(v)}/h`, cell: (v, d) => `$${formatNumber(v, d)}/h`, minDecimals: 2 },
-  { key: "hbm_total_bytes", label: "HBM used per GPU", scaleUnit: "GB (1e9 bytes)", better: "min",
-    toScale: (v) => v / GB, short: (v) => `${formatNumber(v / GB, 1)} GB`, cell: (v, d) => `${formatNumber(v, d)} GB`,
+  // GPU memory in GiB, as nvidia-smi and torch.cuda report it
+  { key: "hbm_total_bytes", label: "HBM used per GPU", scaleUnit: "GiB", better: "min",
+    toScale: (v) => v / GIB, short: (v) => `${formatNumber(v / GIB, 1)} GiB`, cell: (v, d) => `${formatNumber(v, d)} GiB`,
     minDecimals: 0 },
   { key: "tokens_per_s", label: "Throughput", scaleUnit: "tokens/s", better: "max",
     toScale: (v) => v, short: (v) => `${formatNumber(v, 0)} tok/s`, cell: (v, d) => `${formatNumber(v, d)} tok/s`,
@@ -73,6 +75,36 @@ export const METRICS: Metric[] = [
   { key: "goodput", label: "Checkpoint goodput", scaleUnit: "%", better: "max",
     toScale: (v) => v * 100, short: (v) => formatPercent(v, 2), cell: (v, d) => `${formatNumber(v, d)}%`, minDecimals: 2 },
 ];
+
+/** The metric's name with its unit for a menu: "HBM used per GPU (GiB)", "Step time (s)". */
+export function metricLabel(m: Metric): string {
+  return `${m.label} (${m.scaleUnit})`;
+}
+
+const UNPLOTTED_NOUNS: Record<string, [string, string]> = {
+  invalid: ["invalid point", "invalid points"],
+  failed: ["failed point", "failed points"],
+  cancelled: ["cancelled point", "cancelled points"],
+  missing: ["point without a step time or cost", "points without a step time or cost"],
+};
+
+/**
+ * Why points are missing from the Pareto chart, counted in words: "3 invalid points,
+ * 1 failed point". Pending points are left out (they are not run yet). "" when none.
+ */
+export function unplottedSummary(points: readonly SweepPoint[], metric: Metric): string {
+  const counts = new Map<string, number>();
+  for (const p of points) {
+    if (p.status === "pending") continue;
+    const c = pointClass(p, metric);
+    const key = c === "value" || c === "infeasible" || c === "pending" ? "missing" : c;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].map(([k, n]) => {
+    const [one, many] = UNPLOTTED_NOUNS[k] ?? [`${k} point`, `${k} points`];
+    return `${n} ${n === 1 ? one : many}`;
+  }).join(", ");
+}
 
 export function metricByKey(key: string | null | undefined): Metric {
   return METRICS.find((m) => m.key === key) ?? METRICS[0];
@@ -305,9 +337,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
   }
   const palette = metric.better === "min" ? PALETTE : [...PALETTE].reverse();
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    aria: { enabled: true },
+    ...chartFrame(false),
     tooltip: {
       confine: true,
       formatter: (p: unknown) => {
@@ -436,7 +466,8 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
   const grey = style.dark ? "#8a919c" : "#8c8c8c";
   const plotted = [...g.front, ...g.feasible, ...g.infeasible];
   const x = niceAxis(plotted.map((p) => p.step_time_s as number));
-  const y = niceAxis(plotted.map((p) => p.usd_per_million_tokens as number));
+  // cost from zero when the points are within 10 % of each other: no exaggerated gaps
+  const y = ratioAxis(plotted.map((p) => p.usd_per_million_tokens as number));
   const series: (ScatterSeriesOption | LineSeriesOption)[] = [
     { type: "line", name: "Pareto front", data: g.front.map(xy), symbol: "circle", symbolSize: 11,
       lineStyle: { width: 2, color: "#e15759" }, itemStyle: { color: "#e15759" }, z: 3 },
@@ -445,9 +476,7 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
       itemStyle: { color: grey } },
   ];
   return {
-    backgroundColor: "transparent",
-    animation: false,
-    aria: { enabled: true },
+    ...chartFrame(false),
     legend: { top: 0 },
     tooltip: {
       trigger: "item",

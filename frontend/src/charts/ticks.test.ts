@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { axisTicks, decimalsFor, distinctDecimals, niceAxis, niceInterval, tickText, zoomAxis } from "./ticks";
+import { axisTicks, decimalsFor, distinctDecimals, niceAxis, niceInterval, ratioAxis, tickText, zoomAxis } from "./ticks";
 
 describe("nice ticks", () => {
   it("steps by 1, 2 or 5 × 10^k", () => {
@@ -84,5 +84,13 @@ describe("a zoomable axis from 0", () => {
     expect(zoomAxis(40, 10)!.decimals).toBe(0);
     expect(zoomAxis(40, 1000)!.decimals).toBe(2);
     expect(zoomAxis(0.2, 1000)!.decimals).toBe(5);
+  });
+});
+
+describe("an axis of a quantity measured from zero", () => {
+  it("starts at 0 when the values are within 10 % of each other, else stays tight", () => {
+    expect(ratioAxis([1.494, 1.497])?.min).toBe(0);
+    expect(ratioAxis([1, 3.5])).toEqual(niceAxis([1, 3.5]));      // 71 % apart: tight
+    expect(ratioAxis([])).toBeNull();
   });
 });

@@ -53,6 +53,20 @@ export function niceAxis(values: readonly number[], splits = 5, pad = 0.05): Nic
   return { min, max, interval, decimals };
 }
 
+/**
+ * `niceAxis` for a quantity measured from zero (a cost, a time): when the values differ by
+ * less than `closeFraction` of the largest, the axis starts at 0, so a 0.2 % difference
+ * looks like one instead of filling the plot; otherwise the tight `niceAxis`.
+ */
+export function ratioAxis(values: readonly number[], closeFraction = 0.1, splits = 5): NiceAxis | null {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (!finite.length) return null;
+  const lo = Math.min(...finite);
+  const hi = Math.max(...finite);
+  if (lo < 0 || hi <= 0 || (hi - lo) / hi >= closeFraction) return niceAxis(finite, splits);
+  return niceAxis([0, ...finite], splits, 0.05);
+}
+
 /** The ticks ECharts draws on an axis with these bounds and step (min, min + interval, … max). */
 export function axisTicks(axis: Pick<NiceAxis, "min" | "max" | "interval">): number[] {
   const n = Math.round((axis.max - axis.min) / axis.interval);

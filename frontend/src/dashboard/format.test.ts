@@ -35,7 +35,7 @@ describe("inputs", () => {
 
   it("formats an input by its unit", () => {
     expect(formatInput("cluster.nic_bytes_per_s", 4e11)).toBe("400.0 GB/s");
-    expect(formatInput("cluster.tiers.ddr.capacity_bytes", 2 ** 41)).toBe("2,199.0 GB (2,048.0 GiB)");
+    expect(formatInput("cluster.tiers.ddr.capacity_bytes", 2 ** 41)).toBe("2.2 TB (2.0 TiB)");
     expect(formatInput("training.compute_efficiency", 0.55)).toBe("55.0%");
     expect(formatInput("cluster.num_nodes", 2)).toBe("2");
     expect(formatInput("strategy.kind", "zero3")).toBe("zero3");
@@ -66,7 +66,7 @@ describe("labels", () => {
 
 describe("wrapping in a narrow column", () => {
   it("cuts a value between its units, never between a number and its unit", () => {
-    expect(valuePieces(formatValue(2199e9, "bytes"))).toEqual(["2,199.0 GB", "(2,048.0 GiB)"]);
+    expect(valuePieces(formatValue(2199e9, "bytes"))).toEqual(["2.2 TB", "(2.0 TiB)"]);
     expect(valuePieces(formatValue(1.5, "usd_per_mtok"))).toEqual(["$1.50", "per 1M tokens"]);
     expect(valuePieces(formatValue(69e9, "count"))).toEqual(["69.0 B", "(69,000,000,000)"]);
     expect(valuePieces(formatValue(14602, "tokens_per_s"))).toEqual(["14,602 tokens/s"]);

@@ -24,6 +24,8 @@ export interface OutputRow {
   values: Value[];
   /** Columns holding the best value (chosen by the server, among the columns that fit). */
   best: number[];
+  /** Columns whose value is a step time, throughput or cost of a scenario that does not fit. */
+  unfit?: number[];
 }
 
 export interface InputRow {

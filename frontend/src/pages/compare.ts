@@ -14,6 +14,7 @@ import { FINISHED, fetchComparison } from "../dashboard/api";
 import { betterWord, columnLabel, formatInput, formatValue, pathLabel, pathPieces, valuePieces } from "../dashboard/format";
 import type { Comparison, ComparisonItem, InputRow, OutputRow } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
+import { UNFIT_NOTE } from "../report";
 import { pollDelay } from "../poll";
 import { formatPercent } from "../units";
 
@@ -40,8 +41,13 @@ function outputRow(row: OutputRow): HTMLElement {
     h("th", { scope: "row" }, row.label, word ? h("small", { class: "unit" }, ` (${word} is best)`) : null),
     row.values.map((v, i) => {
       const best = row.best.includes(i);
-      return h("td", { class: best ? "num best" : "num", "data-best": best ? "true" : null },
-        pieces(formatValue(v as never, row.unit), best ? h("span", { class: "best-mark", "aria-label": "best" }, "★ ") : null));
+      const unfit = (row.unfit ?? []).includes(i);
+      const mark = best
+        ? h("span", { class: "best-mark", "aria-label": "best" }, "★ ")
+        : unfit ? h("span", { class: "unfit-mark", title: UNFIT_NOTE, "aria-label": UNFIT_NOTE }, "✗ ") : null;
+      return h("td", { class: `num${best ? " best" : ""}${unfit ? " unfit" : ""}`, "data-best": best ? "true" : null,
+        "data-unfit": unfit ? "true" : null },
+        pieces(formatValue(v as never, row.unit), mark));
     }));
 }
 
@@ -101,7 +107,7 @@ function renderTable(data: Comparison, labels: string[], names: string[]): HTMLE
     sameBody);
   // the note stays in view above the table, which may scroll sideways (5–8 columns)
   const note = h("p", { id: "compare-table-note", class: "hint" },
-    "Outputs (★ best value of each row, among the scenarios that fit; no ★ where they are all equal) and the inputs that differ ",
+    "Outputs (★ best value of each row, among the scenarios that fit; no ★ where they are all equal; ✗ a step time or cost of a scenario that does not fit: what it would take if it fit) and the inputs that differ ",
     "(highlighted). Bytes in GB = 1e9 bytes and GiB = 2^30 bytes; times in s; costs in US dollars.");
   table.setAttribute("aria-describedby", "compare-table-note");
   return h("div", null, note,
@@ -118,7 +124,7 @@ interface ChartSpec {
 
 const CHARTS: ChartSpec[] = [
   { id: "cmp-memory-chart", title: "Memory per tier against capacity",
-    caption: "Each tier on its own scale in GB (1e9 bytes), stacked by category; the dashed frame is that scenario's capacity. Hover for GiB.",
+    caption: "Each tier on its own scale (HBM in GiB as nvidia-smi shows it; host memory and drives in GB or TB), stacked by category; the dashed frame is that scenario's capacity. Hover for both units.",
     label: "Stacked bars of memory per tier for each scenario, with capacity frames" },
   { id: "cmp-step-chart", title: "Step time",
     caption: "Seconds per training step, split into compute and the exposed (not hidden) communication, offload I/O and stalls.",
@@ -191,7 +197,7 @@ function mount(root: HTMLElement): void {
     }
     progress.hidden = true;
     statusText.textContent = data.status === "succeeded"
-      ? `All ${data.items.length} runs finished`
+      ? (data.items.length === 1 ? "The run finished" : `All ${data.items.length} runs finished`)
       : "Finished; some runs failed (their columns are empty)";
     if (drawn) return;
     drawn = true;

@@ -5,6 +5,7 @@
 import "../styles/recsys.css";
 
 import { h } from "../dom";
+import { type Control, decimal, field, grid, integer, labelledFields, select } from "../form/fields";
 import {
   EMBEDDING_OPTIMIZERS,
   MODEL_KIND,
@@ -17,16 +18,6 @@ import {
   batchPlaceholder,
   tierInput,
 } from "../form/recsys";
-
-type Control = HTMLInputElement | HTMLSelectElement;
-
-/** The form's control builders (scenario_form.ts), so these inputs look and behave like the others. */
-export interface FieldKit {
-  field(name: string, label: string, control: Control, opts?: { unit?: string; help?: string }): HTMLElement;
-  select(options: [string, string][], attrs?: Record<string, string | boolean>): HTMLSelectElement;
-  integer(attrs?: Record<string, string | number | boolean>): HTMLInputElement;
-  decimal(name: string, attrs?: Record<string, string | number | boolean>): HTMLInputElement;
-}
 
 /** Inputs (by name) whose block belongs to the transformer only: hidden in recommendation mode. */
 const TRANSFORMER_BLOCKS = [
@@ -67,12 +58,12 @@ function setOff(el: HTMLElement, off: boolean): void {
   }
 }
 
-export function recsysForm(kit: FieldKit): RecsysForm {
-  const { field, select, integer, decimal } = kit;
+export function recsysForm(): RecsysForm {
   const L = RECSYS_FIELD_LABELS;
+  const f = labelledFields(L);
 
   const kind = select(MODEL_KINDS);
-  const kindField = field(MODEL_KIND, L[MODEL_KIND], kind, { unit: "what is trained" });
+  const kindField = f(MODEL_KIND, kind, { unit: "what is trained" });
 
   const c = {
     preset: select(RECSYS_PRESETS),
@@ -87,13 +78,13 @@ export function recsysForm(kit: FieldKit): RecsysForm {
   const tierFields = RECSYS_TIERS.map(([tier, label]) => {
     const box = h("input", { type: "checkbox" });
     tierBoxes.set(tier, box);
-    const f = field(tierInput(tier), label, box);
+    const tierField = field(tierInput(tier), label, box);
     const note = h("small", { class: "tier-note", hidden: true }, "not in this node template: the engine's catalog figures");
     tierNotes.set(tier, note);
-    f.querySelector("label")?.after(note);
-    return f;
+    tierField.querySelector("label")?.after(note);
+    return tierField;
   });
-  const pmemField = field(PMEM_CAPACITY, L[PMEM_CAPACITY], c.pmemCapacity, {
+  const pmemField = f(PMEM_CAPACITY, c.pmemCapacity, {
     unit: "GB per node, 1 GB = 1e9 bytes",
     help: "Blank = 3,072 GB: two sockets × six 256 GB Optane PMem 100 DIMMs.",
   });
@@ -102,22 +93,22 @@ export function recsysForm(kit: FieldKit): RecsysForm {
     "fieldset",
     { id: "recsys-fieldset" },
     h("legend", null, h("strong", null, "Recommendation model")),
-    h("div", { class: "grid" },
-      field("recsys.preset", L["recsys.preset"], c.preset, {
+    grid(
+      f("recsys.preset", c.preset, {
         unit: "preset: tables, MLPs, batch",
         help: "MLPerf's DLRM on Criteo 1TB: 26 tables of 128-dim fp32 rows; the stored bytes add the optimizer's state.",
       }),
-      field("recsys.batch_size", L["recsys.batch_size"], c.batch, {
+      f("recsys.batch_size", c.batch, {
         unit: "samples per step",
         help: "Blank = the preset's batch.",
       }),
     ),
-    h("div", { class: "grid" },
-      field("recsys.zipf_alpha", L["recsys.zipf_alpha"], c.zipf, {
+    grid(
+      f("recsys.zipf_alpha", c.zipf, {
         unit: "skew of lookups, ≥ 0; for all tables",
         help: "0 = uniform; larger = a few hot rows take most lookups. Blank = 1.0, an assumption flagged in the report.",
       }),
-      field("recsys.embedding_optimizer", L["recsys.embedding_optimizer"], c.optimizer, { unit: "state stored with each row" }),
+      f("recsys.embedding_optimizer", c.optimizer, { unit: "state stored with each row" }),
     ),
     h("fieldset", { class: "recsys-tiers", id: "recsys-tiers" },
       h("legend", null, "Tiers the embedding rows may use ",
@@ -125,7 +116,7 @@ export function recsysForm(kit: FieldKit): RecsysForm {
       h("div", { class: "recsys-tier-boxes" }, tierFields),
     ),
     pmemField,
-    field("recsys.ps.servers", L["recsys.ps.servers"], c.servers, {
+    f("recsys.ps.servers", c.servers, {
       unit: "shards, one 400 Gb/s NIC each",
       help: "For the parameter-server design the report compares with all-to-all. Blank = one per node.",
     }),

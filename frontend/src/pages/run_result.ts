@@ -12,8 +12,8 @@ import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { BREAKDOWN_HELP, breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepVerdict } from "../step";
-import type { BreakdownKey, Report, Run } from "../types";
+import { breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
+import type { Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
 import {
@@ -28,6 +28,7 @@ import {
   formatSeconds,
   formatSecondsSig,
   plural,
+  formatTierBytes,
 } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -83,8 +84,8 @@ function stepSection(report: Report): HTMLElement | null {
   const stats = h(
     "div",
     { class: "stats", id: "step-headline" },
-    stat("Step time", formatSeconds(head.timeS), "step-time",
-      head.microBatches ? `${head.microBatches} micro-batch${head.microBatches === 1 ? "" : "es"}${head.microBatchS ? ` of ≈ ${formatSeconds(head.microBatchS)}` : ""}` : undefined),
+    stat(report.fits === false ? "Step time if it fit" : "Step time", formatSeconds(head.timeS), "step-time",
+      stepPhasesNote(head) || undefined),
     head.tokensPerS !== null
       ? stat("Throughput", `${formatNumber(head.tokensPerS, 0)} tokens/s`, "step-tokens",
           head.samplesPerS !== null ? `${formatNumber(head.samplesPerS, 2)} sequences/s` : undefined)
@@ -137,7 +138,13 @@ function stepSection(report: Report): HTMLElement | null {
         [0],
       )
     : null;
-  return h("section", { id: "step" }, h("h2", null, "Step time"), stats, bandEl, verdictEl, chart, breakdown, linksTable);
+  const unfit = report.fits === false
+    ? h("p", { id: "step-unfit", class: "unfit-note", role: "note" },
+        h("strong", null, "✗ As if it ran: "),
+        "this scenario does not fit, so the run cannot start. The step time, throughput and checkpoint figures on this page are what it would take with enough memory.")
+    : null;
+  return h("section", { id: "step", "data-unfit": report.fits === false ? "true" : null },
+    h("h2", null, "Step time"), unfit, stats, bandEl, verdictEl, chart, breakdown, linksTable);
 }
 
 /** The Gantt chart of the simulated micro-batch. */
@@ -277,23 +284,22 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
   const tiers = tierSummaryRows(report);
   const tiersTable = table(
     "tiers-table",
-    "Memory per tier: used and capacity (GB = 1e9 bytes, GiB = 2^30 bytes)",
-    ["Tier", "Used (GB)", "Used (GiB)", "Capacity (GB)", "Capacity (GiB)", "Free (GB)", "Used (%)"],
+    "Memory per tier: used and capacity (GPU memory in GiB = 2^30 bytes, as nvidia-smi and PyTorch show it; host memory and drives in GB = 10^9 or TB = 10^12 bytes, as their datasheets)",
+    ["Tier", "Used", "Capacity", "Free", "Used (%)"],
     tiers.map((t) => {
       if (!t.present && t.totalBytes === 0) {
-        return [t.label, "—", "—", "none on this node", "—", "—", "—"];
+        return [t.label, "—", "none on this node", "—", "—"];
       }
+      const show = (b: number) => formatTierBytes(b, t.tier);
       return [
         t.label,
-        formatGB(t.totalBytes),
-        formatGiB(t.totalBytes),
-        t.present ? formatGB(t.capacityBytes) : "none on this node",
-        formatGiB(t.capacityBytes),
-        t.fits ? formatGB(t.freeBytes) : h("strong", { class: "over" }, `over by ${formatGB(-t.freeBytes)}`),
+        show(t.totalBytes),
+        t.present ? show(t.capacityBytes) : "none on this node",
+        t.fits ? show(t.freeBytes) : h("strong", { class: "over" }, `over by ${show(-t.freeBytes)}`),
         t.capacityBytes > 0 ? formatPercent(t.totalBytes / t.capacityBytes) : "—",
       ];
     }),
-    [1, 2, 3, 4, 5, 6],
+    [1, 2, 3, 4],
     [0],
   );
 
@@ -304,8 +310,8 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
           "p",
           { id: "hbm-allocated-reserved", class: "hint" },
           `HBM per GPU at its peak (${(hbmUse.peak_phase ?? "").replace("_", " ")}): ` +
-            `${formatGB(hbmUse.total_bytes)} as nvidia-smi shows it (CUDA context + PyTorch's reserved memory), ` +
-            `of which ${formatGB(hbmUse.allocated_bytes)} are tensors (torch.cuda.max_memory_allocated).`,
+            `${formatGiB(hbmUse.total_bytes)} as nvidia-smi shows it (CUDA context + PyTorch's reserved memory), ` +
+            `of which ${formatGiB(hbmUse.allocated_bytes)} are tensors (torch.cuda.max_memory_allocated).`,
         )
       : null;
   const absent = absentTiers(report);
@@ -317,7 +323,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     h(
       "figcaption",
       null,
-      "Memory per tier, stacked by category; the dashed frame is the tier's capacity. Each tier has its own scale in GB (1e9 bytes); hover a bar for GiB.",
+      "Memory per tier, stacked by category; the dashed frame is the tier's capacity. Each tier has its own scale: HBM in GiB (2^30 bytes, as nvidia-smi shows it), host memory and drives in GB or TB; hover a bar for both.",
       absent.length ? ` Not on this node: ${absent.map((t) => t.label).join(", ")}.` : "",
     ),
   );
@@ -397,9 +403,14 @@ function mount(root: HTMLElement): void {
       pageStatus.textContent = run.status;
       pageStatus.className = `status status-${run.status}`;
     }
-    const fraction = progressFraction(run.progress);
+    // 0 is "nothing measured yet" (queued, or the first stage not done): an indeterminate
+    // bar that moves, not one stuck at 0 %
+    const measured = progressFraction(run.progress);
+    const fraction = measured !== null && measured > 0 ? measured : null;
     if (TERMINAL.has(run.status)) {
       progress.hidden = true;
+      const again = document.getElementById("run-again") as HTMLButtonElement | null;
+      if (again) { again.disabled = false; again.removeAttribute("title"); }
       if (cancelForm) cancelForm.hidden = true; // nothing left to cancel
       const took = run.started_at && run.finished_at
         ? (Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000 : 0;

@@ -36,67 +36,14 @@ import {
   valuesFromScenario,
   type FormValues,
 } from "../form/scenario";
+import { type Control, decimal, fillSelect, grid, integer, labelledFields, select } from "../form/fields";
 import { estimateNotesSummary, estimateStepSummary, estimateSummary } from "../report";
 import { recsysForm } from "./recsys_form";
 import type { CatalogEntry, ClusterProfileEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
 
-type Control = HTMLInputElement | HTMLSelectElement;
+const f = labelledFields(FIELD_LABELS);
 
-const idFor = (name: string) => `f-${name.replace(/[^\w]/g, "-")}`;
-
-interface FieldOptions {
-  unit?: string;
-  help?: string;
-}
-
-/** A labelled control with an (initially empty) inline error and optional help text. */
-function field(name: string, label: string, control: Control, opts: FieldOptions = {}): HTMLElement {
-  const id = idFor(name);
-  control.id = id;
-  control.name = name;
-  const error = h("small", { class: "field-error", id: `${id}-error`, "data-error-for": name, hidden: true });
-  const help = opts.help ? h("small", { id: `${id}-help`, class: "field-help" }, opts.help) : null;
-  if (help) control.setAttribute("aria-describedby", help.id);
-  if (control instanceof HTMLInputElement && control.type === "checkbox") {
-    return h(
-      "div",
-      { class: "field", "data-field": name },
-      h("label", { for: id }, control, ` ${label}`, opts.unit ? h("span", { class: "unit" }, ` (${opts.unit})`) : null),
-      error,
-      help,
-    );
-  }
-  return h(
-    "div",
-    { class: "field", "data-field": name },
-    h("label", { for: id }, label, opts.unit ? h("span", { class: "unit" }, ` (${opts.unit})`) : null),
-    control,
-    error,
-    help,
-  );
-}
-
-function select(options: [string, string][], attrs: Record<string, string | boolean> = {}): HTMLSelectElement {
-  const el = h("select", attrs);
-  for (const [value, label] of options) el.append(h("option", { value }, label));
-  return el;
-}
-
-function integer(attrs: Record<string, string | number | boolean> = {}): HTMLInputElement {
-  return h("input", { type: "number", inputmode: "numeric", min: 1, step: 1, ...attrs });
-}
-
-/** A number input that takes fractions and exponents ("0.55", "1e-5"); blank = the engine's default. */
-function decimal(name: string, attrs: Record<string, string | number | boolean> = {}): HTMLInputElement {
-  return h("input", { type: "number", inputmode: "decimal", step: "any", placeholder: PLACEHOLDERS[name] ?? "", ...attrs });
-}
-
-function fillSelect(el: HTMLSelectElement, options: [string, string][], keep?: string): void {
-  const previous = keep ?? el.value;
-  el.replaceChildren(...options.map(([value, label]) => h("option", { value }, label)));
-  if (options.some(([v]) => v === previous)) el.value = previous;
-}
 
 function mount(root: HTMLElement): void {
   const examples = readJSONScript<Example[]>("examples-data") ?? [];
@@ -154,13 +101,13 @@ function mount(root: HTMLElement): void {
     ckMtbf: decimal("checkpoint.mtbf_s", { min: 0 }),
   };
 
-  const shardGroupField = field("strategy.shard_group_size", FIELD_LABELS["strategy.shard_group_size"], c.shardGroup, {
+  const shardGroupField = f("strategy.shard_group_size", c.shardGroup, {
     unit: "GPUs",
     help: "HYBRID_SHARD shards inside groups of this many GPUs and replicates across groups.",
   });
 
   // the model-kind switch and the recommendation model's inputs
-  const rs = recsysForm({ field, select, integer, decimal });
+  const rs = recsysForm();
 
   const exampleNote = h("small", { id: "example-note" }, "Fills every input below; you can change any of them.");
   const errorSummary = h("article", { id: "form-errors", class: "error-summary", role: "alert", tabindex: -1, hidden: true });
@@ -172,27 +119,27 @@ function mount(root: HTMLElement): void {
     "details",
     { id: "advanced-settings" },
     h("summary", null, "Advanced: efficiencies, prefetch, activation offload"),
-    h("div", { class: "grid" },
-      field("training.compute_efficiency", FIELD_LABELS["training.compute_efficiency"], c.computeEff, {
+    grid(
+      f("training.compute_efficiency", c.computeEff, {
         unit: "fraction of peak FLOP/s, 0–1",
         help: "What a layer's kernels reach; blank = 0.55.",
       }),
-      field("training.network_efficiency", FIELD_LABELS["training.network_efficiency"], c.networkEff, {
+      f("training.network_efficiency", c.networkEff, {
         unit: "fraction of link GB/s, 0–1",
         help: "What NCCL collectives reach; blank = 0.8.",
       }),
     ),
-    h("div", { class: "grid" },
-      field("strategy.prefetch_depth", FIELD_LABELS["strategy.prefetch_depth"], c.prefetchDepth, {
+    grid(
+      f("strategy.prefetch_depth", c.prefetchDepth, {
         unit: "layers ahead",
         help: "Layer i + k is fetched while layer i computes; 0 = no prefetch; blank = 1.",
       }),
-      field("strategy.prefetch_miss_rate", FIELD_LABELS["strategy.prefetch_miss_rate"], c.prefetchMiss, {
+      f("strategy.prefetch_miss_rate", c.prefetchMiss, {
         unit: "fraction of fetches, 0–1",
         help: "Mispredicted prefetches (MoE routing, dynamic graphs) stall the GPU; blank = 0.",
       }),
     ),
-    field("strategy.offload_activations", FIELD_LABELS["strategy.offload_activations"], c.offloadAct, {
+    f("strategy.offload_activations", c.offloadAct, {
       unit: "memory tier",
       help: "Activation checkpoints kept in CPU DDR and fetched back for the backward pass.",
     }),
@@ -205,9 +152,9 @@ function mount(root: HTMLElement): void {
       "fieldset",
       null,
       h("legend", null, h("strong", null, "Start")),
-      h("div", { class: "grid" },
+      grid(
         h("div", { class: "field" }, h("label", { for: "f-example" }, "Example"), exampleSelect, exampleNote),
-        field("name", FIELD_LABELS.name, c.name, { unit: "text" }),
+        f("name", c.name, { unit: "text" }),
       ),
     ),
     h(
@@ -215,14 +162,14 @@ function mount(root: HTMLElement): void {
       null,
       h("legend", null, h("strong", null, "Model and hardware")),
       rs.kindField,
-      h("div", { class: "grid" },
-        field("model.preset", FIELD_LABELS["model.preset"], c.model, { unit: "preset" }),
-        field("cluster.node", FIELD_LABELS["cluster.node"], c.node, { unit: "preset: GPUs, tiers" }),
+      grid(
+        f("model.preset", c.model, { unit: "preset" }),
+        f("cluster.node", c.node, { unit: "preset: GPUs, tiers" }),
       ),
-      h("div", { class: "grid" },
-        field("cluster.num_nodes", FIELD_LABELS["cluster.num_nodes"], c.numNodes, { unit: "nodes" }),
-        field("cluster.gpus_per_node", FIELD_LABELS["cluster.gpus_per_node"], c.gpus, { unit: "GPUs" }),
-        field("cluster.profile", FIELD_LABELS["cluster.profile"], c.profile, { unit: "fitted to measurements" }),
+      grid(
+        f("cluster.num_nodes", c.numNodes, { unit: "nodes" }),
+        f("cluster.gpus_per_node", c.gpus, { unit: "GPUs" }),
+        f("cluster.profile", c.profile, { unit: "fitted to measurements" }),
       ),
     ),
     rs.fieldset,
@@ -230,79 +177,79 @@ function mount(root: HTMLElement): void {
       "fieldset",
       null,
       h("legend", null, h("strong", null, "Training")),
-      h("div", { class: "grid" },
-        field("training.micro_batch_size", FIELD_LABELS["training.micro_batch_size"], c.micro, { unit: "sequences per GPU" }),
-        field("training.global_batch_size", FIELD_LABELS["training.global_batch_size"], c.global, { unit: "sequences per step" }),
-        field("training.seq_len", FIELD_LABELS["training.seq_len"], c.seq, { unit: "tokens" }),
+      grid(
+        f("training.micro_batch_size", c.micro, { unit: "sequences per GPU" }),
+        f("training.global_batch_size", c.global, { unit: "sequences per step" }),
+        f("training.seq_len", c.seq, { unit: "tokens" }),
       ),
-      h("div", { class: "grid" },
-        field("training.precision", FIELD_LABELS["training.precision"], c.precision, { unit: "bytes per value" }),
-        field("training.optimizer", FIELD_LABELS["training.optimizer"], c.optimizer, { unit: "sets bytes/param" }),
-        field("training.recompute", FIELD_LABELS["training.recompute"], c.recompute, { unit: "activations" }),
+      grid(
+        f("training.precision", c.precision, { unit: "bytes per value" }),
+        f("training.optimizer", c.optimizer, { unit: "sets bytes/param" }),
+        f("training.recompute", c.recompute, { unit: "activations" }),
       ),
-      h("div", { class: "grid" },
-        field("training.flash_attention", FIELD_LABELS["training.flash_attention"], c.flash, { unit: "no s × s scores kept" }),
-        field("training.sequence_parallel", FIELD_LABELS["training.sequence_parallel"], c.seqParallel, { unit: "with tensor parallel" }),
-        field("training.loss_kernel", FIELD_LABELS["training.loss_kernel"], c.lossKernel, { unit: "logits memory" }),
+      grid(
+        f("training.flash_attention", c.flash, { unit: "no s × s scores kept" }),
+        f("training.sequence_parallel", c.seqParallel, { unit: "with tensor parallel" }),
+        f("training.loss_kernel", c.lossKernel, { unit: "logits memory" }),
       ),
     ),
     h(
       "fieldset",
       null,
       h("legend", null, h("strong", null, "Parallelism and sharding")),
-      h("div", { class: "grid" },
-        field("strategy.kind", FIELD_LABELS["strategy.kind"], c.kind, { unit: "sharding over data-parallel GPUs" }),
+      grid(
+        f("strategy.kind", c.kind, { unit: "sharding over data-parallel GPUs" }),
         shardGroupField,
       ),
-      h("div", { class: "grid" },
-        field("strategy.offload_optimizer", FIELD_LABELS["strategy.offload_optimizer"], c.offloadOpt, { unit: "memory tier" }),
-        field("strategy.offload_params", FIELD_LABELS["strategy.offload_params"], c.offloadParams, { unit: "memory tier" }),
+      grid(
+        f("strategy.offload_optimizer", c.offloadOpt, { unit: "memory tier" }),
+        f("strategy.offload_params", c.offloadParams, { unit: "memory tier" }),
       ),
-      h("div", { class: "grid" },
-        field("training.tensor_parallel", FIELD_LABELS["training.tensor_parallel"], c.tp, { unit: "GPUs per group" }),
-        field("training.pipeline_parallel", FIELD_LABELS["training.pipeline_parallel"], c.pp, { unit: "pipeline stages" }),
+      grid(
+        f("training.tensor_parallel", c.tp, { unit: "GPUs per group" }),
+        f("training.pipeline_parallel", c.pp, { unit: "pipeline stages" }),
       ),
     ),
     h(
       "fieldset",
       { id: "checkpoint-fieldset" },
       h("legend", null, h("strong", null, "Checkpoint")),
-      h("div", { class: "grid" },
-        field("checkpoint.target", FIELD_LABELS["checkpoint.target"], c.ckTarget, { unit: "where it is written" }),
-        field("checkpoint.method", FIELD_LABELS["checkpoint.method"], c.ckMethod, { unit: "how the step waits" }),
+      grid(
+        f("checkpoint.target", c.ckTarget, { unit: "where it is written" }),
+        f("checkpoint.method", c.ckMethod, { unit: "how the step waits" }),
       ),
-      h("div", { class: "grid" },
-        field("checkpoint.content", FIELD_LABELS["checkpoint.content"], c.ckContent, { unit: "what is saved" }),
-        field("checkpoint.quantize_bits", FIELD_LABELS["checkpoint.quantize_bits"], c.ckQuantize, { unit: "bits per fp32 value" }),
+      grid(
+        f("checkpoint.content", c.ckContent, { unit: "what is saved" }),
+        f("checkpoint.quantize_bits", c.ckQuantize, { unit: "bits per fp32 value" }),
       ),
-      h("div", { class: "grid" },
-        field("checkpoint.interval_s", FIELD_LABELS["checkpoint.interval_s"], c.ckInterval, {
+      grid(
+        f("checkpoint.interval_s", c.ckInterval, {
           unit: "s; blank = optimal",
           help: "Blank = Daly's optimum from the checkpoint cost and the MTBF; 3600 = every hour.",
         }),
-        field("checkpoint.differential_fraction", FIELD_LABELS["checkpoint.differential_fraction"], c.ckDiff, {
+        f("checkpoint.differential_fraction", c.ckDiff, {
           unit: "share saved, 0–1",
           help: "Blank = 1: every checkpoint is full.",
         }),
       ),
-      h("div", { class: "grid" },
-        field("checkpoint.gpu_failure_rate_per_hour", FIELD_LABELS["checkpoint.gpu_failure_rate_per_hour"], c.ckRate, {
+      grid(
+        f("checkpoint.gpu_failure_rate_per_hour", c.ckRate, {
           unit: "failures per GPU-hour",
           help: "Give this or the MTBF. Blank = Llama 3's 1.97e-5 (419 interruptions in 54 days on 16,384 GPUs).",
         }),
-        field("checkpoint.mtbf_s", FIELD_LABELS["checkpoint.mtbf_s"], c.ckMtbf, {
+        f("checkpoint.mtbf_s", c.ckMtbf, {
           unit: "s, whole job",
           help: "Mean time between failures of the whole job; 86400 = one a day.",
         }),
       ),
-      field("checkpoint.sharded", FIELD_LABELS["checkpoint.sharded"], c.ckSharded, { unit: "every rank writes its shard" }),
+      f("checkpoint.sharded", c.ckSharded, { unit: "every rank writes its shard" }),
     ),
     advanced,
     h(
       "fieldset",
       null,
       h("legend", null, h("strong", null, "Accounting")),
-      field("convention", FIELD_LABELS.convention, c.convention, { unit: "which bytes per parameter count" }),
+      f("convention", c.convention, { unit: "which bytes per parameter count" }),
     ),
     estimate,
     submit,

@@ -8,8 +8,8 @@ import "../styles/dashboard.css";
 
 import { ApiError } from "../api";
 import { drawChart } from "../charts/dashboard_charts";
-import { METRICS, heatmapHeight, heatmapOption, metricByKey, paretoGroups, paretoOption, pointClass,
-  axisValueText, CLASS_LABELS, type Metric } from "../charts/sweep_series";
+import { METRICS, heatmapHeight, heatmapOption, metricByKey, metricLabel, paretoGroups, paretoOption, pointClass,
+  axisValueText, unplottedSummary, type Metric } from "../charts/sweep_series";
 import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
 import { formatUSD, valuePieces } from "../dashboard/format";
@@ -89,7 +89,7 @@ function mount(root: HTMLElement): void {
     h("p", null, "Status: ", statusText, " — ", progressText), progress, problem, cancel);
 
   const select = h("select", { id: "sweep-metric", name: "metric" },
-    METRICS.map((m) => h("option", { value: m.key, selected: m.key === metric.key }, `${m.label} (${m.scaleUnit})`)));
+    METRICS.map((m) => h("option", { value: m.key, selected: m.key === metric.key }, metricLabel(m))));
   const heatmapEl = h("div", { id: "sweep-heatmap", class: "dash-chart", role: "img",
     "aria-label": "Heatmap of the chosen metric over the sweep's grid" });
   const paretoEl = h("div", { id: "sweep-pareto", class: "dash-chart", role: "img",
@@ -131,16 +131,8 @@ function mount(root: HTMLElement): void {
     if (pareto) pareto.update(paretoBuild as never);
     else pareto = drawChart(paretoEl, 400, paretoBuild);
     const g = paretoGroups(sweep);
-    const notShown = g.unplotted.filter((p) => p.status !== "pending");
-    const counts = new Map<string, number>();
-    for (const p of notShown) {
-      const c = pointClass(p, metric);
-      const label = c === "value" || c === "infeasible" ? "No step time" : CLASS_LABELS[c];
-      counts.set(label, (counts.get(label) ?? 0) + 1);
-    }
-    unplotted.textContent = notShown.length
-      ? `Not on the Pareto chart (no step time or cost): ${[...counts].map(([k, n]) => `${k.toLowerCase()}: ${n}`).join(", ")}; see the table.`
-      : "";
+    const missing = unplottedSummary(g.unplotted, metric);
+    unplotted.textContent = missing ? `Not on the Pareto chart (no step time or cost): ${missing}; see the table.` : "";
     replaceChildren(tableHolder, h("h2", null, "Points"), pointsTable(sweep));
   };
 
