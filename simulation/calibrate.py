@@ -3,9 +3,9 @@
 A *cluster profile* is a small JSON object of fitted figures::
 
     {"name": "selene", "accelerator": "a100-sxm4-80gb",       # what it was fitted on
-     "compute_efficiency": 0.61,        # training.compute_efficiency (constant model)
+     "gemm_flops": 2.47e14, "sm_count": 108,                   # accelerator (work model)
      "network_efficiency": 0.86,        # training.network_efficiency
-     "gemm_flops": 2.65e14, "sm_count": 108,                   # accelerator (work model)
+     "compute_efficiency": 0.61,        # training.compute_efficiency (constant model only)
      "checkpoint_targets": {"parallel_fs": {"write_bytes_per_s": 6.1e10,
                                             "read_bytes_per_s": 9.0e10}}}
 
@@ -26,7 +26,15 @@ result reuse keys on covers the figures, so a refitted profile never replays a s
      "steps": [{"scenario": {...}, "step_s": 54.1}]}                   # a measured step
 
 Each fit inverts the engine's own model of the thing measured, so the fitted figure
-makes the engine reproduce the measurement (see each ``fit_*``). The fits are pure
+makes the engine reproduce the measurement (see each ``fit_*``). A measured step is fitted
+on the compute model its scenario runs (:func:`fit_step`): on the work model (the
+default) it gives the accelerator's ``gemm_flops``, so scenarios that pick the profile
+stay on the work model; only a step whose scenario chose the constant model gives a
+``compute_efficiency`` (which moves every scenario that picks the profile and sets no
+compute figure of its own onto the constant model, :func:`apply_to_sections`). Where a
+GEMM benchmark and a work-model step are both measured, the step's rate is the profile's
+``gemm_flops``: it is the rate the training workload reached, which the benchmark's large
+square shapes bound from above; the benchmark's figure stays in ``fits``. The fits are pure
 functions and their work is bounded (:data:`MAX_STEP_EVALUATIONS` engine evaluations per
 measured step, at most :data:`MAX_MEASUREMENTS` of each kind).
 """
@@ -304,43 +312,107 @@ def fit_checkpoint(m: dict, cluster, path: str) -> dict:
 
 def step_time_s(spec: dict, compute_efficiency: float, lookups: dict) -> float:
     """The engine's step time (s) of ``spec`` at ``compute_efficiency`` (constant model)."""
+    training = {k: v for k, v in (spec.get("training") or {}).items() if k != "compute_model"}
+    training["compute_efficiency"] = compute_efficiency
+    return _evaluated_step_s({**spec, "training": training}, lookups)
+
+
+def step_time_work_s(spec: dict, gemm_flops: float, sm_count: int, lookups: dict) -> float:
+    """The engine's step time (s) of ``spec`` on the work compute model with the
+    accelerator's achievable GEMM rate ``gemm_flops`` (FLOP/s) over ``sm_count`` SMs,
+    given as the profile's figures (``cluster.profile``, applied by
+    :func:`apply_to_cluster`, as a fitted profile will be)."""
+    cluster = dict(spec["cluster"])
+    cluster["profile"] = {**(cluster.get("profile") or {}), "gemm_flops": gemm_flops, "sm_count": sm_count}
+    return _evaluated_step_s({**spec, "cluster": cluster}, lookups)
+
+
+def _evaluated_step_s(spec: dict, lookups: dict) -> float:
     from .evaluate import evaluate
     from .scenario import Scenario
 
-    training = {k: v for k, v in (spec.get("training") or {}).items() if k != "compute_model"}
-    training["compute_efficiency"] = compute_efficiency
-    sc = Scenario.from_dict({**spec, "training": training}, **lookups)
+    sc = Scenario.from_dict(spec, **lookups)
     step = evaluate(sc, include_step=True, detail=False).step or {}
     if not isinstance(step.get("time_s"), (int, float)) or not math.isfinite(step["time_s"]):
         raise ScenarioError("scenario", "the engine gives no step time for this scenario")
     return float(step["time_s"])
 
 
+def step_compute_model(spec: dict, lookups: dict | None = None) -> str:
+    """The compute model the engine runs ``spec`` (a scenario dict) on: "constant" where
+    its training section says so (``compute_model`` "constant" or a
+    ``compute_efficiency``) or the work model cannot run it (fp32, an accelerator without
+    GEMM figures: :func:`simulation.compute.uses_work_model`), else "work"."""
+    from .compute import uses_work_model
+    from .scenario import Scenario
+
+    training = spec.get("training") or {}
+    if isinstance(training, dict) and (training.get("compute_model") == "constant"
+                                       or training.get("compute_efficiency") is not None):
+        return "constant"
+    return "work" if uses_work_model(Scenario.from_dict(spec, **(lookups or {}))) else "constant"
+
+
 def fit_step(spec: dict, measured_s: float, lookups: dict | None = None,
              path: str = "measurements.steps[0]") -> dict:
-    """The compute efficiency (fraction of peak FLOP/s, the constant compute model) at
-    which the engine's step of ``spec`` equals ``measured_s``.
+    """The compute figure at which the engine's step of ``spec`` equals ``measured_s``
+    (seconds), on the compute model the scenario runs (:func:`step_compute_model`):
 
-    The step falls as the efficiency e rises; its compute part goes as 1/e, so it is
-    nearly linear in x = 1/e and the root is found by regula falsi on x (Illinois
-    variant, which keeps the bracket) between e = 1 and :data:`MIN_COMPUTE_EFFICIENCY`,
-    to :data:`STEP_TOLERANCE`, in at most :data:`MAX_STEP_EVALUATIONS` evaluations.
-    ``spec`` is a scenario dict (profile figures already applied, its own
-    ``compute_efficiency`` ignored). Raises ScenarioError (``<path>.step_s``) when the
-    measured step is outside what any efficiency in the bracket gives (faster than at
-    100 % of peak: communication or offload the engine sees cannot hide, or the scenario
-    is not the configuration measured). Returns ``{"compute_efficiency", "model_step_s",
-    "evaluations"}``.
+    * **work** (the default): the accelerator's achievable dense 16-bit GEMM rate g
+      (FLOP/s, ``gemm_flops``; :mod:`simulation.compute` divides each GEMM's 2MNK FLOPs
+      by g times its wave efficiency over ``sm_count`` SMs), bracketed between
+      :data:`MIN_COMPUTE_EFFICIENCY` x ``peak_flops_bf16`` and ``peak_flops_bf16``. The
+      SM count is the accelerator's (its ``sm_count``, else the engine's table,
+      :data:`simulation.compute.GPU_FIGURES`). Solved as the rate the whole workload
+      reached, so it also absorbs what the engine's GEMM shapes miss (kernel launch
+      gaps, clocks under load); memory-bound kernels keep their HBM rate.
+    * **constant** (``compute_model`` "constant" or a ``compute_efficiency`` in the
+      scenario, fp32, an accelerator without GEMM figures): the compute efficiency e,
+      every FLOP at e x peak; the scenario's own ``compute_efficiency`` is ignored.
+
+    The step falls as the figure rises and its compute part goes as 1 / figure, so the
+    step is nearly linear in x = peak / g (work) or x = 1 / e (constant): the root is
+    found by regula falsi on x (Illinois variant, which keeps the bracket) over
+    x in [1, 1 / :data:`MIN_COMPUTE_EFFICIENCY`], to :data:`STEP_TOLERANCE`, in at most
+    :data:`MAX_STEP_EVALUATIONS` evaluations. ``spec`` is a scenario dict (profile
+    figures already applied). Raises ScenarioError (``<path>.step_s``) when the measured
+    step is outside what any figure in the bracket gives (faster than at 100 % of peak:
+    communication, memory-bound kernels or offload the engine sees cannot hide, or the
+    scenario is not the configuration measured), and (``<path>.scenario.cluster.
+    accelerator.gemm_flops``) on the work model when the scenario sets the accelerator's
+    ``gemm_flops`` itself (the figure this fit solves for).
+
+    Returns ``{"compute_model", "model_step_s", "evaluations"}`` and, on the work model,
+    ``"gemm_flops"`` (FLOP/s) and ``"sm_count"``, on the constant model
+    ``"compute_efficiency"`` (a fraction of peak).
     """
     lookups = lookups or {}
-    f = lambda x: _scoped(lambda: step_time_s(spec, 1.0 / x, lookups), f"{path}.scenario") - measured_s  # noqa: E731
+    scope = f"{path}.scenario"
+    model = _scoped(lambda: step_compute_model(spec, lookups), scope)
+    if model == "work":
+        from .compute import figures
+        from .scenario import Scenario
+
+        own = {k: v for k, v in spec["cluster"].items() if k != "profile"}
+        acc_own = _scoped(lambda: Scenario.from_dict({**spec, "cluster": own}, **lookups), scope).cluster.accelerator
+        if acc_own.gemm_flops is not None:
+            raise ScenarioError(f"{scope}.cluster.accelerator.gemm_flops",
+                                "is the figure a measured step fits: leave it (and sm_count) out")
+        acc = _scoped(lambda: Scenario.from_dict(spec, **lookups), scope).cluster.accelerator
+        peak, sms = acc.peak_flops_bf16, figures(acc).sms
+        step_at = lambda x: step_time_work_s(spec, peak / x, sms, lookups)  # noqa: E731
+        what = "with every GEMM at the 16-bit peak (100 % of peak FLOP/s)"
+    else:
+        step_at = lambda x: step_time_s(spec, 1.0 / x, lookups)  # noqa: E731
+        what = "at 100 % of peak FLOP/s"
+    f = lambda x: _scoped(lambda: step_at(x), scope) - measured_s  # noqa: E731
     lo_x, hi_x = 1.0, 1.0 / MIN_COMPUTE_EFFICIENCY
     f_lo, f_hi = f(lo_x), f(hi_x)
     evaluations = 2
     if f_lo > STEP_TOLERANCE * measured_s:
         raise ScenarioError(f"{path}.step_s",
-                            f"{measured_s:.4g} s is faster than the engine's step at 100 % of peak "
-                            f"FLOP/s ({f_lo + measured_s:.4g} s): check that the scenario is the "
+                            f"{measured_s:.4g} s is faster than the engine's step {what} "
+                            f"({f_lo + measured_s:.4g} s): check that the scenario is the "
                             "configuration measured (batch, parallelism, recomputation)")
     if f_hi < -STEP_TOLERANCE * measured_s:
         raise ScenarioError(f"{path}.step_s",
@@ -361,7 +433,12 @@ def fit_step(spec: dict, measured_s: float, lookups: dict | None = None,
             if side == -1:
                 f_hi *= 0.5
             side = -1
-    return {"compute_efficiency": 1.0 / x, "model_step_s": fx + measured_s, "evaluations": evaluations}
+    out = {"compute_model": model, "model_step_s": fx + measured_s, "evaluations": evaluations}
+    if model == "work":
+        out.update(gemm_flops=peak / x, sm_count=int(sms))
+    else:
+        out["compute_efficiency"] = 1.0 / x
+    return out
 
 
 def _list(measurements: dict, key: str) -> list:
@@ -389,8 +466,11 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     """Fit a cluster profile to ``measurements`` (shape in the module docstring).
 
     Order: the GEMM rate and the collectives and checkpoints first (closed forms), then
-    each measured step with those figures applied, solving for the compute efficiency
-    (:func:`fit_step`). Several measurements of one kind give one figure, their median.
+    each measured step with those figures applied, solving for the compute figure of the
+    compute model its scenario runs (:func:`fit_step`): ``gemm_flops`` and ``sm_count``
+    on the work model, replacing a GEMM measurement's (which stays in ``fits``), or
+    ``compute_efficiency`` on the constant model. Several measurements of one kind give
+    one figure, their median (steps: per compute model).
     ``lookups``: the preset tables (``models``, ``nodes``, ``accelerators``) as
     :meth:`Scenario.from_dict` takes them. Raises ScenarioError naming the field
     (``measurements.<kind>[i].<field>``; a step's scenario errors under
@@ -448,7 +528,7 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
                                          for kind, rates in per_target.items()}
 
     steps = _list(measurements, "steps")
-    ce, step_fits, specs, work = [], [], [], 0.0
+    step_fits, specs, units_total = [], [], 0.0
     for i, m in enumerate(steps):
         path = f"measurements.steps[{i}]"
         _no_unknown(m, {"scenario", "step_s"}, path)
@@ -456,25 +536,38 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
         if measured is None:
             raise ScenarioError(f"{path}.step_s", "is required")
         spec, units = _step_spec(m.get("scenario"), cluster_in, profile, f"{path}.scenario", lookups)
-        work += units * (MAX_STEP_EVALUATIONS + 1)
-        if max_work_units is not None and work > max_work_units:
+        units_total += units * (MAX_STEP_EVALUATIONS + 1)
+        if max_work_units is not None and units_total > max_work_units:
             raise ScenarioError(f"{path}.scenario",
-                                f"fitting the measured steps could take about {work:,.0f} work units "
+                                f"fitting the measured steps could take about {units_total:,.0f} work units "
                                 f"({MAX_STEP_EVALUATIONS + 1} evaluations each); at most "
                                 f"{max_work_units:,.0f} are allowed per request: fit a smaller "
                                 "configuration or fewer steps")
         specs.append((i, spec, measured))
     for i, spec, measured in specs:
-        r = fit_step(spec, measured, lookups, f"measurements.steps[{i}]")
-        ce.append(r["compute_efficiency"])
-        step_fits.append((i, spec, measured, r))
-    if ce:
-        profile["compute_efficiency"] = statistics.median(ce)
+        step_fits.append((i, spec, measured, fit_step(spec, measured, lookups, f"measurements.steps[{i}]")))
+    work = [r for *_, r in step_fits if r["compute_model"] == "work"]
+    constant = [r for *_, r in step_fits if r["compute_model"] == "constant"]
+    if work:        # the rate the workload reached wins over a GEMM benchmark's (kept in fits)
+        profile["gemm_flops"] = statistics.median(r["gemm_flops"] for r in work)
+        profile["sm_count"] = work[0]["sm_count"]
+    if constant:
+        profile["compute_efficiency"] = statistics.median(r["compute_efficiency"] for r in constant)
     for i, spec, measured, r in step_fits:
-        default_s = _scoped(lambda: _default_step_s(spec, lookups), f"measurements.steps[{i}].scenario")
-        fitted_s = r["model_step_s"] if len(ce) == 1 else step_time_s(spec, profile["compute_efficiency"], lookups)
-        fits.append({"kind": "step", "measured_step_s": measured, "default_step_s": default_s,
-                     "fitted_step_s": fitted_s, "compute_efficiency": r["compute_efficiency"],
+        where = f"measurements.steps[{i}].scenario"
+        default_s = _scoped(lambda: _default_step_s(spec, lookups), where)
+        alone = len(work if r["compute_model"] == "work" else constant) == 1
+        if alone:
+            fitted_s = r["model_step_s"]
+        elif r["compute_model"] == "work":
+            fitted_s = _scoped(lambda: step_time_work_s(spec, profile["gemm_flops"], profile["sm_count"],
+                                                        lookups), where)
+        else:
+            fitted_s = _scoped(lambda: step_time_s(spec, profile["compute_efficiency"], lookups), where)
+        figure = ({"gemm_flops": r["gemm_flops"], "sm_count": r["sm_count"]} if r["compute_model"] == "work"
+                  else {"compute_efficiency": r["compute_efficiency"]})
+        fits.append({"kind": "step", "compute_model": r["compute_model"], "measured_step_s": measured,
+                     "default_step_s": default_s, "fitted_step_s": fitted_s, **figure,
                      "evaluations": r["evaluations"]})
     profile = profile_from_dict(profile, "profile")
     return {"profile": profile, "fits": fits}
@@ -504,8 +597,10 @@ def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) 
     cluster["profile"] = {k: v for k, v in profile.items() if k != "compute_efficiency"}
     spec["cluster"] = cluster
     training = spec.get("training") or {}
-    if isinstance(training, dict):
-        spec["training"] = {k: v for k, v in training.items() if k != "compute_efficiency"}
+    if isinstance(training, dict) and training.get("compute_efficiency") is not None:
+        # the constant model the scenario chose stays; the figure is what the fit solves for
+        spec["training"] = {**{k: v for k, v in training.items() if k != "compute_efficiency"},
+                            "compute_model": "constant"}
     sc = _scoped(lambda: Scenario.from_dict(spec, **lookups), path)
     _scoped(lambda: validate(sc), path)
     return spec, cost_bound(sc, include_step=True, detail=False).work_units

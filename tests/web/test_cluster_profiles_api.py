@@ -34,7 +34,9 @@ def test_it_fits_and_saves_a_profile(owner_api, owner):
     assert body["owner"] == owner.username
     fig = body["figures"]
     assert fig["accelerator"] == "a100-sxm4-80gb"
-    assert 0.55 < fig["compute_efficiency"] <= 1 and 0 < fig["network_efficiency"] <= 1
+    # the step's scenario runs the work compute model (the default): the fit gives the GEMM rate
+    assert "compute_efficiency" not in fig and fig["sm_count"] == 108
+    assert 0 < fig["gemm_flops"] <= 312e12 and 0 < fig["network_efficiency"] <= 1
     assert fig["checkpoint_targets"]["parallel_fs"]["write_bytes_per_s"] == pytest.approx(57.5e9, rel=1e-3)
     step = next(f for f in body["fits"] if f["kind"] == "step")
     assert abs(step["fitted_step_s"] - step["measured_step_s"]) < abs(step["default_step_s"] - step["measured_step_s"])
@@ -101,8 +103,9 @@ def test_a_scenario_uses_the_profile_and_a_refit_gives_a_new_input(owner_api, ow
     scenario = Scenario.objects.get(pk=r.json()["id"])
     first = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/").json()
     fig = ClusterProfile.objects.get(pk=pk).figures
-    assert first["input"]["cluster"]["profile"]["compute_efficiency"] == fig["compute_efficiency"]
-    assert first["input"]["training"]["compute_efficiency"] == fig["compute_efficiency"]
+    assert first["input"]["cluster"]["profile"]["gemm_flops"] == fig["gemm_flops"]
+    assert first["input"]["cluster"]["accelerator"]["gemm_flops"] == fig["gemm_flops"]
+    assert first["input"]["training"].get("compute_efficiency") is None     # still the work model
     services.execute_run(first["id"])
     again = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/").json()
     assert again["reused_from"] == first["id"]              # same figures: reused
@@ -110,20 +113,25 @@ def test_a_scenario_uses_the_profile_and_a_refit_gives_a_new_input(owner_api, ow
     refit = owner_api.put(f"{URL}{pk}/", {"name": "selene",
                                           "measurements": measurements(step_s=60.0)}, format="json")
     assert refit.status_code == 200, refit.json()
-    assert refit.json()["figures"]["compute_efficiency"] < fig["compute_efficiency"]
+    assert refit.json()["figures"]["gemm_flops"] < fig["gemm_flops"]
     third = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/").json()
     assert third["input_hash"] != first["input_hash"] and third["reused_from"] is None
     assert Run.objects.get(pk=third["id"]).status == Run.Status.QUEUED
 
 
 def test_the_estimate_uses_the_profile(owner_api):
-    pk = create(owner_api).json()["id"]
-    body = {"scenario": _scenario_on(pk), "include_step": True}
-    with_profile = owner_api.post("/api/v1/estimate/", body, format="json").json()["step"]["time_s"]
+    # fitted on Table 1's 1.7B step, used for the 3.6B row: the defaults are 8 % fast on both
+    # (tests/engine/test_calibrate.py); the 530B row the other tests fit on they get within 2 %
+    pk = create(owner_api, body={"cluster": {"node": "dgx-a100-80gb"}, "steps": [
+        {"scenario": T1["nar21_t1_1p7B"]["scenario"],
+         "step_s": T1["nar21_t1_1p7B"]["expected_step_time_s"]}]}).json()["id"]
+    body = {"scenario": _scenario_on(pk, "nar21_t1_3p6B"), "include_step": True}
+    step = owner_api.post("/api/v1/estimate/", body, format="json").json()["step"]
     del body["scenario"]["cluster"]["profile"]
     default = owner_api.post("/api/v1/estimate/", body, format="json").json()["step"]["time_s"]
-    measured = T1["nar21_t1_1008p0B"]["expected_step_time_s"]
-    assert abs(with_profile - measured) < abs(default - measured)
+    measured = T1["nar21_t1_3p6B"]["expected_step_time_s"]
+    assert abs(step["time_s"] - measured) < abs(default - measured)
+    assert step["compute"]["model"] == "work"
 
 
 def test_someone_elses_profile_cannot_be_named(owner_api, stranger_api, teammate_api):

@@ -103,4 +103,6 @@ def profile_detail(request, pk):
     return render(request, "scenarios/profile.html", {
         "profile": profile, "can_change": can_change(request.user, profile),
         "figures_json": json.dumps(profile.figures, indent=2),
+        # a step fitted on the work model gives the GEMM rate (simulation.calibrate.fit_step)
+        "step_fits_gemm": any(f.get("kind") == "step" and f.get("gemm_flops") for f in profile.fits or []),
         "api_url": f"/api/v1/cluster-profiles/{profile.pk}/"})
