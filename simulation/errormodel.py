@@ -9,7 +9,8 @@ when the recorded file no longer matches what the engine predicts.
 Step time. For each kind (:func:`step_kind`) the validation set's errors
 ``e = predicted / measured - 1`` span ``[e_min, e_max]``; every measurement of that kind lay
 in ``[predicted / (1 + e_max), predicted / (1 + e_min)]``, which is the band
-(``time_band_s``) given to every prediction of the kind. It is the observed spread, not a
+(``time_band_s``) given to every prediction of the kind; where the kind has cases on the
+scenario's GPU generation, the band of those cases alone (``by_generation``). It is the observed spread, not a
 confidence interval: a lopsided band (all of a kind's cases too fast) says the engine is
 biased there. A scenario outside what the kind's cases covered (GPU generation, strategy
 kind, number of GPUs, parameters, compute model) gets the band with ``validated: false`` and the reasons;
@@ -114,8 +115,12 @@ def step_band(sc, num_gpus: int, num_params: float, time_s: float) -> dict:
     """
     model = load()["step_time"]
     kind = step_kind(sc)
-    rec = model["kinds"].get(kind)
-    facts = dict(gpu_generation=gpu_generation(sc), strategy=sc.strategy.kind if sc.model else "recsys",
+    gen = gpu_generation(sc)
+    # The kind's cases on this GPU generation where there are any (a band measured on one
+    # generation says little about another: held against H100 runs the engine errs
+    # otherwise than on A100); else the kind's cases on every generation.
+    rec = model.get("by_generation", {}).get(kind, {}).get(gen) or model["kinds"].get(kind)
+    facts = dict(gpu_generation=gen, strategy=sc.strategy.kind if sc.model else "recsys",
                  num_gpus=num_gpus, num_params=num_params, compute=compute_setting(sc))
     if rec is None:
         rec = model["kinds"][POOLED]
