@@ -33,7 +33,9 @@ Per layer of the rank's pipeline stage, forward then backward:
   moves its bytes over the DDR share and, where the node gives its cores, over
   ``cpu_adam``, the rate its cores run the update at, so whichever is lower binds; with
   NVMe/CXL reads and write-backs per 1e9-element sub-group), then the updated parameters
-  back to the GPU and, for ZeRO-1/2, their all-gather.
+  back to the GPU and, for ZeRO-1/2, their all-gather (with ``overlap_param_gather``,
+  Megatron's ``--overlap-param-gather``, instead a layer's share of it ahead of each
+  layer's forward, the first share exposed).
 * PCIe switches: where the node's topology puts GPUs and drives behind a switch (DGX
   A100), every host-link or drive transfer also crosses the switch's uplink that way
   (``StepGraph``), the rank's share of it being uplink / GPUs behind the switch.
