@@ -14,7 +14,8 @@ scenario's GPU generation, the band of those cases alone (``by_generation``). It
 confidence interval: a lopsided band (all of a kind's cases too fast) says the engine is
 biased there. A scenario outside what the kind's cases covered (GPU generation, strategy
 kind, number of GPUs, parameters, compute model) gets the band with ``validated: false`` and the reasons;
-a kind with no validated case gets the spread of all validated cases.
+a kind with no validated case gets the spread of all validated cases (on its GPU generation
+where there are any).
 
 Memory. The *tight* band of :mod:`simulation.fit` is the same model's memory part: per
 memory kind, the larger of the error its terms were validated to (the prior,
@@ -123,9 +124,11 @@ def step_band(sc, num_gpus: int, num_params: float, time_s: float) -> dict:
     facts = dict(gpu_generation=gen, strategy=sc.strategy.kind if sc.model else "recsys",
                  num_gpus=num_gpus, num_params=num_params, compute=compute_setting(sc))
     if rec is None:
-        rec = model["kinds"][POOLED]
+        on_gen = model.get("by_generation", {}).get(POOLED, {}).get(gen)
+        rec = on_gen or model["kinds"][POOLED]
         why = [f"no {STEP_KIND_LABELS[kind]} step time in the validation set; the band is the "
-               f"spread of all {rec['cases']} validated cases"]
+               f"spread of all {rec['cases']} validated cases"
+               + (f" on {gen.upper()}" if on_gen else "")]
     else:
         why = outside(rec["domain"], facts)
     lo, hi = rec["band_rel"]

@@ -292,6 +292,9 @@ def build_error_model(rows: list[dict], evidence: list[dict], sources: dict) -> 
         for gen in sorted({r["gpu_generation"] for r in rs}):
             by_gen.setdefault(kind, {})[gen] = _step_record(
                 kind, [r for r in rs if r["gpu_generation"] == gen], sources)
+    for gen in sorted({r["gpu_generation"] for r in rows}):
+        by_gen.setdefault(POOLED, {})[gen] = _step_record(
+            POOLED, [r for r in rows if r["gpu_generation"] == gen], sources)
     mem = {}
     for kind, prior in MEMORY_ERROR.items():
         ev = [e for e in evidence if e["kind"] == kind]
@@ -365,7 +368,7 @@ def text(rep: dict) -> str:
             "| kind | on | cases | measured step within | mean abs error |", "|---|---|---|---|---|"]
     model = rep["error_model"]["step_time"]
     shown = [rec for gens in model["by_generation"].values() for rec in gens.values()]
-    for k in shown + [model["kinds"][POOLED]]:
+    for k in shown + ([model["kinds"][POOLED]] if len(model["by_generation"][POOLED]) > 1 else []):
         lo, hi = k["band_rel"]
         out.append(f"| {k['label']} | {k['on']} | {k['cases']} | {_pct(lo)} .. {_pct(hi)} of the prediction | "
                    f"{k['mean_abs_error'] * 100:.1f} % |")

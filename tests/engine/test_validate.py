@@ -170,10 +170,15 @@ def test_band_is_that_of_the_scenarios_gpu_generation():
     ({"recsys": {"preset": "dlrm-mlperf-v2"}, "cluster": {"node": "dgx-h100"}}, "recommendation model"),
 ])
 def test_a_kind_never_validated_gets_the_pooled_band(scenario, label):
+    # the spread of every validated case on the scenario's GPU generation
     step = evaluate_dict(scenario, detail=False)["step"]
+    gen = "h100" if scenario["cluster"]["node"] == "dgx-h100" else "a100"
+    rec = errormodel.load()["step_time"]["by_generation"]["any"][gen]
     assert step["band"]["kind"] == "any" and step["validated"] is False
+    assert step["band"]["on"] == gen.upper() and step["band"]["cases"] == rec["cases"]
     assert step["outside_validation"][0].startswith(f"no {label} step time in the validation set")
-    lo, hi = errormodel.load()["step_time"]["kinds"]["any"]["band_rel"]
+    assert step["outside_validation"][0].endswith(f"validated cases on {gen.upper()}")
+    lo, hi = rec["band_rel"]
     assert step["time_band_s"] == pytest.approx([step["time_s"] * (1 + lo), step["time_s"] * (1 + hi)])
 
 
