@@ -83,7 +83,7 @@ static int dpush(DVec *v, double x) {
 typedef struct {
     int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
     int off_params, off_opt, off_act, shard_nic, dp_nic, shard_per_node, dp_per_node,
-        units_per_layer, rs_per_layer, sync_fetch, overlap_grad_reduce, last;
+        units_per_layer, rs_per_layer, sync_fetch, overlap_grad_reduce, overlap_param_gather, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
@@ -355,7 +355,7 @@ static void optimizer(B *b, int last_c) {
         }
         free(tail.data);
     }
-    if ((b->stage == 1 || b->stage == 2) && b->dp > 1)
+    if ((b->stage == 1 || b->stage == 2) && b->dp > 1 && !b->overlap_param_gather)
         collective(b, ring(0, b->params_per_rank * b->param_bytes, b->dp), b->dp_nic, &done, 1,
                    L_ALLGATHER, NONE, b->dp_per_node, b->dp_gather_lat, S_NCCL);
 }
@@ -369,11 +369,19 @@ static void build_graph(B *b) {
     double grad_bytes = b->unit_params * b->grad_bytes;
     int prev_c = NONE, prev_fetch = NONE, prev_act = NONE;
     int *act_out = malloc((size_t)(b->layers > 0 ? b->layers : 1) * sizeof(int));
-    if (!act_out) { b->oom = 1; return; }
+    int *gathers = malloc((size_t)(b->layers > 0 ? b->layers : 1) * sizeof(int));
+    if (!act_out || !gathers) { free(act_out); free(gathers); b->oom = 1; return; }
+    /* --overlap-param-gather: a layer's share of the parameter all-gather before it */
+    int pg = b->last && b->overlap_param_gather && (b->stage == 1 || b->stage == 2) && b->dp > 1;
+    double share = ring(0, b->params_per_rank * b->param_bytes / (b->layers > 0 ? b->layers : 1), b->dp);
+    for (int i = 0, prev = NONE; pg && i < b->layers && !b->oom && !b->bad_link; i++)
+        prev = gathers[i] = collective(b, share, b->dp_nic, &prev, 1, L_ALLGATHER, NONE,
+                                       b->dp_per_node, b->dp_gather_lat, S_NCCL);
     for (int i = 0; i < b->layers && !b->oom && !b->bad_link; i++) {
         for (int u = 0; u < nu && !b->oom && !b->bad_link; u++) {
-            int deps[2] = {prev_c, NONE}, nd = 1;
+            int deps[3] = {prev_c, NONE, NONE}, nd = 1;
             if (zero3) deps[nd++] = fetch(b, i * nu + u, 0, &prev_fetch, prev_c);
+            if (pg && u == 0) deps[nd++] = gathers[i];
             prev_c = layer_compute(b, b->fwd_s / nu, deps, nd, release, u == nu - 1 ? 2 : 0);
         }
         act_out[i] = NONE;
@@ -408,6 +416,7 @@ static void build_graph(B *b) {
     for (int i = b->layers - 1; deferred && i >= 0 && !b->oom && !b->bad_link; i--)
         grad_sync(b, prev_c, grad_bytes);
     free(act_out);
+    free(gathers);
     if (b->last && !b->oom && !b->bad_link) optimizer(b, prev_c);
 }
 
@@ -419,12 +428,12 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
                           &b.units_per_layer, &b.rs_per_layer, &b.sync_fetch, &b.overlap_grad_reduce,
-                          &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
+                          &b.overlap_param_gather, &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
@@ -433,7 +442,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
         b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||
-        b.sync_fetch < 0 || b.sync_fetch > 1 ||
+        b.sync_fetch < 0 || b.sync_fetch > 1 || b.overlap_param_gather < 0 || b.overlap_param_gather > 1 ||
         b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
         b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
         PyErr_SetString(PyExc_ValueError, "rank model out of range");

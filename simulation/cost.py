@@ -191,7 +191,10 @@ def step_graph_size(r: RankModel, last: bool) -> GraphSize:
         sync = sync_outs = 1
     else:
         sync = 0
-    per_layer = units * fetch + fwd_compute + bwd_compute + 2 * act + sync
+    # --overlap-param-gather: one all-gather share ahead of each layer's forward
+    gather = (_collective_tasks(r, r.dp_link, r.dp_per_node, r.dp_gather_latency_s)
+              if last and r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1 else 0)
+    per_layer = units * fetch + fwd_compute + bwd_compute + 2 * act + sync + gather
     n = r.layers * per_layer + (1 if r.head_s else 0)
     opt = groups = extra_edges = 0
     io = r.offload_optimizer in ("nvme", "cxl")
@@ -205,7 +208,7 @@ def step_graph_size(r: RankModel, last: bool) -> GraphSize:
             opt += 1 if r.offload_params in ("none", "nvme") else 0
             opt += 1 if io or r.offload_params == "nvme" else 0      # "optimizer step done"
             extra_edges = groups * (r.layers * sync_outs + 2)      # each waits for every sync
-        if r.stage in (1, 2) and r.dp > 1:
+        if r.stage in (1, 2) and r.dp > 1 and not r.overlap_param_gather:
             opt += _collective_tasks(r, r.dp_link, r.dp_per_node, r.dp_gather_latency_s)
     tasks = n + opt
     return GraphSize(tasks=tasks, optimizer_tasks=opt, edges=3 * tasks + extra_edges,

@@ -9,11 +9,13 @@ when the recorded file no longer matches what the engine predicts.
 Step time. For each kind (:func:`step_kind`) the validation set's errors
 ``e = predicted / measured - 1`` span ``[e_min, e_max]``; every measurement of that kind lay
 in ``[predicted / (1 + e_max), predicted / (1 + e_min)]``, which is the band
-(``time_band_s``) given to every prediction of the kind. It is the observed spread, not a
+(``time_band_s``) given to every prediction of the kind; where the kind has cases on the
+scenario's GPU generation, the band of those cases alone (``by_generation``). It is the observed spread, not a
 confidence interval: a lopsided band (all of a kind's cases too fast) says the engine is
 biased there. A scenario outside what the kind's cases covered (GPU generation, strategy
 kind, number of GPUs, parameters, compute model) gets the band with ``validated: false`` and the reasons;
-a kind with no validated case gets the spread of all validated cases.
+a kind with no validated case gets the spread of all validated cases (on its GPU generation
+where there are any).
 
 Memory. The *tight* band of :mod:`simulation.fit` is the same model's memory part: per
 memory kind, the larger of the error its terms were validated to (the prior,
@@ -114,13 +116,19 @@ def step_band(sc, num_gpus: int, num_params: float, time_s: float) -> dict:
     """
     model = load()["step_time"]
     kind = step_kind(sc)
-    rec = model["kinds"].get(kind)
-    facts = dict(gpu_generation=gpu_generation(sc), strategy=sc.strategy.kind if sc.model else "recsys",
+    gen = gpu_generation(sc)
+    # The kind's cases on this GPU generation where there are any (a band measured on one
+    # generation says little about another: held against H100 runs the engine errs
+    # otherwise than on A100); else the kind's cases on every generation.
+    rec = model.get("by_generation", {}).get(kind, {}).get(gen) or model["kinds"].get(kind)
+    facts = dict(gpu_generation=gen, strategy=sc.strategy.kind if sc.model else "recsys",
                  num_gpus=num_gpus, num_params=num_params, compute=compute_setting(sc))
     if rec is None:
-        rec = model["kinds"][POOLED]
+        on_gen = model.get("by_generation", {}).get(POOLED, {}).get(gen)
+        rec = on_gen or model["kinds"][POOLED]
         why = [f"no {STEP_KIND_LABELS[kind]} step time in the validation set; the band is the "
-               f"spread of all {rec['cases']} validated cases"]
+               f"spread of all {rec['cases']} validated cases"
+               + (f" on {gen.upper()}" if on_gen else "")]
     else:
         why = outside(rec["domain"], facts)
     lo, hi = rec["band_rel"]

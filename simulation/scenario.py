@@ -382,6 +382,13 @@ class TrainingSpec:
     # adds its new gradients to the buffer in a pass of its own (autograd AccumulateGrad,
     # or Megatron's main_grad.add_). Default: True for the Megatron framework.
     gradient_accumulation_fusion: bool = False
+    # Megatron's distributed optimizer with --overlap-param-gather (default off: megatron/
+    # training/arguments.py, store_true): the updated parameters' all-gather is not run
+    # after the optimizer step but bucket by bucket in the next step's forward, each
+    # bucket's gather waited for by its module's forward pre-hook (megatron/core/
+    # distributed/distributed_data_parallel.py _make_forward_pre_hook; param_and_grad_buffer
+    # start_param_sync / finish_param_sync, core_r0.8.0). Needs megatron_dist_opt.
+    overlap_param_gather: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -411,12 +418,15 @@ class TrainingSpec:
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
             overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),
             gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
-                                               _framework(d, path) == "megatron"))
+                                               _framework(d, path) == "megatron"),
+            overlap_param_gather=_bool(d, "overlap_param_gather", path, False))
 
     def to_dict(self) -> dict:
         out = _drop_none(_plain(self))
         if self.dtypes is not None:
             out["dtypes"] = _drop_none(_plain(self.dtypes))
+        if not self.overlap_param_gather:      # the default: keep older scenarios' JSON (and hashes)
+            del out["overlap_param_gather"]
         return out
 
 
@@ -614,6 +624,10 @@ class Scenario:
                  checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint")))
         _checked_target(sc.checkpoint, sc.cluster)
         cpu_adam.check_cores(sc.cluster, sc.strategy)
+        if sc.training.overlap_param_gather and sc.strategy.kind != "megatron_dist_opt":
+            raise ScenarioError("training.overlap_param_gather",
+                                "is Megatron's distributed optimizer's option: needs strategy "
+                                f"megatron_dist_opt, not {sc.strategy.kind}")
         return sc
 
     def to_dict(self) -> dict:

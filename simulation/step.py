@@ -367,7 +367,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         sync_fetch=is_deepspeed_2021(sc),
         nvme_write_weight=(c.tiers["nvme"].read_bytes_per_s / c.tiers["nvme"].write_bytes_per_s
                            if "nvme" in c.tiers else 1.0),
-        overlap_grad_reduce=int(tr.overlap_grad_reduce))
+        overlap_grad_reduce=int(tr.overlap_grad_reduce),
+        overlap_param_gather=int(tr.overlap_param_gather))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))

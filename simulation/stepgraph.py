@@ -33,7 +33,9 @@ Per layer of the rank's pipeline stage, forward then backward:
   moves its bytes over the DDR share and, where the node gives its cores, over
   ``cpu_adam``, the rate its cores run the update at, so whichever is lower binds; with
   NVMe/CXL reads and write-backs per 1e9-element sub-group), then the updated parameters
-  back to the GPU and, for ZeRO-1/2, their all-gather.
+  back to the GPU and, for ZeRO-1/2, their all-gather (with ``overlap_param_gather``,
+  Megatron's ``--overlap-param-gather``, instead a layer's share of it ahead of each
+  layer's forward, the first share exposed).
 * PCIe switches: where the node's topology puts GPUs and drives behind a switch (DGX
   A100), every host-link or drive transfer also crosses the switch's uplink that way
   (``StepGraph``), the rank's share of it being uplink / GPUs behind the switch.
@@ -147,6 +149,8 @@ class RankModel:
                                          # it (DeepSpeed v0.3-v0.5: torch.cuda.synchronize())
     nvme_write_weight: float = 1.0       # a written byte's share of the drives: read / write rate
     overlap_grad_reduce: int = 1         # 0: DDP / ZeRO-1 gradient sync after the backward
+    overlap_param_gather: int = 0        # 1: ZeRO-1/2's parameter all-gather in the forward, a
+                                         # layer's share before it (Megatron --overlap-param-gather)
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -223,6 +227,16 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     grad_bytes = r.unit_params * r.grad_bytes
     state = dict(prev_c=None, prev_fetch=None, last_rs=None)
     syncs, act_out = [], {}
+    # --overlap-param-gather: the all-gather of the parameters the optimizer updated runs
+    # in the next step's forward, one layer's share ahead of that layer; in the steady state
+    # the graph of the step's last micro-batch stands for that forward.
+    gathers = []
+    if last and r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1:
+        share = ring("allgather", r.params_per_rank * r.param_bytes / max(r.layers, 1), r.dp)
+        for i in range(r.layers):
+            gathers.append(collective(g, r, f"L{i} parameters all-gather (next step's)", share,
+                                      r.dp_link, [gathers[-1] if gathers else None], "allgather",
+                                      per_node=r.dp_per_node, latency_s=r.dp_gather_latency_s))
 
     def fetch(tag, i, u):
         deps = [state["prev_fetch"]]
@@ -268,6 +282,8 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
     for i in range(r.layers):
         for u in range(n_units):     # the layer's TP all-reduces come with its last unit
             deps = [state["prev_c"]] + ([fetch("fwd", i, u)] if zero3 else [])
+            if gathers and u == 0:
+                deps.append(gathers[i])
             state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units, deps,
                                             release, 2 if u == n_units - 1 else 0)
         if r.offload_activations != "none":
@@ -372,7 +388,7 @@ def _optimizer(g, r: RankModel, syncs, last_c):
                                    path, deps=[prev_cpu], label="offload", weights=w))
         if tail:
             done = g.compute("optimizer step done", "gpu", 0.0, deps=tail + [done])
-    if r.stage in (1, 2) and r.dp > 1:
+    if r.stage in (1, 2) and r.dp > 1 and not r.overlap_param_gather:
         collective(g, r, "updated parameters all-gather",
                    ring("allgather", r.params_per_rank * r.param_bytes, r.dp), r.dp_link,
                    [done], "allgather", per_node=r.dp_per_node, latency_s=r.dp_gather_latency_s)
@@ -410,7 +426,7 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
             r.units_per_layer, r.rs_per_layer, int(r.sync_fetch),
-            int(bool(r.overlap_grad_reduce)))
+            int(bool(r.overlap_grad_reduce)), int(bool(r.overlap_param_gather)))
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,

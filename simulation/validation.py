@@ -286,6 +286,15 @@ def build_error_model(rows: list[dict], evidence: list[dict], sources: dict) -> 
         if rs:
             kinds[kind] = _step_record(kind, rs, sources)
     kinds[POOLED] = _step_record(POOLED, rows, sources)
+    by_gen = {}
+    for kind in STEP_KIND_LABELS:
+        rs = [r for r in rows if r["kind"] == kind]
+        for gen in sorted({r["gpu_generation"] for r in rs}):
+            by_gen.setdefault(kind, {})[gen] = _step_record(
+                kind, [r for r in rs if r["gpu_generation"] == gen], sources)
+    for gen in sorted({r["gpu_generation"] for r in rows}):
+        by_gen.setdefault(POOLED, {})[gen] = _step_record(
+            POOLED, [r for r in rows if r["gpu_generation"] == gen], sources)
     mem = {}
     for kind, prior in MEMORY_ERROR.items():
         ev = [e for e in evidence if e["kind"] == kind]
@@ -299,8 +308,10 @@ def build_error_model(rows: list[dict], evidence: list[dict], sources: dict) -> 
         "step_time": {
             "definition": "error = predicted / measured - 1 over the validated cases of a kind; "
                           "band_rel = [1 / (1 + max error) - 1, 1 / (1 + min error) - 1]: every "
-                          "measurement of the kind lay within predicted x (1 + band_rel)",
-            "kinds": kinds},
+                          "measurement of the kind lay within predicted x (1 + band_rel); "
+                          "by_generation: the same per kind and GPU generation, the band a "
+                          "scenario on that generation gets",
+            "kinds": kinds, "by_generation": by_gen},
         "memory": {
             "definition": "tight band per memory kind (simulation.fit): max(prior, the largest "
                           "error a public report implies, as a fraction of the tier's capacity), "
@@ -355,7 +366,9 @@ def text(rep: dict) -> str:
             fit_table(rep["memory_fit"]["rows"])]
     out += ["", "Error bands (simulation/data/error_model.json)", "",
             "| kind | on | cases | measured step within | mean abs error |", "|---|---|---|---|---|"]
-    for k in rep["error_model"]["step_time"]["kinds"].values():
+    model = rep["error_model"]["step_time"]
+    shown = [rec for gens in model["by_generation"].values() for rec in gens.values()]
+    for k in shown + ([model["kinds"][POOLED]] if len(model["by_generation"][POOLED]) > 1 else []):
         lo, hi = k["band_rel"]
         out.append(f"| {k['label']} | {k['on']} | {k['cases']} | {_pct(lo)} .. {_pct(hi)} of the prediction | "
                    f"{k['mean_abs_error'] * 100:.1f} % |")

@@ -10,13 +10,13 @@ from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-BAND = r"\d[\d.]* s \(\d[\d.]* s–\d[\d.]* s, [+−]\d+ % to [+−]\d+ % for ZeRO-3 / FSDP on A100\)"
+BAND = r"\d[\d.]* s \(\d[\d.]* s–\d[\d.]* s, [+−]\d+ % to [+−]\d+ % for ZeRO-3 / FSDP on H100\)"
 
 
 def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url, user_admin, catalog,
                                                                  celery_worker):
-    # ZeRO-3 of Llama-2-70B on two DGX H100: the ZeRO-3 band (Narayanan et al. Table 2 on
-    # A100), with the H100, the 16 GPUs and the 69B parameters named as not validated
+    # ZeRO-3 of Llama-2-70B on two DGX H100: the band of the sharded cases on H100
+    # (torchtitan's FSDP rows), with the strategy and the 69B parameters named as not validated
     log_in(page, live_url, user_admin)
     page.wait_for_selector("#scenario-form-root[data-ready='true']")
     page.select_option("select[name='model.preset']", "llama2-70b")
@@ -31,7 +31,7 @@ def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url,
                timeout_s=30)
     step_line = page.locator("#estimate-step").inner_text()
     assert re.search(r"^Step " + BAND, step_line), step_line
-    assert "outside what was validated: GPU H100 (validated: A100)" in step_line, step_line
+    assert "outside what was validated: strategy zero3 (validated: fsdp_full_shard)" in step_line, step_line
     screenshot(page, "estimate-step-band")
 
     # the run page
@@ -44,9 +44,9 @@ def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url,
     page.wait_for_selector("#step-band")
     band = page.locator("#step-band").inner_text()
     assert re.search(BAND, band), band
-    assert "validated ZeRO-3 / FSDP on A100 cases" in band and "Narayanan et al. SC'21, Table 2" in band
+    assert "validated ZeRO-3 / FSDP on H100 cases" in band and "torchtitan Llama 3.1 benchmarks on H100" in band
     outside = page.locator("#step-outside").inner_text()
-    assert outside.startswith("Outside what was validated: GPU H100 (validated: A100)"), outside
-    assert "16 GPUs (validated: 384–2,240)" in outside
+    assert outside.startswith("Outside what was validated: strategy zero3 (validated: fsdp_full_shard)"), outside
+    assert "69B parameters (validated: 8.03B–8.03B)" in outside
     screenshot(page, "run-step-band")
     page.locator("#step").screenshot(path=str(SCREENSHOTS / "run-step-band-section.png"))

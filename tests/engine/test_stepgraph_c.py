@@ -51,6 +51,7 @@ def rank_models(draw):
         tp_latency_s=draw(latency), bwd_fetch_factor=draw(st.sampled_from([1.0, 1.0, 1.5, 1.75, 2.0])),
         sync_fetch=draw(st.booleans()),
         overlap_grad_reduce=draw(st.sampled_from([1, 1, 0])),
+        overlap_param_gather=draw(st.sampled_from([0, 0, 1])),
         nvme_write_weight=draw(st.sampled_from([1.0, 1.5, 6.9 / 4.2])))
 
 
@@ -127,13 +128,15 @@ def test_a_missing_link_is_a_graph_error_in_both():
 def test_c_builder_rejects_out_of_range_models_without_crashing():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):
-        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1), (0.0,) * 21, [0] * 12, True)
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0), (0.0,) * 21, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # no fetch unit in a layer
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1), (0.0,) * 21, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0), (0.0,) * 21, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # sync_fetch is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 1), (0.0,) * 21, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 1, 0), (0.0,) * 21, [0] * 12, True)
+    with pytest.raises(ValueError, match="out of range"):     # overlap_param_gather is a flag
+        _cstepgraph.build((1, 1, 1, 1, 8, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 2), (0.0,) * 21, [0] * 12, True)
     with pytest.raises(ValueError, match="12 indices"):
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1), (0.0,) * 21, [0] * 3, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0), (0.0,) * 21, [0] * 3, True)
     with pytest.raises(TypeError):
         _cstepgraph.build("nonsense", (), [], True)
 

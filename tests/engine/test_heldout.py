@@ -1,0 +1,81 @@
+"""The engine held against published step times it was not tuned on (issue 13: "aim for
+under 8 % mean error there"): Megatron-Core's H100 weak-scaling table and torchtitan's
+Llama 3.1 8B H100 benchmark (tests/data/reference/megatron_core_h100_2024.json,
+torchtitan_llama3_h100_2024.json). No engine figure was set from these rows.
+
+The conversions are checked by hand; the error targets are strict xfails that say the
+current figure and its causes, so a fix that reaches them turns them into failures to
+be promoted to plain tests.
+"""
+
+import pytest
+
+from simulation import evaluate_dict
+from tests.refdata import cases
+
+HELD_OUT = ("megatron_core_h100_2024", "torchtitan_llama3_h100_2024")
+
+
+def errors(name: str) -> dict:
+    return {c["id"]: evaluate_dict(c["scenario"], detail=False)["step"]["time_s"]
+            / c["expected_step_time_s"] - 1 for c in cases(name)}
+
+
+def test_megatron_core_conversion_by_hand():
+    # 1.7B row: B=192, s=4096, L=24, h=2048, f=4h, V=131072 (README), 48 GPUs at 408.8
+    # TFLOP/s. Megatron's num_floating_point_operations (r0.8.0), no GQA, no SwiGLU:
+    # F = 12 B s L h^2 ((1 + 1 + s/h) + f/h + V/(2 L h))
+    #   = 12 x 192 x 4096 x 24 x 2048^2 x (4 + 4 + 131072 / 98304) = 8.8672e15 FLOP
+    f = 12 * 192 * 4096 * 24 * 2048**2 * (4 + 4 + 131072 / 98304)
+    assert f == pytest.approx(8.8672e15, rel=1e-4)
+    (c,) = cases("megatron_core_h100_2024", "mcore_h100_1p7B")
+    assert c["expected_step_time_s"] == pytest.approx(f / (48 * 408.8e12))     # 0.4519 s
+    # the printed MFU is TFLOP/s over the dense BF16 peak (989): 408.8 / 989 = 41 %
+    for c in cases("megatron_core_h100_2024"):
+        assert c["measured"]["value"] / 989 == pytest.approx(c["measured"]["mfu"], abs=0.006)
+
+
+def test_torchtitan_conversion_by_hand():
+    # TPS/GPU = local batch x seq_len / step: 2 x 8192 / 5762 = 2.8435 s (Table 1, FSDP)
+    (c,) = cases("torchtitan_llama3_h100_2024", "titan_8b_8gpu_fsdp")[:1]
+    assert c["expected_step_time_s"] == pytest.approx(2 * 8192 / 5762)
+    assert c["scenario"]["training"]["micro_batch_size"] * c["scenario"]["training"]["seq_len"] == 2 * 8192
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "mean |error| 13.0 %, -30 % (1.7B) to +37 % (32B). Causes: compute-bound small models "
+    "come out too fast (the H100 runs at the best-of-sweep MAMF 794.5 TFLOP/s; no sustained "
+    "H100 figure like the A100's 230 is sourced yet); --tp-comm-overlap is not modelled "
+    "(TP all-reduces stay on the critical path); the unstated micro-batch (1 assumed) "
+    "decides how much data-parallel reduction the last backward hides (32B: -9 % with 4)"))
+def test_megatron_core_h100_within_8_percent_on_average():
+    e = errors("megatron_core_h100_2024")
+    assert sum(map(abs, e.values())) / len(e) < 0.08
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "every row 37-39 % too fast. Causes: the benchmark's H100s are 96 GB HBM2e parts at a "
+    "500 W power limit whose peak the benchmark itself does not know (the engine runs them "
+    "at the 700 W MAMF); torchtitan's op-level selective checkpointing recomputes every "
+    "other matmul and the element-wise ops, tierlab's 'selective' only attention"))
+def test_torchtitan_h100_within_8_percent_on_average():
+    e = errors("torchtitan_llama3_h100_2024")
+    assert sum(map(abs, e.values())) / len(e) < 0.08
+
+
+def test_torch_compile_is_faster_than_eager_as_measured():
+    # what is right already: Tables 1 and 3 measure torch.compile at 16 % more tokens/s than eager;
+    # the engine orders them the same way (fused element-wise passes, simulation.compute)
+    e = {c["id"]: evaluate_dict(c["scenario"], detail=False)["step"]["time_s"]
+         for c in cases("torchtitan_llama3_h100_2024")}
+    m = {c["id"]: c["expected_step_time_s"] for c in cases("torchtitan_llama3_h100_2024")}
+    for n in ("8gpu", "128gpu"):
+        eager, comp = f"titan_8b_{n}_fsdp", f"titan_8b_{n}_fsdp_compile"
+        assert m[comp] < m[eager] and e[comp] < e[eager]
+
+
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 20.8 % over 13 rows (Megatron-Core "
+                                       "H100 13.0 %, torchtitan H100 38.3 %); see the two tests above")
+def test_held_out_mean_error_under_8_percent():
+    es = [v for name in HELD_OUT for v in errors(name).values()]
+    assert sum(map(abs, es)) / len(es) < 0.08
