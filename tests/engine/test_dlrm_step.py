@@ -27,7 +27,17 @@ def mlperf_scenario(case):
             "cluster": {"node": i["node"], "num_nodes": i["num_nodes"]}}
 
 
-@pytest.mark.parametrize("case", VALIDATED, ids=ids(VALIDATED))
+# With the work compute model (the default since engine 0.6) the dense GEMMs of an H100 or
+# H200 run at Bekman's best-of-sweep matmul rate (794.5 TFLOP/s): no published sustained
+# figure like the A100's 230 TFLOP/s was found yet, and these two rows come out 20 % and
+# 24 % too fast (the A100 row and v4.0's DGX H100 stay within the band).
+FAST_H100_GEMM = {"mlperf_v3.0_nvidia_1x_dgx_h100", "mlperf_v4.0_nvidia_1x_hgx_h200"}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="open: H100/H200 GEMM rate is the "
+                                            "best-of-sweep figure (see FAST_H100_GEMM)"))
+    if c["id"] in FAST_H100_GEMM else c for c in VALIDATED], ids=ids(VALIDATED))
 def test_dcnv2_on_one_node_matches_mlperf_samples_per_gpu(case):
     # MLPerf's training-only throughput (samples between evaluations over their time,
     # median of 10 runs) per GPU, against the engine's global batch / step time / GPUs,
