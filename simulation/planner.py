@@ -57,7 +57,8 @@ from .evaluate import evaluate
 from .fields import show
 from .parallel import layout
 from .params import model_params
-from .scenario import OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, Scenario, resolve_cluster
+from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Scenario, TrainingSpec,
+                       resolve, resolve_cluster)
 from .checkpoint import TARGET_KINDS
 from .states import state_bytes
 
@@ -166,12 +167,13 @@ def _node_counts(cluster: dict, gpus_per_node: int) -> tuple[list[int], int]:
     return sorted(counts), gpus_per_node
 
 
-def parse_spec(d: dict, nodes=None, accelerators=None) -> dict:
+def parse_spec(d: dict, models=None, nodes=None, accelerators=None, **_other_lookups) -> dict:
     """A plan spec checked and filled in with its defaults (a new, plain dict).
 
     Raises :class:`ScenarioError` naming the field (``space.tensor_parallel.2``,
     ``objective``, ``cluster.num_nodes.max``...), including a space over
-    :data:`MAX_CANDIDATES` candidates (named after its longest list).
+    :data:`MAX_CANDIDATES` candidates (named after its longest list). ``models``,
+    ``nodes``, ``accelerators``: preset tables as :meth:`Scenario.from_dict` takes them.
     """
     if not isinstance(d, dict):
         raise ScenarioError("plan", "must be a JSON object")
@@ -195,6 +197,8 @@ def parse_spec(d: dict, nodes=None, accelerators=None) -> dict:
     for sec in ("training", "constraints", "space", "strategy", "runtime", "checkpoint"):
         if d.get(sec) is not None and not isinstance(d[sec], dict):
             raise ScenarioError(sec, "must be an object")
+    ModelSpec.from_dict(resolve({"model": d["model"], "cluster": base_cluster},
+                                models, nodes, accelerators)["model"])
     training = dict(d.get("training") or {})
     for k in _SPACE_TRAINING:
         if k in training:
@@ -212,6 +216,7 @@ def parse_spec(d: dict, nodes=None, accelerators=None) -> dict:
             raise ScenarioError("training.tokens_per_step",
                                 f"must be a multiple of seq_len ({seq}), got {tps}")
         training["global_batch_size"] = tps // seq
+    TrainingSpec.from_dict(training)            # the base's other fields, named training.<field>
     c = d.get("constraints") or {}
     for k in c:
         if k not in ("memory_margin", "max_usd_per_hour", "min_global_batch_size"):
@@ -266,15 +271,17 @@ def parse_spec(d: dict, nodes=None, accelerators=None) -> dict:
                 space=space, objective=objective, top_k=top_k, num_candidates=n)
 
 
-def _spec(spec: dict) -> dict:
+def _spec(spec: dict, lookups: dict | None = None) -> dict:
     """``spec`` parsed, unless it already is (the output of :func:`parse_spec`)."""
-    return spec if "node_counts" in spec and "num_candidates" in spec else parse_spec(spec)
+    if isinstance(spec, dict) and "node_counts" in spec and "num_candidates" in spec:
+        return spec
+    return parse_spec(spec, **(lookups or {}))
 
 
 # ------------------------------------------------------------------ the candidates
-def candidate(spec: dict, index: int) -> tuple[dict, dict]:
+def candidate(spec: dict, index: int, **lookups) -> tuple[dict, dict]:
     """``(choices, scenario dict)`` of candidate ``index`` (0 <= index < num_candidates)."""
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     dims = [spec["node_counts"]] + [spec["space"][k] for k in _DIMS]
     pick = []
     for values in reversed(dims):          # mixed radix, the last list varies fastest
@@ -380,7 +387,7 @@ def evaluate_candidate(spec: dict, index: int, prune: bool = True, **lookups) ->
     false the lower bound is skipped and every fitting candidate is simulated (what the
     brute-force tests compare against).
     """
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     choices, d = candidate(spec, index)
     out = dict(index=index, choices=choices, scenario=d)
     try:
@@ -500,7 +507,7 @@ def plan_chunk(spec: dict, chunk_index: int = 0, n_chunks: int = 1, prune: bool 
     ``kept`` holds the chunk's top-k and Pareto front. ``progress(partial)`` is called every
     ``every`` candidates with ``{"done", "feasible", "best"}``.
     """
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     if not isinstance(n_chunks, int) or n_chunks < 1:
         raise ScenarioError("n_chunks", f"must be a whole number >= 1, got {show(n_chunks)}")
     if not isinstance(chunk_index, int) or not 0 <= chunk_index < n_chunks:
@@ -535,14 +542,14 @@ def _brief(row: dict | None) -> dict | None:
                 step_time_s=row["step_time_s"], usd_per_million_tokens=row["usd_per_million_tokens"])
 
 
-def merge(spec: dict, chunks: list[dict]) -> dict:
+def merge(spec: dict, chunks: list[dict], **lookups) -> dict:
     """The plan's answer from the results of its chunks (any split, any order).
 
     Returns ``{"objective", "candidates", "feasible", "rejected", "examples", "dominated",
     "top": [row], "pareto": [row], "best"}``; each row has ``rank``, its ``choices``, its
     ``scenario`` (to save as a scenario), its numbers and ``bottleneck_message``.
     """
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     counts, examples, rows = _empty_counts(), {}, {}
     feasible = done = 0
     for ch in sorted(chunks, key=lambda c: (c["n_chunks"], c["chunk"])):
@@ -568,23 +575,23 @@ def merge(spec: dict, chunks: list[dict]) -> dict:
 
 def plan(spec: dict, prune: bool = True, **lookups) -> dict:
     """The whole search in this process: ``merge(spec, [plan_chunk(spec)])``."""
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     return merge(spec, [plan_chunk(spec, 0, 1, prune=prune, **lookups)])
 
 
 def brute_force(spec: dict, **lookups) -> dict:
     """Every candidate through the full evaluation, no pruning, no chunk discards: the
     reference the planner's answer must equal (tests)."""
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     rows = [evaluate_candidate(spec, i, prune=False, **lookups) for i in range(spec["num_candidates"])]
     ok = [r for r in rows if r["status"] == "feasible"]
     top, front = _keep(spec, ok)
     return dict(top=top, pareto=front, feasible=len(ok))
 
 
-def plan_chunks(spec: dict, n_chunks: int) -> list[tuple[int, int]]:
+def plan_chunks(spec: dict, n_chunks: int, **lookups) -> list[tuple[int, int]]:
     """``[(chunk_index, n_chunks)]`` of a split into ``n_chunks`` (no more than candidates)."""
-    spec = _spec(spec)
+    spec = _spec(spec, lookups)
     n = max(1, min(n_chunks, spec["num_candidates"]))
     return [(k, n) for k in range(n)]
 

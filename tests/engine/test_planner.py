@@ -253,3 +253,13 @@ def test_cli_plan(tmp_path):
     p = subprocess.run([sys.executable, "-m", "simulation", "plan", str(f)],
                        capture_output=True, text=True, check=False)
     assert p.returncode == 2 and "objective" in p.stderr
+
+
+@pytest.mark.parametrize("patch,field", [
+    ({"model": "llama9"}, "model.preset"),
+    ({"training": {"seq_len": 4096, "precision": "int4"}}, "training.precision"),
+])
+def test_bad_model_or_training_names_the_field(patch, field):
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec(dict(SMALL, **patch))
+    assert e.value.field == field
