@@ -9,6 +9,7 @@ from tierlab.dashboard import api, views
 router = SimpleRouter()
 router.register("comparisons", api.ComparisonViewSet, basename="comparison")
 router.register("sweeps", api.SweepViewSet, basename="sweep")
+router.register("plans", api.PlanViewSet, basename="plan")
 router.register("shares", api.ShareLinkViewSet, basename="share")
 
 api_patterns = [
