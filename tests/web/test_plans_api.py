@@ -194,3 +194,23 @@ def test_bad_specs_are_400_naming_the_field(owner_api, spec, field):
     assert r.status_code == 400, r.content
     assert field in r.json(), r.json()
     assert not Plan.objects.exists()
+
+
+def test_a_share_link_shows_the_plan_to_anyone_and_forks_it(owner_api, anon_api, stranger_api, queued,
+                                                             client, stranger):
+    run_chunks()
+    r = owner_api.post("/api/v1/shares/", {"plan": queued["id"]}, format="json")
+    assert r.status_code == 201, r.json()
+    token = r.json()["token"]
+    assert r.json()["kind"] == "plan"
+    shared = anon_api.get(f"/api/v1/shared/{token}/").json()
+    assert shared["kind"] == "plan" and shared["data"]["id"] is None
+    assert shared["data"]["result"] == planner.plan(SPEC)
+    html = client.get(f"/s/{token}/").content.decode()
+    assert 'data-rank="1"' in html and "plan-cancel" not in html and "plan-save" not in html
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
+        r = stranger_api.post(f"/api/v1/shared/{token}/fork/")
+    assert r.status_code == 201, r.json()
+    fork = Plan.objects.get(pk=r.json()["id"])
+    assert fork.owner == stranger and fork.spec == SPEC and fork.name.endswith("(fork)")
+    assert stranger_api.post("/api/v1/shares/", {"plan": queued["id"]}, format="json").status_code == 400

@@ -224,7 +224,8 @@ class ShareLinkViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if _fake(self):
             return ShareLink.objects.none()
-        qs = ShareLink.objects.filter(owner=self.request.user).select_related("scenario", "comparison", "sweep")
+        qs = ShareLink.objects.filter(owner=self.request.user).select_related("scenario", "comparison", "sweep",
+                                                                              "plan")
         for kind in ShareLink.KINDS:
             value = self.request.query_params.get(kind)
             if value is not None:

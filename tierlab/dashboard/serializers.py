@@ -183,12 +183,13 @@ class ShareCreateSerializer(serializers.Serializer):
     scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     comparison = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    plan = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
     def validate(self, attrs):
         given = [k for k in ShareLink.KINDS if attrs.get(k) is not None]
         if len(given) != 1:
             raise serializers.ValidationError(
-                {"target": ["give exactly one of scenario, comparison or sweep (an id of yours)"]})
+                {"target": ["give exactly one of scenario, comparison, sweep or plan (an id of yours)"]})
         return {"kind": given[0], "id": attrs[given[0]]}
 
 
@@ -219,7 +220,7 @@ class SharedSerializer(serializers.Serializer):
     name = serializers.CharField()
     owner = serializers.CharField(help_text="Username of who shared it")
     created_at = serializers.DateTimeField()
-    data = serializers.JSONField(help_text="A comparison's or sweep's API shape; a scenario as a comparison of one")
+    data = serializers.JSONField(help_text="A comparison's, sweep's or plan's API shape; a scenario as a comparison of one")
 
 
 class ForkSerializer(serializers.Serializer):

@@ -176,20 +176,24 @@ def plan_new(request):
     return render(request, "dashboard/plan_form.html", {"form": form})
 
 
-@login_required
-def plan_detail(request, pk):
-    plan = get_visible_or_404(Plan, request.user, pk=pk)
+def _plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
+    """What ``_plan_body.html`` shows: progress, then the ranked table, front and reasons."""
     payload = plans.plan_payload(plan)
     result = payload["result"]
     rejected = []
     if result:
         rejected = [(k, v, result["examples"].get(k, "")) for k, v in result["rejected"].items() if v]
     labels = dict(PlanForm.OBJECTIVES)
-    return render(request, "dashboard/plan.html", {
-        "plan": plan, "p": payload, "result": result, "rejected": rejected,
-        "percent": round(100 * payload["progress"]), "can_change": can_change(request.user, plan),
-        "objective_label": labels.get((result or {}).get("objective"), "").lower(),
-        "api_url": f"/api/v1/plans/{plan.pk}/"})
+    return {"plan": plan, "p": payload, "result": result, "rejected": rejected,
+            "percent": round(100 * payload["progress"]),
+            "can_change": not shared and can_change(user, plan), "shared": shared,
+            "objective_label": labels.get((result or {}).get("objective"), "").lower(), "api_url": api_url}
+
+
+@login_required
+def plan_detail(request, pk):
+    plan = get_visible_or_404(Plan, request.user, pk=pk)
+    return render(request, "dashboard/plan.html", _plan_context(plan, request.user, f"/api/v1/plans/{plan.pk}/"))
 
 
 @login_required
@@ -267,8 +271,11 @@ def shared(request, token):
     link, gone = _open_link(request, token)
     if gone:
         return gone
+    extra = {}
+    if link.kind == "plan":
+        extra = _plan_context(link.target, request.user, f"/api/v1/shared/{link.token}/", shared=True)
     return render(request, "dashboard/shared.html", {
-        "link": link, "target": link.target, "kind": link.kind,
+        **extra, "link": link, "target": link.target, "kind": link.kind,
         "api_url": f"/api/v1/shared/{link.token}/",
         "files_url": f"/api/v1/shared/{link.token}/"})
 
