@@ -214,3 +214,9 @@ def test_a_share_link_shows_the_plan_to_anyone_and_forks_it(owner_api, anon_api,
     fork = Plan.objects.get(pk=r.json()["id"])
     assert fork.owner == stranger and fork.spec == SPEC and fork.name.endswith("(fork)")
     assert stranger_api.post("/api/v1/shares/", {"plan": queued["id"]}, format="json").status_code == 400
+
+
+def test_a_large_space_gets_more_chunks(settings):
+    settings.TIERLAB_PLAN_CHUNKS, settings.TIERLAB_PLAN_CHUNK_CANDIDATES = 8, 5000
+    assert plans.n_chunks(96) == 8 and plans.n_chunks(40_000) == 8 and plans.n_chunks(40_001) == 9
+    assert plans.n_chunks(200_000) == 40

@@ -1,7 +1,9 @@
 """Plans: the planner (``simulation.planner``) run in chunks by Celery.
 
-A plan's candidate space is split into ``TIERLAB_PLAN_CHUNKS`` chunks (``plan_chunk(spec, k,
-n)``), one Celery task each, so every worker takes part; the answer is the engine's
+A plan's candidate space is split into ``TIERLAB_PLAN_CHUNKS`` chunks, or more so that none has
+over ``TIERLAB_PLAN_CHUNK_CANDIDATES`` candidates (a chunk must end well inside the task time
+limit: a candidate that fits takes about 10 ms), ``plan_chunk(spec, k, n)`` one Celery task
+each, so every worker takes part; the answer is the engine's
 ``merge`` of the chunks' results, the same whichever worker ran which chunk. A running chunk
 writes its ``done``/``feasible`` counts and its best candidate every few candidates (the
 progress bar), and stops there when the plan is cancelled. A chunk whose worker died is
@@ -33,6 +35,7 @@ from tierlab.scenarios.models import Scenario
 log = logging.getLogger(__name__)
 
 DEFAULT_CHUNKS = 8
+DEFAULT_CHUNK_CANDIDATES = 5000
 PROGRESS_EVERY = 10          # candidates between progress writes (and cancel checks)
 
 
@@ -40,8 +43,10 @@ class _Cancelled(Exception):
     pass
 
 
-def n_chunks() -> int:
-    return max(1, int(getattr(settings, "TIERLAB_PLAN_CHUNKS", DEFAULT_CHUNKS)))
+def n_chunks(total: int) -> int:
+    """Chunks for ``total`` candidates: the setting's count, more for a large space."""
+    per = max(1, int(getattr(settings, "TIERLAB_PLAN_CHUNK_CANDIDATES", DEFAULT_CHUNK_CANDIDATES)))
+    return max(1, int(getattr(settings, "TIERLAB_PLAN_CHUNKS", DEFAULT_CHUNKS)), -(-total // per))
 
 
 def parse(spec) -> dict:
@@ -65,7 +70,7 @@ def create_plan(owner, spec, name: str = "") -> Plan:
                                total_candidates=parsed["num_candidates"],
                                engine_version=simulation.ENGINE_VERSION)
     now = timezone.now()
-    splits = planner.plan_chunks(parsed, n_chunks())
+    splits = planner.plan_chunks(parsed, n_chunks(parsed["num_candidates"]))
     chunks = []
     for k, n in splits:
         lo, hi = parsed["num_candidates"] * k // n, parsed["num_candidates"] * (k + 1) // n
