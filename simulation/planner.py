@@ -471,14 +471,15 @@ def _rank_key(row: dict) -> tuple:
 
 def pareto_front(rows: list[dict]) -> list[dict]:
     """Rows no other row beats on both step time and cost per million tokens (a row without
-    a cost is judged on step time alone), sorted by step time, then index."""
+    a cost is judged on step time alone), sorted by step time; of rows with the same step
+    time and cost (say, two prefetch depths that change neither) only the lowest index."""
     pts = sorted(rows, key=lambda r: (r["step_time_s"], _cost(r), r["index"]))
     front, best_cost = [], math.inf
     for r in pts:
         c = _cost(r)
-        if c < best_cost or (front and c == best_cost and r["step_time_s"] == front[-1]["step_time_s"]):
+        if c < best_cost or (not front and c == math.inf):
             front.append(r)
-            best_cost = min(best_cost, c)
+            best_cost = c
     return front
 
 

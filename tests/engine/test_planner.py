@@ -263,3 +263,13 @@ def test_bad_model_or_training_names_the_field(patch, field):
     with pytest.raises(ScenarioError) as e:
         planner.parse_spec(dict(SMALL, **patch))
     assert e.value.field == field
+
+
+def test_pareto_front_by_hand():
+    """(step s, USD per M tokens): a (1, 5), b (2, 3), c (2, 3) the same as b, d (3, 4) beaten
+    by b, e (4, 1): the front is a, b (not its twin c), e."""
+    rows = [dict(index=i, step_time_s=t, usd_per_million_tokens=c)
+            for i, (t, c) in enumerate([(1, 5), (2, 3), (2, 3), (3, 4), (4, 1)])]
+    assert [r["index"] for r in planner.pareto_front(rows)] == [0, 1, 4]
+    no_price = [dict(index=i, step_time_s=t, usd_per_million_tokens=None) for i, t in enumerate([2, 1, 1])]
+    assert [r["index"] for r in planner.pareto_front(no_price)] == [1]
