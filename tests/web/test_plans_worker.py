@@ -64,3 +64,23 @@ def test_cancel_stops_a_plan_a_worker_is_running(owner_api, queue, procs, tmp_pa
              timeout=60)
     assert set(PlanChunk.objects.filter(plan_id=pk).values_list("status", flat=True)) == {"cancelled"}
     assert Plan.objects.get(pk=pk).status == "cancelled"
+
+
+def test_a_worker_killed_mid_chunk_and_restarted_resumes_the_plan(owner_api, queue, procs, tmp_path,
+                                                                  settings, wait_for):
+    """The whole worker (parent and pool) dies; when a worker of the same name starts again it
+    queues the chunk it left running (tierlab.celery), and the plan completes with the answer."""
+    settings.TIERLAB_PLAN_CHUNKS = 1
+    env = worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=3)
+    first = start_worker(tmp_path, queue, "phoenix", env=env)
+    procs.append(first)
+    pk = owner_api.post("/api/v1/plans/", {"spec": SPEC}, format="json").json()["id"]
+    wait_for(lambda: PlanChunk.objects.filter(plan_id=pk, status="running").exists(), timeout=30)
+    first.kill_group()
+    second = start_worker(tmp_path, queue, "phoenix", env=env)
+    procs.append(second)
+    body = wait_for(_finished(owner_api, pk), timeout=90)
+    assert body["status"] == "succeeded", body["error"]
+    assert body["result"] == planner.plan(SPEC)
+    assert PlanChunk.objects.get(plan_id=pk).attempts == 2
+    assert "left running by an earlier process" in second.log()
