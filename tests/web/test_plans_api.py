@@ -220,3 +220,10 @@ def test_a_large_space_gets_more_chunks(settings):
     settings.TIERLAB_PLAN_CHUNKS, settings.TIERLAB_PLAN_CHUNK_CANDIDATES = 8, 5000
     assert plans.n_chunks(96) == 8 and plans.n_chunks(40_000) == 8 and plans.n_chunks(40_001) == 9
     assert plans.n_chunks(200_000) == 40
+
+
+def test_the_list_filters_by_status_and_name(owner_api, queued):
+    assert [p["id"] for p in owner_api.get(URL + "?status=queued").json()["results"]] == [queued["id"]]
+    assert owner_api.get(URL + "?status=succeeded").json()["results"] == []
+    assert [p["id"] for p in owner_api.get(URL + "?q=llama2-13b").json()["results"]] == [queued["id"]]
+    assert owner_api.get(URL + "?status=done").status_code == 400

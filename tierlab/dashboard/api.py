@@ -18,7 +18,7 @@ from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS, get_visible_or_404
 from tierlab.dashboard import comparisons, exports, plans, sharing, sweeps, variants
 from tierlab.dashboard.comparisons import InputError, NotYours
-from tierlab.dashboard.filters import ComparisonFilter, SweepFilter
+from tierlab.dashboard.filters import ComparisonFilter, PlanFilter, SweepFilter
 from tierlab.dashboard.models import Comparison, Plan, ShareLink, Sweep
 from tierlab.dashboard.serializers import (ComparisonCreateSerializer, ComparisonListSerializer,
                                            ComparisonSerializer, DuplicateSerializer, ForkSerializer,
@@ -143,10 +143,13 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     on a cluster. POST `{spec, name?}` queues one Celery task per chunk of the candidate space
     (202); GET follows progress (done, feasible, best so far) and, once finished, the ranked
     answer, the Pareto front and the rejected counts; POST cancel/ (its owner) stops it; POST
-    save/ `{rank}` saves a ranked candidate as your scenario; POST compare/ compares the top three."""
+    save/ `{rank}` saves a ranked candidate as your scenario; POST compare/ compares the top three.
+    Filter with `?status=`, `?q=`, `?owner=`."""
 
     pagination_class = Pages
     permission_classes = API_PERMISSIONS
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = PlanFilter
 
     def get_queryset(self):
         if _fake(self):
