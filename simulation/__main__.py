@@ -1,7 +1,9 @@
 """Command line: ``python -m simulation evaluate FILE.json`` (``-`` reads stdin), and
 ``python -m simulation validate`` (the validation report of :mod:`simulation.validation`:
 step-time errors per data set, the rank correlation of strategies, the memory fit table and
-the error bands; ``--json``, ``--write-bands``).
+the error bands; ``--json``, ``--write-bands``), and ``python -m simulation plan SPEC.json``
+(the planner of :mod:`simulation.planner`: the ranked configurations with their bottleneck,
+the Pareto front and the rejected counts; ``--json`` prints the whole answer).
 
 Prints the report as JSON on stdout. Bad input prints ``error: <field>: <message>`` on
 stderr and exits 2.
@@ -29,6 +31,10 @@ def main(argv=None) -> int:
     va.add_argument("--json", action="store_true", help="print the report as one JSON object")
     va.add_argument("--write-bands", action="store_true",
                     help="rewrite simulation/data/error_model.json from this validation")
+    pl = sub.add_parser("plan", help="search the best configurations of a plan spec JSON file")
+    pl.add_argument("file", help="plan spec JSON file, or - for stdin")
+    pl.add_argument("--json", action="store_true", help="print the answer as one JSON object")
+    pl.add_argument("--indent", type=int, default=2)
     args = ap.parse_args(argv)
     if args.cmd == "validate":
         from .validation import main as validate
@@ -45,13 +51,45 @@ def main(argv=None) -> int:
         print(f"error: {args.file} is not valid JSON: {e}", file=sys.stderr)
         return 2
     try:
-        report = evaluate_dict(data)
+        if args.cmd == "plan":
+            from .planner import plan
+            report = plan(data)
+        else:
+            report = evaluate_dict(data)
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.cmd == "plan" and not args.json:
+        sys.stdout.write(_plan_text(report))
+        return 0
     json.dump(report, sys.stdout, indent=args.indent)
     sys.stdout.write("\n")
     return 0
+
+
+def _plan_text(out: dict) -> str:
+    """The planner's answer for a terminal: ranked rows, the front, the rejections."""
+    lines = [f"{out['candidates']:,} candidates, {out['feasible']:,} feasible "
+             f"(objective: {out['objective']})"]
+    for r in out["top"]:
+        c = r["choices"]
+        cost = r["usd_per_million_tokens"]
+        lines.append(f"{r['rank']:>3}. {c['num_nodes']} node(s) TP {c['tensor_parallel']} "
+                     f"PP {c['pipeline_parallel']}"
+                     + (f" (v {c['interleave_stages']})" if c["interleave_stages"] > 1 else "")
+                     + f" DP {r['data_parallel']} mb {c['micro_batch_size']} {c['strategy']} "
+                     f"recompute {c['recompute']} offload {c['offload_optimizer']}/{c['offload_params']}: "
+                     f"step {r['step_time_s']:.3g} s"
+                     + (f", {cost:.3g} USD per M tokens" if cost is not None else "")
+                     + f"\n       bottleneck: {r['bottleneck_message']}")
+    lines.append("Pareto front (step time, USD per M tokens): " + ", ".join(
+        f"#{r['index']} {r['step_time_s']:.3g} s / "
+        + (f"{r['usd_per_million_tokens']:.3g}" if r["usd_per_million_tokens"] is not None else "-")
+        for r in out["pareto"]))
+    rejected = {k: v for k, v in out["rejected"].items() if v}
+    lines.append("rejected: " + (", ".join(f"{k} {v:,}" for k, v in rejected.items()) or "none")
+                 + f"; dominated {out['dominated']:,}")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

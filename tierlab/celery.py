@@ -32,7 +32,7 @@ def recover_work_of_an_earlier_process(sender, **kwargs):
     it that stopped (Ctrl-C of ``scripts/start``, a container restart) without handing its
     message back (the filesystem broker restores it only at the end of a warm shutdown;
     Redis only after the visibility timeout): queue it again now, not minutes later."""
-    from tierlab.dashboard import sweeps
+    from tierlab.dashboard import plans, sweeps
     from tierlab.scenarios import services
 
     hostname = getattr(sender, "hostname", "")
@@ -40,7 +40,8 @@ def recover_work_of_an_earlier_process(sender, **kwargs):
         return
     try:
         n = (services.recover_runs_of(hostname, started_before=_started_at)
-             + sweeps.recover_chunks_of(hostname, started_before=_started_at))
+             + sweeps.recover_chunks_of(hostname, started_before=_started_at)
+             + plans.recover_chunks_of(hostname, started_before=_started_at))
     except Exception:   # a database down at start must not stop the worker
         log.exception("could not look for work left running by %s", hostname)
         return
@@ -49,5 +50,5 @@ def recover_work_of_an_earlier_process(sender, **kwargs):
 
         connections.close_all()     # pool processes forked later must not share it
     if n:
-        log.warning("%s: %d run(s) or sweep chunk(s) left running by an earlier process were queued again",
+        log.warning("%s: %d run(s), sweep or plan chunk(s) left running by an earlier process were queued again",
                     hostname, n)

@@ -1,8 +1,8 @@
-"""Filters of the comparison and sweep lists: ``?q=`` name search, ``?owner=``, ``?status=``."""
+"""Filters of the comparison, sweep and plan lists: ``?q=`` name search, ``?owner=``, ``?status=``."""
 
 import django_filters
 
-from tierlab.dashboard.models import Comparison, Sweep
+from tierlab.dashboard.models import Comparison, Plan, Sweep
 from tierlab.filters import IdFilter, StatusFilter, name_search, owner_filter
 
 
@@ -26,3 +26,13 @@ class SweepFilter(django_filters.FilterSet):
     class Meta:
         model = Sweep
         fields = ["q", "owner", "status", "scenario"]
+
+
+class PlanFilter(django_filters.FilterSet):
+    q = name_search()
+    owner = owner_filter()
+    status = StatusFilter(choices=Plan.Status.choices, label="Only plans in this state.")
+
+    class Meta:
+        model = Plan
+        fields = ["q", "owner", "status"]

@@ -172,15 +172,126 @@ class SweepChunk(models.Model):
             Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff))
 
 
+class Plan(models.Model):
+    """A planner search (``simulation.planner``): a plan spec, split into chunks of its
+    candidate space, one Celery task each; the merged answer is written when the last ends."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="plans")
+    name = models.CharField(max_length=200)
+    spec = models.JSONField(help_text="The plan spec as given (simulation.planner).")
+    total_candidates = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    cancelled = models.BooleanField(default=False, help_text="Cancel requested: remaining chunks stop.")
+    result = models.JSONField(null=True, blank=True,
+                              help_text="simulation.planner.merge of the chunks, once all ended.")
+    error = models.TextField(blank=True)
+    engine_version = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = OwnedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return f"/plans/{self.pk}/"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+class PlanChunk(models.Model):
+    """Chunk ``index`` of ``n_chunks`` of a plan's candidates: one Celery task."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    n_chunks = models.PositiveIntegerField()
+    size = models.PositiveIntegerField(help_text="Candidates in this chunk.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    done = models.PositiveIntegerField(default=0, help_text="Candidates finished (any outcome).")
+    feasible = models.PositiveIntegerField(default=0)
+    best = models.JSONField(null=True, blank=True, help_text="Best candidate so far in this chunk.")
+    result = models.JSONField(null=True, blank=True, help_text="simulation.planner.plan_chunk's result.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
+    error = models.TextField(blank=True)
+    celery_task_id = models.CharField(max_length=64, blank=True)
+    worker = models.CharField(max_length=255, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan", "index"]
+        constraints = [models.UniqueConstraint(fields=["plan", "index"], name="plan_chunk_index_unique")]
+
+    def __str__(self):
+        return f"Plan {self.plan_id} chunk {self.index}/{self.n_chunks} ({self.status})"
+
+    @classmethod
+    def stale(cls, now=None):
+        """Chunks still `running` past the hard time limit + margin: their worker died."""
+        now = now or timezone.now()
+        cutoff = now - timedelta(seconds=settings.TIERLAB_RUN_STALE_AFTER_S)
+        return cls.objects.filter(status=cls.Status.RUNNING, started_at__lt=cutoff)
+
+    @classmethod
+    def lost(cls, now=None):
+        """Chunks still `queued` ``RUN_QUEUED_TIMEOUT_S`` after they were sent."""
+        now = now or timezone.now()
+        cutoff = now - timedelta(seconds=settings.TIERLAB_RUN_QUEUED_TIMEOUT_S)
+        return cls.objects.filter(status=cls.Status.QUEUED).filter(
+            Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff))
+
+
 def new_token() -> str:
     """32 random bytes, URL-safe: 43 characters, unguessable."""
     return secrets.token_urlsafe(32)
 
 
-class ShareLink(models.Model):
-    """A read-only link to one scenario, comparison or sweep; works without an account."""
+SHARE_KINDS = ("scenario", "comparison", "sweep", "plan")
 
-    KINDS = ("scenario", "comparison", "sweep")
+
+def _exactly_one(kinds) -> Q:
+    """Exactly one of the ``<kind>`` foreign keys is set."""
+    out = Q()
+    for k in kinds:
+        out |= Q(**{f"{o}__isnull": o != k for o in kinds})
+    return out
+
+
+class ShareLink(models.Model):
+    """A read-only link to one scenario, comparison, sweep or plan; works without an account."""
+
+    KINDS = SHARE_KINDS
 
     token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
@@ -191,16 +302,14 @@ class ShareLink(models.Model):
                                    related_name="share_links")
     sweep = models.ForeignKey(Sweep, null=True, blank=True, on_delete=models.CASCADE,
                               related_name="share_links")
+    plan = models.ForeignKey("Plan", null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="share_links")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.CheckConstraint(
-            condition=(Q(scenario__isnull=False, comparison__isnull=True, sweep__isnull=True)
-                       | Q(scenario__isnull=True, comparison__isnull=False, sweep__isnull=True)
-                       | Q(scenario__isnull=True, comparison__isnull=True, sweep__isnull=False)),
-            name="share_link_one_target")]
+        constraints = [models.CheckConstraint(condition=_exactly_one(SHARE_KINDS), name="share_link_one_target")]
 
     def __str__(self):
         return f"Share link to {self.kind} {self.target_id}"
@@ -228,3 +337,4 @@ class ShareLink(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+

@@ -3,9 +3,9 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tierlab.dashboard import comparisons, sweeps, variants
+from tierlab.dashboard import comparisons, plans, sweeps, variants
 from tierlab.dashboard.comparisons import MAX_ID
-from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison, ShareLink, Sweep
+from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison, Plan, ShareLink, Sweep
 
 
 # ---------------------------------------------------------------- comparisons
@@ -121,17 +121,77 @@ class SweepSerializer(serializers.Serializer):
                                          else instance)
 
 
+# ---------------------------------------------------------------- plans
+class PlanCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    spec = serializers.JSONField(help_text=(
+        'The plan spec (simulation.planner): {"model": "llama2-70b", "cluster": {"node": "dgx-h100", '
+        '"num_nodes": {"min": 1, "max": 4}}, "training": {"seq_len": 4096, "global_batch_size": 512}, '
+        '"constraints": {...}, "space": {...}, "objective": "step_time"}'))
+
+
+class PlanListSerializer(serializers.ModelSerializer):
+    owner = owner_field()
+    url = serializers.CharField(source="get_absolute_url", read_only=True)
+    status = serializers.CharField(read_only=True, help_text="queued | running | succeeded | failed | cancelled")
+    total_candidates = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Plan
+        fields = ["id", "name", "owner", "status", "total_candidates", "url", "created_at", "finished_at"]
+
+
+class PlanSerializer(serializers.Serializer):
+    """A plan: its progress while it runs, then the ranked answer."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    owner = serializers.CharField(help_text="Username of its owner: you, or a member of your team.")
+    spec = serializers.JSONField()
+    status = serializers.CharField(help_text="queued | running | succeeded | failed | cancelled")
+    cancelled = serializers.BooleanField()
+    progress = serializers.FloatField(help_text="0..1: candidates done / total")
+    done = serializers.IntegerField(help_text="Candidates done (any outcome)")
+    feasible = serializers.IntegerField(help_text="Candidates that fit and meet the constraints so far")
+    total_candidates = serializers.IntegerField()
+    chunks = serializers.IntegerField(help_text="Celery tasks the space was split into")
+    workers = serializers.ListField(child=serializers.CharField(), help_text="Workers that ran its chunks")
+    best_so_far = serializers.JSONField(allow_null=True, help_text="{index, choices, objective, step_time_s, "
+                                                                   "usd_per_million_tokens} or null")
+    result = serializers.JSONField(allow_null=True, help_text=(
+        "Once finished: {objective, candidates, feasible, rejected: {reason: count}, examples, dominated, "
+        "top: [ranked rows with choices, scenario, step_time_s, usd_per_million_tokens, bottleneck_message], "
+        "pareto: [rows], best}"))
+    error = serializers.CharField()
+    engine_version = serializers.CharField()
+    url = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def to_representation(self, instance):
+        return super().to_representation(plans.plan_payload(instance) if isinstance(instance, Plan)
+                                         else instance)
+
+
+class PlanSaveSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(min_value=1, max_value=1000, default=1,
+                                    help_text="Which ranked candidate to save (1 = best)")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
 # ---------------------------------------------------------------- share links
 class ShareCreateSerializer(serializers.Serializer):
     scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     comparison = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    plan = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
     def validate(self, attrs):
         given = [k for k in ShareLink.KINDS if attrs.get(k) is not None]
         if len(given) != 1:
             raise serializers.ValidationError(
-                {"target": ["give exactly one of scenario, comparison or sweep (an id of yours)"]})
+                {"target": ["give exactly one of scenario, comparison, sweep or plan (an id of yours)"]})
         return {"kind": given[0], "id": attrs[given[0]]}
 
 
@@ -162,7 +222,7 @@ class SharedSerializer(serializers.Serializer):
     name = serializers.CharField()
     owner = serializers.CharField(help_text="Username of who shared it")
     created_at = serializers.DateTimeField()
-    data = serializers.JSONField(help_text="A comparison's or sweep's API shape; a scenario as a comparison of one")
+    data = serializers.JSONField(help_text="A comparison's, sweep's or plan's API shape; a scenario as a comparison of one")
 
 
 class ForkSerializer(serializers.Serializer):

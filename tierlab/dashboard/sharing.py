@@ -1,4 +1,4 @@
-"""Share links: an unguessable token that shows one scenario, comparison or sweep read-only
+"""Share links: an unguessable token that shows one scenario, comparison, sweep or plan read-only
 to anyone who has it, until its owner revokes it; a viewer with an account can fork it."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 from django.db import transaction
 
 from simulation import ScenarioError
-from tierlab.dashboard import comparisons, sweeps
+from tierlab.dashboard import comparisons, plans, sweeps
 from tierlab.dashboard.comparisons import InputError, owned_for
-from tierlab.dashboard.models import Comparison, ShareLink, Sweep
+from tierlab.dashboard.models import Comparison, Plan, ShareLink, Sweep
 from tierlab.scenarios import services
 from tierlab.scenarios.models import Run, Scenario
 
-MODELS = {"scenario": Scenario, "comparison": Comparison, "sweep": Sweep}
+MODELS = {"scenario": Scenario, "comparison": Comparison, "sweep": Sweep, "plan": Plan}
 
 
 class Revoked(Exception):
@@ -47,7 +47,7 @@ def links_of(owner, kind: str, target) -> list[ShareLink]:
 
 def open_link(token: str) -> ShareLink:
     """The link for ``token``. Raises ShareLink.DoesNotExist, or Revoked."""
-    link = ShareLink.objects.select_related("scenario", "comparison", "sweep").get(token=token)
+    link = ShareLink.objects.select_related("scenario", "comparison", "sweep", "plan").get(token=token)
     if link.revoked_at is not None:
         raise Revoked(token)
     return link
@@ -69,6 +69,8 @@ def shared_payload(link: ShareLink) -> dict:
     elif link.kind == "sweep":
         data = sweeps.sweep_payload(target)
         data["base"] = {"id": None, "name": data["base"]["name"]} if data["base"] else None
+    elif link.kind == "plan":
+        data = dict(plans.plan_payload(target), url=None)
     else:
         data = dict(comparisons.scenario_payload(target), id=target.pk, name=target.name,
                     scenario=target.spec)
@@ -85,9 +87,11 @@ def fork(link: ShareLink, user):
 
     A scenario is copied; a comparison's scenarios are copied and compared (identical
     inputs reuse the stored results at once); a sweep's base scenario is copied and the
-    same grid is swept again.
+    same grid is swept again; a plan is planned again from its spec.
     """
     target = link.target
+    if link.kind == "plan":
+        return plans.create_plan(user, target.spec, f"{target.name} (fork)")
     if link.kind == "scenario":
         return comparisons.copy_scenario(target, user, f"{target.name} (fork)")
     if link.kind == "comparison":

@@ -9,6 +9,7 @@ from tierlab.dashboard import api, views
 router = SimpleRouter()
 router.register("comparisons", api.ComparisonViewSet, basename="comparison")
 router.register("sweeps", api.SweepViewSet, basename="sweep")
+router.register("plans", api.PlanViewSet, basename="plan")
 router.register("shares", api.ShareLinkViewSet, basename="share")
 
 api_patterns = [
@@ -32,6 +33,11 @@ urlpatterns = [
     path("sweeps/new/", views.sweep_new, name="sweep-new"),
     path("sweeps/<int:pk>/", views.sweep_detail, name="sweep-detail"),
     path("sweeps/<int:pk>/cancel/", views.sweep_cancel, name="sweep-cancel"),
+    path("plans/new/", views.plan_new, name="plan-new"),
+    path("plans/<int:pk>/", views.plan_detail, name="plan-detail"),
+    path("plans/<int:pk>/cancel/", views.plan_cancel, name="plan-cancel"),
+    path("plans/<int:pk>/save/", views.plan_save, name="plan-save"),
+    path("plans/<int:pk>/compare/", views.plan_compare, name="plan-compare"),
     path("share/", views.share_create, name="share-create"),
     path("share/<int:pk>/revoke/", views.share_revoke, name="share-revoke"),
     path("s/<str:token>/", views.shared, name="shared"),

@@ -1,0 +1,73 @@
+"""The planner's pages: the form queues a plan, the plan page shows progress, then the ranked
+table with each candidate's bottleneck, the Pareto front and the rejected counts; save and
+compare; a bad value is shown on its field."""
+
+from unittest import mock
+
+import pytest
+from django.utils.html import escape
+
+from tests.web.test_plans_api import run_chunks
+from tierlab.dashboard.models import Comparison, Plan
+from tierlab.scenarios.models import Scenario
+
+pytestmark = pytest.mark.django_db
+
+FORM = {"model": "llama2-13b", "node": "dgx-h100", "min_nodes": 1, "max_nodes": 2, "seq_len": 4096,
+        "global_batch_size": 64, "memory_margin": 0.05, "objective": "step_time"}
+
+
+@pytest.fixture
+def client_owner(client, owner):
+    client.force_login(owner)
+    return client
+
+
+def submit(client, **patch):
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
+        return client.post("/plans/new/", {**FORM, **patch})
+
+
+def test_the_form_queues_a_plan_and_its_page_shows_progress(client_owner):
+    assert "Planner" in client_owner.get("/plans/new/").content.decode()
+    r = submit(client_owner)
+    plan = Plan.objects.get()
+    assert r.status_code == 302 and r["Location"] == f"/plans/{plan.pk}/"
+    assert plan.spec["cluster"]["num_nodes"] == {"min": 1, "max": 2}
+    html = client_owner.get(r["Location"]).content.decode()
+    assert 'http-equiv="refresh"' in html and 'id="plan-progress"' in html and "plan-cancel" in html
+
+
+def test_the_finished_plan_shows_the_ranked_table_front_and_reasons(client_owner):
+    submit(client_owner)
+    plan = Plan.objects.get()
+    run_chunks(plan)
+    html = client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    assert 'http-equiv="refresh"' not in html
+    plan.refresh_from_db()
+    assert 'data-rank="1"' in html and 'data-rank="10"' in html
+    assert escape(plan.result["top"][0]["bottleneck_message"]) in html
+    assert 'id="plan-pareto"' in html and 'data-reason="indivisible"' in html
+    r = client_owner.post(f"/plans/{plan.pk}/save/", {"rank": 1})
+    sc = Scenario.objects.get()
+    assert r.status_code == 302 and r["Location"] == sc.get_absolute_url()
+    with mock.patch("tierlab.scenarios.services.enqueue"):
+        r = client_owner.post(f"/plans/{plan.pk}/compare/")
+    assert r.status_code == 302 and Comparison.objects.get().items.count() == 3
+
+
+def test_a_bad_value_is_shown_on_its_field(client_owner):
+    r = submit(client_owner, min_nodes=4, max_nodes=2)
+    assert r.status_code == 200 and not Plan.objects.exists()
+    assert 'id="error-max_nodes"' in r.content.decode()
+
+
+def test_strangers_get_404_and_teammates_read_only(client, owner, stranger, teammate, client_owner):
+    submit(client_owner)
+    plan = Plan.objects.get()
+    client.force_login(stranger)
+    assert client.get(f"/plans/{plan.pk}/").status_code == 404
+    client.force_login(teammate)
+    html = client.get(f"/plans/{plan.pk}/").content.decode()
+    assert "read-only" in html and "plan-cancel" not in html
+    assert client.post(f"/plans/{plan.pk}/cancel/").status_code in (403, 404)

@@ -1,0 +1,229 @@
+"""/api/v1/plans/: the planner as a job in chunks: queued tasks, progress, the ranked answer
+(equal to the engine's own search), cancel, resume of a chunk whose worker died, save as
+scenario, compare the top three, owner/team visibility, bad specs named by field."""
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.utils import timezone
+
+from simulation import planner
+from tierlab.dashboard import plans
+from tierlab.dashboard.models import Comparison, Plan, PlanChunk
+from tierlab.scenarios.models import Scenario
+
+URL = "/api/v1/plans/"
+pytestmark = pytest.mark.django_db
+
+SPEC = {
+    "model": "llama2-13b",
+    "cluster": {"node": "dgx-h100", "num_nodes": [1, 2]},
+    "training": {"seq_len": 4096, "global_batch_size": 64, "flash_attention": True},
+    "space": {"tensor_parallel": [1, 2, 8], "pipeline_parallel": [1, 4], "micro_batch_size": [1, 2],
+              "recompute": ["none", "full"], "strategies": ["zero1", "zero3"]},
+    "top_k": 5,
+}
+
+
+def create(client, spec=SPEC, **extra):
+    return client.post(URL, {"spec": spec, **extra}, format="json")
+
+
+def run_chunks(plan=None):
+    chunks = PlanChunk.objects.filter(status=PlanChunk.Status.QUEUED)
+    if plan is not None:
+        chunks = chunks.filter(plan=plan)
+    for chunk in chunks.order_by("index"):
+        plans.execute_chunk(chunk.pk)
+
+
+@pytest.fixture
+def queued(owner_api, settings, django_capture_on_commit_callbacks):
+    settings.TIERLAB_PLAN_CHUNKS = 3
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async") as send:
+        with django_capture_on_commit_callbacks(execute=True):
+            r = create(owner_api)
+    assert r.status_code == 202, r.json()
+    assert send.call_count == 3
+    return r.json()
+
+
+def test_it_requires_login(anon_api):
+    assert anon_api.get(URL).status_code == 401
+    assert create(anon_api).status_code == 401
+
+
+def test_it_queues_one_task_per_chunk(queued):
+    assert queued["status"] == "queued" and queued["progress"] == 0.0
+    assert queued["total_candidates"] == 2 * 3 * 2 * 2 * 2 * 2 and queued["chunks"] == 3
+    assert queued["result"] is None and queued["best_so_far"] is None
+    assert queued["name"] == "Plan: llama2-13b on dgx-h100, step time"
+    assert [c.size for c in PlanChunk.objects.order_by("index")] == [32, 32, 32]
+
+
+def test_the_answer_equals_the_engines_search(owner_api, queued):
+    run_chunks()
+    body = owner_api.get(f"{URL}{queued['id']}/").json()
+    assert body["status"] == "succeeded", body["error"]
+    assert body["progress"] == 1.0 and body["done"] == 96
+    ref = planner.plan(SPEC)
+    assert body["result"] == ref
+    assert body["feasible"] == ref["feasible"] > 0
+    assert body["best_so_far"]["index"] == ref["best"]["index"]
+    top = body["result"]["top"][0]
+    assert top["rank"] == 1 and top["bottleneck_message"]
+    assert sum(body["result"]["rejected"].values()) + ref["feasible"] == 96
+
+
+def test_progress_is_written_while_a_chunk_runs(owner_api, queued):
+    chunk = PlanChunk.objects.order_by("index").first()
+    with mock.patch.object(planner, "plan_chunk", wraps=planner.plan_chunk) as pc:
+        plans.execute_chunk(chunk.pk)
+        kwargs = pc.call_args.kwargs
+    assert kwargs["every"] == plans.PROGRESS_EVERY and callable(kwargs["progress"])
+    chunk.refresh_from_db()
+    assert chunk.status == "done" and chunk.done == 32 and chunk.best is not None
+    body = owner_api.get(f"{URL}{queued['id']}/").json()
+    assert body["status"] == "running" and body["done"] == 32 and 0 < body["progress"] < 1
+    assert body["best_so_far"] == chunk.best
+
+
+def test_cancel_stops_queued_chunks_and_a_running_one(owner_api, queued):
+    first = PlanChunk.objects.order_by("index").first()
+    r = owner_api.post(f"{URL}{queued['id']}/cancel/")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert set(PlanChunk.objects.values_list("status", flat=True)) == {"cancelled"}
+    plans.execute_chunk(first.pk)                  # its message arrives late: nothing to do
+    assert PlanChunk.objects.get(pk=first.pk).status == "cancelled"
+    r = owner_api.post(f"{URL}{queued['id']}/cancel/")
+    assert r.status_code == 400 and "status" in r.json()
+
+
+def test_a_running_chunk_stops_at_its_next_progress_write(owner_api, queued):
+    chunk = PlanChunk.objects.order_by("index").first()
+    calls = {"n": 0}
+    real = planner.plan_chunk
+
+    def cancel_midway(*a, **kw):
+        inner = kw["progress"]
+
+        def progress(p):
+            calls["n"] += 1
+            Plan.objects.filter(pk=queued["id"]).update(cancelled=True)
+            inner(p)
+        kw["progress"] = progress
+        return real(*a, **kw)
+    with mock.patch.object(planner, "plan_chunk", side_effect=cancel_midway):
+        plans.execute_chunk(chunk.pk)
+    chunk.refresh_from_db()
+    assert calls["n"] == 1 and chunk.status == "cancelled" and chunk.done == plans.PROGRESS_EVERY
+
+
+def test_a_chunk_whose_worker_died_is_sent_again_and_the_plan_resumes(owner_api, queued, settings,
+                                                                     django_capture_on_commit_callbacks):
+    """A chunk left running past the time limit (its worker died) is queued again by the
+    read-time check, up to RUN_MAX_ATTEMPTS starts; the other chunks' results are kept."""
+    settings.TIERLAB_RUN_MAX_ATTEMPTS = 3
+    a, b, _c = PlanChunk.objects.order_by("index")
+    old_task = b.celery_task_id
+    plans.execute_chunk(a.pk)
+    PlanChunk.objects.filter(pk=b.pk).update(status="running", attempts=1,
+                                             started_at=timezone.now() - timedelta(days=1))
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async") as send:
+        with django_capture_on_commit_callbacks(execute=True):
+            body = owner_api.get(f"{URL}{queued['id']}/").json()
+    b.refresh_from_db()
+    assert b.status == "queued" and b.celery_task_id != old_task and body["status"] != "failed"
+    assert send.call_args.kwargs["task_id"] == b.celery_task_id
+    run_chunks()
+    body = owner_api.get(f"{URL}{queued['id']}/").json()
+    assert body["status"] == "succeeded" and body["result"] == planner.plan(SPEC)
+    assert PlanChunk.objects.get(pk=b.pk).attempts == 2
+
+
+def test_a_chunk_whose_workers_keep_dying_fails_with_the_reason(owner_api, queued, settings):
+    settings.TIERLAB_RUN_MAX_ATTEMPTS = 2
+    chunk = PlanChunk.objects.order_by("index").first()
+    PlanChunk.objects.filter(pk=chunk.pk).update(status="running", attempts=2)
+    plans.execute_chunk(chunk.pk, task_id=chunk.celery_task_id)
+    chunk.refresh_from_db()
+    assert chunk.status == "failed" and "started 2 times" in chunk.error
+    run_chunks()
+    body = owner_api.get(f"{URL}{queued['id']}/").json()
+    assert body["status"] == "failed" and "1 of 3 chunks failed" in body["error"]
+    assert body["result"]["done"] == 64           # what the other chunks found is kept
+
+
+def test_save_a_candidate_as_a_scenario_and_compare_the_top_three(owner_api, owner, queued):
+    run_chunks()
+    r = owner_api.post(f"{URL}{queued['id']}/save/", {"rank": 2}, format="json")
+    assert r.status_code == 201, r.json()
+    sc = Scenario.objects.get(pk=r.json()["id"])
+    ref = planner.plan(SPEC)["top"][1]
+    assert sc.owner == owner and sc.spec == ref["scenario"] and "#2" in sc.name
+    assert owner_api.post(f"{URL}{queued['id']}/save/", {"rank": 99}, format="json").status_code == 400
+    with mock.patch("tierlab.scenarios.services.enqueue"):
+        r = owner_api.post(f"{URL}{queued['id']}/compare/")
+    assert r.status_code == 201, r.json()
+    comparison = Comparison.objects.get(pk=r.json()["id"])
+    assert comparison.items.count() == 3
+
+
+def test_owner_and_team_see_it_strangers_do_not(queued, teammate_api, stranger_api):
+    url = f"{URL}{queued['id']}/"
+    assert teammate_api.get(url).status_code == 200
+    assert [p["id"] for p in teammate_api.get(URL).json()["results"]] == [queued["id"]]
+    assert stranger_api.get(url).status_code == 404
+    assert stranger_api.get(URL).json()["results"] == []
+    assert teammate_api.post(url + "cancel/").status_code == 403
+    assert stranger_api.post(url + "cancel/").status_code == 404
+
+
+@pytest.mark.parametrize("spec,field", [
+    ({**SPEC, "objective": "fastest"}, "spec.objective"),
+    ({**SPEC, "space": {"tensor_parallel": [1, "2"]}}, "spec.space.tensor_parallel.1"),
+    ({**SPEC, "model": "llama9"}, "spec.model.preset"),
+    ({**SPEC, "cluster": {"node": "dgx-h100", "num_gpus": 12}}, "spec.cluster.num_gpus"),
+    ({**SPEC, "space": {"micro_batch_size": list(range(1, 100)), "pipeline_parallel": list(range(1, 50)),
+                        "tensor_parallel": list(range(1, 50))}}, "spec.space.micro_batch_size"),
+    ("llama", "spec.plan"),
+])
+def test_bad_specs_are_400_naming_the_field(owner_api, spec, field):
+    r = create(owner_api, spec)
+    assert r.status_code == 400, r.content
+    assert field in r.json(), r.json()
+    assert not Plan.objects.exists()
+
+
+def test_a_share_link_shows_the_plan_to_anyone_and_forks_it(owner_api, anon_api, stranger_api, queued,
+                                                             client, stranger):
+    run_chunks()
+    r = owner_api.post("/api/v1/shares/", {"plan": queued["id"]}, format="json")
+    assert r.status_code == 201, r.json()
+    token = r.json()["token"]
+    assert r.json()["kind"] == "plan"
+    shared = anon_api.get(f"/api/v1/shared/{token}/").json()
+    assert shared["kind"] == "plan" and shared["data"]["id"] is None
+    assert shared["data"]["result"] == planner.plan(SPEC)
+    html = client.get(f"/s/{token}/").content.decode()
+    assert 'data-rank="1"' in html and "plan-cancel" not in html and "plan-save" not in html
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
+        r = stranger_api.post(f"/api/v1/shared/{token}/fork/")
+    assert r.status_code == 201, r.json()
+    fork = Plan.objects.get(pk=r.json()["id"])
+    assert fork.owner == stranger and fork.spec == SPEC and fork.name.endswith("(fork)")
+    assert stranger_api.post("/api/v1/shares/", {"plan": queued["id"]}, format="json").status_code == 400
+
+
+def test_a_large_space_gets_more_chunks(settings):
+    settings.TIERLAB_PLAN_CHUNKS, settings.TIERLAB_PLAN_CHUNK_CANDIDATES = 8, 5000
+    assert plans.n_chunks(96) == 8 and plans.n_chunks(40_000) == 8 and plans.n_chunks(40_001) == 9
+    assert plans.n_chunks(200_000) == 40
+
+
+def test_the_list_filters_by_status_and_name(owner_api, queued):
+    assert [p["id"] for p in owner_api.get(URL + "?status=queued").json()["results"]] == [queued["id"]]
+    assert owner_api.get(URL + "?status=succeeded").json()["results"] == []
+    assert [p["id"] for p in owner_api.get(URL + "?q=llama2-13b").json()["results"]] == [queued["id"]]
+    assert owner_api.get(URL + "?status=done").status_code == 400

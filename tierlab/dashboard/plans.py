@@ -1,0 +1,306 @@
+"""Plans: the planner (``simulation.planner``) run in chunks by Celery.
+
+A plan's candidate space is split into ``TIERLAB_PLAN_CHUNKS`` chunks, or more so that none has
+over ``TIERLAB_PLAN_CHUNK_CANDIDATES`` candidates (a chunk must end well inside the task time
+limit: a candidate that fits takes about 10 ms), ``plan_chunk(spec, k, n)`` one Celery task
+each, so every worker takes part; the answer is the engine's
+``merge`` of the chunks' results, the same whichever worker ran which chunk. A running chunk
+writes its ``done``/``feasible`` counts and its best candidate every few candidates (the
+progress bar), and stops there when the plan is cancelled. A chunk whose worker died is
+sent again (at the worker's restart, or by the read-time check once it is past the time
+limit), up to ``TIERLAB_RUN_MAX_ATTEMPTS`` starts: the search resumes where the chunks
+that finished left it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+import simulation
+from simulation import ScenarioError
+from simulation import planner
+from tierlab import jobs
+from tierlab.dashboard import comparisons
+from tierlab.dashboard.comparisons import InputError, owned_for
+from tierlab.dashboard.models import Plan, PlanChunk
+from tierlab.scenarios import services
+from tierlab.scenarios.models import Scenario
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHUNKS = 8
+DEFAULT_CHUNK_CANDIDATES = 5000
+PROGRESS_EVERY = 10          # candidates between progress writes (and cancel checks)
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def n_chunks(total: int) -> int:
+    """Chunks for ``total`` candidates: the setting's count, more for a large space."""
+    per = max(1, int(getattr(settings, "TIERLAB_PLAN_CHUNK_CANDIDATES", DEFAULT_CHUNK_CANDIDATES)))
+    return max(1, int(getattr(settings, "TIERLAB_PLAN_CHUNKS", DEFAULT_CHUNKS)), -(-total // per))
+
+
+def parse(spec) -> dict:
+    """The plan spec checked by the engine with the catalog's presets (ScenarioError)."""
+    if isinstance(spec, dict) and isinstance(spec.get("cluster"), dict) and spec["cluster"].get("profile") is not None:
+        raise InputError("spec.cluster.profile", "cluster profiles are not supported by the planner yet")
+    try:
+        return planner.parse_spec(spec, **services.catalog_lookups())
+    except ScenarioError as exc:
+        raise InputError(f"spec.{exc.field}", exc.message) from None
+
+
+def create_plan(owner, spec, name: str = "") -> Plan:
+    """A plan of ``spec`` owned by ``owner``, its chunks queued. Raises InputError naming
+    the spec's field (``spec.space.tensor_parallel.1``); nothing is saved then."""
+    parsed = parse(spec)
+    model = spec["model"] if isinstance(spec["model"], str) else (spec["model"].get("preset") or "model")
+    node = spec["cluster"].get("node") or "cluster"
+    default = f"Plan: {model} on {node}, {parsed['objective'].replace('_', ' ')}"
+    plan = Plan.objects.create(owner=owner, name=((name or "").strip() or default)[:200], spec=spec,
+                               total_candidates=parsed["num_candidates"],
+                               engine_version=simulation.ENGINE_VERSION)
+    now = timezone.now()
+    splits = planner.plan_chunks(parsed, n_chunks(parsed["num_candidates"]))
+    chunks = []
+    for k, n in splits:
+        lo, hi = parsed["num_candidates"] * k // n, parsed["num_candidates"] * (k + 1) // n
+        chunks.append(PlanChunk.objects.create(plan=plan, index=k, n_chunks=n, size=hi - lo,
+                                               celery_task_id=str(uuid.uuid4()), enqueued_at=now))
+    transaction.on_commit(lambda: [enqueue(c) for c in chunks])
+    return plan
+
+
+def enqueue(chunk: PlanChunk) -> None:
+    """Send a chunk to the worker queue; a broker failure fails the chunk instead of hiding it."""
+    from tierlab.dashboard.tasks import run_plan_chunk
+
+    try:
+        run_plan_chunk.apply_async(args=[chunk.pk], task_id=chunk.celery_task_id,
+                                   queue=settings.TIERLAB_RUN_QUEUE, time_limit=None, soft_time_limit=None)
+    except Exception as exc:  # broker down or misconfigured
+        log.exception("could not queue plan chunk %s", chunk.pk)
+        finish_chunk(chunk, None, PlanChunk.Status.FAILED,
+                     f"could not queue the chunk: the task broker is unavailable ({exc})")
+
+
+def send_again(chunk: PlanChunk, *, count_requeue: bool, expect_status: str) -> bool:
+    return jobs.send_again(chunk, reset=dict(done=0, feasible=0, best=None), count_requeue=count_requeue,
+                           expect_status=expect_status, enqueue=enqueue)
+
+
+def recover_chunks_of(worker: str, started_before=None) -> int:
+    """At a worker's start: its chunks left ``running`` by an earlier process are queued again."""
+    return jobs.requeue_left_running(PlanChunk, worker, started_before, send_again, "plan chunk", log)
+
+
+def cancel_plan(plan: Plan) -> Plan:
+    """Stop the plan: queued chunks now, running ones at their next progress write.
+    Raises InputError (``status``) when it has already finished."""
+    with transaction.atomic():
+        plan = Plan.objects.select_for_update().get(pk=plan.pk)
+        if plan.is_finished:
+            raise InputError("status", f"the plan has already {'been ' if plan.status == 'cancelled' else ''}"
+                                       f"{plan.status}; only a queued or running plan can be cancelled")
+        now = timezone.now()
+        plan.cancelled, plan.status, plan.finished_at = True, Plan.Status.CANCELLED, now
+        plan.save(update_fields=["cancelled", "status", "finished_at"])
+        PlanChunk.objects.filter(plan=plan, status=PlanChunk.Status.QUEUED).update(
+            status=PlanChunk.Status.CANCELLED, error="cancelled before it ran", finished_at=now)
+        _settle(plan)
+    return plan
+
+
+# ---------------------------------------------------------------- a chunk, in the worker
+def _settle(plan: Plan) -> None:
+    """Once no chunk is queued or running: the merged answer of the chunks that finished,
+    and the plan's status. The caller holds the plan's row (select_for_update)."""
+    chunks = list(plan.chunks.all())
+    if any(c.status in (PlanChunk.Status.QUEUED, PlanChunk.Status.RUNNING) for c in chunks):
+        return
+    done = [c for c in chunks if c.status == PlanChunk.Status.DONE]
+    failed = [c for c in chunks if c.status == PlanChunk.Status.FAILED]
+    fields = {}
+    if done:
+        fields["result"] = planner.merge(plan.spec, [c.result for c in done], **services.catalog_lookups())
+    if not plan.is_finished:
+        fields["status"] = Plan.Status.FAILED if failed else Plan.Status.SUCCEEDED
+        fields["finished_at"] = timezone.now()
+    if failed:
+        fields["error"] = (f"{len(failed)} of {len(chunks)} chunks failed: "
+                           + "; ".join(sorted({c.error for c in failed})))
+    Plan.objects.filter(pk=plan.pk).update(**fields)
+
+
+def finish_chunk(chunk: PlanChunk, result: dict | None, status: str, reason: str = "") -> None:
+    with transaction.atomic():
+        plan = Plan.objects.select_for_update().get(pk=chunk.plan_id)
+        fields = dict(status=status, error=reason, finished_at=timezone.now())
+        if result is not None:
+            fields.update(result=result, done=result["done"], feasible=result["feasible"],
+                          best=_best_of(result))
+        PlanChunk.objects.filter(pk=chunk.pk).update(**fields)
+        _settle(plan)
+
+
+def _best_of(result: dict) -> dict | None:
+    kept = result.get("kept") or []
+    if not kept:
+        return None
+    best = min(kept, key=lambda r: (r["objective"], r["step_time_s"], r["index"]))
+    return planner._brief(best)
+
+
+def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
+    """Body of the Celery task: search the chunk's candidates and record the result.
+
+    A redelivered chunk that already finished does nothing, nor does a superseded message;
+    one left running by a dead worker starts over, unless it was started
+    ``TIERLAB_RUN_MAX_ATTEMPTS`` times already (then it fails).
+    """
+    chunk = PlanChunk.objects.select_related("plan").filter(pk=chunk_id).first()
+    if chunk is None or chunk.status in PlanChunk.FINISHED:
+        return
+    if task_id and chunk.celery_task_id and task_id != chunk.celery_task_id:
+        log.info("plan chunk %s: task %s was superseded by %s", chunk_id, task_id, chunk.celery_task_id)
+        return
+    plan = chunk.plan
+    if plan.cancelled:
+        finish_chunk(chunk, None, PlanChunk.Status.CANCELLED, "cancelled before it ran")
+        return
+    max_attempts = getattr(settings, "TIERLAB_RUN_MAX_ATTEMPTS", 3)
+    if chunk.attempts >= max_attempts:
+        finish_chunk(chunk, None, PlanChunk.Status.FAILED,
+                     f"worker lost: the chunk was started {chunk.attempts} times and its worker died "
+                     "each time (killed, out of memory?); not trying again")
+        return
+    now = timezone.now()
+    from django.db.models import F
+
+    claimed = PlanChunk.objects.filter(
+        pk=chunk.pk, status__in=[PlanChunk.Status.QUEUED, PlanChunk.Status.RUNNING]).update(
+        status=PlanChunk.Status.RUNNING, started_at=now, done=0, feasible=0, best=None,
+        attempts=F("attempts") + 1, celery_task_id=task_id or chunk.celery_task_id,
+        worker=worker or chunk.worker)
+    if not claimed:
+        return
+    Plan.objects.filter(pk=plan.pk, status=Plan.Status.QUEUED).update(status=Plan.Status.RUNNING, started_at=now)
+
+    def progress(p: dict) -> None:
+        PlanChunk.objects.filter(pk=chunk.pk).update(done=p["done"], feasible=p["feasible"], best=p["best"])
+        if Plan.objects.filter(pk=plan.pk, cancelled=True).exists():
+            raise _Cancelled
+
+    result, status, reason = None, PlanChunk.Status.DONE, ""
+    try:
+        if settings.TIERLAB_TEST_TASK_SLEEP_S:
+            services._test_sleep()
+        if Plan.objects.filter(pk=plan.pk, cancelled=True).exists():
+            raise _Cancelled
+        result = planner.plan_chunk(plan.spec, chunk.index, chunk.n_chunks, progress=progress,
+                                    every=PROGRESS_EVERY, **services.catalog_lookups())
+    except _Cancelled:
+        status, reason = PlanChunk.Status.CANCELLED, "cancelled"
+    except SoftTimeLimitExceeded:
+        status, reason = PlanChunk.Status.FAILED, (
+            f"time limit exceeded: the chunk ran longer than {settings.CELERY_TASK_SOFT_TIME_LIMIT} s")
+    except Exception as exc:
+        log.exception("plan chunk %s failed", chunk_id)
+        status, reason = PlanChunk.Status.FAILED, f"engine error: {type(exc).__name__}: {exc}"
+    finish_chunk(chunk, result, status, reason)
+
+
+def fail_chunk_after_hard_limit(chunk_id: int, limit_s: float) -> None:
+    chunk = PlanChunk.objects.filter(pk=chunk_id).first()
+    if chunk is not None and chunk.status not in PlanChunk.FINISHED:
+        finish_chunk(chunk, None, PlanChunk.Status.FAILED,
+                     f"time limit exceeded: the chunk ran longer than {limit_s:g} s (hard limit; "
+                     "its process was killed)")
+
+
+def check_chunks() -> int:
+    """The read-time check: lost messages are sent again (at most ``RUN_MAX_REQUEUES``
+    times), chunks whose worker died are sent again to resume the search (at most
+    ``RUN_MAX_ATTEMPTS`` starts), else failed with the reason."""
+    n = 0
+    for chunk in PlanChunk.lost():
+        with transaction.atomic():
+            if chunk.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
+                n += send_again(chunk, count_requeue=True, expect_status=PlanChunk.Status.QUEUED)
+                continue
+        finish_chunk(chunk, None, PlanChunk.Status.FAILED,
+                     f"not started: no worker took the chunk within {settings.TIERLAB_RUN_QUEUED_TIMEOUT_S} s")
+        n += 1
+    for chunk in PlanChunk.stale():
+        if chunk.attempts < getattr(settings, "TIERLAB_RUN_MAX_ATTEMPTS", 3):
+            with transaction.atomic():
+                n += send_again(chunk, count_requeue=False, expect_status=PlanChunk.Status.RUNNING)
+            continue
+        finish_chunk(chunk, None, PlanChunk.Status.FAILED,
+                     f"worker lost: the chunk was still running {settings.TIERLAB_RUN_STALE_AFTER_S} s "
+                     "after it started (past the time limit)")
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------- what the page reads
+def plan_payload(plan: Plan) -> dict:
+    check_chunks()
+    plan.refresh_from_db()
+    chunks = list(plan.chunks.all())
+    done = sum(c.done for c in chunks)
+    bests = [c.best for c in chunks if c.best]
+    best = min(bests, key=lambda b: (b["objective"], b["step_time_s"], b["index"])) if bests else None
+    return {
+        "id": plan.pk, "name": plan.name, "owner": plan.owner.get_username(), "spec": plan.spec,
+        "status": plan.status, "cancelled": plan.cancelled,
+        "progress": min(1.0, done / plan.total_candidates) if plan.total_candidates else 1.0,
+        "done": done, "feasible": sum(c.feasible for c in chunks),
+        "total_candidates": plan.total_candidates, "chunks": len(chunks),
+        "workers": sorted({c.worker for c in chunks if c.worker}),
+        "best_so_far": best, "result": plan.result, "error": plan.error,
+        "engine_version": plan.engine_version, "url": plan.get_absolute_url(),
+        "created_at": plan.created_at, "started_at": plan.started_at, "finished_at": plan.finished_at,
+    }
+
+
+def _row(plan: Plan, rank) -> dict:
+    try:
+        rank = int(rank)
+    except (TypeError, ValueError):
+        raise InputError("rank", f"must be a whole number, got {rank!r}") from None
+    rows = (plan.result or {}).get("top") or []
+    if not 1 <= rank <= len(rows):
+        raise InputError("rank", f"the plan has {len(rows)} ranked candidate(s); got {rank}"
+                         if plan.result else "the plan has no answer yet")
+    return rows[rank - 1]
+
+
+def save_as_scenario(owner, plan: Plan, rank, name: str = "") -> Scenario:
+    """Candidate ``rank`` (1 = best) of the plan as a new scenario of ``owner``."""
+    row = _row(plan, rank)
+    c = row["choices"]
+    default = (f"{plan.name} #{row['rank']}: {c['num_nodes']} node(s), TP {c['tensor_parallel']} "
+               f"PP {c['pipeline_parallel']} {c['strategy']}")
+    return Scenario.objects.create(owner=owner, name=((name or "").strip() or default)[:200],
+                                   spec=row["scenario"])
+
+
+def compare_top(owner, plan: Plan, count: int = 3):
+    """The plan's top ``count`` (at most 3 by default) saved as scenarios and compared."""
+    plan = owned_for(Plan, owner, plan.pk, "plan", "compare")
+    rows = (plan.result or {}).get("top") or []
+    if len(rows) < 2:
+        raise InputError("plan", "a comparison needs at least two ranked candidates"
+                         if plan.result else "the plan has no answer yet")
+    saved = [save_as_scenario(owner, plan, r["rank"]) for r in rows[:count]]
+    return comparisons.create_comparison(owner, [s.pk for s in saved], f"{plan.name}: top {len(saved)}")
