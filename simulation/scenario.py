@@ -857,7 +857,7 @@ def _scale_price(cluster: dict, tpl: dict | None, given: dict) -> None:
 
 def node_figures(sc: Scenario) -> dict:
     """The node's tier figures as the checkpoint model's keyword arguments."""
-    return _node_figures(sc.cluster)
+    return _node_figures_of(sc.cluster)
 
 
 def _node_figures(c: ClusterSpec) -> dict:
@@ -882,3 +882,5 @@ def _check_checkpoint_target(checkpoint: CheckpointSpec, cluster: ClusterSpec) -
 
 
 _checked_target = ByIdentity(_check_checkpoint_target)
+# Callers unpack it (``**``), so the remembered dict is never changed.
+_node_figures_of = ByIdentity(_node_figures)
