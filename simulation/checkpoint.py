@@ -34,12 +34,13 @@ goodput   Daly's (2006) expected wall time for exponential failures gives
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .errors import ScenarioError
-from .fields import choice_field as _choice, drop_none, int_field as _int, num_field as _num, plain
+from .fields import (choice_field as _choice, drop_none, field_names, int_field as _int,
+                     num_field as _num, plain)
 
 CONTENTS = ("model_states", "weights_only")
 METHODS = ("blocking", "async", "in_memory_then_flush")
@@ -141,7 +142,7 @@ class CheckpointSpec:
         d = {} if d is None else d
         if not isinstance(d, dict):
             raise ScenarioError(path, f"must be an object, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
+        known = field_names(cls)
         for k in d:
             if k not in known:
                 raise ScenarioError(f"{path}.{k}", f"unknown field; known fields: {', '.join(sorted(known))}")
@@ -410,18 +411,20 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
                         gpus_per_node: int, num_nodes: int, state_bytes_per_param: dict,
                         host_link_bytes_per_s: float, nic_bytes_per_s: float | None,
                         nvme_write_bytes_per_s: float | None, step_time_s: float | None = None,
-                        **node_tiers) -> dict:
+                        target: Target | None = None, **node_tiers) -> dict:
     """Cost, interval and goodput of ``spec`` on a cluster; JSON-ready.
 
     ``node_tiers`` (optional, per node): ``nvme_read_bytes_per_s``, ``nvme_capacity_bytes``,
     ``ddr_capacity_bytes``, ``cxl_write_bytes_per_s``, ``cxl_read_bytes_per_s``,
     ``cxl_capacity_bytes``. With ``step_time_s`` the interval is a whole number of steps.
+    ``target``: ``resolve_target`` of ``spec`` on this node, when the caller has it.
     """
     if not num_params > 0:
         raise ScenarioError("model.num_params", f"must be > 0, got {num_params!r}")
-    tgt = resolve_target(spec, gpus_per_node=gpus_per_node, host_link_bytes_per_s=host_link_bytes_per_s,
-                         nic_bytes_per_s=nic_bytes_per_s, nvme_write_bytes_per_s=nvme_write_bytes_per_s,
-                         num_nodes=num_nodes, **node_tiers)
+    tgt = target or resolve_target(
+        spec, gpus_per_node=gpus_per_node, host_link_bytes_per_s=host_link_bytes_per_s,
+        nic_bytes_per_s=nic_bytes_per_s, nvme_write_bytes_per_s=nvme_write_bytes_per_s,
+        num_nodes=num_nodes, **node_tiers)
     in_mem, peer = spec.method == "in_memory_then_flush", num_nodes > 1
     sz = checkpoint_size_bytes(num_params, state_bytes_per_param, spec, num_gpus)
     size, shard, full = sz["size_bytes"], sz["shard_bytes"], sz["full_bytes"]

@@ -18,7 +18,7 @@ from .parallel import layout
 from .recsys import moe_designs
 from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
-from .scenario import Scenario, node_figures
+from .scenario import Scenario, checkpoint_target, node_figures
 from .states import state_bytes
 from .step import achieved_flops, background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
@@ -156,7 +156,7 @@ def _checkpoint(sc: Scenario, spec, pc, lay, sb, step_s) -> dict:
     checkpoint section, or it without the Monte-Carlo) on this cluster's tiers."""
     return evaluate_checkpoint(spec, num_params=pc.total, num_gpus=lay.num_gpus,
                                state_bytes_per_param=sb.to_dict(), step_time_s=step_s,
-                               **node_figures(sc))
+                               target=checkpoint_target(sc), **node_figures(sc))
 
 
 # A sweep's checkpoint section without the Monte-Carlo: one copy per section object.
