@@ -23,6 +23,13 @@
    holds on any machine. The goals were set where llm-analysis evaluates about 6,600 per
    second: 20,000 quick estimates per second is 3.0x llm-analysis, 2,000 full evaluations
    0.30x. ``pip install llm-analysis`` (and ``simpy`` for 1.) to measure them.
+4. Calculon (calculon-ai/calculon, not on PyPI) on Korthikanti et al. 2022 Table 5's eight
+   runs, read from its own model, execution and system files, against the engine's full
+   evaluation (``detail=False``) of scenarios written from the same numbers, in the same
+   rounds; the ratio is printed only after checking that both computed the same run (GPUs,
+   global batch, parameter count, step time within 25 %). Issue #13's goal: >= 3x.
+   ``--calculon DIR`` (or ``CALCULON_DIR``): a checkout, installed with
+   ``pip install DIR pandas psutil`` (its package imports both).
 """
 
 from __future__ import annotations
@@ -190,6 +197,83 @@ def llm_analysis_calls():
     return call, configs
 
 
+CALCULON_RUNS = [(m, r) for m in ("megatron-22B", "gpt3-175B", "turing-530B", "megatron-1T")
+                 for r in ("full", "seqsel")]
+
+
+def calculon_calls(base_dir):
+    """``(call, configs, engine_scenarios)`` for Calculon on Korthikanti et al. 2022 Table 5's
+    eight runs, read from its own files (``models/``, ``validation/seqsel/tab5/``,
+    ``systems/a100_80e.json``, as its ``llm-validation`` command reads them), with the
+    engine's scenario for each written from the same numbers; None without Calculon."""
+    if not base_dir:
+        return None
+    import json
+    import logging
+    try:
+        import calculon
+        from calculon.llm import Llm
+    except ImportError:
+        return None
+
+    def read(*parts):
+        with open(os.path.join(base_dir, *parts)) as f:
+            return json.load(f)
+
+    log = logging.getLogger("bench.calculon")
+    log.setLevel(logging.WARNING)         # quiet: its per-layer debug lines are never formatted
+    system = calculon.System(read("systems", "a100_80e.json"))
+
+    def call(cfg):
+        app_json, exe_json = cfg
+        m = Llm(Llm.Application(app_json), log)
+        m.compile(system, Llm.Execution.from_json(exe_json))
+        m.run(system)
+        return m
+
+    configs, scenarios = [], []
+    for model, run in CALCULON_RUNS:
+        app, exe = read("models", f"{model}.json"), read("validation", "seqsel", "tab5", f"{model}_{run}.json")
+        configs.append((app, exe))
+        seqsel = exe["activation_recompute"] == "attn_only"     # selective + sequence parallel
+        tr = {"micro_batch_size": exe["microbatch_size"], "global_batch_size": exe["batch_size"],
+              "seq_len": app["seq_size"], "precision": "bf16",
+              "recompute": "selective" if seqsel else "full", "sequence_parallel": seqsel,
+              "tensor_parallel": exe["tensor_par"], "pipeline_parallel": exe["pipeline_par"]}
+        if exe["pipeline_interleaving"] > 1:
+            tr["interleave_stages"] = exe["pipeline_interleaving"]
+        scenarios.append({
+            "model": {"num_layers": app["num_blocks"], "hidden_size": app["hidden"],
+                      "num_attention_heads": app["attn_heads"], "ffn_hidden_size": app["feedforward"],
+                      "vocab_size": 51200, "gated_mlp": False, "tied_embeddings": True,
+                      "position_embedding": "learned", "norm": "layernorm", "linear_bias": True,
+                      "max_seq_len": app["seq_size"]},
+            "cluster": {"node": "dgx-a100-80gb", "num_nodes": exe["num_procs"] // 8},
+            "training": tr, "strategy": {"kind": "ddp"}})
+    return call, configs, scenarios
+
+
+def calculon_agrees(cal, step_rel=0.25):
+    """True when Calculon and the engine computed the same thing on every run: the same
+    GPUs and global batch, parameter counts within 0.1 %, and step times within
+    ``step_rel`` of each other (two models of one measured run); else what differs."""
+    call, configs, scenarios = cal
+    from calculon.llm import Llm
+    for (app, exe), d in zip(configs, scenarios):
+        m, r = call((app, exe)), evaluate_dict(d, detail=False)
+        name = f"{app['num_blocks']} layers, {exe['num_procs']} GPUs, {exe['activation_recompute']}"
+        p_cal, p_eng = Llm.Application(app).num_parameters(), r["model"]["num_params"]
+        if r["parallelism"]["num_gpus"] != exe["num_procs"] or \
+                r["parallelism"]["global_batch_size"] != exe["batch_size"]:
+            return f"{name}: GPUs or global batch differ"
+        if abs(p_eng / p_cal - 1) > 1e-3:
+            return f"{name}: {p_eng:.4g} parameters against Calculon's {p_cal:.4g}"
+        s_cal, s_eng = m.get_stats_json(False)["total_time"], r["step"].get("time_s")
+        if not s_eng or abs(s_eng / s_cal - 1) > step_rel:
+            return f"{name}: step {s_eng} s against Calculon's {s_cal:.3f} s"
+    return True
+
+
 def timeit(fn, min_s):
     reps, t0 = 0, time.perf_counter()
     while True:
@@ -203,6 +287,9 @@ def timeit(fn, min_s):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--calculon", metavar="DIR", default=os.environ.get("CALCULON_DIR"),
+                    help="a checkout of calculon-ai/calculon (its model, execution and system "
+                         "files; the package importable): measure it side by side")
     args = ap.parse_args()
     min_s = 0.5 if args.quick else 2.0
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
@@ -235,6 +322,10 @@ def main():
     la = llm_analysis_calls()
     if la:
         work["llm-analysis"] = la
+    cal = calculon_calls(args.calculon)
+    if cal:
+        work["calculon"] = cal[:2]
+        work["full-t5"] = (lambda d: evaluate_dict(d, detail=False), cal[2])
     t = best_rounds(work, 3 * min_s)
     t_full, t_detail, t_quick = t["full"], t["detail"], t["quick"]
     print(f"\n2. scenario evaluations, one core, cycling through {len(grid)} distinct Llama-2-70B "
@@ -246,14 +337,29 @@ def main():
     print(f"   quick, every memo cleared before each call {1 / t_cold:9,.0f} /s   ({t_cold * 1e3:.3f} ms each)")
     if not la:
         print("\n3. llm-analysis not installed (pip install llm-analysis)")
+    else:
+        t_la = t["llm-analysis"]
+        print(f"\n3. llm-analysis train(), {len(la[1])} valid LLaMA-65B (80-layer) configurations on H100 SXM, "
+              "same run, same rounds")
+        print(f"   llm-analysis (analytic memory + step)     {1 / t_la:10,.0f} /s   ({t_la * 1e3:.3f} ms each)")
+        print(f"   tierlab full / llm-analysis               {t_la / t_full:10.2f} x   (goal >= 0.30x: 2,000 where it does 6,600)")
+        print(f"   tierlab quick / llm-analysis              {t_la / t_quick:10.2f} x   (goal >= 3.0x: 20,000 where it does 6,600)")
+        print(f"   tierlab quick, memos cleared / llm-analysis {t_la / t_cold:8.2f} x   (issue #17: >= 3x on inputs never seen)")
+    if not cal:
+        print("\n4. Calculon not measured (--calculon DIR: a checkout of calculon-ai/calculon, "
+              "pip install DIR pandas psutil)")
         return
-    t_la = t["llm-analysis"]
-    print(f"\n3. llm-analysis train(), {len(la[1])} valid LLaMA-65B (80-layer) configurations on H100 SXM, "
-          "same run, same rounds")
-    print(f"   llm-analysis (analytic memory + step)     {1 / t_la:10,.0f} /s   ({t_la * 1e3:.3f} ms each)")
-    print(f"   tierlab full / llm-analysis               {t_la / t_full:10.2f} x   (goal >= 0.30x: 2,000 where it does 6,600)")
-    print(f"   tierlab quick / llm-analysis              {t_la / t_quick:10.2f} x   (goal >= 3.0x: 20,000 where it does 6,600)")
-
+    _, configs, scenarios = cal
+    print(f"\n4. Calculon, Korthikanti et al. 2022 Table 5's {len(configs)} runs from its own files, "
+          "the engine on the same configurations, same run, same rounds")
+    same = calculon_agrees(cal)
+    if same is not True:
+        print(f"   not the same computation, no ratio: {same}")
+        return
+    t_cal, t_t5 = t["calculon"], t["full-t5"]
+    print(f"   Calculon (compile + run, logging quiet)   {1 / t_cal:10,.0f} /s   ({t_cal * 1e3:.3f} ms each)")
+    print(f"   tierlab full on the same runs             {1 / t_t5:10,.0f} /s   ({t_t5 * 1e3:.3f} ms each)")
+    print(f"   tierlab full / Calculon                   {t_cal / t_t5:10.2f} x   (issue #13: >= 3x)")
 
 if __name__ == "__main__":
     main()

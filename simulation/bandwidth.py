@@ -39,15 +39,30 @@ def analysis(seq: int, bsz: int, hidden: int, peak_flops: float, tiers: dict,
 
     ``tiers``: name -> per-GPU bandwidth (bytes/s) of this node's DDR, CXL, NVMe.
     """
-    bw = np.logspace(9, 13, points)
-    out = {"bandwidth_bytes_per_s": bw.tolist(), "target_efficiency": target,
+    bw = _bandwidths(points)
+    out = {"bandwidth_bytes_per_s": list(bw), "target_efficiency": target,
            "achievable_flops": peak_flops, "curves": {}, "tiers": []}
+    # Plain floats: +, * and / round as numpy's float64 do, without numpy's per-call cost
+    # on 40 points (the same values as ``efficiency``).
+    pk = float(peak_flops)
     for name, ait in intensities(seq, bsz, hidden).items():
         out["curves"][name] = {"arithmetic_intensity": ait,
-                               "efficiency": efficiency(ait, bw, peak_flops).tolist(),
+                               "efficiency": [ait * b / (ait * b + pk) for b in bw],
                                "bandwidth_needed_bytes_per_s": bandwidth_for(ait, target, peak_flops)}
     for tier, tbw in tiers.items():
+        tbw_f = float(tbw)
         out["tiers"].append({"tier": tier, "bytes_per_s": tbw, "efficiency": {
-            k: float(efficiency(c["arithmetic_intensity"], tbw, peak_flops))
+            k: c["arithmetic_intensity"] * tbw_f / (c["arithmetic_intensity"] * tbw_f + pk)
             for k, c in out["curves"].items()}})
     return out
+
+
+_BANDWIDTHS: dict = {}
+
+
+def _bandwidths(points: int) -> tuple:
+    """``np.logspace(9, 13, points)`` as a tuple of floats, computed once per ``points``."""
+    bw = _BANDWIDTHS.get(points)
+    if bw is None:
+        bw = _BANDWIDTHS[points] = tuple(np.logspace(9, 13, points).tolist())
+    return bw

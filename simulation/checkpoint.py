@@ -34,12 +34,13 @@ goodput   Daly's (2006) expected wall time for exponential failures gives
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .errors import ScenarioError
-from .fields import choice_field as _choice, drop_none, int_field as _int, num_field as _num, plain
+from .fields import (choice_field as _choice, drop_none, field_names, int_field as _int,
+                     num_field as _num, plain)
 
 CONTENTS = ("model_states", "weights_only")
 METHODS = ("blocking", "async", "in_memory_then_flush")
@@ -141,7 +142,7 @@ class CheckpointSpec:
         d = {} if d is None else d
         if not isinstance(d, dict):
             raise ScenarioError(path, f"must be an object, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
+        known = field_names(cls)
         for k in d:
             if k not in known:
                 raise ScenarioError(f"{path}.{k}", f"unknown field; known fields: {', '.join(sorted(known))}")
@@ -331,12 +332,14 @@ def goodput(interval_s, cost_s, mtbf_s, restart_s=0.0):
 
 
 def waste_parts(interval_s: float, cost_s: float, mtbf_s: float, restart_s: float = 0.0,
-                lag_s: float = 0.0) -> dict:
+                lag_s: float = 0.0, goodput_value: float | None = None) -> dict:
     """``1 - goodput(tau, C, M, R + lag)`` split in proportion to the first-order terms:
-    checkpoint C/tau, rework ((tau + C)/2 + lag)/M and restart R/M."""
+    checkpoint C/tau, rework ((tau + C)/2 + lag)/M and restart R/M. ``goodput_value``:
+    that goodput when the caller has it already."""
     terms = dict(checkpoint=cost_s / interval_s,
                  rework=((interval_s + cost_s) / 2 + lag_s) / mtbf_s, restart=restart_s / mtbf_s)
-    total = 1.0 - goodput(interval_s, cost_s, mtbf_s, restart_s + lag_s)
+    g = goodput(interval_s, cost_s, mtbf_s, restart_s + lag_s) if goodput_value is None else goodput_value
+    total = 1.0 - g
     s = sum(terms.values())
     return {k: (v / s * total if s else 0.0) for k, v in terms.items()}
 
@@ -345,6 +348,23 @@ def goodput_curve(intervals_s, cost_s: float, mtbf_s: float, restart_s: float = 
     """``(intervals, goodput)`` as numpy arrays, for a chart."""
     x = np.asarray(intervals_s, dtype=float)
     return x, np.atleast_1d(goodput(x, cost_s, mtbf_s, restart_s))
+
+
+_CURVE_POINTS = 61
+_CURVE_STEPS = np.arange(_CURVE_POINTS, dtype=np.float64)
+
+
+def curve_intervals(lo_s: float, hi_s: float) -> np.ndarray:
+    """``np.geomspace(lo_s, hi_s, 61)`` for ``0 < lo_s < hi_s``, bit for bit: the same numpy
+    operations as its ``logspace``/``linspace`` (numpy/_core/function_base.py), without
+    their argument handling, which costs more than the 61 points on every evaluation."""
+    log_lo, log_hi = np.log10(lo_s), np.log10(hi_s)
+    y = _CURVE_STEPS * ((log_hi - log_lo) / (_CURVE_POINTS - 1))
+    y += log_lo
+    y[-1] = log_hi
+    out = np.power(10.0, y)
+    out[0], out[-1] = lo_s, hi_s
+    return out
 
 
 def monte_carlo(interval_s: float, cost_s: float, mtbf_s: float, restart_s: float = 0.0, *,
@@ -391,18 +411,20 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
                         gpus_per_node: int, num_nodes: int, state_bytes_per_param: dict,
                         host_link_bytes_per_s: float, nic_bytes_per_s: float | None,
                         nvme_write_bytes_per_s: float | None, step_time_s: float | None = None,
-                        **node_tiers) -> dict:
+                        target: Target | None = None, **node_tiers) -> dict:
     """Cost, interval and goodput of ``spec`` on a cluster; JSON-ready.
 
     ``node_tiers`` (optional, per node): ``nvme_read_bytes_per_s``, ``nvme_capacity_bytes``,
     ``ddr_capacity_bytes``, ``cxl_write_bytes_per_s``, ``cxl_read_bytes_per_s``,
     ``cxl_capacity_bytes``. With ``step_time_s`` the interval is a whole number of steps.
+    ``target``: ``resolve_target`` of ``spec`` on this node, when the caller has it.
     """
     if not num_params > 0:
         raise ScenarioError("model.num_params", f"must be > 0, got {num_params!r}")
-    tgt = resolve_target(spec, gpus_per_node=gpus_per_node, host_link_bytes_per_s=host_link_bytes_per_s,
-                         nic_bytes_per_s=nic_bytes_per_s, nvme_write_bytes_per_s=nvme_write_bytes_per_s,
-                         num_nodes=num_nodes, **node_tiers)
+    tgt = target or resolve_target(
+        spec, gpus_per_node=gpus_per_node, host_link_bytes_per_s=host_link_bytes_per_s,
+        nic_bytes_per_s=nic_bytes_per_s, nvme_write_bytes_per_s=nvme_write_bytes_per_s,
+        num_nodes=num_nodes, **node_tiers)
     in_mem, peer = spec.method == "in_memory_then_flush", num_nodes > 1
     sz = checkpoint_size_bytes(num_params, state_bytes_per_param, spec, num_gpus)
     size, shard, full = sz["size_bytes"], sz["shard_bytes"], sz["full_bytes"]
@@ -443,9 +465,11 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
         steps = max(1, round(interval / step_time_s), math.ceil(floor / step_time_s - 1e-9))
         interval = steps * step_time_s
     r_eff = restart + lag              # a write in flight at a failure is lost: more rework
-    g = goodput(interval, stall, mtbf, r_eff)
     lo = max(floor, daly / 30, 1e-3)
-    xs, ys = goodput_curve(np.geomspace(lo, max(daly * 30, lo * 100), 61), stall, mtbf, r_eff)
+    xs = curve_intervals(lo, max(daly * 30, lo * 100))
+    # The chosen interval and the chart's in one numpy call (element-wise: the same values).
+    gs = goodput(np.concatenate(((interval,), xs)), stall, mtbf, r_eff)
+    g, ys = float(gs[0]), gs[1:]
     mc = None
     if spec.monte_carlo_runs:
         mc = monte_carlo(interval, stall, mtbf, restart, lag_s=lag, run_length_s=spec.run_length_s,
@@ -468,7 +492,7 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
         interval_steps=steps, young_interval_s=young, daly_interval_s=daly,
         mtbf_s=mtbf, gpu_failure_rate_per_hour=None if spec.mtbf_s else rate,
         restart_s=restart, restart=dict(detect_s=spec.detect_s, reload_s=reload, warmup_s=spec.warmup_s),
-        goodput=g, waste_fraction=1.0 - g, waste_parts=waste_parts(interval, stall, mtbf, restart, lag),
+        goodput=g, waste_fraction=1.0 - g, waste_parts=waste_parts(interval, stall, mtbf, restart, lag, g),
         target=dict(tgt.to_dict(), stored_bytes=stored, fits=fits),
         traffic=dict(host_link_bytes_per_gpu=shard if via_host else 0.0,
                      nic_bytes_per_node=nic_bytes, host_buffer_bytes_per_node=host_buffer,

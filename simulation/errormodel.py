@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .compute import DEFAULT_COMPUTE_EFFICIENCY, uses_work_model
+
 MODEL_PATH = Path(__file__).parent / "data" / "error_model.json"
 
 STEP_KIND_LABELS = {
@@ -62,7 +64,6 @@ def gpu_generation(sc) -> str:
 def compute_setting(sc) -> str:
     """``work`` (the work compute model) or ``constant 0.55`` (the constant model at that
     fraction of peak): a band holds only for the compute setting its cases ran with."""
-    from .compute import DEFAULT_COMPUTE_EFFICIENCY, uses_work_model
     if uses_work_model(sc):
         return "work"
     return f"constant {sc.training.compute_efficiency or DEFAULT_COMPUTE_EFFICIENCY:g}"

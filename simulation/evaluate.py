@@ -11,13 +11,14 @@ from .checkpoint import evaluate_checkpoint
 from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
+from .memo import ByIdentity
 from .memory import MOMENTS, add_fragmentation, build_parts, tier_summaries
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
 from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
-from .scenario import Scenario, node_figures
+from .scenario import Scenario, checkpoint_target, node_figures
 from .states import state_bytes
 from .step import achieved_flops, background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
@@ -80,10 +81,10 @@ def evaluate(sc: Scenario, include_step: bool = True,
     step_s = perf["step"]["time_s"] if perf.get("step", {}).get("available") else None
     if step_s is not None:          # a lookup in the recorded error model
         perf["step"].update(step_band(sc, lay.num_gpus, pc.total, step_s))
-    ck = sc
-    if not detail and sc.checkpoint.monte_carlo_runs:
-        ck = dataclasses.replace(sc, checkpoint=dataclasses.replace(sc.checkpoint, monte_carlo_runs=0))
-    checkpoint = _checkpoint(ck, pc, lay, sb, step_s) if include_step else {}
+    spec = sc.checkpoint
+    if not detail and spec.monte_carlo_runs:
+        spec = _without_monte_carlo(spec)
+    checkpoint = _checkpoint(sc, spec, pc, lay, sb, step_s) if include_step else {}
     if checkpoint and step_s and checkpoint.get("background_s", 0) > 0:
         per_step = background_slowdown(sc, pc, lay, sb, checkpoint["shard_bytes"],
                                        checkpoint["background_s"],
@@ -150,11 +151,16 @@ def _moe_designs(sc: Scenario, pc, lay, sb, compute_s: float) -> dict:
                        network_efficiency=sc.training.network_efficiency)
 
 
-def _checkpoint(sc: Scenario, pc, lay, sb, step_s) -> dict:
-    """Checkpoint size, stall, best interval and goodput on this cluster's tiers."""
-    return evaluate_checkpoint(sc.checkpoint, num_params=pc.total, num_gpus=lay.num_gpus,
+def _checkpoint(sc: Scenario, spec, pc, lay, sb, step_s) -> dict:
+    """Checkpoint size, stall, best interval and goodput of ``spec`` (the scenario's
+    checkpoint section, or it without the Monte-Carlo) on this cluster's tiers."""
+    return evaluate_checkpoint(spec, num_params=pc.total, num_gpus=lay.num_gpus,
                                state_bytes_per_param=sb.to_dict(), step_time_s=step_s,
-                               **node_figures(sc))
+                               target=checkpoint_target(sc), **node_figures(sc))
+
+
+# A sweep's checkpoint section without the Monte-Carlo: one copy per section object.
+_without_monte_carlo = ByIdentity(lambda spec: dataclasses.replace(spec, monte_carlo_runs=0))
 
 
 def _offload_bw(sc: Scenario, lay) -> dict:

@@ -6,6 +6,8 @@ every helper returns the value (or the default) or raises :class:`ScenarioError`
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import math
 
@@ -109,6 +111,13 @@ def made_once(obj, make) -> dict:
         made = make(obj)
         object.__setattr__(obj, "_as_dict", made)
     return made.copy()
+
+
+@functools.cache
+def field_names(cls) -> frozenset:
+    """The names of a dataclass's fields, computed once per class (``dataclasses.fields``
+    builds its tuple anew on every call)."""
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def plain(obj) -> dict:

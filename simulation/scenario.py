@@ -26,7 +26,7 @@ Every bad value raises :class:`ScenarioError` naming its dotted field.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 from . import calibrate, cpu_adam, presets
 from .checkpoint import CheckpointSpec, resolve_target
@@ -36,7 +36,7 @@ from .loss import LOSS_KERNELS
 from .states import STATE_DTYPES, StateDtypes
 from .memo import ByIdentity
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
-                     int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
+                     field_names, int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
                      section as _section, str_field as _str)
 
 SCHEMA_VERSION = 1
@@ -115,7 +115,7 @@ class ModelSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "model") -> "ModelSpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         m = cls(
             name=_str(d, "name", path, "custom") or "custom",
             num_layers=_int(d, "num_layers", path, maximum=10_000),
@@ -183,7 +183,7 @@ class AcceleratorSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         vals = {}
         for k in ("hbm_capacity_bytes", "hbm_bytes_per_s", "peak_flops_bf16", "peak_flops_fp32",
                   "host_link_bytes_per_s", "scaleup_bytes_per_s"):
@@ -220,7 +220,7 @@ class TierSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "TierSpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
             if d.get(k) is None:
                 raise ScenarioError(f"{path}.{k}", "is required")
@@ -268,7 +268,7 @@ class ClusterSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "cluster") -> "ClusterSpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         acc = d.get("accelerator")
         if not isinstance(acc, dict):
             raise ScenarioError(f"{path}.accelerator",
@@ -392,7 +392,7 @@ class TrainingSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         return cls(
             micro_batch_size=_int(d, "micro_batch_size", path, 1, maximum=10_000_000),
             global_batch_size=_int(d, "global_batch_size", path, maximum=1_000_000_000),
@@ -478,7 +478,7 @@ class StrategySpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "strategy") -> "StrategySpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         kind = _choice(d, "kind", path, STRATEGY_KINDS, "zero3")
         # ZeRO-Offload / ZeRO-Infinity name a stage plus an offload target.
         default_opt = {"zero_offload": "cpu", "zero_infinity": "nvme"}.get(kind, "none")
@@ -569,7 +569,7 @@ class RuntimeSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "runtime") -> "RuntimeSpec":
-        _no_unknown(d, {f.name for f in fields(cls)}, path)
+        _no_unknown(d, field_names(cls), path)
         return cls(runtime_bytes=_num(d, "runtime_bytes", path, cls.runtime_bytes),
                    fragmentation_fraction=_num(d, "fragmentation_fraction", path, None,
                                                maximum=1.0),
@@ -886,7 +886,7 @@ def _scale_price(cluster: dict, tpl: dict | None, given: dict) -> None:
 
 def node_figures(sc: Scenario) -> dict:
     """The node's tier figures as the checkpoint model's keyword arguments."""
-    return _node_figures(sc.cluster)
+    return _node_figures_of(sc.cluster)
 
 
 def _node_figures(c: ClusterSpec) -> dict:
@@ -904,10 +904,18 @@ def _node_figures(c: ClusterSpec) -> dict:
                 cxl_capacity_bytes=cxl and cxl.capacity_bytes)
 
 
-def _check_checkpoint_target(checkpoint: CheckpointSpec, cluster: ClusterSpec) -> bool:
-    """Reject a checkpoint target this node lacks (ScenarioError on checkpoint.target)."""
-    resolve_target(checkpoint, **_node_figures(cluster))
-    return True
+def _check_checkpoint_target(checkpoint: CheckpointSpec, cluster: ClusterSpec):
+    """The checkpoint target on this node (a :class:`simulation.checkpoint.Target`);
+    rejects one this node lacks (ScenarioError on checkpoint.target)."""
+    return resolve_target(checkpoint, **_node_figures(cluster))
+
+
+def checkpoint_target(sc: Scenario):
+    """``resolve_target`` of the scenario's checkpoint on its node, made once per pair of
+    sections (a frozen Target, shared)."""
+    return _checked_target(sc.checkpoint, sc.cluster)
 
 
 _checked_target = ByIdentity(_check_checkpoint_target)
+# Callers unpack it (``**``), so the remembered dict is never changed.
+_node_figures_of = ByIdentity(_node_figures)

@@ -341,15 +341,19 @@ def simulate_reference(a: dict) -> Schedule:
                     float(np.nanmax(end)) if n else 0.0)
 
 
+try:                  # looked up once, not per simulation
+    from . import _cscheduler
+except ImportError:
+    _cscheduler = None
+
+
 def simulate(a: dict, engine: str = "auto") -> Schedule:
     """Simulate with the C extension (``engine="c"``), the reference (``"python"``) or
     whichever is available (``"auto"``)."""
     if engine in ("auto", "c"):
-        try:
-            from . import _cscheduler
-        except ImportError:
+        if _cscheduler is None:
             if engine == "c":
-                raise
+                raise ImportError("simulation._cscheduler is not built")
         else:   # the C code checks the graph itself
             n, nl, ns = len(a["kind"]), len(a["link_bw"]), a["n_streams"]
             out = dict(start=np.empty(n), end=np.empty(n), link_busy=np.zeros(nl),

@@ -396,11 +396,13 @@ def _optimizer(g, r: RankModel, syncs, last_c):
 
 def c_module():
     """``simulation._cstepgraph`` when it is built, else None."""
-    try:
-        from . import _cstepgraph
-    except ImportError:
-        return None
-    return _cstepgraph
+    return _C_MODULE
+
+
+try:                  # looked up once: an import statement per evaluation costs more than it seems
+    from . import _cstepgraph as _C_MODULE
+except ImportError:
+    _C_MODULE = None
 
 
 def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") -> dict:
@@ -435,8 +437,9 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label, path_weight) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)
-    i32 = lambda b: np.frombuffer(b, dtype=np.int32)          # noqa: E731
-    f64 = lambda b: np.frombuffer(b, dtype=np.float64)        # noqa: E731
+    fb, i, f = np.frombuffer, np.int32, np.float64
+    i32 = lambda b: fb(b, i)          # noqa: E731
+    f64 = lambda b: fb(b, f)          # noqa: E731
     return dict(link_bw=np.array(list(links.values()), dtype=np.float64), n_streams=n_streams,
                 pool_cap=i32(pool_cap), kind=i32(kind), stream=i32(stream),
                 duration=f64(duration), size=f64(size), path_ptr=i32(path_ptr),
