@@ -9,7 +9,7 @@ from simulation import ScenarioError
 from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
 from tierlab.dashboard import plans
 from tierlab.dashboard.comparisons import InputError
-from tierlab.dashboard.forms import PlanForm
+from tierlab.dashboard.forms.plans import PlanForm
 from tierlab.dashboard.models import Plan
 
 

@@ -9,7 +9,7 @@ from simulation import ScenarioError
 from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
 from tierlab.dashboard import sweeps
 from tierlab.dashboard.comparisons import InputError, parse_id
-from tierlab.dashboard.forms import SweepForm
+from tierlab.dashboard.forms.sweeps import SweepForm
 from tierlab.dashboard.models import Sweep
 from tierlab.scenarios.models import Scenario
 
