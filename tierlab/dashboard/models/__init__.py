@@ -12,7 +12,7 @@ this package re-exports them all so ``tierlab.dashboard.models.X`` and the migra
 
 from tierlab.dashboard.models.comparisons import MAX_COMPARED, MIN_COMPARED, Comparison, ComparisonItem
 from tierlab.dashboard.models.plans import Plan, PlanChunk
-from tierlab.dashboard.models.sharing import SHARE_KINDS, ShareLink, _exactly_one, new_token
+from tierlab.dashboard.models.sharing import SHARE_KINDS, ShareLink, new_token
 from tierlab.dashboard.models.sweeps import Sweep, SweepChunk
 
 __all__ = [
