@@ -1,0 +1,93 @@
+"""Downloads: a scenario's DeepSpeed config and FSDP snippet, a run's report, a comparison's
+CSV, and the same files through a share link (no account needed)."""
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions
+from rest_framework.exceptions import ValidationError
+from rest_framework.views import APIView
+
+from simulation import ScenarioError
+from tierlab.access import get_visible_or_404
+from tierlab.dashboard import comparisons, exports
+from tierlab.dashboard.api.common import CSV, FILE, PYTHON
+from tierlab.dashboard.api.sharing import open_shared
+from tierlab.dashboard.models import Comparison
+from tierlab.scenarios.models import Run, Scenario
+from tierlab.scenarios.serializers import scenario_error_detail
+
+
+def _scenario_export(spec: dict, name: str, what: str):
+    try:
+        if what == "deepspeed.json":
+            return exports.json_download(exports.deepspeed_config(spec), exports.filename(f"{name}-deepspeed", "json"))
+        return exports.download(exports.fsdp_snippet(spec), "text/x-python; charset=utf-8",
+                                exports.filename(f"{name}-fsdp", "py"))
+    except ScenarioError as exc:
+        raise ValidationError(scenario_error_detail(exc)) from None
+
+
+class DeepSpeedConfigView(APIView):
+    """A DeepSpeed config JSON for the scenario's strategy (download)."""
+
+    @extend_schema(responses=FILE)
+    def get(self, request, pk):
+        scenario = get_visible_or_404(Scenario, request.user, pk=pk)
+        return _scenario_export(scenario.spec, scenario.name, "deepspeed.json")
+
+
+class FSDPSnippetView(APIView):
+    """A PyTorch FSDP wrapping snippet for the scenario's strategy (download)."""
+
+    @extend_schema(responses=PYTHON)
+    def get(self, request, pk):
+        scenario = get_visible_or_404(Scenario, request.user, pk=pk)
+        return _scenario_export(scenario.spec, scenario.name, "fsdp.py")
+
+
+def _report(run: Run | None):
+    if run is None:
+        raise ValidationError({"run": ["there is no run of this scenario yet"]})
+    if run.status != Run.Status.SUCCEEDED or not run.result:
+        raise ValidationError({"status": [f"run {run.pk} is {run.status}; its report exists once it succeeds"]})
+    return exports.json_download(run.result, exports.filename(f"{run.scenario.name}-run-{run.pk}-report", "json"))
+
+
+class RunReportView(APIView):
+    """The engine's report of a run of yours or your team's, as a JSON download."""
+
+    @extend_schema(responses=FILE)
+    def get(self, request, pk):
+        return _report(get_visible_or_404(Run.objects.select_related("scenario"), request.user, pk=pk))
+
+
+class ComparisonCSVView(APIView):
+    """The comparison table as CSV: outputs (with the best column named), then inputs."""
+
+    @extend_schema(responses=CSV)
+    def get(self, request, pk):
+        comparison = get_visible_or_404(Comparison, request.user, pk=pk)
+        return exports.download(exports.comparison_csv(comparisons.comparison_payload(comparison)),
+                                "text/csv; charset=utf-8", exports.filename(comparison.name, "csv"))
+
+
+class SharedExportView(APIView):
+    """Downloads of a shared object, without login: `export.csv` (comparison);
+    `report.json`, `deepspeed.json`, `fsdp.py` (scenario)."""
+
+    permission_classes = [permissions.AllowAny]
+    FILES = {"comparison": ("export.csv",), "scenario": ("report.json", "deepspeed.json", "fsdp.py"),
+             "sweep": ()}
+
+    @extend_schema(operation_id="v1_shared_file_retrieve", responses={**FILE, **CSV, **PYTHON})
+    def get(self, request, token, filename):
+        link = open_shared(token)
+        if filename not in self.FILES[link.kind]:
+            raise Http404
+        target = link.target
+        if filename == "export.csv":
+            return exports.download(exports.comparison_csv(comparisons.comparison_payload(target)),
+                                    "text/csv; charset=utf-8", exports.filename(target.name, "csv"))
+        if filename == "report.json":
+            return _report(comparisons.latest_run(target))
+        return _scenario_export(target.spec, target.name, filename)

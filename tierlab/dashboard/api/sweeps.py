@@ -1,0 +1,62 @@
+"""REST API of sweeps: list, detail, create (one Celery task per chunk of points), cancel."""
+
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from simulation import ScenarioError
+from tierlab.access import API_PERMISSIONS
+from tierlab.dashboard import sweeps
+from tierlab.dashboard.api.common import bad_request, schema_only
+from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.filters import SweepFilter
+from tierlab.dashboard.models import Sweep
+from tierlab.dashboard.serializers.sweeps import SweepCreateSerializer, SweepListSerializer, SweepSerializer
+from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
+from tierlab.scenarios.api import Pages
+
+
+class SweepViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Your sweeps and your team's. POST `{scenario: id, axes: [{path, values}], name?}` queues
+    one Celery task per chunk of points (202); GET follows progress and results; POST cancel/
+    (its owner) stops it. Filter with `?status=`, `?q=`, `?owner=`, `?scenario=`."""
+
+    pagination_class = Pages
+    permission_classes = API_PERMISSIONS
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = SweepFilter
+
+    def get_queryset(self):
+        if schema_only(self):
+            return Sweep.objects.none()
+        return Sweep.objects.visible_to(self.request.user).select_related("base", "owner")
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return SweepCreateSerializer
+        return SweepListSerializer if self.action == "list" else SweepSerializer
+
+    @extend_schema(request=SweepCreateSerializer, responses={202: SweepSerializer}, parameters=[IDEMPOTENCY_KEY])
+    @idempotent
+    def create(self, request, *args, **kwargs):
+        serializer = SweepCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            sweep = sweeps.create_sweep(request.user, data["scenario"], data["axes"], data["name"])
+        except (InputError, ScenarioError) as exc:
+            raise bad_request(exc) from None
+        return Response(SweepSerializer(sweep).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": f"/api/v1/sweeps/{sweep.pk}/"})
+
+    @extend_schema(request=None, responses={200: SweepSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Stop a queued or running sweep; points already evaluated keep their results."""
+        try:
+            sweep = sweeps.cancel_sweep(self.get_object())
+        except InputError as exc:
+            raise bad_request(exc) from None
+        return Response(SweepSerializer(sweep).data)

@@ -1,0 +1,59 @@
+"""The plan form: a model, a node template and node counts, the batch, an objective (a planner spec)."""
+
+from django import forms
+
+
+class PlanForm(forms.Form):
+    """The planner's form: a model, a node template and node counts, the batch, an objective."""
+
+    OBJECTIVES = [("step_time", "Shortest step time"),
+                  ("cost_per_million_tokens", "Lowest cost per million tokens"),
+                  ("time_to_train", "Shortest time to train the total tokens (checkpoints and failures included)"),
+                  ("cost_to_train", "Lowest cost to train the total tokens")]
+
+    name = forms.CharField(max_length=200, required=False, label="Name",
+                           help_text="Optional; default: the model, the node and the objective.")
+    model = forms.ChoiceField(label="Model")
+    node = forms.ChoiceField(label="Node template")
+    min_nodes = forms.IntegerField(min_value=1, max_value=1_000_000, initial=1, label="Nodes: from")
+    max_nodes = forms.IntegerField(min_value=1, max_value=1_000_000, initial=4, label="Nodes: up to")
+    seq_len = forms.IntegerField(min_value=1, max_value=100_000_000, initial=4096, label="Sequence length",
+                                 help_text="tokens")
+    global_batch_size = forms.IntegerField(min_value=1, max_value=1_000_000_000, initial=512,
+                                           label="Global batch size", help_text="sequences per step")
+    total_tokens = forms.FloatField(min_value=1, required=False, label="Total tokens to train",
+                                    help_text="e.g. 2e12; needed for time and cost to train")
+    max_usd_per_hour = forms.FloatField(min_value=0, required=False, label="Budget (USD per hour)",
+                                        help_text="Optional")
+    memory_margin = forms.FloatField(min_value=0, max_value=0.9, initial=0.05, label="Memory margin",
+                                     help_text="Fraction of each tier kept free, e.g. 0.05")
+    objective = forms.ChoiceField(choices=OBJECTIVES, initial="step_time", label="Objective")
+
+    # Where an engine error's field lands on this form.
+    FIELD_FOR_ERROR = {"spec.model": "model", "spec.model.preset": "model", "spec.cluster.node": "node",
+                       "spec.cluster.num_nodes.min": "min_nodes", "spec.cluster.num_nodes.max": "max_nodes",
+                       "spec.training.seq_len": "seq_len", "spec.training.global_batch_size": "global_batch_size",
+                       "spec.training.total_tokens": "total_tokens",
+                       "spec.constraints.max_usd_per_hour": "max_usd_per_hour",
+                       "spec.constraints.memory_margin": "memory_margin", "spec.objective": "objective"}
+
+    def __init__(self, *args, models=(), nodes=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = list(models)
+        self.fields["node"].choices = list(nodes)
+
+    @classmethod
+    def field_for_error(cls, field: str):
+        return cls.FIELD_FOR_ERROR.get(field)
+
+    def spec(self) -> dict:
+        d = self.cleaned_data
+        training = {"seq_len": d["seq_len"], "global_batch_size": d["global_batch_size"], "flash_attention": True}
+        if d.get("total_tokens"):
+            training["total_tokens"] = d["total_tokens"]
+        constraints = {"memory_margin": d["memory_margin"]}
+        if d.get("max_usd_per_hour") is not None:
+            constraints["max_usd_per_hour"] = d["max_usd_per_hour"]
+        return {"model": d["model"],
+                "cluster": {"node": d["node"], "num_nodes": {"min": d["min_nodes"], "max": d["max_nodes"]}},
+                "training": training, "constraints": constraints, "objective": d["objective"]}

@@ -1,0 +1,15 @@
+"""API shapes of the dashboard's actions on one scenario: duplicate it, compare its variants."""
+
+from rest_framework import serializers
+
+from tierlab.dashboard import variants
+
+
+class DuplicateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                 help_text="Default: “Copy of <name>”.")
+
+
+class VariantsSerializer(serializers.Serializer):
+    question = serializers.ChoiceField(choices=list(variants.QUESTIONS.items()),
+                                       help_text="sharding | offload | checkpoint")

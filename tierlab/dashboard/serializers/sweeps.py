@@ -1,0 +1,71 @@
+"""API shapes of sweeps: axes, create, list, detail (every point and the Pareto front)."""
+
+from rest_framework import serializers
+
+from tierlab.dashboard import sweeps
+from tierlab.dashboard.comparisons import MAX_ID
+from tierlab.dashboard.models import Sweep
+from tierlab.dashboard.serializers.common import owner_field
+
+
+class AxisSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="A dotted scenario field, e.g. cluster.num_nodes")
+    label = serializers.CharField(read_only=True, help_text="The field in words, e.g. Number of nodes")
+    values = serializers.ListField(child=serializers.JSONField(), help_text="The values to try, e.g. [1, 2, 4]")
+    scales_global_batch = serializers.BooleanField(
+        required=False, help_text="A cluster.num_nodes axis only: each point's global batch is the "
+                                  "base's x its nodes / the base's nodes (the per-GPU batch is kept)")
+    value_labels = serializers.ListField(
+        child=serializers.CharField(allow_null=True), read_only=True,
+        help_text='How each value reads where it differs from itself, e.g. "NVIDIA DGX H100" for '
+                  'dgx-h100 or "ZeRO-3" for zero3; null for a value that reads as itself')
+
+
+class SweepCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    scenario = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="Id of your base scenario.")
+    axes = serializers.JSONField(help_text='One or two axes: [{"path": "cluster.num_nodes", "values": [1, 2, 4]}]; '
+                                           'a cluster.num_nodes axis may add "scales_global_batch": true')
+
+
+class SweepListSerializer(serializers.ModelSerializer):
+    owner = owner_field()
+    url = serializers.CharField(source="get_absolute_url", read_only=True)
+    status = serializers.CharField(read_only=True, help_text="queued | running | succeeded | failed | cancelled")
+    progress = serializers.FloatField(read_only=True)
+    # Declared: the model field's range depends on the database, and the schema must not.
+    total_points = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Sweep
+        fields = ["id", "name", "owner", "base", "axes", "status", "progress", "total_points", "url",
+                  "created_at", "finished_at"]
+
+
+class SweepSerializer(serializers.Serializer):
+    """A sweep with every point (a result, or pending) and its Pareto front."""
+
+    id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+    owner = serializers.CharField(help_text="Username of its owner: you, or a member of your team.")
+    base = serializers.JSONField(help_text="{id, name} of the base scenario, or null if deleted")
+    axes = serializers.ListField(child=AxisSerializer())
+    status = serializers.CharField(help_text="queued | running | succeeded | failed | cancelled")
+    cancelled = serializers.BooleanField()
+    progress = serializers.FloatField(help_text="0..1: points finished / total")
+    done_points = serializers.IntegerField()
+    total_points = serializers.IntegerField()
+    chunks = serializers.IntegerField(help_text="Celery tasks the points were split into")
+    points = serializers.JSONField(help_text="Per point: index, values, status (done | failed | cancelled | "
+                                             "pending), valid, fits, step_time_s, usd_per_million_tokens, ...")
+    pareto = serializers.ListField(child=serializers.IntegerField(),
+                                   help_text="Indices of feasible points no other beats on both cost and step time")
+    error = serializers.CharField()
+    engine_version = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def to_representation(self, instance):
+        return super().to_representation(sweeps.sweep_payload(instance) if isinstance(instance, Sweep)
+                                         else instance)

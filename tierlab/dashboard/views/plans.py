@@ -1,0 +1,98 @@
+"""Pages of plans: the new-plan form, one plan, cancel, save a candidate, compare the top three."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from simulation import ScenarioError
+from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
+from tierlab.dashboard import plans
+from tierlab.dashboard.comparisons import InputError
+from tierlab.dashboard.forms.plans import PlanForm
+from tierlab.dashboard.models import Plan
+
+
+def _plan_choices() -> tuple[list, list]:
+    """(models, nodes) as form choices: the catalog's, else the engine's built-ins."""
+    import simulation.presets as builtin
+    from tierlab.scenarios import services
+
+    lookups = services.catalog_lookups()
+    models = lookups.get("models") or builtin.MODELS
+    nodes = lookups.get("nodes") or builtin.NODES
+    return ([(k, v.get("name") or k) for k, v in sorted(models.items())],
+            [(k, v.get("name") or k) for k, v in sorted(nodes.items())])
+
+
+@login_required
+def plan_new(request):
+    """The planner's form; a valid one queues the plan and opens its page."""
+    models, nodes = _plan_choices()
+    initial = {"model": "llama2-70b" if any(k == "llama2-70b" for k, _ in models) else None,
+               "node": "dgx-h100" if any(k == "dgx-h100" for k, _ in nodes) else None}
+    form = PlanForm(request.POST or None, initial=initial, models=models, nodes=nodes)
+    if request.method == "POST" and form.is_valid():
+        try:
+            plan = plans.create_plan(request.user, form.spec(), form.cleaned_data["name"])
+        except (InputError, ScenarioError) as exc:
+            form.add_error(PlanForm.field_for_error(exc.field), exc.message)
+        else:
+            return redirect(plan)
+    return render(request, "dashboard/plan_form.html", {"form": form})
+
+
+def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
+    """What ``_plan_body.html`` shows: progress, then the ranked table, front and reasons."""
+    payload = plans.plan_payload(plan)
+    result = payload["result"]
+    rejected = []
+    if result:
+        rejected = [(k, v, result["examples"].get(k, "")) for k, v in result["rejected"].items() if v]
+    labels = dict(PlanForm.OBJECTIVES)
+    return {"plan": plan, "p": payload, "result": result, "rejected": rejected,
+            "percent": round(100 * payload["progress"]),
+            "can_change": not shared and can_change(user, plan), "shared": shared,
+            "objective_label": labels.get((result or {}).get("objective"), "").lower(), "api_url": api_url}
+
+
+@login_required
+def plan_detail(request, pk):
+    plan = get_visible_or_404(Plan, request.user, pk=pk)
+    return render(request, "dashboard/plan.html", plan_context(plan, request.user, f"/api/v1/plans/{plan.pk}/"))
+
+
+@login_required
+@require_POST
+def plan_cancel(request, pk):
+    plan = get_changeable_or_404(Plan, request.user, pk=pk)
+    try:
+        plans.cancel_plan(plan)
+    except InputError as exc:
+        messages.error(request, f"Not cancelled: {exc.message}.")
+    return redirect(plan)
+
+
+@login_required
+@require_POST
+def plan_save(request, pk):
+    plan = get_visible_or_404(Plan, request.user, pk=pk)
+    try:
+        scenario = plans.save_as_scenario(request.user, plan, request.POST.get("rank"))
+    except InputError as exc:
+        messages.error(request, f"Not saved: {exc.message}.")
+        return redirect(plan)
+    messages.success(request, f"Saved as “{scenario.name}”.")
+    return redirect(scenario)
+
+
+@login_required
+@require_POST
+def plan_compare(request, pk):
+    plan = get_visible_or_404(Plan, request.user, pk=pk)
+    try:
+        comparison = plans.compare_top(request.user, plan)
+    except (InputError, ScenarioError) as exc:
+        messages.error(request, f"Not compared: {exc.message}.")
+        return redirect(plan)
+    return redirect(comparison)
