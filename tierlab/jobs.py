@@ -9,6 +9,22 @@ from django.db import transaction
 from django.utils import timezone
 
 
+def limit_exceeded(subject: str, limit_s, hard: bool = False) -> str:
+    """The error a job stopped at a Celery time limit records: ``subject`` is what ran
+    ("the chunk ran"), ``limit_s`` the limit in seconds; ``hard``: the worker killed it."""
+    if hard:
+        return f"time limit exceeded: {subject} longer than {limit_s:g} s (hard limit; its process was killed)"
+    return f"time limit exceeded: {subject} longer than {limit_s} s"
+
+
+def fail_chunk_after_hard_limit(model, chunk_id: int, limit_s: float, finish_chunk, empty_result) -> None:
+    """A sweep or plan chunk (``model``) whose process the worker killed at the hard time
+    limit: finish it as failed with ``empty_result`` and the reason, unless it had ended."""
+    chunk = model.objects.filter(pk=chunk_id).first()
+    if chunk is not None and chunk.status not in model.FINISHED:
+        finish_chunk(chunk, empty_result, model.Status.FAILED, limit_exceeded("the chunk ran", limit_s, hard=True))
+
+
 def hard_limit_task_base(record, name: str) -> type:
     """A Celery ``Task`` base whose requests call ``record(pk, limit_s)`` when the pool kills
     the job's process at the hard time limit (the task body never learns it; the message is

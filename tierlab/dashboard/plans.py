@@ -212,7 +212,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
         status, reason = PlanChunk.Status.CANCELLED, "cancelled"
     except SoftTimeLimitExceeded:
         status, reason = PlanChunk.Status.FAILED, (
-            f"time limit exceeded: the chunk ran longer than {settings.CELERY_TASK_SOFT_TIME_LIMIT} s")
+            jobs.limit_exceeded("the chunk ran", settings.CELERY_TASK_SOFT_TIME_LIMIT))
     except Exception as exc:
         log.exception("plan chunk %s failed", chunk_id)
         status, reason = PlanChunk.Status.FAILED, f"engine error: {type(exc).__name__}: {exc}"
@@ -220,11 +220,8 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
 
 
 def fail_chunk_after_hard_limit(chunk_id: int, limit_s: float) -> None:
-    chunk = PlanChunk.objects.filter(pk=chunk_id).first()
-    if chunk is not None and chunk.status not in PlanChunk.FINISHED:
-        finish_chunk(chunk, None, PlanChunk.Status.FAILED,
-                     f"time limit exceeded: the chunk ran longer than {limit_s:g} s (hard limit; "
-                     "its process was killed)")
+    """The worker killed the chunk's process at the hard time limit: record why."""
+    jobs.fail_chunk_after_hard_limit(PlanChunk, chunk_id, limit_s, finish_chunk, None)
 
 
 def check_chunks() -> int:

@@ -450,7 +450,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
             SweepChunk.objects.filter(pk=chunk.pk).update(done=F("done") + 1)
     except SoftTimeLimitExceeded:
         status, reason = SweepChunk.Status.FAILED, (
-            f"time limit exceeded: the chunk ran longer than {settings.CELERY_TASK_SOFT_TIME_LIMIT} s")
+            jobs.limit_exceeded("the chunk ran", settings.CELERY_TASK_SOFT_TIME_LIMIT))
     except Exception as exc:
         log.exception("sweep chunk %s failed", chunk_id)
         status, reason = SweepChunk.Status.FAILED, f"engine error: {type(exc).__name__}: {exc}"
@@ -459,11 +459,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
 
 def fail_chunk_after_hard_limit(chunk_id: int, limit_s: float) -> None:
     """The worker killed the chunk's process at the hard time limit: record why."""
-    chunk = SweepChunk.objects.filter(pk=chunk_id).first()
-    if chunk is not None and chunk.status not in SweepChunk.FINISHED:
-        finish_chunk(chunk, [], SweepChunk.Status.FAILED,
-                     f"time limit exceeded: the chunk ran longer than {limit_s:g} s (hard limit; "
-                     "its process was killed)")
+    jobs.fail_chunk_after_hard_limit(SweepChunk, chunk_id, limit_s, finish_chunk, [])
 
 
 def requeue_lost_chunks() -> int:

@@ -379,8 +379,7 @@ def fail_after_hard_limit(run_id: int, limit_s: float) -> None:
     """The worker killed the run's process at the hard time limit: record why."""
     Run.objects.filter(pk=run_id, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).update(
         status=Run.Status.FAILED, finished_at=timezone.now(),
-        error=f"time limit exceeded: the run took longer than {limit_s:g} s (hard limit; its "
-              "process was killed)")
+        error=jobs.limit_exceeded("the run took", limit_s, hard=True))
     settle_followers(Run(pk=run_id))
 
 
