@@ -71,3 +71,19 @@ def test_strangers_get_404_and_teammates_read_only(client, owner, stranger, team
     html = client.get(f"/plans/{plan.pk}/").content.decode()
     assert "read-only" in html and "plan-cancel" not in html
     assert client.post(f"/plans/{plan.pk}/cancel/").status_code in (403, 404)
+
+
+def test_the_form_picks_a_cluster_profile_of_the_team_only(client_owner, owner, stranger):
+    from tierlab.scenarios.models import ClusterProfile
+
+    figures = {"accelerator": "h100-sxm5-80gb", "compute_efficiency": 0.4}
+    mine = ClusterProfile.objects.create(owner=owner, name="our h100s", measurements={}, figures=figures)
+    theirs = ClusterProfile.objects.create(owner=stranger, name="their h100s", measurements={}, figures=figures)
+    html = client_owner.get("/plans/new/").content.decode()
+    assert f'<option value="{mine.pk}">our h100s (h100-sxm5-80gb) — owner</option>' in html
+    assert "their h100s" not in html
+    submit(client_owner, profile=mine.pk)
+    assert Plan.objects.get().spec["cluster"]["profile"] == {**figures, "id": mine.pk, "name": "our h100s"}
+    r = submit(client_owner, profile=theirs.pk)          # not a choice of this form
+    assert r.status_code == 200 and 'id="error-profile"' in r.content.decode()
+    assert Plan.objects.count() == 1

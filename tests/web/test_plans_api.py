@@ -227,3 +227,92 @@ def test_the_list_filters_by_status_and_name(owner_api, queued):
     assert owner_api.get(URL + "?status=succeeded").json()["results"] == []
     assert [p["id"] for p in owner_api.get(URL + "?q=llama2-13b").json()["results"]] == [queued["id"]]
     assert owner_api.get(URL + "?status=done").status_code == 400
+
+
+# ---------------------------------------------------------------- cluster profiles
+# Figures as a fit of a slow H100 cluster would give them (constant compute model at 40 % of
+# peak, collectives at half their bus bandwidth); stored as the profile's fitted figures.
+SLOW_H100 = {"accelerator": "h100-sxm5-80gb", "compute_efficiency": 0.4, "network_efficiency": 0.5}
+
+
+@pytest.fixture
+def profile(owner):
+    from tierlab.scenarios.models import ClusterProfile
+
+    return ClusterProfile.objects.create(owner=owner, name="slow h100", measurements={}, figures=dict(SLOW_H100))
+
+
+def with_profile(ref, spec=SPEC):
+    return {**spec, "cluster": {**spec["cluster"], "profile": ref}}
+
+
+def queue(client, spec):
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
+        r = create(client, spec)
+    assert r.status_code == 202, r.json()
+    return r.json()
+
+
+def ranked(result):
+    return [(r["index"], r["step_time_s"]) for r in result["top"]]
+
+
+def test_a_cluster_profile_gives_every_candidate_its_figures(owner_api, profile):
+    body = queue(owner_api, with_profile(profile.pk))
+    plan = Plan.objects.get(pk=body["id"])
+    # the figures as they are now are the plan's: its spec says which it used
+    assert plan.spec["cluster"]["profile"] == {**SLOW_H100, "id": profile.pk, "name": "slow h100"}
+    # a refit while the plan runs changes none of its candidates
+    profile.figures = {**SLOW_H100, "compute_efficiency": 0.9}
+    profile.save()
+    run_chunks(plan)
+    result = owner_api.get(f"{URL}{plan.pk}/").json()["result"]
+    # the profile's figures apply as a scenario's training section would set them
+    # (simulation.calibrate.apply_to_sections): the same ranking and step times as a plan
+    # that writes compute_efficiency 0.4 and network_efficiency 0.5 itself
+    written = {**SPEC, "training": {**SPEC["training"], "compute_efficiency": 0.4, "network_efficiency": 0.5}}
+    assert ranked(result) == ranked(planner.plan(written))
+    assert ranked(result) != ranked(planner.plan(SPEC))
+    assert result["feasible"] > 0
+    # and every ranked candidate computes what its scenario with the profile computes
+    from tierlab.scenarios import services
+
+    top = result["top"][0]
+    assert top["scenario"]["cluster"]["profile"]["compute_efficiency"] == 0.4
+    assert services.estimate(top["scenario"], include_step=True)["step"]["time_s"] == top["step_time_s"]
+
+
+def test_a_saved_candidate_names_the_profile_while_its_figures_are_the_plans(owner_api, owner, profile):
+    plan = Plan.objects.get(pk=queue(owner_api, with_profile(profile.pk))["id"])
+    run_chunks(plan)
+    first = owner_api.post(f"{URL}{plan.pk}/save/", {"rank": 1}, format="json").json()
+    assert Scenario.objects.get(pk=first["id"]).spec["cluster"]["profile"] == profile.pk
+    # refitted since (as profiles.refit_profile stores it): the saved scenario keeps the
+    # figures the plan ranked it with
+    from tierlab.scenarios import services
+
+    profile.figures = {**SLOW_H100, "compute_efficiency": 0.9}
+    profile.save()
+    services.forget_catalog()
+    second = owner_api.post(f"{URL}{plan.pk}/save/", {"rank": 1}, format="json").json()
+    sc = Scenario.objects.get(pk=second["id"])
+    assert sc.spec["cluster"]["profile"]["compute_efficiency"] == 0.4
+    # a run of either hashes the figures it resolves: the two inputs differ
+    with mock.patch("tierlab.scenarios.services.enqueue"):
+        runs = [services.start_run(Scenario.objects.get(pk=s["id"])) for s in (first, second)]
+    assert [r.input["cluster"]["profile"]["compute_efficiency"] for r in runs] == [0.9, 0.4]
+    assert runs[0].input_hash != runs[1].input_hash
+
+
+def test_a_profile_of_someone_else_or_of_another_accelerator_is_400(owner_api, stranger, profile):
+    from tierlab.scenarios.models import ClusterProfile
+
+    theirs = ClusterProfile.objects.create(owner=stranger, name="theirs", measurements={}, figures=dict(SLOW_H100))
+    a100 = ClusterProfile.objects.create(owner=profile.owner, name="a100", measurements={},
+                                         figures={"accelerator": "a100-sxm4-80gb", "compute_efficiency": 0.5})
+    for ref in (theirs.pk, 10**6, "x"):
+        r = create(owner_api, with_profile(ref))
+        assert r.status_code == 400 and "unknown cluster profile" in r.json()["spec.cluster.profile"][0], r.json()
+    r = create(owner_api, with_profile(a100.pk))
+    assert r.status_code == 400 and "fitted on a100-sxm4-80gb" in r.json()["spec.cluster.profile"][0], r.json()
+    assert not Plan.objects.exists()

@@ -10,6 +10,13 @@ progress bar), and stops there when the plan is cancelled. A chunk whose worker 
 sent again (at the worker's restart, or by the read-time check once it is past the time
 limit), up to ``TIERLAB_RUN_MAX_ATTEMPTS`` starts: the search resumes where the chunks
 that finished left it.
+
+A cluster profile the spec names (``"cluster": {"profile": <id>}``, as in scenarios) is
+checked against its owner's visibility and replaced by its fitted figures when the plan is
+made (:func:`with_profile`): every candidate of every chunk uses the same figures whenever
+it runs (a refit during the search changes nothing), the stored spec says which, and each
+candidate's scenario carries them, so the runs of a saved candidate hash them
+(``services.input_hash``).
 """
 
 from __future__ import annotations
@@ -49,10 +56,34 @@ def n_chunks(total: int) -> int:
     return max(1, int(getattr(settings, "TIERLAB_PLAN_CHUNKS", DEFAULT_CHUNKS)), -(-total // per))
 
 
+def _profile_ref(spec):
+    cluster = spec.get("cluster") if isinstance(spec, dict) else None
+    return cluster.get("profile") if isinstance(cluster, dict) else None
+
+
+def with_profile(spec, owner):
+    """``spec`` with the cluster profile it names by id replaced by that profile's figures
+    now (``ClusterProfile.engine_spec``: the figures, its id and name; a new dict), as a
+    run's resolved input carries them. Figures given inline (an object) are kept; a spec
+    without a profile is returned as it is. Raises InputError (``spec.cluster.profile``)
+    for a profile ``owner`` cannot see (someone else's, not their team's) or none."""
+    ref = _profile_ref(spec)
+    if ref is None or isinstance(ref, dict):
+        return spec
+    from tierlab.scenarios.models import ClusterProfile
+    from tierlab.scenarios.profiles import check_visible
+
+    try:
+        check_visible(spec, owner)
+    except ScenarioError as exc:
+        raise InputError(f"spec.{exc.field}", exc.message) from None
+    profile = ClusterProfile.objects.get(pk=int(ref))
+    return {**spec, "cluster": {**spec["cluster"], "profile": profile.engine_spec()}}
+
+
 def parse(spec) -> dict:
-    """The plan spec checked by the engine with the catalog's presets (ScenarioError)."""
-    if isinstance(spec, dict) and isinstance(spec.get("cluster"), dict) and spec["cluster"].get("profile") is not None:
-        raise InputError("spec.cluster.profile", "cluster profiles are not supported by the planner yet")
+    """The plan spec checked by the engine with the catalog's presets (ScenarioError).
+    A ``cluster.profile`` must be figures by now (:func:`with_profile`)."""
     try:
         return planner.parse_spec(spec, **services.catalog_lookups())
     except ScenarioError as exc:
@@ -61,7 +92,9 @@ def parse(spec) -> dict:
 
 def create_plan(owner, spec, name: str = "") -> Plan:
     """A plan of ``spec`` owned by ``owner``, its chunks queued. Raises InputError naming
-    the spec's field (``spec.space.tensor_parallel.1``); nothing is saved then."""
+    the spec's field (``spec.space.tensor_parallel.1``); nothing is saved then. A cluster
+    profile named by id is stored as its figures now (:func:`with_profile`)."""
+    spec = with_profile(spec, owner)
     parsed = parse(spec)
     model = spec["model"] if isinstance(spec["model"], str) else (spec["model"].get("preset") or "model")
     node = spec["cluster"].get("node") or "cluster"
@@ -282,6 +315,22 @@ def _row(plan: Plan, rank) -> dict:
     return rows[rank - 1]
 
 
+def _scenario_spec(owner, spec: dict) -> dict:
+    """A candidate's scenario as ``owner`` saves it: a cluster profile whose figures are
+    still the ones the plan used, and which ``owner`` can see, is named by its id (the
+    scenario then follows the profile as one made in the form does); otherwise the plan's
+    figures stay inline, so the scenario computes what the plan ranked."""
+    prof = _profile_ref(spec)
+    if not isinstance(prof, dict) or prof.get("id") is None:
+        return spec
+    from tierlab.scenarios.models import ClusterProfile
+
+    current = ClusterProfile.objects.visible_to(owner).filter(pk=prof["id"]).first()
+    if current is None or current.engine_spec() != prof:
+        return spec
+    return {**spec, "cluster": {**spec["cluster"], "profile": current.pk}}
+
+
 def save_as_scenario(owner, plan: Plan, rank, name: str = "") -> Scenario:
     """Candidate ``rank`` (1 = best) of the plan as a new scenario of ``owner``."""
     row = _row(plan, rank)
@@ -289,7 +338,7 @@ def save_as_scenario(owner, plan: Plan, rank, name: str = "") -> Scenario:
     default = (f"{plan.name} #{row['rank']}: {c['num_nodes']} node(s), TP {c['tensor_parallel']} "
                f"PP {c['pipeline_parallel']} {c['strategy']}")
     return Scenario.objects.create(owner=owner, name=((name or "").strip() or default)[:200],
-                                   spec=row["scenario"])
+                                   spec=_scenario_spec(owner, row["scenario"]))
 
 
 def compare_top(owner, plan: Plan, count: int = 3):

@@ -15,6 +15,10 @@ class PlanForm(forms.Form):
                            help_text="Optional; default: the model, the node and the objective.")
     model = forms.ChoiceField(label="Model")
     node = forms.ChoiceField(label="Node template")
+    profile = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="Cluster profile",
+                                     help_text="Optional: the figures fitted to what was measured on your "
+                                               "cluster (Profiles page), used for every candidate; none: "
+                                               "the engine's defaults")
     min_nodes = forms.IntegerField(min_value=1, max_value=1_000_000, initial=1, label="Nodes: from")
     max_nodes = forms.IntegerField(min_value=1, max_value=1_000_000, initial=4, label="Nodes: up to")
     seq_len = forms.IntegerField(min_value=1, max_value=100_000_000, initial=4096, label="Sequence length",
@@ -31,16 +35,18 @@ class PlanForm(forms.Form):
 
     # Where an engine error's field lands on this form.
     FIELD_FOR_ERROR = {"spec.model": "model", "spec.model.preset": "model", "spec.cluster.node": "node",
+                       "spec.cluster.profile": "profile",
                        "spec.cluster.num_nodes.min": "min_nodes", "spec.cluster.num_nodes.max": "max_nodes",
                        "spec.training.seq_len": "seq_len", "spec.training.global_batch_size": "global_batch_size",
                        "spec.training.total_tokens": "total_tokens",
                        "spec.constraints.max_usd_per_hour": "max_usd_per_hour",
                        "spec.constraints.memory_margin": "memory_margin", "spec.objective": "objective"}
 
-    def __init__(self, *args, models=(), nodes=(), **kwargs):
+    def __init__(self, *args, models=(), nodes=(), profiles=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["model"].choices = list(models)
         self.fields["node"].choices = list(nodes)
+        self.fields["profile"].choices = [("", "none: the engine's default efficiencies")] + list(profiles)
 
     @classmethod
     def field_for_error(cls, field: str):
@@ -54,6 +60,8 @@ class PlanForm(forms.Form):
         constraints = {"memory_margin": d["memory_margin"]}
         if d.get("max_usd_per_hour") is not None:
             constraints["max_usd_per_hour"] = d["max_usd_per_hour"]
-        return {"model": d["model"],
-                "cluster": {"node": d["node"], "num_nodes": {"min": d["min_nodes"], "max": d["max_nodes"]}},
+        cluster = {"node": d["node"], "num_nodes": {"min": d["min_nodes"], "max": d["max_nodes"]}}
+        if d.get("profile") is not None:
+            cluster["profile"] = d["profile"]
+        return {"model": d["model"], "cluster": cluster,
                 "training": training, "constraints": constraints, "objective": d["objective"]}

@@ -12,7 +12,9 @@ class PlanCreateSerializer(serializers.Serializer):
     spec = serializers.JSONField(help_text=(
         'The plan spec (simulation.planner): {"model": "llama2-70b", "cluster": {"node": "dgx-h100", '
         '"num_nodes": {"min": 1, "max": 4}}, "training": {"seq_len": 4096, "global_batch_size": 512}, '
-        '"constraints": {...}, "space": {...}, "objective": "step_time"}'))
+        '"constraints": {...}, "space": {...}, "objective": "step_time"}. "cluster": {"profile": <id>} '
+        '(GET /api/v1/cluster-profiles/: yours or your team\'s) applies that profile\'s fitted figures to '
+        'every candidate, as in a scenario; the plan keeps the figures as they were when it was made.'))
 
 
 class PlanListSerializer(serializers.ModelSerializer):

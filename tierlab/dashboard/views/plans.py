@@ -13,6 +13,16 @@ from tierlab.dashboard.forms.plans import PlanForm
 from tierlab.dashboard.models import Plan
 
 
+def _profile_choices(user) -> list:
+    """The cluster profiles ``user`` may pick (theirs and their team's), as form choices:
+    "Selene (a100-sxm4-80gb) — owner"."""
+    from tierlab.scenarios.models import ClusterProfile
+
+    rows = ClusterProfile.objects.visible_to(user).select_related("owner")[:200]
+    return [(p.pk, f"{p.name}" + (f" ({p.figures['accelerator']})" if p.figures.get("accelerator") else "")
+             + (f" — {p.owner.get_username()}" if p.owner else "")) for p in rows]
+
+
 def _plan_choices() -> tuple[list, list]:
     """(models, nodes) as form choices: the catalog's, else the engine's built-ins."""
     import simulation.presets as builtin
@@ -31,7 +41,8 @@ def plan_new(request):
     models, nodes = _plan_choices()
     initial = {"model": "llama2-70b" if any(k == "llama2-70b" for k, _ in models) else None,
                "node": "dgx-h100" if any(k == "dgx-h100" for k, _ in nodes) else None}
-    form = PlanForm(request.POST or None, initial=initial, models=models, nodes=nodes)
+    form = PlanForm(request.POST or None, initial=initial, models=models, nodes=nodes,
+                    profiles=_profile_choices(request.user))
     if request.method == "POST" and form.is_valid():
         try:
             plan = plans.create_plan(request.user, form.spec(), form.cleaned_data["name"])
