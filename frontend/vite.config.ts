@@ -19,6 +19,7 @@ export default defineConfig({
         // the comparison dashboard
         "src/pages/compare.ts",
         "src/pages/sweep.ts",
+        "src/pages/plan.ts",
         "src/pages/share_panel.ts",
         "src/pages/scenario_prefill.ts",
       ],

@@ -134,7 +134,7 @@ def vite_manifest(tmp_path, settings):
     entries = {name: {"file": f"assets/{Path(name).stem}-stub.js", "src": name, "isEntry": True,
                       "css": [f"assets/{Path(name).stem}-stub.css"] if name == "src/base.ts" else []}
                for name in ("src/base.ts", "src/pages/scenario_form.ts", "src/pages/run_result.ts",
-                            "src/pages/compare.ts", "src/pages/sweep.ts", "src/pages/share_panel.ts",
+                            "src/pages/compare.ts", "src/pages/sweep.ts", "src/pages/plan.ts", "src/pages/share_panel.ts",
                             "src/pages/scenario_prefill.ts")}
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(entries))

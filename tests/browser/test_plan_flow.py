@@ -4,10 +4,11 @@ within a minute; saves the best one as a scenario."""
 
 import re
 import time
+import uuid
 
 import pytest
 
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,4 +41,64 @@ def test_llama2_70b_on_up_to_four_dgx_h100_ranked_within_a_minute(page, live_url
     screenshot(page, "plan-done")
     first.locator(".plan-save").click()
     page.wait_for_url(re.compile(r".*/scenarios/\d+/$"))
+    assert page.js_errors == []
+
+
+def test_the_progress_bar_follows_the_api_without_reloading_the_page(page, live_url, user_admin, catalog,
+                                                                     settings):
+    """The plan page polls GET /api/v1/plans/<id>/ (src/pages/plan.ts): the bar, the
+    candidates done / feasible and the best so far follow the chunks as they finish, the page
+    never reloads, polling stops at the end and the ranked answer takes the progress's place.
+    No worker reads the plan's queue: the test runs the chunks itself, one at a time, and
+    reads the page from the test side (wait_until) after each."""
+    from tierlab.dashboard import plans
+    from tierlab.dashboard.models import Plan, PlanChunk
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/plans/new/")
+    page.select_option("#id_model", "llama2-70b")
+    page.select_option("#id_node", "dgx-h100")
+    page.fill("#id_min_nodes", "1")
+    page.fill("#id_max_nodes", "4")
+    page.click("#submit-plan")
+    page.wait_for_url(re.compile(r".*/plans/\d+/$"))
+    plan = Plan.objects.get()
+    page.evaluate("window.__sameDocument = true")       # gone if the page reloads
+    wait_until(page, "document.getElementById('plan-root').dataset.live === 'true'")
+    assert page.locator("#plan-progress").evaluate("el => el.value") == 0
+    text = "() => document.getElementById('plan-progress-text').textContent"
+    seen_best = False
+    chunks = list(PlanChunk.objects.filter(plan=plan).order_by("index"))
+    for chunk in chunks[:-1]:
+        plans.execute_chunk(chunk.pk)
+        p = plans.plan_payload(plan)
+        assert 0 < p["done"] < p["total_candidates"] == 2160
+        percent = 100 * p["done"] // 2160                  # rounded down (12.5 % is 12 %)
+        want = f"{p['done']} of 2160 candidates ({percent}%), {p['feasible']} feasible"
+        wait_until(page, f"() => document.getElementById('plan-progress-text').textContent === {want!r}")
+        assert page.locator("#plan-progress").evaluate("el => el.value") == percent
+        assert page.locator("#plan-status").inner_text() == "running"
+        best = page.locator("#plan-best").inner_text()
+        if p["best_so_far"]:
+            seen_best = True
+            b = p["best_so_far"]
+            assert best.startswith(f"; best so far: candidate {b['index']} — {b['choices']['num_nodes']} node"), best
+            assert f"TP {b['choices']['tensor_parallel']}, PP {b['choices']['pipeline_parallel']}" in best
+            assert re.search(r"— step [\d.]+ (ms|s|min|h), \$[\d.,]+ per M tokens$", best), best
+        else:
+            assert best == ""
+    assert seen_best, "no chunk before the last found a feasible candidate"
+    plans.execute_chunk(chunks[-1].pk)
+    wait_until(page, "document.getElementById('plan-root').dataset.ready === 'true'")
+    # finished: the server's ranked answer is in place of the progress, in the same document
+    assert page.evaluate("window.__sameDocument") is True, "the page reloaded"
+    assert page.locator("#plan-root").get_attribute("data-status") == "succeeded"
+    assert page.locator("#plan-table tbody tr").count() == 10
+    assert page.evaluate(text) == f"2160 of 2160 candidates (100%), {plans.plan_payload(plan)['feasible']} feasible"
+    assert page.locator("#plan-cancel").count() == 0
+    # and polling has stopped
+    polls = page.evaluate("Number(document.getElementById('plan-root').dataset.polls)")
+    page.wait_for_timeout(3000)
+    assert page.evaluate("Number(document.getElementById('plan-root').dataset.polls)") == polls >= len(chunks)
     assert page.js_errors == []

@@ -2,7 +2,7 @@
 // owner's API or from a share link (which wraps it in `{kind, ..., data}`), and cancel.
 
 import { getJSON, postJSON } from "../api";
-import type { Comparison, Shared, Sweep } from "./types";
+import type { Comparison, Plan, Shared, Sweep } from "./types";
 
 /** The object itself, whether the URL is the owner's endpoint or a share link's. */
 export function unwrap<T>(body: T | Shared<T>): { data: T; shared: Shared<T> | null } {
@@ -21,9 +21,13 @@ export async function fetchSweep(url: string, signal?: AbortSignal) {
   return unwrap(await getJSON<Sweep | Shared<Sweep>>(url, signal));
 }
 
+export async function fetchPlan(url: string, signal?: AbortSignal) {
+  return unwrap(await getJSON<Plan | Shared<Plan>>(url, signal));
+}
+
 export function cancelSweep(url: string): Promise<Sweep> {
   return postJSON<Sweep>(url, {});
 }
 
-/** Statuses after which a comparison or sweep no longer changes. */
+/** Statuses after which a comparison, sweep or plan no longer changes. */
 export const FINISHED = new Set(["succeeded", "failed", "cancelled"]);

@@ -100,8 +100,33 @@ export interface Sweep {
   error: string;
 }
 
+/** The best candidate a plan's chunks have found so far (GET /api/v1/plans/<id>/ best_so_far). */
+export interface PlanBest {
+  index: number;
+  choices: Record<string, unknown>;
+  objective: number;
+  step_time_s: number;
+  usd_per_million_tokens: number | null;
+}
+
+/** A plan as GET /api/v1/plans/<id>/ returns it (what its page reads while it runs). */
+export interface Plan {
+  id: number | null;
+  name: string;
+  status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | string;
+  cancelled: boolean;
+  progress: number;
+  done: number;
+  feasible: number;
+  total_candidates: number;
+  chunks: number;
+  best_so_far: PlanBest | null;
+  result: Record<string, unknown> | null;
+  error: string;
+}
+
 export interface Shared<T> {
-  kind: "scenario" | "comparison" | "sweep";
+  kind: "scenario" | "comparison" | "sweep" | "plan";
   token: string;
   name: string;
   owner: string;

@@ -62,7 +62,10 @@ def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
         rejected = [(k, v, result["examples"].get(k, "")) for k, v in result["rejected"].items() if v]
     labels = dict(PlanForm.OBJECTIVES)
     return {"plan": plan, "p": payload, "result": result, "rejected": rejected,
-            "percent": round(100 * payload["progress"]),
+            # whole percent done, rounded down: 100 only once every candidate is done, and
+            # the same figure src/dashboard/plan_progress.ts (planPercent) shows while polling
+            "percent": (min(100, 100 * payload["done"] // payload["total_candidates"])
+                        if payload["total_candidates"] else 100),
             "can_change": not shared and can_change(user, plan), "shared": shared,
             "objective_label": labels.get((result or {}).get("objective"), "").lower(), "api_url": api_url}
 
