@@ -313,6 +313,12 @@ TIERLAB_RUN_QUEUED_TIMEOUT_S = env_int("RUN_QUEUED_TIMEOUT_S", 1800, 1)
 TIERLAB_RUN_MAX_REQUEUES = env_int("RUN_MAX_REQUEUES", 2, 0)
 # A run whose worker died this many times (killed mid-run, redelivered) is marked failed.
 TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
+# A plan's candidates go to at least TIERLAB_PLAN_CHUNKS Celery tasks (so every worker takes
+# part), more where a chunk would hold over TIERLAB_PLAN_CHUNK_CANDIDATES candidates: a
+# candidate that fits takes about 10 ms of engine time, so a chunk of 5,000 ends well inside
+# the run time limit (tierlab/dashboard/plans.py, n_chunks).
+TIERLAB_PLAN_CHUNKS = env_int("TIERLAB_PLAN_CHUNKS", 8, 1)
+TIERLAB_PLAN_CHUNK_CANDIDATES = env_int("TIERLAB_PLAN_CHUNK_CANDIDATES", 5000, 1)
 # Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
 TIERLAB_TEST_TASK_SLEEP_S = env_float("TIERLAB_TEST_TASK_SLEEP_S", 0.0, 0.0)
 TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ignoring the soft limit

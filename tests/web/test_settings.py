@@ -62,6 +62,20 @@ def test_production_needs_a_secret_key():
     assert _import_settings(DEBUG="0", SECRET_KEY="s3cret", ALLOWED_HOSTS="tierlab.example.com").returncode == 0
 
 
+def test_plan_chunks_come_from_the_environment():
+    """TIERLAB_PLAN_CHUNKS / TIERLAB_PLAN_CHUNK_CANDIDATES (README, Configuration) are read at
+    start, and a value below 1 stops it naming the variable."""
+    code = ("import django; django.setup(); "
+            "from tierlab.dashboard.plans import n_chunks; print(n_chunks(96), n_chunks(4001))")
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tierlab.settings",
+               TIERLAB_PLAN_CHUNKS="3", TIERLAB_PLAN_CHUNK_CANDIDATES="1000")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "5"]     # 4,001 candidates: 5 chunks of at most 1,000
+    bad = _import_settings(TIERLAB_PLAN_CHUNKS="0")
+    assert bad.returncode != 0 and "TIERLAB_PLAN_CHUNKS must be at least 1" in bad.stderr
+
+
 def test_a_bad_boolean_stops_startup():
     result = _import_settings(DEBUG="perhaps")
     assert result.returncode != 0 and "DEBUG must be a boolean" in result.stderr
