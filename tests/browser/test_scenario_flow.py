@@ -154,3 +154,43 @@ def test_the_live_estimate_marks_a_bad_input_and_stays_in_view(page, live_url, u
     page.wait_for_selector("#live-estimate[data-fits='true'], #live-estimate[data-fits='false']")
     assert nodes.get_attribute("aria-invalid") is None
     assert page.js_errors == []
+
+
+def test_the_compute_model_framework_and_host_cpu_inputs_are_saved(page, live_url, user_admin, catalog, settings):
+    """Issue #13's training / strategy / host fields have inputs (the Advanced section): set
+    there, they reach the saved scenario and its run's input; left blank, they stay out."""
+    import uuid
+
+    from tierlab.scenarios.models import Run, Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    fill_llama70b_on_two_dgx(page, "32")
+    page.select_option("select[name='strategy.kind']", "zero_offload")
+    page.click("#advanced-settings summary")
+    # blank host inputs say what they stand for: the node template's figures
+    assert page.get_attribute("input[name='cluster.cpu_cores']", "placeholder") == "112 (the node template's)"
+    assert "AVX-512" in page.locator("select[name='cluster.cpu_isa'] option[value='']").inner_text()
+    # options of another framework's strategy are greyed out
+    assert page.locator("select[name='strategy.deepspeed_release']").is_disabled()
+    assert page.locator("input[name='training.overlap_param_gather']").is_disabled()
+    page.select_option("select[name='training.software_stack']", "torch_compile")
+    page.select_option("select[name='training.overlap_grad_reduce']", "false")
+    page.fill("input[name='cluster.cpu_cores']", "64")
+    page.select_option("select[name='cluster.cpu_isa']", "avx2")
+    page.fill("input[name='strategy.cpu_optimizer_cores_per_gpu']", "4")
+    page.fill("input[name='name']", "issue 13 fields")
+    page.wait_for_selector("#live-estimate[data-fits='true'], #live-estimate[data-fits='false']")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    spec = Scenario.objects.get(name="issue 13 fields").spec
+    assert spec["training"]["software_stack"] == "torch_compile"
+    assert spec["training"]["overlap_grad_reduce"] is False
+    assert spec["cluster"]["cpu_cores"] == 64 and spec["cluster"]["cpu_isa"] == "avx2"
+    assert spec["strategy"]["cpu_optimizer_cores_per_gpu"] == 4
+    for left_blank in ("compute_model", "gradient_accumulation_fusion", "overlap_param_gather"):
+        assert left_blank not in spec["training"]
+    assert "deepspeed_release" not in spec["strategy"]
+    run_input = Run.objects.get(scenario__name="issue 13 fields").input
+    assert run_input["cluster"]["cpu_isa"] == "avx2" and run_input["training"]["software_stack"] == "torch_compile"
+    assert page.js_errors == []

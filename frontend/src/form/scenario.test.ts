@@ -184,6 +184,64 @@ describe("valuesFromScenario", () => {
   });
 });
 
+describe("compute model, framework options and host CPU (issue #13's fields)", () => {
+  it("sends each under its dotted path, booleans as booleans, numbers as numbers", () => {
+    const req = buildRequest({
+      ...values, "strategy.kind": "megatron_dist_opt",
+      "training.compute_model": "constant", "training.software_stack": "torch_compile",
+      "training.overlap_grad_reduce": "false", "training.gradient_accumulation_fusion": "true",
+      "training.overlap_param_gather": true, "strategy.cpu_optimizer_cores_per_gpu": "3.5",
+      "cluster.cpu_cores": "64", "cluster.cpu_isa": "avx2",
+    }).scenario;
+    expect(req.training).toMatchObject({
+      compute_model: "constant", software_stack: "torch_compile", overlap_grad_reduce: false,
+      gradient_accumulation_fusion: true, overlap_param_gather: true,
+    });
+    expect(req.strategy).toMatchObject({ kind: "megatron_dist_opt", cpu_optimizer_cores_per_gpu: 3.5 });
+    expect(req.cluster).toMatchObject({ cpu_cores: 64, cpu_isa: "avx2" });
+  });
+
+  it("leaves blanks (the engine's defaults) out, so older scenarios' JSON stays the same", () => {
+    const req = buildRequest(values).scenario;
+    for (const k of ["compute_model", "software_stack", "overlap_grad_reduce", "gradient_accumulation_fusion",
+      "overlap_param_gather"]) expect(req.training).not.toHaveProperty(k);
+    for (const k of ["deepspeed_release", "cpu_optimizer_cores_per_gpu"]) expect(req.strategy).not.toHaveProperty(k);
+    for (const k of ["cpu_cores", "cpu_isa"]) expect(req.cluster).not.toHaveProperty(k);
+    // a blank switch drops what the example had: the framework's default applies again
+    const base = { ...req, training: { ...req.training, overlap_grad_reduce: true } };
+    expect(buildRequest(values, base).scenario.training).not.toHaveProperty("overlap_grad_reduce");
+  });
+
+  it("sends the DeepSpeed release only with DeepSpeed's ZeRO-3", () => {
+    const old = { ...values, "strategy.deepspeed_release": "v0.3-v0.5" };
+    expect(buildRequest({ ...old, "strategy.kind": "zero3" }).scenario.strategy).toMatchObject({ deepspeed_release: "v0.3-v0.5" });
+    expect(buildRequest({ ...old, "strategy.kind": "zero_infinity" }).scenario.strategy).toMatchObject({ deepspeed_release: "v0.3-v0.5" });
+    expect(buildRequest({ ...old, "strategy.kind": "fsdp_full_shard" }).scenario.strategy).not.toHaveProperty("deepspeed_release");
+  });
+
+  it("fills them from an example, opens the advanced section, and round-trips", () => {
+    const scenario = {
+      model: { preset: "llama2-70b" }, cluster: { node: "dgx-h100", cpu_cores: 48, cpu_isa: "avx2" },
+      training: { framework: "megatron", compute_model: "work", software_stack: "megatron", overlap_grad_reduce: true,
+        gradient_accumulation_fusion: false },
+      strategy: { kind: "zero3", deepspeed_release: "v0.3-v0.5", cpu_optimizer_cores_per_gpu: 6 },
+    };
+    const v = valuesFromScenario(scenario);
+    expect(v).toMatchObject({
+      "cluster.cpu_cores": "48", "cluster.cpu_isa": "avx2", "training.compute_model": "work",
+      "training.software_stack": "megatron", "training.overlap_grad_reduce": "true",
+      "training.gradient_accumulation_fusion": "false", "strategy.deepspeed_release": "v0.3-v0.5",
+      "strategy.cpu_optimizer_cores_per_gpu": "6", "training.overlap_param_gather": false,
+    });
+    expect(hasAdvancedValues(v)).toBe(true);
+    expect(settingsNotOnForm(scenario)).toEqual(["training.framework"]);
+    const req = buildRequest(v, scenario);
+    expect(buildRequest(valuesFromScenario(req.scenario, req.name), scenario).scenario).toEqual(req.scenario);
+    expect(req.scenario.training).toMatchObject(scenario.training);
+    expect(req.scenario.strategy).toMatchObject(scenario.strategy);
+  });
+});
+
 describe("strategy changes", () => {
   it("sets ZeRO-Offload and ZeRO-Infinity targets and clears what is not allowed", () => {
     expect(offloadAfterStrategyChange("zero_offload", { optimizer: "none", params: "none" })).toEqual({ optimizer: "cpu", params: "none" });

@@ -100,6 +100,44 @@ export const QUANTIZE_BITS: [string, string][] = [
   ["4", "4 bits"],
 ];
 
+/** How a layer's compute time is found (training.compute_model; simulation/scenario.py COMPUTE_MODELS). */
+export const COMPUTE_MODELS: [string, string][] = [
+  ["", "default: from the work, or constant when a compute efficiency is set"],
+  ["work", "work: GEMM shapes, attention kernel, memory-bound kernels"],
+  ["constant", "constant: every FLOP at peak × compute efficiency"],
+];
+
+/** Whose kernels run the element-wise work (training.software_stack; SOFTWARE_STACKS). */
+export const SOFTWARE_STACKS: [string, string][] = [
+  ["", "default: Megatron's for the Megatron framework, eager PyTorch otherwise"],
+  ["megatron", "Megatron-LM (fused kernels)"],
+  ["pytorch_eager", "PyTorch eager (unfused)"],
+  ["torch_compile", "torch.compile (fused by Inductor)"],
+];
+
+/** A switch whose default depends on the framework: blank (the default), on or off. */
+export const TRI_STATE: [string, string][] = [
+  ["", "default (by framework)"],
+  ["true", "on"],
+  ["false", "off"],
+];
+
+/** DeepSpeed ZeRO-3 as released (strategy.deepspeed_release; DEEPSPEED_RELEASES). */
+export const DEEPSPEED_RELEASES: [string, string][] = [
+  ["current", "current (bucketed prefetch and reduce-scatter)"],
+  ["v0.3-v0.5", "v0.3–v0.5 (Mar 2021 – Jan 2022: per-tensor fetches, per-tensor reduce-scatter)"],
+];
+
+/** The host CPU's widest vector ISA DeepSpeed's CPU-Adam builds for (cluster.cpu_isa; CPU_ISAS). */
+export const CPU_ISAS: [string, string][] = [
+  ["", "the node template's"],
+  ["avx512", "AVX-512 (16 fp32 lanes)"],
+  ["avx2", "AVX2 (8 fp32 lanes)"],
+];
+
+/** Strategies DeepSpeed's ZeRO-3 runs (the only ones strategy.deepspeed_release applies to). */
+export const DEEPSPEED_ZERO3 = new Set(["zero3", "zero_infinity"]);
+
 /** Integer inputs, by name. */
 export const INTEGER_FIELDS = [
   "cluster.num_nodes",
@@ -111,6 +149,7 @@ export const INTEGER_FIELDS = [
   "training.pipeline_parallel",
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
+  "cluster.cpu_cores",
 ] as const;
 
 /** Inputs that take any number (fractions, seconds); blank = the engine's default. */
@@ -118,21 +157,35 @@ export const DECIMAL_FIELDS = [
   "training.compute_efficiency",
   "training.network_efficiency",
   "strategy.prefetch_miss_rate",
+  "strategy.cpu_optimizer_cores_per_gpu",
   "checkpoint.interval_s",
   "checkpoint.differential_fraction",
   "checkpoint.gpu_failure_rate_per_hour",
   "checkpoint.mtbf_s",
 ] as const;
 
-export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "checkpoint.sharded"] as const;
+export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "training.overlap_param_gather",
+  "checkpoint.sharded"] as const;
+
+/** On / off / blank (the framework's default) selects, sent as JSON booleans. */
+export const TRI_STATE_FIELDS = ["training.overlap_grad_reduce", "training.gradient_accumulation_fusion"] as const;
 
 /** The inputs of the "Advanced" section (opened when an example sets one of them). */
 export const ADVANCED_FIELDS = [
   "training.compute_efficiency",
   "training.network_efficiency",
+  "training.compute_model",
+  "training.software_stack",
+  "training.overlap_grad_reduce",
+  "training.gradient_accumulation_fusion",
+  "training.overlap_param_gather",
   "strategy.prefetch_depth",
   "strategy.prefetch_miss_rate",
   "strategy.offload_activations",
+  "strategy.deepspeed_release",
+  "strategy.cpu_optimizer_cores_per_gpu",
+  "cluster.cpu_cores",
+  "cluster.cpu_isa",
 ] as const;
 
 /** Human label of every input (units in the label), for the error summary. */
@@ -161,6 +214,15 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.pipeline_parallel": "Pipeline parallel degree",
   "training.compute_efficiency": "Compute efficiency",
   "training.network_efficiency": "Network efficiency",
+  "training.compute_model": "Compute model",
+  "training.software_stack": "Software stack",
+  "training.overlap_grad_reduce": "Overlap gradient reduction",
+  "training.gradient_accumulation_fusion": "Gradient accumulation fusion",
+  "training.overlap_param_gather": "Overlap parameter all-gather",
+  "strategy.deepspeed_release": "DeepSpeed release",
+  "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
+  "cluster.cpu_cores": "Host CPU cores",
+  "cluster.cpu_isa": "Host CPU vector ISA",
   "strategy.prefetch_depth": "Prefetch depth",
   "strategy.prefetch_miss_rate": "Prefetch miss rate",
   "strategy.offload_activations": "Activation offload",
@@ -201,6 +263,15 @@ export const DEFAULT_VALUES: FormValues = {
   "training.pipeline_parallel": "1",
   "training.compute_efficiency": "",
   "training.network_efficiency": "",
+  "training.compute_model": "",
+  "training.software_stack": "",
+  "training.overlap_grad_reduce": "",
+  "training.gradient_accumulation_fusion": "",
+  "training.overlap_param_gather": false,
+  "strategy.deepspeed_release": "current",
+  "strategy.cpu_optimizer_cores_per_gpu": "",
+  "cluster.cpu_cores": "",
+  "cluster.cpu_isa": "",
   "strategy.prefetch_depth": "",
   "strategy.prefetch_miss_rate": "",
   "strategy.offload_activations": "none",
@@ -223,6 +294,8 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.network_efficiency": "0.8",
   "strategy.prefetch_depth": "1",
   "strategy.prefetch_miss_rate": "0",
+  "strategy.cpu_optimizer_cores_per_gpu": "the node's cores / GPUs",
+  "cluster.cpu_cores": "the node template's",
   "checkpoint.interval_s": "optimal (Daly)",
   "checkpoint.differential_fraction": "1 (full)",
   "checkpoint.gpu_failure_rate_per_hour": "1.97e-5 (Llama 3)",
@@ -316,6 +389,9 @@ export function buildRequest(
   setIf(cluster, "gpus_per_node", intOrRaw(values["cluster.gpus_per_node"]));
   // A cluster profile (its id): its fitted figures fill in what the scenario leaves unset.
   setIf(cluster, "profile", intOrRaw(values["cluster.profile"]));
+  // The host CPU (CPU-Adam's compute); blank: the node template's.
+  setOrDelete(cluster, "cpu_cores", values["cluster.cpu_cores"]);
+  setOrDelete(cluster, "cpu_isa", str(values["cluster.cpu_isa"], ""));
   // A recommendation model: its section and the cluster; the transformer's inputs are not sent.
   if (isRecsys(values)) {
     return { name: str(values.name, "").trim(), scenario: { schema: 1, recsys: recsysSection(values, base?.recsys), cluster } };
@@ -338,6 +414,17 @@ export function buildRequest(
   training.sequence_parallel = values["training.sequence_parallel"] === true;
   setOrDelete(training, "compute_efficiency", values["training.compute_efficiency"]);
   setOrDelete(training, "network_efficiency", values["training.network_efficiency"]);
+  setOrDelete(training, "compute_model", str(values["training.compute_model"], ""));
+  setOrDelete(training, "software_stack", str(values["training.software_stack"], ""));
+  for (const f of TRI_STATE_FIELDS) {
+    const key = f.slice("training.".length);
+    const v = values[f];
+    if (v === "true" || v === "false") training[key] = v === "true";
+    else delete training[key];
+  }
+  // off is the engine's default: left out, so the JSON (and its hash) is as before
+  if (values["training.overlap_param_gather"] === true) training.overlap_param_gather = true;
+  else delete training.overlap_param_gather;
 
   const kind = str(values["strategy.kind"], "zero3");
   const baseStrategy = isObject(base?.strategy) ? base.strategy : {};
@@ -351,6 +438,11 @@ export function buildRequest(
   }
   setOrDelete(strategy, "prefetch_depth", values["strategy.prefetch_depth"]);
   setOrDelete(strategy, "prefetch_miss_rate", values["strategy.prefetch_miss_rate"]);
+  setOrDelete(strategy, "cpu_optimizer_cores_per_gpu", values["strategy.cpu_optimizer_cores_per_gpu"]);
+  // the release applies to DeepSpeed's ZeRO-3 only; "current" is the default, left out
+  const release = str(values["strategy.deepspeed_release"], "current");
+  if (DEEPSPEED_ZERO3.has(kind) && release !== "current") strategy.deepspeed_release = release;
+  else delete strategy.deepspeed_release;
   strategy.offload_activations = str(values["strategy.offload_activations"], "none");
 
   // Checkpoint: the form's choices over the example's other settings (detect_s, ...).

@@ -11,7 +11,11 @@ import {
   CHECKPOINT_CONTENTS,
   CHECKPOINT_METHODS,
   CHECKPOINT_TARGETS,
+  COMPUTE_MODELS,
   CONVENTIONS,
+  CPU_ISAS,
+  DEEPSPEED_RELEASES,
+  DEEPSPEED_ZERO3,
   DEFAULT_VALUES,
   FIELD_LABELS,
   OFFLOAD_TARGETS,
@@ -21,7 +25,9 @@ import {
   LOSS_KERNELS,
   PLACEHOLDERS,
   QUANTIZE_BITS,
+  SOFTWARE_STACKS,
   STRATEGIES,
+  TRI_STATE,
   buildRequest,
   hasAdvancedValues,
   inputNameForErrorKey,
@@ -89,6 +95,15 @@ function mount(root: HTMLElement): void {
     prefetchDepth: integer({ min: 0, placeholder: PLACEHOLDERS["strategy.prefetch_depth"] }),
     prefetchMiss: decimal("strategy.prefetch_miss_rate", { min: 0, max: 1 }),
     offloadAct: select(ACTIVATION_OFFLOAD),
+    computeModel: select(COMPUTE_MODELS),
+    softwareStack: select(SOFTWARE_STACKS),
+    overlapGradReduce: select(TRI_STATE),
+    gradAccFusion: select(TRI_STATE),
+    overlapParamGather: h("input", { type: "checkbox", role: "switch" }),
+    dsRelease: select(DEEPSPEED_RELEASES),
+    cpuOptCores: decimal("strategy.cpu_optimizer_cores_per_gpu", { min: 0 }),
+    cpuCores: integer({ placeholder: PLACEHOLDERS["cluster.cpu_cores"] }),
+    cpuIsa: select(CPU_ISAS),
     // checkpoint
     ckTarget: select(CHECKPOINT_TARGETS),
     ckMethod: select(CHECKPOINT_METHODS),
@@ -118,11 +133,25 @@ function mount(root: HTMLElement): void {
   const advanced = h(
     "details",
     { id: "advanced-settings" },
-    h("summary", null, "Advanced: efficiencies, prefetch, activation offload"),
+    h("summary", null, "Advanced: compute model, efficiencies, framework options, prefetch, host CPU"),
+    grid(
+      f("training.compute_model", c.computeModel, {
+        unit: "how compute time is found",
+        help: "work: each layer's time from its GEMM shapes after the tensor-parallel split, its attention " +
+          "kernel and its memory-bound kernels, per GPU generation; constant: peak FLOP/s × compute " +
+          "efficiency for every FLOP. Blank = work, or constant when a compute efficiency is given.",
+      }),
+      f("training.software_stack", c.softwareStack, {
+        unit: "whose element-wise kernels",
+        help: "Norms, activations and other memory-bound kernels as bytes over HBM bandwidth, fused or not " +
+          "by this stack (work model). Blank = Megatron's with the Megatron framework, eager PyTorch otherwise.",
+      }),
+    ),
     grid(
       f("training.compute_efficiency", c.computeEff, {
         unit: "fraction of peak FLOP/s, 0–1",
-        help: "What a layer's kernels reach; blank = 0.55.",
+        help: "What a layer's kernels reach; setting it selects the constant compute model. Blank = from the " +
+          "work (0.55 with the constant model).",
       }),
       f("training.network_efficiency", c.networkEff, {
         unit: "fraction of link GB/s, 0–1",
@@ -143,6 +172,47 @@ function mount(root: HTMLElement): void {
       unit: "memory tier",
       help: "Activation checkpoints kept in CPU DDR and fetched back for the backward pass.",
     }),
+    grid(
+      f("training.overlap_grad_reduce", c.overlapGradReduce, {
+        unit: "data-parallel all-reduce",
+        help: "On: gradients are reduced bucket by bucket during the last micro-batch's backward (torch DDP, " +
+          "Megatron --overlap-grad-reduce); off: after it. Blank = off for the Megatron framework, on otherwise.",
+      }),
+      f("training.gradient_accumulation_fusion", c.gradAccFusion, {
+        unit: "weight-gradient GEMMs",
+        help: "On: the weight-gradient GEMMs add into the accumulation buffer themselves (Megatron " +
+          "--gradient-accumulation-fusion); off: each micro-batch after the first adds its gradients in a pass " +
+          "of its own. Blank = on for the Megatron framework, off otherwise.",
+      }),
+    ),
+    f("training.overlap_param_gather", c.overlapParamGather, {
+      unit: "Megatron distributed optimizer only",
+      help: "The updated parameters are all-gathered bucket by bucket in the next step's forward instead of " +
+        "after the optimizer step (Megatron --overlap-param-gather). Needs the Megatron distributed optimizer.",
+    }),
+    grid(
+      f("strategy.deepspeed_release", c.dsRelease, {
+        unit: "DeepSpeed ZeRO-3 only",
+        help: "How ZeRO-3 fetches and reduces: the current release buckets them; v0.3–v0.5 fetched each " +
+          "parameter synchronously and reduce-scattered each gradient on its own.",
+      }),
+      f("strategy.cpu_optimizer_cores_per_gpu", c.cpuOptCores, {
+        unit: "cores",
+        help: "Cores each GPU's CPU-Adam may use (offloaded optimizer). Blank = the host's cores / its GPUs " +
+          "(DeepSpeed --bind_cores_to_rank).",
+      }),
+    ),
+    grid(
+      f("cluster.cpu_cores", c.cpuCores, {
+        unit: "physical cores, all sockets",
+        help: "The host's cores, which bound CPU-Adam's parameters per second. Blank = the node template's.",
+      }),
+      f("cluster.cpu_isa", c.cpuIsa, {
+        unit: "CPU-Adam's SIMD width",
+        help: "The widest vector ISA DeepSpeed's CPU-Adam builds for: AVX2 updates half as many parameters " +
+          "per core and second as AVX-512. Blank = the node template's.",
+      }),
+    ),
   );
 
   const form = h(
@@ -297,6 +367,16 @@ function mount(root: HTMLElement): void {
     const label = ([v, text]: [string, string]): [string, string] => [v, have[v] || !currentNode() ? text : `${text} (not on this node)`];
     fillSelect(c.offloadOpt, OFFLOAD_TARGETS.map(label));
     fillSelect(c.offloadParams, OFFLOAD_TARGETS.map(label));
+    syncHost();
+  };
+
+  /** The host CPU inputs show the node template's figures they stand for when blank. */
+  const syncHost = () => {
+    const spec = (currentNode()?.spec ?? {}) as Record<string, unknown>;
+    const cores = typeof spec.cpu_cores === "number" ? spec.cpu_cores : null;
+    c.cpuCores.placeholder = cores !== null ? `${cores} (the node template's)` : PLACEHOLDERS["cluster.cpu_cores"];
+    const isa = typeof spec.cpu_isa === "string" ? CPU_ISAS.find(([v]) => v === spec.cpu_isa)?.[1] ?? spec.cpu_isa : null;
+    fillSelect(c.cpuIsa, CPU_ISAS.map(([v, text]): [string, string] => [v, v === "" && isa ? `the node template's: ${isa}` : text]));
   };
 
   const syncStrategy = (changed: boolean) => {
@@ -309,6 +389,11 @@ function mount(root: HTMLElement): void {
     const rules = offloadRules(kind);
     c.offloadOpt.disabled = !rules.optimizer;
     c.offloadParams.disabled = !rules.params;
+    // options of one framework's strategy only: off (and greyed) with another
+    c.dsRelease.disabled = !DEEPSPEED_ZERO3.has(kind);
+    if (c.dsRelease.disabled) c.dsRelease.value = "current";
+    c.overlapParamGather.disabled = kind !== "megatron_dist_opt";
+    if (c.overlapParamGather.disabled) c.overlapParamGather.checked = false;
     const hybrid = kind === "fsdp_hybrid_shard";
     shardGroupField.hidden = !hybrid;
     c.shardGroup.required = hybrid;
