@@ -54,7 +54,12 @@ def test_the_progress_bar_follows_the_api_without_reloading_the_page(page, live_
     from tierlab.dashboard import plans
     from tierlab.dashboard.models import Plan, PlanChunk
 
+    from tests.browser.test_content_security_policy import RECORD_VIOLATIONS
+
     settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
+    page.add_init_script(RECORD_VIOLATIONS)             # the polling works under the policy
+    console = []
+    page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
     log_in(page, live_url, user_admin)
     page.goto(f"{live_url}/plans/new/")
     page.select_option("#id_model", "llama2-70b")
@@ -97,6 +102,7 @@ def test_the_progress_bar_follows_the_api_without_reloading_the_page(page, live_
     assert page.locator("#plan-table tbody tr").count() == 10
     assert page.evaluate(text) == f"2160 of 2160 candidates (100%), {plans.plan_payload(plan)['feasible']} feasible"
     assert page.locator("#plan-cancel").count() == 0
+    assert page.evaluate("window.__csp") == [] and console == []
     # and polling has stopped
     polls = page.evaluate("Number(document.getElementById('plan-root').dataset.polls)")
     page.wait_for_timeout(3000)

@@ -208,6 +208,7 @@ def test_a_share_link_shows_the_plan_to_anyone_and_forks_it(owner_api, anon_api,
     assert shared["data"]["result"] == planner.plan(SPEC)
     html = client.get(f"/s/{token}/").content.decode()
     assert 'data-rank="1"' in html and "plan-cancel" not in html and "plan-save" not in html
+    assert f'data-url="/api/v1/shared/{token}/"' in html      # what src/pages/plan.ts polls there
     with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
         r = stranger_api.post(f"/api/v1/shared/{token}/fork/")
     assert r.status_code == 201, r.json()
