@@ -77,7 +77,9 @@ def with_profile(spec, owner):
         check_visible(spec, owner)
     except ScenarioError as exc:
         raise InputError(f"spec.{exc.field}", exc.message) from None
-    profile = ClusterProfile.objects.get(pk=int(ref))
+    profile = ClusterProfile.objects.filter(pk=int(ref)).first()
+    if profile is None:           # deleted since the check
+        raise InputError("spec.cluster.profile", f"unknown cluster profile {ref!r}")
     return {**spec, "cluster": {**spec["cluster"], "profile": profile.engine_spec()}}
 
 

@@ -17,7 +17,7 @@ class PlanForm(forms.Form):
     node = forms.ChoiceField(label="Node template")
     profile = forms.TypedChoiceField(coerce=int, empty_value=None, required=False, label="Cluster profile",
                                      help_text="Optional: the figures fitted to what was measured on your "
-                                               "cluster (Profiles page), used for every candidate; none: "
+                                               "cluster (the Cluster profiles page), used for every candidate; none: "
                                                "the engine's defaults")
     min_nodes = forms.IntegerField(min_value=1, max_value=1_000_000, initial=1, label="Nodes: from")
     max_nodes = forms.IntegerField(min_value=1, max_value=1_000_000, initial=4, label="Nodes: up to")
