@@ -253,7 +253,8 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
     if stage != "first" and m.vocab_size:
         tokens = tr.seq_len * tr.micro_batch_size
-        add("output-head input (final norm output)", "activations", "hbm", 2 * sbh / t,
+        act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+        add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
             phase="fwd_bwd", note="saved for the head's weight gradient")
         add(f"logits and cross-entropy ({tr.loss_kernel})", "activations", "hbm",
             loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t), phase="loss",
@@ -283,7 +284,8 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         sequence_parallel=tr.sequence_parallel, recompute=recompute,
         framework=tr.framework, attention_dropout=m.attention_dropout,
         hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
-        num_experts=m.num_experts, norm=m.norm)
+        num_experts=m.num_experts, norm=m.norm,
+        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2)
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
