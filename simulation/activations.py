@@ -189,7 +189,49 @@ def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]
     rep_div = t if x.sequence_parallel else 1
     terms = {k: v / rep_div for k, v in replicated.items()}
     terms.update({k: v / t for k, v in split.items()})
+    if x.framework == "megatron" and x.num_experts > 1:
+        terms.update(_megatron_moe_routing(x))
     return {k: v for k, v in terms.items() if v}
+
+
+def _megatron_moe_routing(x: ActivationShape) -> dict[str, float]:
+    """What Megatron-Core's MoE layer saves beyond the experts' MLPs, per GPU (bytes).
+
+    Read in megatron-core 0.19 (``megatron/core/transformer/moe/``), for the default
+    unfused path (``moe_router_fusion`` and ``moe_permute_fusion`` off, top-k softmax
+    routing, the all-to-all dispatcher, GroupedMLP with ``bias_activation_fusion``):
+
+    * router (``moe_utils.topk_routing_with_score_function``): ``torch.topk`` on the
+      logits keeps its int64 indices (8*k per token), ``torch.softmax(scores,
+      dtype=float32)`` its fp32 output (4*k); the scatter into dense routing probs keeps
+      the same indices. The load-balancing loss (``compute_routing_scores_for_aux_loss``)
+      keeps a full fp32 softmax over the E experts (4*E per token). The gating linear's
+      input is the MLP input of the dense formula, not counted again.
+    * ``moe_utils.permute``: ``tokens.index_select(0, sorted_indices)`` keeps only its
+      int64 indices and the probs' ``[flat_sorted]`` indexing its own (2 x 8 B per routed
+      token); ``unpermute``'s ``scatter_add_`` keeps the first indices again (a view).
+    * the permuted copy of every routed token, the experts' fc1 input (``experts.py``
+      ``TEGroupedMLP.forward``): 16-bit h per routed token, and the permuted probs that
+      ``weighted_bias_swiglu_impl`` keeps (16-bit, ``type_as(logits)``, 1 per routed token).
+      The experts' MLP itself is the ``MLP activations`` term (x top-k); their outputs
+      are not kept (``unpermute`` is called without probs and ``scatter_add_``'s backward
+      needs only the index).
+
+    With tensor parallelism Megatron requires sequence parallelism for MoE; the router
+    sees s*b/t tokens, and the dispatcher all-gathers the permuted tokens over the t
+    ranks (expert tensor parallelism splits f, not the tokens), so the fc1 copy and its
+    probs are whole on each rank. Shapes: s*b tokens of width h, E experts, k per token.
+    """
+    t = x.tensor_parallel
+    sb, h, e, k = x.seq_len * x.micro_batch, x.hidden, x.num_experts, x.top_k
+    local = sb / t                       # tokens this rank routes (sequence parallel)
+    A = x.activation_bytes
+    return {
+        "router (top-k indices, fp32 top-k probabilities, fp32 aux-loss scores)":
+            (INDEX * k + FP32 * k + FP32 * e) * local,
+        "permutation indices (int64)": 2 * INDEX * k * local,
+        "permuted tokens (expert fc1 input) and their probs": (A * h + A) * k * sb,
+    }
 
 
 def _mlp_per_token(x: ActivationShape) -> float:
