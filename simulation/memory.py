@@ -31,7 +31,8 @@ Two accounting conventions:
       ``_prepare_fp32_grad_for_sub_group``). DeepSpeed's own estimator counts that transient
       as a persistent 4 B/param ("18 = 2 + 2 + 4 + 4 + 8"), which is why it says 18 where
       this convention says 16 + one sub-group. Buckets: ``reduce_bucket_size`` (5e8
-      elements, persistent in ZeRO-3's ``__ipg_bucket_flat_buffer``) and
+      elements, persistent in ZeRO-3's ``__ipg_bucket_flat_buffer``, plus the copy of a full
+      bucket that ``reduce_scatter_coalesced`` makes in backward) and
       ``allgather_bucket_size``; ZeRO-3 gathers layers up to
       ``stage3_max_live_parameters`` (1e9) and the head as a module of its own.
     * PyTorch FSDP under mixed precision keeps fp32 flat shards (the master weights; HF
@@ -334,6 +335,7 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",
             min(DS_BUCKET_ELEMENTS, psi) * sb.grads,
             note="5e8 elements; stage3.py allocates it once (__ipg_bucket_flat_buffer)")
+        _ds_reduce_scatter_staging(add, sc, pc, lay, sb, psi, pipeline_stage)
         if st.offload_optimizer == "none":
             add("fp32 gradients of one optimizer sub-group", "buffers", "hbm",
                 4 * min(DS_SUB_GROUP_ELEMENTS, psi / d), phase="step",
@@ -350,6 +352,31 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
             note="fp32 master + moments of one sub_group (1e9 elements) per rank")
 
     add(RUNTIME_PART, "buffers", "hbm", sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
+
+
+def _ds_reduce_scatter_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                               psi: float, pipeline_stage: str) -> None:
+    """DeepSpeed ZeRO-3's copy of a full gradient bucket for its reduce-scatter (bytes, HBM).
+
+    Read in DeepSpeed 0.16.5: with ``reduce_scatter`` on (the default, ``zero/config.py``
+    line 104) ``stage3.py`` ``__reduce_and_partition_ipg_grads`` (line 1314) does not
+    reduce the contiguous ``__ipg_bucket_flat_buffer`` in place but hands the bucket's
+    gradients to ``comm/coalesced_collectives.py`` ``reduce_scatter_coalesced`` (stage3.py
+    line 1391), which interleaves every tensor's rank chunks with ``torch.cat`` (line 199)
+    into a new buffer of the bucket's size: up to ``reduce_bucket_size`` (5e8) elements in
+    the gradient dtype, live in backward while the bucket is reduced. A bucket of one
+    tensor whose size divides by the world size is reduced without the copy (line 179):
+    the output head's gradient, bigger than the bucket with a 128k vocabulary, goes that
+    way before the first full bucket, so the head's full gradient and this copy are not
+    live at once; the part counts the copy beyond the head's gradient (already a
+    ``backward`` part), which makes the backward moment hold the larger of the two.
+    """
+    bucket = min(DS_BUCKET_ELEMENTS, psi)
+    head = pc.output_head / lay.tensor_parallel if (
+        pipeline_stage != "first" and sc.model is not None and sc.model.has_architecture) else 0.0
+    add("reduce-scatter staging copy (DeepSpeed reduce_scatter_coalesced)", "buffers", "hbm",
+        max(0.0, bucket - head) * sb.grads, phase="backward",
+        note="torch.cat of a full bucket's rank chunks, beyond the head's gradient")
 
 
 def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,

@@ -54,10 +54,13 @@ def test_llama2_70b_zero3_on_two_dgx_h100_by_hand():
     loss = 12 * s * v
     # ZeRO-3 gathers: the output head (v*h params, bf16) from the end of forward through its
     # backward, blocks up to stage3_max_live_parameters (1e9 elements x 2 B); the head's full
-    # bf16 gradient exists in backward before the reduce bucket takes it
+    # bf16 gradient exists in backward before the reduce bucket takes it; a full bucket's
+    # reduce-scatter copies it (torch.cat in reduce_scatter_coalesced: 5e8 x 2 B), after the
+    # head's gradient (v*h = 262M < 5e8 elements, reduced alone without a copy) is gone
     head, blocks, head_grad = 2 * v * h, 2e9, 2 * v * h
+    staging = 2 * 5e8
     moments = {"loss": stored + loss + head + blocks,
-               "backward": stored + working + head + blocks + head_grad,
+               "backward": stored + working + head + blocks + max(head_grad, staging),
                "step": 4e9}        # fp32 gradients of one sub-group: 1e9 elements x 4 B
     peak = max(moments, key=moments.get)
     assert hbm["peak_phase"] == peak == "backward"
@@ -65,10 +68,11 @@ def test_llama2_70b_zero3_on_two_dgx_h100_by_hand():
     # ZeRO-3's allocator reserve: 20 % of the peak moment's dynamic bytes
     assert hbm["total_bytes"] == pytest.approx(P70 + 1e9 + 1.5 * GIB + 1.2 * moments[peak])
     assert hbm["capacity_bytes"] == H100_HBM
-    # 100.9 % of the 79.3 GiB: inside ZeRO-3's +-8 % memory error, so tight (fits stays true)
-    assert 0.92 < hbm["total_bytes"] / H100_HBM < 1.08
-    assert r["fits"] is True and r["violations"] == [] and r["fit_state"] == "tight"
-    assert r["memory"]["tight"][0]["peak_phase"] == "backward"
+    # 108.1 % of the 79.3 GiB: beyond ZeRO-3's +-8 % memory error, so it does not fit (the
+    # reduce-scatter copy tips it: 107.5 % without it; with FlashAttention it is tight)
+    assert 1.08 < hbm["total_bytes"] / H100_HBM < 1.09
+    assert r["fits"] is False and r["fit_state"] == "does_not_fit"
+    assert [(v["tier"], v["message"].rsplit(" ", 1)[-1]) for v in r["violations"]] == [("hbm", "backward")]
 
 
 def _shape(model, report):

@@ -235,3 +235,25 @@ def test_reserved_as_nvidia_smi_shows_it_beside_allocated():
     # nvidia-smi: the CUDA context (1.5 GiB) + PyTorch's reserved memory; allocated: the tensors
     assert hbm["reserved_bytes"] == hbm["total_bytes"]
     assert hbm["allocated_bytes"] == pytest.approx(hbm["total_bytes"] - 1.5 * 2**30 - frag["bytes"])
+
+
+def test_deepspeed_zero3_reduce_scatter_copies_a_full_bucket_beyond_the_head_gradient():
+    # stage3.py __reduce_and_partition_ipg_grads -> reduce_scatter_coalesced: torch.cat of a
+    # bucket's rank chunks, up to reduce_bucket_size = 5e8 elements in bf16, in backward.
+    # Llama-2-7B's head (32000 x 4096 = 131,072,000 elements) is reduced alone, without a
+    # copy, before the first full bucket: the part is the copy beyond the head's gradient.
+    r = run(kind="zero3")
+    (copy,) = parts(r, "reduce-scatter staging copy")
+    assert copy["bytes"] == (5e8 - 32000 * 4096) * 2 and copy["phase"] == "backward"
+    (head,) = parts(r, "output head full gradient")
+    assert head["bytes"] + copy["bytes"] == 5e8 * 2      # backward holds the larger of the two
+    # Llama-3-8B's head (128256 x 4096 = 525M elements) is bigger than a bucket: no extra
+    llama3_8b = {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                 "num_kv_heads": 8, "ffn_hidden_size": 14336, "vocab_size": 128256,
+                 "gated_mlp": True, "dropout": False}
+    big = evaluate_dict({"model": llama3_8b, "cluster": {"node": "dgx-h100"},
+                         "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full"},
+                         "strategy": {"kind": "zero3"}}, include_step=False)
+    assert parts(big, "reduce-scatter staging copy") == []
+    # FSDP reduce-scatters each unit's gradient in place: no such copy
+    assert parts(run(kind="fsdp_full_shard"), "reduce-scatter staging copy") == []
