@@ -257,3 +257,27 @@ def test_deepspeed_zero3_reduce_scatter_copies_a_full_bucket_beyond_the_head_gra
     assert parts(big, "reduce-scatter staging copy") == []
     # FSDP reduce-scatters each unit's gradient in place: no such copy
     assert parts(run(kind="fsdp_full_shard"), "reduce-scatter staging copy") == []
+
+
+def test_deepspeed_zero3_live_parameters_follow_the_reuse_distance():
+    # partitioned_param_coordinator.py: a module's parameters stay gathered while the trace
+    # brings them back within stage3_max_reuse_distance (1e9) parameters; prefetching adds
+    # stage3_prefetch_bucket_size (5e7) while under stage3_max_live_parameters (1e9).
+    # Llama-2-7B: a layer is 4*h*h + 3*h*11008 + 2*h = 202,383,360 params, the head 32000*h.
+    layer, head = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096, 32000 * 4096
+    assert layer == 202_383_360
+    # full recompute: the last layer comes back (re-run) 1 layer + 2 heads = 464M later:
+    # kept; the one before 4 layers + 2 heads = 1.07e9 later: released. 1 layer + 5e7.
+    (full,) = parts(run(kind="zero3"), "gathered parameters")
+    assert full["name"].startswith("gathered parameters (1 layer + prefetch bucket)")
+    assert full["bytes"] == (layer + 5e7) * 2 and full["phase"] == "fwd_bwd"
+    # without recompute: (2j + 1) layers + 2 heads: j = 0 (464M) and j = 1 (869M) are kept,
+    # j = 2 (1.27e9) is not: 2 layers + 5e7 (202M x 2 + 131M + 5e7 stays under 1e9 live)
+    (none,) = parts(run(kind="zero3", training={"recompute": "none"}), "gathered parameters")
+    assert none["bytes"] == (2 * layer + 5e7) * 2
+    # no prefetching (prefetch_depth 0 exports stage3_prefetch_bucket_size 0)
+    off = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                         "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full"},
+                         "strategy": {"kind": "zero3", "prefetch_depth": 0}}, include_step=False)
+    (nopf,) = parts(off, "gathered parameters")
+    assert nopf["bytes"] == layer * 2
