@@ -262,7 +262,7 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
         add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
             phase="fwd_bwd", note="saved for the head's weight gradient")
         add(f"logits and cross-entropy ({tr.loss_kernel})", "activations", "hbm",
-            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t), phase="loss",
+            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t, act), phase="loss",
             note=_LOSS_NOTES[tr.loss_kernel])
 
 

@@ -281,3 +281,20 @@ def test_deepspeed_zero3_live_parameters_follow_the_reuse_distance():
                          "strategy": {"kind": "zero3", "prefetch_depth": 0}}, include_step=False)
     (nopf,) = parts(off, "gathered parameters")
     assert nopf["bytes"] == layer * 2
+
+
+def test_loss_bytes_in_fp32_training_by_hand():
+    tokens, v, h = 4096, 32000, 4096
+    # torch: logits.float() is a no-op, but the peak is backward's: saved fp32 log-probs 4
+    # + nll gradient 4 + log_softmax gradient 4 = 12 B, as in bf16
+    assert loss_bytes("torch", tokens, v, h, act_bytes=4) == 12 * tokens * v
+    # Megatron: the fp32 logits are the buffer the softmax is made in place: 4 B, not 2 + 4
+    assert loss_bytes("megatron_vocab_parallel", tokens, v, h, 8, act_bytes=4) == 4 * tokens * v / 8
+    # Liger: chunk logits and gradient fp32 (4 + 4), the head input's gradient fp32 (4)
+    assert loss_bytes("fused_linear_cross_entropy", tokens, v, h, act_bytes=4) == 12 * tokens * h
+    # an fp32 scenario passes its activation bytes through
+    r = run(training={"precision": "fp32", "loss_kernel": "fused_linear_cross_entropy"})
+    (p,) = parts(r, "logits and cross-entropy (fused_linear_cross_entropy)")
+    assert p["bytes"] == 12 * 4096 * 4096
+    (x,) = parts(r, "output-head input")
+    assert x["bytes"] == 4 * 4096 * 4096
