@@ -18,8 +18,16 @@ environment, e.g.::
     python3 -m venv ~/torch-env && ~/torch-env/bin/pip install torch transformers
     HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
         --out tests/data/saved_tensors_hf.json
+    HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
+        --dtype float32 --out tests/data/saved_tensors_hf_fp32.json
 
-Everything runs on the CPU in bf16 (every op these layers use has a bf16 CPU kernel).
+Everything runs on the CPU in bf16 (every op these layers use has a bf16 CPU kernel), or
+in fp32 with ``--dtype float32`` (fp32 training). It runs with old transformers too
+(4.31 has GPT2Block and LlamaDecoderLayer, eager attention only, no Mixtral): the points
+it cannot build there are left out, and the cos/sin that such versions make inside each
+layer are listed as ``rope_table`` (``rope_table_bytes``), apart from the layer's bytes,
+since newer versions make them once per model. Module buffers (GPT-2's causal-mask
+``bias`` in old versions) are model state, listed as ``buffer`` and not counted.
 What CPU does differently from CUDA is written down in ``simulation/activations.py``
 (``CPU`` and ``CUDA`` kernel traits): dropout masks and the SDPA kernel choice. The
 ``full`` points use reentrant checkpointing (``ctx.save_for_backward`` of the inputs,
@@ -34,6 +42,7 @@ events.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -45,14 +54,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
-from transformers import GPT2Config, LlamaConfig, MixtralConfig  # noqa: E402
+from transformers import GPT2Config, LlamaConfig  # noqa: E402
 from transformers.models.gpt2.modeling_gpt2 import GPT2Block  # noqa: E402
 from transformers.models.llama.modeling_llama import (LlamaDecoderLayer,  # noqa: E402
                                                       LlamaRotaryEmbedding)
-from transformers.models.mixtral.modeling_mixtral import (MixtralDecoderLayer,  # noqa: E402
-                                                          MixtralRotaryEmbedding)
+
+try:                      # Mixtral came with transformers 4.36
+    from transformers import MixtralConfig
+    from transformers.models.mixtral.modeling_mixtral import (MixtralDecoderLayer,
+                                                              MixtralRotaryEmbedding)
+except ImportError:
+    MixtralConfig = MixtralDecoderLayer = MixtralRotaryEmbedding = None
+
+# transformers before 4.48 computes RoPE's cos/sin inside each attention layer (4.31's
+# ``LlamaAttention.forward``: ``self.rotary_emb`` then ``apply_rotary_pos_emb``, which
+# indexes them by position, a copy per layer) and has neither SDPA for these classes nor
+# Llama attention dropout; newer ones take ``position_embeddings`` made once per model.
+NEW_API = "position_embeddings" in inspect.signature(LlamaDecoderLayer.forward).parameters
 
 DTYPE = torch.bfloat16
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
 class _FuncStack(TorchFunctionMode):
@@ -79,6 +100,7 @@ def _storage(t: torch.Tensor) -> tuple[int, int]:
 def measure(layer: torch.nn.Module, x: torch.Tensor, call, shared: tuple = ()) -> dict:
     """Run ``call(layer, x)`` under the hooks; return the saved tensors, deduplicated."""
     params = {_storage(p)[0] for p in layer.parameters()}
+    buffers = {_storage(b)[0] for b in layer.buffers()}
     shared_ptrs = {_storage(t)[0] for t in shared}
     modules: list[str] = []
     names = {m: n for n, m in layer.named_modules()}
@@ -96,7 +118,9 @@ def measure(layer: torch.nn.Module, x: torch.Tensor, call, shared: tuple = ()) -
                        "shape": list(t.shape), "module": modules[-1] if modules else "",
                        "function": funcs.stack[-1] if funcs.stack else "",
                        "kind": "parameter" if ptr in params else
+                               "buffer" if ptr in buffers else
                                "shared_input" if ptr in shared_ptrs else
+                               "rope_table" if _is_rope_table(t, x, modules) else
                                "layer_input" if ptr == _storage(x)[0] else "activation"})
         tensors.append(t)
         return len(packed) - 1
@@ -143,8 +167,21 @@ def measure(layer: torch.nn.Module, x: torch.Tensor, call, shared: tuple = ()) -
     total = {k: sum(r["storage_bytes"] for r in rows if r["kind"] == k)
              for k in ("activation", "layer_input", "shared_input", "parameter")}
     out.float().sum().backward()     # the graph is whole: backward runs
-    return {"layer_bytes": total["activation"] + total["layer_input"],
-            "shared_input_bytes": total["shared_input"], "tensors": rows}
+    out = {"layer_bytes": total["activation"] + total["layer_input"],
+           "shared_input_bytes": total["shared_input"], "tensors": rows}
+    rope = sum(r["storage_bytes"] for r in rows if r["kind"] == "rope_table")
+    if rope:
+        out["rope_table_bytes"] = rope
+    return out
+
+
+def _is_rope_table(t: torch.Tensor, x: torch.Tensor, modules: list) -> bool:
+    """Old transformers' per-layer cos/sin (``[b, 1, s, head_dim]``, kept by the ``mul``
+    of ``apply_rotary_pos_emb``): what newer versions make once per model and share, so
+    it is listed apart like ``shared_input`` and left out of the layer's bytes."""
+    b, s, _ = x.shape
+    return (not NEW_API and t.dim() == 4 and t.shape[0] == b and t.shape[1] == 1
+            and t.shape[2] == s and bool(modules) and modules[-1].endswith("self_attn"))
 
 
 def _llama_like(kind: str, p: dict):
@@ -159,6 +196,8 @@ def _llama_like(kind: str, p: dict):
         cfg = LlamaConfig(**common)
         cls, rope = LlamaDecoderLayer, LlamaRotaryEmbedding
     cfg._attn_implementation = p["attn"]
+    if not NEW_API:
+        return cfg, cls(cfg), None
     return cfg, cls(cfg, layer_idx=0), rope(cfg)
 
 
@@ -178,11 +217,13 @@ def run_point(p: dict) -> dict:
     else:
         cfg, layer, rope = _llama_like(p["arch"], p)
         pos = torch.arange(s).unsqueeze(0).expand(b, s)
-        with torch.no_grad():
-            cos, sin = rope(x, pos)
-        shared = (cos, sin)
         mask = _causal_mask(b, s) if p["attn"] == "eager" else None
-        kwargs = {"attention_mask": mask, "position_embeddings": (cos, sin), "position_ids": pos}
+        kwargs = {"attention_mask": mask, "position_ids": pos}
+        if rope is not None:
+            with torch.no_grad():
+                cos, sin = rope(x, pos)
+            shared = (cos, sin)
+            kwargs["position_embeddings"] = (cos, sin)
     with torch.no_grad():
         # Some of transformers' modules leave weights to the model's init (MixtralExperts'
         # torch.empty): give every matrix seeded values so that routing is repeatable.
@@ -204,8 +245,9 @@ def run_point(p: dict) -> dict:
     kinds = Counter(r["function"] for r in m["tensors"] if r["kind"] in ("activation", "layer_input"))
     print(f"{p['id']:<40} {m['layer_bytes']:>10} B  {m['layer_bytes'] / (b * s * h):7.2f} x sbh  "
           f"{dict(kinds)}", file=sys.stderr)
+    extra = {"rope_table_bytes": m["rope_table_bytes"]} if "rope_table_bytes" in m else {}
     return {"id": p["id"], "config": p, "layer_bytes": m["layer_bytes"],
-            "shared_input_bytes": m["shared_input_bytes"], "tensors": m["tensors"]}
+            "shared_input_bytes": m["shared_input_bytes"], **extra, "tensors": m["tensors"]}
 
 
 def _causal_mask(b: int, s: int) -> torch.Tensor:
@@ -220,11 +262,14 @@ def points() -> list[dict]:
     pts = []
     base = dict(b=2, s=64, h=128, a=4, kv=4, ffn=344)
     for arch in ("llama", "gpt2", "mixtral"):
-        for attn in ("sdpa", "eager"):
+        if arch == "mixtral" and MixtralConfig is None:
+            continue
+        for attn in ("sdpa", "eager") if NEW_API else ("eager",):
             variants = [{}, dict(s=128), dict(b=1, h=256, a=8, kv=8, ffn=688), dict(ffn=768)]
             if arch != "gpt2":
-                variants += [dict(kv=2), dict(kv=1, a=8), dict(attn_dropout=0.1),
-                             dict(kv=2, attn_dropout=0.1, s=128)]
+                variants += [dict(kv=2), dict(kv=1, a=8)]
+                if NEW_API:
+                    variants += [dict(attn_dropout=0.1), dict(kv=2, attn_dropout=0.1, s=128)]
             else:
                 variants += [dict(attn_dropout=0.1), dict(hidden_dropout=0.1),
                              dict(attn_dropout=0.1, hidden_dropout=0.1), dict(act="gelu_pytorch_tanh"),
@@ -253,7 +298,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", help="run the points whose id contains this")
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16",
+                    help="the layer's parameters and activations (float32: fp32 training)")
     a = ap.parse_args()
+    global DTYPE
+    DTYPE = DTYPES[a.dtype]
     torch.set_num_threads(1)
     cases = [run_point(p) for p in points() if not a.only or a.only in p["id"]]
     data = {"what": "bytes PyTorch saves for backward in one decoder layer (saved_tensors_hooks), "

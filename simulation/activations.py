@@ -34,7 +34,10 @@ terms to (within 5 %). Where the stacks differ: RMSNorm keeps an fp32 copy of it
 repeated to every head (``repeat_kv``) and Llama's softmax in fp32 beside its 16-bit copy;
 SwiGLU is unfused (gate, SiLU, up and product: 8*s*b*f); GPT-2's ``gelu_new`` is five
 element-wise ops (10*s*b*f); MoE keeps router probabilities and, per routed token, the
-gathered input, the expert's MLP, its output and the scatter's source.
+gathered input, the expert's MLP, its output and the scatter's source. fp32 training
+(``activation_bytes`` 4) makes every 16-bit tensor fp32 and drops the fp32 copies that
+16-bit layers add (``tests/data/saved_tensors_hf_fp32.json``, measured with transformers
+4.31: Llama and GPT-2 eager layers match term by term).
 
 Kernel traits that differ between devices are :data:`CUDA` (the default, what a training
 run uses) and :data:`CPU` (what the measurements ran on; tests pass it):
@@ -79,15 +82,27 @@ class Kernels:
     bool, 1; CPU ``_dropout_impl``: the input's dtype). ``sdpa_dropout_math_fp32``: SDPA
     with attention dropout falls back to the math kernel in fp32 (CPU) instead of running
     FlashAttention (CUDA). ``norm_stat_bytes``: ``native_layer_norm``'s mean and rstd.
+    ``in_input_dtype``: the mask and the norm statistics take the input's dtype (CPU), so
+    with fp32 activations they are 4 bytes; the two figures above are for 16-bit ones.
     """
     name: str
     dropout_mask_bytes: int
     sdpa_dropout_math_fp32: bool
     norm_stat_bytes: int
+    in_input_dtype: bool = False
+
+    def mask_bytes(self, act: int) -> int:
+        """Bytes per element of a dropout mask with ``act``-byte activations."""
+        return act if self.in_input_dtype else self.dropout_mask_bytes
+
+    def stat_bytes(self, act: int) -> int:
+        """Bytes of one ``layer_norm`` mean or rstd value with ``act``-byte activations."""
+        return act if self.in_input_dtype else self.norm_stat_bytes
 
 
 CUDA = Kernels("cuda", dropout_mask_bytes=1, sdpa_dropout_math_fp32=False, norm_stat_bytes=FP32)
-CPU = Kernels("cpu", dropout_mask_bytes=ACT, sdpa_dropout_math_fp32=True, norm_stat_bytes=ACT)
+CPU = Kernels("cpu", dropout_mask_bytes=ACT, sdpa_dropout_math_fp32=True, norm_stat_bytes=ACT,
+              in_input_dtype=True)
 
 
 @dataclass(frozen=True)
@@ -101,7 +116,10 @@ class ActivationShape:
     Llama-family models do, ``modeling_llama.eager_attention_forward``; GPT-2's does not)
     defaults to ``norm == "rmsnorm"``. ``flash_attention``: FlashAttention or SDPA's
     flash/efficient kernel, no s^2 terms; otherwise eager (transformers) or Megatron's
-    unfused core attention.
+    unfused core attention. ``activation_bytes``: bytes of one activation element, 2 for
+    bf16/fp16 training, 4 for fp32 training (every 16-bit term doubles; the fp32 copies
+    that a 16-bit layer adds, RMSNorm's input and eager attention's softmax, are then the
+    tensors themselves and no longer come on top: :func:`_huggingface`).
     """
     seq_len: int
     micro_batch: int
@@ -123,6 +141,7 @@ class ActivationShape:
     num_experts: int = 1
     norm: str = "layernorm"         # layernorm | rmsnorm
     eager_softmax_fp32: bool | None = None
+    activation_bytes: int = ACT
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -162,7 +181,7 @@ def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]
     """
     t = x.tensor_parallel
     if x.recompute == "full":
-        return {"layer input (checkpoint)": ACT * x.seq_len * x.micro_batch * x.hidden}
+        return {"layer input (checkpoint)": x.activation_bytes * x.seq_len * x.micro_batch * x.hidden}
     if x.framework == "megatron":
         replicated, split = _megatron(x, kernels)
     else:
@@ -170,7 +189,49 @@ def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]
     rep_div = t if x.sequence_parallel else 1
     terms = {k: v / rep_div for k, v in replicated.items()}
     terms.update({k: v / t for k, v in split.items()})
+    if x.framework == "megatron" and x.num_experts > 1:
+        terms.update(_megatron_moe_routing(x))
     return {k: v for k, v in terms.items() if v}
+
+
+def _megatron_moe_routing(x: ActivationShape) -> dict[str, float]:
+    """What Megatron-Core's MoE layer saves beyond the experts' MLPs, per GPU (bytes).
+
+    Read in megatron-core 0.19 (``megatron/core/transformer/moe/``), for the default
+    unfused path (``moe_router_fusion`` and ``moe_permute_fusion`` off, top-k softmax
+    routing, the all-to-all dispatcher, GroupedMLP with ``bias_activation_fusion``):
+
+    * router (``moe_utils.topk_routing_with_score_function``): ``torch.topk`` on the
+      logits keeps its int64 indices (8*k per token), ``torch.softmax(scores,
+      dtype=float32)`` its fp32 output (4*k); the scatter into dense routing probs keeps
+      the same indices. The load-balancing loss (``compute_routing_scores_for_aux_loss``)
+      keeps a full fp32 softmax over the E experts (4*E per token). The gating linear's
+      input is the MLP input of the dense formula, not counted again.
+    * ``moe_utils.permute``: ``tokens.index_select(0, sorted_indices)`` keeps only its
+      int64 indices and the probs' ``[flat_sorted]`` indexing its own (2 x 8 B per routed
+      token); ``unpermute``'s ``scatter_add_`` keeps the first indices again (a view).
+    * the permuted copy of every routed token, the experts' fc1 input (``experts.py``
+      ``TEGroupedMLP.forward``): 16-bit h per routed token, and the permuted probs that
+      ``weighted_bias_swiglu_impl`` keeps (16-bit, ``type_as(logits)``, 1 per routed token).
+      The experts' MLP itself is the ``MLP activations`` term (x top-k); their outputs
+      are not kept (``unpermute`` is called without probs and ``scatter_add_``'s backward
+      needs only the index).
+
+    With tensor parallelism Megatron requires sequence parallelism for MoE; the router
+    sees s*b/t tokens, and the dispatcher all-gathers the permuted tokens over the t
+    ranks (expert tensor parallelism splits f, not the tokens), so the fc1 copy and its
+    probs are whole on each rank. Shapes: s*b tokens of width h, E experts, k per token.
+    """
+    t = x.tensor_parallel
+    sb, h, e, k = x.seq_len * x.micro_batch, x.hidden, x.num_experts, x.top_k
+    local = sb / t                       # tokens this rank routes (sequence parallel)
+    A = x.activation_bytes
+    return {
+        "router (top-k indices, fp32 top-k probabilities, fp32 aux-loss scores)":
+            (INDEX * k + FP32 * k + FP32 * e) * local,
+        "permutation indices (int64)": 2 * INDEX * k * local,
+        "permuted tokens (expert fc1 input) and their probs": (A * h + A) * k * sb,
+    }
 
 
 def _mlp_per_token(x: ActivationShape) -> float:
@@ -182,11 +243,13 @@ def _mlp_per_token(x: ActivationShape) -> float:
     ``SwiGLUFunction``, Liger's ``LigerSiLUMulFunction``). Plain GeLU: fused (``F.gelu``,
     Megatron's bias-GeLU) keeps its input and fc2 its output (4 B); unfused is
     transformers' ``NewGELUActivation`` (GPT-2's ``gelu_new``: ``pow`` saves x, the two
-    ``mul`` 0.5*x and 1 + tanh, ``tanh`` its output, fc2 the product: 10 B).
+    ``mul`` 0.5*x and 1 + tanh, ``tanh`` its output, fc2 the product: 10 B). With fp32
+    activations (``activation_bytes`` 4) each of these tensors is fp32: twice the bytes.
     """
+    scale = x.activation_bytes / ACT
     if x.gated_mlp:
-        return 6 if x.fused else 8
-    return 4 if x.fused else 10
+        return (6 if x.fused else 8) * scale
+    return (4 if x.fused else 10) * scale
 
 
 def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
@@ -195,22 +258,23 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     sbh = s * b * h
     r = (x.kv_heads or a) / a
     f = x.ffn or 4 * h
-    mask = k.dropout_mask_bytes
+    A = x.activation_bytes
+    mask = k.mask_bytes(A)
     replicated = {
-        "LayerNorm inputs": 2 * ACT * sbh,
-        "QKV projection input": ACT * sbh,
-        "MLP input": ACT * sbh,
+        "LayerNorm inputs": 2 * A * sbh,
+        "QKV projection input": A * sbh,
+        "MLP input": A * sbh,
         "residual dropout masks": 2 * mask * sbh if x.resid_dropout else 0,
     }
     split = {
-        "Q, K (Q K^T inputs)": ACT * sbh + ACT * r * sbh,
-        "V": ACT * r * sbh,
-        "attention output (out-projection input)": ACT * sbh,
+        "Q, K (Q K^T inputs)": A * sbh + A * r * sbh,
+        "V": A * r * sbh,
+        "attention output (out-projection input)": A * sbh,
         "MLP activations": _mlp_per_token(x) * s * b * f * x.top_k,
     }
     if not x.flash_attention and x.recompute != "selective":
         # softmax output 2, dropout mask 1, dropout output 2 (without dropout: softmax only)
-        per = (ACT + mask + ACT) if x.attn_dropout else ACT
+        per = (A + mask + A) if x.attn_dropout else A
         split["attention scores (softmax, dropout)"] = per * a * s * s * b
     return replicated, split
 
@@ -232,18 +296,23 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     by the multiplication with its routing weight), the 16-bit scatter source that
     ``index_add_`` keeps (2h), its routing weight (fp32) and its indices (an int64 pair
     from ``torch.where``).
+
+    fp32 training (``activation_bytes`` 4): RMSNorm's ``to(float32)`` is then a no-op, so
+    ``pow`` and ``mul`` keep the fp32 input itself and ``weight * x`` the fp32 normalised
+    value: (4 + 4)*s*b*h, the same sum with A = 4; every 16-bit term becomes 4 bytes.
     """
     s, b, h = x.seq_len, x.micro_batch, x.hidden
     sb, sbh = s * b, s * b * h
     f = x.ffn or 4 * h
+    A = x.activation_bytes
     if x.norm == "rmsnorm":
-        norm = (FP32 + ACT) * sbh + FP32 * sb
+        norm = (FP32 + A) * sbh + FP32 * sb
     else:
-        norm = ACT * sbh + 2 * k.norm_stat_bytes * sb
+        norm = A * sbh + 2 * k.stat_bytes(A) * sb
     replicated = {
         "norms (2)": 2 * norm,
-        "attention and MLP block inputs": 2 * ACT * sbh,
-        "residual dropout masks": 2 * k.dropout_mask_bytes * sbh if x.resid_dropout else 0,
+        "attention and MLP block inputs": 2 * A * sbh,
+        "residual dropout masks": 2 * k.mask_bytes(A) * sbh if x.resid_dropout else 0,
     }
     split = _hf_attention(x, k)
     moe = x.num_experts > 1
@@ -251,7 +320,7 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         e, kk = x.num_experts, x.top_k
         replicated["router (fp32 probabilities, top-k, renormalisation)"] = (
             (FP32 * e + INDEX * kk + FP32 + FP32 * kk) * sb)
-        split["routed tokens (gathered input, expert output, scatter source)"] = 3 * ACT * h * sb * kk
+        split["routed tokens (gathered input, expert output, scatter source)"] = 3 * A * h * sb * kk
         split["routing weights and indices"] = (FP32 + 2 * INDEX) * sb * kk
     split["MLP activations"] = _mlp_per_token(x) * sb * f * x.top_k
     return replicated, split
@@ -273,28 +342,31 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     out-projection keeps its own copy of the output. Scores: the softmax output (fp32
     where upcast, 16-bit otherwise); with dropout the mask and the dropped 16-bit
     probabilities, without it the 16-bit copy of an fp32 softmax (GPT-2's softmax output
-    is itself what the second matmul keeps).
+    is itself what the second matmul keeps). With fp32 activations the softmax is fp32
+    without an upcast, so its "16-bit copy" is the softmax itself: nothing on top.
     """
     s, b, h, a = x.seq_len, x.micro_batch, x.hidden, x.heads
+    A = x.activation_bytes
     sbh, asb, as2b = s * b * h, a * s * b, a * s * s * b
     r = (x.kv_heads or a) / a
     scores_kept = x.recompute != "selective"
     if x.flash_attention and x.attn_dropout and k.sdpa_dropout_math_fp32:
         return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbh,
                 "attention scores (fp32 softmax, mask, dropout)": 3 * FP32 * as2b if scores_kept else 0,
-                "attention output (out-projection input)": ACT * sbh}
+                "attention output (out-projection input)": A * sbh}
     if x.flash_attention:
-        return {"Q, K, V": ACT * sbh * (1 + 2 * r),
-                "attention output (out-projection input)": ACT * sbh,
+        return {"Q, K, V": A * sbh * (1 + 2 * r),
+                "attention output (out-projection input)": A * sbh,
                 "logsumexp (fp32)": FP32 * asb}
     upcast = x.norm == "rmsnorm" if x.eager_softmax_fp32 is None else x.eager_softmax_fp32
-    softmax = FP32 if upcast else ACT
+    upcast = upcast and A < FP32             # an fp32 layer's softmax needs no upcast
+    softmax = FP32 if upcast else A
     if x.attn_dropout:
-        per = softmax + k.dropout_mask_bytes + ACT
+        per = softmax + k.mask_bytes(A) + A
     else:
-        per = softmax + (ACT if upcast else 0)
-    return {"Q, K, V (K and V repeated to every head)": 3 * ACT * sbh,
-            "attention output (out-projection input)": ACT * sbh,
+        per = softmax + (A if upcast else 0)
+    return {"Q, K, V (K and V repeated to every head)": 3 * A * sbh,
+            "attention output (out-projection input)": A * sbh,
             "attention scores (softmax, dropout)": per * as2b if scores_kept else 0}
 
 

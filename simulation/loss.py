@@ -26,6 +26,11 @@ live depends on the stack, so it is a training setting (``training.loss_kernel``
     ``ops/fused_linear_cross_entropy.py``), held as 16-bit logits and fp32 gradient (6 B
     per element), plus the gradient of the head's input computed during forward (2 B per
     ``tokens x hidden``): ``8 * tokens * hidden`` bytes.
+
+fp32 training (``act_bytes`` 4): the upcasts are no-ops. ``torch`` still peaks at 12 B
+(saved fp32 output and two fp32 gradients); Megatron's in-place buffer is the logits
+themselves, **4 B**; Liger's chunk holds fp32 logits and gradient and the head input's
+gradient is fp32: ``(2 * 4 + 4) * tokens * hidden``.
 """
 
 from __future__ import annotations
@@ -37,18 +42,21 @@ _BYTES_PER_LOGIT = {"torch": 12.0, "megatron_vocab_parallel": 6.0}
 
 
 def loss_bytes(kernel: str, tokens: float, vocab: int, hidden: int,
-               tensor_parallel: int = 1) -> float:
+               tensor_parallel: int = 1, act_bytes: int = 2) -> float:
     """Peak bytes of the logits and cross-entropy on one GPU of the last pipeline stage.
 
     ``tokens`` = micro batch x sequence length (per GPU), ``vocab`` the vocabulary,
     ``hidden`` the model width; a tensor-parallel head splits the vocabulary over
-    ``tensor_parallel`` ranks. Raises ValueError for an unknown kernel (the scenario
+    ``tensor_parallel`` ranks; ``act_bytes`` is the bytes of the model's activations (2 for
+    bf16/fp16 training, 4 for fp32). Raises ValueError for an unknown kernel (the scenario
     checks the name first).
     """
     if kernel == "fused_linear_cross_entropy":
-        return 8.0 * tokens * hidden / tensor_parallel
+        return (2.0 * act_bytes + 4) * tokens * hidden / tensor_parallel
     try:
         per = _BYTES_PER_LOGIT[kernel]
     except KeyError:
         raise ValueError(f"unknown loss kernel {kernel!r}") from None
+    if kernel == "megatron_vocab_parallel" and act_bytes >= 4:
+        per = 4.0                      # the fp32 logits are the in-place softmax buffer
     return per * tokens * vocab / tensor_parallel

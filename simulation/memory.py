@@ -31,9 +31,12 @@ Two accounting conventions:
       ``_prepare_fp32_grad_for_sub_group``). DeepSpeed's own estimator counts that transient
       as a persistent 4 B/param ("18 = 2 + 2 + 4 + 4 + 8"), which is why it says 18 where
       this convention says 16 + one sub-group. Buckets: ``reduce_bucket_size`` (5e8
-      elements, persistent in ZeRO-3's ``__ipg_bucket_flat_buffer``) and
-      ``allgather_bucket_size``; ZeRO-3 gathers layers up to
-      ``stage3_max_live_parameters`` (1e9) and the head as a module of its own.
+      elements, persistent in ZeRO-3's ``__ipg_bucket_flat_buffer``, plus the copy of a full
+      bucket that ``reduce_scatter_coalesced`` makes in backward) and
+      ``allgather_bucket_size``; ZeRO-3 holds the layer in backward and the last layers
+      that ``stage3_max_reuse_distance`` (1e9) keeps from forward, the prefetch bucket
+      (``stage3_prefetch_bucket_size``, under ``stage3_max_live_parameters``) and the head
+      as a module of its own (:func:`_ds_live_parameters`).
     * PyTorch FSDP under mixed precision keeps fp32 flat shards (the master weights; HF
       Accelerate upcasts a bf16-loaded model) and fp32 sharded gradients, unshards
       (1 + prefetch) units of bf16 parameters plus one unit of gradients, and keeps the
@@ -71,6 +74,8 @@ OFFLOAD_TIER = {"cpu": "ddr", "nvme": "nvme", "cxl": "cxl"}
 # DeepSpeed defaults (deepspeed/runtime/zero/config.py, offload_config.py)
 DS_BUCKET_ELEMENTS = 5e8            # reduce_bucket_size, allgather_bucket_size
 DS_MAX_LIVE_PARAMETERS = 1e9        # stage3_max_live_parameters
+DS_MAX_REUSE_DISTANCE = 1e9         # stage3_max_reuse_distance
+DS_PREFETCH_ELEMENTS = 5e7          # stage3_prefetch_bucket_size
 DS_SUB_GROUP_ELEMENTS = 1e9         # sub_group_size
 DS_PARAM_SWAP_BUFFERS = 5           # offload_param.buffer_count
 DS_PARAM_SWAP_ELEMENTS = 1e8        # offload_param.buffer_size
@@ -253,10 +258,11 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
     if stage != "first" and m.vocab_size:
         tokens = tr.seq_len * tr.micro_batch_size
-        add("output-head input (final norm output)", "activations", "hbm", 2 * sbh / t,
+        act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+        add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
             phase="fwd_bwd", note="saved for the head's weight gradient")
         add(f"logits and cross-entropy ({tr.loss_kernel})", "activations", "hbm",
-            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t), phase="loss",
+            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t, act), phase="loss",
             note=_LOSS_NOTES[tr.loss_kernel])
 
 
@@ -283,7 +289,8 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         sequence_parallel=tr.sequence_parallel, recompute=recompute,
         framework=tr.framework, attention_dropout=m.attention_dropout,
         hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
-        num_experts=m.num_experts, norm=m.norm)
+        num_experts=m.num_experts, norm=m.norm,
+        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2)
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
@@ -325,13 +332,15 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         add("unsharded gradients (1 FSDP unit)", "buffers", "hbm", unit * sb.grads,
             phase="backward", note="before reduce-scatter")
     elif stage == 3:
-        live = min((1 + st.prefetch_depth) * unit, max(DS_MAX_LIVE_PARAMETERS, unit))
-        add(f"gathered parameters ({1 + st.prefetch_depth} layers)", "buffers", "hbm",
-            live * sb.params, phase="fwd_bwd",
-            note="bounded by stage3_max_live_parameters (1e9)")
+        n, ahead = _ds_live_parameters(sc, pc, lay, unit, pipeline_stage)
+        add(f"gathered parameters ({n} layer{'s' if n > 1 else ''} + prefetch bucket)", "buffers",
+            "hbm", (n * unit + ahead) * sb.params, phase="fwd_bwd",
+            note="the layer in backward and those stage3_max_reuse_distance (1e9) keeps "
+                 "from forward, plus stage3_prefetch_bucket_size (5e7) ahead")
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",
             min(DS_BUCKET_ELEMENTS, psi) * sb.grads,
             note="5e8 elements; stage3.py allocates it once (__ipg_bucket_flat_buffer)")
+        _ds_reduce_scatter_staging(add, sc, pc, lay, sb, psi, pipeline_stage)
         if st.offload_optimizer == "none":
             add("fp32 gradients of one optimizer sub-group", "buffers", "hbm",
                 4 * min(DS_SUB_GROUP_ELEMENTS, psi / d), phase="step",
@@ -348,6 +357,74 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
             note="fp32 master + moments of one sub_group (1e9 elements) per rank")
 
     add(RUNTIME_PART, "buffers", "hbm", sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
+
+
+def _ds_live_parameters(sc: Scenario, pc: ParamCount, lay: Layout, unit: float,
+                        pipeline_stage: str) -> tuple[int, float]:
+    """``(layers, elements)``: the transformer layers DeepSpeed ZeRO-3 holds gathered at its
+    peak, and the prefetched elements on top (per GPU, in parameters; ``unit`` is one
+    layer's parameters on this rank).
+
+    Read in DeepSpeed 0.16.5 ``runtime/zero/partitioned_param_coordinator.py``: each
+    submodule's parameters are gathered before it runs (``fetch_sub_module``) and released
+    after it (``release_sub_module``) unless ``__params_to_release`` finds them again in the
+    recorded trace within ``max_reuse_distance`` (1e9) parameters of modules ahead (it walks
+    ``__submodule_order[step_id:]``, adding every module's ``ds_numel`` until 1e9). So:
+
+    * with full recomputation a layer's re-run forward and its backward are one layer
+      apart: the layer stays gathered through its backward;
+    * the last layers of forward are kept until backward when their reuse is near: for
+      the layer j from the end the walk passes the rest of the forward (j layers), the
+      output head twice (forward, then its backward at once) and, before the layer comes
+      back, j layers of backward (each re-run and back-propagated with recomputation):
+      about (3j + 1) layers + 2 heads with recomputation, (2j + 1) + 2 heads without; it
+      is kept while that is under 1e9. A 128k-vocabulary head (525M at h = 4096) keeps
+      none; Llama-2-7B's (131M) keeps its last layer;
+    * prefetching (``stage3_prefetch_bucket_size``, 5e7 elements, none when
+      ``strategy.prefetch_depth`` is 0, as the DeepSpeed export writes it) adds up to that
+      many, while the available parameters stay under ``max_live_parameters`` (1e9,
+      ``max_params_to_prefetch``); the module being fetched is not bounded by it.
+
+    The peak holds the kept layers (the first of them is the layer in backward) or, when
+    none is kept, the one layer in backward.
+    """
+    m, tr = sc.model, sc.training
+    layers = m.num_layers / max(lay.pipeline_parallel, 1)
+    head = pc.output_head or pc.embedding           # a tied head is the embedding
+    head = head / lay.tensor_parallel if pipeline_stage != "first" else 0.0
+    per = 3 if tr.recompute == "full" else 2
+    keep = 0
+    while keep < layers and (per * keep + 1) * unit + 2 * head < DS_MAX_REUSE_DISTANCE:
+        keep += 1
+    n = max(keep, 1)
+    ahead = DS_PREFETCH_ELEMENTS if sc.strategy.prefetch_depth else 0.0
+    ahead = min(ahead, max(0.0, DS_MAX_LIVE_PARAMETERS - n * unit - head))
+    return n, ahead
+
+
+def _ds_reduce_scatter_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
+                               psi: float, pipeline_stage: str) -> None:
+    """DeepSpeed ZeRO-3's copy of a full gradient bucket for its reduce-scatter (bytes, HBM).
+
+    Read in DeepSpeed 0.16.5: with ``reduce_scatter`` on (the default, ``zero/config.py``
+    line 104) ``stage3.py`` ``__reduce_and_partition_ipg_grads`` (line 1314) does not
+    reduce the contiguous ``__ipg_bucket_flat_buffer`` in place but hands the bucket's
+    gradients to ``comm/coalesced_collectives.py`` ``reduce_scatter_coalesced`` (stage3.py
+    line 1391), which interleaves every tensor's rank chunks with ``torch.cat`` (line 199)
+    into a new buffer of the bucket's size: up to ``reduce_bucket_size`` (5e8) elements in
+    the gradient dtype, live in backward while the bucket is reduced. A bucket of one
+    tensor whose size divides by the world size is reduced without the copy (line 179):
+    the output head's gradient, bigger than the bucket with a 128k vocabulary, goes that
+    way before the first full bucket, so the head's full gradient and this copy are not
+    live at once; the part counts the copy beyond the head's gradient (already a
+    ``backward`` part), which makes the backward moment hold the larger of the two.
+    """
+    bucket = min(DS_BUCKET_ELEMENTS, psi)
+    head = pc.output_head / lay.tensor_parallel if (
+        pipeline_stage != "first" and sc.model is not None and sc.model.has_architecture) else 0.0
+    add("reduce-scatter staging copy (DeepSpeed reduce_scatter_coalesced)", "buffers", "hbm",
+        max(0.0, bucket - head) * sb.grads, phase="backward",
+        note="torch.cat of a full bucket's rank chunks, beyond the head's gradient")
 
 
 def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,

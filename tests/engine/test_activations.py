@@ -2,7 +2,7 @@
 
 import pytest
 
-from simulation.activations import ActivationShape, first_stage, layer_bytes
+from simulation.activations import ActivationShape, first_stage, layer_bytes, layer_terms
 from tests.refdata import assert_close, cases, ids
 
 PER_LAYER = cases("korthikanti_2022", "kort_t2_per_layer")
@@ -74,3 +74,45 @@ def test_fewer_micro_batches_than_stages_hold_fewer_layers():
     x = ActivationShape(2048, 1, 4096, 32)
     assert first_stage(x, 32, 4, 2).layers_held == 16   # 2 in flight x 8 layers
     assert first_stage(x, 32, 4, 8).layers_held == 32
+
+
+# ---------------------------------------------------------------- Megatron MoE routing
+def _mixtral_megatron(**over):
+    kw = dict(seq_len=4096, micro_batch=1, hidden=4096, heads=32, kv_heads=8, ffn=14336,
+              gated_mlp=True, dropout=False, flash_attention=True, num_experts=8, top_k=2,
+              framework="megatron")
+    kw.update(over)
+    return ActivationShape(**kw)
+
+
+def test_megatron_moe_keeps_router_permutation_and_the_permuted_copy():
+    # Hand calculation from megatron-core 0.19 moe_utils.py / experts.py (see
+    # activations._megatron_moe_routing), Mixtral-8x7B shapes, s*b = 4096 tokens, k = 2:
+    #   router: topk indices 8*2 + fp32 top-k softmax 4*2 + fp32 aux-loss softmax 4*8
+    #           = 56 B per token
+    #   permute: index_select indices + probs indexing, 2 x int64 per routed token
+    #   fc1 input: the permuted copy (2 B x h) and its bf16 prob, per routed token
+    terms = layer_terms(_mixtral_megatron())
+    assert terms["router (top-k indices, fp32 top-k probabilities, fp32 aux-loss scores)"] == 56 * 4096
+    assert terms["permutation indices (int64)"] == 2 * 8 * 2 * 4096
+    assert terms["permuted tokens (expert fc1 input) and their probs"] == (2 * 4096 + 2) * 2 * 4096
+    # the experts' MLP is top-k times one fused SwiGLU MLP (6 B per f per routed token)
+    assert terms["MLP activations"] == 6 * 4096 * 14336 * 2
+
+
+def test_megatron_moe_routing_under_tensor_and_sequence_parallelism():
+    # The router sees s*b/t tokens; the dispatcher all-gathers the permuted tokens over
+    # the t ranks (expert tensor parallelism splits f), so the fc1 copy stays whole.
+    one, two = layer_terms(_mixtral_megatron()), layer_terms(
+        _mixtral_megatron(tensor_parallel=2, sequence_parallel=True))
+    key = "router (top-k indices, fp32 top-k probabilities, fp32 aux-loss scores)"
+    assert two[key] == one[key] / 2
+    assert two["permutation indices (int64)"] == one["permutation indices (int64)"] / 2
+    copy = "permuted tokens (expert fc1 input) and their probs"
+    assert two[copy] == one[copy]
+    assert two["MLP activations"] == one["MLP activations"] / 2
+
+
+def test_dense_megatron_layers_have_no_routing_terms():
+    terms = layer_terms(_mixtral_megatron(num_experts=1, top_k=1))
+    assert not any("router" in k or "permut" in k for k in terms)

@@ -178,3 +178,74 @@ def test_bad_values_name_their_field(section, key, value):
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(d)
     assert e.value.field == f"{section}.{key}"
+
+
+# ---------------------------------------------------------------- fp32 training
+# ``saved_tensors_hf_fp32.json``: the same script with ``--dtype float32`` (fp32 weights
+# and activations, as fp32 training runs), recorded with transformers 4.31, which has
+# GPT2Block and LlamaDecoderLayer with eager attention only (no SDPA there, no Mixtral).
+FP32_DATA = json.loads((Path(__file__).parent.parent / "data" / "saved_tensors_hf_fp32.json").read_text())
+FP32_CASES = {c["id"]: c for c in FP32_DATA["cases"]}
+
+
+def test_the_fp32_data_says_what_it_was_measured_with():
+    assert FP32_DATA["device"] == "cpu" and FP32_DATA["dtype"] == "float32"
+    assert FP32_DATA["versions"]["transformers"] == "4.31.0"
+    assert {(c["config"]["arch"], c["config"]["attn"]) for c in FP32_DATA["cases"]} == {
+        ("llama", "eager"), ("gpt2", "eager")}
+
+
+@pytest.mark.parametrize("case_id", list(FP32_CASES))
+def test_fp32_layer_within_5_percent(case_id):
+    case = FP32_CASES[case_id]
+    x = shape(case["config"], activation_bytes=4)
+    got = layer_bytes(x, CPU)
+    err = got / case["layer_bytes"] - 1
+    assert abs(err) <= TOLERANCE, (case_id, got, case["layer_bytes"], layer_terms(x, CPU))
+    # counted as a 16-bit layer (the old engine) it misses far more than the tolerance
+    assert layer_bytes(shape(case["config"]), CPU) < (1 - 3 * TOLERANCE) * case["layer_bytes"]
+
+
+def test_fp32_rmsnorm_keeps_its_input_and_output_in_fp32_without_an_extra_copy():
+    # LlamaRMSNorm in fp32: to(float32) is a no-op; pow keeps x (4 B), rsqrt its per-token
+    # result (4 B), weight * x its normalised value (4 B): 8*s*b*h + 4*s*b per norm,
+    # where bf16 keeps an fp32 copy beside a 16-bit value (6*s*b*h + 4*s*b).
+    b, s, h = 2, 64, 128
+    x = shape(FP32_CASES["llama-eager-b2-s64-h128-a4-kv4-ffn344"]["config"], activation_bytes=4)
+    assert layer_terms(x, CPU)["norms (2)"] == 2 * (8 * s * b * h + 4 * s * b)
+    rows = FP32_CASES["llama-eager-b2-s64-h128-a4-kv4-ffn344"]["tensors"]
+    norm = [t for t in rows if t["module"].endswith("layernorm") and t["kind"] != "parameter"]
+    assert sum(t["storage_bytes"] for t in norm) == 2 * (8 * s * b * h + 4 * s * b)
+
+
+def test_fp32_eager_softmax_is_kept_once():
+    # Llama's eager attention upcasts the softmax to fp32 and keeps a 16-bit copy; in fp32
+    # the upcast is a no-op and the one fp32 tensor is all there is: 4*a*s^2*b.
+    cfg = FP32_CASES["llama-eager-b2-s64-h128-a4-kv4-ffn344"]["config"]
+    a, s, b = cfg["a"], cfg["s"], cfg["b"]
+    terms = layer_terms(shape(cfg, activation_bytes=4), CPU)
+    assert terms["attention scores (softmax, dropout)"] == 4 * a * s * s * b
+    rows = FP32_CASES["llama-eager-b2-s64-h128-a4-kv4-ffn344"]["tensors"]
+    assert sum(t["storage_bytes"] for t in rows if t["shape"] == [b, a, s, s]
+               or t["shape"] == [b * a, s, s]) == 4 * a * s * s * b
+
+
+def test_old_transformers_per_layer_rope_tables_are_listed_apart():
+    # transformers 4.31 indexes cos/sin by position inside each layer (a [b, 1, s, d] copy
+    # each); newer versions make them once per model, which is what the engine counts.
+    case = FP32_CASES["llama-eager-b2-s64-h128-a4-kv4-ffn344"]
+    b, s, d = 2, 64, 128 // 4
+    assert case["rope_table_bytes"] == 2 * 4 * b * s * d
+    assert all(t["shape"] == [b, 1, s, d] for t in case["tensors"] if t["kind"] == "rope_table")
+
+
+def test_an_fp32_scenario_counts_fp32_activations():
+    bf16 = activation_part(scenario())
+    fp32 = activation_part(scenario(precision="fp32"))
+    x = ActivationShape(seq_len=2048, micro_batch=1, hidden=4096, heads=32, kv_heads=32,
+                        ffn=11008, gated_mlp=True, dropout=False, framework="huggingface",
+                        norm="rmsnorm", activation_bytes=4)
+    assert fp32["bytes"] == pytest.approx(32 * layer_bytes(x))
+    # eager attention at s = 2048 is mostly scores: 4 + 2 B (fp32 softmax and its 16-bit
+    # copy) per score in bf16, 4 B in fp32; everything else doubles
+    assert fp32["bytes"] != pytest.approx(bf16["bytes"])

@@ -53,11 +53,20 @@ def test_llama2_70b_zero3_on_two_dgx_h100_by_hand():
     # loss (torch cross-entropy): 12 B per token x vocab, at the start of backward
     loss = 12 * s * v
     # ZeRO-3 gathers: the output head (v*h params, bf16) from the end of forward through its
-    # backward, blocks up to stage3_max_live_parameters (1e9 elements x 2 B); the head's full
-    # bf16 gradient exists in backward before the reduce bucket takes it
-    head, blocks, head_grad = 2 * v * h, 2e9, 2 * v * h
+    # backward, and the layer in backward (re-run, then back-propagated): one layer is
+    # 2*h*h (q, o) + 2*h*1024 (k, v: 8 kv heads of 128) + 3*h*28672 (MLP) + 2*h (norms)
+    # = 855,654,400 params. No layer is kept from forward (its reuse is 856M + 2 x 262M of
+    # modules away, over stage3_max_reuse_distance 1e9) and nothing is prefetched (the
+    # layer and the head are already over stage3_max_live_parameters 1e9). The head's full
+    # bf16 gradient exists in backward before the reduce bucket takes it; a full bucket's
+    # reduce-scatter copies it (torch.cat in reduce_scatter_coalesced: 5e8 x 2 B), after the
+    # head's gradient (v*h = 262M < 5e8 elements, reduced alone without a copy) is gone
+    layer = 2 * h * h + 2 * h * 1024 + 3 * h * 28672 + 2 * h
+    assert layer == 855_654_400
+    head, blocks, head_grad = 2 * v * h, 2 * layer, 2 * v * h
+    staging = 2 * 5e8
     moments = {"loss": stored + loss + head + blocks,
-               "backward": stored + working + head + blocks + head_grad,
+               "backward": stored + working + head + blocks + max(head_grad, staging),
                "step": 4e9}        # fp32 gradients of one sub-group: 1e9 elements x 4 B
     peak = max(moments, key=moments.get)
     assert hbm["peak_phase"] == peak == "backward"
@@ -65,8 +74,8 @@ def test_llama2_70b_zero3_on_two_dgx_h100_by_hand():
     # ZeRO-3's allocator reserve: 20 % of the peak moment's dynamic bytes
     assert hbm["total_bytes"] == pytest.approx(P70 + 1e9 + 1.5 * GIB + 1.2 * moments[peak])
     assert hbm["capacity_bytes"] == H100_HBM
-    # 100.9 % of the 79.3 GiB: inside ZeRO-3's +-8 % memory error, so tight (fits stays true)
-    assert 0.92 < hbm["total_bytes"] / H100_HBM < 1.08
+    # 107.7 % of the 79.3 GiB: inside ZeRO-3's +-8 % memory error, so tight (fits stays true)
+    assert 1.07 < hbm["total_bytes"] / H100_HBM < 1.08
     assert r["fits"] is True and r["violations"] == [] and r["fit_state"] == "tight"
     assert r["memory"]["tight"][0]["peak_phase"] == "backward"
 

@@ -235,3 +235,66 @@ def test_reserved_as_nvidia_smi_shows_it_beside_allocated():
     # nvidia-smi: the CUDA context (1.5 GiB) + PyTorch's reserved memory; allocated: the tensors
     assert hbm["reserved_bytes"] == hbm["total_bytes"]
     assert hbm["allocated_bytes"] == pytest.approx(hbm["total_bytes"] - 1.5 * 2**30 - frag["bytes"])
+
+
+def test_deepspeed_zero3_reduce_scatter_copies_a_full_bucket_beyond_the_head_gradient():
+    # stage3.py __reduce_and_partition_ipg_grads -> reduce_scatter_coalesced: torch.cat of a
+    # bucket's rank chunks, up to reduce_bucket_size = 5e8 elements in bf16, in backward.
+    # Llama-2-7B's head (32000 x 4096 = 131,072,000 elements) is reduced alone, without a
+    # copy, before the first full bucket: the part is the copy beyond the head's gradient.
+    r = run(kind="zero3")
+    (copy,) = parts(r, "reduce-scatter staging copy")
+    assert copy["bytes"] == (5e8 - 32000 * 4096) * 2 and copy["phase"] == "backward"
+    (head,) = parts(r, "output head full gradient")
+    assert head["bytes"] + copy["bytes"] == 5e8 * 2      # backward holds the larger of the two
+    # Llama-3-8B's head (128256 x 4096 = 525M elements) is bigger than a bucket: no extra
+    llama3_8b = {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                 "num_kv_heads": 8, "ffn_hidden_size": 14336, "vocab_size": 128256,
+                 "gated_mlp": True, "dropout": False}
+    big = evaluate_dict({"model": llama3_8b, "cluster": {"node": "dgx-h100"},
+                         "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full"},
+                         "strategy": {"kind": "zero3"}}, include_step=False)
+    assert parts(big, "reduce-scatter staging copy") == []
+    # FSDP reduce-scatters each unit's gradient in place: no such copy
+    assert parts(run(kind="fsdp_full_shard"), "reduce-scatter staging copy") == []
+
+
+def test_deepspeed_zero3_live_parameters_follow_the_reuse_distance():
+    # partitioned_param_coordinator.py: a module's parameters stay gathered while the trace
+    # brings them back within stage3_max_reuse_distance (1e9) parameters; prefetching adds
+    # stage3_prefetch_bucket_size (5e7) while under stage3_max_live_parameters (1e9).
+    # Llama-2-7B: a layer is 4*h*h + 3*h*11008 + 2*h = 202,383,360 params, the head 32000*h.
+    layer, head = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096, 32000 * 4096
+    assert layer == 202_383_360
+    # full recompute: the last layer comes back (re-run) 1 layer + 2 heads = 464M later:
+    # kept; the one before 4 layers + 2 heads = 1.07e9 later: released. 1 layer + 5e7.
+    (full,) = parts(run(kind="zero3"), "gathered parameters")
+    assert full["name"].startswith("gathered parameters (1 layer + prefetch bucket)")
+    assert full["bytes"] == (layer + 5e7) * 2 and full["phase"] == "fwd_bwd"
+    # without recompute: (2j + 1) layers + 2 heads: j = 0 (464M) and j = 1 (869M) are kept,
+    # j = 2 (1.27e9) is not: 2 layers + 5e7 (202M x 2 + 131M + 5e7 stays under 1e9 live)
+    (none,) = parts(run(kind="zero3", training={"recompute": "none"}), "gathered parameters")
+    assert none["bytes"] == (2 * layer + 5e7) * 2
+    # no prefetching (prefetch_depth 0 exports stage3_prefetch_bucket_size 0)
+    off = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                         "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full"},
+                         "strategy": {"kind": "zero3", "prefetch_depth": 0}}, include_step=False)
+    (nopf,) = parts(off, "gathered parameters")
+    assert nopf["bytes"] == layer * 2
+
+
+def test_loss_bytes_in_fp32_training_by_hand():
+    tokens, v, h = 4096, 32000, 4096
+    # torch: logits.float() is a no-op, but the peak is backward's: saved fp32 log-probs 4
+    # + nll gradient 4 + log_softmax gradient 4 = 12 B, as in bf16
+    assert loss_bytes("torch", tokens, v, h, act_bytes=4) == 12 * tokens * v
+    # Megatron: the fp32 logits are the buffer the softmax is made in place: 4 B, not 2 + 4
+    assert loss_bytes("megatron_vocab_parallel", tokens, v, h, 8, act_bytes=4) == 4 * tokens * v / 8
+    # Liger: chunk logits and gradient fp32 (4 + 4), the head input's gradient fp32 (4)
+    assert loss_bytes("fused_linear_cross_entropy", tokens, v, h, act_bytes=4) == 12 * tokens * h
+    # an fp32 scenario passes its activation bytes through
+    r = run(training={"precision": "fp32", "loss_kernel": "fused_linear_cross_entropy"})
+    (p,) = parts(r, "logits and cross-entropy (fused_linear_cross_entropy)")
+    assert p["bytes"] == 12 * 4096 * 4096
+    (x,) = parts(r, "output-head input")
+    assert x["bytes"] == 4 * 4096 * 4096
