@@ -3,9 +3,14 @@
     python bench/bench_engine.py            # all figures, about a minute
     python bench/bench_engine.py --quick    # fewer repetitions
 
-1. The bandwidth scheduler on a 1000-task step (ZeRO-3, 200 layers): the C extension vs
-   the Python reference vs the same model written with SimPy (processes, interrupts on
-   every rate change, max-min fair sharing), as events per second and ratios.
+1. The bandwidth scheduler on the step the engine builds for Llama-2-70B under
+   ZeRO-Infinity (parameters and optimizer on NVMe, 2 DGX H100 nodes), at 80 layers and
+   at 1,000: the C extension vs the Python reference vs the same model written with SimPy
+   (``SimPyStep``: the same task graph, bandwidths, pools, consumption weights, streams
+   and dependencies), each ratio printed only after the makespans are checked equal
+   (rel 1e-9); then the C scheduler's cost per task at 1,000 layers over 80 (issue #17:
+   >= 50x SimPy at 80 layers, >= 100x at 1,000, cost per task within 1.5x).
+   ``--scheduler`` runs this section alone.
 2. Scenario evaluations per second per core, cycling through a grid of distinct
    Llama-2-70B (80-layer) scenarios (strategy x nodes x micro batch x recompute x
    prefetch depth), so no two consecutive calls see the same input:
@@ -35,6 +40,8 @@
 from __future__ import annotations
 
 import argparse
+import bisect
+import math
 import os
 import platform
 import sys
@@ -46,88 +53,227 @@ import itertools  # noqa: E402
 
 from simulation import ScenarioError, estimate_dict, evaluate_dict  # noqa: E402
 from simulation.memo import forget  # noqa: E402
-from simulation.scheduler import COMPUTE, max_min_rates, simulate  # noqa: E402
-from simulation.stepgraph import RankModel, build  # noqa: E402
+from simulation.scheduler import _REL, COMPUTE, GraphError, path_weights, simulate  # noqa: E402
+from simulation.params import model_params  # noqa: E402
+from simulation.parallel import layout  # noqa: E402
+from simulation.scenario import Scenario  # noqa: E402
+from simulation.states import state_bytes  # noqa: E402
+from simulation.step import links_for, rank_model  # noqa: E402
+from simulation.stepgraph import graph_arrays  # noqa: E402
 
-LINKS = {"nvlink": 360e9, "nic": 40e9, "pcie_h2d": 55e9, "pcie_d2h": 55e9, "ddr": 77e9}
-SCENARIO = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
-            "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096,
-                         "recompute": "full", "flash_attention": True},
-            "strategy": {"kind": "zero3"}}
-
-
-def step_graph(layers=200):
-    r = RankModel(layers=layers, fwd_s=0.014, bwd_s=0.042, head_s=0.0, unit_params=8.5e8,
-                  params_per_rank=6.9e10, param_bytes=2, grad_bytes=2, optimizer_state_bytes=12,
-                  shard=8, shard_link="nvlink", replicas=1, dp=8, dp_link="nvlink", gpus_per_node=8, stage=3, tp=1,
-                  tp_bytes=0.0, bwd_allreduces=2, act_ckpt_bytes=0.0, offload_params="none",
-                  offload_optimizer="none", offload_activations="none", prefetch_depth=2,
-                  miss_rate=0.0, hbm_bytes_per_s=3.35e12)
-    return build(r, LINKS, last=False)
+# Section 1's step: the last micro-batch (gradient reduction and the optimizer step
+# included) of Llama-2-70B under ZeRO-Infinity, parameters and optimizer states on the
+# NVMe drives, on two DGX H100 nodes; ``step_arrays`` sets the layer count.
+STEP_SCENARIO = {"model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+                 "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096,
+                              "recompute": "full", "flash_attention": True},
+                 "strategy": {"kind": "zero_infinity", "offload_params": "nvme",
+                              "offload_optimizer": "nvme"}}
 
 
-def simpy_makespan(g):
-    """The same task graph in SimPy: one process per task, fair-shared links."""
-    import simpy
-    a = g.arrays()
-    env = simpy.Environment()
-    n = len(g.names)
-    done = [env.event() for _ in range(n)]
-    streams = [simpy.Resource(env, capacity=1) for _ in g.streams]
-    pools = [simpy.Container(env, capacity=c, init=c) for c in g.pool_cap]
-    paths = [list(p) for p in g.paths]
-    active = {}     # task -> [remaining, rate, process]
-    clock = {"t": 0.0}
+def step_arrays(layers: int) -> dict:
+    """The graph the engine simulates for ``STEP_SCENARIO`` with ``layers`` layers (the
+    preset's widths; at 1,000 layers the rank updates 12.5x the parameters, in 12.5x the
+    optimizer sub-groups), built as ``step.step_report`` builds it."""
+    d = {**STEP_SCENARIO, "model": {**STEP_SCENARIO["model"], "num_layers": layers}}
+    sc = Scenario.from_dict(d)
+    pc, lay = model_params(sc.model), layout(sc)
+    sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
+    return graph_arrays(rank_model(sc, pc, lay, sb), links_for(sc, lay), True)
 
-    def settle():
-        dt = env.now - clock["t"]
-        for f in active.values():
-            f[0] -= f[1] * dt
-        clock["t"] = env.now
-        rates = max_min_rates(sorted(active), paths, a["link_bw"])
-        for k, f in active.items():
-            f[1] = rates[k]
 
-    def poke(skip):
-        for k, f in active.items():
-            if k != skip and f[2].is_alive and f[2].target is not None:
-                f[2].interrupt()
+class SimPyStep:
+    """The scheduler's model (``simulation/scheduler.py``'s semantics) written with SimPy,
+    task for task on the same arrays: one process per task, a dependency an ``all_of`` of
+    its predecessors' end events, a compute task a ``timeout`` on its stream, a transfer a
+    process that sleeps until its flow would end and is interrupted when its max-min fair
+    rate changes (rates from the specification's ``max_min_rates`` on lists, with the graph's
+    consumption weights), pool slots and streams handed out by a dispatcher.
 
-    def task(i):
-        if g.deps[i]:
-            yield env.all_of([done[d] for d in g.deps[i]])
-        if g.acquire[i] >= 0:
-            yield pools[g.acquire[i]].get(1)
-        if g.kind[i] == COMPUTE:
-            with streams[g.stream[i]].request() as req:
-                yield req
-                yield env.timeout(g.duration[i])
-        elif g.size[i] > 0:
-            settle()
-            active[i] = [g.size[i], 0.0, env.active_process]
-            settle()
-            poke(i)
-            while True:
-                try:
-                    rem, rate = active[i][0], active[i][1]
-                    yield env.timeout(max(rem / rate, 0.0))
-                    settle()
-                    if active[i][0] <= 1e-6 * g.size[i]:
-                        break
-                except simpy.Interrupt:
-                    continue
-            del active[i]
-            if active:
-                settle()
-                poke(i)
-        if g.release[i] >= 0:
-            yield pools[g.release[i]].put(1)
-        done[i].succeed()
+    The dispatcher keeps the specification's rules, which SimPy's own resources (first come,
+    first served, granted the moment a slot frees) do not: at each instant it runs after
+    every other event due then (an event of priority 2; SimPy's own are 0 and 1), ends what
+    the specification ends there (computes and flows due within its tolerance), lets the
+    ends' successors become ready, and only then starts the lowest-id ready task that may
+    start, again and again; a zero-length task ends at once and its successors join before
+    the next start. ``run()`` returns ``(start_s, end_s, makespan_s)``; the benchmark checks
+    the makespan against the C scheduler's before it prints a ratio. It keeps times only,
+    not the link and stream totals the C scheduler also adds up (less work on SimPy's side).
+    """
 
-    for i in range(n):
-        env.process(task(i))
-    env.run()
-    return env.now
+    def __init__(self, a: dict):
+        import simpy
+
+        self.simpy = simpy
+        self.env = env = simpy.Environment()
+        self.n = n = len(a["kind"])
+        self.kind, self.stream = a["kind"].tolist(), a["stream"].tolist()
+        self.dur, self.size = a["duration"].tolist(), a["size"].tolist()
+        self.acq, self.rel = a["acquire"].tolist(), a["release"].tolist()
+        pp, pl, pw = a["path_ptr"].tolist(), a["path_links"].tolist(), path_weights(a).tolist()
+        self.paths = [pl[pp[i]:pp[i + 1]] for i in range(n)]
+        self.weights = [pw[pp[i]:pp[i + 1]] for i in range(n)]
+        dp, di = a["dep_ptr"].tolist(), a["dep_idx"].tolist()
+        self.bw = a["link_bw"].tolist()
+        self.free = a["pool_cap"].tolist()
+        self.on_stream = [-1] * a["n_streams"]     # the compute task each stream runs
+        self.start, self.end = [math.nan] * n, [math.nan] * n
+        self.ended = [env.event() for _ in range(n)]
+        self.go = [env.event() for _ in range(n)]
+        self.ready = []            # ready tasks not started, ascending ids
+        self.flows = {}            # task -> [bytes left, rate, its process while it sleeps]
+        self.new_flows = []        # started this instant, waiting for their first rate
+        self.flows_changed = False
+        self.settled_s = 0.0       # when the flows' bytes left were last brought up to date
+        self.due = False           # a timer fired: something may end now
+        self.pending = None        # the dispatcher's next pass
+        self.finished = 0
+        for i in range(n):
+            env.process(self.task(i, di[dp[i]:dp[i + 1]]))
+
+    def run(self):
+        self.env.run()
+        if self.finished < self.n:
+            raise GraphError("no task can make progress (pool slots never released?)")
+        return self.start, self.end, max(self.end, default=0.0)
+
+    def task(self, i, deps):
+        if deps:
+            yield self.env.all_of([self.ended[d] for d in deps])
+        bisect.insort(self.ready, i)
+        self.poke()
+        yield self.go[i]
+        if self.end[i] == self.end[i]:           # a zero-length task: it ended as it started
+            return
+        if self.kind[i] == COMPUTE:
+            yield self.env.timeout(self.dur[i])
+            if self.end[i] != self.end[i]:       # not ended early, within the tolerance
+                self.poke(due=True)
+            return
+        f = self.flows[i]
+        while True:
+            f[2] = self.env.active_process
+            try:
+                yield self.env.timeout(f[0] / f[1])
+            except self.simpy.Interrupt:
+                if self.end[i] == self.end[i]:   # ended by the dispatcher
+                    return
+                continue                         # a new rate: sleep again
+            f[2] = None
+            self.poke(due=True)
+            return
+
+    def max_min_rates(self, flows):
+        """``scheduler.max_min_rates`` on Python lists (progressive filling, the same
+        operations in the same order; numpy scalars would cost SimPy's side 3x)."""
+        paths, weights, nl = self.paths, self.weights, len(self.bw)
+        rem, count, wsum = list(self.bw), [0] * nl, [0.0] * nl
+        for f in flows:
+            for l, w in zip(paths[f], weights[f]):
+                count[l] += 1
+                wsum[l] += w
+        rate, left = {}, list(flows)
+        while left:
+            best = min(rem[l] / wsum[l] for l in range(nl) if count[l] > 0)
+            for l in range(nl):
+                if count[l] > 0 and rem[l] / wsum[l] <= best * (1 + _REL):
+                    keep = []
+                    for f in left:
+                        if l in paths[f]:
+                            rate[f] = best
+                            for k, w in zip(paths[f], weights[f]):
+                                rem[k] -= best * w
+                                count[k] -= 1
+                                wsum[k] -= w
+                        else:
+                            keep.append(f)
+                    left = keep
+        return rate
+
+    def poke(self, due=False):
+        """Ask for a dispatcher pass at this instant, after everything else due now."""
+        self.due |= due
+        if self.pending is None:
+            ev = self.pending = self.simpy.events.Event(self.env)
+            ev._ok, ev._value = True, None       # as SimPy's own Timeout and Initialize do
+            ev.callbacks.append(self.dispatch)
+            self.env.schedule(ev, priority=2)
+
+    def finish(self, i):
+        self.end[i] = self.env.now
+        self.finished += 1
+        if self.rel[i] >= 0:
+            self.free[self.rel[i]] += 1
+        self.ended[i].succeed()
+
+    def dispatch(self, _event):
+        self.pending = None
+        now = self.env.now
+        if self.due:                 # advance the flows, end what is due (scheduler.py)
+            self.due = False
+            dt = now - self.settled_s
+            self.settled_s = now
+            for f in self.flows.values():
+                f[0] -= f[1] * dt
+            tol = _REL * max(1.0, now) * 1e3
+            ended = False
+            for s, i in enumerate(self.on_stream):
+                if i != -1 and self.start[i] + self.dur[i] <= now + tol:
+                    self.on_stream[s] = -1
+                    self.finish(i)
+                    ended = True
+            for i in sorted(self.flows):
+                f = self.flows[i]
+                if f[1] and (now + f[0] / f[1] <= now + tol or f[0] <= 0):
+                    del self.flows[i]
+                    self.finish(i)
+                    if f[2] is not None:
+                        f[2].interrupt()
+                    ended = self.flows_changed = True
+            if ended:                # their successors become ready before anything starts
+                self.poke()
+                return
+        while True:                  # start the lowest-id ready task that may start
+            for k, i in enumerate(self.ready):
+                p = self.acq[i]
+                if (p < 0 or self.free[p] > 0) and \
+                        (self.kind[i] != COMPUTE or self.on_stream[self.stream[i]] == -1):
+                    break
+            else:
+                break
+            del self.ready[k]
+            if p >= 0:
+                self.free[p] -= 1
+            self.start[i] = now
+            if self.kind[i] == COMPUTE and self.dur[i] > 0:
+                self.on_stream[self.stream[i]] = i
+                self.go[i].succeed()
+            elif self.kind[i] != COMPUTE and self.size[i] > 0:
+                self.flows[i] = [self.size[i], 0.0, None]
+                self.new_flows.append(i)
+                self.flows_changed = True
+            else:                    # ends at once; its successors join before the next start
+                self.finish(i)
+                self.go[i].succeed()
+                self.poke()
+                return
+        if self.flows_changed:       # new max-min rates; wake the flows whose rate changed
+            self.flows_changed = False
+            rates = self.max_min_rates(sorted(self.flows))
+            for i, r in rates.items():
+                f = self.flows[i]
+                if f[1] != r:
+                    f[1] = r
+                    if f[2] is not None:
+                        f[2].interrupt()
+            for i in self.new_flows:
+                self.go[i].succeed()
+            self.new_flows = []
+
+
+def simpy_schedule(a: dict):
+    """``(start_s, end_s, makespan_s)`` of the graph ``a`` run by :class:`SimPyStep`."""
+    return SimPyStep(a).run()
 
 
 def scenario_grid() -> list[dict]:
@@ -284,35 +430,57 @@ def timeit(fn, min_s):
             return el / reps
 
 
+def scheduler_section(min_s: float) -> None:
+    """Section 1: the C scheduler against the Python reference and against SimPy on the
+    same graphs, makespans checked equal first; then its cost per task as the step grows."""
+    print(f"\n1. scheduler: the last micro-batch of Llama-2-70B, ZeRO-Infinity (parameters and "
+          "optimizer on NVMe), 2 DGX H100 nodes")
+    try:
+        import simpy  # noqa: F401
+    except ImportError:
+        simpy = None
+        print("   SimPy not installed (pip install simpy): no SimPy figures")
+    cost = {}
+    for layers, goal in ((80, 50), (1000, 100)):
+        a = step_arrays(layers)
+        n, edges = len(a["kind"]), len(a["dep_idx"])
+        c = simulate(a, "c").makespan_s
+        work = {"c": (lambda x: simulate(x, "c"), [a]),
+                "python": (lambda x: simulate(x, "python"), [a])}
+        peers = [("Python reference", simulate(a, "python").makespan_s, "python")]
+        if simpy:
+            peers.append(("SimPy, same graph", simpy_schedule(a)[2], "simpy"))
+            work["simpy"] = (simpy_schedule, [a])
+        for name, m, _ in peers:          # like for like, or no ratio at all
+            if abs(m - c) > 1e-9 * c:
+                raise SystemExit(f"{name}: makespan {m!r} s, C {c!r} s: not the same schedule")
+        t = best_rounds(work, min_s, rounds=3)
+        cost[layers] = t["c"] / n
+        print(f"   {layers} layers: {n:,} tasks, {edges:,} dependencies; makespan {c:.6f} s in C"
+              + "".join(f", {name.split(',')[0]} equal" for name, _, _ in peers))
+        print(f"     C extension       {t['c'] * 1e3:10.3f} ms  {t['c'] / n * 1e9:8.1f} ns/task")
+        for name, _, key in peers:
+            want = f"goal >= {goal}x" if key == "simpy" else "goal >= 50x"
+            print(f"     {name:<17} {t[key] * 1e3:10.3f} ms  {t[key] / n * 1e9:8.1f} ns/task"
+                  f"   C is {t[key] / t['c']:8.1f}x faster ({want})")
+    print(f"   C cost per task, 1,000 layers / 80 layers: {cost[1000] / cost[80]:.2f}x (goal <= 1.5x)"
+          f"; load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--calculon", metavar="DIR", default=os.environ.get("CALCULON_DIR"),
                     help="a checkout of calculon-ai/calculon (its model, execution and system "
                          "files; the package importable): measure it side by side")
+    ap.add_argument("--scheduler", action="store_true", help="section 1 only")
     args = ap.parse_args()
     min_s = 0.5 if args.quick else 2.0
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
 
-    g = step_graph()
-    a = g.arrays()
-    n = len(g.names)
-    events = 2 * n
-    t_c = timeit(lambda: simulate(a, "c"), min_s)
-    t_py = timeit(lambda: simulate(a, "python"), min_s)
-    ms = [simulate(a, "c").makespan_s, simulate(a, "python").makespan_s]
-    try:
-        t_simpy = timeit(lambda: simpy_makespan(g), min_s)
-        ms.append(simpy_makespan(g))
-    except ImportError:
-        t_simpy = None
-    print(f"\n1. scheduler, {n}-task step ({events} start/end events); makespans {', '.join(f'{m:.4f}' for m in ms)} s")
-    print(f"   C extension       {t_c * 1e3:9.3f} ms  {events / t_c:12,.0f} events/s")
-    print(f"   Python reference  {t_py * 1e3:9.3f} ms  {events / t_py:12,.0f} events/s   C is {t_py / t_c:6.1f}x faster (goal >= 50x)")
-    if t_simpy:
-        print(f"   SimPy             {t_simpy * 1e3:9.3f} ms  {events / t_simpy:12,.0f} events/s   C is {t_simpy / t_c:6.1f}x faster (goal >= 100x)")
-    else:
-        print("   SimPy             not installed (pip install simpy)")
+    scheduler_section(min_s)
+    if args.scheduler:
+        return
 
     grid = scenario_grid()
     work = {"full": (lambda d: evaluate_dict(d, detail=False), grid),

@@ -132,8 +132,9 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     Buf b[18];
     memset(b, 0, sizeof b);
     PyObject *result = NULL;
-    int *waiting = NULL, *sptr = NULL, *sidx = NULL, *fill = NULL, *ready = NULL, *free_ = NULL;
-    int *stask = NULL, *flows = NULL;
+    int *pos = NULL, *head = NULL, *next = NULL, *ready = NULL, *free_ = NULL;
+    char *ended = NULL;
+    int *stask = NULL, *flows = NULL, *busy_links = NULL;
     double *remaining = NULL, *rate = NULL, *rem = NULL, *wsum = NULL;
     long long *count = NULL;
     char *frozen = NULL, *busy = NULL;
@@ -167,34 +168,38 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         if (!(g.pw[j] > 0) || !isfinite(g.pw[j])) {
             graph_error("path_weight must hold one finite weight > 0 per path link"); goto done;
         }
-    for (Py_ssize_t j = 0; j < g.pptr[n]; j++)
-        if (g.plinks[j] < 0 || g.plinks[j] >= g.nl) { graph_error("a transfer names an unknown link"); goto done; }
-    for (Py_ssize_t j = 0; j < g.dptr[n]; j++)
-        if (g.didx[j] < 0 || g.didx[j] >= n) { graph_error("a dependency names an unknown task"); goto done; }
+    {   /* branch-free scans: a step has more dependencies than tasks */
+        unsigned bad = 0;
+        for (Py_ssize_t j = 0; j < g.pptr[n]; j++) bad |= (unsigned)g.plinks[j] >= (unsigned)g.nl;
+        if (bad) { graph_error("a transfer names an unknown link"); goto done; }
+        for (Py_ssize_t j = 0; j < g.dptr[n]; j++) bad |= (unsigned)g.didx[j] >= (unsigned)n;
+        if (bad) { graph_error("a dependency names an unknown task"); goto done; }
+    }
 
     Py_ssize_t nn = n > 0 ? n : 1, nl1 = g.nl > 0 ? g.nl : 1;
-    waiting = calloc(nn, sizeof(int)); sptr = calloc(nn + 1, sizeof(int));
-    sidx = calloc(g.dptr[n] + 1, sizeof(int)); fill = calloc(nn, sizeof(int));
+    pos = calloc(nn, sizeof(int)); head = calloc(nn, sizeof(int));
+    next = calloc(nn, sizeof(int)); ended = calloc(nn, 1);
     ready = calloc(nn, sizeof(int)); free_ = calloc(g.np + 1, sizeof(int));
     stask = calloc(g.ns + 1, sizeof(int)); flows = calloc(nn, sizeof(int));
     remaining = calloc(nn, sizeof(double)); rate = calloc(nn, sizeof(double));
     rem = calloc(nl1, sizeof(double)); count = calloc(nl1, sizeof(long long));
     wsum = calloc(nl1, sizeof(double));
-    frozen = calloc(nn, 1); busy = calloc(nl1, 1);
-    if (!waiting || !sptr || !sidx || !fill || !ready || !free_ || !stask || !flows ||
-        !remaining || !rate || !rem || !count || !wsum || !frozen || !busy) { PyErr_NoMemory(); goto done; }
+    frozen = calloc(nn, 1); busy = calloc(nl1, 1); busy_links = calloc(nl1, sizeof(int));
+    if (!pos || !head || !next || !ended || !ready || !free_ || !stask || !flows ||
+        !remaining || !rate || !rem || !count || !wsum || !frozen || !busy || !busy_links) { PyErr_NoMemory(); goto done; }
 
-    /* successors in CSR, in increasing task order (as the reference appends them) */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        waiting[i] = g.dptr[i + 1] - g.dptr[i];
-        for (int j = g.dptr[i]; j < g.dptr[i + 1]; j++) sptr[g.didx[j] + 1]++;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) sptr[i + 1] += sptr[i];
-    for (Py_ssize_t i = 0; i < n; i++)
-        for (int j = g.dptr[i]; j < g.dptr[i + 1]; j++) {
-            int d = g.didx[j];
-            sidx[sptr[d] + fill[d]++] = (int)i;
-        }
+    /* Dependencies by watching (no successor lists: a step's optimizer sub-groups each
+     * list every layer's gradient reduction, so the edges grow as layers^2 while the
+     * tasks grow as layers). A task waits on one unfinished dependency at a time, the
+     * last listed one not yet ended: it sits on that task's watch list (head/next,
+     * intrusive: a task is on at most one list). When that dependency ends, the task
+     * steps down its list past every dependency that has ended and watches the next one,
+     * or becomes ready. pos[i] only decreases: each edge is looked at once, in memory
+     * order, and where the last listed dependency ends last (the builder lists the
+     * previous sub-group last) a task is woken once whatever its in-degree. The ready
+     * set at every instant is the reference's (all dependencies ended), so the
+     * schedule is bit-identical. */
+    for (Py_ssize_t i = 0; i < n; i++) { head[i] = -1; pos[i] = g.dptr[i + 1]; }
     for (Py_ssize_t p = 0; p < g.np; p++) free_[p] = g.cap[p];
     for (Py_ssize_t s = 0; s < g.ns; s++) { stask[s] = -1; g.sbusy[s] = 0; }
     for (Py_ssize_t l = 0; l < g.nl; l++) { g.lbusy[l] = 0; g.lbytes[l] = 0; }
@@ -202,21 +207,32 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         g.start[i] = g.end[i] = NAN;
         remaining[i] = g.size[i];
-        if (waiting[i] == 0) ready[nready++] = (int)i;
+        if (pos[i] == g.dptr[i]) ready[nready++] = (int)i;
+        else { int d = g.didx[pos[i] - 1]; next[i] = head[d]; head[d] = (int)i; }
     }
     double now = 0.0;
+    int flows_changed = 1;
+    Py_ssize_t nbusy = 0;
 
 #define FINISH(i) do {                                                      \
         int _i = (i);                                                       \
-        g.end[_i] = now; done_n++;                                          \
+        g.end[_i] = now; done_n++; ended[_i] = 1;                           \
         if (g.rel[_i] >= 0) free_[g.rel[_i]]++;                             \
-        for (int _j = sptr[_i]; _j < sptr[_i + 1]; _j++) {                  \
-            int _s = sidx[_j];                                              \
-            if (--waiting[_s] == 0) {                                       \
+        int _w = head[_i];                                                  \
+        head[_i] = -1;                                                      \
+        while (_w != -1) {                                                  \
+            int _nx = next[_w], _p = pos[_w] - 1, _lo = g.dptr[_w];         \
+            while (_p > _lo && ended[g.didx[_p - 1]]) _p--;                 \
+            pos[_w] = _p;                                                   \
+            if (_p == _lo) {                 /* ready: keep ready sorted */ \
                 Py_ssize_t _k = nready++;                                   \
-                while (_k > 0 && ready[_k - 1] > _s) { ready[_k] = ready[_k - 1]; _k--; } \
-                ready[_k] = _s;                                             \
+                while (_k > 0 && ready[_k - 1] > _w) { ready[_k] = ready[_k - 1]; _k--; } \
+                ready[_k] = _w;                                             \
+            } else {                                                        \
+                int _d = g.didx[_p - 1];                                    \
+                next[_w] = head[_d]; head[_d] = _w;                         \
             }                                                               \
+            _w = _nx;                                                       \
         }                                                                   \
     } while (0)
 
@@ -245,10 +261,21 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                 Py_ssize_t m = nflows++;             /* keep flows sorted by id */
                 while (m > 0 && flows[m - 1] > i) { flows[m] = flows[m - 1]; m--; }
                 flows[m] = i;
+                flows_changed = 1;
             }
         }
         if (done_n == n) break;
-        max_min(&g, flows, nflows, rate, rem, count, wsum, frozen);
+        /* The rates are a function of the set of running flows alone: recomputed only
+         * when a flow started or ended (an event where only computes end keeps them). */
+        if (flows_changed) {
+            max_min(&g, flows, nflows, rate, rem, count, wsum, frozen);
+            nbusy = 0;                               /* the links the flows cross */
+            memset(busy, 0, (size_t)nl1);
+            for (Py_ssize_t k = 0; k < nflows; k++)
+                for (int j = g.pptr[flows[k]]; j < g.pptr[flows[k] + 1]; j++)
+                    if (!busy[g.plinks[j]]) { busy[g.plinks[j]] = 1; busy_links[nbusy++] = g.plinks[j]; }
+        }
+        flows_changed = 0;
         double t_next = INFINITY;
         for (Py_ssize_t s = 0; s < g.ns; s++)
             if (stask[s] != -1 && g.start[stask[s]] + g.dur[stask[s]] < t_next)
@@ -258,17 +285,14 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
         if (isinf(t_next)) { graph_error("no task can make progress: the task graph has a dependency cycle or a pool slot is never released"); goto done; }
         double dt = t_next - now;
         double tol = REL * (t_next > 1.0 ? t_next : 1.0) * 1e3;
-        memset(busy, 0, (size_t)nl1);
         for (Py_ssize_t k = 0; k < nflows; k++) {
             int f = flows[k];
             double moved = rate[k] * dt;
-            for (int j = g.pptr[f]; j < g.pptr[f + 1]; j++) {
-                busy[g.plinks[j]] = 1;
+            for (int j = g.pptr[f]; j < g.pptr[f + 1]; j++)
                 g.lbytes[g.plinks[j]] += moved * g.pw[j];
-            }
             remaining[f] -= moved;
         }
-        for (Py_ssize_t l = 0; l < g.nl; l++) if (busy[l]) g.lbusy[l] += dt;
+        for (Py_ssize_t b2 = 0; b2 < nbusy; b2++) g.lbusy[busy_links[b2]] += dt;
         now = t_next;
         for (Py_ssize_t s = 0; s < g.ns; s++) {
             int i = stask[s];
@@ -284,6 +308,7 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
                 flows[kept++] = f;
             }
         }
+        if (kept != nflows) flows_changed = 1;
         nflows = kept;
     }
 #undef FINISH
@@ -293,9 +318,9 @@ static PyObject *simulate(PyObject *self, PyObject *args) {
 
 done:
     for (int k = 0; k < 18; k++) if (b[k].held) PyBuffer_Release(&b[k].view);
-    free(waiting); free(sptr); free(sidx); free(fill); free(ready); free(free_);
+    free(pos); free(head); free(next); free(ended); free(ready); free(free_);
     free(stask); free(flows); free(remaining); free(rate); free(rem); free(count); free(wsum);
-    free(frozen); free(busy);
+    free(frozen); free(busy); free(busy_links);
     return result;
 }
 
