@@ -145,3 +145,42 @@ def nccl_tests_busbw(kind: str, nbytes: float, n: int, seconds: float) -> float:
     """nccl-tests' bus bandwidth: algbw = size / time times (n-1)/n (all-gather,
     reduce-scatter) or 2(n-1)/n (all-reduce) (nccl-tests doc/PERFORMANCE.md)."""
     return ring_volume_factor(kind, n) * nbytes / seconds if seconds > 0 else 0.0
+
+
+# SMs NCCL's kernels hold while a collective runs: one CTA per channel, and "NCCL CTAs
+# won't share an SM with compute kernels"; "If you are on DGX with 8 NICs and a top speed
+# of 190 GB/s, then it would use 16 SMs" (S. Jeaugey, NCCL maintainer, NVIDIA/nccl issue
+# #689, 2023). The same 16 are assumed for NVLink collectives and for Transformer
+# Engine's userbuffers kernels (--tp-comm-overlap), which are also SM-driven.
+NCCL_CTAS = 16
+
+
+def sm_share(sms: int | None) -> float:
+    """Share of a GPU's ``sms`` streaming multiprocessors NCCL's CTAs hold while a
+    collective runs (``NCCL_CTAS`` / SMs): 16/108 = 0.148 on an A100, 16/132 = 0.121 on
+    an H100. 0 when the SM count is unknown (no contention modelled)."""
+    if not sms or sms <= NCCL_CTAS:
+        return 0.0
+    return NCCL_CTAS / sms
+
+
+def sm_contention_s(compute_s: float, comm_s: float, share: float) -> float:
+    """Seconds a compute kernel of ``compute_s`` (alone) runs longer while collectives of
+    ``comm_s`` (their idle-network time) overlap it, NCCL holding ``share`` of the SMs.
+
+    While the collective runs the compute proceeds on the other SMs, at 1 - share of its
+    rate (work conserving; Matrix Multiplication Background, Sec. 3.2: a GEMM's tiles run
+    in waves over the SMs it has): a collective shorter than the stretched compute costs
+    comm_s x share, one as long or longer covers all of it, compute_s / (1 - share):
+    ``min(compute_s + comm_s * share, compute_s / (1 - share)) - compute_s``.
+
+    Held against Lee et al. 2025 (arXiv 2507.03114, "Characterizing compute-communication
+    overlap in GPU-accelerated distributed deep learning", Sec. 5: compute overlapped with
+    communication on A100 and H100 runs 18.9 % slower on average, at most 40 %): fully
+    overlapped, 1 / (1 - 16/132) = +13.8 % on an H100, 1 / (1 - 16/108) = +17.4 % on an
+    A100; the rest of the measured mean is HBM traffic the model leaves out
+    (tests/engine/test_collectives.py).
+    """
+    if share <= 0 or compute_s <= 0 or comm_s <= 0:
+        return 0.0
+    return min(compute_s + comm_s * share, compute_s / (1 - share)) - compute_s

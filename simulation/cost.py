@@ -122,9 +122,11 @@ def _collective_tasks(r: RankModel, link: str, per_node: int = 0, latency_s: flo
 
 def _layer_compute_tasks(r: RankModel, n_allreduce: int) -> int:
     """Tasks of ``stepgraph.build``'s ``layer_compute``: with tensor parallelism each
-    all-reduce splits the compute, and each is a collective on NVLink."""
+    all-reduce splits the compute, and each is a collective on NVLink; with
+    ``tp_comm_overlap`` one more task joins the last share and the last collective."""
     if r.tp > 1 and n_allreduce:
-        return n_allreduce * (1 + _collective_tasks(r, "nvlink", latency_s=r.tp_latency_s))
+        return (n_allreduce * (1 + _collective_tasks(r, "nvlink", latency_s=r.tp_latency_s))
+                + (1 if r.tp_comm_overlap else 0))
     return 1
 
 

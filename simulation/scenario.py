@@ -389,6 +389,14 @@ class TrainingSpec:
     # distributed/distributed_data_parallel.py _make_forward_pre_hook; param_and_grad_buffer
     # start_param_sync / finish_param_sync, core_r0.8.0). Needs megatron_dist_opt.
     overlap_param_gather: bool = False
+    # Megatron-Core --tp-comm-overlap (default off: megatron/training/arguments.py,
+    # store_true; needs sequence parallelism and Transformer Engine): each tensor-parallel
+    # all-gather / reduce-scatter runs chunk by chunk beside the GEMM that consumes or
+    # produces it (TE userbuffers, transformer_engine/pytorch/module/base.py
+    # initialize_ub: ring-exchange and pipelined overlap of the QKV, projection, FC1 and
+    # FC2 GEMMs, bulk overlap in the backward) instead of between the GEMMs on the
+    # critical path (stepgraph.build).
+    tp_comm_overlap: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -419,14 +427,16 @@ class TrainingSpec:
             overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),
             gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
                                                _framework(d, path) == "megatron"),
-            overlap_param_gather=_bool(d, "overlap_param_gather", path, False))
+            overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
+            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False))
 
     def to_dict(self) -> dict:
         out = _drop_none(_plain(self))
         if self.dtypes is not None:
             out["dtypes"] = _drop_none(_plain(self.dtypes))
-        if not self.overlap_param_gather:      # the default: keep older scenarios' JSON (and hashes)
-            del out["overlap_param_gather"]
+        for name in ("overlap_param_gather", "tp_comm_overlap"):
+            if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
+                del out[name]
         return out
 
 
@@ -628,6 +638,12 @@ class Scenario:
             raise ScenarioError("training.overlap_param_gather",
                                 "is Megatron's distributed optimizer's option: needs strategy "
                                 f"megatron_dist_opt, not {sc.strategy.kind}")
+        tr = sc.training
+        if tr.tp_comm_overlap and not tr.sequence_parallel:
+            raise ScenarioError("training.tp_comm_overlap",
+                                "overlaps the tensor-parallel all-gathers and reduce-scatters of "
+                                "sequence parallelism: needs sequence_parallel true (Megatron-LM "
+                                "arguments.py asserts it)")
         return sc
 
     def to_dict(self) -> dict:

@@ -22,7 +22,12 @@ Per layer of the rank's pipeline stage, forward then backward:
   from NVMe or CXL into DDR on the way), then all-gathers (ZeRO-Infinity).
 * Tensor parallelism: Megatron's two all-reduces of s*b*h activations per layer in
   forward and two in backward (four with full recomputation, which reruns the
-  forward), on the critical path.
+  forward), on the critical path; with ``tp_comm_overlap`` (Megatron-Core
+  --tp-comm-overlap) each beside its share of the layer's compute, the next share
+  waiting for both.
+* SM contention: a compute unit overlapped by collectives runs longer by
+  ``fwd_contention_s`` / ``bwd_contention_s`` (their ``_last_s`` in the last
+  micro-batch), NCCL's CTAs holding SMs while they run (``step.sm_contention_s``).
 * DDP / ZeRO-1: bucketed all-reduce of gradients after each layer's backward, on the
   last micro-batch only (``overlap_grad_reduce``; without it, as Megatron-LM's own DDP
   by default, every layer's all-reduce waits for the whole backward); ZeRO-2:
@@ -151,6 +156,15 @@ class RankModel:
     overlap_grad_reduce: int = 1         # 0: DDP / ZeRO-1 gradient sync after the backward
     overlap_param_gather: int = 0        # 1: ZeRO-1/2's parameter all-gather in the forward, a
                                          # layer's share before it (Megatron --overlap-param-gather)
+    tp_comm_overlap: int = 0             # 1: each TP collective beside its compute chunk
+                                         # (Megatron-Core --tp-comm-overlap), not after it
+    # Seconds one compute unit (a layer's forward or backward share) takes longer because
+    # the collectives that overlap it hold SMs (step.sm_contention_s); the last
+    # micro-batch's own (its gradient reduction, the next step's parameter gather).
+    fwd_contention_s: float = 0.0
+    bwd_contention_s: float = 0.0
+    fwd_contention_last_s: float = 0.0
+    bwd_contention_last_s: float = 0.0
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -263,15 +277,21 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         return t
 
     def layer_compute(name, seconds, deps, release, n_allreduce):
-        if r.tp > 1 and n_allreduce:   # Megatron: all-reduces inside the layer, on the critical path
-            prev = None
+        if r.tp > 1 and n_allreduce:
+            # Megatron: all-reduces inside the layer, on the critical path; with
+            # tp_comm_overlap each runs beside its compute chunk (same start) and the next
+            # chunk waits for both, a last task joining the layer's end
+            prev, comm = None, None
             for k in range(n_allreduce):
+                d = deps if k == 0 else ([prev, comm] if r.tp_comm_overlap else [prev])
                 c = g.compute(f"{name} ({k + 1}/{n_allreduce})", "gpu", seconds / n_allreduce,
-                              deps=deps if k == 0 else [prev],
-                              release=release if k == n_allreduce - 1 else None)
-                prev = collective(g, r, f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
-                                  "nvlink", [c], "tp_allreduce", latency_s=r.tp_latency_s,
-                                  stream="tp nccl")
+                              deps=d, release=release if k == n_allreduce - 1 else None)
+                comm = collective(g, r, f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
+                                  "nvlink", d if r.tp_comm_overlap else [c], "tp_allreduce",
+                                  latency_s=r.tp_latency_s, stream="tp nccl")
+                prev = c if r.tp_comm_overlap else comm
+            if r.tp_comm_overlap:
+                return g.compute(f"{name} done", "sync", 0.0, deps=[prev, comm])
             return prev
         return g.compute(name, "gpu", seconds, deps=deps, release=release)
 
@@ -279,13 +299,15 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         return f"{tag} L{i}" if n_units == 1 else f"{tag} L{i}.{u}"
 
     release = "gather" if zero3 else None
+    fwd_x = r.fwd_contention_last_s if last else r.fwd_contention_s
+    bwd_x = r.bwd_contention_last_s if last else r.bwd_contention_s
     for i in range(r.layers):
         for u in range(n_units):     # the layer's TP all-reduces come with its last unit
             deps = [state["prev_c"]] + ([fetch("fwd", i, u)] if zero3 else [])
             if gathers and u == 0:
                 deps.append(gathers[i])
-            state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units, deps,
-                                            release, 2 if u == n_units - 1 else 0)
+            state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units + fwd_x,
+                                            deps, release, 2 if u == n_units - 1 else 0)
         if r.offload_activations != "none":
             act_out[i] = g.transfer(f"L{i} activations to DDR", r.act_ckpt_bytes,
                                     ["ddr", "pcie_d2h"], deps=[state["prev_c"]], label="offload")
@@ -300,8 +322,8 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 prev_act = g.transfer(f"L{i} activations from DDR", r.act_ckpt_bytes,
                                       ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act], label="offload")
                 deps.append(prev_act)
-            state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units, deps,
-                                            release, r.bwd_allreduces if u == 0 else 0)
+            state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units + bwd_x,
+                                            deps, release, r.bwd_allreduces if u == 0 else 0)
         if deferred:
             continue
         syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last, state)
@@ -428,12 +450,14 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
             r.units_per_layer, r.rs_per_layer, int(r.sync_fetch),
-            int(bool(r.overlap_grad_reduce)), int(bool(r.overlap_param_gather)))
+            int(bool(r.overlap_grad_reduce)), int(bool(r.overlap_param_gather)),
+            int(bool(r.tp_comm_overlap)))
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
               r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
-              r.bwd_fetch_factor, r.nvme_write_weight)
+              r.bwd_fetch_factor, r.nvme_write_weight, r.fwd_contention_s, r.bwd_contention_s,
+              r.fwd_contention_last_s, r.bwd_contention_last_s)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label, path_weight) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)

@@ -374,7 +374,9 @@ def test_megatron_reduces_gradients_after_the_backward():
         st = evaluate_dict(s, detail=False)["step"]
         tail[overlap] = st["last_micro_batch_s"] - st["micro_batch_s"]
     assert tail[False] >= ar_s
-    assert tail[True] < 0.2 * ar_s
+    # overlapped, the all-reduce's NCCL CTAs (16 of the A100's 108 SMs) slow the backward it
+    # runs beside by at most its own time x 16/108 (collectives.sm_contention_s)
+    assert tail[True] < (0.2 + 16 / 108) * ar_s
     # the default follows the framework
     from simulation.scenario import Scenario
     base = {**c["scenario"], "training": {k: v for k, v in c["scenario"]["training"].items()
