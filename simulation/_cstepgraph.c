@@ -268,6 +268,14 @@ static int layer_compute(B *b, double seconds, const int *deps, int nd, int rele
     return compute(b, S_GPU, seconds, deps, nd, NONE, release, L_COMPUTE);
 }
 
+/* stepgraph._grads_to_nvme: the fp32 gradients to the drives with the optimizer states */
+#define FP32_GRAD_BYTES 4.0
+static void grads_to_nvme(B *b, int dep) {
+    if (b->off_opt != T_NVME || b->oom || b->bad_link) return;
+    int t = transfer_nvme(b, FP32_GRAD_BYTES * b->unit_params / b->shard, 0, &dep, 1, L_OFFLOAD);
+    if (ipush(&b->syncs, t)) b->oom = 1;
+}
+
 /* stepgraph._grad_sync: appends to b->syncs */
 static void grad_sync(B *b, int c, double grad_bytes) {
     int last = b->last;
@@ -289,6 +297,7 @@ static void grad_sync(B *b, int c, double grad_bytes) {
             int tier = b->off_opt == T_CXL ? T_CXL : T_CPU;
             int t = transfer_tier(b, grad_bytes / b->shard, tier, 0, &tail, 1, NONE, L_OFFLOAD);
             if (ipush(&b->syncs, t)) b->oom = 1;
+            grads_to_nvme(b, t);
         }
     } else if (last && b->dp > 1) {
         double volume = b->dp_ar_factor > 0 ? b->dp_ar_factor * grad_bytes : ring(1, grad_bytes, b->dp);
@@ -298,6 +307,7 @@ static void grad_sync(B *b, int c, double grad_bytes) {
     } else if (last && b->off_opt != T_NONE) {
         int t = transfer_tier(b, grad_bytes / b->shard, T_CPU, 0, &c, 1, NONE, L_OFFLOAD);
         if (ipush(&b->syncs, t)) b->oom = 1;
+        grads_to_nvme(b, t);
     }
 }
 
@@ -326,7 +336,8 @@ static void optimizer(B *b, int last_c) {
                 memcpy(cdeps, deps, (size_t)nd * sizeof(int));
                 cdeps[nd] = prev_read;
                 prev_read = where == T_NVME
-                    ? transfer_nvme(b, per * b->optimizer_state_bytes, 1, cdeps, nd + 1, L_OFFLOAD)
+                    ? transfer_nvme(b, per * (b->optimizer_state_bytes + FP32_GRAD_BYTES), 1, cdeps,
+                                    nd + 1, L_OFFLOAD)
                     : transfer1(b, per * b->optimizer_state_bytes, K_CXL, cdeps, nd + 1, NONE,
                                 L_OFFLOAD);
                 cdeps[0] = prev_read;

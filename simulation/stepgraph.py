@@ -32,6 +32,9 @@ Per layer of the rank's pipeline stage, forward then backward:
   last micro-batch only (``overlap_grad_reduce``; without it, as Megatron-LM's own DDP
   by default, every layer's all-reduce waits for the whole backward); ZeRO-2:
   reduce-scatter every micro-batch.
+* Optimizer states on NVMe (ZeRO-Infinity): each layer's reduced gradients, in fp32,
+  also go from DDR to the drives, and come back with the states of their sub-group
+  (``_grads_to_nvme``).
 * Activation offload: each layer's checkpoint (2*s*b*h bytes) to DDR after forward and
   back before backward.
 * Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU: CPU-Adam
@@ -356,6 +359,7 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
             tier = "cxl" if r.offload_optimizer == "cxl" else "cpu"
             out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                                   _tier_path(tier, "out")[0], deps=[out[-1]], label="offload"))
+            out += _grads_to_nvme(g, r, i, out[-1])
     elif last and r.dp > 1:
         volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
                   else ring("allreduce", grad_bytes, r.dp))
@@ -364,7 +368,25 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
     elif last and r.offload_optimizer != "none":
         out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                               _tier_path("cpu", "out")[0], deps=[c], label="offload"))
+        out += _grads_to_nvme(g, r, i, out[-1])
     return out
+
+
+# fp32 gradient bytes per parameter DeepSpeed swaps to NVMe with the optimizer states
+FP32_GRAD_BYTES = 4.0
+
+
+def _grads_to_nvme(g, r: RankModel, i, dep) -> list:
+    """With the optimizer states on NVMe, DeepSpeed ZeRO-3 writes each reduced gradient
+    partition, cast to fp32, from DDR to the drives (stage3.py ``partition_grads``:
+    ``grad_buffer.float()`` then ``optimizer_swapper.swap_out_gradients``) and reads it
+    back with the states before the sub-group's step (partitioned_optimizer_swapper.py
+    ``swap_in_optimizer_state`` -> ``_swap_in_gradients``; ``_optimizer``)."""
+    if r.offload_optimizer != "nvme":
+        return []
+    path, w = _nvme(r, "out")
+    return [g.transfer(f"L{i} fp32 gradients to NVMe", FP32_GRAD_BYTES * r.unit_params / r.shard,
+                       path, deps=[dep], label="offload", weights=w)]
 
 
 def _optimizer(g, r: RankModel, syncs, last_c):
@@ -386,8 +408,10 @@ def _optimizer(g, r: RankModel, syncs, last_c):
         for j in range(chunks):
             if where in ("nvme", "cxl"):
                 path, w = _nvme(r, "in") if where == "nvme" else (["cxl"], None)
+                # from NVMe the sub-group's fp32 gradients come in with its states (_grads_to_nvme)
+                per_bytes = r.optimizer_state_bytes + (FP32_GRAD_BYTES if where == "nvme" else 0.0)
                 prev_read = g.transfer(f"optimizer states in ({j + 1}/{chunks})",
-                                       per * r.optimizer_state_bytes, path,
+                                       per * per_bytes, path,
                                        deps=deps + [prev_read], label="offload", weights=w)
                 cdeps = [prev_read, prev_cpu]
             else:
