@@ -67,11 +67,15 @@ def test_the_zero_infinity_example_names_its_optimizer_phase():
     from pathlib import Path
     examples = json.loads((Path(__file__).resolve().parents[2] / "tierlab" / "scenarios"
                            / "examples.json").read_text())
-    step = evaluate_dict(next(e for e in examples if "ZeRO-Infinity" in e["name"])["scenario"])["step"]
-    # 2 micro-batches; the last one's graph is a micro-batch's forward/backward plus the tail
+    r = evaluate_dict(next(e for e in examples if "ZeRO-Infinity" in e["name"])["scenario"])
+    step = r["step"]
+    # 2 micro-batches; the last one's graph is a micro-batch's forward/backward plus the tail,
+    # and its backward also writes the fp32 gradients to the drives the parameters are read
+    # from (stepgraph._grads_to_nvme): at most 4 B x P / 8 over the GPU's write share later
     assert step["micro_batches"] == 2
-    assert step["optimizer_phase_s"] == pytest.approx(
-        step["last_micro_batch_s"] - step["micro_batch_s"], rel=0.02)
+    tail = step["last_micro_batch_s"] - step["micro_batch_s"]
+    write = {row["name"]: row["bytes_per_s"] for row in r["links"]}["nvme_write"]
+    assert 0 <= tail - step["optimizer_phase_s"] <= 4 * r["model"]["num_params"] / 8 / write
     assert step["optimizer_phase_s"] > step["time_s"] / 2        # the phase that dominates
 
 
