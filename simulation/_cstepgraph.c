@@ -88,7 +88,7 @@ typedef struct {
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
-        bwd_fetch_factor, nvme_ww, fwd_cont, bwd_cont, fwd_cont_last, bwd_cont_last;
+        bwd_fetch_factor, nvme_ww, fwd_cont, bwd_cont, fwd_cont_last, bwd_cont_last, tp_ar_factor;
     int link[K_N];
     int stream_id[S_N], n_streams, zero3, n_units, last_rs;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
@@ -255,7 +255,9 @@ static int layer_compute(B *b, double seconds, const int *deps, int nd, int rele
             if (k > 0 && !ov) pair[0] = prev;
             int c = compute(b, S_GPU, seconds / n_ar, d, dn, NONE, k == n_ar - 1 ? release : NONE,
                             L_COMPUTE);
-            comm = collective(b, ring(1, b->tp_bytes, b->tp), 0, ov ? d : &c, ov ? dn : 1,
+            double volume = b->tp_ar_factor > 0 ? b->tp_ar_factor * b->tp_bytes
+                                                 : ring(1, b->tp_bytes, b->tp);
+            comm = collective(b, volume, 0, ov ? d : &c, ov ? dn : 1,
                               L_TP_ALLREDUCE, NONE, 0, b->tp_lat, S_TP_NCCL);
             prev = ov ? c : comm;
         }
@@ -451,7 +453,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiii)(dddddddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
@@ -461,7 +463,8 @@ static PyObject *build(PyObject *self, PyObject *args) {
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
                           &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &b.nvme_ww, &b.fwd_cont,
-                          &b.bwd_cont, &b.fwd_cont_last, &b.bwd_cont_last, &link_obj,
+                          &b.bwd_cont, &b.fwd_cont_last, &b.bwd_cont_last, &b.tp_ar_factor,
+                          &link_obj,
                           &b.last))
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||

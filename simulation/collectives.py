@@ -102,12 +102,30 @@ def ring_volume_factor(kind: str, n: int) -> float:
     return (2 if kind == "allreduce" else 1) * (n - 1) / n
 
 
-def all_reduce_choice(nbytes: float, n: int, n_nodes: int, bus_bytes_per_s: float) -> tuple:
+# NVLink SHARP (NVLS: the NVSwitch reduces, NCCL 2.17+ on third-generation NVSwitch, HGX
+# H100/H200, B200): an 8-GPU H100 all-reduce reaches "a peak busBw of ~480GB/s", where ring
+# (and every non-all-reduce collective) gets the "effective NVLink bandwidth of 370GB/s"
+# (S. Jeaugey, NVIDIA/nccl-tests issue #212, 2024): the same bytes at 480/370 the speed.
+NVLS_ALLREDUCE_GAIN = 480 / 370
+
+
+def nvls_allreduce_bytes(nbytes: float, n: int) -> float:
+    """Bytes at the ring's bus bandwidth that take as long as an NVLS all-reduce of
+    ``nbytes`` over ``n`` ranks of one node: 2(n-1)/n x nbytes x 370/480."""
+    return ring_volume_factor("allreduce", n) * nbytes / NVLS_ALLREDUCE_GAIN
+
+
+def all_reduce_choice(nbytes: float, n: int, n_nodes: int, bus_bytes_per_s: float,
+                      nvls: bool = False) -> tuple:
     """(algorithm, alpha_s, bytes one rank moves) of the all-reduce of ``nbytes``: ring or
     tree, whichever NCCL's model finds faster at bus bandwidth ``bus_bytes_per_s``.
-    A tree is considered only across nodes (inside one node NCCL's tree is a chain)."""
+    A tree is considered only across nodes (inside one node NCCL's tree is a chain);
+    inside a node whose NVSwitches reduce (``nvls``) NCCL runs NVLS, its bytes expressed
+    at the ring's bus bandwidth (``nvls_allreduce_bytes``; alpha taken as the ring's)."""
     ring_v = ring_volume_factor("allreduce", n) * nbytes
     ring = ("ring", ring_latency_s("allreduce", n, n_nodes), ring_v)
+    if nvls and n > 1 and n_nodes <= 1:
+        return ("nvls", ring[1], nvls_allreduce_bytes(nbytes, n))
     if n <= 1 or n_nodes <= 1 or bus_bytes_per_s <= 0:
         return ring
     tree_v = 2 * nbytes / (TREE_BANDWIDTH_FACTOR * tree_correction(nbytes))
@@ -130,12 +148,12 @@ def bus_bandwidth(per_node: int, spans_nodes: bool, nvlink_bytes_per_s: float,
 
 
 def collective_time_s(kind: str, nbytes: float, n: int, n_nodes: int,
-                      bus_bytes_per_s: float) -> float:
+                      bus_bytes_per_s: float, nvls: bool = False) -> float:
     """alpha + V / B_bus of one collective on an idle network: what nccl-tests times.
     ``nbytes`` is nccl-tests' "size" (the whole buffer: the all-gather output, the
     reduce-scatter input, the all-reduce buffer)."""
     if kind == "allreduce":
-        _, lat, vol = all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s)
+        _, lat, vol = all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s, nvls)
     else:
         lat, vol = ring_latency_s(kind, n, n_nodes), ring_volume_factor(kind, n) * nbytes
     return lat + vol / bus_bytes_per_s

@@ -261,6 +261,9 @@ class ClusterSpec:
     pcie_switch_uplink_bytes_per_s: float | None = None
     pcie_switch_source: str | None = None
     profile: dict | None = None                   # a cluster profile's figures (simulation.calibrate)
+    # NVLink SHARP: the node's NVSwitches reduce (third-generation NVSwitch: HGX/DGX H100,
+    # H200, B200), so NCCL's all-reduce inside a node runs NVLS (collectives.NVLS_ALLREDUCE_GAIN)
+    nvls: bool = False
 
     @property
     def num_gpus(self) -> int:
@@ -303,6 +306,7 @@ class ClusterSpec:
             pcie_switch_gpus=_int(d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
             pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
             pcie_switch_source=_str(d, "pcie_switch_source", path),
+            nvls=_bool(d, "nvls", path, False),
             profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
                      if d.get("profile") is not None else None))
 
@@ -318,6 +322,7 @@ class ClusterSpec:
             pcie_switch_gpus=self.pcie_switch_gpus,
             pcie_switch_uplink_bytes_per_s=self.pcie_switch_uplink_bytes_per_s,
             pcie_switch_source=self.pcie_switch_source,
+            nvls=self.nvls or None,        # absent when off: older scenarios' JSON (and hashes) stay
             profile=dict(self.profile) if self.profile is not None else None))
 
 

@@ -334,7 +334,19 @@ def gradient_reduction(sc: Scenario, nbytes: float, n: int, n_nodes: int,
     if sc.strategy.kind == "megatron_dist_opt":
         return ("ring", nccl.ring_latency_s("reduce_scatter", n, n_nodes),
                 nccl.ring_volume_factor("reduce_scatter", n) * nbytes)
-    return nccl.all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s)
+    return nccl.all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s, sc.cluster.nvls)
+
+
+def tp_allreduce_factor(sc: Scenario, t: int, tp_nodes: int) -> float:
+    """Bytes one rank moves per byte of a tensor-parallel all-reduce buffer, at the NVLink
+    rate (``RankModel.tp_allreduce_factor``; 0: the ring's 2(t-1)/t). Without sequence
+    parallelism Megatron all-reduces the layer's activations (mappings.py
+    ``_reduce``: ``torch.distributed.all_reduce``), which NCCL runs as NVLS inside a node
+    whose NVSwitches reduce (``cluster.nvls``, collectives.nvls_allreduce_bytes); sequence
+    parallelism's all-gathers and reduce-scatters stay rings."""
+    if sc.cluster.nvls and not sc.training.sequence_parallel and t > 1 and tp_nodes <= 1:
+        return nccl.nvls_allreduce_bytes(1.0, t)
+    return 0.0
 
 
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
@@ -396,7 +408,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
                            if "nvme" in c.tiers else 1.0),
         overlap_grad_reduce=int(tr.overlap_grad_reduce),
         overlap_param_gather=int(tr.overlap_param_gather),
-        tp_comm_overlap=int(tr.tp_comm_overlap and t > 1))
+        tp_comm_overlap=int(tr.tp_comm_overlap and t > 1),
+        tp_allreduce_factor=tp_allreduce_factor(sc, t, tp_nodes))
     return dataclasses.replace(r, **contention_fields(r, links, nccl.sm_share(gpu_sms(c.accelerator))))
 
 
@@ -435,7 +448,9 @@ def contention_fields(r: RankModel, links: dict, share: float) -> dict:
 
     tp_f = tp_b = 0.0
     if r.tp > 1 and r.tp_comm_overlap:
-        one = t(ring("allreduce", r.tp_bytes, r.tp), "nvlink", 0, r.tp_latency_s)
+        volume = (r.tp_allreduce_factor * r.tp_bytes if r.tp_allreduce_factor > 0
+                  else ring("allreduce", r.tp_bytes, r.tp))
+        one = t(volume, "nvlink", 0, r.tp_latency_s)
         tp_f, tp_b = 2 * one / n, r.bwd_allreduces * one / n
     fetch_f = fetch_b = 0.0
     if zero3 and r.prefetch_depth > 0:

@@ -164,6 +164,8 @@ class RankModel:
     # Seconds one compute unit (a layer's forward or backward share) takes longer because
     # the collectives that overlap it hold SMs (step.sm_contention_s); the last
     # micro-batch's own (its gradient reduction, the next step's parameter gather).
+    tp_allreduce_factor: float = 0.0     # bytes a rank moves per TP all-reduce byte (0: ring
+                                         # 2(t-1)/t; NVLS: step.tp_allreduce_factor)
     fwd_contention_s: float = 0.0
     bwd_contention_s: float = 0.0
     fwd_contention_last_s: float = 0.0
@@ -289,8 +291,9 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 d = deps if k == 0 else ([prev, comm] if r.tp_comm_overlap else [prev])
                 c = g.compute(f"{name} ({k + 1}/{n_allreduce})", "gpu", seconds / n_allreduce,
                               deps=d, release=release if k == n_allreduce - 1 else None)
-                comm = collective(g, r, f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
-                                  "nvlink", d if r.tp_comm_overlap else [c], "tp_allreduce",
+                volume = (r.tp_allreduce_factor * r.tp_bytes if r.tp_allreduce_factor > 0
+                          else ring("allreduce", r.tp_bytes, r.tp))
+                comm = collective(g, r, f"{name} TP all-reduce {k + 1}", volume, "nvlink", d if r.tp_comm_overlap else [c], "tp_allreduce",
                                   latency_s=r.tp_latency_s, stream="tp nccl")
                 prev = c if r.tp_comm_overlap else comm
             if r.tp_comm_overlap:
@@ -481,7 +484,7 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
               r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
               r.bwd_fetch_factor, r.nvme_write_weight, r.fwd_contention_s, r.bwd_contention_s,
-              r.fwd_contention_last_s, r.bwd_contention_last_s)
+              r.fwd_contention_last_s, r.bwd_contention_last_s, r.tp_allreduce_factor)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label, path_weight) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)

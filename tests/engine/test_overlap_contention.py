@@ -98,3 +98,54 @@ def test_distributed_optimizer_reduce_scatters_fp32_gradients():
     per_layer = 12 * 2048**2 + 13 * 2048
     nic = {row["name"]: row["bytes"] for row in r["links"]}["nic"]
     assert nic == pytest.approx(0.5 * (24 * per_layer / 8 * 4 + total / 8 * 2), rel=1e-9)
+
+
+def test_nvls_all_reduce_reaches_the_measured_bus_bandwidth():
+    # NVIDIA/nccl-tests#212 (S. Jeaugey): an 8-GPU H100 all-reduce peaks at busBw ~480 GB/s
+    # (NVLS) where ring gets the effective NVLink 370 GB/s; at 370 GB/s of ring bus
+    # bandwidth an 8 GiB NVLS all-reduce must read back 480 GB/s in nccl-tests' terms
+    size = 8 * 2**30
+    t = nccl.collective_time_s("allreduce", size, 8, 1, 370e9, nvls=True)
+    # (the ring's alpha, 8.4 + 14 x 3.4 us, is 0.2 % of the 31 ms)
+    assert nccl.nccl_tests_busbw("allreduce", size, 8, t) == pytest.approx(480e9, rel=3e-3)
+    t_ring = nccl.collective_time_s("allreduce", size, 8, 1, 370e9)
+    assert nccl.nccl_tests_busbw("allreduce", size, 8, t_ring) == pytest.approx(370e9, rel=3e-3)
+    # across nodes NVLS (inside a node) does not apply
+    assert nccl.all_reduce_choice(size, 16, 2, 370e9, nvls=True)[0] != "nvls"
+
+
+def ddp_scenario(nvls, tp=1, sp=False):
+    return {"model": {"name": "gpt", "num_layers": 4, "hidden_size": 2048, "num_attention_heads": 16,
+                      "ffn_hidden_size": 8192, "vocab_size": 51200, "gated_mlp": False,
+                      "norm": "layernorm", "position_embedding": "learned", "linear_bias": True},
+            "cluster": {"node": "dgx-h100", "num_nodes": 1, "nvls": nvls},
+            "training": {"micro_batch_size": 1, "global_batch_size": 8 // tp, "seq_len": 2048,
+                         "tensor_parallel": tp, "sequence_parallel": sp, "flash_attention": True},
+            "strategy": {"kind": "ddp"}}
+
+
+def nvlink_bytes(sc):
+    return {row["name"]: row["bytes"] for row in evaluate_dict(sc, detail=False)["links"]}["nvlink"]
+
+
+def test_dgx_h100_all_reduces_run_nvls_inside_the_node():
+    """DDP over one DGX H100's 8 GPUs: the gradient all-reduces move 2 x 7/8 x G bytes at
+    NVLink speed as rings, the same time's worth of 370/480 of that with NVLS; the DGX
+    H100 template has NVLS, an A100 node does not."""
+    assert Scenario.from_dict(ddp_scenario(True)).cluster.nvls is True
+    sc = ddp_scenario(True)
+    del sc["cluster"]["nvls"]
+    assert Scenario.from_dict(sc).cluster.nvls is True                  # the template's
+    sc["cluster"]["node"] = "dgx-a100-80gb"
+    assert Scenario.from_dict(sc).cluster.nvls is False
+    assert nvlink_bytes(ddp_scenario(True)) == pytest.approx(nvlink_bytes(ddp_scenario(False)) * 370 / 480,
+                                                             rel=1e-12)
+
+
+def test_tensor_parallel_all_reduce_is_nvls_only_without_sequence_parallelism():
+    # TP 8 in one node: Megatron all-reduces activations (NVLS) unless sequence parallelism
+    # turns them into all-gathers and reduce-scatters (rings)
+    assert nvlink_bytes(ddp_scenario(True, tp=8)) == pytest.approx(
+        nvlink_bytes(ddp_scenario(False, tp=8)) * 370 / 480, rel=1e-12)
+    assert nvlink_bytes(ddp_scenario(True, tp=8, sp=True)) == pytest.approx(
+        nvlink_bytes(ddp_scenario(False, tp=8, sp=True)), rel=1e-12)
