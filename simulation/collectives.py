@@ -202,3 +202,28 @@ def sm_contention_s(compute_s: float, comm_s: float, share: float) -> float:
     if share <= 0 or compute_s <= 0 or comm_s <= 0:
         return 0.0
     return min(compute_s + comm_s * share, compute_s / (1 - share)) - compute_s
+
+
+def nodes_per_leaf(cluster) -> int | None:
+    """Nodes one leaf switch reaches: its node-facing ports when the fabric is
+    rail-optimised (each of a node's NICs on its own leaf, NIC k of every node on leaf k:
+    NVIDIA DGX SuperPOD reference architecture, compute fabric), its ports over the node's
+    NICs (one a GPU) otherwise. None: no leaf limit given (one non-blocking fabric)."""
+    ports = cluster.leaf_switch_ports
+    if not ports:
+        return None
+    return ports if cluster.rail_optimized else max(1, ports // cluster.gpus_per_node)
+
+
+def spine_factor(cluster, group_nodes: int) -> float:
+    """How much slower a ring whose group spans ``group_nodes`` nodes runs its network hops:
+    ``spine_oversubscription`` once the group spans more nodes than a leaf reaches (its
+    hops to the next leaf go up through the spine, which has 1/oversubscription of the
+    leaf's node-facing bandwidth, and every hop of a ring carries the same bytes at once,
+    so the slowest paces it), 1 otherwise. NCCL keeps a ring's traffic on its NIC's rail
+    (PXN: the data crosses NVLink to the GPU on the destination's rail first), so on a
+    rail-optimised fabric only groups wider than a leaf cross the spine."""
+    per_leaf = nodes_per_leaf(cluster)
+    if per_leaf is None or group_nodes <= per_leaf:
+        return 1.0
+    return cluster.spine_oversubscription

@@ -264,6 +264,14 @@ class ClusterSpec:
     # NVLink SHARP: the node's NVSwitches reduce (third-generation NVSwitch: HGX/DGX H100,
     # H200, B200), so NCCL's all-reduce inside a node runs NVLS (collectives.NVLS_ALLREDUCE_GAIN)
     nvls: bool = False
+    # The network between nodes, a two-level fat tree (collectives.spine_factor): with
+    # ``rail_optimized`` (NVIDIA's DGX SuperPOD reference architecture) NIC k of every node
+    # goes to leaf k, otherwise all of a node's NICs to one leaf; a leaf has
+    # ``leaf_switch_ports`` node-facing ports (None: one non-blocking fabric) and
+    # ``spine_oversubscription`` times more bandwidth down than up to the spine.
+    rail_optimized: bool = True
+    leaf_switch_ports: int | None = None
+    spine_oversubscription: float = 1.0
 
     @property
     def num_gpus(self) -> int:
@@ -307,6 +315,10 @@ class ClusterSpec:
             pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
             pcie_switch_source=_str(d, "pcie_switch_source", path),
             nvls=_bool(d, "nvls", path, False),
+            rail_optimized=_bool(d, "rail_optimized", path, True),
+            leaf_switch_ports=_int(d, "leaf_switch_ports", path, minimum=1, maximum=100_000),
+            spine_oversubscription=_num(d, "spine_oversubscription", path, 1.0, minimum=1.0,
+                                        maximum=64.0),
             profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
                      if d.get("profile") is not None else None))
 
@@ -323,6 +335,10 @@ class ClusterSpec:
             pcie_switch_uplink_bytes_per_s=self.pcie_switch_uplink_bytes_per_s,
             pcie_switch_source=self.pcie_switch_source,
             nvls=self.nvls or None,        # absent when off: older scenarios' JSON (and hashes) stay
+            rail_optimized=None if self.rail_optimized else False,
+            leaf_switch_ports=self.leaf_switch_ports,
+            spine_oversubscription=(self.spine_oversubscription
+                                    if self.spine_oversubscription != 1.0 else None),
             profile=dict(self.profile) if self.profile is not None else None))
 
 

@@ -142,7 +142,8 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     ne = tr.network_efficiency
     links = {"pcie_h2d": acc.host_link_bytes_per_s, "pcie_d2h": acc.host_link_bytes_per_s,
              "nvlink": acc.scaleup_bytes_per_s * ne,
-             "nic": (c.nic_bytes_per_s / g if c.nic_bytes_per_s else 25e9) * ne}
+             "nic": (c.nic_bytes_per_s / g if c.nic_bytes_per_s else 25e9) * ne
+                    / network_spine_factor(sc, lay)}
     t = c.tiers
     links["ddr"] = (t["ddr"].read_bytes_per_s if "ddr" in t else 100e9) / g
     if "nvme" in t:
@@ -159,6 +160,20 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     if adam and sc.strategy.offload_optimizer != "none":
         links["cpu_adam"] = adam
     return links
+
+
+def network_spine_factor(sc: Scenario, lay: Layout) -> float:
+    """``collectives.spine_factor`` of the widest group whose rings cross the network (the
+    sharding, data-parallel and replica groups, laid out as ``rank_model`` lays them): the
+    rank's NIC carries that group's ring, so its rate is the NIC's over the factor."""
+    c, t, gpn = sc.cluster, lay.tensor_parallel, sc.cluster.gpus_per_node
+    if c.leaf_switch_ports is None or c.spine_oversubscription == 1.0:
+        return 1.0
+    shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
+    widest = max(nccl.nodes_spanned(shard, nccl.ranks_per_node(shard, t, gpn)),
+                 nccl.nodes_spanned(dp, nccl.ranks_per_node(dp, t, gpn)),
+                 nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn)))
+    return nccl.spine_factor(c, widest)
 
 
 # DeepSpeed ZeRO-3 defaults (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig):

@@ -149,3 +149,46 @@ def test_tensor_parallel_all_reduce_is_nvls_only_without_sequence_parallelism():
         nvlink_bytes(ddp_scenario(False, tp=8)) * 370 / 480, rel=1e-12)
     assert nvlink_bytes(ddp_scenario(True, tp=8, sp=True)) == pytest.approx(
         nvlink_bytes(ddp_scenario(False, tp=8, sp=True)), rel=1e-12)
+
+
+def fabric_scenario(**net):
+    # TP 8 fills each DGX H100, so the data-parallel group of 16 has one rank per node
+    # (16 nodes): every hop of its gradient ring crosses the network
+    return {"model": {"name": "gpt", "num_layers": 4, "hidden_size": 4096, "num_attention_heads": 32,
+                      "ffn_hidden_size": 16384, "vocab_size": 51200, "gated_mlp": False,
+                      "norm": "layernorm", "position_embedding": "learned", "linear_bias": True},
+            "cluster": {"node": "dgx-h100", "num_nodes": 16, **net},
+            "training": {"micro_batch_size": 1, "global_batch_size": 16, "seq_len": 2048,
+                         "tensor_parallel": 8, "sequence_parallel": True, "framework": "megatron",
+                         "flash_attention": True},
+            "strategy": {"kind": "megatron_dist_opt"}}
+
+
+def nic_rate(sc):
+    return {row["name"]: row["bytes_per_s"] for row in evaluate_dict(sc, detail=False)["links"]}["nic"]
+
+
+def test_a_ring_wider_than_a_leaf_runs_at_the_spines_share():
+    """A 2:1 oversubscribed two-level fat tree of 64-port leaves, 16 DGX H100 nodes:
+    rail-optimised, leaf k reaches NIC k of 64 nodes, so the 16-node ring stays on its rail
+    leaf at the NIC's 400 Gb/s x 0.8 = 40 GB/s; with every NIC of a node on one leaf a leaf
+    reaches 64 / 8 = 8 nodes, the ring spans two leaves and its hop through the spine paces
+    it at 40 / 2 = 20 GB/s. Non-blocking (or no leaf size given) keeps 40 GB/s."""
+    net = dict(leaf_switch_ports=64, spine_oversubscription=2.0)
+    assert nic_rate(fabric_scenario(**net)) == pytest.approx(40e9)
+    assert nic_rate(fabric_scenario(rail_optimized=False, **net)) == pytest.approx(20e9)
+    assert nic_rate(fabric_scenario(rail_optimized=False, leaf_switch_ports=64)) == pytest.approx(40e9)
+    assert nic_rate(fabric_scenario()) == pytest.approx(40e9)
+    slow = evaluate_dict(fabric_scenario(rail_optimized=False, **net), detail=False)["step"]["time_s"]
+    assert slow > evaluate_dict(fabric_scenario(**net), detail=False)["step"]["time_s"]
+
+
+def test_fabric_settings_are_checked_and_stay_out_of_default_json():
+    with pytest.raises(ScenarioError, match="cluster.spine_oversubscription"):
+        Scenario.from_dict(fabric_scenario(spine_oversubscription=0.5))
+    with pytest.raises(ScenarioError, match="cluster.leaf_switch_ports"):
+        Scenario.from_dict(fabric_scenario(leaf_switch_ports=0))
+    with pytest.raises(ScenarioError, match="cluster.rail_optimized"):
+        Scenario.from_dict(fabric_scenario(rail_optimized="yes"))
+    out = Scenario.from_dict(fabric_scenario()).to_dict()["cluster"]
+    assert not {"rail_optimized", "leaf_switch_ports", "spine_oversubscription"} & set(out)
