@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -389,7 +390,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     grad_layer_bytes = pc.per_layer / t * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
-    r = RankModel(
+    kw = dict(
         layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
         # The last pipeline stage also runs the output layer and the loss (Megatron-LM
         # get_model: post_process on is_pipeline_last_stage; gpt_model.py
@@ -425,7 +426,14 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         overlap_param_gather=int(tr.overlap_param_gather),
         tp_comm_overlap=int(tr.tp_comm_overlap and t > 1),
         tp_allreduce_factor=tp_allreduce_factor(sc, t, tp_nodes))
-    return dataclasses.replace(r, **contention_fields(r, links, nccl.sm_share(gpu_sms(c.accelerator))))
+    # the contention terms read the other fields: a plain namespace of them (no second
+    # dataclass built per evaluation)
+    probe = SimpleNamespace(**{**_RANK_DEFAULTS, **kw})
+    return RankModel(**kw, **contention_fields(probe, links, nccl.sm_share(gpu_sms(c.accelerator))))
+
+
+_RANK_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RankModel)
+                  if f.default is not dataclasses.MISSING}
 
 
 def gpu_sms(acc) -> int | None:
