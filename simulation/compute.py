@@ -276,7 +276,9 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
     fwd = g_fwd + a_fwd + mb_fwd
-    extra = {"full": fwd, "selective": a_fwd, "none": 0.0}[tr.recompute]
+    extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
+             "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
+             + mb_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + extra
     v = m.vocab_size or 0
     head = 0.0
@@ -289,3 +291,20 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
 
 _layer_times = ByIdentity(_layer_times_of)
+
+
+def op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm) -> float:
+    """Seconds of the matmuls torchtitan's op-level selective checkpointing reruns in the
+    backward (``recompute: selective_ops``): of a block's ``aten.mm`` calls, counted in
+    order, it saves the odd ones and recomputes the even ones (parallelize_llama.py
+    ``_custom_policy`` at 9dec370: ``meta[mm_count_key] % 2 == 0`` is not saved). Llama's
+    block calls wq, wk, wv, wo, then w1, w3 (SwiGLU) and w2: wk, wo and w3 rerun; a plain
+    MLP (up, down) reruns wk, wo and down. The element-wise ops rerun too (the caller adds
+    the memory-bound forward); SDPA is saved. GEMM shapes as in ``_layer_times_of``."""
+    wk = gemm_s(tok, kv * d / t, h, g, hbm)
+    wo = gemm_s(tok, h, a * d / t, g, hbm)
+    if m.gated_mlp:
+        mlp = experts * gemm_s(e_tok, f / t, h, g, hbm)        # w3, the up projection
+    else:
+        mlp = experts * gemm_s(e_tok, h, f / t, g, hbm)        # the down projection
+    return wk + wo + mlp

@@ -58,7 +58,12 @@ MAX_BYTES_PER_S = 1e15            # any link or memory bandwidth
 MAX_FLOPS = 1e18                  # one accelerator
 PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
-RECOMPUTE = ("none", "selective", "full")
+# "selective_ops": op-level selective activation checkpointing as torchtitan applies it
+# (torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block, 9dec370,
+# selective_ac_option = "op"): a block saves every odd matmul output, SDPA and the
+# reduce-scatters, and recomputes the even matmuls and every element-wise op
+# (simulation.compute.op_sac_recompute_s, activations.layer_terms).
+RECOMPUTE = ("none", "selective", "full", "selective_ops")
 CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")

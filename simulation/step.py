@@ -114,7 +114,11 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     matmul = max(pc.per_layer_active - norms, 0)
     attn = 4 * b * s * s * h
     fwd = (2 * matmul * b * s + attn) / t
-    extra = {"full": fwd, "selective": attn / t, "none": 0.0}[tr.recompute]
+    kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
+    f = m.ffn_hidden_size or 4 * h
+    # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
+    ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
+    extra = {"full": fwd, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
 

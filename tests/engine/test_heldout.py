@@ -58,14 +58,13 @@ def test_megatron_core_h100_within_8_percent_on_average():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "every row 37-39 % too fast. Causes: the benchmark's H100s are 96 GB HBM2e parts at a "
-    "500 W power limit whose peak lies 'between SXM and NVL' (835-989 TFLOP/s) by the "
-    "benchmark's own footnote (the engine runs them at the 700 W MAMF; at the NVL bound -31 %); "
-    "torchtitan's op-level selective checkpointing (parallelize_llama.py at 9dec370: saves "
-    "every odd mm of a block, i.e. wq, wv, w1, w2, and SDPA; recomputes wk, wo, w3 and every "
-    "element-wise op) recomputes about 37 % of a block's forward GEMM FLOPs and all its "
-    "memory-bound passes, tierlab's 'selective' only the attention core (about +4 ms a layer "
-    "missing, +8 % of the step)"))
+    "every row 32-37 % too fast (mean |error| 34.2 %), with torchtitan's op-level selective "
+    "checkpointing (training.recompute 'selective_ops') and fp32 gradient reduction now set "
+    "from its source (HBM per GPU then within 7 % of the benchmark's, test_op_sac.py). Cause "
+    "left: the benchmark's H100s are 96 GB HBM2e parts at a 500 W power limit whose peak lies "
+    "'between SXM and NVL' (835-989 TFLOP/s) by the benchmark's own footnote, unknown; the "
+    "engine runs them at the 700 W best-of-sweep MAMF (794.5 TFLOP/s), itself above a "
+    "sustained rate (no sustained H100 figure is sourced yet)"))
 def test_torchtitan_h100_within_8_percent_on_average():
     e = errors("torchtitan_llama3_h100_2024")
     assert sum(map(abs, e.values())) / len(e) < 0.08
@@ -82,8 +81,8 @@ def test_torch_compile_is_faster_than_eager_as_measured():
         assert m[comp] < m[eager] and e[comp] < e[eager]
 
 
-@pytest.mark.xfail(strict=True, reason="held-out mean |error| 22.6 % over 13 rows (Megatron-Core "
-                                       "H100 16.0 %, torchtitan H100 37.6 %); see the two tests above")
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 21.6 % over 13 rows (Megatron-Core "
+                                       "H100 16.0 %, torchtitan H100 34.2 %); see the two tests above")
 def test_held_out_mean_error_under_8_percent():
     es = [v for name in HELD_OUT for v in errors(name).values()]
     assert sum(map(abs, es)) / len(es) < 0.08
