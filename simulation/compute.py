@@ -61,6 +61,14 @@ _MAMF = "Bekman, ml-engineering MAMF table (BF16 torch.matmul)"
 _MLI = ("mli/transformers-benchmarks README, A100 80GB: MatMul FP16 230 TFLOP/s, VectorMul "
         "0.202 TFLOP/s fp32 = 1616 of 2039 GB/s (runs of >= 3 s); 108 SMs")
 A100_HBM_FRACTION = 1616 / 2039
+# H100 SXM5 80GB: device-to-device copies (NVBench) at 2,903 of the datasheet's 3,350 GB/s,
+# 86.7 % (AI @ Georgia Tech and Voltage Park, github.com/aigatech/vpbenchmarking README,
+# "Memory Bandwidth - Single Node (8x H100)", CUDA 12.6, 2026), the share memory-bound
+# kernels reach as the A100's 1616 of 2039 is (the same run's 8-GPU all-reduce, 479.7 GB/s
+# bus bandwidth, is the NVLS figure of collectives.NVLS_ALLREDUCE_GAIN). H200 (HBM3e) is
+# not measured: its datasheet rate stays.
+H100_HBM_FRACTION = 2903 / 3350
+_VP = "; HBM: aigatech/vpbenchmarking D2D 2903 of 3350 GB/s"
 
 
 @dataclass(frozen=True)
@@ -74,7 +82,8 @@ class GpuFigures:
 GPU_FIGURES: dict[str, GpuFigures] = {
     "a100-sxm4-40gb": GpuFigures(230e12, 108, _MLI + " (80 GB part)", A100_HBM_FRACTION),
     "a100-sxm4-80gb": GpuFigures(230e12, 108, _MLI, A100_HBM_FRACTION),
-    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs"),
+    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs" + _VP,
+                                 H100_HBM_FRACTION),
     "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"),
     "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"),
     "mi300x-192gb": GpuFigures(668.4e12, 304, _MAMF + ": MI300X 668.4 TFLOP/s (ROCm 6.3, TunableOp); 304 CUs"),
