@@ -192,3 +192,17 @@ def test_fabric_settings_are_checked_and_stay_out_of_default_json():
         Scenario.from_dict(fabric_scenario(rail_optimized="yes"))
     out = Scenario.from_dict(fabric_scenario()).to_dict()["cluster"]
     assert not {"rail_optimized", "leaf_switch_ports", "spine_oversubscription"} & set(out)
+
+
+def test_four_dgx_h100_all_reduce_near_the_published_bus_bandwidth():
+    """AI @ Georgia Tech / Voltage Park (github.com/aigatech/vpbenchmarking README, NCCL
+    2.24.3): all_reduce_perf over 4 nodes of 8 H100 SXM5, 8x 400 Gb/s InfiniBand a node,
+    peak bus bandwidth 330.93 GB/s; one node's 8 GPUs 479.72 GB/s (NVLS, as nccl-tests#212's
+    ~480). The model: a ring with 8 ranks a node puts 1/8 of each rank's bytes on its NIC,
+    bus = min(360 x 8/7, 40 x 8) = 320 GB/s, plus NCCL's alpha: 317.6 GB/s at 8 GiB (-4 %)."""
+    size = 8 * 2**30
+    bus = nccl.bus_bandwidth(8, True, 450e9 * 0.8, 50e9 * 0.8)
+    t = nccl.collective_time_s("allreduce", size, 32, 4, bus)
+    assert nccl.nccl_tests_busbw("allreduce", size, 32, t) == pytest.approx(330.93e9, rel=0.05)
+    t1 = nccl.collective_time_s("allreduce", size, 8, 1, 450e9 * 0.8, nvls=True)
+    assert nccl.nccl_tests_busbw("allreduce", size, 8, t1) == pytest.approx(479.72e9, rel=0.05)
