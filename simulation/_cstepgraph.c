@@ -83,11 +83,12 @@ static int dpush(DVec *v, double x) {
 typedef struct {
     int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
     int off_params, off_opt, off_act, shard_nic, dp_nic, shard_per_node, dp_per_node,
-        units_per_layer, rs_per_layer, sync_fetch, overlap_grad_reduce, overlap_param_gather, last;
+        units_per_layer, rs_per_layer, sync_fetch, overlap_grad_reduce, overlap_param_gather,
+        tp_comm_overlap, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
-        bwd_fetch_factor, nvme_ww;
+        bwd_fetch_factor, nvme_ww, fwd_cont, bwd_cont, fwd_cont_last, bwd_cont_last, tp_ar_factor;
     int link[K_N];
     int stream_id[S_N], n_streams, zero3, n_units, last_rs;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
@@ -243,19 +244,38 @@ static int fetch(B *b, int j, int bwd, int *prev_fetch, int prev_c) {
     return t;
 }
 
-/* stepgraph.build's layer_compute */
+/* stepgraph.build's layer_compute (tp_comm_overlap: each TP collective beside its chunk) */
 static int layer_compute(B *b, double seconds, const int *deps, int nd, int release, int n_ar) {
     if (b->tp > 1 && n_ar) {
-        int prev = NONE;
+        int prev = NONE, comm = NONE, ov = b->tp_comm_overlap;
         for (int k = 0; k < n_ar; k++) {
-            int c = compute(b, S_GPU, seconds / n_ar, k == 0 ? deps : &prev, k == 0 ? nd : 1,
-                            NONE, k == n_ar - 1 ? release : NONE, L_COMPUTE);
-            prev = collective(b, ring(1, b->tp_bytes, b->tp), 0, &c, 1, L_TP_ALLREDUCE, NONE, 0,
-                              b->tp_lat, S_TP_NCCL);
+            int pair[2] = {prev, comm};
+            const int *d = k == 0 ? deps : pair;
+            int dn = k == 0 ? nd : (ov ? 2 : 1);
+            if (k > 0 && !ov) pair[0] = prev;
+            int c = compute(b, S_GPU, seconds / n_ar, d, dn, NONE, k == n_ar - 1 ? release : NONE,
+                            L_COMPUTE);
+            double volume = b->tp_ar_factor > 0 ? b->tp_ar_factor * b->tp_bytes
+                                                 : ring(1, b->tp_bytes, b->tp);
+            comm = collective(b, volume, 0, ov ? d : &c, ov ? dn : 1,
+                              L_TP_ALLREDUCE, NONE, 0, b->tp_lat, S_TP_NCCL);
+            prev = ov ? c : comm;
+        }
+        if (ov) {
+            int pair[2] = {prev, comm};
+            return compute(b, S_SYNC, 0.0, pair, 2, NONE, NONE, L_COMPUTE);
         }
         return prev;
     }
     return compute(b, S_GPU, seconds, deps, nd, NONE, release, L_COMPUTE);
+}
+
+/* stepgraph._grads_to_nvme: the fp32 gradients to the drives with the optimizer states */
+#define FP32_GRAD_BYTES 4.0
+static void grads_to_nvme(B *b, int dep) {
+    if (b->off_opt != T_NVME || b->oom || b->bad_link) return;
+    int t = transfer_nvme(b, FP32_GRAD_BYTES * b->unit_params / b->shard, 0, &dep, 1, L_OFFLOAD);
+    if (ipush(&b->syncs, t)) b->oom = 1;
 }
 
 /* stepgraph._grad_sync: appends to b->syncs */
@@ -279,6 +299,7 @@ static void grad_sync(B *b, int c, double grad_bytes) {
             int tier = b->off_opt == T_CXL ? T_CXL : T_CPU;
             int t = transfer_tier(b, grad_bytes / b->shard, tier, 0, &tail, 1, NONE, L_OFFLOAD);
             if (ipush(&b->syncs, t)) b->oom = 1;
+            grads_to_nvme(b, t);
         }
     } else if (last && b->dp > 1) {
         double volume = b->dp_ar_factor > 0 ? b->dp_ar_factor * grad_bytes : ring(1, grad_bytes, b->dp);
@@ -288,6 +309,7 @@ static void grad_sync(B *b, int c, double grad_bytes) {
     } else if (last && b->off_opt != T_NONE) {
         int t = transfer_tier(b, grad_bytes / b->shard, T_CPU, 0, &c, 1, NONE, L_OFFLOAD);
         if (ipush(&b->syncs, t)) b->oom = 1;
+        grads_to_nvme(b, t);
     }
 }
 
@@ -316,7 +338,8 @@ static void optimizer(B *b, int last_c) {
                 memcpy(cdeps, deps, (size_t)nd * sizeof(int));
                 cdeps[nd] = prev_read;
                 prev_read = where == T_NVME
-                    ? transfer_nvme(b, per * b->optimizer_state_bytes, 1, cdeps, nd + 1, L_OFFLOAD)
+                    ? transfer_nvme(b, per * (b->optimizer_state_bytes + FP32_GRAD_BYTES), 1, cdeps,
+                                    nd + 1, L_OFFLOAD)
                     : transfer1(b, per * b->optimizer_state_bytes, K_CXL, cdeps, nd + 1, NONE,
                                 L_OFFLOAD);
                 cdeps[0] = prev_read;
@@ -366,6 +389,8 @@ static void build_graph(B *b) {
     int nu = zero3 ? b->units_per_layer : 1;
     int deferred = !b->overlap_grad_reduce && b->stage < 2;
     b->n_units = nu;
+    double fwd_x = b->last ? b->fwd_cont_last : b->fwd_cont;
+    double bwd_x = b->last ? b->bwd_cont_last : b->bwd_cont;
     double grad_bytes = b->unit_params * b->grad_bytes;
     int prev_c = NONE, prev_fetch = NONE, prev_act = NONE;
     int *act_out = malloc((size_t)(b->layers > 0 ? b->layers : 1) * sizeof(int));
@@ -382,7 +407,7 @@ static void build_graph(B *b) {
             int deps[3] = {prev_c, NONE, NONE}, nd = 1;
             if (zero3) deps[nd++] = fetch(b, i * nu + u, 0, &prev_fetch, prev_c);
             if (pg && u == 0) deps[nd++] = gathers[i];
-            prev_c = layer_compute(b, b->fwd_s / nu, deps, nd, release, u == nu - 1 ? 2 : 0);
+            prev_c = layer_compute(b, b->fwd_s / nu + fwd_x, deps, nd, release, u == nu - 1 ? 2 : 0);
         }
         act_out[i] = NONE;
         if (b->off_act != T_NONE) {
@@ -406,7 +431,7 @@ static void build_graph(B *b) {
                                L_OFFLOAD);
                 deps[nd++] = prev_act;
             }
-            prev_c = layer_compute(b, b->bwd_s / nu, deps, nd, release,
+            prev_c = layer_compute(b, b->bwd_s / nu + bwd_x, deps, nd, release,
                                    u == 0 ? b->bwd_allreduces : 0);
         }
         if (b->oom || b->bad_link) break;
@@ -428,21 +453,24 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiii)(dddddddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
                           &b.units_per_layer, &b.rs_per_layer, &b.sync_fetch, &b.overlap_grad_reduce,
-                          &b.overlap_param_gather, &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
+                          &b.overlap_param_gather, &b.tp_comm_overlap, &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
-                          &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &b.nvme_ww, &link_obj,
+                          &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &b.nvme_ww, &b.fwd_cont,
+                          &b.bwd_cont, &b.fwd_cont_last, &b.bwd_cont_last, &b.tp_ar_factor,
+                          &link_obj,
                           &b.last))
         return NULL;
     if (b.layers < 0 || b.shard < 1 || b.replicas < 1 || b.dp < 1 || b.gpn < 1 || b.tp < 1 ||
         b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||
         b.sync_fetch < 0 || b.sync_fetch > 1 || b.overlap_param_gather < 0 || b.overlap_param_gather > 1 ||
+        b.tp_comm_overlap < 0 || b.tp_comm_overlap > 1 ||
         b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
         b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
         PyErr_SetString(PyExc_ValueError, "rank model out of range");

@@ -133,7 +133,7 @@ class ActivationShape:
     flash_attention: bool = False
     tensor_parallel: int = 1
     sequence_parallel: bool = False
-    recompute: str = "none"         # none | selective | full
+    recompute: str = "none"         # none | selective | full | selective_ops
     framework: str = "megatron"     # megatron | huggingface
     attention_dropout: bool | None = None
     hidden_dropout: bool | None = None
@@ -182,6 +182,8 @@ def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]
     t = x.tensor_parallel
     if x.recompute == "full":
         return {"layer input (checkpoint)": x.activation_bytes * x.seq_len * x.micro_batch * x.hidden}
+    if x.recompute == "selective_ops":
+        return _op_sac_terms(x)
     if x.framework == "megatron":
         replicated, split = _megatron(x, kernels)
     else:
@@ -232,6 +234,26 @@ def _megatron_moe_routing(x: ActivationShape) -> dict[str, float]:
         "permutation indices (int64)": 2 * INDEX * k * local,
         "permuted tokens (expert fc1 input) and their probs": (A * h + A) * k * sb,
     }
+
+
+def _op_sac_terms(x: ActivationShape) -> dict[str, float]:
+    """``selective_ops``: what torchtitan's op-level selective checkpointing keeps of a
+    block (parallelize_llama.py ``_apply_ac_to_transformer_block`` at 9dec370): the block's
+    input (the checkpoint's), the outputs of the ops it must save, i.e. the odd-numbered
+    ``aten.mm`` calls of the block (wq, wv, then w1 and w2 of a SwiGLU MLP: counted wq 1,
+    wk 2, wv 3, wo 4, w1 5, w3 6, w2 7; a plain MLP's up 5 and down 6 keep the up
+    projection), and SDPA's output with its fp32 logsumexp. Everything else is recomputed.
+    Split over t like the attention and MLP terms; the input whole unless sequence parallel."""
+    s, b, h, a, t = x.seq_len, x.micro_batch, x.hidden, x.heads, x.tensor_parallel
+    sb, sbh = s * b, s * b * h
+    ACT = x.activation_bytes      # 16-bit, or 4 in fp32 training
+    r = (x.kv_heads or a) / a
+    f = (x.ffn or 4 * h) * x.top_k
+    mlp = ACT * sb * f + ACT * sbh if x.gated_mlp else ACT * sb * f
+    terms = {"block input (checkpoint)": ACT * sbh / (t if x.sequence_parallel else 1),
+             "saved matmul outputs (wq, wv, MLP)": (ACT * sbh * (1 + r) + mlp) / t,
+             "SDPA output and logsumexp (fp32)": (ACT * sbh + FP32 * a * sb) / t}
+    return terms
 
 
 def _mlp_per_token(x: ActivationShape) -> float:

@@ -102,12 +102,30 @@ def ring_volume_factor(kind: str, n: int) -> float:
     return (2 if kind == "allreduce" else 1) * (n - 1) / n
 
 
-def all_reduce_choice(nbytes: float, n: int, n_nodes: int, bus_bytes_per_s: float) -> tuple:
+# NVLink SHARP (NVLS: the NVSwitch reduces, NCCL 2.17+ on third-generation NVSwitch, HGX
+# H100/H200, B200): an 8-GPU H100 all-reduce reaches "a peak busBw of ~480GB/s", where ring
+# (and every non-all-reduce collective) gets the "effective NVLink bandwidth of 370GB/s"
+# (S. Jeaugey, NVIDIA/nccl-tests issue #212, 2024): the same bytes at 480/370 the speed.
+NVLS_ALLREDUCE_GAIN = 480 / 370
+
+
+def nvls_allreduce_bytes(nbytes: float, n: int) -> float:
+    """Bytes at the ring's bus bandwidth that take as long as an NVLS all-reduce of
+    ``nbytes`` over ``n`` ranks of one node: 2(n-1)/n x nbytes x 370/480."""
+    return ring_volume_factor("allreduce", n) * nbytes / NVLS_ALLREDUCE_GAIN
+
+
+def all_reduce_choice(nbytes: float, n: int, n_nodes: int, bus_bytes_per_s: float,
+                      nvls: bool = False) -> tuple:
     """(algorithm, alpha_s, bytes one rank moves) of the all-reduce of ``nbytes``: ring or
     tree, whichever NCCL's model finds faster at bus bandwidth ``bus_bytes_per_s``.
-    A tree is considered only across nodes (inside one node NCCL's tree is a chain)."""
+    A tree is considered only across nodes (inside one node NCCL's tree is a chain);
+    inside a node whose NVSwitches reduce (``nvls``) NCCL runs NVLS, its bytes expressed
+    at the ring's bus bandwidth (``nvls_allreduce_bytes``; alpha taken as the ring's)."""
     ring_v = ring_volume_factor("allreduce", n) * nbytes
     ring = ("ring", ring_latency_s("allreduce", n, n_nodes), ring_v)
+    if nvls and n > 1 and n_nodes <= 1:
+        return ("nvls", ring[1], nvls_allreduce_bytes(nbytes, n))
     if n <= 1 or n_nodes <= 1 or bus_bytes_per_s <= 0:
         return ring
     tree_v = 2 * nbytes / (TREE_BANDWIDTH_FACTOR * tree_correction(nbytes))
@@ -130,12 +148,12 @@ def bus_bandwidth(per_node: int, spans_nodes: bool, nvlink_bytes_per_s: float,
 
 
 def collective_time_s(kind: str, nbytes: float, n: int, n_nodes: int,
-                      bus_bytes_per_s: float) -> float:
+                      bus_bytes_per_s: float, nvls: bool = False) -> float:
     """alpha + V / B_bus of one collective on an idle network: what nccl-tests times.
     ``nbytes`` is nccl-tests' "size" (the whole buffer: the all-gather output, the
     reduce-scatter input, the all-reduce buffer)."""
     if kind == "allreduce":
-        _, lat, vol = all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s)
+        _, lat, vol = all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s, nvls)
     else:
         lat, vol = ring_latency_s(kind, n, n_nodes), ring_volume_factor(kind, n) * nbytes
     return lat + vol / bus_bytes_per_s
@@ -145,3 +163,67 @@ def nccl_tests_busbw(kind: str, nbytes: float, n: int, seconds: float) -> float:
     """nccl-tests' bus bandwidth: algbw = size / time times (n-1)/n (all-gather,
     reduce-scatter) or 2(n-1)/n (all-reduce) (nccl-tests doc/PERFORMANCE.md)."""
     return ring_volume_factor(kind, n) * nbytes / seconds if seconds > 0 else 0.0
+
+
+# SMs NCCL's kernels hold while a collective runs: one CTA per channel, and "NCCL CTAs
+# won't share an SM with compute kernels"; "If you are on DGX with 8 NICs and a top speed
+# of 190 GB/s, then it would use 16 SMs" (S. Jeaugey, NCCL maintainer, NVIDIA/nccl issue
+# #689, 2023). The same 16 are assumed for NVLink collectives and for Transformer
+# Engine's userbuffers kernels (--tp-comm-overlap), which are also SM-driven.
+NCCL_CTAS = 16
+
+
+def sm_share(sms: int | None) -> float:
+    """Share of a GPU's ``sms`` streaming multiprocessors NCCL's CTAs hold while a
+    collective runs (``NCCL_CTAS`` / SMs): 16/108 = 0.148 on an A100, 16/132 = 0.121 on
+    an H100. 0 when the SM count is unknown (no contention modelled)."""
+    if not sms or sms <= NCCL_CTAS:
+        return 0.0
+    return NCCL_CTAS / sms
+
+
+def sm_contention_s(compute_s: float, comm_s: float, share: float) -> float:
+    """Seconds a compute kernel of ``compute_s`` (alone) runs longer while collectives of
+    ``comm_s`` (their idle-network time) overlap it, NCCL holding ``share`` of the SMs.
+
+    While the collective runs the compute proceeds on the other SMs, at 1 - share of its
+    rate (work conserving; Matrix Multiplication Background, Sec. 3.2: a GEMM's tiles run
+    in waves over the SMs it has): a collective shorter than the stretched compute costs
+    comm_s x share, one as long or longer covers all of it, compute_s / (1 - share):
+    ``min(compute_s + comm_s * share, compute_s / (1 - share)) - compute_s``.
+
+    Held against Lee et al. 2025 (arXiv 2507.03114, "Characterizing compute-communication
+    overlap in GPU-accelerated distributed deep learning", Sec. 5: compute overlapped with
+    communication on A100 and H100 runs 18.9 % slower on average, at most 40 %): fully
+    overlapped, 1 / (1 - 16/132) = +13.8 % on an H100, 1 / (1 - 16/108) = +17.4 % on an
+    A100; the rest of the measured mean is HBM traffic the model leaves out
+    (tests/engine/test_collectives.py).
+    """
+    if share <= 0 or compute_s <= 0 or comm_s <= 0:
+        return 0.0
+    return min(compute_s + comm_s * share, compute_s / (1 - share)) - compute_s
+
+
+def nodes_per_leaf(cluster) -> int | None:
+    """Nodes one leaf switch reaches: its node-facing ports when the fabric is
+    rail-optimised (each of a node's NICs on its own leaf, NIC k of every node on leaf k:
+    NVIDIA DGX SuperPOD reference architecture, compute fabric), its ports over the node's
+    NICs (one a GPU) otherwise. None: no leaf limit given (one non-blocking fabric)."""
+    ports = cluster.leaf_switch_ports
+    if not ports:
+        return None
+    return ports if cluster.rail_optimized else max(1, ports // cluster.gpus_per_node)
+
+
+def spine_factor(cluster, group_nodes: int) -> float:
+    """How much slower a ring whose group spans ``group_nodes`` nodes runs its network hops:
+    ``spine_oversubscription`` once the group spans more nodes than a leaf reaches (its
+    hops to the next leaf go up through the spine, which has 1/oversubscription of the
+    leaf's node-facing bandwidth, and every hop of a ring carries the same bytes at once,
+    so the slowest paces it), 1 otherwise. NCCL keeps a ring's traffic on its NIC's rail
+    (PXN: the data crosses NVLink to the GPU on the destination's rail first), so on a
+    rail-optimised fabric only groups wider than a leaf cross the spine."""
+    per_leaf = nodes_per_leaf(cluster)
+    if per_leaf is None or group_nodes <= per_leaf:
+        return 1.0
+    return cluster.spine_oversubscription

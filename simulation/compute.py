@@ -61,6 +61,14 @@ _MAMF = "Bekman, ml-engineering MAMF table (BF16 torch.matmul)"
 _MLI = ("mli/transformers-benchmarks README, A100 80GB: MatMul FP16 230 TFLOP/s, VectorMul "
         "0.202 TFLOP/s fp32 = 1616 of 2039 GB/s (runs of >= 3 s); 108 SMs")
 A100_HBM_FRACTION = 1616 / 2039
+# H100 SXM5 80GB: device-to-device copies (NVBench) at 2,903 of the datasheet's 3,350 GB/s,
+# 86.7 % (AI @ Georgia Tech and Voltage Park, github.com/aigatech/vpbenchmarking README,
+# "Memory Bandwidth - Single Node (8x H100)", CUDA 12.6, 2026), the share memory-bound
+# kernels reach as the A100's 1616 of 2039 is (the same run's 8-GPU all-reduce, 479.7 GB/s
+# bus bandwidth, is the NVLS figure of collectives.NVLS_ALLREDUCE_GAIN). H200 (HBM3e) is
+# not measured: its datasheet rate stays.
+H100_HBM_FRACTION = 2903 / 3350
+_VP = "; HBM: aigatech/vpbenchmarking D2D 2903 of 3350 GB/s"
 
 
 @dataclass(frozen=True)
@@ -74,7 +82,8 @@ class GpuFigures:
 GPU_FIGURES: dict[str, GpuFigures] = {
     "a100-sxm4-40gb": GpuFigures(230e12, 108, _MLI + " (80 GB part)", A100_HBM_FRACTION),
     "a100-sxm4-80gb": GpuFigures(230e12, 108, _MLI, A100_HBM_FRACTION),
-    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs"),
+    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs" + _VP,
+                                 H100_HBM_FRACTION),
     "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"),
     "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"),
     "mi300x-192gb": GpuFigures(668.4e12, 304, _MAMF + ": MI300X 668.4 TFLOP/s (ROCm 6.3, TunableOp); 304 CUs"),
@@ -276,7 +285,9 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
     fwd = g_fwd + a_fwd + mb_fwd
-    extra = {"full": fwd, "selective": a_fwd, "none": 0.0}[tr.recompute]
+    extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
+             "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
+             + mb_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + extra
     v = m.vocab_size or 0
     head = 0.0
@@ -289,3 +300,20 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
 
 _layer_times = ByIdentity(_layer_times_of)
+
+
+def op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm) -> float:
+    """Seconds of the matmuls torchtitan's op-level selective checkpointing reruns in the
+    backward (``recompute: selective_ops``): of a block's ``aten.mm`` calls, counted in
+    order, it saves the odd ones and recomputes the even ones (parallelize_llama.py
+    ``_custom_policy`` at 9dec370: ``meta[mm_count_key] % 2 == 0`` is not saved). Llama's
+    block calls wq, wk, wv, wo, then w1, w3 (SwiGLU) and w2: wk, wo and w3 rerun; a plain
+    MLP (up, down) reruns wk, wo and down. The element-wise ops rerun too (the caller adds
+    the memory-bound forward); SDPA is saved. GEMM shapes as in ``_layer_times_of``."""
+    wk = gemm_s(tok, kv * d / t, h, g, hbm)
+    wo = gemm_s(tok, h, a * d / t, g, hbm)
+    if m.gated_mlp:
+        mlp = experts * gemm_s(e_tok, f / t, h, g, hbm)        # w3, the up projection
+    else:
+        mlp = experts * gemm_s(e_tok, h, f / t, g, hbm)        # the down projection
+    return wk + wo + mlp

@@ -122,9 +122,11 @@ def _collective_tasks(r: RankModel, link: str, per_node: int = 0, latency_s: flo
 
 def _layer_compute_tasks(r: RankModel, n_allreduce: int) -> int:
     """Tasks of ``stepgraph.build``'s ``layer_compute``: with tensor parallelism each
-    all-reduce splits the compute, and each is a collective on NVLink."""
+    all-reduce splits the compute, and each is a collective on NVLink; with
+    ``tp_comm_overlap`` one more task joins the last share and the last collective."""
     if r.tp > 1 and n_allreduce:
-        return n_allreduce * (1 + _collective_tasks(r, "nvlink", latency_s=r.tp_latency_s))
+        return (n_allreduce * (1 + _collective_tasks(r, "nvlink", latency_s=r.tp_latency_s))
+                + (1 if r.tp_comm_overlap else 0))
     return 1
 
 
@@ -182,13 +184,14 @@ def step_graph_size(r: RankModel, last: bool) -> GraphSize:
             sync += _collective_tasks(r, "nic", 1, r.replica_latency_s)
             sync_outs += 1
         if last and r.offload_optimizer != "none":
-            sync += 1
-            sync_outs += 1
+            nvme = 1 if r.offload_optimizer == "nvme" else 0     # stepgraph._grads_to_nvme
+            sync += 1 + nvme
+            sync_outs += 1 + nvme
     elif last and r.dp > 1:
         sync = _collective_tasks(r, r.dp_link, r.dp_per_node, r.dp_allreduce_latency_s)
         sync_outs = 1
     elif last and r.offload_optimizer != "none":
-        sync = sync_outs = 1
+        sync = sync_outs = 2 if r.offload_optimizer == "nvme" else 1
     else:
         sync = 0
     # --overlap-param-gather: one all-gather share ahead of each layer's forward

@@ -128,14 +128,20 @@ _DGX_A100_PCIE = dict(
                         "github.com/jasperzhong/read-papers-and-code issue 220; NCCL topology dump "
                         "of a DGX A100 (NVIDIA/nccl issue 1505): Broadcom switches at 16 GT/s x16"))
 
+# Third-generation NVSwitch with NVLink SHARP (NVIDIA H100 Tensor Core GPU Architecture
+# whitepaper, "NVLink Switch System": in-switch all-reduce); NCCL uses it as NVLS.
+_NVLS = dict(nvls=True)
+
 NODES: dict[str, dict] = {
     "dgx-h100": dict(
+        **_NVLS,
         name="NVIDIA DGX H100", accelerator="h100-sxm5-80gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4), source=_DGX_H100_SRC, **_SPR_8480C,
         price_usd_per_node_hour=39.33,
         price_source="AWS p5.48xlarge (8x H100): " + _AWS_CB),
     "dgx-h200": dict(
+        **_NVLS,
         name="NVIDIA DGX H200", accelerator="h200-sxm-141gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
@@ -155,11 +161,13 @@ NODES: dict[str, dict] = {
         price_usd_per_node_hour=14.75,
         price_source="AWS p4d.24xlarge (8x A100 40GB) as a proxy: " + _AWS_CB),
     "dgx-b200": dict(
+        **_NVLS,
         name="NVIDIA DGX B200", accelerator="b200-sxm-180gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
         source="NVIDIA DGX B200 user guide (2 TB DDR5, 8x 3.84 TB U.2 RAID0)", **_EMR_8570),
     "dgx-h100-cxl": dict(
+        **_NVLS,
         name="DGX H100 + 4x 256 GB CXL expanders (example build)",
         accelerator="h100-sxm5-80gb", gpus_per_node=8, nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(

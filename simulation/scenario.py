@@ -58,7 +58,12 @@ MAX_BYTES_PER_S = 1e15            # any link or memory bandwidth
 MAX_FLOPS = 1e18                  # one accelerator
 PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
-RECOMPUTE = ("none", "selective", "full")
+# "selective_ops": op-level selective activation checkpointing as torchtitan applies it
+# (torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block, 9dec370,
+# selective_ac_option = "op"): a block saves every odd matmul output, SDPA and the
+# reduce-scatters, and recomputes the even matmuls and every element-wise op
+# (simulation.compute.op_sac_recompute_s, activations.layer_terms).
+RECOMPUTE = ("none", "selective", "full", "selective_ops")
 CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
@@ -261,6 +266,17 @@ class ClusterSpec:
     pcie_switch_uplink_bytes_per_s: float | None = None
     pcie_switch_source: str | None = None
     profile: dict | None = None                   # a cluster profile's figures (simulation.calibrate)
+    # NVLink SHARP: the node's NVSwitches reduce (third-generation NVSwitch: HGX/DGX H100,
+    # H200, B200), so NCCL's all-reduce inside a node runs NVLS (collectives.NVLS_ALLREDUCE_GAIN)
+    nvls: bool = False
+    # The network between nodes, a two-level fat tree (collectives.spine_factor): with
+    # ``rail_optimized`` (NVIDIA's DGX SuperPOD reference architecture) NIC k of every node
+    # goes to leaf k, otherwise all of a node's NICs to one leaf; a leaf has
+    # ``leaf_switch_ports`` node-facing ports (None: one non-blocking fabric) and
+    # ``spine_oversubscription`` times more bandwidth down than up to the spine.
+    rail_optimized: bool = True
+    leaf_switch_ports: int | None = None
+    spine_oversubscription: float = 1.0
 
     @property
     def num_gpus(self) -> int:
@@ -303,6 +319,11 @@ class ClusterSpec:
             pcie_switch_gpus=_int(d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
             pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
             pcie_switch_source=_str(d, "pcie_switch_source", path),
+            nvls=_bool(d, "nvls", path, False),
+            rail_optimized=_bool(d, "rail_optimized", path, True),
+            leaf_switch_ports=_int(d, "leaf_switch_ports", path, minimum=1, maximum=100_000),
+            spine_oversubscription=_num(d, "spine_oversubscription", path, 1.0, minimum=1.0,
+                                        maximum=64.0),
             profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
                      if d.get("profile") is not None else None))
 
@@ -318,6 +339,11 @@ class ClusterSpec:
             pcie_switch_gpus=self.pcie_switch_gpus,
             pcie_switch_uplink_bytes_per_s=self.pcie_switch_uplink_bytes_per_s,
             pcie_switch_source=self.pcie_switch_source,
+            nvls=self.nvls or None,        # absent when off: older scenarios' JSON (and hashes) stay
+            rail_optimized=None if self.rail_optimized else False,
+            leaf_switch_ports=self.leaf_switch_ports,
+            spine_oversubscription=(self.spine_oversubscription
+                                    if self.spine_oversubscription != 1.0 else None),
             profile=dict(self.profile) if self.profile is not None else None))
 
 
@@ -389,6 +415,14 @@ class TrainingSpec:
     # distributed/distributed_data_parallel.py _make_forward_pre_hook; param_and_grad_buffer
     # start_param_sync / finish_param_sync, core_r0.8.0). Needs megatron_dist_opt.
     overlap_param_gather: bool = False
+    # Megatron-Core --tp-comm-overlap (default off: megatron/training/arguments.py,
+    # store_true; needs sequence parallelism and Transformer Engine): each tensor-parallel
+    # all-gather / reduce-scatter runs chunk by chunk beside the GEMM that consumes or
+    # produces it (TE userbuffers, transformer_engine/pytorch/module/base.py
+    # initialize_ub: ring-exchange and pipelined overlap of the QKV, projection, FC1 and
+    # FC2 GEMMs, bulk overlap in the backward) instead of between the GEMMs on the
+    # critical path (stepgraph.build).
+    tp_comm_overlap: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -419,14 +453,16 @@ class TrainingSpec:
             overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),
             gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
                                                _framework(d, path) == "megatron"),
-            overlap_param_gather=_bool(d, "overlap_param_gather", path, False))
+            overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
+            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False))
 
     def to_dict(self) -> dict:
         out = _drop_none(_plain(self))
         if self.dtypes is not None:
             out["dtypes"] = _drop_none(_plain(self.dtypes))
-        if not self.overlap_param_gather:      # the default: keep older scenarios' JSON (and hashes)
-            del out["overlap_param_gather"]
+        for name in ("overlap_param_gather", "tp_comm_overlap"):
+            if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
+                del out[name]
         return out
 
 
@@ -628,6 +664,12 @@ class Scenario:
             raise ScenarioError("training.overlap_param_gather",
                                 "is Megatron's distributed optimizer's option: needs strategy "
                                 f"megatron_dist_opt, not {sc.strategy.kind}")
+        tr = sc.training
+        if tr.tp_comm_overlap and not tr.sequence_parallel:
+            raise ScenarioError("training.tp_comm_overlap",
+                                "overlaps the tensor-parallel all-gathers and reduce-scatters of "
+                                "sequence parallelism: needs sequence_parallel true (Megatron-LM "
+                                "arguments.py asserts it)")
         return sc
 
     def to_dict(self) -> dict:

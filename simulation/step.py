@@ -38,7 +38,9 @@ offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefet
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -51,7 +53,7 @@ from .parallel import Layout
 from .scenario import Scenario
 from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
-from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays
+from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays, ring
 
 CATEGORY = {"allgather": "exposed_comm", "reduce_scatter": "exposed_comm",
             "allreduce": "exposed_comm", "tp_allreduce": "exposed_comm",
@@ -112,7 +114,11 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     matmul = max(pc.per_layer_active - norms, 0)
     attn = 4 * b * s * s * h
     fwd = (2 * matmul * b * s + attn) / t
-    extra = {"full": fwd, "selective": attn / t, "none": 0.0}[tr.recompute]
+    kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
+    f = m.ffn_hidden_size or 4 * h
+    # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
+    ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
+    extra = {"full": fwd, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
 
@@ -141,7 +147,8 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     ne = tr.network_efficiency
     links = {"pcie_h2d": acc.host_link_bytes_per_s, "pcie_d2h": acc.host_link_bytes_per_s,
              "nvlink": acc.scaleup_bytes_per_s * ne,
-             "nic": (c.nic_bytes_per_s / g if c.nic_bytes_per_s else 25e9) * ne}
+             "nic": (c.nic_bytes_per_s / g if c.nic_bytes_per_s else 25e9) * ne
+                    / network_spine_factor(sc, lay)}
     t = c.tiers
     links["ddr"] = (t["ddr"].read_bytes_per_s if "ddr" in t else 100e9) / g
     if "nvme" in t:
@@ -158,6 +165,20 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     if adam and sc.strategy.offload_optimizer != "none":
         links["cpu_adam"] = adam
     return links
+
+
+def network_spine_factor(sc: Scenario, lay: Layout) -> float:
+    """``collectives.spine_factor`` of the widest group whose rings cross the network (the
+    sharding, data-parallel and replica groups, laid out as ``rank_model`` lays them): the
+    rank's NIC carries that group's ring, so its rate is the NIC's over the factor."""
+    c, t, gpn = sc.cluster, lay.tensor_parallel, sc.cluster.gpus_per_node
+    if c.leaf_switch_ports is None or c.spine_oversubscription == 1.0:
+        return 1.0
+    shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
+    widest = max(nccl.nodes_spanned(shard, nccl.ranks_per_node(shard, t, gpn)),
+                 nccl.nodes_spanned(dp, nccl.ranks_per_node(dp, t, gpn)),
+                 nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn)))
+    return nccl.spine_factor(c, widest)
 
 
 # DeepSpeed ZeRO-3 defaults (deepspeed/runtime/zero/config.py DeepSpeedZeroConfig):
@@ -303,11 +324,49 @@ def reduce_bytes_per_param(sc: Scenario, sb: StateBytes) -> int:
     Data parallelism without sharding with bf16 reduces fp32 gradients: Megatron forces
     ``accumulate_allreduce_grads_in_fp32`` for ``--bf16`` (megatron/training/arguments.py,
     grads in an fp32 ``main_grad`` buffer), and torch DDP under bf16 autocast holds fp32
-    parameters and gradients. fp16 and fp32 keep the state's gradient bytes.
+    parameters and gradients. Megatron's distributed optimizer reduce-scatters the same
+    fp32 ``main_grad`` buffer (``DistributedDataParallelConfig.grad_reduce_in_fp32 =
+    args.accumulate_allreduce_grads_in_fp32``, megatron/training/training.py, core_r0.8.0).
+    fp16 and fp32 keep the state's gradient bytes.
     """
-    if sc.strategy.zero_stage == 0 and sc.training.precision == "bf16":
+    if sc.training.precision == "bf16" and (sc.strategy.zero_stage == 0
+                                            or sc.strategy.kind == "megatron_dist_opt"):
         return 4
     return sb.grads
+
+
+def gradient_reduction(sc: Scenario, nbytes: float, n: int, n_nodes: int,
+                       bus_bytes_per_s: float) -> tuple:
+    """(algorithm, alpha_s, bytes one rank moves) of the data-parallel gradient reduction
+    of ``nbytes`` over ``n`` ranks on ``n_nodes`` nodes, without sharded gradients
+    (ZeRO stage 0/1).
+
+    Megatron's distributed optimizer reduce-scatters the gradient buffer, each rank
+    keeping the shard its optimizer updates (Megatron-LM core_r0.8.0
+    megatron/core/distributed/param_and_grad_buffer.py ``Bucket.start_grad_sync``:
+    ``torch.distributed._reduce_scatter_base`` when ``use_distributed_optimizer``, else
+    ``all_reduce``): a ring reduce-scatter, (n-1)/n of the buffer a rank (nccl-tests
+    PERFORMANCE.md), half an all-reduce's 2(n-1)/n; the updated parameters are
+    all-gathered after the optimizer (or in the next forward, ``overlap_param_gather``).
+    Everything else all-reduces: ring or tree, whichever NCCL picks
+    (``collectives.all_reduce_choice``).
+    """
+    if sc.strategy.kind == "megatron_dist_opt":
+        return ("ring", nccl.ring_latency_s("reduce_scatter", n, n_nodes),
+                nccl.ring_volume_factor("reduce_scatter", n) * nbytes)
+    return nccl.all_reduce_choice(nbytes, n, n_nodes, bus_bytes_per_s, sc.cluster.nvls)
+
+
+def tp_allreduce_factor(sc: Scenario, t: int, tp_nodes: int) -> float:
+    """Bytes one rank moves per byte of a tensor-parallel all-reduce buffer, at the NVLink
+    rate (``RankModel.tp_allreduce_factor``; 0: the ring's 2(t-1)/t). Without sequence
+    parallelism Megatron all-reduces the layer's activations (mappings.py
+    ``_reduce``: ``torch.distributed.all_reduce``), which NCCL runs as NVLS inside a node
+    whose NVSwitches reduce (``cluster.nvls``, collectives.nvls_allreduce_bytes); sequence
+    parallelism's all-gathers and reduce-scatters stay rings."""
+    if sc.cluster.nvls and not sc.training.sequence_parallel and t > 1 and tp_nodes <= 1:
+        return nccl.nvls_allreduce_bytes(1.0, t)
+    return 0.0
 
 
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
@@ -334,8 +393,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     grad_bytes = reduce_bytes_per_param(sc, sb)
     grad_layer_bytes = pc.per_layer / t * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
-    _, dp_ar_lat, dp_ar_bytes = nccl.all_reduce_choice(grad_layer_bytes, dp, dp_nodes, dp_bus)
-    return RankModel(
+    _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
+    kw = dict(
         layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
         # The last pipeline stage also runs the output layer and the loss (Megatron-LM
         # get_model: post_process on is_pipeline_last_stage; gpt_model.py
@@ -368,7 +427,85 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         nvme_write_weight=(c.tiers["nvme"].read_bytes_per_s / c.tiers["nvme"].write_bytes_per_s
                            if "nvme" in c.tiers else 1.0),
         overlap_grad_reduce=int(tr.overlap_grad_reduce),
-        overlap_param_gather=int(tr.overlap_param_gather))
+        overlap_param_gather=int(tr.overlap_param_gather),
+        tp_comm_overlap=int(tr.tp_comm_overlap and t > 1),
+        tp_allreduce_factor=tp_allreduce_factor(sc, t, tp_nodes))
+    # the contention terms read the other fields: a plain namespace of them (no second
+    # dataclass built per evaluation)
+    probe = SimpleNamespace(**{**_RANK_DEFAULTS, **kw})
+    return RankModel(**kw, **contention_fields(probe, links, nccl.sm_share(gpu_sms(c.accelerator))))
+
+
+_RANK_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RankModel)
+                  if f.default is not dataclasses.MISSING}
+
+
+def gpu_sms(acc) -> int | None:
+    """The accelerator's SMs (compute units): its own ``sm_count``, else its preset's figures."""
+    if acc.sm_count:
+        return acc.sm_count
+    g = compute.figures(acc)
+    return g.sms if g else None
+
+
+def contention_fields(r: RankModel, links: dict, share: float) -> dict:
+    """``RankModel``'s ``*_contention_s``: how much longer one compute unit of the graph
+    (``stepgraph.build``) runs because the collectives issued beside it hold ``share`` of
+    the SMs (``collectives.sm_contention_s``), each collective at its idle-network time
+    (alpha + V / bus bandwidth, ``collectives.bus_bandwidth``):
+
+    * forward, every micro-batch: ZeRO-3's prefetched all-gather of the next unit (none
+      without prefetch: the fetch then runs before the compute, not beside it) and, with
+      ``tp_comm_overlap``, the layer's two TP collectives;
+    * backward, every micro-batch: the backward fetch, ZeRO-2/3's reduce-scatters of the
+      layer's gradients and the TP collectives;
+    * the last micro-batch adds its gradient reduction (the bucketed data-parallel
+      all-reduce / reduce-scatter with ``overlap_grad_reduce``, HSDP's all-reduce across
+      replicas) to the backward and ``overlap_param_gather``'s share to the forward.
+
+    Offload copies (copy engines) hold no SMs. Units: seconds per unit."""
+    zero3 = r.stage >= 3
+    n = r.units_per_layer if zero3 else 1
+
+    def t(volume, link, per_node, latency_s):
+        if volume <= 0:
+            return 0.0
+        bus = nccl.bus_bandwidth(per_node or r.gpus_per_node, link == "nic", links["nvlink"], links["nic"])
+        return latency_s + volume / bus
+
+    tp_f = tp_b = 0.0
+    if r.tp > 1 and r.tp_comm_overlap:
+        volume = (r.tp_allreduce_factor * r.tp_bytes if r.tp_allreduce_factor > 0
+                  else ring("allreduce", r.tp_bytes, r.tp))
+        one = t(volume, "nvlink", 0, r.tp_latency_s)
+        tp_f, tp_b = 2 * one / n, r.bwd_allreduces * one / n
+    fetch_f = fetch_b = 0.0
+    if zero3 and r.prefetch_depth > 0:
+        fetch_f = t(ring("allgather", r.unit_params / n * r.param_bytes, r.shard), r.shard_link,
+                    r.shard_per_node, r.gather_latency_s)
+        fetch_b = fetch_f * r.bwd_fetch_factor
+    grad_bytes = r.unit_params * r.grad_bytes
+    rs = last_b = last_f = 0.0
+    if r.stage >= 2:
+        n_rs = r.rs_per_layer if zero3 else 1
+        rs = n_rs * t(ring("reduce_scatter", grad_bytes / n_rs, r.shard), r.shard_link,
+                      r.shard_per_node, r.reduce_latency_s) / n
+        if r.replicas > 1:
+            last_b = t(ring("allreduce", grad_bytes / r.shard, r.replicas), "nic", 1,
+                       r.replica_latency_s) / n
+    elif r.dp > 1 and r.overlap_grad_reduce:
+        volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
+                  else ring("allreduce", grad_bytes, r.dp))
+        last_b = t(volume, r.dp_link, r.dp_per_node, r.dp_allreduce_latency_s)
+    if r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1:
+        last_f = t(ring("allgather", r.params_per_rank * r.param_bytes / max(r.layers, 1), r.dp),
+                   r.dp_link, r.dp_per_node, r.dp_gather_latency_s)
+    fwd_u, bwd_u = r.fwd_s / n, r.bwd_s / n
+    c = nccl.sm_contention_s
+    return dict(fwd_contention_s=c(fwd_u, tp_f + fetch_f, share),
+                bwd_contention_s=c(bwd_u, tp_b + fetch_b + rs, share),
+                fwd_contention_last_s=c(fwd_u, tp_f + fetch_f + last_f, share),
+                bwd_contention_last_s=c(bwd_u, tp_b + fetch_b + rs + last_b, share))
 
 
 _CATEGORY_OF_LABEL = np.array([BREAKDOWN_KEYS.index(CATEGORY.get(label, "exposed_comm"))

@@ -22,11 +22,19 @@ Per layer of the rank's pipeline stage, forward then backward:
   from NVMe or CXL into DDR on the way), then all-gathers (ZeRO-Infinity).
 * Tensor parallelism: Megatron's two all-reduces of s*b*h activations per layer in
   forward and two in backward (four with full recomputation, which reruns the
-  forward), on the critical path.
+  forward), on the critical path; with ``tp_comm_overlap`` (Megatron-Core
+  --tp-comm-overlap) each beside its share of the layer's compute, the next share
+  waiting for both.
+* SM contention: a compute unit overlapped by collectives runs longer by
+  ``fwd_contention_s`` / ``bwd_contention_s`` (their ``_last_s`` in the last
+  micro-batch), NCCL's CTAs holding SMs while they run (``step.sm_contention_s``).
 * DDP / ZeRO-1: bucketed all-reduce of gradients after each layer's backward, on the
   last micro-batch only (``overlap_grad_reduce``; without it, as Megatron-LM's own DDP
   by default, every layer's all-reduce waits for the whole backward); ZeRO-2:
   reduce-scatter every micro-batch.
+* Optimizer states on NVMe (ZeRO-Infinity): each layer's reduced gradients, in fp32,
+  also go from DDR to the drives, and come back with the states of their sub-group
+  (``_grads_to_nvme``).
 * Activation offload: each layer's checkpoint (2*s*b*h bytes) to DDR after forward and
   back before backward.
 * Last micro-batch: the optimizer step (on the GPU at HBM speed, or on the CPU: CPU-Adam
@@ -151,6 +159,17 @@ class RankModel:
     overlap_grad_reduce: int = 1         # 0: DDP / ZeRO-1 gradient sync after the backward
     overlap_param_gather: int = 0        # 1: ZeRO-1/2's parameter all-gather in the forward, a
                                          # layer's share before it (Megatron --overlap-param-gather)
+    tp_comm_overlap: int = 0             # 1: each TP collective beside its compute chunk
+                                         # (Megatron-Core --tp-comm-overlap), not after it
+    # Seconds one compute unit (a layer's forward or backward share) takes longer because
+    # the collectives that overlap it hold SMs (step.sm_contention_s); the last
+    # micro-batch's own (its gradient reduction, the next step's parameter gather).
+    tp_allreduce_factor: float = 0.0     # bytes a rank moves per TP all-reduce byte (0: ring
+                                         # 2(t-1)/t; NVLS: step.tp_allreduce_factor)
+    fwd_contention_s: float = 0.0
+    bwd_contention_s: float = 0.0
+    fwd_contention_last_s: float = 0.0
+    bwd_contention_last_s: float = 0.0
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -263,15 +282,22 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         return t
 
     def layer_compute(name, seconds, deps, release, n_allreduce):
-        if r.tp > 1 and n_allreduce:   # Megatron: all-reduces inside the layer, on the critical path
-            prev = None
+        if r.tp > 1 and n_allreduce:
+            # Megatron: all-reduces inside the layer, on the critical path; with
+            # tp_comm_overlap each runs beside its compute chunk (same start) and the next
+            # chunk waits for both, a last task joining the layer's end
+            prev, comm = None, None
             for k in range(n_allreduce):
+                d = deps if k == 0 else ([prev, comm] if r.tp_comm_overlap else [prev])
                 c = g.compute(f"{name} ({k + 1}/{n_allreduce})", "gpu", seconds / n_allreduce,
-                              deps=deps if k == 0 else [prev],
-                              release=release if k == n_allreduce - 1 else None)
-                prev = collective(g, r, f"{name} TP all-reduce {k + 1}", ring("allreduce", r.tp_bytes, r.tp),
-                                  "nvlink", [c], "tp_allreduce", latency_s=r.tp_latency_s,
-                                  stream="tp nccl")
+                              deps=d, release=release if k == n_allreduce - 1 else None)
+                volume = (r.tp_allreduce_factor * r.tp_bytes if r.tp_allreduce_factor > 0
+                          else ring("allreduce", r.tp_bytes, r.tp))
+                comm = collective(g, r, f"{name} TP all-reduce {k + 1}", volume, "nvlink", d if r.tp_comm_overlap else [c], "tp_allreduce",
+                                  latency_s=r.tp_latency_s, stream="tp nccl")
+                prev = c if r.tp_comm_overlap else comm
+            if r.tp_comm_overlap:
+                return g.compute(f"{name} done", "sync", 0.0, deps=[prev, comm])
             return prev
         return g.compute(name, "gpu", seconds, deps=deps, release=release)
 
@@ -279,13 +305,15 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
         return f"{tag} L{i}" if n_units == 1 else f"{tag} L{i}.{u}"
 
     release = "gather" if zero3 else None
+    fwd_x = r.fwd_contention_last_s if last else r.fwd_contention_s
+    bwd_x = r.bwd_contention_last_s if last else r.bwd_contention_s
     for i in range(r.layers):
         for u in range(n_units):     # the layer's TP all-reduces come with its last unit
             deps = [state["prev_c"]] + ([fetch("fwd", i, u)] if zero3 else [])
             if gathers and u == 0:
                 deps.append(gathers[i])
-            state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units, deps,
-                                            release, 2 if u == n_units - 1 else 0)
+            state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units + fwd_x,
+                                            deps, release, 2 if u == n_units - 1 else 0)
         if r.offload_activations != "none":
             act_out[i] = g.transfer(f"L{i} activations to DDR", r.act_ckpt_bytes,
                                     ["ddr", "pcie_d2h"], deps=[state["prev_c"]], label="offload")
@@ -300,8 +328,8 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 prev_act = g.transfer(f"L{i} activations from DDR", r.act_ckpt_bytes,
                                       ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act], label="offload")
                 deps.append(prev_act)
-            state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units, deps,
-                                            release, r.bwd_allreduces if u == 0 else 0)
+            state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units + bwd_x,
+                                            deps, release, r.bwd_allreduces if u == 0 else 0)
         if deferred:
             continue
         syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last, state)
@@ -334,6 +362,7 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
             tier = "cxl" if r.offload_optimizer == "cxl" else "cpu"
             out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                                   _tier_path(tier, "out")[0], deps=[out[-1]], label="offload"))
+            out += _grads_to_nvme(g, r, i, out[-1])
     elif last and r.dp > 1:
         volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
                   else ring("allreduce", grad_bytes, r.dp))
@@ -342,7 +371,25 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
     elif last and r.offload_optimizer != "none":
         out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
                               _tier_path("cpu", "out")[0], deps=[c], label="offload"))
+        out += _grads_to_nvme(g, r, i, out[-1])
     return out
+
+
+# fp32 gradient bytes per parameter DeepSpeed swaps to NVMe with the optimizer states
+FP32_GRAD_BYTES = 4.0
+
+
+def _grads_to_nvme(g, r: RankModel, i, dep) -> list:
+    """With the optimizer states on NVMe, DeepSpeed ZeRO-3 writes each reduced gradient
+    partition, cast to fp32, from DDR to the drives (stage3.py ``partition_grads``:
+    ``grad_buffer.float()`` then ``optimizer_swapper.swap_out_gradients``) and reads it
+    back with the states before the sub-group's step (partitioned_optimizer_swapper.py
+    ``swap_in_optimizer_state`` -> ``_swap_in_gradients``; ``_optimizer``)."""
+    if r.offload_optimizer != "nvme":
+        return []
+    path, w = _nvme(r, "out")
+    return [g.transfer(f"L{i} fp32 gradients to NVMe", FP32_GRAD_BYTES * r.unit_params / r.shard,
+                       path, deps=[dep], label="offload", weights=w)]
 
 
 def _optimizer(g, r: RankModel, syncs, last_c):
@@ -364,8 +411,10 @@ def _optimizer(g, r: RankModel, syncs, last_c):
         for j in range(chunks):
             if where in ("nvme", "cxl"):
                 path, w = _nvme(r, "in") if where == "nvme" else (["cxl"], None)
+                # from NVMe the sub-group's fp32 gradients come in with its states (_grads_to_nvme)
+                per_bytes = r.optimizer_state_bytes + (FP32_GRAD_BYTES if where == "nvme" else 0.0)
                 prev_read = g.transfer(f"optimizer states in ({j + 1}/{chunks})",
-                                       per * r.optimizer_state_bytes, path,
+                                       per * per_bytes, path,
                                        deps=deps + [prev_read], label="offload", weights=w)
                 cdeps = [prev_read, prev_cpu]
             else:
@@ -428,12 +477,14 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             TIERS.index(r.offload_optimizer), TIERS.index(r.offload_activations),
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
             r.units_per_layer, r.rs_per_layer, int(r.sync_fetch),
-            int(bool(r.overlap_grad_reduce)), int(bool(r.overlap_param_gather)))
+            int(bool(r.overlap_grad_reduce)), int(bool(r.overlap_param_gather)),
+            int(bool(r.tp_comm_overlap)))
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
               r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
-              r.bwd_fetch_factor, r.nvme_write_weight)
+              r.bwd_fetch_factor, r.nvme_write_weight, r.fwd_contention_s, r.bwd_contention_s,
+              r.fwd_contention_last_s, r.bwd_contention_last_s, r.tp_allreduce_factor)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label, path_weight) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)

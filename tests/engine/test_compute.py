@@ -129,10 +129,11 @@ def test_software_stacks_order_memory_bound_time():
     assert mb["pytorch_eager"] > mb["torch_compile"] > 0
     assert mb["pytorch_eager"] > mb["megatron"] > 0
     # Llama, Megatron: 2 x (RMSNorm 2 + residual 3) of b*s*h (no dropout), SwiGLU 3 of
-    # b*s*f, rotary 2 of q and k; 2 bytes each over H100's 3.35 TB/s
+    # b*s*f, rotary 2 of q and k; 2 bytes each over the 2,903 of H100's 3,350 GB/s that
+    # device-to-device copies reach (aigatech/vpbenchmarking)
     tok, h, f = 4096, 4096, 11008
     passes = 2 * (2 + 3) * tok * h + 3 * tok * f + 2 * tok * 2 * h
-    assert mb["megatron"] == pytest.approx(passes * 2 / 3350e9)
+    assert mb["megatron"] == pytest.approx(passes * 2 / 2903e9)
 
 
 def test_default_stack_follows_the_framework():

@@ -123,25 +123,24 @@ def _nvme_optimizer_only(write_weight):
 @pytest.mark.parametrize("engine", ["python", "c"])
 def test_nvme_optimizer_reads_and_writes_share_the_drive(engine):
     """Optimizer states (12 B a parameter) of 1e9 parameters in two sub-groups of 0.5e9
-    (6e9 B each), drive 6 GB/s read, 4 GB/s write (write weight 1.5), CPU-Adam and DDR
-    so fast they take ~1e-5 s, PCIe 1 GB/s.
+    (6e9 B each), read with their fp32 gradients (4 B a parameter: 8e9 B a sub-group,
+    DeepSpeed's swap_in_optimizer_state), drive 6 GB/s read, 4 GB/s write (write weight
+    1.5), CPU-Adam and DDR so fast they take ~1e-5 s, PCIe 1 GB/s.
 
-    read0 [0, 1]; then write0 (after Adam 0) and read1 share the drive: each at x with
-    x + 1.5 x = 6e9, x = 2.4e9 B/s, both 6e9 B, both end at 1 + 2.5 = 3.5 s; Adam 1; then
-    write1 alone 6e9 / 4e9 = 1.5 s -> 5.0 s and the updated 16-bit parameters to the GPU
-    2e9 B at 1e9 B/s -> 5.5 s. With separate read and write channels (the old model)
-    read1 ends at 2 s, both writes share the write channel until 4 s and the parameters
-    reach the GPU at 4 s.
-    """
+    read0 [0, 4/3]; then write0 (after Adam 0) and read1 share the drive: each at x with
+    x + 1.5 x = 6e9, x = 2.4e9 B/s; write0 (6e9 B) ends at 4/3 + 2.5, read1's last 2e9 B
+    run alone at 6e9 B/s to 4/3 + 2.5 + 1/3 = 25/6 s; Adam 1; then write1 alone 6e9 / 4e9
+    = 1.5 s and the updated 16-bit parameters to the GPU, 2e9 B at 1e9 B/s, -> 25/6 + 2 =
+    37/6 s. With separate read and write channels (the old model) read1 would end at 8/3 s."""
     links = {"pcie_h2d": 1e9, "pcie_d2h": 1e9, "nvlink": 1e12, "nic": 1e12, "ddr": 1e16,
              "nvme_read": 6e9, "nvme_write": 4e9, "nvme": 6e9, "cpu_adam": 1e16}
     a = graph_arrays(_nvme_optimizer_only(1.5), links, True, engine)
     s = simulate(a, engine)
-    assert s.makespan_s == pytest.approx(5.5, rel=1e-4)
+    assert s.makespan_s == pytest.approx(37 / 6, rel=1e-4)
     nvme = a["links"].index("nvme")
-    # the drive's time: 12e9 B read / 6e9 + 12e9 B written / 4e9 = 2 + 3 = 5 s
-    assert s.link_busy_s[nvme] == pytest.approx(5.0, rel=1e-4)
-    assert s.link_bytes[nvme] == pytest.approx(12e9 + 1.5 * 12e9, rel=1e-9)
+    # the drive's time: 16e9 B read / 6e9 + 12e9 B written / 4e9 = 8/3 + 3 s
+    assert s.link_busy_s[nvme] == pytest.approx(8 / 3 + 3, rel=1e-4)
+    assert s.link_bytes[nvme] == pytest.approx(16e9 + 1.5 * 12e9, rel=1e-9)
 
 
 def test_zero_infinity_nvme_wall_adds_read_and_write_times():
@@ -200,3 +199,27 @@ def test_dgx_a100_zero_offload_copies_parameters_at_half_the_host_link():
     h100 = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100"},
                           "training": {"global_batch_size": 8}, "strategy": {"kind": "zero_offload"}})
     assert not {"pcie_switch_up", "pcie_switch_down"} & {l["name"] for l in h100["links"]}
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_zero_infinity_swaps_fp32_gradients_with_the_optimizer_states(engine):
+    """DeepSpeed ZeRO-3 with the optimizer on NVMe writes each reduced gradient partition
+    in fp32 to the drives (stage3.py partition_grads -> optimizer_swapper.swap_out_gradients)
+    and reads it back with the states (swap_in_optimizer_state -> _swap_in_gradients).
+    4 layers of 1e8 parameters sharded over 8 ranks, 4e8 / 8 = 5e7 parameters a rank in one
+    sub-group: written 5e7 x (12 states + 4 gradient) B, read the same; without NVMe (the
+    optimizer in DDR) nothing reaches the drives."""
+    import dataclasses
+    base = dataclasses.replace(_nvme_optimizer_only(1.0), layers=4, fwd_s=1e-3, bwd_s=2e-3,
+                               unit_params=1e8, params_per_rank=4e8, shard=8, dp=8, stage=3)
+    links = {"pcie_h2d": 25e9, "pcie_d2h": 25e9, "nvlink": 360e9, "nic": 40e9, "ddr": 100e9,
+             "nvme_read": 6e9, "nvme_write": 4e9, "nvme": 6e9, "cpu_adam": 1e12}
+    s = simulate(graph_arrays(base, links, True, engine), engine)
+    a = graph_arrays(base, links, True, engine)
+    by = dict(zip(a["links"], s.link_bytes))
+    assert by["nvme_write"] == pytest.approx(5e7 * (12 + 4), rel=1e-12)
+    assert by["nvme_read"] == pytest.approx(5e7 * (12 + 4), rel=1e-12)
+    cpu = dataclasses.replace(base, offload_optimizer="cpu")
+    a = graph_arrays(cpu, links, True, engine)
+    by = dict(zip(a["links"], simulate(a, engine).link_bytes))
+    assert by.get("nvme_write", 0.0) == 0.0

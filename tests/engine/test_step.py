@@ -67,11 +67,15 @@ def test_the_zero_infinity_example_names_its_optimizer_phase():
     from pathlib import Path
     examples = json.loads((Path(__file__).resolve().parents[2] / "tierlab" / "scenarios"
                            / "examples.json").read_text())
-    step = evaluate_dict(next(e for e in examples if "ZeRO-Infinity" in e["name"])["scenario"])["step"]
-    # 2 micro-batches; the last one's graph is a micro-batch's forward/backward plus the tail
+    r = evaluate_dict(next(e for e in examples if "ZeRO-Infinity" in e["name"])["scenario"])
+    step = r["step"]
+    # 2 micro-batches; the last one's graph is a micro-batch's forward/backward plus the tail,
+    # and its backward also writes the fp32 gradients to the drives the parameters are read
+    # from (stepgraph._grads_to_nvme): at most 4 B x P / 8 over the GPU's write share later
     assert step["micro_batches"] == 2
-    assert step["optimizer_phase_s"] == pytest.approx(
-        step["last_micro_batch_s"] - step["micro_batch_s"], rel=0.02)
+    tail = step["last_micro_batch_s"] - step["micro_batch_s"]
+    write = {row["name"]: row["bytes_per_s"] for row in r["links"]}["nvme_write"]
+    assert 0 <= tail - step["optimizer_phase_s"] <= 4 * r["model"]["num_params"] / 8 / write
     assert step["optimizer_phase_s"] > step["time_s"] / 2        # the phase that dominates
 
 
@@ -111,9 +115,10 @@ def link_bytes(r, name):
 
 def test_zero3_moves_one_and_a_half_times_ddp_volume():
     # ZeRO Sec. 7: DDP all-reduce 2 Psi; ZeRO-3 all-gather fwd + bwd and reduce-scatter: 3 Psi
-    # (fp16 mixed precision, as in the paper: with bf16 DDP reduces fp32 gradients)
-    z3 = scen(training__precision="fp16")
-    ddp = scen(strategy__kind="ddp", training__precision="fp16")
+    # (fp16 mixed precision, as in the paper: with bf16 DDP reduces fp32 gradients; rings,
+    # as in the paper: the DGX H100's NVLS all-reduce would move 370/480 of it)
+    z3 = scen(training__precision="fp16", cluster__nvls=False)
+    ddp = scen(strategy__kind="ddp", training__precision="fp16", cluster__nvls=False)
     assert link_bytes(z3, "nvlink") / link_bytes(ddp, "nvlink") == pytest.approx(1.5, rel=1e-9)
 
 
@@ -374,7 +379,9 @@ def test_megatron_reduces_gradients_after_the_backward():
         st = evaluate_dict(s, detail=False)["step"]
         tail[overlap] = st["last_micro_batch_s"] - st["micro_batch_s"]
     assert tail[False] >= ar_s
-    assert tail[True] < 0.2 * ar_s
+    # overlapped, the all-reduce's NCCL CTAs (16 of the A100's 108 SMs) slow the backward it
+    # runs beside by at most its own time x 16/108 (collectives.sm_contention_s)
+    assert tail[True] < (0.2 + 16 / 108) * ar_s
     # the default follows the framework
     from simulation.scenario import Scenario
     base = {**c["scenario"], "training": {k: v for k, v in c["scenario"]["training"].items()

@@ -55,6 +55,7 @@ export const RECOMPUTE: [string, string][] = [
   ["none", "none"],
   ["selective", "selective (attention)"],
   ["full", "full (≈ +33% compute)"],
+  ["selective_ops", "selective ops (torchtitan: every other matmul + element-wise)"],
 ];
 
 /** How the output layer's cross-entropy runs: it decides how many tokens × vocab copies are live. */
