@@ -108,9 +108,9 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     """FLOPs of one layer for one micro-batch on one GPU, and of the output layer."""
     m, tr = sc.model, sc.training
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
-    norms = (4 if m.norm == "layernorm" else 2) * h
+    norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
     matmul = max(pc.per_layer_active - norms, 0)
-    attn = 4 * b * s * s * h
+    attn = 4 * b * s * s * m.attention_width      # QK^T and PV over heads x head_dim
     fwd = (2 * matmul * b * s + attn) / t
     extra = {"full": fwd, "selective": attn / t, "none": 0.0}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
@@ -121,7 +121,7 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
     """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7."""
     m, tr = sc.model, sc.training
     tokens = lay.global_batch_size * tr.seq_len
-    per_layer_attn = 12 * tr.seq_len * m.hidden_size          # 3 passes x 4*s*h per token
+    per_layer_attn = 12 * tr.seq_len * m.attention_width      # 3 passes x 4*s*(heads*head_dim) per token
     return 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
 
 
@@ -180,13 +180,17 @@ def weight_tensors_per_layer(sc: Scenario) -> int:
 def param_tensors_per_layer(sc: Scenario) -> int:
     """Parameter tensors of one block, each a ``torch.nn.Parameter`` with its own gradient:
     the weight matrices (``weight_tensors_per_layer``), a bias for each with
-    ``linear_bias``, the router of a mixture of experts, and the two norms (weight, and
-    bias for LayerNorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 = 12."""
+    ``linear_bias`` (with ``qkv_bias`` alone: q, k and v's three, as Qwen2), the router of
+    a mixture of experts, and the block's norms (``norms_per_block``, default 2; weight,
+    and bias for LayerNorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 =
+    12; a Qwen2 block 7 + 3 + 2 = 12."""
     m = sc.model
     weights = weight_tensors_per_layer(sc)
     router = 1 if m.num_experts > 1 else 0
-    norms = 2 * (2 if m.norm == "layernorm" else 1)
-    return weights * (2 if m.linear_bias else 1) + router + norms
+    norms = m.block_norms * (2 if m.norm == "layernorm" else 1)
+    qkv_only = 3 if m.gated_mlp else 1          # separate q, k, v or GPT's fused QKV
+    biases = weights if m.linear_bias else qkv_only if m.has_qkv_bias else 0
+    return weights + biases + router + norms
 
 
 def is_deepspeed_2021(sc: Scenario) -> bool:
