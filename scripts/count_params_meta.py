@@ -88,6 +88,10 @@ ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
         hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=8, vocab_size=32000, num_local_experts=8, num_experts_per_tok=2,
         tie_word_embeddings=False)),
+    "mixtral-8x22b": ("MixtralConfig", "mistralai/Mixtral-8x22B-v0.1", dict(
+        hidden_size=6144, intermediate_size=16384, num_hidden_layers=56, num_attention_heads=48,
+        num_key_value_heads=8, vocab_size=32000, num_local_experts=8, num_experts_per_tok=2,
+        tie_word_embeddings=False)),
     "gemma-7b": ("GemmaConfig", "google/gemma-7b", dict(
         hidden_size=3072, intermediate_size=24576, num_hidden_layers=28, num_attention_heads=16,
         num_key_value_heads=16, head_dim=256, vocab_size=256000)),

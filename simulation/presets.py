@@ -108,6 +108,9 @@ MODELS.update({
                        131072, _QWEN, qkv_bias=True),
     "mistral-7b": _hf("Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8, 14336, 32000,
                       False, 32768, "Jiang et al., Mistral 7B (arXiv 2310.06825) Table 1"),
+    "mixtral-8x22b": _hf("Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 16384,
+                         32000, False, 65536, "8 experts, top 2 (num_local_experts, "
+                         "num_experts_per_tok)", num_experts=8, moe_top_k=2),
     "gemma-7b": _hf("Gemma-7B", "google/gemma-7b", 28, 3072, 16, 16, 24576, 256000, True, 8192,
                     "head_dim 256: 16 heads x 256 = 4096 != hidden 3072", head_dim=256),
     "gemma2-9b": _hf("Gemma-2-9B", "google/gemma-2-9b", 42, 3584, 16, 8, 14336, 256000, True, 8192,

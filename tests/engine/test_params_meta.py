@@ -69,17 +69,23 @@ def test_every_config_json_preset_is_recorded():
 # Sizes printed on the Hugging Face model pages (safetensors "Model size", 3 significant
 # figures, so within one unit of the third figure: cards truncate as well as round) and in
 # the model cards: Qwen2.5-7B "Number of Parameters: 7.61B,
-# Non-Embedding: 6.53B"; Llama 3 Herd (arXiv 2407.21783) names 405B.
+# Non-Embedding: 6.53B"; Llama 3 Herd (arXiv 2407.21783) names 405B; Mistral AI's
+# Mixtral 8x22B announcement (mistral.ai/news/mixtral-8x22b, April 2024): "39B active
+# parameters out of 141B".
 PUBLISHED = [("llama3.1-8b", 8.03e9), ("llama3.1-70b", 70.6e9), ("llama3.1-405b", 406e9),
              ("llama3.2-1b", 1.24e9), ("llama3.2-3b", 3.21e9), ("qwen2.5-7b", 7.61e9),
              ("qwen2.5-72b", 72.7e9), ("mistral-7b", 7.24e9), ("gemma2-9b", 9.24e9),
-             ("gemma2-27b", 27.2e9)]
+             ("gemma2-27b", 27.2e9), ("mixtral-8x22b", 141e9)]
 
 
 @pytest.mark.parametrize("slug, published", PUBLISHED, ids=[p[0] for p in PUBLISHED])
 def test_published_size(slug, published):
     last_figure = 10 ** (math.floor(math.log10(published)) - 2)
     assert_close(count_params(spec(slug)).total, published, {"abs": last_figure}, slug)
+
+
+def test_mixtral_8x22b_active():
+    assert_close(count_params(spec("mixtral-8x22b")).active, 39e9, {"abs": 1e9}, "active")
 
 
 def test_qwen25_7b_non_embedding():
