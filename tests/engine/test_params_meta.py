@@ -150,3 +150,10 @@ def test_attention_flops_use_heads_times_head_dim():
     fl = step.layer_flops(_Sc(m), pc)
     norms = 2 * 3072
     assert fl["fwd"] == 2 * (pc.per_layer_active - norms) * 8 + 4 * 8 * 8 * 16 * 256
+
+
+def test_new_fields_round_trip_json():
+    for slug in ("gemma2-9b", "qwen2.5-7b", "falcon-7b"):
+        m = spec(slug)
+        assert ModelSpec.from_dict(m.to_dict()) == m
+    assert spec("falcon-7b").to_dict()["norms_per_block"] == 1
