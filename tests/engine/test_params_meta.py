@@ -157,3 +157,31 @@ def test_new_fields_round_trip_json():
         m = spec(slug)
         assert ModelSpec.from_dict(m.to_dict()) == m
     assert spec("falcon-7b").to_dict()["norms_per_block"] == 1
+
+
+def test_work_model_gemms_use_head_dim(monkeypatch):
+    # Gemma-7B, one sequence of 8 tokens: the fused q/k/v GEMM is 8 x (16 + 2*16)*256 x 3072
+    # and the output projection 8 x 3072 x 16*256 (not 8 x 9216 x 3072 and 8 x 3072 x 3072).
+    from simulation import compute
+    from simulation.scenario import Scenario
+    sc = Scenario.from_dict({"model": {"preset": "gemma-7b"}, "cluster": {"node": "dgx-h100"},
+                             "training": {"seq_len": 8, "micro_batch_size": 1, "global_batch_size": 8,
+                                          "flash_attention": True}})
+    shapes = []
+    real = compute.gemm_s
+    monkeypatch.setattr(compute, "gemm_s", lambda m, n, k, *a: shapes.append((m, n, k)) or real(m, n, k, *a))
+    compute._layer_times_of(sc.model, sc.training, sc.cluster.accelerator, count_params(sc.model))
+    assert (8, 48 * 256, 3072) in shapes
+    assert (8, 3072, 16 * 256) in shapes
+
+
+@pytest.mark.parametrize("slug", sorted(MODELS))
+def test_every_model_preset_evaluates(slug):
+    import simulation
+    from simulation.scenario import Scenario
+    sc = Scenario.from_dict({"model": {"preset": slug}, "cluster": {"node": "dgx-h100", "num_nodes": 8},
+                             "training": {"seq_len": 4096, "micro_batch_size": 1, "global_batch_size": 64,
+                                          "flash_attention": True, "recompute": "full"},
+                             "strategy": {"kind": "zero3"}})
+    d = simulation.evaluate(sc).to_dict()
+    assert d["step"]["available"] and d["step"]["time_s"] > 0
