@@ -95,7 +95,7 @@ MODELS.update({
     "qwen2.5-0.5b": _hf("Qwen2.5-0.5B", "Qwen/Qwen2.5-0.5B", 24, 896, 14, 2, 4864, 151936, True,
                         32768, _QWEN, qkv_bias=True),
     "qwen2.5-1.5b": _hf("Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 28, 1536, 12, 2, 8960, 151936, True,
-                        32768, _QWEN, qkv_bias=True),
+                        131072, _QWEN, qkv_bias=True),
     "qwen2.5-3b": _hf("Qwen2.5-3B", "Qwen/Qwen2.5-3B", 36, 2048, 16, 2, 11008, 151936, True,
                       32768, _QWEN, qkv_bias=True),
     "qwen2.5-7b": _hf("Qwen2.5-7B", "Qwen/Qwen2.5-7B", 28, 3584, 28, 4, 18944, 152064, False,
