@@ -92,6 +92,12 @@ ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
         hidden_size=6144, intermediate_size=16384, num_hidden_layers=56, num_attention_heads=48,
         num_key_value_heads=8, vocab_size=32000, num_local_experts=8, num_experts_per_tok=2,
         tie_word_embeddings=False)),
+    "phi3-mini": ("Phi3Config", "microsoft/Phi-3-mini-4k-instruct", dict(
+        hidden_size=3072, intermediate_size=8192, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, vocab_size=32064, tie_word_embeddings=False)),
+    "phi4": ("Phi3Config", "microsoft/phi-4", dict(
+        hidden_size=5120, intermediate_size=17920, num_hidden_layers=40, num_attention_heads=40,
+        num_key_value_heads=10, vocab_size=100352, tie_word_embeddings=False, pad_token_id=100349)),
     "gemma-7b": ("GemmaConfig", "google/gemma-7b", dict(
         hidden_size=3072, intermediate_size=24576, num_hidden_layers=28, num_attention_heads=16,
         num_key_value_heads=16, head_dim=256, vocab_size=256000)),

@@ -111,6 +111,12 @@ MODELS.update({
     "mixtral-8x22b": _hf("Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 16384,
                          32000, False, 65536, "8 experts, top 2 (num_local_experts, "
                          "num_experts_per_tok)", num_experts=8, moe_top_k=2),
+    "phi3-mini": _hf("Phi-3-mini-4k", "microsoft/Phi-3-mini-4k-instruct", 32, 3072, 32, 32, 8192, 32064,
+                     False, 4096, "fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP)",
+                     fused_projections=True),
+    "phi4": _hf("Phi-4", "microsoft/phi-4", 40, 5120, 40, 10, 17920, 100352, False, 16384,
+                "Phi-4 technical report (arXiv 2412.08905); Phi3ForCausalLM with fused qkv_proj and "
+                "gate_up_proj", fused_projections=True),
     "gemma-7b": _hf("Gemma-7B", "google/gemma-7b", 28, 3072, 16, 16, 24576, 256000, True, 8192,
                     "head_dim 256: 16 heads x 256 = 4096 != hidden 3072", head_dim=256),
     "gemma2-9b": _hf("Gemma-2-9B", "google/gemma-2-9b", 42, 3584, 16, 8, 14336, 256000, True, 8192,

@@ -105,6 +105,11 @@ class ModelSpec:
     head_dim: int | None = None
     qkv_bias: bool | None = None
     norms_per_block: int | None = None     # None: 2
+    # ``fused_projections``: q, k, v in one ``nn.Linear`` and (gated MLP) gate and up in
+    # one (Phi-3's qkv_proj and gate_up_proj); None: fused when the MLP is not gated
+    # (GPT-2's c_attn, Falcon's query_key_value), apart when it is (Llama's q/k/v_proj).
+    # Changes the tensors ZeRO-3 fetches, not the count.
+    fused_projections: bool | None = None
     dropout: bool = True
     # Dropout on attention probabilities and on the two residual branches (transformers'
     # attention_dropout / attn_pdrop and resid_pdrop; Megatron's --attention-dropout and
@@ -136,6 +141,11 @@ class ModelSpec:
         return self.linear_bias if self.qkv_bias is None else self.qkv_bias
 
     @property
+    def has_fused_projections(self) -> bool:
+        """Whether q/k/v (and gate/up) are one tensor each: ``fused_projections``, else not gated."""
+        return (not self.gated_mlp) if self.fused_projections is None else self.fused_projections
+
+    @property
     def block_norms(self) -> int:
         """Norm modules per block: ``norms_per_block``, else 2 (pre-norm attention and MLP)."""
         return 2 if self.norms_per_block is None else self.norms_per_block
@@ -164,6 +174,8 @@ class ModelSpec:
             head_dim=_int(d, "head_dim", path, minimum=1, maximum=100_000),
             qkv_bias=None if d.get("qkv_bias") is None else _bool(d, "qkv_bias", path, False),
             norms_per_block=_int(d, "norms_per_block", path, minimum=0, maximum=16),
+            fused_projections=(None if d.get("fused_projections") is None
+                               else _bool(d, "fused_projections", path, False)),
             dropout=_bool(d, "dropout", path, True),
             attention_dropout=_bool(d, "attention_dropout", path, _bool(d, "dropout", path, True)),
             hidden_dropout=_bool(d, "hidden_dropout", path, _bool(d, "dropout", path, True)),

@@ -171,9 +171,12 @@ DEEPSPEED_MAX_REUSE_ELEMENTS = 1e9         # stage3_max_reuse_distance
 def weight_tensors_per_layer(sc: Scenario) -> int:
     """Weight matrices of one block, each its own ``nn.Linear``: GPT-style blocks have a
     fused QKV, the output projection and two MLP matrices (4); Llama-style (gated MLP)
-    blocks separate q, k, v, o and gate, up, down (7); each expert adds its MLP's."""
+    blocks separate q, k, v, o and gate, up, down (7); Phi-3 fuses q/k/v and gate/up
+    (``model.fused_projections``: qkv, o, gate_up, down = 4); each expert adds its MLP's."""
     m = sc.model
-    attn, mlp = (4, 3) if m.gated_mlp else (2, 2)
+    fused = m.has_fused_projections
+    attn = 2 if fused else 4
+    mlp = (2 if fused else 3) if m.gated_mlp else 2
     return attn + max(m.num_experts, 1) * mlp
 
 
@@ -188,7 +191,7 @@ def param_tensors_per_layer(sc: Scenario) -> int:
     weights = weight_tensors_per_layer(sc)
     router = 1 if m.num_experts > 1 else 0
     norms = m.block_norms * (2 if m.norm == "layernorm" else 1)
-    qkv_only = 3 if m.gated_mlp else 1          # separate q, k, v or GPT's fused QKV
+    qkv_only = 1 if m.has_fused_projections else 3    # GPT's fused QKV or separate q, k, v
     biases = weights if m.linear_bias else qkv_only if m.has_qkv_bias else 0
     return weights + biases + router + norms
 

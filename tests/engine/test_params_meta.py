@@ -75,7 +75,7 @@ def test_every_config_json_preset_is_recorded():
 PUBLISHED = [("llama3.1-8b", 8.03e9), ("llama3.1-70b", 70.6e9), ("llama3.1-405b", 406e9),
              ("llama3.2-1b", 1.24e9), ("llama3.2-3b", 3.21e9), ("qwen2.5-7b", 7.61e9),
              ("qwen2.5-72b", 72.7e9), ("mistral-7b", 7.24e9), ("gemma2-9b", 9.24e9),
-             ("gemma2-27b", 27.2e9), ("mixtral-8x22b", 141e9)]
+             ("gemma2-27b", 27.2e9), ("mixtral-8x22b", 141e9), ("phi3-mini", 3.82e9), ("phi4", 14.7e9)]
 
 
 @pytest.mark.parametrize("slug, published", PUBLISHED, ids=[p[0] for p in PUBLISHED])
@@ -139,7 +139,8 @@ class _Sc:
 def test_param_tensors_per_layer(case):
     # e.g. Qwen2 block: q, k, v, o, gate, up, down (7) + q/k/v biases (3) + 2 RMSNorms = 12;
     # Gemma 2: 7 + 4 RMSNorms = 11; Falcon-7B: fused QKV, dense, 2 MLP (4) + 1 LayerNorm
-    # (weight, bias) = 6; Mixtral: 4 + 8 x 3 experts + router + 2 norms = 31.
+    # (weight, bias) = 6; Mixtral: 4 + 8 x 3 experts + router + 2 norms = 31; Phi-3: qkv_proj,
+    # o_proj, gate_up_proj, down_proj + 2 norms = 6.
     assert step.param_tensors_per_layer(_Sc(spec(case["preset"]))) == case["per_layer_tensors"]
 
 
@@ -153,7 +154,7 @@ def test_attention_flops_use_heads_times_head_dim():
 
 
 def test_new_fields_round_trip_json():
-    for slug in ("gemma2-9b", "qwen2.5-7b", "falcon-7b"):
+    for slug in ("gemma2-9b", "qwen2.5-7b", "falcon-7b", "phi4"):
         m = spec(slug)
         assert ModelSpec.from_dict(m.to_dict()) == m
     assert spec("falcon-7b").to_dict()["norms_per_block"] == 1
