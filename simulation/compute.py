@@ -231,7 +231,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
     a = m.num_attention_heads or max(1, h // 128)
     kv = m.num_kv_heads or a
-    d = h / a
+    d = m.head_dim or h / a          # head width; Gemma's 256 x 16 heads != hidden 3072
     f = m.ffn_hidden_size or 4 * h
     tok = b * s
     experts, top_k = max(m.num_experts, 1), max(m.moe_top_k, 1)

@@ -57,6 +57,82 @@ MODELS: dict[str, dict] = {
         source="Jiang et al., Mixtral of Experts (arXiv 2401.04088) Table 1"),
 }
 
+# Open models people fine-tune (issue #14). Each architecture is its published config.json
+# (the URL in ``source``; Hugging Face vocabulary -> ours: num_hidden_layers -> num_layers,
+# intermediate_size -> ffn_hidden_size, num_key_value_heads -> num_kv_heads,
+# tie_word_embeddings -> tied_embeddings, max_position_embeddings -> max_seq_len). The
+# counts equal transformers' modules built on the meta device
+# (scripts/count_params_meta.py -> tests/data/param_counts_hf.json).
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+
+
+def _hf(name: str, repo: str, layers: int, hidden: int, heads: int, kv: int, ffn: int, vocab: int,
+        tied: bool, ctx: int, note: str = "", **extra) -> dict:
+    """A Llama-style (RoPE, RMSNorm, SwiGLU/GeGLU, no dropout) preset from config.json."""
+    return dict(name=name, num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                num_kv_heads=kv, ffn_hidden_size=ffn, vocab_size=vocab, gated_mlp=True,
+                tied_embeddings=tied, position_embedding="rope", norm="rmsnorm", linear_bias=False,
+                dropout=False, max_seq_len=ctx, **extra,
+                source=f"config.json: {_HF.format(repo)}" + (f"; {note}" if note else ""))
+
+
+_QWEN = "q, k, v biases (Qwen2Attention: nn.Linear(..., bias=True) for q/k/v, o without)"
+_GEMMA2 = ("head_dim from config.json; 4 RMSNorms per block (Gemma2DecoderLayer: input, "
+           "post_attention, pre_feedforward, post_feedforward)")
+
+MODELS.update({
+    "llama3.1-8b": _hf("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256,
+                       False, 131072),
+    "llama3.1-70b": _hf("Llama-3.1-70B", "meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256,
+                        False, 131072),
+    "llama3.1-405b": _hf("Llama-3.1-405B", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 8, 53248,
+                         128256, False, 131072,
+                         "Llama Team, The Llama 3 Herd of Models (arXiv 2407.21783) Table 3"),
+    "llama3.2-1b": _hf("Llama-3.2-1B", "meta-llama/Llama-3.2-1B", 16, 2048, 32, 8, 8192, 128256,
+                       True, 131072, head_dim=64),
+    "llama3.2-3b": _hf("Llama-3.2-3B", "meta-llama/Llama-3.2-3B", 28, 3072, 24, 8, 8192, 128256,
+                       True, 131072, head_dim=128),
+    "qwen2.5-0.5b": _hf("Qwen2.5-0.5B", "Qwen/Qwen2.5-0.5B", 24, 896, 14, 2, 4864, 151936, True,
+                        32768, _QWEN, qkv_bias=True),
+    "qwen2.5-1.5b": _hf("Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 28, 1536, 12, 2, 8960, 151936, True,
+                        131072, _QWEN, qkv_bias=True),
+    "qwen2.5-3b": _hf("Qwen2.5-3B", "Qwen/Qwen2.5-3B", 36, 2048, 16, 2, 11008, 151936, True,
+                      32768, _QWEN, qkv_bias=True),
+    "qwen2.5-7b": _hf("Qwen2.5-7B", "Qwen/Qwen2.5-7B", 28, 3584, 28, 4, 18944, 152064, False,
+                      131072, _QWEN, qkv_bias=True),
+    "qwen2.5-14b": _hf("Qwen2.5-14B", "Qwen/Qwen2.5-14B", 48, 5120, 40, 8, 13824, 152064, False,
+                       131072, _QWEN, qkv_bias=True),
+    "qwen2.5-32b": _hf("Qwen2.5-32B", "Qwen/Qwen2.5-32B", 64, 5120, 40, 8, 27648, 152064, False,
+                       131072, _QWEN, qkv_bias=True),
+    "qwen2.5-72b": _hf("Qwen2.5-72B", "Qwen/Qwen2.5-72B", 80, 8192, 64, 8, 29568, 152064, False,
+                       131072, _QWEN, qkv_bias=True),
+    "mistral-7b": _hf("Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8, 14336, 32000,
+                      False, 32768, "Jiang et al., Mistral 7B (arXiv 2310.06825) Table 1"),
+    "mixtral-8x22b": _hf("Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 16384,
+                         32000, False, 65536, "8 experts, top 2 (num_local_experts, "
+                         "num_experts_per_tok)", num_experts=8, moe_top_k=2),
+    "phi3-mini": _hf("Phi-3-mini-4k", "microsoft/Phi-3-mini-4k-instruct", 32, 3072, 32, 32, 8192, 32064,
+                     False, 4096, "fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP)",
+                     fused_projections=True),
+    "phi4": _hf("Phi-4", "microsoft/phi-4", 40, 5120, 40, 10, 17920, 100352, False, 16384,
+                "Phi-4 technical report (arXiv 2412.08905); Phi3ForCausalLM with fused qkv_proj and "
+                "gate_up_proj", fused_projections=True),
+    "gemma-7b": _hf("Gemma-7B", "google/gemma-7b", 28, 3072, 16, 16, 24576, 256000, True, 8192,
+                    "head_dim 256: 16 heads x 256 = 4096 != hidden 3072", head_dim=256),
+    "gemma2-9b": _hf("Gemma-2-9B", "google/gemma-2-9b", 42, 3584, 16, 8, 14336, 256000, True, 8192,
+                     _GEMMA2, head_dim=256, norms_per_block=4),
+    "gemma2-27b": _hf("Gemma-2-27B", "google/gemma-2-27b", 46, 4608, 32, 16, 36864, 256000, True,
+                      8192, _GEMMA2, head_dim=128, norms_per_block=4),
+    "falcon-7b": dict(
+        name="Falcon-7B", num_layers=32, hidden_size=4544, num_attention_heads=71, num_kv_heads=1,
+        ffn_hidden_size=4 * 4544, vocab_size=65024, gated_mlp=False, tied_embeddings=True,
+        position_embedding="rope", norm="layernorm", linear_bias=False, dropout=False,
+        norms_per_block=1, max_seq_len=2048,
+        source=(f"config.json: {_HF.format('tiiuae/falcon-7b')}; multi-query (1 KV head), GELU MLP "
+                "of 4h, parallel attention and MLP behind one input_layernorm (FalconDecoderLayer "
+                "with parallel_attn and not new_decoder_architecture)")),
+})
+
 # ---------------------------------------------------------------- accelerators
 # Usable HBM: the driver exposes about 79.3 GiB of an "80 GB" part (ECC and reserved
 # pages); the same ratio is applied to the other parts.

@@ -100,6 +100,21 @@ class ModelSpec:
     position_embedding: str = "rope"
     norm: str = "rmsnorm"
     linear_bias: bool = False
+    # Exact-count fields (issue #14). ``head_dim``: width of one attention head; None is
+    # hidden_size / num_attention_heads (transformers' ``head_dim`` config key: Gemma-7B has
+    # 16 heads x 256 = 4096 != hidden 3072). ``qkv_bias``: biases on the q, k and v
+    # projections only (Qwen2's ``nn.Linear(..., bias=True)`` for q/k/v, o without); None
+    # follows ``linear_bias``. ``norms_per_block``: norm modules in one block (2 for
+    # pre-norm Llama/GPT; 1 for Falcon-7B's parallel block with one ``input_layernorm``;
+    # 4 for Gemma 2, which adds post-attention and post-feed-forward norms).
+    head_dim: int | None = None
+    qkv_bias: bool | None = None
+    norms_per_block: int | None = None     # None: 2
+    # ``fused_projections``: q, k, v in one ``nn.Linear`` and (gated MLP) gate and up in
+    # one (Phi-3's qkv_proj and gate_up_proj); None: fused when the MLP is not gated
+    # (GPT-2's c_attn, Falcon's query_key_value), apart when it is (Llama's q/k/v_proj).
+    # Changes the tensors ZeRO-3 fetches, not the count.
+    fused_projections: bool | None = None
     dropout: bool = True
     # Dropout on attention probabilities and on the two residual branches (transformers'
     # attention_dropout / attn_pdrop and resid_pdrop; Megatron's --attention-dropout and
@@ -112,6 +127,33 @@ class ModelSpec:
     num_params: int | None = None
     preset: str | None = None
     source: str | None = None
+
+    @property
+    def attention_head_dim(self) -> int:
+        """Width of one attention head: ``head_dim``, else hidden_size // num_attention_heads."""
+        return self.head_dim or self.hidden_size // (self.num_attention_heads or max(1, self.hidden_size // 128))
+
+    @property
+    def attention_width(self) -> int:
+        """Q's output width, heads x head_dim: hidden_size unless ``head_dim`` is given."""
+        if self.head_dim is None or self.num_attention_heads is None:
+            return self.hidden_size
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def has_qkv_bias(self) -> bool:
+        """Whether q, k and v carry biases: ``qkv_bias``, else ``linear_bias``."""
+        return self.linear_bias if self.qkv_bias is None else self.qkv_bias
+
+    @property
+    def has_fused_projections(self) -> bool:
+        """Whether q/k/v (and gate/up) are one tensor each: ``fused_projections``, else not gated."""
+        return (not self.gated_mlp) if self.fused_projections is None else self.fused_projections
+
+    @property
+    def block_norms(self) -> int:
+        """Norm modules per block: ``norms_per_block``, else 2 (pre-norm attention and MLP)."""
+        return 2 if self.norms_per_block is None else self.norms_per_block
 
     @property
     def has_architecture(self) -> bool:
@@ -134,6 +176,11 @@ class ModelSpec:
             position_embedding=_choice(d, "position_embedding", path, ("rope", "learned"), "rope"),
             norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
             linear_bias=_bool(d, "linear_bias", path, False),
+            head_dim=_int(d, "head_dim", path, minimum=1, maximum=100_000),
+            qkv_bias=None if d.get("qkv_bias") is None else _bool(d, "qkv_bias", path, False),
+            norms_per_block=_int(d, "norms_per_block", path, minimum=0, maximum=16),
+            fused_projections=(None if d.get("fused_projections") is None
+                               else _bool(d, "fused_projections", path, False)),
             dropout=_bool(d, "dropout", path, True),
             attention_dropout=_bool(d, "attention_dropout", path, _bool(d, "dropout", path, True)),
             hidden_dropout=_bool(d, "hidden_dropout", path, _bool(d, "dropout", path, True)),
@@ -155,9 +202,11 @@ class ModelSpec:
         if m.num_params is not None and (m.num_layers is None or m.hidden_size is None):
             raise ScenarioError(f"{path}.num_layers" if m.num_layers is None else f"{path}.hidden_size",
                                 "is required with num_params (activations depend on it)")
-        if m.num_attention_heads and m.hidden_size and m.hidden_size % m.num_attention_heads:
+        if (m.head_dim is None and m.num_attention_heads and m.hidden_size
+                and m.hidden_size % m.num_attention_heads):
             raise ScenarioError(f"{path}.num_attention_heads",
-                                f"must divide hidden_size {m.hidden_size}, got {m.num_attention_heads}")
+                                f"must divide hidden_size {m.hidden_size} (or give head_dim), "
+                                f"got {m.num_attention_heads}")
         if m.num_kv_heads and m.num_attention_heads and m.num_attention_heads % m.num_kv_heads:
             raise ScenarioError(f"{path}.num_kv_heads",
                                 f"must divide num_attention_heads {m.num_attention_heads}, got {m.num_kv_heads}")

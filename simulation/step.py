@@ -110,9 +110,9 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     """FLOPs of one layer for one micro-batch on one GPU, and of the output layer."""
     m, tr = sc.model, sc.training
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
-    norms = (4 if m.norm == "layernorm" else 2) * h
+    norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
     matmul = max(pc.per_layer_active - norms, 0)
-    attn = 4 * b * s * s * h
+    attn = 4 * b * s * s * m.attention_width      # QK^T and PV over heads x head_dim
     fwd = (2 * matmul * b * s + attn) / t
     kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
     f = m.ffn_hidden_size or 4 * h
@@ -127,7 +127,7 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
     """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7."""
     m, tr = sc.model, sc.training
     tokens = lay.global_batch_size * tr.seq_len
-    per_layer_attn = 12 * tr.seq_len * m.hidden_size          # 3 passes x 4*s*h per token
+    per_layer_attn = 12 * tr.seq_len * m.attention_width      # 3 passes x 4*s*(heads*head_dim) per token
     return 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
 
 
@@ -192,22 +192,29 @@ DEEPSPEED_MAX_REUSE_ELEMENTS = 1e9         # stage3_max_reuse_distance
 def weight_tensors_per_layer(sc: Scenario) -> int:
     """Weight matrices of one block, each its own ``nn.Linear``: GPT-style blocks have a
     fused QKV, the output projection and two MLP matrices (4); Llama-style (gated MLP)
-    blocks separate q, k, v, o and gate, up, down (7); each expert adds its MLP's."""
+    blocks separate q, k, v, o and gate, up, down (7); Phi-3 fuses q/k/v and gate/up
+    (``model.fused_projections``: qkv, o, gate_up, down = 4); each expert adds its MLP's."""
     m = sc.model
-    attn, mlp = (4, 3) if m.gated_mlp else (2, 2)
+    fused = m.has_fused_projections
+    attn = 2 if fused else 4
+    mlp = (2 if fused else 3) if m.gated_mlp else 2
     return attn + max(m.num_experts, 1) * mlp
 
 
 def param_tensors_per_layer(sc: Scenario) -> int:
     """Parameter tensors of one block, each a ``torch.nn.Parameter`` with its own gradient:
     the weight matrices (``weight_tensors_per_layer``), a bias for each with
-    ``linear_bias``, the router of a mixture of experts, and the two norms (weight, and
-    bias for LayerNorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 = 12."""
+    ``linear_bias`` (with ``qkv_bias`` alone: q, k and v's three, as Qwen2), the router of
+    a mixture of experts, and the block's norms (``norms_per_block``, default 2; weight,
+    and bias for LayerNorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 =
+    12; a Qwen2 block 7 + 3 + 2 = 12."""
     m = sc.model
     weights = weight_tensors_per_layer(sc)
     router = 1 if m.num_experts > 1 else 0
-    norms = 2 * (2 if m.norm == "layernorm" else 1)
-    return weights * (2 if m.linear_bias else 1) + router + norms
+    norms = m.block_norms * (2 if m.norm == "layernorm" else 1)
+    qkv_only = 1 if m.has_fused_projections else 3    # GPT's fused QKV or separate q, k, v
+    biases = weights if m.linear_bias else qkv_only if m.has_qkv_bias else 0
+    return weights + biases + router + norms
 
 
 def is_deepspeed_2021(sc: Scenario) -> bool:
