@@ -7,10 +7,10 @@ set. A running chunk adds the points it finished to its ``done`` count (``F()``)
 for a cancel at most every ``PROGRESS_EVERY_S`` seconds, so progress moves without a
 database write per point; when it ends it writes its results and, holding the sweep's row
 (``select_for_update``), settles the sweep once no chunk is left. Cancelling stops queued
-chunks at once and running ones within ``PROGRESS_EVERY_S`` (and the point in hand). Every point ends as a result: evaluated (valid or
-not, fitting or not, see ``simulation.sweep``), failed with the chunk's reason, or
-cancelled; a chunk whose worker died is failed by the read-time check, so no sweep stays
-running forever.
+chunks at once and running ones within ``PROGRESS_EVERY_S`` (and the point in hand). Every
+point ends as a result: evaluated (valid or not, fitting or not, see ``simulation.sweep``),
+failed with the chunk's reason, or cancelled; a chunk whose worker died is failed by the
+read-time check, so no sweep stays running forever.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ log = logging.getLogger(__name__)
 
 PROGRESS_EVERY_S = 0.5         # a running chunk writes its progress and checks for a cancel this often
 # A chunk aims to end within this share of the task's soft time limit, by the engine's cost
-# bound of its points: work units are microseconds on the development machine, and a loaded
-# or slower host was measured 6x slower (bench/bench_api.py), so a tenth leaves room.
+# bound of its points: work units are microseconds on the development machine, and on a
+# loaded host a 7B point of ~1,000 units took 2 ms of CPU and 6 ms of wall time
+# (bench/bench_api.py's sweep phase), so a tenth leaves room.
 TIME_LIMIT_SHARE = 0.1
 COST_SAMPLE_POINTS = 32        # grid points whose cost bound estimates a point's work
 MIN_CHUNK_WORK_UNITS = 100_000  # ~0.1 s of engine time: less is not worth a chunk of its own
