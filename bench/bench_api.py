@@ -19,9 +19,11 @@ DEBUG=0 as in production. Then, with ``--clients`` (default 32) concurrent HTTP 
 5. sweeps through gunicorn + Celery (``--sweep-points``, default 400 and 10,000): a worker with
    ``--sweep-workers`` pool processes (default 2) replaces the first one; each sweep is POSTed
    and its list row polled until it succeeded (end to end, as a client sees it), and the same
-   points are run by the engine alone in one process (``simulation.sweep.run``, no Django
-   in the loop) for its own rate: the sweep's points/s over (processes x that rate) is the
-   share of the engine's rate per worker process the web stack delivers.
+   points are run by the engine alone (``simulation.sweep.run``, no Django in the loop) in
+   one process for its own rate, and split over ``--sweep-workers`` processes started together:
+   the sweep's points/s over (processes x the one-process rate) is the share of the engine's
+   rate per worker process the web stack delivers; over the parallel engine's points/s, the
+   same share with the processes competing for the same cores as the workers do.
 
 Prints requests/s, latency percentiles and errors per phase, and beside each the machine's
 load while it ran: the 1-minute load average before -> after and the CPU cores that processes
@@ -76,18 +78,22 @@ print(json.dumps({"token": token.key, "spec": spec, "ids": ids, "same": same.pk}
 """
 
 
-# The engine alone on a sweep's points, in one process: {points, wall_s, cpu_s, valid}.
+# The engine alone on points start..stop-1 of a sweep's grid, in one process: it says "ready"
+# once warm, waits for a line on stdin (so that parallel copies start together), then prints
+# {points, wall_s, cpu_s, valid}.
 ENGINE_SWEEP = """
 import json, sys, time
 import django
 django.setup()
 from simulation import sweep
 from tierlab.catalog.lookups import catalog_lookups
-base, axes = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+base, axes, start, stop = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 lookups = catalog_lookups()
 warm = [{"path": "training.seq_len", "values": [100 + i for i in range(10)]}]   # not in the grid
 sweep.run(sweep.expand(base, warm), **lookups)          # imports and the catalog, as a warm worker has them
-points = sweep.expand(base, axes)
+points = sweep.expand(base, axes, start, stop)
+print("ready", flush=True)
+sys.stdin.readline()
 wall, cpu = time.perf_counter(), time.process_time()
 results = sweep.run(points, **lookups)
 print(json.dumps({"points": len(points), "wall_s": time.perf_counter() - wall,
@@ -113,12 +119,28 @@ def children_cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def engine_rate(python, env, spec, axes) -> dict:
+def engine_rate(python, env, spec, axes, processes: int = 1) -> dict:
+    """The engine alone on the grid's points, split into ``processes`` equal parts run at
+    once by as many processes (started together once all are warm): points/s over the
+    slowest part's wall time, CPU seconds summed."""
+    total = 1
+    for ax in axes:
+        total *= len(ax["values"])
+    bounds = [(k * total // processes, (k + 1) * total // processes) for k in range(processes)]
+    procs = [subprocess.Popen([python, "-c", ENGINE_SWEEP, json.dumps(spec), json.dumps(axes), str(a), str(b)],
+                              cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for a, b in bounds]
+    for proc in procs:
+        if proc.stdout.readline().strip() != "ready":
+            raise SystemExit("the engine's sweep process did not start")
     with HostLoad(children_cpu_s) as load:
-        out = subprocess.run([python, "-c", ENGINE_SWEEP, json.dumps(spec), json.dumps(axes)], cwd=ROOT,
-                             env=env, check=True, capture_output=True, text=True).stdout
-    measured = json.loads(out.strip().splitlines()[-1])
-    return dict(measured, points_per_s=measured["points"] / measured["wall_s"], load=load)
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        outs = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in procs]
+    wall = max(o["wall_s"] for o in outs)
+    return {"points": total, "wall_s": wall, "cpu_s": sum(o["cpu_s"] for o in outs), "processes": processes,
+            "points_per_s": total / wall, "load": load}
 
 
 async def sweep_end_to_end(make_client, scenario_id, axes, name) -> dict:
@@ -551,8 +573,9 @@ def main():
             for k, size in enumerate(sweep_sizes):
                 axes = sweep_axes(size)
                 engine = engine_rate(python, env, setup["spec"], axes)
+                parallel = engine_rate(python, env, setup["spec"], axes, args.sweep_workers)
                 web = asyncio.run(sweep_end_to_end(make_client, setup["same"], axes, f"bench-sweep-{k}-{size}"))
-                sweeps.append((size, engine, web))
+                sweeps.append((size, engine, parallel, web))
     finally:
         for proc in reversed(procs):
             stop(proc)
@@ -589,7 +612,7 @@ def main():
         print(f"\nrun created -> finished on the server (warm worker, {len(server_side)} runs): "
               f"median {statistics.median(server_side) * 1e3:.0f} ms, "
               f"max {server_side[-1] * 1e3:.0f} ms")
-    for size, engine, web in sweeps:
+    for size, engine, parallel, web in sweeps:
         rate = web["points"] / web["elapsed_s"]
         share = rate / (args.sweep_workers * engine["points_per_s"])
         print(f"\nsweep of {size:,} points ({web['chunks']} chunks, {web['valid_done']} evaluated, "
@@ -599,11 +622,16 @@ def main():
               f"({engine['points']:,} in {engine['wall_s']:.2f} s, {engine['cpu_s']:.2f} s CPU): "
               f"{share:.2f} of {args.sweep_workers} x the engine's rate per worker process (goal >= 0.80"
               f"{'; 400 points: under 2 s' if size == 400 else ''})")
+        print(f"  the engine alone in {parallel['processes']} processes at once, each on its share of the points: "
+              f"{parallel['points_per_s']:.0f} points/s ({parallel['wall_s']:.2f} s, {parallel['cpu_s']:.2f} s CPU): "
+              f"the sweep ran at {rate / parallel['points_per_s']:.2f} of that (the same processes competing for "
+              f"the same cores)")
         print(f"  CPU per point: worker processes {web['worker_cpu_s'] / size * 1e3:.2f} ms, the engine alone "
               f"{engine['cpu_s'] / engine['points'] * 1e3:.2f} ms ({engine['cpu_s'] / max(web['worker_cpu_s'], 1e-9):.2f} "
               f"of the workers' CPU is the engine's); gunicorn {web['server_cpu_s'] * 1e3:.0f} ms in all")
         print(f"  sweep measured with {web['load'].describe()}")
-        print(f"  engine measured with {engine['load'].describe()}")
+        print(f"  engine measured with {engine['load'].describe()}; in {parallel['processes']} processes with "
+              f"{parallel['load'].describe()}")
     codes = {row.name: row.codes for row in rows if row.errors}
     if codes:
         print(f"status codes of phases with errors: {codes}")

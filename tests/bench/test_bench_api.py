@@ -74,6 +74,8 @@ def test_the_benchmark_prints_the_load_beside_the_quick_estimate_p99_and_the_swe
                      r"\d+ points/s through gunicorn \+ Celery with 2 worker processes; the engine alone \d+ "
                      r"points/s in one process on the same points \(12 in [\d.]+ s, [\d.]+ s CPU\): [\d.]+ of 2 x "
                      r"the engine's rate per worker process \(goal >= 0.80\)", text), text
+    assert re.search(r"the engine alone in 2 processes at once, each on its share of the points: \d+ points/s "
+                     r"\([\d.]+ s, [\d.]+ s CPU\): the sweep ran at [\d.]+ of that", text), text
     assert re.search(r"CPU per point: worker processes [\d.]+ ms, the engine alone [\d.]+ ms", text), text
     assert re.search(r"sweep measured with load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores", text), text
     assert re.search(r"engine measured with load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores", text), text
