@@ -22,7 +22,8 @@ RUN pip install --no-cache-dir -e . \
  && mkdir -p var staticfiles && chown -R tierlab var staticfiles
 USER tierlab
 # gunicorn reads WEB_CONCURRENCY (processes) and GUNICORN_CMD_ARGS itself, and gunicorn.conf.py
-# (WEB_MAX_REQUESTS: a process is replaced after that many requests) from /app.
+# (WEB_MAX_REQUESTS, WEB_MAX_MEMORY_KIB: a process is replaced after that many requests or
+# one that left it above that resident memory) from /app.
 ENV DEBUG=0 WEB_CONCURRENCY=3
 EXPOSE 8000
 CMD ["gunicorn", "tierlab.wsgi", "--bind", "0.0.0.0:8000", "--access-logfile", "-"]

@@ -16,6 +16,15 @@ DEBUG=0 as in production. Then, with ``--clients`` (default 32) concurrent HTTP 
 3. ``POST /api/v1/scenarios/{id}/runs/`` of an identical input (reuses the stored result);
 4. ``POST /api/v1/scenarios/{id}/runs/`` of a new input each time (queued for the worker).
 
+5. sweeps through gunicorn + Celery (``--sweep-points``, default 400 and 10,000): a worker with
+   ``--sweep-workers`` pool processes (default 2) replaces the first one; each sweep is POSTed
+   and its list row polled until it succeeded (end to end, as a client sees it), and the same
+   points are run by the engine alone (``simulation.sweep.run``, no Django in the loop) in
+   one process for its own rate, and split over ``--sweep-workers`` processes started together:
+   the sweep's points/s over (processes x the one-process rate) is the share of the engine's
+   rate per worker process the web stack delivers; over the parallel engine's points/s, the
+   same share with the processes competing for the same cores as the workers do.
+
 Prints requests/s, latency percentiles and errors per phase, and beside each the machine's
 load while it ran: the 1-minute load average before -> after and the CPU cores that processes
 other than the benchmark's own (server, worker, this client) kept busy, plus the hypervisor's
@@ -67,6 +76,99 @@ ids = [s.pk for s in Scenario.objects.bulk_create(variants)]
 same = Scenario.objects.create(owner=user, name="bench same", spec=spec)
 print(json.dumps({"token": token.key, "spec": spec, "ids": ids, "same": same.pk}))
 """
+
+
+# The engine alone on points start..stop-1 of a sweep's grid, in one process: it says "ready"
+# once warm, waits for a line on stdin (so that parallel copies start together), then prints
+# {points, wall_s, cpu_s, valid}.
+ENGINE_SWEEP = """
+import json, sys, time
+import django
+django.setup()
+from simulation import sweep
+from tierlab.catalog.lookups import catalog_lookups
+base, axes, start, stop = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+lookups = catalog_lookups()
+warm = [{"path": "training.seq_len", "values": [100 + i for i in range(10)]}]   # not in the grid
+sweep.run(sweep.expand(base, warm), **lookups)          # imports and the catalog, as a warm worker has them
+points = sweep.expand(base, axes, start, stop)
+print("ready", flush=True)
+sys.stdin.readline()
+wall, cpu = time.perf_counter(), time.process_time()
+results = sweep.run(points, **lookups)
+print(json.dumps({"points": len(points), "wall_s": time.perf_counter() - wall,
+                  "cpu_s": time.process_time() - cpu, "valid": sum(r["valid"] for r in results)}))
+"""
+
+
+POLL_S = 0.1      # a sweep's list row is read this often: its end is known within 0.1 s, at ~7 ms of server CPU a read
+
+
+def sweep_axes(points: int) -> list[dict]:
+    """A grid of ``points`` distinct valid inputs on the benchmark's scenario (7B, one GPU,
+    micro batch 1: any global batch divides): sequence lengths x global batches, as square
+    as ``points`` allows."""
+    rows = next(r for r in range(int(points ** 0.5), 0, -1) if points % r == 0)
+    return [{"path": "training.seq_len", "values": [256 + 16 * i for i in range(rows)]},
+            {"path": "training.global_batch_size", "values": list(range(1, points // rows + 1))}]
+
+
+def children_cpu_s() -> float:
+    """This process's CPU seconds and those of the children it waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def engine_rate(python, env, spec, axes, processes: int = 1) -> dict:
+    """The engine alone on the grid's points, split into ``processes`` equal parts run at
+    once by as many processes (started together once all are warm): points/s over the
+    slowest part's wall time, CPU seconds summed."""
+    total = 1
+    for ax in axes:
+        total *= len(ax["values"])
+    bounds = [(k * total // processes, (k + 1) * total // processes) for k in range(processes)]
+    procs = [subprocess.Popen([python, "-c", ENGINE_SWEEP, json.dumps(spec), json.dumps(axes), str(a), str(b)],
+                              cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for a, b in bounds]
+    for proc in procs:
+        if proc.stdout.readline().strip() != "ready":
+            raise SystemExit("the engine's sweep process did not start")
+    with HostLoad(children_cpu_s) as load:
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        outs = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in procs]
+    wall = max(o["wall_s"] for o in outs)
+    return {"points": total, "wall_s": wall, "cpu_s": sum(o["cpu_s"] for o in outs), "processes": processes,
+            "points_per_s": total / wall, "load": load}
+
+
+async def sweep_end_to_end(make_client, scenario_id, axes, name) -> dict:
+    """POST the sweep, poll its (light) list row until it ends; times as the client sees them."""
+    http = make_client()
+    body = json.dumps({"scenario": scenario_id, "axes": axes, "name": name}).encode()
+    worker_cpu, server_cpu = group_cpu_s(WORKER_PGID), group_cpu_s(SERVER_PGID)
+    with HostLoad(benchmark_cpu_s) as load:
+        started = time.perf_counter()
+        status, answer = await http.request("POST", "/api/v1/sweeps/", body)
+        posted = time.perf_counter() - started
+        if status != 202:
+            http.close()
+            raise SystemExit(f"sweep {name}: HTTP {status} {answer[:300]!r}")
+        sweep = json.loads(answer)
+        row = {"status": sweep["status"]}
+        while row["status"] not in ("succeeded", "failed", "cancelled"):
+            await asyncio.sleep(POLL_S)
+            rows = json.loads((await http.request("GET", f"/api/v1/sweeps/?q={name}"))[1])["results"]
+            row = next(r for r in rows if r["id"] == sweep["id"])
+        elapsed = time.perf_counter() - started
+    worker_cpu, server_cpu = group_cpu_s(WORKER_PGID) - worker_cpu, group_cpu_s(SERVER_PGID) - server_cpu
+    detail = json.loads((await http.request("GET", f"/api/v1/sweeps/{sweep['id']}/"))[1])
+    http.close()
+    done = sum(p["status"] == "done" and p.get("valid", False) for p in detail["points"])
+    return {"points": sweep["total_points"], "chunks": sweep["chunks"], "status": row["status"],
+            "elapsed_s": elapsed, "post_s": posted, "valid_done": done, "load": load,
+            "worker_cpu_s": worker_cpu, "server_cpu_s": server_cpu}
 
 
 def free_port() -> int:
@@ -385,6 +487,10 @@ def main():
                         help="load generator: raw asyncio HTTP/1.1 (light) or httpx")
     parser.add_argument("--use-env", action="store_true",
                         help="use DATABASE_URL / CELERY_BROKER_URL from the environment")
+    parser.add_argument("--sweep-points", default="400,10000",
+                        help="comma-separated sweep sizes to run end to end (empty: none)")
+    parser.add_argument("--sweep-workers", type=int, default=2,
+                        help="Celery pool processes for the sweeps (SWEEP_WORKERS)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and logs")
     args = parser.parse_args()
 
@@ -393,7 +499,10 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERLAB_TEST_")}
     env.update(DEBUG="0", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1",
                DB_CONN_MAX_AGE=str(args.conn_max_age), TIERLAB_RUN_QUEUE=queue, DJANGO_SETTINGS_MODULE="tierlab.settings",
-               PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", VITE_DEV_MODE="1")
+               PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", VITE_DEV_MODE="1",
+               SWEEP_WORKERS=str(args.sweep_workers))
+    env.pop("SWEEP_CHUNK_POINTS", None)            # chunks as the web side sizes them
+    sweep_sizes = [int(x) for x in args.sweep_points.split(",") if x.strip()]
     if not args.use_env:
         env.pop("DATABASE_URL", None)
         env.pop("CELERY_BROKER_URL", None)
@@ -450,6 +559,23 @@ def main():
             return warm, rows, server_side
 
         _, rows, server_side = asyncio.run(phases())
+
+        sweeps = []
+        if sweep_sizes:
+            stop(procs.pop())                              # the -c 1 worker makes way
+            sweep_worker = [python, "-m", "celery", "-A", "tierlab", "worker", "--pool", "prefork",
+                            "--concurrency", str(args.sweep_workers), "--queues", queue,
+                            "--hostname", f"bench-sweeps@{socket.gethostname()}", "--loglevel", "info",
+                            "--without-gossip", "--without-mingle", "--without-heartbeat"]
+            procs.append(start(sweep_worker, env, tmp / "worker-sweeps.log"))
+            WORKER_PGID = procs[-1].pid
+            wait_log(" ready.", procs[-1], tmp / "worker-sweeps.log")
+            for k, size in enumerate(sweep_sizes):
+                axes = sweep_axes(size)
+                engine = engine_rate(python, env, setup["spec"], axes)
+                parallel = engine_rate(python, env, setup["spec"], axes, args.sweep_workers)
+                web = asyncio.run(sweep_end_to_end(make_client, setup["same"], axes, f"bench-sweep-{k}-{size}"))
+                sweeps.append((size, engine, parallel, web))
     finally:
         for proc in reversed(procs):
             stop(proc)
@@ -486,6 +612,26 @@ def main():
         print(f"\nrun created -> finished on the server (warm worker, {len(server_side)} runs): "
               f"median {statistics.median(server_side) * 1e3:.0f} ms, "
               f"max {server_side[-1] * 1e3:.0f} ms")
+    for size, engine, parallel, web in sweeps:
+        rate = web["points"] / web["elapsed_s"]
+        share = rate / (args.sweep_workers * engine["points_per_s"])
+        print(f"\nsweep of {size:,} points ({web['chunks']} chunks, {web['valid_done']} evaluated, "
+              f"{web['status']}): {web['elapsed_s']:.2f} s end to end (POST {web['post_s'] * 1e3:.0f} ms), "
+              f"{rate:.0f} points/s through gunicorn + Celery with {args.sweep_workers} worker processes; "
+              f"the engine alone {engine['points_per_s']:.0f} points/s in one process on the same points "
+              f"({engine['points']:,} in {engine['wall_s']:.2f} s, {engine['cpu_s']:.2f} s CPU): "
+              f"{share:.2f} of {args.sweep_workers} x the engine's rate per worker process (goal >= 0.80"
+              f"{'; 400 points: under 2 s' if size == 400 else ''})")
+        print(f"  the engine alone in {parallel['processes']} processes at once, each on its share of the points: "
+              f"{parallel['points_per_s']:.0f} points/s ({parallel['wall_s']:.2f} s, {parallel['cpu_s']:.2f} s CPU): "
+              f"the sweep ran at {rate / parallel['points_per_s']:.2f} of that (the same processes competing for "
+              f"the same cores)")
+        print(f"  CPU per point: worker processes {web['worker_cpu_s'] / size * 1e3:.2f} ms, the engine alone "
+              f"{engine['cpu_s'] / engine['points'] * 1e3:.2f} ms ({engine['cpu_s'] / max(web['worker_cpu_s'], 1e-9):.2f} "
+              f"of the workers' CPU is the engine's); gunicorn {web['server_cpu_s'] * 1e3:.0f} ms in all")
+        print(f"  sweep measured with {web['load'].describe()}")
+        print(f"  engine measured with {engine['load'].describe()}; in {parallel['processes']} processes with "
+              f"{parallel['load'].describe()}")
     codes = {row.name: row.codes for row in rows if row.errors}
     if codes:
         print(f"status codes of phases with errors: {codes}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from typing import Callable
 
 from .cost import validate
@@ -24,7 +25,7 @@ from .errors import ScenarioError
 from .evaluate import evaluate
 from .scenario import Scenario
 
-MAX_POINTS = 400
+MAX_POINTS = 10_000             # the planner's scale; a point takes ~0.4-6 ms (simulation.cost)
 
 
 def _set(d: dict, path: str, value):
@@ -41,8 +42,10 @@ def _set(d: dict, path: str, value):
     node[last] = value
 
 
-def expand(base: dict, axes: list) -> list[dict]:
-    """Grid points: ``[{"index": i, "values": {path: v}, "scenario": {...}}]``."""
+def grid_size(axes: list) -> int:
+    """Points of the grid ``axes`` spans (the product of the axes' lengths), after checking
+    its shape: one or two axes, each ``{"path": str, "values": non-empty list}``, at most
+    :data:`MAX_POINTS` points. Raises ScenarioError naming ``axes`` or ``axes.<k>.<key>``."""
     if not isinstance(axes, list) or not 1 <= len(axes) <= 2:
         raise ScenarioError("axes", "give one or two axes")
     for k, ax in enumerate(axes):
@@ -54,17 +57,40 @@ def expand(base: dict, axes: list) -> list[dict]:
     for ax in axes:
         n *= len(ax["values"])
     if n > MAX_POINTS:
-        raise ScenarioError("axes", f"{n} points; at most {MAX_POINTS} per sweep")
-    points = []
-    for i, combo in enumerate(itertools.product(*[ax["values"] for ax in axes])):
-        d = copy.deepcopy(base)
-        for ax, v in zip(axes, combo):
-            _set(d, ax["path"], v)
-            if ax.get("scales_global_batch"):
-                _scale_global_batch(base, d, v)
-        points.append({"index": i, "values": {ax["path"]: v for ax, v in zip(axes, combo)},
-                       "scenario": d})
-    return points
+        raise ScenarioError("axes", f"{n} points; at most {MAX_POINTS:,} per sweep")
+    return n
+
+
+def expand(base: dict, axes: list, start: int = 0, stop: int | None = None) -> list[dict]:
+    """Grid points ``start`` .. ``stop - 1`` (all by default), in row-major order of the
+    axes: ``[{"index": i, "values": {path: v}, "scenario": {...}}]``. Only the points asked
+    for are built (a chunk of a large sweep copies its own points, not the whole grid)."""
+    n = grid_size(axes)
+    stop = n if stop is None else min(stop, n)
+    combos = itertools.product(*[ax["values"] for ax in axes])
+    return [_point(base, axes, i, combo) for i, combo in enumerate(itertools.islice(combos, start, stop), start)]
+
+
+def point_at(base: dict, axes: list, index: int) -> dict:
+    """Grid point ``index`` alone (``expand(base, axes, index, index + 1)[0]`` without
+    walking the grid up to it). Raises IndexError outside the grid."""
+    n = grid_size(axes)
+    if not 0 <= index < n:
+        raise IndexError(f"point {index} of a {n}-point grid")
+    combo, rest = [], index
+    for ax in reversed(axes):                 # row-major: the last axis varies fastest
+        rest, j = divmod(rest, len(ax["values"]))
+        combo.append(ax["values"][j])
+    return _point(base, axes, index, tuple(reversed(combo)))
+
+
+def _point(base: dict, axes: list, index: int, combo: tuple) -> dict:
+    d = copy.deepcopy(base)
+    for ax, v in zip(axes, combo):
+        _set(d, ax["path"], v)
+        if ax.get("scales_global_batch"):
+            _scale_global_batch(base, d, v)
+    return {"index": index, "values": {ax["path"]: v for ax, v in zip(axes, combo)}, "scenario": d}
 
 
 def _scale_global_batch(base: dict, point: dict, nodes) -> None:
@@ -113,11 +139,22 @@ def run(points: list, progress: Callable[[float], None] | None = None, **lookups
 
 
 def pareto(results: list[dict]) -> list[int]:
-    """Indices of feasible points on the cost-per-million-tokens / step-time front."""
-    pts = [(r["usd_per_million_tokens"], r["step_time_s"], r["index"]) for r in results
-           if r.get("fits") and r.get("step_time_s") and r.get("usd_per_million_tokens") is not None]
-    front = []
-    for c, t, i in pts:
-        if not any((c2 <= c and t2 <= t) and (c2 < c or t2 < t) for c2, t2, _ in pts):
-            front.append(i)
+    """Indices of feasible points on the cost-per-million-tokens / step-time front: those no
+    other feasible point beats, that is matches or betters on both and betters on one (so
+    points with equal cost and time are all kept). Sorted by index.
+
+    By cost, then time (O(n log n), the two-criteria case of Kung, Luccio and Preparata,
+    "On finding the maxima of a set of vectors", J. ACM 22(4), 1975): a point is beaten
+    exactly when a cheaper point is as fast (``best`` below: the fastest time among cheaper
+    points) or a point of the same cost is faster (``fastest`` of its cost).
+    """
+    pts = sorted((r["usd_per_million_tokens"], r["step_time_s"], r["index"]) for r in results
+                 if r.get("fits") and r.get("step_time_s") and r.get("usd_per_million_tokens") is not None)
+    front, best = [], math.inf
+    for _, same_cost in itertools.groupby(pts, key=lambda p: p[0]):
+        group = list(same_cost)
+        fastest = group[0][1]                     # sorted by time within one cost
+        if fastest < best:
+            front.extend(i for _, t, i in group if t == fastest)
+            best = fastest
     return sorted(front)

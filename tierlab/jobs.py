@@ -17,6 +17,21 @@ def limit_exceeded(subject: str, limit_s, hard: bool = False) -> str:
     return f"time limit exceeded: {subject} longer than {limit_s} s"
 
 
+def reconnect_after_interrupt() -> None:
+    """Close this process's database connection after a job was interrupted by its soft time
+    limit, before it records why.
+
+    Celery raises ``SoftTimeLimitExceeded`` from a signal handler (billiard/pool.py
+    ``soft_timeout_sighandler``), wherever the job is: landing inside a query it leaves the
+    connection mid-protocol (psycopg: "sending query failed: another command is already in
+    progress"), so the job's own ``mark_failed`` failed and the run stayed ``running`` until
+    the stale check, minutes later. Django opens a new connection at the next query.
+    """
+    from django.db import connection
+
+    connection.close()
+
+
 def fail_chunk_after_hard_limit(model, chunk_id: int, limit_s: float, finish_chunk, empty_result) -> None:
     """A sweep or plan chunk (``model``) whose process the worker killed at the hard time
     limit: finish it as failed with ``empty_result`` and the reason, unless it had ended."""

@@ -311,6 +311,13 @@ TIERLAB_RUN_STALE_AFTER_S = CELERY_TASK_TIME_LIMIT + env_int("RUN_STALE_MARGIN_S
 # RUN_MAX_REQUEUES times, then marked failed.
 TIERLAB_RUN_QUEUED_TIMEOUT_S = env_int("RUN_QUEUED_TIMEOUT_S", 1800, 1)
 TIERLAB_RUN_MAX_REQUEUES = env_int("RUN_MAX_REQUEUES", 2, 0)
+# Sweeps (tierlab.dashboard.sweeps.chunk_size): split into about SWEEP_CHUNKS_PER_WORKER
+# chunks for each of SWEEP_WORKERS worker processes (all workers' pool processes together;
+# by default the WORKER_CONCURRENCY scripts/start and compose give the one worker), fewer
+# points a chunk where they would take long; SWEEP_CHUNK_POINTS > 0 fixes the points a chunk.
+TIERLAB_SWEEP_WORKERS = env_int("SWEEP_WORKERS", env_int("WORKER_CONCURRENCY", 2, 1), 1)
+TIERLAB_SWEEP_CHUNKS_PER_WORKER = env_int("SWEEP_CHUNKS_PER_WORKER", 2, 1)
+TIERLAB_SWEEP_CHUNK_POINTS = env_int("SWEEP_CHUNK_POINTS", 0, 0)
 # A run whose worker died this many times (killed mid-run, redelivered) is marked failed.
 TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # A plan's candidates go to at least TIERLAB_PLAN_CHUNKS Celery tasks (so every worker takes

@@ -54,9 +54,10 @@ def test_host_load_leaves_the_benchmarks_own_cpu_out():
     assert load.other_cores == 0.0
 
 
-def test_the_benchmark_prints_the_load_beside_the_quick_estimate_p99():
+def test_the_benchmark_prints_the_load_beside_the_quick_estimate_p99_and_the_sweeps():
     out = subprocess.run([sys.executable, "bench/bench_api.py", "--duration", "0.3", "--clients", "4",
-                          "--round-trips", "1"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+                          "--round-trips", "1", "--sweep-points", "12"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout
     assert re.search(r"before it started \(1 s\): load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores; "
@@ -68,3 +69,20 @@ def test_the_benchmark_prints_the_load_beside_the_quick_estimate_p99():
     assert re.search(r"quick estimate, 4 clients: p50 [\d.]+ ms, p99 [\d.]+ ms \(goal: p99 < 50 ms\), "
                      r"\d+ errors; measured with load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores; "
                      r"[\d.]+ cores busy in other processes, [\d.]+ stolen by the hypervisor", text), text
+    # a sweep end to end beside the engine's own rate on the same points, with the load
+    assert re.search(r"sweep of 12 points \(1 chunks, 12 evaluated, succeeded\): [\d.]+ s end to end \(POST \d+ ms\), "
+                     r"\d+ points/s through gunicorn \+ Celery with 2 worker processes; the engine alone \d+ "
+                     r"points/s in one process on the same points \(12 in [\d.]+ s, [\d.]+ s CPU\): [\d.]+ of 2 x "
+                     r"the engine's rate per worker process \(goal >= 0.80\)", text), text
+    assert re.search(r"the engine alone in 2 processes at once, each on its share of the points: \d+ points/s "
+                     r"\([\d.]+ s, [\d.]+ s CPU\): the sweep ran at [\d.]+ of that", text), text
+    assert re.search(r"CPU per point: worker processes [\d.]+ ms, the engine alone [\d.]+ ms", text), text
+    assert re.search(r"sweep measured with load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores", text), text
+    assert re.search(r"engine measured with load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores", text), text
+
+
+def test_a_sweep_grid_of_the_benchmark_has_the_points_asked_for():
+    bench = bench_module()
+    for points, shape in ((400, (20, 20)), (10_000, (100, 100)), (12, (3, 4)), (7, (1, 7))):
+        axes = bench.sweep_axes(points)
+        assert tuple(len(ax["values"]) for ax in axes) == shape

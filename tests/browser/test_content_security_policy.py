@@ -1,6 +1,7 @@
 """The pages work under the Content-Security-Policy the server sends: the scenario builder
 (both model kinds), run pages with their charts (and a chart tooltip), a comparison, a sweep,
-the API docs, the browsable API and the admin, in headless Chromium, with no policy violation and no console error. A script
+a plan, the cluster profiles, a share link's page, the API docs, the browsable API and the
+admin, in headless Chromium, with no policy violation and no console error. A script
 injected into the page is refused, so the policy is enforced, not merely sent."""
 
 import uuid
@@ -110,8 +111,15 @@ def test_the_pages_work_under_the_policy(watched, live_url, user_admin, catalog,
     page.wait_for_selector("#sweep-pareto[data-rendered='true']")
     assert_clean(page, "sweep")
 
+    from tests.web.test_plans_api import SPEC, run_chunks as run_plan_chunks
+    from tierlab.dashboard import plans, sharing
+
+    plan = plans.create_plan(user_admin, SPEC, "CSP")          # pages added after this test first ran
+    run_plan_chunks(plan)
+    shared = sharing.create_share(user_admin, "sweep", sweep.pk)
     for path in ("/catalog/", "/scenarios/", f"/scenarios/{base.pk}/", f"/sweeps/new/?scenario={base.pk}",
-                 "/compare/", f"/scenarios/{base.pk}/duplicate/"):
+                 "/compare/", f"/scenarios/{base.pk}/duplicate/", "/plans/new/", f"/plans/{plan.pk}/",
+                 "/profiles/", f"/s/{shared.token}/"):
         open_page(page, live_url + path)
         page.wait_for_load_state("networkidle")
         assert_clean(page, path)

@@ -1,9 +1,12 @@
 """Sweeps: grid expansion, invalid points as results, progress, Pareto front."""
 
+import time
+
 import pytest
+from hypothesis import given, strategies as st
 
 from simulation import ScenarioError
-from simulation.sweep import expand, pareto, run
+from simulation.sweep import MAX_POINTS, expand, grid_size, pareto, point_at, run
 
 BASE = {"model": "llama2-13b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
         "training": {"recompute": "full"}, "strategy": {"kind": "zero3"}}
@@ -26,7 +29,7 @@ def test_preset_string_model_can_be_swept():
 @pytest.mark.parametrize("axes,field", [
     ([], "axes"), ([{"path": "", "values": [1]}], "axes.0.path"),
     ([{"path": "cluster.num_nodes", "values": []}], "axes.0.values"),
-    ([{"path": "a", "values": list(range(30))}, {"path": "b", "values": list(range(30))}], "axes"),
+    ([{"path": "a", "values": list(range(101))}, {"path": "b", "values": list(range(100))}], "axes"),
 ])
 def test_bad_axes_name_the_field(axes, field):
     with pytest.raises(ScenarioError) as e:
@@ -53,3 +56,55 @@ def test_pareto_front_by_hand():
           dict(index=3, fits=False, step_time_s=0.5, usd_per_million_tokens=1.0),  # infeasible
           dict(index=4, fits=True, step_time_s=3.0, usd_per_million_tokens=3.0)]
     assert pareto(rs) == [0, 1, 4]
+
+
+def beaten(p: dict, q: dict) -> bool:
+    """The front's definition: ``q`` matches or betters ``p`` on cost and time and betters one."""
+    c, t, c2, t2 = p["usd_per_million_tokens"], p["step_time_s"], q["usd_per_million_tokens"], q["step_time_s"]
+    return c2 <= c and t2 <= t and (c2 < c or t2 < t)
+
+
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6), st.booleans()), max_size=40))
+def test_the_front_is_every_feasible_point_no_other_beats(cells):
+    """Against the definition applied pair by pair; small integers make ties common (equal
+    cost, equal time, both: all kept, neither beats the other)."""
+    rs = [dict(index=i, fits=fits, step_time_s=float(t), usd_per_million_tokens=float(c))
+          for i, (c, t, fits) in enumerate(cells)]
+    feasible = [r for r in rs if r["fits"]]
+    assert pareto(rs) == [p["index"] for p in feasible if not any(beaten(p, q) for q in feasible)]
+
+
+def test_the_front_of_ties_keeps_them_all():
+    rs = [dict(index=i, fits=True, step_time_s=t, usd_per_million_tokens=c)
+          for i, (c, t) in enumerate([(2, 2), (2, 2), (1, 3), (1, 3), (2, 1), (3, 1)])]
+    # (2,2) is beaten by (2,1): same cost, faster; (3,1) by (2,1); the (1,3) pair are equal
+    assert pareto(rs) == [2, 3, 4]
+
+
+def test_the_front_of_ten_thousand_points_is_not_quadratic():
+    """A 10,000-point sweep that all fits on one diagonal (every point on the front): the
+    pairwise definition is 10^8 comparisons (tens of seconds in Python), this a sort."""
+    rs = [dict(index=i, fits=True, step_time_s=1.0 + i, usd_per_million_tokens=1e4 - i) for i in range(10_000)]
+    started = time.process_time()
+    assert pareto(rs) == list(range(10_000))
+    assert time.process_time() - started < 1.0
+
+
+def test_a_sweep_may_have_ten_thousand_points_not_more():
+    axes = [{"path": "training.seq_len", "values": list(range(100))},
+            {"path": "training.global_batch_size", "values": list(range(100))}]
+    assert MAX_POINTS == 10_000 and grid_size(axes) == 10_000
+    with pytest.raises(ScenarioError, match="10001 points; at most 10,000 per sweep"):
+        grid_size([{"path": "training.seq_len", "values": list(range(10_001))}])
+
+
+def test_a_slice_of_the_grid_is_built_alone_and_equals_the_whole_grids():
+    axes = [{"path": "cluster.num_nodes", "values": [1, 2, 4], "scales_global_batch": True},
+            {"path": "training.micro_batch_size", "values": [1, 2, 4, 8]}]
+    base = dict(BASE, training={"recompute": "full", "global_batch_size": 16})
+    whole = expand(base, axes)
+    assert expand(base, axes, 5, 9) == whole[5:9] and [p["index"] for p in whole[5:9]] == [5, 6, 7, 8]
+    assert expand(base, axes, 10, 99) == whole[10:] and expand(base, axes, 12) == []
+    assert [point_at(base, axes, i) for i in range(12)] == whole
+    with pytest.raises(IndexError):
+        point_at(base, axes, 12)

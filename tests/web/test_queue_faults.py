@@ -222,6 +222,35 @@ def test_a_web_process_is_replaced_after_its_request_limit(queue, procs, tmp_pat
     assert log.count("Booting worker with pid") >= 2, log[-3000:]
 
 
+def test_a_web_process_is_replaced_after_a_request_leaves_it_over_its_memory_limit(queue, procs, tmp_path):
+    """WEB_MAX_MEMORY_KIB=1: every process is over it after its first request (a Django
+    process holds ~100 MiB), so each request is answered and its process replaced; the
+    request count alone (WEB_MAX_REQUESTS=0) would never replace one."""
+    web = start_gunicorn(tmp_path, worker_env(queue, WEB_MAX_REQUESTS=0, WEB_MAX_MEMORY_KIB=1))
+    procs.append(web)
+    for _ in range(3):
+        assert http("GET", web.url + "/healthz")[0] in (200, 503)
+    log = poll(web.log, lambda text: text.count("Booting worker with pid") >= 3, timeout=30)
+    assert "resident is over WEB_MAX_MEMORY_KIB (1 KiB)" in log, log[-3000:]
+    assert log.count("Booting worker with pid") >= 3, log[-3000:]
+
+
+def test_the_web_memory_limit_is_off_at_zero_and_a_bad_one_stops_gunicorn(queue, procs, tmp_path):
+    import subprocess
+
+    web = start_gunicorn(tmp_path, worker_env(queue, WEB_MAX_REQUESTS=0, WEB_MAX_MEMORY_KIB=0))
+    procs.append(web)
+    for _ in range(3):
+        assert http("GET", web.url + "/healthz")[0] in (200, 503)
+    time.sleep(1)
+    assert web.log().count("Booting worker with pid") == 1, web.log()[-3000:]
+    result = subprocess.run([sys.executable, "-m", "gunicorn", "--check-config", "tierlab.wsgi"],
+                            cwd=ROOT, env=worker_env(queue, WEB_MAX_MEMORY_KIB="1 GiB"),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "WEB_MAX_MEMORY_KIB: expected a whole number of KiB" in result.stdout + result.stderr
+
+
 def test_a_bad_web_request_limit_stops_gunicorn_with_its_name(queue, tmp_path):
     import subprocess
 

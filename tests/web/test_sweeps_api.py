@@ -91,7 +91,7 @@ def test_a_point_that_does_not_fit_is_a_result(owner_api, owner):
     ([{"path": "cluster.num_nodes", "values": [1]}, {"path": "cluster.flux", "values": [1]}], "axes.1.path"),
     ([{"path": "cluster.num_nodes", "values": [1]}, {"path": "cluster.num_nodes", "values": [2]}], "axes.1.path"),
     ([{"path": "cluster.num_nodes", "values": [1, 1]}], "axes.0.values"),
-    ([{"path": "a", "values": list(range(30))}, {"path": "b", "values": list(range(30))}], "axes"),
+    ([{"path": "a", "values": list(range(101))}, {"path": "b", "values": list(range(100))}], "axes"),
     ([{"path": "x", "values": [1]}] * 3, "axes"),
 ])
 def test_bad_axes_are_a_400_naming_the_field(owner_api, base, axes, field):
@@ -137,7 +137,8 @@ def test_cancel_stops_the_remaining_chunks(owner_api, base, settings):
     assert again.status_code == 400 and "status" in again.json()
 
 
-def test_a_running_chunk_stops_before_its_next_point_when_cancelled(base, owner):
+def test_a_running_chunk_stops_before_its_next_point_when_cancelled(base, owner, monkeypatch):
+    monkeypatch.setattr(sweeps, "PROGRESS_EVERY_S", 0.0)      # it checks before every point
     sweep = sweeps.create_sweep(owner, base.pk, [{"path": "training.seq_len", "values": [1024, 2048, 4096]}])
     chunk = sweep.chunks.get()
     real = sweeps.engine_sweep.summarize

@@ -246,6 +246,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     except _Cancelled:
         status, reason = PlanChunk.Status.CANCELLED, "cancelled"
     except SoftTimeLimitExceeded:
+        jobs.reconnect_after_interrupt()
         status, reason = PlanChunk.Status.FAILED, (
             jobs.limit_exceeded("the chunk ran", settings.CELERY_TASK_SOFT_TIME_LIMIT))
     except Exception as exc:

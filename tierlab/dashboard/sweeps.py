@@ -1,13 +1,16 @@
 """Sweeps: one base scenario, one or two parameters over a grid, run in chunks by Celery.
 
-A sweep is split into chunks of ``TIERLAB_SWEEP_CHUNK_POINTS`` points, one Celery task
-each. A chunk bumps its ``done`` count (``F()``) after every point, so progress moves;
-when it ends it writes its results and, holding the sweep's row (``select_for_update``),
-settles the sweep once no chunk is left. Cancelling stops queued chunks at once and
-running ones before their next point. Every point ends as a result: evaluated (valid or
-not, fitting or not, see ``simulation.sweep``), failed with the chunk's reason, or
-cancelled; a chunk whose worker died is failed by the read-time check, so no sweep stays
-running forever.
+A sweep is split into chunks, one Celery task each: about ``SWEEP_CHUNKS_PER_WORKER``
+chunks for each of the ``SWEEP_WORKERS`` worker processes, fewer points per chunk where its
+points would take long (:func:`chunk_size`), or ``SWEEP_CHUNK_POINTS`` points when that is
+set. A running chunk adds the points it finished to its ``done`` count (``F()``) and checks
+for a cancel at most every ``PROGRESS_EVERY_S`` seconds, so progress moves without a
+database write per point; when it ends it writes its results and, holding the sweep's row
+(``select_for_update``), settles the sweep once no chunk is left. Cancelling stops queued
+chunks at once and running ones within ``PROGRESS_EVERY_S`` (and the point in hand). Every
+point ends as a result: evaluated (valid or not, fitting or not, see ``simulation.sweep``),
+failed with the chunk's reason, or cancelled; a chunk whose worker died is failed by the
+read-time check, so no sweep stays running forever.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import itertools
 import logging
 import math
 import re
+import time
 import uuid
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -38,7 +42,14 @@ from tierlab.scenarios.models import Scenario
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHUNK_POINTS = 5
+PROGRESS_EVERY_S = 0.5         # a running chunk writes its progress and checks for a cancel this often
+# A chunk aims to end within this share of the task's soft time limit, by the engine's cost
+# bound of its points: work units are microseconds on the development machine, and on a
+# loaded host a 7B point of ~1,000 units took 2 ms of CPU and 6 ms of wall time
+# (bench/bench_api.py's sweep phase), so a tenth leaves room.
+TIME_LIMIT_SHARE = 0.1
+COST_SAMPLE_POINTS = 32        # grid points whose cost bound estimates a point's work
+MIN_CHUNK_WORK_UNITS = 100_000  # ~0.1 s of engine time: less is not worth a chunk of its own
 
 # What the sweep form offers: (path, label, unit or choices hint).
 PARAMETERS: tuple[tuple[str, str, str], ...] = (
@@ -148,8 +159,71 @@ def presets_for(base_spec: dict | None) -> list[dict]:
     return offered
 
 
-def chunk_points() -> int:
-    return max(1, int(getattr(settings, "TIERLAB_SWEEP_CHUNK_POINTS", DEFAULT_CHUNK_POINTS)))
+def chunk_size(total_points: int, workers: int, chunks_per_worker: int, point_work_units: float = 0.0,
+               chunk_budget_s: float = math.inf, min_chunk_work_units: float = MIN_CHUNK_WORK_UNITS) -> int:
+    """Points per chunk for a sweep of ``total_points`` run by ``workers`` worker processes.
+
+    ``workers * chunks_per_worker`` chunks, so every process takes part and the per-chunk
+    costs (the broker's hand-over: up to its 0.25 s poll on the filesystem broker,
+    milliseconds on Redis; writing and settling the results) are paid that many times, not
+    once every few points; fewer when the sweep's work (``total_points * point_work_units``,
+    work units being about a microsecond of engine time each, :mod:`simulation.cost`) gives
+    each less than ``min_chunk_work_units``, and then a multiple of ``workers`` when there
+    are that many (3 chunks on 2 processes would end when the one doing two ends). No more
+    points a chunk than fit ``chunk_budget_s`` seconds, so a chunk of heavy points still
+    ends inside the task time limit; at least one point. ``point_work_units`` 0 (unknown):
+    only the chunk count applies.
+
+    By hand, 2 processes, 2 chunks each, ~1,000 units a point (a 7B model on one GPU):
+    10,000 points: 10^7 units / 10^5 = 100 chunks' worth, 4 wanted: 2,500 points a chunk;
+    400 points: 3 chunks' worth, rounded down to 2 (the processes): 200 points a chunk;
+    3 points: less than one chunk's worth: one chunk of 3.
+    100 points of 8,000,000 units (8 s) with a 27 s budget: 25 a chunk wanted, 3 fit (24 s).
+    Raises ValueError for a count below 1.
+    """
+    if total_points < 1 or workers < 1 or chunks_per_worker < 1:
+        raise ValueError(f"need at least one point, worker and chunk per worker, got "
+                         f"{total_points}, {workers}, {chunks_per_worker}")
+    chunks = workers * chunks_per_worker
+    if point_work_units > 0:
+        chunks = max(1, min(chunks, int(total_points * point_work_units // min_chunk_work_units)))
+        if chunks >= workers:
+            chunks -= chunks % workers
+    size = -(-total_points // chunks)
+    if point_work_units > 0 and math.isfinite(chunk_budget_s):
+        size = min(size, int(chunk_budget_s * 1e6 // point_work_units))
+    return max(1, size)
+
+
+def point_work_units(base_spec: dict, axes: list[dict], total: int, sample: int = COST_SAMPLE_POINTS) -> float:
+    """The most work units (:func:`simulation.cost.cost_bound` of a full evaluation without
+    its timeline, as ``simulation.sweep.summarize`` does) among up to ``sample + 1`` grid
+    points spread evenly over the grid (the first and the last included); 0 when none of
+    them is valid. A few milliseconds: it builds only those points."""
+    from simulation.cost import cost_bound
+
+    lookups = catalog_lookups()
+    picks = sorted({min(total - 1, round(k * (total - 1) / sample)) for k in range(sample + 1)})
+    most = 0.0
+    for i in picks:
+        point = engine_sweep.point_at(base_spec, axes, i)
+        try:
+            sc = simulation.Scenario.from_dict(point["scenario"], **lookups)
+            most = max(most, cost_bound(sc, include_step=True, detail=False).work_units)
+        except ScenarioError:
+            continue
+    return most
+
+
+def chunk_points(base_spec: dict, axes: list[dict], total: int) -> int:
+    """Points per chunk of a new sweep: ``SWEEP_CHUNK_POINTS`` when set, else
+    :func:`chunk_size` from the settings and the grid's heaviest sampled point."""
+    fixed = int(getattr(settings, "TIERLAB_SWEEP_CHUNK_POINTS", 0) or 0)
+    if fixed > 0:
+        return fixed
+    return chunk_size(total, settings.TIERLAB_SWEEP_WORKERS, settings.TIERLAB_SWEEP_CHUNKS_PER_WORKER,
+                      point_work_units(base_spec, axes, total),
+                      TIME_LIMIT_SHARE * settings.CELERY_TASK_SOFT_TIME_LIMIT)
 
 
 # ---------------------------------------------------------------- input
@@ -189,7 +263,7 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
     """
     if isinstance(axes, list):
         axes = [_axis(ax, k) if isinstance(ax, dict) else ax for k, ax in enumerate(axes)]
-    engine_sweep.expand({}, axes)             # shape, sizes, at most MAX_POINTS points
+    engine_sweep.grid_size(axes)              # shape, sizes, at most MAX_POINTS points
     try:
         resolved = services.resolve(base_spec)
     except ScenarioError as exc:
@@ -261,8 +335,12 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
     lookups = catalog_lookups()
     sizes = [len(ax["values"]) for ax in axes]
     refused = {(k, j): None for k, n in enumerate(sizes) for j in range(n)}   # None: not yet
+    open_values = len(refused)                  # values not yet seen accepted on their field
     cells = itertools.product(*[range(n) for n in sizes])                    # expand's order
-    for cell, point in zip(cells, engine_sweep.expand(base_spec, axes)):
+    for i, cell in enumerate(cells):
+        if all(refused[(k, j)] is False for k, j in enumerate(cell)):
+            continue                            # this point can tell nothing new: not built
+        point = engine_sweep.point_at(base_spec, axes, i)
         try:
             simulation.Scenario.from_dict(point["scenario"], **lookups)
             error = None
@@ -273,6 +351,9 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
                 continue
             on_own_field = error is not None and error.field == axes[k]["path"]
             refused[(k, j)] = error.message if on_own_field else False
+            open_values -= not on_own_field
+        if not open_values:
+            break                               # every value was accepted somewhere
     return [ScenarioError(f"axes.{k}.values.{j}", f"{message} (at every point of the grid)")
             for (k, j), message in refused.items() if message]
 
@@ -293,11 +374,12 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
     sweep = Sweep.objects.create(owner=owner, name=((name or "").strip() or default)[:200], base=base,
                                  base_spec=base.spec, axes=axes, total_points=total,
                                  engine_version=simulation.ENGINE_VERSION)
-    size = chunk_points()
+    size = chunk_points(base.spec, axes, total)
     now = timezone.now()
-    chunks = [SweepChunk.objects.create(sweep=sweep, start=start, stop=min(total, start + size),
-                                        celery_task_id=str(uuid.uuid4()), enqueued_at=now)
-              for start in range(0, total, size)]
+    chunks = SweepChunk.objects.bulk_create(
+        SweepChunk(sweep=sweep, start=start, stop=min(total, start + size),
+                   celery_task_id=str(uuid.uuid4()), enqueued_at=now)
+        for start in range(0, total, size))
     transaction.on_commit(lambda: [enqueue(c) for c in chunks])
     return sweep
 
@@ -438,17 +520,24 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     try:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
             services._test_sleep()
-        points = engine_sweep.expand(sweep.base_spec, sweep.axes)[chunk.start:chunk.stop]
+        points = engine_sweep.expand(sweep.base_spec, sweep.axes, chunk.start, chunk.stop)
         lookups = catalog_lookups()
+        unwritten, next_check = 0, 0.0          # points done since the last progress write
         for point in points:
-            if _cancel_requested(sweep.pk):
-                status, reason = SweepChunk.Status.CANCELLED, "cancelled"
-                break
+            if time.monotonic() >= next_check:
+                if unwritten:
+                    SweepChunk.objects.filter(pk=chunk.pk).update(done=F("done") + unwritten)
+                    unwritten = 0
+                if _cancel_requested(sweep.pk):
+                    status, reason = SweepChunk.Status.CANCELLED, "cancelled"
+                    break
+                next_check = time.monotonic() + PROGRESS_EVERY_S
             summary = engine_sweep.summarize(point, **lookups)
             summary["status"] = "done"
             results.append(summary)
-            SweepChunk.objects.filter(pk=chunk.pk).update(done=F("done") + 1)
+            unwritten += 1
     except SoftTimeLimitExceeded:
+        jobs.reconnect_after_interrupt()
         status, reason = SweepChunk.Status.FAILED, (
             jobs.limit_exceeded("the chunk ran", settings.CELERY_TASK_SOFT_TIME_LIMIT))
     except Exception as exc:

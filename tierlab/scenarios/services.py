@@ -312,6 +312,7 @@ def _test_sleep(check=None) -> None:
         except SoftTimeLimitExceeded:
             if not settings.TIERLAB_TEST_TASK_STUCK:
                 raise
+            jobs.reconnect_after_interrupt()      # it may have landed inside check()'s query
 
 
 def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
@@ -364,6 +365,7 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
     except ScenarioError as exc:
         run.mark_failed(f"{exc.field}: {exc.message}")
     except SoftTimeLimitExceeded:
+        jobs.reconnect_after_interrupt()
         run.mark_failed(f"time limit exceeded: the run took longer than "
                         f"{settings.CELERY_TASK_SOFT_TIME_LIMIT} s (soft limit)")
     except Exception as exc:

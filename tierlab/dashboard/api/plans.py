@@ -38,7 +38,10 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if schema_only(self):
             return Plan.objects.none()
-        return Plan.objects.visible_to(self.request.user).select_related("owner")
+        rows = Plan.objects.visible_to(self.request.user).select_related("owner")
+        if self.action == "list":        # the list shows neither the spec nor the merged answer
+            rows = rows.defer("spec", "result")
+        return rows
 
     def get_serializer_class(self):
         if self.action == "create":

@@ -31,7 +31,11 @@ class SweepViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if schema_only(self):
             return Sweep.objects.none()
-        return Sweep.objects.visible_to(self.request.user).select_related("base", "owner")
+        rows = Sweep.objects.visible_to(self.request.user)
+        if self.action == "list":        # a page in one query: no per-row progress sum, no JSON it never shows
+            return rows.select_related("owner").defer("base_spec", "pareto").annotate(
+                summed_done=Sweep.done_points_subquery())
+        return rows.select_related("base", "owner")
 
     def get_serializer_class(self):
         if self.action == "create":

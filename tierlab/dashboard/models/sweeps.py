@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q, Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from tierlab.access import OwnedQuerySet
@@ -58,7 +58,17 @@ class Sweep(models.Model):
 
     @property
     def done_points(self) -> int:
+        """Points finished (any outcome): the chunks' ``done`` summed, or the list's
+        annotation ``summed_done`` (:meth:`done_points_subquery`) when the row carries it."""
+        if "summed_done" in self.__dict__:
+            return self.summed_done or 0
         return self.chunks.aggregate(n=Sum("done"))["n"] or 0
+
+    @staticmethod
+    def done_points_subquery():
+        """The chunks' ``done`` summed per sweep, as a subquery to annotate a list with."""
+        per_sweep = SweepChunk.objects.filter(sweep=OuterRef("pk")).order_by().values("sweep")
+        return Subquery(per_sweep.annotate(n=Sum("done")).values("n")[:1])
 
     @property
     def progress(self) -> float:

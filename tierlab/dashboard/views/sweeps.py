@@ -46,7 +46,8 @@ def sweep_new(request):
         form = SweepForm(initial=initial, scenarios=scenarios)
     return render(request, "dashboard/sweep_form.html", {
         "form": form, "presets": presets, "preset": preset, "base": base, "parameters": sweeps.PARAMETERS,
-        "has_scenarios": scenarios.exists(), "scenario_id": base.pk if base else ""})
+        "has_scenarios": scenarios.exists(), "scenario_id": base.pk if base else "",
+        "max_points": f"{sweeps.engine_sweep.MAX_POINTS:,}"})
 
 
 @login_required
