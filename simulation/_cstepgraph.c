@@ -22,10 +22,10 @@
  *
  * is step.critical_path on flat arrays (the timeline's critical tasks, first to last), and
  *
- *   timeline_rows(names, stream_names, label_names, link_names, kind, stream, dep_ptr,
+ *   timeline_rows(plan, stream_names, label_names, link_names, kind, stream, dep_ptr,
  *                 dep_idx, start, end, label, path_ptr, path_links, limit) -> list | None
  *
- * step.timeline's rows from those arrays and stepgraph.task_names' lists.
+ * step.timeline's rows from those arrays and stepgraph.task_name_plan's names.
  *
  * Bad input raises simulation.scheduler.GraphError (unknown link) or ValueError;
  * nothing here may crash the process.
@@ -635,18 +635,6 @@ done:
 
 /* ---- the timeline: step.critical_path and step.timeline's rows on flat arrays ---- */
 
-typedef struct {
-    int stream, id;
-    double start;
-} StreamKey;
-
-static int cmp_stream_key(const void *pa, const void *pb) {
-    const StreamKey *a = pa, *b = pb;
-    if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
-    if (a->start != b->start) return a->start < b->start ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id);
-}
-
 /* The graph a timeline reads: kind, stream, dep_ptr, dep_idx, start, end (then, for the
    rows, label, path_ptr, path_links). */
 typedef struct {
@@ -693,22 +681,32 @@ static int tgraph(Buf *b, TGraph *g) {
    of memory. n > 0. */
 static Py_ssize_t crit_path(const TGraph *g, int *path) {
     Py_ssize_t n = g->n;
+    const double *start = g->start, *end = g->end;
+    int ns = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (g->kind[i] == COMPUTE && g->stream[i] + 1 > ns) ns = g->stream[i] + 1;
     int *prev = malloc((size_t)n * sizeof(int));
-    StreamKey *keys = malloc((size_t)n * sizeof(StreamKey));
-    if (!prev || !keys) { free(prev); free(keys); return -1; }
-    Py_ssize_t nk = 0;
+    int *order = malloc((size_t)n * sizeof(int));
+    Py_ssize_t *at = calloc(2 * ((size_t)ns + 1), sizeof(Py_ssize_t)), *begin = at + ns + 1;
+    if (!prev || !order || !at) { free(prev); free(order); free(at); return -1; }
+    /* each stream's compute tasks in (start, id) order: bucketed by stream in id order,
+       each bucket kept sorted by insertion (a stream's tasks start nearly in id order) */
     for (Py_ssize_t i = 0; i < n; i++) {
         prev[i] = NONE;
-        if (g->kind[i] == COMPUTE) {
-            keys[nk].stream = g->stream[i];
-            keys[nk].id = (int)i;
-            keys[nk++].start = g->start[i];
-        }
+        if (g->kind[i] == COMPUTE && g->stream[i] >= 0) begin[g->stream[i] + 1]++;
     }
-    qsort(keys, (size_t)nk, sizeof *keys, cmp_stream_key);
-    for (Py_ssize_t k = 1; k < nk; k++)
-        if (keys[k].stream == keys[k - 1].stream) prev[keys[k].id] = keys[k - 1].id;
-    const double *start = g->start, *end = g->end;
+    for (int s = 0; s < ns; s++) begin[s + 1] += begin[s];
+    for (int s = 0; s <= ns; s++) at[s] = begin[s];       /* at[s]: where stream s's next goes */
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (g->kind[i] == COMPUTE && g->stream[i] >= 0) {
+            Py_ssize_t k = at[g->stream[i]]++, lo = begin[g->stream[i]];
+            while (k > lo && start[order[k - 1]] > start[i]) { order[k] = order[k - 1]; k--; }
+            order[k] = (int)i;
+        }
+    for (int s = 0; s < ns; s++)
+        for (Py_ssize_t k = begin[s] + 1; k < begin[s + 1]; k++) prev[order[k]] = order[k - 1];
+    free(order);
+    free(at);
     int i = 0;
     for (Py_ssize_t j = 1; j < n; j++) if (end[j] > end[i]) i = (int)j;
     Py_ssize_t len = 0;
@@ -731,7 +729,6 @@ static Py_ssize_t crit_path(const TGraph *g, int *path) {
         path[z] = t;
     }
     free(prev);
-    free(keys);
     return len;
 }
 
@@ -760,15 +757,45 @@ done:
     return result;
 }
 
+/* A task's name from stepgraph.task_name_plan: `name` with its first U+0000 replaced by
+   `layer`, or `name` itself when layer is NULL or it has none. New reference. */
+static PyObject *plan_name(PyObject *name, PyObject *layer) {
+    if (!layer) { Py_INCREF(name); return name; }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(name);
+    Py_ssize_t at = PyUnicode_FindChar(name, 0, 0, len, 1);
+    if (at == -2) return NULL;
+    if (at == -1) { Py_INCREF(name); return name; }
+    Py_ssize_t nl = PyUnicode_GET_LENGTH(layer);
+    if (PyUnicode_KIND(name) == PyUnicode_1BYTE_KIND && PyUnicode_KIND(layer) == PyUnicode_1BYTE_KIND &&
+        PyUnicode_IS_ASCII(name) && PyUnicode_IS_ASCII(layer)) {
+        PyObject *out = PyUnicode_New(len - 1 + nl, 127);
+        if (!out) return NULL;
+        Py_UCS1 *d = PyUnicode_1BYTE_DATA(out);
+        const Py_UCS1 *src = PyUnicode_1BYTE_DATA(name);
+        memcpy(d, src, (size_t)at);
+        memcpy(d + at, PyUnicode_1BYTE_DATA(layer), (size_t)nl);
+        memcpy(d + at + nl, src + at + 1, (size_t)(len - at - 1));
+        return out;
+    }
+    PyObject *head = PyUnicode_Substring(name, 0, at), *tail = PyUnicode_Substring(name, at + 1, len);
+    PyObject *mid = head ? PyUnicode_Concat(head, layer) : NULL;
+    PyObject *out = mid && tail ? PyUnicode_Concat(mid, tail) : NULL;
+    Py_XDECREF(head);
+    Py_XDECREF(tail);
+    Py_XDECREF(mid);
+    return out;
+}
+
 /* step.timeline's rows: {name, lane, kind, start_s, end_s, critical} per task among the
    first `limit` whose end - start is not <= 0; a compute task's lane is its stream's
-   name, a transfer's its links' (" > " between them). names (one per task) and
-   stream_names (one per stream) are stepgraph.task_names'; None when their lengths are
-   not the graph's: the caller builds the graph instead. */
+   name, a transfer's its links' (" > " between them). plan ([(layer or None, [name])]
+   in task order) and stream_names (one per stream) are stepgraph.task_name_plan's;
+   None when they do not fit the graph (another count of tasks, a stream it lacks): the
+   caller builds the graph instead. */
 static PyObject *timeline_rows(PyObject *self, PyObject *args) {
-    PyObject *names, *streams, *label_names, *link_names, *o[9];
+    PyObject *plan, *streams, *label_names, *link_names, *o[9];
     Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOOOOOn", &PyList_Type, &names, &PyList_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOOOOOn", &PyList_Type, &plan, &PyList_Type,
                           &streams, &PyTuple_Type, &label_names, &PyList_Type, &link_names,
                           &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &limit))
         return NULL;
@@ -802,7 +829,24 @@ static PyObject *timeline_rows(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "timeline: a path names an unknown link");
             goto done;
         }
-    int same = PyList_GET_SIZE(names) == n;
+    Py_ssize_t np_ = PyList_GET_SIZE(plan), total = 0;
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        PyObject *seg = PyList_GET_ITEM(plan, k);
+        if (!PyTuple_Check(seg) || PyTuple_GET_SIZE(seg) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(seg, 1)) ||
+            (PyTuple_GET_ITEM(seg, 0) != Py_None && !PyUnicode_Check(PyTuple_GET_ITEM(seg, 0)))) {
+            PyErr_SetString(PyExc_TypeError, "timeline: plan must hold (layer or None, [name]) pairs");
+            goto done;
+        }
+        PyObject *list = PyTuple_GET_ITEM(seg, 1);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(list); j++)
+            if (!PyUnicode_Check(PyList_GET_ITEM(list, j))) {
+                PyErr_SetString(PyExc_TypeError, "timeline: a task name must be a str");
+                goto done;
+            }
+        total += PyList_GET_SIZE(list);
+    }
+    int same = total == n;
     for (Py_ssize_t i = 0; i < n && same; i++)
         same = g.kind[i] != COMPUTE ||
                (g.stream[i] >= 0 && g.stream[i] < PyList_GET_SIZE(streams));
@@ -824,8 +868,15 @@ static PyObject *timeline_rows(PyObject *self, PyObject *args) {
         if (!(key[k] = PyUnicode_InternFromString(keys[k]))) goto done;
     if (!(sep = PyUnicode_FromString(" > ")) || !(rows = PyList_New(0))) goto done;
     Py_ssize_t m = limit < n ? (limit > 0 ? limit : 0) : n;
-    for (Py_ssize_t i = 0; i < m; i++) {
+    Py_ssize_t seg = 0, pos = 0;         /* the plan's place of task i */
+    for (Py_ssize_t i = 0; i < m; i++, pos++) {
+        PyObject *names = PyTuple_GET_ITEM(PyList_GET_ITEM(plan, seg), 1);
+        while (pos >= PyList_GET_SIZE(names)) {
+            pos = 0;
+            names = PyTuple_GET_ITEM(PyList_GET_ITEM(plan, ++seg), 1);
+        }
         if (g.end[i] - g.start[i] <= 0) continue;
+        PyObject *layer = PyTuple_GET_ITEM(PyList_GET_ITEM(plan, seg), 0);
         PyObject *lane, *row = NULL, *v[6];
         if (g.kind[i] == COMPUTE) {
             lane = PyList_GET_ITEM(streams, g.stream[i]);
@@ -847,9 +898,9 @@ static PyObject *timeline_rows(PyObject *self, PyObject *args) {
                 if (!lane) goto done;
             }
         }
-        v[0] = PyList_GET_ITEM(names, i);
-        Py_INCREF(v[0]);
         v[1] = lane;
+        v[0] = plan_name(PyList_GET_ITEM(names, pos), layer == Py_None ? NULL : layer);
+        if (!v[0]) { Py_DECREF(lane); goto done; }
         v[2] = PyTuple_GET_ITEM(label_names, label[i]);
         Py_INCREF(v[2]);
         v[3] = PyFloat_FromDouble(g.start[i]);
@@ -886,9 +937,9 @@ static PyMethodDef methods[] = {
      "critical_path(kind, stream, dep_ptr, dep_idx, start, end) -> int32 bytes: the tasks "
      "on the critical path, first to last; see step.critical_path."},
     {"timeline_rows", timeline_rows, METH_VARARGS,
-     "timeline_rows(names, stream_names, label_names, link_names, kind, stream, dep_ptr, "
+     "timeline_rows(plan, stream_names, label_names, link_names, kind, stream, dep_ptr, "
      "dep_idx, start, end, label, path_ptr, path_links, limit) -> step.timeline's rows, or "
-     "None when names and stream_names do not fit the graph; see step.step_timeline."},
+     "None when plan and stream_names do not fit the graph; see step.step_timeline."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -51,7 +51,7 @@ from .parallel import Layout
 from .scenario import Scenario
 from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
-from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays, task_names
+from .stepgraph import LABEL_CODE, LABELS, RankModel, build, c_module, graph_arrays, task_name_plan
 
 CATEGORY = {"allgather": "exposed_comm", "reduce_scatter": "exposed_comm",
             "allreduce": "exposed_comm", "tp_allreduce": "exposed_comm",
@@ -721,23 +721,23 @@ def timeline(g, sched) -> dict:
 def step_timeline(r: RankModel, links: dict, a: dict, sched, engine: str = "auto") -> dict:
     """``timeline(build(r, links, last=True), sched)`` from the C graph ``a`` of the same
     rank model (``graph_arrays(r, links, True)``) and its schedule, without building the
-    Python graph: the names from ``stepgraph.task_names``, the critical path and the
+    Python graph: the names from ``stepgraph.task_name_plan``, the critical path and the
     rows in C (``_cstepgraph.timeline_rows``): the same dict, several times faster.
     Builds the graph (``timeline``, the specification) with ``engine`` "python", without
-    the C extension, or where ``task_names`` does not give as many tasks and streams as
+    the C extension, or where ``task_name_plan`` does not give as many tasks and streams as
     the C graph has (a builder changed without it)."""
     c = c_module()
     if engine == "python" or c is None:
         return timeline(build(r, links, last=True), sched)
-    names, streams = task_names(r, True)
-    rows = (c.timeline_rows(names, streams, LABELS, a["links"], a["kind"], a["stream"],
+    plan, streams = task_name_plan(r, True)
+    rows = (c.timeline_rows(plan, streams, LABELS, a["links"], a["kind"], a["stream"],
                             a["dep_ptr"], a["dep_idx"], sched.start_s, sched.end_s, a["label"],
                             a["path_ptr"], a["path_links"], TIMELINE_MAX_TASKS)
             if len(streams) == a["n_streams"] else None)
     if rows is None:
         return timeline(build(r, links, last=True), sched)
-    n = len(names)
-    return dict(tasks=rows, makespan_s=float(sched.makespan_s), truncated=n > TIMELINE_MAX_TASKS)
+    return dict(tasks=rows, makespan_s=float(sched.makespan_s),
+                truncated=len(a["kind"]) > TIMELINE_MAX_TASKS)
 
 
 _LABEL = {"exposed_comm": "Exposed communication", "exposed_offload": "Exposed offload I/O",

@@ -455,7 +455,16 @@ _LAYER = "\x00"       # task_names: where a layer's index goes in its tasks' nam
 def task_names(r: RankModel, last: bool) -> tuple[list, list]:
     """``(names, streams)`` of ``build(r, links, last)`` without building the graph: its
     tasks' names in task order and its streams' names in index order (``list(g.names)``,
-    ``list(g.streams)``).
+    ``list(g.streams)``), from ``task_name_plan``."""
+    plan, streams = task_name_plan(r, last)
+    return [x if si is None else x.replace(_LAYER, si) for si, t in plan for x in t], streams
+
+
+def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
+    """``(plan, streams)``: ``build(r, links, last)``'s task names as ``[(layer, names)]``
+    in task order, where ``layer`` (a layer's index as a string) replaces ``_LAYER`` in
+    each of ``names``, or is None (names as they are), and its streams' names in index
+    order. A layer's names are the same list object each time (a template).
 
     The C builder emits no names; the timeline takes them from here, many times faster
     than ``build``. ``build`` stays the specification: this walks the same loops in the
@@ -464,8 +473,8 @@ def task_names(r: RankModel, last: bool) -> tuple[list, list]:
     ``step.step_timeline`` falls back to ``build`` where the count of tasks or streams
     differs from the C graph's). The labels are the arguments ``build`` gets, unused.
     """
-    names, streams = [], {}
-    out = [names]                  # where comp / xfer write: the step, or a template
+    plan, streams = [], {}
+    out = [None]                   # where comp / xfer write: a template, or direct()'s list
 
     def comp(name, stream, label="compute"):
         out[0].append(name)
@@ -489,24 +498,23 @@ def task_names(r: RankModel, last: bool) -> tuple[list, list]:
         xfer(f"{name} (inter-node hop)", label)
         comp(f"{name} (done)", "sync", label)
 
-    templates, pending = {}, []
+    templates = {}
     index = [str(i) for i in range(r.layers)]
 
     def layer(i, key, emit, *args):
-        """The tasks ``emit(_LAYER, *args)`` makes, for layer ``i``, next (``flush``);
-        ``key`` names that template (made once)."""
+        """The tasks ``emit(_LAYER, *args)`` makes, for layer ``i``, next; ``key`` names
+        that template (made once)."""
         t = templates.get(key)
         if t is None:          # made where its first layer's tasks come: streams in order
             t = templates[key] = []
             out[0] = t
             emit(_LAYER, *args)
-            out[0] = names
-        pending.append((index[i], t))
+        plan.append((index[i], t))
 
-    def flush():
-        """Append the pending layers' tasks (before any task made directly)."""
-        names.extend([x.replace(_LAYER, si) for si, t in pending for x in t])
-        pending.clear()
+    def direct():
+        """Tasks named as they are come next."""
+        out[0] = []
+        plan.append((None, out[0]))
 
     zero3 = r.stage >= 3
     n_units = r.units_per_layer if zero3 else 1
@@ -562,7 +570,7 @@ def task_names(r: RankModel, last: bool) -> tuple[list, list]:
         for u in range(n_units):
             miss = rate > 0 and is_miss(i * n_units + u, rate)
             layer(i, ("fwd", u, miss), forward, u, miss)
-    flush()
+    direct()
     if r.head_s:
         comp("embedding + logits", "gpu")
     deferred = not r.overlap_grad_reduce and r.stage < 2
@@ -575,10 +583,10 @@ def task_names(r: RankModel, last: bool) -> tuple[list, list]:
     if deferred:
         for i in reversed(range(r.layers)):
             layer(i, "sync", grad_sync)
-    flush()
+    direct()
     if last:
         _optimizer_names(r, comp, xfer, coll)
-    return names, list(streams)
+    return plan, list(streams)
 
 
 def _grad_sync_names(r: RankModel, i: int, last: bool, coll, xfer) -> None:
