@@ -501,15 +501,15 @@ def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
     templates = {}
     index = [str(i) for i in range(r.layers)]
 
-    def layer(i, key, emit, *args):
-        """The tasks ``emit(_LAYER, *args)`` makes, for layer ``i``, next; ``key`` names
-        that template (made once)."""
+    def template(key, emit, *args):
+        """The names of the tasks ``emit(_LAYER, *args)`` makes (made once per ``key``,
+        where its first layer's tasks come: the streams keep their order of first use)."""
         t = templates.get(key)
-        if t is None:          # made where its first layer's tasks come: streams in order
+        if t is None:
             t = templates[key] = []
             out[0] = t
             emit(_LAYER, *args)
-        plan.append((index[i], t))
+        return t
 
     def direct():
         """Tasks named as they are come next."""
@@ -562,27 +562,37 @@ def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
     def grad_sync(i):
         _grad_sync_names(r, i, last, coll, xfer)
 
-    rate = r.miss_rate if zero3 else 0.0
-    if last and r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1:
-        for i in range(r.layers):
-            layer(i, "gather", param_gather)
-    for i in range(r.layers):
-        for u in range(n_units):
-            miss = rate > 0 and is_miss(i * n_units + u, rate)
-            layer(i, ("fwd", u, miss), forward, u, miss)
+    rate, n, units = (r.miss_rate if zero3 else 0.0), r.layers, range(n_units)
+    if n and last and r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1:
+        t = template("gather", param_gather)
+        plan += [(s, t) for s in index]
+    deferred = not r.overlap_grad_reduce and r.stage < 2
+    if n and rate > 0:      # prefetch misses: each unit's fetch by itself
+        for i in range(n):
+            for u in units:
+                miss = is_miss(i * n_units + u, rate)
+                plan.append((index[i], template(("fwd", u, miss), forward, u, miss)))
+    elif n:
+        fwd = [template(("fwd", u, False), forward, u, False) for u in units]
+        plan += [(s, t) for s in index for t in fwd]
     direct()
     if r.head_s:
         comp("embedding + logits", "gpu")
-    deferred = not r.overlap_grad_reduce and r.stage < 2
-    for i in reversed(range(r.layers)):
-        for u in reversed(range(n_units)):
-            miss = rate > 0 and is_miss(i * n_units + u, rate)
-            layer(i, ("bwd", u, miss), backward, u, miss)
+    if n and rate > 0:
+        for i in reversed(range(n)):
+            for u in reversed(units):
+                miss = is_miss(i * n_units + u, rate)
+                plan.append((index[i], template(("bwd", u, miss), backward, u, miss)))
+            if not deferred:
+                plan.append((index[i], template("sync", grad_sync)))
+    elif n:
+        bwd = [template(("bwd", u, False), backward, u, False) for u in reversed(units)]
         if not deferred:
-            layer(i, "sync", grad_sync)
-    if deferred:
-        for i in reversed(range(r.layers)):
-            layer(i, "sync", grad_sync)
+            bwd.append(template("sync", grad_sync))
+        plan += [(s, t) for s in reversed(index) for t in bwd]
+    if n and deferred:      # every layer's sync after the last backward
+        t = template("sync", grad_sync)
+        plan += [(s, t) for s in reversed(index)]
     direct()
     if last:
         _optimizer_names(r, comp, xfer, coll)
