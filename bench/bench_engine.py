@@ -17,7 +17,11 @@
    - full: memory + the simulated step (breakdown, links, verdict) + checkpoint goodput,
      as sweeps and the API run it (``detail=False``);
    - full with detail: also the step timeline with its critical path and the checkpoint
-     Monte-Carlo, as a run's result page shows it;
+     Monte-Carlo, as a run's result page shows it; beside it the same reports made the
+     way they were before issue #17 (the step's graph rebuilt in Python for the task
+     names, the timeline and critical path walked in Python, the Monte-Carlo on numpy's
+     percentile: ``tests/engine/test_detail_fast.py``'s references, which the tests hold
+     equal to the new path), in the same rounds: the ratio is issue #17's (>= 4x);
    - quick: memory only, the live estimate of the form;
    - quick, cold: the same with every engine memo cleared before each call (what a
      scenario whose sections the process has never seen costs).
@@ -35,16 +39,25 @@
    global batch, parameter count, step time within 25 %). Issue #13's goal: >= 3x.
    ``--calculon DIR`` (or ``CALCULON_DIR``): a checkout, installed with
    ``pip install DIR pandas psutil`` (its package imports both).
+5. Start-up: ``python -m simulation evaluate FILE`` (a Llama-2-7B scenario on one H100) as a
+   subprocess, the median of 11 runs, against ``python -c "import numpy, numpy.random"`` (what
+   an evaluation cannot do without: the step's arrays, the checkpoint Monte-Carlo) and
+   ``python -c pass``. Bytecode is cached in a temporary folder (``PYTHONPYCACHEPREFIX``,
+   after one warm-up run), as an installed package has it.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import json
 import math
 import os
 import platform
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -420,6 +433,55 @@ def calculon_agrees(cal, step_rel=0.25):
     return True
 
 
+def detail_before():
+    """``evaluate_dict(d, detail=True)`` made as before issue #17 (the references of
+    tests/engine/test_detail_fast.py: the graph rebuilt for the timeline, the old
+    Monte-Carlo), or None where the tests' packages (pytest, hypothesis) are missing."""
+    try:
+        from tests.engine.test_detail_fast import monte_carlo_before, timeline_before
+    except ImportError:
+        return None
+    from simulation import checkpoint, step
+
+    def call(d):
+        fast = step.step_timeline, checkpoint.monte_carlo
+        step.step_timeline, checkpoint.monte_carlo = timeline_before, monte_carlo_before
+        try:
+            return evaluate_dict(d, detail=True)
+        finally:
+            step.step_timeline, checkpoint.monte_carlo = fast
+    return call
+
+
+START_SCENARIO = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "gpus_per_node": 1}}
+
+
+def startup_s(runs: int = 11) -> dict:
+    """Median wall seconds of ``python -m simulation evaluate FILE`` and of the floors
+    (``import numpy, numpy.random``; ``pass``), each a fresh subprocess."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "scenario.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(START_SCENARIO, f)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(PYTHONPYCACHEPREFIX=os.path.join(tmp, "pyc"),
+                   PYTHONPATH=os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p]))
+        cmds = {"evaluate": [sys.executable, "-m", "simulation", "evaluate", path],
+                "numpy": [sys.executable, "-c", "import numpy, numpy.random"],
+                "python": [sys.executable, "-c", "pass"]}
+        out = {}
+        for name, cmd in cmds.items():
+            subprocess.run(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, check=True)   # warm
+            ts = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                subprocess.run(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, check=True)
+                ts.append(time.perf_counter() - t0)
+            out[name] = statistics.median(ts)
+        return out
+
+
 def timeit(fn, min_s):
     reps, t0 = 0, time.perf_counter()
     while True:
@@ -487,6 +549,9 @@ def main():
             "detail": (lambda d: evaluate_dict(d, detail=True), grid),
             "quick": (estimate_dict, grid),
             "quick-cold": (lambda d: (forget(), estimate_dict(d)), grid)}
+    before = detail_before()
+    if before:
+        work["detail-before"] = (before, grid)
     la = llm_analysis_calls()
     if la:
         work["llm-analysis"] = la
@@ -500,6 +565,10 @@ def main():
           "(80-layer) scenarios on DGX H100 nodes")
     print(f"   full (memory + simulated step + goodput)  {1 / t_full:10,.0f} /s   ({t_full * 1e3:.3f} ms each; goal >= 2,000/s)")
     print(f"   full with timeline and Monte-Carlo        {1 / t_detail:10,.0f} /s   ({t_detail * 1e3:.3f} ms each)")
+    if before:
+        t_b = t["detail-before"]
+        print(f"   the same as made before issue #17         {1 / t_b:10,.0f} /s   ({t_b * 1e3:.3f} ms each): "
+              f"{t_b / t_detail:.2f}x faster now (goal >= 4x)")
     print(f"   quick (memory only)                       {1 / t_quick:10,.0f} /s   ({t_quick * 1e3:.3f} ms each; goal >= 20,000/s)")
     t_cold = t["quick-cold"]
     print(f"   quick, every memo cleared before each call {1 / t_cold:9,.0f} /s   ({t_cold * 1e3:.3f} ms each)")
@@ -516,7 +585,18 @@ def main():
     if not cal:
         print("\n4. Calculon not measured (--calculon DIR: a checkout of calculon-ai/calculon, "
               "pip install DIR pandas psutil)")
-        return
+    else:
+        calculon_section(cal, t)
+    st = startup_s(5 if args.quick else 11)
+    print(f"\n5. start-up, median of {5 if args.quick else 11} subprocesses (load average "
+          f"{os.getloadavg()[0]:.2f})")
+    print(f"   python -m simulation evaluate (Llama-2-7B, one H100)  {st['evaluate'] * 1e3:7.0f} ms")
+    print(f"   python -c 'import numpy, numpy.random'                {st['numpy'] * 1e3:7.0f} ms   "
+          f"(the evaluation's floor: {st['numpy'] / st['evaluate']:.0%} of it)")
+    print(f"   python -c pass                                        {st['python'] * 1e3:7.0f} ms")
+
+
+def calculon_section(cal, t):
     _, configs, scenarios = cal
     print(f"\n4. Calculon, Korthikanti et al. 2022 Table 5's {len(configs)} runs from its own files, "
           "the engine on the same configurations, same run, same rounds")
@@ -528,6 +608,7 @@ def main():
     print(f"   Calculon (compile + run, logging quiet)   {1 / t_cal:10,.0f} /s   ({t_cal * 1e3:.3f} ms each)")
     print(f"   tierlab full on the same runs             {1 / t_t5:10,.0f} /s   ({t_t5 * 1e3:.3f} ms each)")
     print(f"   tierlab full / Calculon                   {t_cal / t_t5:10.2f} x   (issue #13: >= 3x)")
+
 
 if __name__ == "__main__":
     main()

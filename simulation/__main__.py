@@ -62,8 +62,8 @@ def main(argv=None) -> int:
     if args.cmd == "plan" and not args.json:
         sys.stdout.write(_plan_text(report))
         return 0
-    json.dump(report, sys.stdout, indent=args.indent)
-    sys.stdout.write("\n")
+    # one write: json.dump writes each of its thousands of pieces to the stream
+    sys.stdout.write(json.dumps(report, indent=args.indent) + "\n")
     return 0
 
 

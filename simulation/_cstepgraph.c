@@ -8,8 +8,8 @@
  * emits, as flat arrays (bytes holding int32 / float64), exactly the graph that
  * stepgraph.build(RankModel, links, last) builds task by task in Python: same tasks,
  * same order, same dependencies in the same order, same floating-point arithmetic.
- * Task names are not produced (the timeline rebuilds the graph in Python when a page
- * needs them); labels come as codes of stepgraph.LABELS. stepgraph.build is the
+ * Task names are not produced (the timeline takes them from stepgraph.task_names);
+ * labels come as codes of stepgraph.LABELS. stepgraph.build is the
  * specification and tests hold both equal on generated rank models.
  *
  *   attribute(kind, stream, label, dep_ptr, dep_idx, start, end, makespan, gpu_stream,
@@ -17,6 +17,15 @@
  *
  * is step.attribute_reference on flat arrays (each GPU idle gap split along the chain of
  * what it waited for).
+ *
+ *   critical_path(kind, stream, dep_ptr, dep_idx, start, end) -> int32 bytes
+ *
+ * is step.critical_path on flat arrays (the timeline's critical tasks, first to last), and
+ *
+ *   timeline_rows(plan, stream_names, label_names, link_names, kind, stream, dep_ptr,
+ *                 dep_idx, start, end, label, path_ptr, path_links, limit) -> list | None
+ *
+ * step.timeline's rows from those arrays and stepgraph.task_name_plan's names.
  *
  * Bad input raises simulation.scheduler.GraphError (unknown link) or ValueError;
  * nothing here may crash the process.
@@ -652,6 +661,299 @@ done:
     return result;
 }
 
+/* ---- the timeline: step.critical_path and step.timeline's rows on flat arrays ---- */
+
+/* The graph a timeline reads: kind, stream, dep_ptr, dep_idx, start, end (then, for the
+   rows, label, path_ptr, path_links). */
+typedef struct {
+    Py_ssize_t n, ndep;
+    const int *kind, *stream, *dptr, *didx;
+    const double *start, *end;
+} TGraph;
+
+/* Views 0-5 of b as a TGraph, checked; -1 with an exception set. */
+static int tgraph(Buf *b, TGraph *g) {
+    g->n = b[0].view.len / (Py_ssize_t)sizeof(int);
+    g->ndep = b[3].view.len / (Py_ssize_t)sizeof(int);
+    g->kind = b[0].view.buf;
+    g->stream = b[1].view.buf;
+    g->dptr = b[2].view.buf;
+    g->didx = b[3].view.buf;
+    g->start = b[4].view.buf;
+    g->end = b[5].view.buf;
+    Py_ssize_t n = g->n;
+    if (b[1].view.len != b[0].view.len || b[2].view.len != (n + 1) * (Py_ssize_t)sizeof(int) ||
+        b[4].view.len != n * (Py_ssize_t)sizeof(double) ||
+        b[5].view.len != n * (Py_ssize_t)sizeof(double) || g->dptr[0] != 0 ||
+        g->dptr[n] != g->ndep) {
+        PyErr_SetString(PyExc_ValueError, "timeline: array lengths do not match");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (g->dptr[i + 1] < g->dptr[i]) {
+            PyErr_SetString(PyExc_ValueError, "timeline: bad dependency pointers");
+            return -1;
+        }
+    for (Py_ssize_t j = 0; j < g->ndep; j++)
+        if (g->didx[j] < 0 || g->didx[j] >= n) {
+            PyErr_SetString(PyExc_ValueError, "timeline: a dependency names an unknown task");
+            return -1;
+        }
+    return 0;
+}
+
+/* step.critical_path: from the task that ends last (the first of equals), step back to
+   whichever candidate (a dependency, or the task before it on its compute stream in
+   (start, id) order) ended last (ties: higher id) no later than it started, within 1e-9
+   relative. Fills path (room for n + 1) first to last; returns its length, -1 when out
+   of memory. n > 0. */
+static Py_ssize_t crit_path(const TGraph *g, int *path) {
+    Py_ssize_t n = g->n;
+    const double *start = g->start, *end = g->end;
+    int ns = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (g->kind[i] == COMPUTE && g->stream[i] + 1 > ns) ns = g->stream[i] + 1;
+    int *prev = malloc((size_t)n * sizeof(int));
+    int *order = malloc((size_t)n * sizeof(int));
+    Py_ssize_t *at = calloc(2 * ((size_t)ns + 1), sizeof(Py_ssize_t)), *begin = at + ns + 1;
+    if (!prev || !order || !at) { free(prev); free(order); free(at); return -1; }
+    /* each stream's compute tasks in (start, id) order: bucketed by stream in id order,
+       each bucket kept sorted by insertion (a stream's tasks start nearly in id order) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        prev[i] = NONE;
+        if (g->kind[i] == COMPUTE && g->stream[i] >= 0) begin[g->stream[i] + 1]++;
+    }
+    for (int s = 0; s < ns; s++) begin[s + 1] += begin[s];
+    for (int s = 0; s <= ns; s++) at[s] = begin[s];       /* at[s]: where stream s's next goes */
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (g->kind[i] == COMPUTE && g->stream[i] >= 0) {
+            Py_ssize_t k = at[g->stream[i]]++, lo = begin[g->stream[i]];
+            while (k > lo && start[order[k - 1]] > start[i]) { order[k] = order[k - 1]; k--; }
+            order[k] = (int)i;
+        }
+    for (int s = 0; s < ns; s++)
+        for (Py_ssize_t k = begin[s] + 1; k < begin[s + 1]; k++) prev[order[k]] = order[k - 1];
+    free(order);
+    free(at);
+    int i = 0;
+    for (Py_ssize_t j = 1; j < n; j++) if (end[j] > end[i]) i = (int)j;
+    Py_ssize_t len = 0;
+    path[len++] = i;
+    while (len <= n) {
+        double lim = start[i] + 1e-9 * (start[i] > 1.0 ? start[i] : 1.0);
+        int best = NONE;
+        for (int j = g->dptr[i]; j <= g->dptr[i + 1]; j++) {
+            int c = j < g->dptr[i + 1] ? g->didx[j] : prev[i];
+            if (c == NONE || !(end[c] <= lim)) continue;
+            if (best == NONE || end[c] > end[best] || (end[c] == end[best] && c > best)) best = c;
+        }
+        if (best == NONE) break;
+        i = best;
+        path[len++] = i;
+    }
+    for (Py_ssize_t a = 0, z = len - 1; a < z; a++, z--) {
+        int t = path[a];
+        path[a] = path[z];
+        path[z] = t;
+    }
+    free(prev);
+    return len;
+}
+
+static PyObject *critical_path(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5]))
+        return NULL;
+    static const char fmts[] = "iiiidd";
+    static const char *names[] = {"kind", "stream", "dep_ptr", "dep_idx", "start", "end"};
+    Buf b[6];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    int *path = NULL;
+    TGraph g;
+    for (int k = 0; k < 6; k++)
+        if (get_buf(o[k], &b[k], fmts[k], 0, names[k]) < 0) goto done;
+    if (tgraph(b, &g) < 0) goto done;
+    if (g.n == 0) { result = PyBytes_FromStringAndSize("", 0); goto done; }
+    path = malloc((size_t)(g.n + 1) * sizeof(int));
+    Py_ssize_t len = path ? crit_path(&g, path) : -1;
+    if (len < 0) { PyErr_NoMemory(); goto done; }
+    result = as_bytes(path, len, sizeof(int));
+done:
+    for (int k = 0; k < 6; k++) if (b[k].held) PyBuffer_Release(&b[k].view);
+    free(path);
+    return result;
+}
+
+/* A task's name from stepgraph.task_name_plan: `name` with its first U+0000 replaced by
+   `layer`, or `name` itself when layer is NULL or it has none. New reference. */
+static PyObject *plan_name(PyObject *name, PyObject *layer) {
+    if (!layer) { Py_INCREF(name); return name; }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(name);
+    Py_ssize_t at = PyUnicode_FindChar(name, 0, 0, len, 1);
+    if (at == -2) return NULL;
+    if (at == -1) { Py_INCREF(name); return name; }
+    Py_ssize_t nl = PyUnicode_GET_LENGTH(layer);
+    if (PyUnicode_KIND(name) == PyUnicode_1BYTE_KIND && PyUnicode_KIND(layer) == PyUnicode_1BYTE_KIND &&
+        PyUnicode_IS_ASCII(name) && PyUnicode_IS_ASCII(layer)) {
+        PyObject *out = PyUnicode_New(len - 1 + nl, 127);
+        if (!out) return NULL;
+        Py_UCS1 *d = PyUnicode_1BYTE_DATA(out);
+        const Py_UCS1 *src = PyUnicode_1BYTE_DATA(name);
+        memcpy(d, src, (size_t)at);
+        memcpy(d + at, PyUnicode_1BYTE_DATA(layer), (size_t)nl);
+        memcpy(d + at + nl, src + at + 1, (size_t)(len - at - 1));
+        return out;
+    }
+    PyObject *head = PyUnicode_Substring(name, 0, at), *tail = PyUnicode_Substring(name, at + 1, len);
+    PyObject *mid = head ? PyUnicode_Concat(head, layer) : NULL;
+    PyObject *out = mid && tail ? PyUnicode_Concat(mid, tail) : NULL;
+    Py_XDECREF(head);
+    Py_XDECREF(tail);
+    Py_XDECREF(mid);
+    return out;
+}
+
+/* step.timeline's rows: {name, lane, kind, start_s, end_s, critical} per task among the
+   first `limit` whose end - start is not <= 0; a compute task's lane is its stream's
+   name, a transfer's its links' (" > " between them). plan ([(layer or None, [name])]
+   in task order) and stream_names (one per stream) are stepgraph.task_name_plan's;
+   None when they do not fit the graph (another count of tasks, a stream it lacks): the
+   caller builds the graph instead. */
+static PyObject *timeline_rows(PyObject *self, PyObject *args) {
+    PyObject *plan, *streams, *label_names, *link_names, *o[9];
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOOOOOn", &PyList_Type, &plan, &PyList_Type,
+                          &streams, &PyTuple_Type, &label_names, &PyList_Type, &link_names,
+                          &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &limit))
+        return NULL;
+    static const char fmts[] = "iiiiddiii";
+    static const char *bnames[] = {"kind", "stream", "dep_ptr", "dep_idx", "start", "end",
+                                   "label", "path_ptr", "path_links"};
+    Buf b[9];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL, *rows = NULL, *sep = NULL, *key[6] = {NULL};
+    char *crit = NULL;
+    int *path = NULL;
+    TGraph g;
+    for (int k = 0; k < 9; k++)
+        if (get_buf(o[k], &b[k], fmts[k], 0, bnames[k]) < 0) goto done;
+    if (tgraph(b, &g) < 0) goto done;
+    Py_ssize_t n = g.n, nlab = PyTuple_GET_SIZE(label_names), nlinks = PyList_GET_SIZE(link_names);
+    const int *label = b[6].view.buf, *pptr = b[7].view.buf, *plinks = b[8].view.buf;
+    Py_ssize_t npl = b[8].view.len / (Py_ssize_t)sizeof(int);
+    if (b[6].view.len != n * (Py_ssize_t)sizeof(int) ||
+        b[7].view.len != (n + 1) * (Py_ssize_t)sizeof(int) || pptr[0] != 0 || pptr[n] != npl) {
+        PyErr_SetString(PyExc_ValueError, "timeline: array lengths do not match");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pptr[i + 1] < pptr[i] || label[i] < 0 || label[i] >= nlab) {
+            PyErr_SetString(PyExc_ValueError, "timeline: bad path pointer or label");
+            goto done;
+        }
+    for (Py_ssize_t j = 0; j < npl; j++)
+        if (plinks[j] < 0 || plinks[j] >= nlinks) {
+            PyErr_SetString(PyExc_ValueError, "timeline: a path names an unknown link");
+            goto done;
+        }
+    Py_ssize_t np_ = PyList_GET_SIZE(plan), total = 0;
+    for (Py_ssize_t k = 0; k < np_; k++) {
+        PyObject *seg = PyList_GET_ITEM(plan, k);
+        if (!PyTuple_Check(seg) || PyTuple_GET_SIZE(seg) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(seg, 1)) ||
+            (PyTuple_GET_ITEM(seg, 0) != Py_None && !PyUnicode_Check(PyTuple_GET_ITEM(seg, 0)))) {
+            PyErr_SetString(PyExc_TypeError, "timeline: plan must hold (layer or None, [name]) pairs");
+            goto done;
+        }
+        PyObject *list = PyTuple_GET_ITEM(seg, 1);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(list); j++)
+            if (!PyUnicode_Check(PyList_GET_ITEM(list, j))) {
+                PyErr_SetString(PyExc_TypeError, "timeline: a task name must be a str");
+                goto done;
+            }
+        total += PyList_GET_SIZE(list);
+    }
+    int same = total == n;
+    for (Py_ssize_t i = 0; i < n && same; i++)
+        same = g.kind[i] != COMPUTE ||
+               (g.stream[i] >= 0 && g.stream[i] < PyList_GET_SIZE(streams));
+    if (!same) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    crit = calloc((size_t)(n > 0 ? n : 1), 1);
+    path = malloc((size_t)(n + 1) * sizeof(int));
+    if (!crit || !path) { PyErr_NoMemory(); goto done; }
+    if (n > 0) {
+        Py_ssize_t len = crit_path(&g, path);
+        if (len < 0) { PyErr_NoMemory(); goto done; }
+        for (Py_ssize_t k = 0; k < len; k++) crit[path[k]] = 1;
+    }
+    static const char *keys[6] = {"name", "lane", "kind", "start_s", "end_s", "critical"};
+    for (int k = 0; k < 6; k++)
+        if (!(key[k] = PyUnicode_InternFromString(keys[k]))) goto done;
+    if (!(sep = PyUnicode_FromString(" > ")) || !(rows = PyList_New(0))) goto done;
+    Py_ssize_t m = limit < n ? (limit > 0 ? limit : 0) : n;
+    Py_ssize_t seg = 0, pos = 0;         /* the plan's place of task i */
+    for (Py_ssize_t i = 0; i < m; i++, pos++) {
+        PyObject *names = PyTuple_GET_ITEM(PyList_GET_ITEM(plan, seg), 1);
+        while (pos >= PyList_GET_SIZE(names)) {
+            pos = 0;
+            names = PyTuple_GET_ITEM(PyList_GET_ITEM(plan, ++seg), 1);
+        }
+        if (g.end[i] - g.start[i] <= 0) continue;
+        PyObject *layer = PyTuple_GET_ITEM(PyList_GET_ITEM(plan, seg), 0);
+        PyObject *lane, *row = NULL, *v[6];
+        if (g.kind[i] == COMPUTE) {
+            lane = PyList_GET_ITEM(streams, g.stream[i]);
+            Py_INCREF(lane);
+        } else {
+            if (pptr[i + 1] - pptr[i] == 1) {
+                lane = PyList_GET_ITEM(link_names, plinks[pptr[i]]);
+                Py_INCREF(lane);
+            } else {
+                PyObject *parts = PyList_New(pptr[i + 1] - pptr[i]);
+                if (!parts) goto done;
+                for (int j = pptr[i]; j < pptr[i + 1]; j++) {
+                    PyObject *x = PyList_GET_ITEM(link_names, plinks[j]);
+                    Py_INCREF(x);
+                    PyList_SET_ITEM(parts, j - pptr[i], x);
+                }
+                lane = PyUnicode_Join(sep, parts);
+                Py_DECREF(parts);
+                if (!lane) goto done;
+            }
+        }
+        v[1] = lane;
+        v[0] = plan_name(PyList_GET_ITEM(names, pos), layer == Py_None ? NULL : layer);
+        if (!v[0]) { Py_DECREF(lane); goto done; }
+        v[2] = PyTuple_GET_ITEM(label_names, label[i]);
+        Py_INCREF(v[2]);
+        v[3] = PyFloat_FromDouble(g.start[i]);
+        v[4] = PyFloat_FromDouble(g.end[i]);
+        v[5] = crit[i] ? Py_True : Py_False;
+        Py_INCREF(v[5]);
+        int err = !v[3] || !v[4] || !(row = _PyDict_NewPresized(6));
+        for (int k = 0; k < 6 && !err; k++) err = PyDict_SetItem(row, key[k], v[k]) < 0;
+        if (!err) err = PyList_Append(rows, row) < 0;
+        for (int k = 0; k < 6; k++) Py_XDECREF(v[k]);
+        Py_XDECREF(row);
+        if (err) goto done;
+    }
+    result = rows;
+    rows = NULL;
+done:
+    for (int k = 0; k < 9; k++) if (b[k].held) PyBuffer_Release(&b[k].view);
+    for (int k = 0; k < 6; k++) Py_XDECREF(key[k]);
+    Py_XDECREF(sep);
+    Py_XDECREF(rows);
+    free(crit);
+    free(path);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"build", build, METH_VARARGS,
      "build(ints, floats, link_index, last) -> flat step graph; see stepgraph.build_arrays."},
@@ -659,6 +961,13 @@ static PyMethodDef methods[] = {
      "attribute(kind, stream, label, dep_ptr, dep_idx, start, end, makespan, gpu_stream, "
      "category_of_label, n_categories, stall_category) -> seconds per category; see "
      "step.attribute_reference."},
+    {"critical_path", critical_path, METH_VARARGS,
+     "critical_path(kind, stream, dep_ptr, dep_idx, start, end) -> int32 bytes: the tasks "
+     "on the critical path, first to last; see step.critical_path."},
+    {"timeline_rows", timeline_rows, METH_VARARGS,
+     "timeline_rows(plan, stream_names, label_names, link_names, kind, stream, dep_ptr, "
+     "dep_idx, start, end, label, path_ptr, path_links, limit) -> step.timeline's rows, or "
+     "None when plan and stream_names do not fit the graph; see step.step_timeline."},
     {NULL, NULL, 0, NULL},
 };
 

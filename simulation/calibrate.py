@@ -42,7 +42,6 @@ measured step, at most :data:`MAX_MEASUREMENTS` of each kind).
 from __future__ import annotations
 
 import math
-import statistics
 
 from . import collectives as nccl
 from .checkpoint import TARGET_DEFAULTS, TARGET_KINDS
@@ -481,6 +480,7 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     Returns ``{"profile": {...figures...}, "fits": [...]}``: per measurement what it gave
     and the engine's figure with the default and with the fitted profile.
     """
+    import statistics        # here: the module loads with every evaluation, this rarely
     from .scenario import ClusterSpec  # noqa: F401  (scenario imports this module)
 
     lookups = dict(lookups or {})

@@ -367,6 +367,30 @@ def curve_intervals(lo_s: float, hi_s: float) -> np.ndarray:
     return out
 
 
+def percentiles(x: np.ndarray, qs) -> list[float]:
+    """``np.percentile(x, qs)`` (method "linear") of a 1-D float array, bit for bit: the
+    same operations as numpy's ``_quantile`` (numpy/lib/_function_base_impl.py: virtual
+    index ``(n - 1) * q / 100``, ``_get_indexes``, ``_get_gamma``, ``_lerp``) on the
+    sorted values, without its argument handling (some 60 us per call, for 200 values).
+    A NaN anywhere gives NaN, as there. ``x`` non-empty; ``qs`` in [0, 100]."""
+    s = np.sort(x)
+    n = len(s)
+    if math.isnan(s[-1]):
+        return [math.nan] * len(qs)
+    out = []
+    for q in qs:
+        v = (n - 1) * (q / 100)
+        prev = math.floor(v)
+        if v >= n - 1:
+            prev = nxt = -1
+        else:
+            nxt = prev + 1
+        a, b, t = float(s[prev]), float(s[nxt]), v - prev
+        diff = b - a
+        out.append(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+    return out
+
+
 def monte_carlo(interval_s: float, cost_s: float, mtbf_s: float, restart_s: float = 0.0, *,
                 lag_s: float = 0.0, run_length_s: float = 30 * DAY_S, runs: int = 200,
                 seed: int = 0) -> dict:
@@ -385,24 +409,38 @@ def monte_carlo(interval_s: float, cost_s: float, mtbf_s: float, restart_s: floa
     k = int(expect + 6 * math.sqrt(expect) + 16)
     out = []
     chunk = max(1, int(2e6 // k))
+    # In place where it can be: on some 200 x 20 draws numpy's calls, not the numbers, cost.
     for lo in range(0, runs, chunk):
         n = min(chunk, runs - lo)
         f = np.cumsum(rng.exponential(mtbf_s, (n, k)), axis=1)
         while (f[:, -1] < horizon).any():
             f = np.hstack([f, f[:, -1:] + np.cumsum(rng.exponential(mtbf_s, (n, k)), axis=1)])
-        start = np.hstack([np.zeros((n, 1)), f[:, :-1]])     # span i starts at failure i-1
-        restart = np.full_like(start, restart_s)
-        restart[:, 0] = 0.0                                   # the run itself starts fresh
-        x = np.clip(np.minimum(f, horizon) - start - restart, 0.0, None)   # time training
-        kept = np.floor(np.clip(x - lag_s, 0.0, None) / period) * interval_s
-        whole = np.floor(x / period)
-        partial = whole * interval_s + np.minimum(x - whole * period, interval_s)
-        useful = np.where(f <= horizon, kept, partial)        # the last span is not lost
-        out.append(useful.sum(axis=1) / horizon)
-    g = np.concatenate(out)
-    p5, p50, p95 = np.percentile(g, [5, 50, 95])
-    return dict(mean_goodput=float(g.mean()), std_goodput=float(g.std()), p5=float(p5),
-                p50=float(p50), p95=float(p95), runs=runs, seed=seed, run_length_s=horizon,
+        # time training in span i: min(f_i, horizon) - f_(i-1) - R (span 0 starts at 0, fresh)
+        x = np.minimum(f, horizon)
+        x[:, 1:] -= f[:, :-1]
+        x[:, 1:] -= restart_s
+        np.maximum(x, 0.0, out=x)
+        kept = x - lag_s
+        np.maximum(kept, 0.0, out=kept)
+        kept /= period
+        np.floor(kept, out=kept)
+        kept *= interval_s
+        whole = x / period
+        np.floor(whole, out=whole)
+        partial = whole * period
+        np.subtract(x, partial, out=partial)
+        np.minimum(partial, interval_s, out=partial)
+        whole *= interval_s
+        partial += whole
+        np.copyto(partial, kept, where=f <= horizon)          # the last span is not lost
+        out.append(partial.sum(axis=1) / horizon)
+    g = np.concatenate(out) if len(out) > 1 else out[0]
+    p5, p50, p95 = percentiles(g, (5, 50, 95))
+    mean = g.sum() / len(g)                   # g.mean(), g.std(): numpy's sums, in its order
+    dev = g - mean
+    dev *= dev
+    return dict(mean_goodput=float(mean), std_goodput=math.sqrt(dev.sum() / len(g)), p5=p5,
+                p50=p50, p95=p95, runs=runs, seed=seed, run_length_s=horizon,
                 expected_failures_per_run=expect)
 
 

@@ -1,8 +1,8 @@
 """Cost before work: what evaluating a scenario will cost, said without evaluating it.
 
 :func:`cost_bound` counts, from a parsed scenario alone, the work :func:`simulation.evaluate`
-would do: tasks in the step graphs it builds and simulates (and rebuilds in Python for the
-timeline), random draws (the checkpoint Monte-Carlo, the recommendation model's sample
+would do: tasks in the step graphs it builds and simulates (and walks for the timeline),
+random draws (the checkpoint Monte-Carlo, the recommendation model's sample
 check), terms of the Zipf sums, points of the curves. It reads the same numbers the
 evaluation reads (layout, the rank's step-graph model, table sizes) and builds nothing,
 so it takes microseconds. ``work_units`` weighs the counts by what each costs: one unit
@@ -53,7 +53,8 @@ MAX_WORK_UNITS = 60_000_000        # ~60 s of engine time: well inside a worker'
 US_PER_GRAPH_TASK = 0.4            # built in C, simulated, attributed
 US_PER_GRAPH_EDGE = 0.05           # one dependency of such a task
 US_PER_QUEUED_WRITE_PAIR = 0.03    # (sub-groups)^2: optimizer write-backs to NVMe/CXL pile up
-US_PER_TIMELINE_TASK = 14.0        # built again in Python, critical path, timeline row
+US_PER_TIMELINE_TASK = 14.0        # names, critical path, timeline row: fitted when the graph was
+                                   # built again in Python; since #17 some 0.05-0.3 us (not refitted)
 US_PER_TIMELINE_EDGE = 1.3         # one dependency of such a task
 US_PER_PY_GRAPH_TASK = 15.0        # the PS / MoE graphs: built in Python, simulated in C
 US_PER_MC_DRAW = 0.1               # one failure time of the checkpoint Monte-Carlo

@@ -498,3 +498,206 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
                 dep_ptr=i32(dep_ptr), dep_idx=i32(dep_idx),
                 acquire=i32(acquire), release=i32(release), label=i32(label),
                 links=list(links), gpu_stream=gpu)
+
+
+_LAYER = "\x00"       # task_names: where a layer's index goes in its tasks' names
+
+
+def task_names(r: RankModel, last: bool) -> tuple[list, list]:
+    """``(names, streams)`` of ``build(r, links, last)`` without building the graph: its
+    tasks' names in task order and its streams' names in index order (``list(g.names)``,
+    ``list(g.streams)``), from ``task_name_plan``."""
+    plan, streams = task_name_plan(r, last)
+    return [x if si is None else x.replace(_LAYER, si) for si, t in plan for x in t], streams
+
+
+def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
+    """``(plan, streams)``: ``build(r, links, last)``'s task names as ``[(layer, names)]``
+    in task order, where ``layer`` (a layer's index as a string) replaces ``_LAYER`` in
+    each of ``names``, or is None (names as they are), and its streams' names in index
+    order. A layer's names are the same list object each time (a template).
+
+    The C builder emits no names; the timeline takes them from here, many times faster
+    than ``build``. ``build`` stays the specification: this walks the same loops in the
+    same order and makes only the names, each layer's from the tasks of one layer with
+    its index left open (tests hold it equal to ``build`` on generated rank models;
+    ``step.step_timeline`` falls back to ``build`` where the count of tasks or streams
+    differs from the C graph's). The labels are the arguments ``build`` gets, unused.
+    """
+    plan, streams = [], {}
+    out = [None]                   # where comp / xfer write: a template, or direct()'s list
+
+    def comp(name, stream, label="compute"):
+        out[0].append(name)
+        streams.setdefault(stream)     # in the order of first use, as TaskGraph.add_stream
+
+    def xfer(name, label):
+        out[0].append(name)
+
+    def coll(name, link, label, per_node=0, latency_s=0.0, stream="nccl"):
+        """``collective``'s tasks."""
+        started = latency_s > 0
+        if started:
+            comp(f"{name} (latency)", stream, label)
+        k = per_node or r.gpus_per_node
+        if link != "nic" or k <= 1:
+            xfer(name, label)
+            return
+        if not started:
+            comp(f"{name} (start)", "sync", label)
+        xfer(f"{name} (NVLink hops)", label)
+        xfer(f"{name} (inter-node hop)", label)
+        comp(f"{name} (done)", "sync", label)
+
+    templates = {}
+    index = [str(i) for i in range(r.layers)]
+
+    def template(key, emit, *args):
+        """The names of the tasks ``emit(_LAYER, *args)`` makes (made once per ``key``,
+        where its first layer's tasks come: the streams keep their order of first use)."""
+        t = templates.get(key)
+        if t is None:
+            t = templates[key] = []
+            out[0] = t
+            emit(_LAYER, *args)
+        return t
+
+    def direct():
+        """Tasks named as they are come next."""
+        out[0] = []
+        plan.append((None, out[0]))
+
+    zero3 = r.stage >= 3
+    n_units = r.units_per_layer if zero3 else 1
+    offload_act = r.offload_activations != "none"
+
+    def param_gather(i):
+        coll(f"L{i} parameters all-gather (next step's)", r.dp_link, "allgather",
+             r.dp_per_node, r.dp_gather_latency_s)
+
+    def fetch(tag, i, u, miss):
+        label = "fetch_miss" if miss else "allgather"
+        unit = f"L{i}" if n_units == 1 else f"L{i}.{u}"
+        f = r.bwd_fetch_factor if tag == "bwd" else 1.0
+        if r.offload_params != "none":
+            xfer(f"{tag} {unit} shard from {r.offload_params}", "fetch_miss" if miss else "offload")
+        coll(f"{tag} {unit} all-gather", r.shard_link, label, r.shard_per_node,
+             r.gather_latency_s * f)
+
+    def layer_compute(name, n_allreduce):
+        if r.tp > 1 and n_allreduce:
+            for k in range(n_allreduce):
+                comp(f"{name} ({k + 1}/{n_allreduce})", "gpu")
+                coll(f"{name} TP all-reduce {k + 1}", "nvlink", "tp_allreduce",
+                     latency_s=r.tp_latency_s, stream="tp nccl")
+            if r.tp_comm_overlap:
+                comp(f"{name} done", "sync")
+        else:
+            comp(name, "gpu")
+
+    def unit_name(tag, i, u):
+        return f"{tag} L{i}" if n_units == 1 else f"{tag} L{i}.{u}"
+
+    def forward(i, u, miss):
+        if zero3:
+            fetch("fwd", i, u, miss)
+        layer_compute(unit_name("forward", i, u), 2 if u == n_units - 1 else 0)
+        if offload_act and u == n_units - 1:
+            xfer(f"L{i} activations to DDR", "offload")
+
+    def backward(i, u, miss):
+        if zero3:
+            fetch("bwd", i, u, miss)
+        if offload_act and u == n_units - 1:
+            xfer(f"L{i} activations from DDR", "offload")
+        layer_compute(unit_name("backward", i, u), r.bwd_allreduces if u == 0 else 0)
+
+    def grad_sync(i):
+        _grad_sync_names(r, i, last, coll, xfer)
+
+    rate, n, units = (r.miss_rate if zero3 else 0.0), r.layers, range(n_units)
+    if n and last and r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1:
+        t = template("gather", param_gather)
+        plan += [(s, t) for s in index]
+    deferred = not r.overlap_grad_reduce and r.stage < 2
+    if n and rate > 0:      # prefetch misses: each unit's fetch by itself
+        for i in range(n):
+            for u in units:
+                miss = is_miss(i * n_units + u, rate)
+                plan.append((index[i], template(("fwd", u, miss), forward, u, miss)))
+    elif n:
+        fwd = [template(("fwd", u, False), forward, u, False) for u in units]
+        plan += [(s, t) for s in index for t in fwd]
+    direct()
+    if r.head_s:
+        comp("embedding + logits", "gpu")
+    if n and rate > 0:
+        for i in reversed(range(n)):
+            for u in reversed(units):
+                miss = is_miss(i * n_units + u, rate)
+                plan.append((index[i], template(("bwd", u, miss), backward, u, miss)))
+            if not deferred:
+                plan.append((index[i], template("sync", grad_sync)))
+    elif n:
+        bwd = [template(("bwd", u, False), backward, u, False) for u in reversed(units)]
+        if not deferred:
+            bwd.append(template("sync", grad_sync))
+        plan += [(s, t) for s in reversed(index) for t in bwd]
+    if n and deferred:      # every layer's sync after the last backward
+        t = template("sync", grad_sync)
+        plan += [(s, t) for s in reversed(index)]
+    direct()
+    if last:
+        _optimizer_names(r, comp, xfer, coll)
+    return plan, list(streams)
+
+
+def _grad_sync_names(r: RankModel, i: int, last: bool, coll, xfer) -> None:
+    """``_grad_sync``'s tasks, named (``task_names``)."""
+    if r.stage >= 2:
+        n_rs = r.rs_per_layer if r.stage >= 3 else 1
+        for q in range(n_rs):
+            coll(f"L{i} reduce-scatter" + (f" {q + 1}/{n_rs}" if n_rs > 1 else ""), r.shard_link,
+                 "reduce_scatter", r.shard_per_node, r.reduce_latency_s)
+        if last and r.replicas > 1:
+            coll(f"L{i} all-reduce across replicas", "nic", "allreduce", 1, r.replica_latency_s)
+        if last and r.offload_optimizer != "none":
+            xfer(f"L{i} gradients to host", "offload")
+            if r.offload_optimizer == "nvme":
+                xfer(f"L{i} fp32 gradients to NVMe", "offload")
+    elif last and r.dp > 1:
+        coll(f"L{i} gradient all-reduce", r.dp_link, "allreduce", r.dp_per_node,
+             r.dp_allreduce_latency_s)
+    elif last and r.offload_optimizer != "none":
+        xfer(f"L{i} gradients to host", "offload")
+        if r.offload_optimizer == "nvme":
+            xfer(f"L{i} fp32 gradients to NVMe", "offload")
+
+
+def _optimizer_names(r: RankModel, comp, xfer, coll) -> None:
+    """``_optimizer``'s tasks, named (``task_names``)."""
+    n = r.params_per_rank / r.shard
+    where = r.offload_optimizer
+    if where == "none":
+        comp("optimizer step (GPU)", "gpu", "optimizer")
+    else:
+        chunks = max(1, math.ceil(n / SUB_GROUP_ELEMENTS))
+        staged = where in ("nvme", "cxl")
+        tail = False
+        for j in range(chunks):
+            if staged:
+                xfer(f"optimizer states in ({j + 1}/{chunks})", "offload")
+            xfer(f"CPU Adam ({j + 1}/{chunks})", "cpu_optimizer")
+            if staged:
+                xfer(f"optimizer states out ({j + 1}/{chunks})", "offload")
+                tail = True
+        if r.offload_params == "none":
+            xfer("updated parameters to GPU", "offload")
+        elif r.offload_params == "nvme":
+            xfer("updated parameters to NVMe", "offload")
+            tail = True
+        if tail:
+            comp("optimizer step done", "gpu")
+    if r.stage in (1, 2) and r.dp > 1 and not r.overlap_param_gather:
+        coll("updated parameters all-gather", r.dp_link, "allgather", r.dp_per_node,
+             r.dp_gather_latency_s)
