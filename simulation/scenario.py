@@ -34,7 +34,7 @@ from .recsys import RecModelSpec
 from .errors import ScenarioError
 from .loss import LOSS_KERNELS
 from .states import STATE_DTYPES, StateDtypes
-from .memo import ByIdentity
+from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      field_names, frozen_new as _new, given as _given, int_field as _int,
                      no_unknown as _no_unknown, num_field as _num, section as _section,
@@ -451,6 +451,9 @@ def _state_dtypes(d: dict, path: str) -> StateDtypes | None:
     return out
 
 
+_ZERO_STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2, "megatron_dist_opt": 1}
+
+
 @dataclass(frozen=True)
 class StrategySpec:
     kind: str = "zero3"
@@ -469,8 +472,7 @@ class StrategySpec:
     @property
     def zero_stage(self) -> int:
         """ZeRO stage equivalent: 0 (DDP), 1, 2 or 3 (FSDP shards like stage 3)."""
-        return {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2,
-                "megatron_dist_opt": 1}.get(self.kind, 3)
+        return _ZERO_STAGE.get(self.kind, 3)
 
     @property
     def is_fsdp(self) -> bool:
@@ -636,14 +638,13 @@ class Scenario:
 
     def to_dict(self) -> dict:
         """The scenario as JSON: a new dict each call, so a caller may change what it gets."""
-        made, plan = _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
-                              self.convention, self.runtime, self.checkpoint, self.schema)
-        return _copy(made, plan)
+        return _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
+                        self.convention, self.runtime, self.checkpoint, self.schema)
 
 
 def _json_of(model, recsys, cluster, training, strategy, convention, runtime, checkpoint,
-             schema) -> tuple[dict, tuple]:
-    """The scenario's JSON and its copy plan, made once per set of (frozen, shared) sections."""
+             schema) -> dict:
+    """The scenario's JSON, made anew from its (frozen, shared) sections."""
     d = dict(schema=schema, cluster=cluster.to_dict(), training=training.to_dict(),
              strategy=strategy.to_dict(), convention=convention, runtime=runtime.to_dict(),
              checkpoint=checkpoint.to_dict())
@@ -651,7 +652,7 @@ def _json_of(model, recsys, cluster, training, strategy, convention, runtime, ch
         d["model"] = model.to_dict()
     if recsys is not None:
         d["recsys"] = recsys.to_dict()
-    return d, _plan(d)
+    return d
 
 
 def _plan(d: dict) -> tuple:
@@ -673,7 +674,8 @@ def _copy_list(v: list) -> list:
             for x in v]
 
 
-_as_json = ByIdentity(_json_of)
+# kept with its copy plan from the second call for the same sections on
+_as_json = KeptOnSecondCall(_json_of, keep=lambda d: (d, _plan(d)), copy=lambda kept: _copy(*kept))
 
 
 # ------------------------------------------------------------------ section memo
