@@ -145,6 +145,8 @@ def frozen_new(cls, fields: dict):
 @functools.cache
 def _defaults(cls) -> dict:
     """Every field of ``cls`` with its default (MISSING for a required one), in order."""
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"frozen_new would skip {cls.__name__}.__post_init__")
     return {f.name: f.default for f in dataclasses.fields(cls)}
 
 
