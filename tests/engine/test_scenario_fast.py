@@ -131,8 +131,13 @@ def test_a_parsed_spec_equals_the_one_its_init_makes(cls, section):
         setattr(spec, dataclasses.fields(cls)[0].name, None)
 
 
-def test_a_resolved_cluster_and_target_equal_their_init_made_twins():
-    r = resolve({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2}})
+def test_a_resolved_cluster_target_and_scenario_equal_their_init_made_twins():
+    d = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2}}
+    forget()
+    sc = Scenario.from_dict(d)
+    assert sc == Scenario(**fields.plain(sc))
+    assert list(vars(sc)) == [f.name for f in dataclasses.fields(Scenario)]
+    r = resolve(d)
     c = ClusterSpec.from_dict(r["cluster"])
     assert c.accelerator == AcceleratorSpec(**fields.plain(c.accelerator))
     assert c == ClusterSpec(**fields.plain(c))
