@@ -22,16 +22,20 @@
      names, the timeline and critical path walked in Python, the Monte-Carlo on numpy's
      percentile: ``tests/engine/test_detail_fast.py``'s references, which the tests hold
      equal to the new path), in the same rounds: the ratio is issue #17's (>= 4x);
-   - quick: memory only, the live estimate of the form;
-   - quick, cold: the same with every engine memo cleared before each call (what a
-     scenario whose sections the process has never seen costs).
-3. The same calls against llm-analysis's ``train()`` (memory + analytic step time, no
-   simulation) on the nearest 80-layer model it ships (LLaMA-65B) and H100 SXM, cycling
-   through its valid ZeRO stage x GPUs x micro batch x recompute x TP configurations,
-   measured in the same run in alternating rounds (the best round of each), so the ratio
-   holds on any machine. The goals were set where llm-analysis evaluates about 6,600 per
-   second: 20,000 quick estimates per second is 3.0x llm-analysis, 2,000 full evaluations
-   0.30x. ``pip install llm-analysis`` (and ``simpy`` for 1.) to measure them.
+3. llm-analysis's ``train()`` (memory + analytic step time, no simulation) and the engine
+   on the same configurations (:func:`matched_configs`): 160 Llama-style models, no two of
+   the same width and depth, each registered with llm-analysis and given one configuration
+   of its ZeRO stage x GPUs x micro batch x recompute x TP grid on H100 SXM, written as the
+   same scenario. The ratios are printed only after checking, pair by pair, that both
+   computed the same thing (parameter counts, weights and optimizer states per GPU within
+   0.1 %: :func:`matched_agree`). Measured in the same run in alternating rounds (the best
+   round of each), so the ratio holds on any machine:
+   - quick: memory only, the live estimate of the form, memos warm (each scenario was
+     seen in an earlier pass over the set);
+   - quick, cold: the same with every engine memo cleared before each call, on a model
+     the process has not evaluated (issue #17: >= 3x llm-analysis);
+   - full (``detail=False``) on the same scenarios (goal >= 0.30x llm-analysis).
+   ``pip install llm-analysis`` (and ``simpy`` for 1.) to measure them.
 4. Calculon (calculon-ai/calculon, not on PyPI) on Korthikanti et al. 2022 Table 5's eight
    runs, read from its own model, execution and system files, against the engine's full
    evaluation (``detail=False``) of scenarios written from the same numbers, in the same
@@ -328,32 +332,104 @@ def best_rounds(workloads: dict, min_s: float, rounds: int = 15) -> dict:
     return best
 
 
-LLM_ANALYSIS_MODEL = "decapoda-research_llama-65b-hf"     # 80 layers, hidden 8192
+def llama_family(n: int = 160) -> list[dict]:
+    """``n`` Llama-style decoders, no two alike in width and depth: hidden 2,048-8,192 in
+    steps of 256 (head dim 128, grouped-query attention with gcd(heads, 8) KV heads), 16-80
+    layers, SwiGLU MLP of Llama's width (8h/3 rounded up to a multiple of 256: the
+    ``multiple_of`` rule of meta-llama's ``model.py``), RMSNorm, RoPE, 32,000-token vocabulary,
+    tied embeddings (llm-analysis counts one embedding matrix), 4,096-token context. Model
+    ``i`` has width step ``i % 25`` and depth ``16 + 7 i % 65``: distinct for ``n <= 325``."""
+    import math
+    out = []
+    for i in range(n):
+        h = 2048 + 256 * (i % 25)
+        heads = h // 128
+        f = -(-8 * h // 3 // 256) * 256
+        out.append({"name": f"llama-style-{i}", "num_layers": 16 + (7 * i) % 65, "hidden_size": h,
+                    "num_attention_heads": heads, "num_kv_heads": math.gcd(heads, 8),
+                    "ffn_hidden_size": f, "vocab_size": 32000, "tied_embeddings": True,
+                    "max_seq_len": 4096})
+    return out
 
 
-def llm_analysis_calls():
-    """``(call, configs)`` for llm-analysis ``train()``, or None when it is not installed."""
+# (ZeRO stage, GPUs, micro batch, recompute, TP): llm-analysis's own grid of knobs
+_LA_GRID = list(itertools.product([1, 2, 3], [8, 16, 32, 64], [1, 2], [0, 1, 2], [1, 2, 4, 8]))
+_LA_RECOMPUTE = {0: "none", 1: "selective", 2: "full"}   # its ActivationRecomputation values
+
+
+def matched_configs(n: int = 160):
+    """``(llm_analysis_call, [(la_config, scenario)])``: llm-analysis ``train()`` and
+    the engine on the same configurations, or None without llm-analysis.
+
+    Each of :func:`llama_family`'s models is registered with llm-analysis (its
+    ``model_configs`` table, as its ``--model_name`` JSON files are: a gated MLP of width f
+    is its ``ffn_embed_dim`` 1.5 f, since it counts two matrices) and given the next
+    configuration of the knob grid that both accept, as the same scenario: H100 SXM 80 GB
+    (``dgx-h100`` nodes of 8), bf16 with Adam, ZeRO stage -> zero1/zero2/zero3, the same
+    micro batch and global batch (one micro batch per step), sequence 4,096, the same
+    recompute, TP with sequence parallelism (llm-analysis's ``sp_size`` defaults to TP),
+    FlashAttention on both. Configurations with TP above the model's KV heads are skipped
+    (llm-analysis then replicates KV heads in its count)."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")   # its import warns of no PyTorch
     try:
+        from llm_analysis import config as la_config
         from llm_analysis.analysis import train
     except ImportError:
         return None
 
     def call(cfg):
-        zero, gpus, mbs, rec, tp = cfg
-        return train(model_name=LLM_ANALYSIS_MODEL, gpu_name="h100-sxm-80gb",
-                     dtype_name="w16a16e16", log_level="ERROR", batch_size_per_gpu=mbs,
-                     seq_len=2048, tp_size=tp, activation_recomputation=rec, ds_zero=zero,
+        name, zero, gpus, mbs, rec, tp = cfg
+        return train(model_name=name, gpu_name="h100-sxm-80gb", dtype_name="w16a16e16",
+                     log_level="ERROR", batch_size_per_gpu=mbs, global_batch_size=mbs * gpus // tp,
+                     seq_len=4096, tp_size=tp, activation_recomputation=rec, ds_zero=zero,
                      total_num_gpus=gpus, flops_efficiency=0.5, mlp_gated_linear_units=True)
 
-    configs = []
-    for cfg in itertools.product([1, 2, 3], [8, 16, 32, 64], [1, 2], [0, 1, 2], [1, 2, 4, 8]):
-        try:
-            call(cfg)
-        except AssertionError:      # its way of saying "does not fit" or "invalid"
-            continue
-        configs.append(cfg)
-    return call, configs
+    pairs, k = [], 0
+    for m in llama_family(n):
+        la_config.model_configs[m["name"]] = la_config.ModelConfig(
+            name=m["name"], num_layers=m["num_layers"], n_head=m["num_attention_heads"],
+            hidden_dim=m["hidden_size"], vocab_size=m["vocab_size"], max_seq_len=m["max_seq_len"],
+            num_key_value_heads=m["num_kv_heads"], ffn_embed_dim=3 * m["ffn_hidden_size"] // 2,
+            expansion_ratio=1.5 * m["ffn_hidden_size"] / m["hidden_size"], model_type="llama")
+        for _ in range(len(_LA_GRID)):
+            zero, gpus, mbs, rec, tp = _LA_GRID[k % len(_LA_GRID)]
+            k += 1
+            if tp > m["num_kv_heads"]:
+                continue
+            cfg = (m["name"], zero, gpus, mbs, rec, tp)
+            d = {"model": dict(m), "cluster": {"node": "dgx-h100", "num_nodes": gpus // 8},
+                 "training": {"micro_batch_size": mbs, "global_batch_size": mbs * gpus // tp,
+                              "seq_len": 4096, "recompute": _LA_RECOMPUTE[rec],
+                              "flash_attention": True, "tensor_parallel": tp,
+                              "sequence_parallel": tp > 1},
+                 "strategy": {"kind": f"zero{zero}"}}
+            try:
+                call(cfg)
+                estimate_dict(d)
+            except (AssertionError, ScenarioError):  # llm-analysis asserts "does not fit"
+                continue
+            pairs.append((cfg, d))
+            break
+    return call, pairs
+
+
+def matched_agree(call, pairs, rel: float = 1e-3):
+    """True when llm-analysis and the engine computed the same thing on every pair, else
+    what differs: the same parameter count and, per GPU, the same bf16 weights and the same
+    fp32 master weights + Adam moments (12 B/param, sharded by ZeRO stage >= 1), each within
+    ``rel``. Gradients and activations are not compared: llm-analysis counts fp32
+    gradients (``master_weights_dtype_bytes``) where DeepSpeed keeps them in bf16
+    (``engine.get_data_types``), and its activations are Korthikanti's formula."""
+    for cfg, d in pairs:
+        la, r = call(cfg), estimate_dict(d)
+        hbm = r["memory"]["per_gpu"]["hbm"]
+        for what, ours, theirs in (
+                ("parameters", r["model"]["num_params"], la["num_params_total"]),
+                ("weights per GPU", hbm["params_bytes"], la["weight_memory_per_gpu"]),
+                ("optimizer states per GPU", hbm["optimizer_bytes"], la["optimizer_state_memory_per_gpu"])):
+            if abs(ours / theirs - 1) > rel:
+                return f"{cfg}: {what} {ours:.6g} against llm-analysis's {theirs:.6g}"
+    return True
 
 
 CALCULON_RUNS = [(m, r) for m in ("megatron-22B", "gpt3-175B", "turing-530B", "megatron-1T")
@@ -546,21 +622,25 @@ def main():
 
     grid = scenario_grid()
     work = {"full": (lambda d: evaluate_dict(d, detail=False), grid),
-            "detail": (lambda d: evaluate_dict(d, detail=True), grid),
-            "quick": (estimate_dict, grid),
-            "quick-cold": (lambda d: (forget(), estimate_dict(d)), grid)}
+            "detail": (lambda d: evaluate_dict(d, detail=True), grid)}
     before = detail_before()
     if before:
         work["detail-before"] = (before, grid)
-    la = llm_analysis_calls()
+    la = matched_configs()
     if la:
-        work["llm-analysis"] = la
+        call, pairs = la
+        same_la = matched_agree(call, pairs)
+        matched = [d for _, d in pairs]
+        work["llm-analysis"] = (call, [cfg for cfg, _ in pairs])
+        work["quick"] = (estimate_dict, matched)
+        work["quick-cold"] = (lambda d: (forget(), estimate_dict(d)), matched)
+        work["full-matched"] = (lambda d: evaluate_dict(d, detail=False), matched)
     cal = calculon_calls(args.calculon)
     if cal:
         work["calculon"] = cal[:2]
         work["full-t5"] = (lambda d: evaluate_dict(d, detail=False), cal[2])
     t = best_rounds(work, 3 * min_s)
-    t_full, t_detail, t_quick = t["full"], t["detail"], t["quick"]
+    t_full, t_detail = t["full"], t["detail"]
     print(f"\n2. scenario evaluations, one core, cycling through {len(grid)} distinct Llama-2-70B "
           "(80-layer) scenarios on DGX H100 nodes")
     print(f"   full (memory + simulated step + goodput)  {1 / t_full:10,.0f} /s   ({t_full * 1e3:.3f} ms each; goal >= 2,000/s)")
@@ -569,19 +649,26 @@ def main():
         t_b = t["detail-before"]
         print(f"   the same as made before issue #17         {1 / t_b:10,.0f} /s   ({t_b * 1e3:.3f} ms each): "
               f"{t_b / t_detail:.2f}x faster now (goal >= 4x)")
-    print(f"   quick (memory only)                       {1 / t_quick:10,.0f} /s   ({t_quick * 1e3:.3f} ms each; goal >= 20,000/s)")
-    t_cold = t["quick-cold"]
-    print(f"   quick, every memo cleared before each call {1 / t_cold:9,.0f} /s   ({t_cold * 1e3:.3f} ms each)")
     if not la:
         print("\n3. llm-analysis not installed (pip install llm-analysis)")
     else:
-        t_la = t["llm-analysis"]
-        print(f"\n3. llm-analysis train(), {len(la[1])} valid LLaMA-65B (80-layer) configurations on H100 SXM, "
+        print(f"\n3. llm-analysis train() and tierlab on the same {len(pairs)} configurations: "
+              f"{len(pairs)} distinct Llama-style models (hidden 2,048-8,192, 16-80 layers), one "
+              "each, ZeRO 1-3 x 8-64 H100 SXM x micro batch x recompute x TP, sequence 4,096; "
               "same run, same rounds")
-        print(f"   llm-analysis (analytic memory + step)     {1 / t_la:10,.0f} /s   ({t_la * 1e3:.3f} ms each)")
-        print(f"   tierlab full / llm-analysis               {t_la / t_full:10.2f} x   (goal >= 0.30x: 2,000 where it does 6,600)")
-        print(f"   tierlab quick / llm-analysis              {t_la / t_quick:10.2f} x   (goal >= 3.0x: 20,000 where it does 6,600)")
-        print(f"   tierlab quick, memos cleared / llm-analysis {t_la / t_cold:8.2f} x   (issue #17: >= 3x on inputs never seen)")
+        if same_la is not True:
+            print(f"   not the same computation, no ratio: {same_la}")
+        else:
+            t_la, t_quick, t_cold, t_fm = t["llm-analysis"], t["quick"], t["quick-cold"], t["full-matched"]
+            print("   checked: parameter counts, bf16 weights and fp32 optimizer states per GPU within 0.1 % on every pair")
+            print(f"   llm-analysis (analytic memory + step)     {1 / t_la:10,.0f} /s   ({t_la * 1e3:.3f} ms each)")
+            print(f"   tierlab quick (memory only), memos warm   {1 / t_quick:10,.0f} /s   ({t_quick * 1e3:.3f} ms each)"
+                  f"   {t_la / t_quick:5.2f}x llm-analysis (goal >= 3x)")
+            print(f"   tierlab quick, every memo cleared first   {1 / t_cold:10,.0f} /s   ({t_cold * 1e3:.3f} ms each)"
+                  f"   {t_la / t_cold:5.2f}x llm-analysis (issue #17: >= 3x on inputs never seen)")
+            print(f"   tierlab full (memory + simulated step)    {1 / t_fm:10,.0f} /s   ({t_fm * 1e3:.3f} ms each)"
+                  f"   {t_la / t_fm:5.2f}x llm-analysis (goal >= 0.30x)")
+    print(f"   load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not cal:
         print("\n4. Calculon not measured (--calculon DIR: a checkout of calculon-ai/calculon, "
               "pip install DIR pandas psutil)")

@@ -34,12 +34,12 @@ goodput   Daly's (2006) expected wall time for exponential failures gives
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ScenarioError
-from .fields import (choice_field as _choice, drop_none, field_names, int_field as _int,
+from .fields import (choice_field as _choice, field_names, frozen_new, given, int_field as _int,
                      num_field as _num, plain)
 
 CONTENTS = ("model_states", "weights_only")
@@ -150,7 +150,7 @@ class CheckpointSpec:
         if not isinstance(sharded, bool):
             raise ScenarioError(f"{path}.sharded", f"must be true or false, got {sharded!r}")
         method = _choice(d, "method", path, METHODS, "blocking")
-        s = cls(
+        s = frozen_new(cls, dict(
             content=_choice(d, "content", path, CONTENTS, "model_states"), sharded=sharded,
             differential_fraction=_num(d, "differential_fraction", path, 1.0, strict=True, maximum=1.0),
             quantize_bits=_choice({"quantize_bits": _int(d, "quantize_bits", path)},
@@ -167,7 +167,7 @@ class CheckpointSpec:
             seed=_int(d, "seed", path, 0, minimum=0),
             target_write_bytes_per_s=_num(d, "target_write_bytes_per_s", path, strict=True),
             target_read_bytes_per_s=_num(d, "target_read_bytes_per_s", path, strict=True),
-            target_capacity_bytes=_num(d, "target_capacity_bytes", path, strict=True))
+            target_capacity_bytes=_num(d, "target_capacity_bytes", path, strict=True)))
         if s.flush_every is not None and method != "in_memory_then_flush":
             raise ScenarioError(f"{path}.flush_every", "applies to method in_memory_then_flush only")
         if method == "in_memory_then_flush" and s.target == "remote_dram":
@@ -179,7 +179,7 @@ class CheckpointSpec:
         return s
 
     def to_dict(self) -> dict:
-        return drop_none(plain(self))
+        return given(self)
 
 
 def resolve_target(spec: CheckpointSpec, *, gpus_per_node: int, host_link_bytes_per_s: float,
@@ -214,8 +214,8 @@ def resolve_target(spec: CheckpointSpec, *, gpus_per_node: int, host_link_bytes_
     if kind == "gds_nvme":      # HBM -> NVMe directly: each writing GPU's PCIe link bounds it
         lanes = host_link_bytes_per_s * (gpus_per_node if spec.sharded else 1)
         write, read = min(write, lanes), min(read, lanes)
-    return replace(t, write_bytes_per_s=write, read_bytes_per_s=read, capacity_bytes=cap,
-                   source=source)
+    return frozen_new(Target, dict(t.__dict__, write_bytes_per_s=write, read_bytes_per_s=read,
+                                   capacity_bytes=cap, source=source))
 
 
 # ------------------------------------------------------------------ size

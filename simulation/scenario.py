@@ -26,7 +26,7 @@ Every bad value raises :class:`ScenarioError` naming its dotted field.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import calibrate, cpu_adam, presets
 from .checkpoint import CheckpointSpec, resolve_target
@@ -34,10 +34,11 @@ from .recsys import RecModelSpec
 from .errors import ScenarioError
 from .loss import LOSS_KERNELS
 from .states import STATE_DTYPES, StateDtypes
-from .memo import ByIdentity
+from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
-                     field_names, int_field as _int, no_unknown as _no_unknown, num_field as _num, plain as _plain,
-                     section as _section, str_field as _str)
+                     field_names, frozen_new as _new, given as _given, int_field as _int,
+                     no_unknown as _no_unknown, num_field as _num, section as _section,
+                     str_field as _str)
 
 SCHEMA_VERSION = 1
 
@@ -163,12 +164,13 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, d: dict, path: str = "model") -> "ModelSpec":
         _no_unknown(d, field_names(cls), path)
-        m = cls(
+        # fields checked in order (the first bad one is named); kv heads default to heads
+        m = _new(cls, dict(
             name=_str(d, "name", path, "custom") or "custom",
             num_layers=_int(d, "num_layers", path, maximum=10_000),
             hidden_size=_int(d, "hidden_size", path, maximum=1_000_000),
-            num_attention_heads=_int(d, "num_attention_heads", path, maximum=100_000),
-            num_kv_heads=_int(d, "num_kv_heads", path),
+            num_attention_heads=(heads := _int(d, "num_attention_heads", path, maximum=100_000)),
+            num_kv_heads=heads if (kv := _int(d, "num_kv_heads", path)) is None else kv,
             ffn_hidden_size=_int(d, "ffn_hidden_size", path, maximum=10_000_000),
             vocab_size=_int(d, "vocab_size", path, maximum=100_000_000),
             gated_mlp=_bool(d, "gated_mlp", path, True),
@@ -181,18 +183,15 @@ class ModelSpec:
             norms_per_block=_int(d, "norms_per_block", path, minimum=0, maximum=16),
             fused_projections=(None if d.get("fused_projections") is None
                                else _bool(d, "fused_projections", path, False)),
-            dropout=_bool(d, "dropout", path, True),
-            attention_dropout=_bool(d, "attention_dropout", path, _bool(d, "dropout", path, True)),
-            hidden_dropout=_bool(d, "hidden_dropout", path, _bool(d, "dropout", path, True)),
+            dropout=(dropout := _bool(d, "dropout", path, True)),
+            attention_dropout=_bool(d, "attention_dropout", path, dropout),
+            hidden_dropout=_bool(d, "hidden_dropout", path, dropout),
             num_experts=_int(d, "num_experts", path, 1, maximum=1_000_000),
             moe_top_k=_int(d, "moe_top_k", path, 1),
             max_seq_len=_int(d, "max_seq_len", path),
             num_params=_int(d, "num_params", path, maximum=10**16),
             preset=_str(d, "preset", path),
-            source=_str(d, "source", path),
-        )
-        if m.num_kv_heads is None and m.num_attention_heads is not None:
-            m = replace(m, num_kv_heads=m.num_attention_heads)
+            source=_str(d, "source", path)))
         if m.num_params is None and not m.has_architecture:
             missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads",
                                    "ffn_hidden_size", "vocab_size") if getattr(m, k) is None]
@@ -216,7 +215,7 @@ class ModelSpec:
         return m
 
     def to_dict(self) -> dict:
-        return _drop_none(_plain(self))
+        return _given(self)
 
 
 @dataclass(frozen=True)
@@ -254,12 +253,13 @@ class AcceleratorSpec:
                                 + ("gemm_flops" if sms is None else "sm_count"))
         if gemm is not None and gemm > vals["peak_flops_bf16"]:
             raise ScenarioError(f"{path}.gemm_flops", "must not exceed peak_flops_bf16")
-        return cls(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
-                   preset=_str(d, "preset", path), source=_str(d, "source", path),
-                   gemm_flops=gemm, sm_count=sms, **vals)
+        vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
+                    preset=_str(d, "preset", path), source=_str(d, "source", path),
+                    gemm_flops=gemm, sm_count=sms)
+        return _new(cls, vals)
 
     def to_dict(self) -> dict:
-        return _drop_none(_plain(self))
+        return _given(self)
 
 
 @dataclass(frozen=True)
@@ -278,16 +278,16 @@ class TierSpec:
         for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
             if d.get(k) is None:
                 raise ScenarioError(f"{path}.{k}", "is required")
-        return cls(capacity_bytes=_num(d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
+        return _new(cls, dict(capacity_bytes=_num(d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
                    read_bytes_per_s=_num(d, "read_bytes_per_s", path, strict=True,
                                          maximum=MAX_BYTES_PER_S),
                    write_bytes_per_s=_num(d, "write_bytes_per_s", path, strict=True,
                                           maximum=MAX_BYTES_PER_S),
                    latency_s=_num(d, "latency_s", path, 0.0),
-                   device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0))
+                   device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0)))
 
     def to_dict(self) -> dict:
-        return _drop_none(_plain(self))
+        return _given(self)
 
 
 @dataclass(frozen=True)
@@ -350,7 +350,7 @@ class ClusterSpec:
             if not isinstance(spec, dict):
                 raise ScenarioError(f"{path}.tiers.{name}", "must be an object")
             tiers[name] = TierSpec.from_dict(spec, f"{path}.tiers.{name}")
-        return cls(
+        return _new(cls, dict(
             accelerator=AcceleratorSpec.from_dict(acc, f"{path}.accelerator"),
             gpus_per_node=_int(d, "gpus_per_node", path, required=True, maximum=1024),
             num_nodes=_int(d, "num_nodes", path, 1, maximum=1_000_000),
@@ -374,7 +374,7 @@ class ClusterSpec:
             spine_oversubscription=_num(d, "spine_oversubscription", path, 1.0, minimum=1.0,
                                         maximum=64.0),
             profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
-                     if d.get("profile") is not None else None))
+                     if d.get("profile") is not None else None)))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
@@ -476,7 +476,7 @@ class TrainingSpec:
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
         _no_unknown(d, field_names(cls), path)
-        return cls(
+        return _new(cls, dict(
             micro_batch_size=_int(d, "micro_batch_size", path, 1, maximum=10_000_000),
             global_batch_size=_int(d, "global_batch_size", path, maximum=1_000_000_000),
             seq_len=_int(d, "seq_len", path, 4096, maximum=MAX_SEQ_LEN),
@@ -489,8 +489,8 @@ class TrainingSpec:
             flash_attention=_bool(d, "flash_attention", path, False),
             loss_kernel=_choice(d, "loss_kernel", path, LOSS_KERNELS, "torch"),
             dtypes=_state_dtypes(_section(d, "dtypes", path), f"{path}.dtypes"),
-            framework=_framework(d, path),
-            fused_mlp_activation=_bool(d, "fused_mlp_activation", path, _framework(d, path) == "megatron"),
+            framework=(framework := _framework(d, path)),
+            fused_mlp_activation=_bool(d, "fused_mlp_activation", path, framework == "megatron"),
             interleave_stages=_int(d, "interleave_stages", path),
             compute_efficiency=_num(d, "compute_efficiency", path,
                                     0.55 if d.get("compute_model") == "constant" else None,
@@ -499,16 +499,16 @@ class TrainingSpec:
                                   "constant" if d.get("compute_efficiency") is not None else "work"),
             software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
             network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
-            overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, _framework(d, path) != "megatron"),
+            overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, framework != "megatron"),
             gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
-                                               _framework(d, path) == "megatron"),
+                                               framework == "megatron"),
             overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
-            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False))
+            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False)))
 
     def to_dict(self) -> dict:
-        out = _drop_none(_plain(self))
+        out = _given(self)
         if self.dtypes is not None:
-            out["dtypes"] = _drop_none(_plain(self.dtypes))
+            out["dtypes"] = _given(self.dtypes)
         for name in ("overlap_param_gather", "tp_comm_overlap"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
                 del out[name]
@@ -536,6 +536,9 @@ def _state_dtypes(d: dict, path: str) -> StateDtypes | None:
     return out
 
 
+_ZERO_STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2, "megatron_dist_opt": 1}
+
+
 @dataclass(frozen=True)
 class StrategySpec:
     kind: str = "zero3"
@@ -554,8 +557,7 @@ class StrategySpec:
     @property
     def zero_stage(self) -> int:
         """ZeRO stage equivalent: 0 (DDP), 1, 2 or 3 (FSDP shards like stage 3)."""
-        return {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2,
-                "megatron_dist_opt": 1}.get(self.kind, 3)
+        return _ZERO_STAGE.get(self.kind, 3)
 
     @property
     def is_fsdp(self) -> bool:
@@ -568,7 +570,7 @@ class StrategySpec:
         # ZeRO-Offload / ZeRO-Infinity name a stage plus an offload target.
         default_opt = {"zero_offload": "cpu", "zero_infinity": "nvme"}.get(kind, "none")
         default_par = "nvme" if kind == "zero_infinity" else "none"
-        s = cls(kind=kind,
+        s = _new(cls, dict(kind=kind,
                 shard_group_size=_int(d, "shard_group_size", path, maximum=100_000_000),
                 offload_optimizer=_choice(d, "offload_optimizer", path, OFFLOAD_TARGETS, default_opt),
                 offload_params=_choice(d, "offload_params", path, OFFLOAD_TARGETS, default_par),
@@ -577,7 +579,7 @@ class StrategySpec:
                 prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0),
                 deepspeed_release=_choice(d, "deepspeed_release", path, DEEPSPEED_RELEASES, "current"),
                 cpu_optimizer_cores_per_gpu=_num(d, "cpu_optimizer_cores_per_gpu", path, None,
-                                                 strict=True, maximum=1_000_000))
+                                                 strict=True, maximum=1_000_000)))
         if s.deepspeed_release != "current" and (s.zero_stage < 3 or s.is_fsdp):
             raise ScenarioError(f"{path}.deepspeed_release",
                                 f"applies to DeepSpeed ZeRO-3 (zero3, zero_infinity), not {kind}")
@@ -603,7 +605,7 @@ class StrategySpec:
         return s
 
     def to_dict(self) -> dict:
-        d = _drop_none(_plain(self))
+        d = _given(self)
         if d.get("deepspeed_release") == "current":     # the default: keep older scenarios' JSON
             del d["deepspeed_release"]
         return d
@@ -655,16 +657,16 @@ class RuntimeSpec:
     @classmethod
     def from_dict(cls, d: dict, path: str = "runtime") -> "RuntimeSpec":
         _no_unknown(d, field_names(cls), path)
-        return cls(runtime_bytes=_num(d, "runtime_bytes", path, cls.runtime_bytes),
+        return _new(cls, dict(runtime_bytes=_num(d, "runtime_bytes", path, cls.runtime_bytes),
                    fragmentation_fraction=_num(d, "fragmentation_fraction", path, None,
                                                maximum=1.0),
                    expandable_segments=_bool(d, "expandable_segments", path, False),
                    model_load=_choice(d, "model_load", path,
                                       (None, "every_rank", "rank0", "sharded"), None),
-                   load_dtype=_choice(d, "load_dtype", path, (None, "bf16", "fp16", "fp32"), None))
+                   load_dtype=_choice(d, "load_dtype", path, (None, "bf16", "fp16", "fp32"), None)))
 
     def to_dict(self) -> dict:
-        return _drop_none(_plain(self))
+        return _given(self)
 
 
 @dataclass(frozen=True)
@@ -693,20 +695,24 @@ class Scenario:
         models = presets.MODELS if models is None else models
         nodes = presets.NODES if nodes is None else nodes
         accelerators = presets.ACCELERATORS if accelerators is None else accelerators
-        model, cluster, recsys = _resolved_sections(d, models, nodes, accelerators)
+        keys = _resolved_keys(d, models, nodes, accelerators)
+        model, cluster, recsys = _resolved_sections(d, keys)
         if cluster is None:          # not seen before (or a recommendation model): the long way
             r = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
-            model = _parsed(ModelSpec, r["model"]) if r.get("model") is not None else None
-            recsys = _parsed(RecModelSpec, r["recsys"]) if r.get("recsys") is not None else None
-            cluster = _parsed(ClusterSpec, r["cluster"])
-            if model is not None and recsys is None:
-                _remember_resolved(d, model, cluster, models, nodes, accelerators)
-        sc = cls(model=model, recsys=recsys, cluster=cluster,
-                 training=_parsed(TrainingSpec, _section(d, "training")),
-                 strategy=_parsed(StrategySpec, _section(d, "strategy")),
-                 convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
-                 runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
-                 checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint")))
+            if keys is not None and r.get("model") is not None:
+                # remembered below by the sections as written (their keys are made already)
+                model, cluster = ModelSpec.from_dict(r["model"]), ClusterSpec.from_dict(r["cluster"])
+                _remember_resolved(keys, model, cluster, models, nodes, accelerators)
+            else:
+                model = _parsed(ModelSpec, r["model"]) if r.get("model") is not None else None
+                recsys = _parsed(RecModelSpec, r["recsys"]) if r.get("recsys") is not None else None
+                cluster = _parsed(ClusterSpec, r["cluster"])
+        sc = _new(cls, dict(model=model, recsys=recsys, cluster=cluster,
+                            training=_parsed(TrainingSpec, _section(d, "training")),
+                            strategy=_parsed(StrategySpec, _section(d, "strategy")),
+                            convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
+                            runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
+                            checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint"))))
         _checked_target(sc.checkpoint, sc.cluster)
         cpu_adam.check_cores(sc.cluster, sc.strategy)
         if sc.training.overlap_param_gather and sc.strategy.kind != "megatron_dist_opt":
@@ -723,14 +729,13 @@ class Scenario:
 
     def to_dict(self) -> dict:
         """The scenario as JSON: a new dict each call, so a caller may change what it gets."""
-        made, plan = _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
-                              self.convention, self.runtime, self.checkpoint, self.schema)
-        return _copy(made, plan)
+        return _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
+                        self.convention, self.runtime, self.checkpoint, self.schema)
 
 
 def _json_of(model, recsys, cluster, training, strategy, convention, runtime, checkpoint,
-             schema) -> tuple[dict, tuple]:
-    """The scenario's JSON and its copy plan, made once per set of (frozen, shared) sections."""
+             schema) -> dict:
+    """The scenario's JSON, made anew from its (frozen, shared) sections."""
     d = dict(schema=schema, cluster=cluster.to_dict(), training=training.to_dict(),
              strategy=strategy.to_dict(), convention=convention, runtime=runtime.to_dict(),
              checkpoint=checkpoint.to_dict())
@@ -738,7 +743,7 @@ def _json_of(model, recsys, cluster, training, strategy, convention, runtime, ch
         d["model"] = model.to_dict()
     if recsys is not None:
         d["recsys"] = recsys.to_dict()
-    return d, _plan(d)
+    return d
 
 
 def _plan(d: dict) -> tuple:
@@ -760,10 +765,14 @@ def _copy_list(v: list) -> list:
             for x in v]
 
 
-_as_json = ByIdentity(_json_of)
+# kept with its copy plan from the second call for the same sections on
+_as_json = KeptOnSecondCall(_json_of, keep=lambda d: (d, _plan(d)), copy=lambda kept: _copy(*kept))
 
 
 # ------------------------------------------------------------------ section memo
+# An absent or empty section parses to its defaults whatever the scenario: made here once
+# (a constant of the engine, as the dataclasses' defaults are, not a memo of any input).
+_EMPTY: dict = {c: c.from_dict({}) for c in (TrainingSpec, StrategySpec, RuntimeSpec, CheckpointSpec)}
 _PARSED: dict = {}
 _PARSED_MAX = 4096
 
@@ -774,6 +783,8 @@ def _parsed(cls, section):
     Errors are not remembered (they raise each time)."""
     if not isinstance(section, dict):
         return cls.from_dict(section)
+    if not section and cls in _EMPTY:
+        return _EMPTY[cls]
     # repr keeps JSON types apart (True, 1, 1.0) and floats exact; C-fast
     key = (cls, repr(section))
     hit = _PARSED.get(key)
@@ -793,17 +804,21 @@ _TOP_LEVEL = frozenset({"schema", "model", "cluster", "training", "strategy", "c
                         "checkpoint", "recsys", "name"})
 
 
-def _resolved_keys(d: dict, models, nodes, accelerators) -> tuple:
+def _resolved_keys(d: dict, models, nodes, accelerators) -> tuple | None:
+    """The keys of ``d``'s model and cluster sections as written in :data:`_RESOLVED`;
+    None where they are not remembered (no dict, a recommendation model)."""
+    if not isinstance(d, dict) or d.get("recsys") is not None:
+        return None
     return (("model", repr(d.get("model")), id(models)),
             ("cluster", repr(d.get("cluster")), id(nodes), id(accelerators)))
 
 
-def _resolved_sections(d, models, nodes, accelerators) -> tuple:
+def _resolved_sections(d, keys) -> tuple:
     """``(model, cluster, None)`` when both sections were resolved before, else Nones.
     Only the checks :func:`resolve` makes before expanding are repeated: the rest passed."""
-    if not isinstance(d, dict) or d.get("recsys") is not None:
+    if keys is None:
         return None, None, None
-    km, kc = _resolved_keys(d, models, nodes, accelerators)
+    km, kc = keys
     m, c = _RESOLVED.get(km), _RESOLVED.get(kc)
     if m is None or c is None:
         return None, None, None
@@ -814,8 +829,8 @@ def _resolved_sections(d, models, nodes, accelerators) -> tuple:
     return m[-1], c[-1], None
 
 
-def _remember_resolved(d, model, cluster, models, nodes, accelerators) -> None:
-    km, kc = _resolved_keys(d, models, nodes, accelerators)
+def _remember_resolved(keys, model, cluster, models, nodes, accelerators) -> None:
+    km, kc = keys
     if len(_RESOLVED) >= _PARSED_MAX:
         _RESOLVED.clear()
     _RESOLVED[km] = (models, model)
