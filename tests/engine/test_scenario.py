@@ -209,6 +209,31 @@ def test_checked_scenario_names_every_bad_field_the_input_holds():
     assert type(e.value) is ScenarioError and e.value.field == "model.preset"
 
 
+def test_a_custom_accelerator_and_tier_name_every_missing_and_bad_field_at_once():
+    """README: every bad field at once. A required field left out cannot be dropped and
+    retried, so the accelerator (and a tier, and the cluster) must name them all itself."""
+    from simulation import ScenarioErrors, checked_scenario
+
+    acc = {"name": "my card", "hbm_capacity_bytes": 24 * 2**30, "hbm_bytes_per_s": 1e12,
+           "peak_flops_bf16": 1.5e14, "host_link_bytes_per_s": 32e9}
+    d = {"model": {"preset": "llama2-7b"}, "cluster": {"gpus_per_node": 1, "accelerator": acc}}
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(d)
+    assert [(x.field, x.message) for x in e.value.errors] == [
+        ("cluster.accelerator.peak_flops_fp32", "is required"),
+        ("cluster.accelerator.scaleup_bytes_per_s", "is required")]
+    # bad values too, and a tier's and the cluster's own, in one answer
+    d = {"model": {"preset": "llama2-7b"},
+         "cluster": {"gpus_per_node": 0, "accelerator": dict(acc, hbm_bytes_per_s="fast"),
+                     "tiers": {"nvme": {"capacity_bytes": 1e12}}}}
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(d)
+    assert sorted(x.field for x in e.value.errors) == sorted([
+        "cluster.accelerator.hbm_bytes_per_s", "cluster.accelerator.peak_flops_fp32",
+        "cluster.accelerator.scaleup_bytes_per_s", "cluster.tiers.nvme.read_bytes_per_s",
+        "cluster.tiers.nvme.write_bytes_per_s", "cluster.gpus_per_node"])
+
+
 def test_a_sequence_length_past_any_published_context_is_refused_naming_the_field():
     from simulation import ScenarioError, checked_scenario
     from simulation.scenario import MAX_SEQ_LEN
