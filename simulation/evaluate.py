@@ -280,8 +280,7 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
         notes.append("Activations are a large share of HBM: try training.recompute = full "
                      "(or selective), flash_attention, or a smaller micro batch.")
     if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3:
-        notes.append("Model states do not fit: a higher ZeRO stage (zero3 / FSDP FULL_SHARD) "
-                     "shards parameters too, or offload the optimizer to CPU/NVMe/CXL.")
+        notes.append(_model_state_advice(sc.strategy))
     m, c = sc.model, sc.cluster
     if m.max_seq_len and sc.training.seq_len > m.max_seq_len:
         notes.append(f"training.seq_len {sc.training.seq_len:,} is longer than {m.name}'s "
@@ -310,6 +309,31 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
     if lay.grad_accumulation_steps > 1:
         notes.append(f"{lay.grad_accumulation_steps} gradient-accumulation steps per optimizer step.")
     return notes
+
+
+def _model_state_advice(s) -> str:
+    """The next steps for model states that do not fit HBM under ZeRO stage 0-2, never one
+    the strategy ``s`` already takes (a StrategySpec; returns one sentence).
+
+    ZeRO-3 shards the 16-bit parameters too (Rajbhandari et al., ZeRO, SC20, section 5.3:
+    P_os+g+p); an optimizer still on the GPU can go to the host (ZeRO-Offload, Ren et al.,
+    ATC'21); one already there leaves the parameters, which ZeRO-3's offload_param
+    (ZeRO-Infinity, Rajbhandari et al., SC21) moves off the GPU; from stage 1 on, more
+    data-parallel GPUs make each GPU's shard smaller (DDP replicates every state, so more
+    GPUs do not help it).
+    """
+    steps = []
+    if s.offload_optimizer == "none":
+        steps.append("a higher ZeRO stage (zero3 / FSDP FULL_SHARD) shards parameters too")
+        steps.append("offload the optimizer to CPU/NVMe/CXL"
+                     + (" (ZeRO-1 or higher: DDP keeps it on the GPU)" if s.zero_stage == 0 else ""))
+    else:
+        steps.append(f"with the optimizer already offloaded to {s.offload_optimizer.upper()}, "
+                     "ZeRO-3 (zero3 with offload_optimizer) shards the parameters too, and "
+                     "zero_infinity (offload_params) moves them off the GPU")
+    if s.zero_stage >= 1:
+        steps.append("more data-parallel GPUs make each GPU's shard smaller")
+    return "Model states do not fit: " + "; ".join(steps[:-1]) + ", or " + steps[-1] + "."
 
 
 def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:

@@ -252,3 +252,31 @@ def test_messages_scale_large_sizes_and_separate_thousands():
     assert fmt_bytes(30.72e12) == "30.72 TB (27.94 TiB)"
     # 22528556.57 TB read without separators; in PB: 2.252855657e19 / 1e15 and / 2^50
     assert fmt_bytes(2.252855657e19) == "22,528.56 PB (20,009.38 PiB)"
+
+
+def test_model_state_advice_never_suggests_what_the_strategy_already_does():
+    """An 8B model on a 24 GiB card: its states do not fit under any stage-0..2 strategy
+    (bf16 parameters alone are 2 B x 8.03e9 = 16.1 GB of 25.8 GB, before gradients and
+    activations). The note names next steps, never the scenario's own setting."""
+    from simulation import estimate_dict
+
+    acc = {"name": "my card", "hbm_capacity_bytes": 24 * 2**30, "hbm_bytes_per_s": 1e12,
+           "peak_flops_bf16": 1.5e14, "peak_flops_fp32": 2e13, "host_link_bytes_per_s": 32e9,
+           "scaleup_bytes_per_s": 32e9}
+
+    def note(strategy, gpus=8):
+        r = estimate_dict({"model": {"preset": "llama3.1-8b"}, "strategy": strategy,
+                           "cluster": {"node": "dgx-h100", "gpus_per_node": gpus, "accelerator": acc}})
+        assert r["memory"]["per_gpu"]["hbm"]["free_bytes"] < 0
+        (n,) = [n for n in r["notes"] if n.startswith("Model states do not fit")]
+        return n
+
+    offload = note({"kind": "zero_offload"})            # CPU optimizer offload already on
+    assert "offload the optimizer" not in offload
+    assert "already offloaded to CPU" in offload and "offload_params" in offload
+    assert "more data-parallel GPUs" in offload
+    zero2 = note({"kind": "zero2"})
+    assert "offload the optimizer to CPU/NVMe/CXL" in zero2 and "zero3" in zero2
+    ddp = note({"kind": "ddp"})
+    assert "more data-parallel GPUs" not in ddp          # DDP replicates every state
+    assert "ZeRO-1 or higher" in ddp
