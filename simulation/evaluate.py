@@ -12,7 +12,7 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import MOMENTS, add_fragmentation, build_parts, tier_summaries
+from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
@@ -52,7 +52,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     pc = model_params(sc.model)
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
-    stages = _stage_parts(sc, pc, lay, sb)
+    counted: list = []
+    stages = _stage_parts(sc, pc, lay, sb, counted)
     worst = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
 
@@ -68,7 +69,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
                  largest_module_params=pc.largest_module, num_layers=sc.model.num_layers,
                  hidden_size=sc.model.hidden_size, exact_count=pc.exact)
-    bpp = sb.to_dict()
+    bpp = counted_bytes_per_param(counted)     # what the breakdown counts, before sharding
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
                       hbm_model_state_bytes_per_param=_states_per_param(per_gpu["hbm"], pc, lay))
@@ -221,13 +222,14 @@ def _offloaded(sc: Scenario) -> bool:
     return "none" != s.offload_optimizer or "none" != s.offload_params or s.offload_activations != "none"
 
 
-def _stage_parts(sc: Scenario, pc, lay, sb) -> list[tuple]:
+def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None) -> list[tuple]:
     """``[(stage, parts, (per_gpu, per_node))]``: one entry without a pipeline, else the
-    first stage (embedding, most micro batches in flight) and the last (head, loss)."""
+    first stage (embedding, most micro batches in flight) and the last (head, loss).
+    ``counted`` gets the model states' rows of the first (the same on every stage)."""
     names = ("only",) if lay.pipeline_parallel == 1 else ("first", "last")
     out = []
-    for name in names:
-        parts = build_parts(sc, pc, lay, sb, name)
+    for i, name in enumerate(names):
+        parts = build_parts(sc, pc, lay, sb, name, counted if i == 0 else None)
         tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
         if sc.convention == "realistic":
             add_fragmentation(parts, tiers[0]["hbm"],
