@@ -280,3 +280,16 @@ def test_model_state_advice_never_suggests_what_the_strategy_already_does():
     ddp = note({"kind": "ddp"})
     assert "more data-parallel GPUs" not in ddp          # DDP replicates every state
     assert "ZeRO-1 or higher" in ddp
+
+
+def test_counts_in_messages_are_singular_for_one():
+    from simulation import ScenarioError, checked_scenario
+    from simulation.units import plural
+
+    assert (plural(1, "GPU"), plural(8, "GPU"), plural(1024, "GPU"), plural(0, "job")) == (
+        "1 GPU", "8 GPUs", "1,024 GPUs", "0 jobs")
+    assert plural(1, "sequence") == "1 sequence" and plural(2, "child", "children") == "2 children"
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario({"model": {"preset": "llama2-7b"}, "training": {"tensor_parallel": 2},
+                          "cluster": {"node": "dgx-h100", "gpus_per_node": 1}})
+    assert "must divide the 1 GPU (1 node x 1)" in e.value.message
