@@ -27,6 +27,7 @@ seen too.
 from __future__ import annotations
 
 from .errors import ScenarioError
+from .units import plural
 
 # Ren et al. 2021 Table 3 (CPU-Adam, 10 B parameters: 2.57 s) on 2 x 24 AVX-512 cores.
 _TABLE3_PARAMS, _TABLE3_S, _TABLE3_CORES = 10e9, 2.57, 48
@@ -58,7 +59,7 @@ def check_cores(cluster, strategy) -> None:
     want = strategy.cpu_optimizer_cores_per_gpu
     if want is not None and cluster.cpu_cores and want * cluster.gpus_per_node > cluster.cpu_cores:
         raise ScenarioError("strategy.cpu_optimizer_cores_per_gpu",
-                            f"{want} cores for each of {cluster.gpus_per_node} GPUs exceeds the "
+                            f"{plural(want, 'core')} for each of {plural(cluster.gpus_per_node, 'GPU')} exceeds the "
                             f"node's {cluster.cpu_cores} cores (cluster.cpu_cores)")
 
 

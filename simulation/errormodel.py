@@ -30,6 +30,7 @@ import json
 from pathlib import Path
 
 from .compute import DEFAULT_COMPUTE_EFFICIENCY, uses_work_model
+from .units import plural
 
 MODEL_PATH = Path(__file__).parent / "data" / "error_model.json"
 
@@ -98,7 +99,7 @@ def outside(domain: dict, facts: dict) -> list[str]:
         out.append(f"strategy {facts['strategy']} (validated: {', '.join(domain['strategies'])})")
     lo, hi = domain["num_gpus"]
     if not lo <= facts["num_gpus"] <= hi:
-        out.append(f"{facts['num_gpus']:,} GPUs (validated: {lo:,}–{hi:,})")
+        out.append(f"{plural(facts['num_gpus'], 'GPU')} (validated: {lo:,}–{hi:,})")
     lo, hi = domain["num_params"]
     if not lo <= facts["num_params"] <= hi:
         out.append(f"{facts['num_params'] / 1e9:.3g}B parameters (validated: "

@@ -32,6 +32,36 @@ class ScenarioErrors(ScenarioError):
 MAX_REPORTED_ERRORS = 20
 
 
+class Collect:
+    """Gathers the ScenarioErrors of a section's fields, so a section reports every bad
+    field it holds at once (a required field left out cannot be dropped and retried by
+    :func:`every_error`, so the section itself must name all of them).
+
+    ``bad(parse, *args)`` is ``parse(*args)``, or None after recording what it raised;
+    ``bad.add(field, message="is required")`` records one; ``bad.check()`` raises the
+    one ScenarioError, or :class:`ScenarioErrors` for several, when any was recorded.
+    """
+
+    def __init__(self):
+        self.errors: list[ScenarioError] = []
+
+    def __call__(self, parse, *args, **kwargs):
+        try:
+            return parse(*args, **kwargs)
+        except ScenarioErrors as exc:
+            self.errors.extend(exc.errors)
+        except ScenarioError as exc:
+            self.errors.append(exc)
+        return None
+
+    def add(self, field: str, message: str = "is required") -> None:
+        self.errors.append(ScenarioError(field, message))
+
+    def check(self) -> None:
+        if self.errors:
+            raise self.errors[0] if len(self.errors) == 1 else ScenarioErrors(self.errors)
+
+
 def every_error(check, d):
     """``check(d)``'s value; when it raises ScenarioError, every bad field ``d`` holds.
 
@@ -39,7 +69,9 @@ def every_error(check, d):
     of a copy and ``check`` runs again: a field left out takes its default, as if not
     given. That goes on until ``check`` passes or names a field the input does not hold
     (a cross-field check, or a consequence of what was left out), one found already, or
-    :data:`MAX_REPORTED_ERRORS`. Raises the ScenarioError when there is one, else
+    :data:`MAX_REPORTED_ERRORS`. A :class:`ScenarioErrors` (a section naming several
+    fields, :class:`Collect`) counts as each of its errors; the fields it names that the
+    input holds are all left out before the next run. Raises the ScenarioError when there is one, else
     :class:`ScenarioErrors` with all of them.
     """
     found: list[ScenarioError] = []
@@ -47,23 +79,27 @@ def every_error(check, d):
     while True:
         try:
             value = check(current)
-        except ScenarioErrors as exc:
-            found.extend(exc.errors)
-            break
         except ScenarioError as exc:
-            if found and exc.field in {e.field for e in found}:
+            seen = {e.field for e in found}
+            # after the first run, an error on a field the input does not hold is a
+            # consequence of what was left out (or a cross-field check): not reported
+            new = [e for e in getattr(exc, "errors", None) or [exc]
+                   if e.field not in seen and (not found or _holds(d, e.field))]
+            if not new:
                 break
-            if found and not _holds(d, exc.field):
-                break
-            found.append(exc)
-            smaller = _without(current, exc.field)
-            if smaller is None or len(found) >= MAX_REPORTED_ERRORS:
+            found.extend(new)
+            smaller = current
+            for e in new:
+                dropped = _without(smaller, e.field)
+                smaller = smaller if dropped is None else dropped
+            if smaller is current or len(found) >= MAX_REPORTED_ERRORS:
                 break
             current = smaller
         else:
             if not found:
                 return value
             break
+    found = found[:MAX_REPORTED_ERRORS]
     raise found[0] if len(found) == 1 else ScenarioErrors(found)
 
 

@@ -12,7 +12,7 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import MOMENTS, add_fragmentation, build_parts, tier_summaries
+from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
@@ -52,7 +52,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     pc = model_params(sc.model)
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
-    stages = _stage_parts(sc, pc, lay, sb)
+    counted: list = []
+    stages = _stage_parts(sc, pc, lay, sb, counted)
     worst = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
 
@@ -68,7 +69,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
                  largest_module_params=pc.largest_module, num_layers=sc.model.num_layers,
                  hidden_size=sc.model.hidden_size, exact_count=pc.exact)
-    bpp = sb.to_dict()
+    bpp = counted_bytes_per_param(counted)     # what the breakdown counts, before sharding
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
                       hbm_model_state_bytes_per_param=_states_per_param(per_gpu["hbm"], pc, lay))
@@ -221,13 +222,14 @@ def _offloaded(sc: Scenario) -> bool:
     return "none" != s.offload_optimizer or "none" != s.offload_params or s.offload_activations != "none"
 
 
-def _stage_parts(sc: Scenario, pc, lay, sb) -> list[tuple]:
+def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None) -> list[tuple]:
     """``[(stage, parts, (per_gpu, per_node))]``: one entry without a pipeline, else the
-    first stage (embedding, most micro batches in flight) and the last (head, loss)."""
+    first stage (embedding, most micro batches in flight) and the last (head, loss).
+    ``counted`` gets the model states' rows of the first (the same on every stage)."""
     names = ("only",) if lay.pipeline_parallel == 1 else ("first", "last")
     out = []
-    for name in names:
-        parts = build_parts(sc, pc, lay, sb, name)
+    for i, name in enumerate(names):
+        parts = build_parts(sc, pc, lay, sb, name, counted if i == 0 else None)
         tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
         if sc.convention == "realistic":
             add_fragmentation(parts, tiers[0]["hbm"],
@@ -280,8 +282,7 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
         notes.append("Activations are a large share of HBM: try training.recompute = full "
                      "(or selective), flash_attention, or a smaller micro batch.")
     if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3:
-        notes.append("Model states do not fit: a higher ZeRO stage (zero3 / FSDP FULL_SHARD) "
-                     "shards parameters too, or offload the optimizer to CPU/NVMe/CXL.")
+        notes.append(_model_state_advice(sc.strategy))
     m, c = sc.model, sc.cluster
     if m.max_seq_len and sc.training.seq_len > m.max_seq_len:
         notes.append(f"training.seq_len {sc.training.seq_len:,} is longer than {m.name}'s "
@@ -310,6 +311,31 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
     if lay.grad_accumulation_steps > 1:
         notes.append(f"{lay.grad_accumulation_steps} gradient-accumulation steps per optimizer step.")
     return notes
+
+
+def _model_state_advice(s) -> str:
+    """The next steps for model states that do not fit HBM under ZeRO stage 0-2, never one
+    the strategy ``s`` already takes (a StrategySpec; returns one sentence).
+
+    ZeRO-3 shards the 16-bit parameters too (Rajbhandari et al., ZeRO, SC20, section 5.3:
+    P_os+g+p); an optimizer still on the GPU can go to the host (ZeRO-Offload, Ren et al.,
+    ATC'21); one already there leaves the parameters, which ZeRO-3's offload_param
+    (ZeRO-Infinity, Rajbhandari et al., SC21) moves off the GPU; from stage 1 on, more
+    data-parallel GPUs make each GPU's shard smaller (DDP replicates every state, so more
+    GPUs do not help it).
+    """
+    steps = []
+    if s.offload_optimizer == "none":
+        steps.append("a higher ZeRO stage (zero3 / FSDP FULL_SHARD) shards parameters too")
+        steps.append("offload the optimizer to CPU/NVMe/CXL"
+                     + (" (ZeRO-1 or higher: DDP keeps it on the GPU)" if s.zero_stage == 0 else ""))
+    else:
+        steps.append(f"with the optimizer already offloaded to {s.offload_optimizer.upper()}, "
+                     "ZeRO-3 (zero3 with offload_optimizer) shards the parameters too, and "
+                     "zero_infinity (offload_params) moves them off the GPU")
+    if s.zero_stage >= 1:
+        steps.append("more data-parallel GPUs make each GPU's shard smaller")
+    return "Model states do not fit: " + "; ".join(steps[:-1]) + ", or " + steps[-1] + "."
 
 
 def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:

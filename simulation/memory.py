@@ -102,12 +102,15 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
 
 
 def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                pipeline_stage: str = "only") -> list[dict]:
+                pipeline_stage: str = "only", counted: list | None = None) -> list[dict]:
     """Every allocation of one rank (HBM) and of one node (other tiers).
 
     ``pipeline_stage`` is the pipeline stage the rank runs: ``only`` (no pipeline), ``first``
     (embedding, the most micro batches in flight) or ``last`` (output head and loss, one
     micro batch in flight).
+
+    ``counted``, a list, gets ``(state, dtype, bytes_per_param, tier)`` for each model-state
+    part, its bytes per parameter before sharding (:func:`counted_bytes_per_param`).
     """
     st, tr = sc.strategy, sc.training
     realistic = sc.convention == "realistic"
@@ -118,9 +121,12 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     shard_note = f"sharded over {d} ranks" if d > 1 else "replicated on every rank"
     parts: list[dict] = []
 
-    def add(name, category, tier, per_rank_bytes, bpp=None, phase="persistent", note=""):
+    def add(name, category, tier, per_rank_bytes, bpp=None, phase="persistent", note="",
+            state=None):
         if per_rank_bytes <= 0:
             return
+        if state is not None and counted is not None:
+            counted.append((*state, tier))
         scale = 1 if tier == "hbm" else gpn          # node tiers hold every local rank's share
         parts.append(part(name, category, tier, per_rank_bytes * scale, phase, bpp, note))
 
@@ -139,11 +145,15 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # ---- parameters
     if fsdp_master:
         add(f"{mdt} parameters (FSDP shard, also the master weights)", "params", par_tier,
-            sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note)
+            sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note,
+            state=("params", mdt, sb.master_weights))
+        if counted is not None:      # no copy of its own: the table says where it is
+            counted.append(("master_weights", f"{mdt}, the parameters", 0.0, par_tier))
     else:
         add(f"{pdt} parameters" + (" (shard)" if p_div > 1 else ""), "params", par_tier,
             sb.params * psi / p_div, sb.params / p_div,
-            note=shard_note if p_div > 1 else "every rank holds all parameters")
+            note=shard_note if p_div > 1 else "every rank holds all parameters",
+            state=("params", pdt, sb.params))
 
     # ---- gradients
     grad_tier = "hbm"
@@ -158,50 +168,57 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         # Megatron: --bf16 forces accumulate_allreduce_grads_in_fp32; the main_grad buffer
         # is full size on every data-parallel rank (param_and_grad_buffer.py grad_data).
         add("fp32 main gradients (full, every rank)", "grads", "hbm", 4 * psi, 4,
-            note="Megatron/PyTorch-AMP accumulate gradients in fp32")
+            note="Megatron/PyTorch-AMP accumulate gradients in fp32", state=("grads", "fp32", 4))
     elif realistic and st.is_fsdp and not explicit:
         gb = sb.master_weights or sb.params        # sharded grads take the shard's dtype
         add(f"{'fp32' if gb == 4 else pdt} gradients (FSDP shard)", "grads", grad_tier,
-            gb * psi / g_div, gb / g_div, note=shard_note)
+            gb * psi / g_div, gb / g_div, note=shard_note,
+            state=("grads", "fp32" if gb == 4 else pdt, gb))
     elif realistic and grad_tier != "hbm":
         if stage == 1:
             # ZeRO-1 has no backward hooks: the full 16-bit gradients stay on the GPU until
             # the accumulation boundary (stage_1_and_2.py, overlap_comm off for stage < 3).
             add(f"{sb.grads_dtype} gradients (full, until the boundary)", "grads", "hbm",
-                sb.grads * psi, sb.grads, note="ZeRO-1 reduces at the boundary")
+                sb.grads * psi, sb.grads, note="ZeRO-1 reduces at the boundary",
+                state=("grads", sb.grads_dtype, sb.grads))
         if stage >= 3 and opt_tier == "nvme":
             # stage3.py partition_grads: at the boundary the fp32 gradients of each swappable
             # sub-group are swapped out beside its optimizer states
             # (swap_tensor/partitioned_optimizer_swapper.py swap_out_gradients)
             add("fp32 gradient partition (swapped with the optimizer)", "grads", opt_tier,
                 4 * psi / g_div, 4 / g_div,
-                note="ZeRO-Infinity swaps fp32 gradients to NVMe with the optimizer states")
+                note="ZeRO-Infinity swaps fp32 gradients to NVMe with the optimizer states",
+                state=("grads", "fp32", 4))
         else:
             # stage_1_and_2.py / stage3.py: fp32 grads of the host optimizer's partition,
             # in host memory (a CXL node's, when the ranks are bound to it)
             add("fp32 gradient partition (host)", "grads", grad_tier, 4 * psi / g_div,
-                4 / g_div, note="DeepSpeed copies reduced gradients to host memory as fp32")
+                4 / g_div, note="DeepSpeed copies reduced gradients to host memory as fp32",
+                state=("grads", "fp32", 4))
         if stage >= 3:
             # stage3.py: grad_partitions_flat_buffer, the 16-bit partition the reduced
             # gradients land in, lives on the host with the optimizer (18 B/param in all)
             add(f"{sb.grads_dtype} gradient partition buffer (host)", "grads", grad_tier,
                 sb.grads * psi / g_div, sb.grads / g_div,
-                note="ZeRO-3 grad_partitions_flat_buffer, offloaded with the optimizer")
+                note="ZeRO-3 grad_partitions_flat_buffer, offloaded with the optimizer",
+                state=("grads", sb.grads_dtype, sb.grads))
     else:
         gdiv = 1 if megatron else g_div
         add(f"{sb.grads_dtype} gradients" + (" (shard)" if gdiv > 1 else ""), "grads", grad_tier,
             sb.grads * psi / gdiv, sb.grads / gdiv,
-            note=shard_note if gdiv > 1 else "full gradients on every rank")
+            note=shard_note if gdiv > 1 else "full gradients on every rank",
+            state=("grads", sb.grads_dtype, sb.grads))
 
     # ---- optimizer: master weights and moments
     if sb.master_weights and not fsdp_master:
         add(f"{mdt} master weights" + (" (shard)" if o_div > 1 else ""), "optimizer", opt_tier,
             sb.master_weights * psi / o_div, sb.master_weights / o_div,
-            note=shard_note if o_div > 1 else "")
+            note=shard_note if o_div > 1 else "", state=("master_weights", mdt, sb.master_weights))
     if sb.optimizer_states:
         add(f"{tr.optimizer} optimizer states ({sb.optimizer_dtype})" + (" (shard)" if o_div > 1 else ""),
             "optimizer", opt_tier, sb.optimizer_states * psi / o_div,
-            sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "")
+            sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "",
+            state=("optimizer_states", sb.optimizer_dtype, sb.optimizer_states))
 
     # ---- activations
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
@@ -229,6 +246,29 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _host_staging(add, sc, pc, lay, sb)
         _model_load(add, sc, pc, lay, sb)
     return parts
+
+
+def counted_bytes_per_param(counted: list) -> dict:
+    """The bytes per parameter of each model state as :func:`build_parts` counts them,
+    before sharding (summed over tiers), in :meth:`StateBytes.to_dict`'s shape.
+
+    ``counted``: ``build_parts``' ``(state, dtype, bytes_per_param, tier)`` rows. Returns
+    ``{params, grads, master_weights, optimizer_states, k, total: B/param, dtypes: {state:
+    "bf16" | "bf16 + fp32" | "none"}}``. Unlike :func:`state_bytes` (the dtypes alone) it
+    has the realistic convention's choices: DDP/Megatron's fp32 ``main_grad`` (4, not 2),
+    FSDP's fp32 flat parameters doubling as the master weights, ZeRO-Offload's fp32 host
+    gradient partition, so the run page's table and the breakdown agree.
+    """
+    out = dict.fromkeys(("params", "grads", "master_weights", "optimizer_states"), 0.0)
+    dtypes: dict = {k: [] for k in out}
+    for state, dtype, bpp, _tier in counted:
+        out[state] += bpp
+        if dtype not in dtypes[state]:
+            dtypes[state].append(dtype)
+    out["k"] = out["master_weights"] + out["optimizer_states"]
+    out["total"] = out["params"] + out["grads"] + out["k"]
+    out["dtypes"] = {k: " + ".join(v) or "none" for k, v in dtypes.items()}
+    return out
 
 
 def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,

@@ -8,6 +8,7 @@ from .fields import made_once, plain
 
 from .errors import ScenarioError
 from .memo import ByIdentity
+from .units import plural
 from .scenario import ClusterSpec, ModelSpec, Scenario, StrategySpec, TrainingSpec
 
 
@@ -39,10 +40,10 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
     if n % mp:
         # name the degree that does not divide (the pipeline one when both do on their own)
         bad = "tensor_parallel" if n % t.tensor_parallel or t.pipeline_parallel == 1 else "pipeline_parallel"
-        nodes = f"{c.num_nodes} node{'s' if c.num_nodes != 1 else ''}"
+        nodes = plural(c.num_nodes, "node")
         raise ScenarioError(f"training.{bad}",
                             f"tensor_parallel x pipeline_parallel = {t.tensor_parallel} x "
-                            f"{t.pipeline_parallel} = {mp} must divide the {n} GPUs "
+                            f"{t.pipeline_parallel} = {mp} must divide the {plural(n, 'GPU')} "
                             f"({nodes} x {c.gpus_per_node})")
     dp = n // mp
     if model.num_layers and model.num_layers % t.pipeline_parallel:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from . import calibrate, cpu_adam, presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
-from .errors import ScenarioError
+from .errors import Collect, ScenarioError
 from .loss import LOSS_KERNELS
 from .states import STATE_DTYPES, StateDtypes
 from .memo import ByIdentity, KeptOnSecondCall
@@ -236,17 +236,20 @@ class AcceleratorSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
-        _no_unknown(d, field_names(cls), path)
+        bad = Collect()                  # every missing or bad field at once
+        bad(_no_unknown, d, field_names(cls), path)
         vals = {}
         for k in ("hbm_capacity_bytes", "hbm_bytes_per_s", "peak_flops_bf16", "peak_flops_fp32",
                   "host_link_bytes_per_s", "scaleup_bytes_per_s"):
             if d.get(k) is None:
-                raise ScenarioError(f"{path}.{k}", "is required")
-            vals[k] = _num(d, k, path, strict=True, maximum=(
+                bad.add(f"{path}.{k}")
+                continue
+            vals[k] = bad(_num, d, k, path, strict=True, maximum=(
                 MAX_BYTES if k.endswith("_bytes") else MAX_BYTES_PER_S if k.endswith("_per_s")
                 else MAX_FLOPS))
-        gemm = _num(d, "gemm_flops", path, strict=True, maximum=MAX_FLOPS)
-        sms = _int(d, "sm_count", path, minimum=1, maximum=100_000)
+        gemm = bad(_num, d, "gemm_flops", path, strict=True, maximum=MAX_FLOPS)
+        sms = bad(_int, d, "sm_count", path, minimum=1, maximum=100_000)
+        bad.check()
         if (gemm is None) != (sms is None):
             missing = "sm_count" if sms is None else "gemm_flops"
             raise ScenarioError(f"{path}.{missing}", "is required with "
@@ -274,9 +277,11 @@ class TierSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "TierSpec":
-        _no_unknown(d, field_names(cls), path)
+        bad = Collect()                  # every missing or bad field at once
+        bad(_no_unknown, d, field_names(cls), path)
         for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
             if d.get(k) is None:
+<<<<<<< HEAD
                 raise ScenarioError(f"{path}.{k}", "is required")
         return _new(cls, dict(capacity_bytes=_num(d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
                    read_bytes_per_s=_num(d, "read_bytes_per_s", path, strict=True,
@@ -285,6 +290,18 @@ class TierSpec:
                                           maximum=MAX_BYTES_PER_S),
                    latency_s=_num(d, "latency_s", path, 0.0),
                    device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0)))
+=======
+                bad.add(f"{path}.{k}")
+        kw = dict(capacity_bytes=bad(_num, d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
+                  read_bytes_per_s=bad(_num, d, "read_bytes_per_s", path, strict=True,
+                                       maximum=MAX_BYTES_PER_S),
+                  write_bytes_per_s=bad(_num, d, "write_bytes_per_s", path, strict=True,
+                                        maximum=MAX_BYTES_PER_S),
+                  latency_s=bad(_num, d, "latency_s", path, 0.0),
+                  device=bad(_str, d, "device", path), devices=bad(_int, d, "devices", path, minimum=0))
+        bad.check()
+        return cls(**kw)
+>>>>>>> s10
 
     def to_dict(self) -> dict:
         return _given(self)
@@ -333,20 +350,22 @@ class ClusterSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "cluster") -> "ClusterSpec":
-        _no_unknown(d, field_names(cls), path)
+        bad = Collect()                  # every missing or bad field (and spec field) at once
+        bad(_no_unknown, d, field_names(cls), path)
         acc = d.get("accelerator")
         if not isinstance(acc, dict):
-            raise ScenarioError(f"{path}.accelerator",
-                                "must name an accelerator preset "
-                                f"({', '.join(presets.ACCELERATORS)}) or give its specs")
-        tiers_in = _section(d, "tiers", path)
+            bad.add(f"{path}.accelerator",
+                        "must name an accelerator preset "
+                        f"({', '.join(presets.ACCELERATORS)}) or give its specs")
+        tiers_in = bad(_section, d, "tiers", path) or {}
         tiers = {}
         for name, spec in tiers_in.items():
             if name not in presets.TIER_NAMES:
-                raise ScenarioError(f"{path}.tiers.{name}",
-                                    f"unknown tier; known tiers: {', '.join(presets.TIER_NAMES)}")
-            if spec is None:
+                bad.add(f"{path}.tiers.{name}",
+                            f"unknown tier; known tiers: {', '.join(presets.TIER_NAMES)}")
+            elif spec is None:
                 continue
+<<<<<<< HEAD
             if not isinstance(spec, dict):
                 raise ScenarioError(f"{path}.tiers.{name}", "must be an object")
             tiers[name] = TierSpec.from_dict(spec, f"{path}.tiers.{name}")
@@ -375,6 +394,41 @@ class ClusterSpec:
                                         maximum=64.0),
             profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
                      if d.get("profile") is not None else None)))
+=======
+            elif not isinstance(spec, dict):
+                bad.add(f"{path}.tiers.{name}", "must be an object")
+            else:
+                tiers[name] = bad(TierSpec.from_dict, spec, f"{path}.tiers.{name}")
+        kw = dict(
+            accelerator=(bad(AcceleratorSpec.from_dict, acc, f"{path}.accelerator")
+                         if isinstance(acc, dict) else None),
+            gpus_per_node=bad(_int, d, "gpus_per_node", path, required=True, maximum=1024),
+            num_nodes=bad(_int, d, "num_nodes", path, 1, maximum=1_000_000),
+            nic_bytes_per_s=bad(_num, d, "nic_bytes_per_s", path, strict=True,
+                                maximum=MAX_BYTES_PER_S),
+            price_usd_per_node_hour=bad(_num, d, "price_usd_per_node_hour", path),
+            price_source=bad(_str, d, "price_source", path),
+            node=bad(_str, d, "node", path), node_name=bad(_str, d, "node_name", path),
+            source=bad(_str, d, "source", path),
+            template_gpus_per_node=bad(_int, d, "template_gpus_per_node", path, minimum=1),
+            host_share=bad(_choice, d, "host_share", path, HOST_SHARES, "proportional"),
+            cpu_cores=bad(_int, d, "cpu_cores", path, minimum=1, maximum=1_000_000),
+            cpu_isa=bad(_choice, d, "cpu_isa", path, CPU_ISAS, "avx512"),
+            cpu_source=bad(_str, d, "cpu_source", path),
+            pcie_switch_gpus=bad(_int, d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
+            pcie_switch_uplink_bytes_per_s=bad(_num, d, "pcie_switch_uplink_bytes_per_s", path,
+                                               strict=True),
+            pcie_switch_source=bad(_str, d, "pcie_switch_source", path),
+            nvls=bad(_bool, d, "nvls", path, False),
+            rail_optimized=bad(_bool, d, "rail_optimized", path, True),
+            leaf_switch_ports=bad(_int, d, "leaf_switch_ports", path, minimum=1, maximum=100_000),
+            spine_oversubscription=bad(_num, d, "spine_oversubscription", path, 1.0, minimum=1.0,
+                                       maximum=64.0),
+            profile=(bad(calibrate.profile_from_dict, d["profile"], f"{path}.profile")
+                     if d.get("profile") is not None else None))
+        bad.check()
+        return cls(tiers=tiers, **kw)
+>>>>>>> s10
 
     def to_dict(self) -> dict:
         return _drop_none(dict(

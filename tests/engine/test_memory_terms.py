@@ -298,3 +298,33 @@ def test_loss_bytes_in_fp32_training_by_hand():
     assert p["bytes"] == 12 * 4096 * 4096
     (x,) = parts(r, "output-head input")
     assert x["bytes"] == 4 * 4096 * 4096
+
+
+@pytest.mark.parametrize("kind, table", [
+    # Megatron / torch DDP under bf16: bf16 params 2 + fp32 main_grad 4 + fp32 master 4 +
+    # Adam m, v 8 = 18 (memory.py docstring; Megatron dist_optimizer.md: 6 + 12)
+    ("ddp", (2, 4, 4, 8)), ("megatron_dist_opt", (2, 4, 4, 8)),
+    # DeepSpeed ZeRO: gradients in the model dtype, 2 + 2 + 4 + 8 = 16 (ZeRO paper, K = 12)
+    ("zero1", (2, 2, 4, 8)), ("zero2", (2, 2, 4, 8)), ("zero3", (2, 2, 4, 8)),
+    # FSDP mixed precision: fp32 flat parameters double as the master weights, fp32 grads
+    ("fsdp_full_shard", (4, 4, 0, 8)),
+])
+def test_bytes_per_param_table_is_what_the_breakdown_counts(kind, table):
+    """The run page's table (convention.bytes_per_param) and the memory breakdown agree:
+    on one GPU (no sharding, every state in HBM) its total is the breakdown's
+    hbm_model_state_bytes_per_param, and each state is the sum of its parts."""
+    r = run(model="llama3.1-8b", kind=kind, gpn=1)
+    conv = r["convention"]
+    bpp = conv["bytes_per_param"]
+    assert (bpp["params"], bpp["grads"], bpp["master_weights"], bpp["optimizer_states"]) == table
+    assert bpp["total"] == sum(table) == pytest.approx(conv["hbm_model_state_bytes_per_param"])
+    hbm = r["memory"]["per_gpu"]["hbm"]
+    n = r["model"]["num_params"]
+    assert bpp["params"] == pytest.approx(hbm["params_bytes"] / n)
+    assert bpp["grads"] == pytest.approx(hbm["grads_bytes"] / n)
+    assert bpp["k"] == pytest.approx(hbm["optimizer_bytes"] / n)
+    if kind in ("ddp", "megatron_dist_opt"):
+        assert bpp["dtypes"]["grads"] == "fp32"       # not the bf16 the dtypes alone give
+    # sharded over 8 GPUs the table is still before sharding; the breakdown shows the shard
+    eight = run(model="llama3.1-8b", kind=kind, gpn=8)["convention"]
+    assert eight["bytes_per_param"]["total"] == sum(table)

@@ -209,6 +209,31 @@ def test_checked_scenario_names_every_bad_field_the_input_holds():
     assert type(e.value) is ScenarioError and e.value.field == "model.preset"
 
 
+def test_a_custom_accelerator_and_tier_name_every_missing_and_bad_field_at_once():
+    """README: every bad field at once. A required field left out cannot be dropped and
+    retried, so the accelerator (and a tier, and the cluster) must name them all itself."""
+    from simulation import ScenarioErrors, checked_scenario
+
+    acc = {"name": "my card", "hbm_capacity_bytes": 24 * 2**30, "hbm_bytes_per_s": 1e12,
+           "peak_flops_bf16": 1.5e14, "host_link_bytes_per_s": 32e9}
+    d = {"model": {"preset": "llama2-7b"}, "cluster": {"gpus_per_node": 1, "accelerator": acc}}
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(d)
+    assert [(x.field, x.message) for x in e.value.errors] == [
+        ("cluster.accelerator.peak_flops_fp32", "is required"),
+        ("cluster.accelerator.scaleup_bytes_per_s", "is required")]
+    # bad values too, and a tier's and the cluster's own, in one answer
+    d = {"model": {"preset": "llama2-7b"},
+         "cluster": {"gpus_per_node": 0, "accelerator": dict(acc, hbm_bytes_per_s="fast"),
+                     "tiers": {"nvme": {"capacity_bytes": 1e12}}}}
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(d)
+    assert sorted(x.field for x in e.value.errors) == sorted([
+        "cluster.accelerator.hbm_bytes_per_s", "cluster.accelerator.peak_flops_fp32",
+        "cluster.accelerator.scaleup_bytes_per_s", "cluster.tiers.nvme.read_bytes_per_s",
+        "cluster.tiers.nvme.write_bytes_per_s", "cluster.gpus_per_node"])
+
+
 def test_a_sequence_length_past_any_published_context_is_refused_naming_the_field():
     from simulation import ScenarioError, checked_scenario
     from simulation.scenario import MAX_SEQ_LEN
@@ -227,3 +252,44 @@ def test_messages_scale_large_sizes_and_separate_thousands():
     assert fmt_bytes(30.72e12) == "30.72 TB (27.94 TiB)"
     # 22528556.57 TB read without separators; in PB: 2.252855657e19 / 1e15 and / 2^50
     assert fmt_bytes(2.252855657e19) == "22,528.56 PB (20,009.38 PiB)"
+
+
+def test_model_state_advice_never_suggests_what_the_strategy_already_does():
+    """An 8B model on a 24 GiB card: its states do not fit under any stage-0..2 strategy
+    (bf16 parameters alone are 2 B x 8.03e9 = 16.1 GB of 25.8 GB, before gradients and
+    activations). The note names next steps, never the scenario's own setting."""
+    from simulation import estimate_dict
+
+    acc = {"name": "my card", "hbm_capacity_bytes": 24 * 2**30, "hbm_bytes_per_s": 1e12,
+           "peak_flops_bf16": 1.5e14, "peak_flops_fp32": 2e13, "host_link_bytes_per_s": 32e9,
+           "scaleup_bytes_per_s": 32e9}
+
+    def note(strategy, gpus=8):
+        r = estimate_dict({"model": {"preset": "llama3.1-8b"}, "strategy": strategy,
+                           "cluster": {"node": "dgx-h100", "gpus_per_node": gpus, "accelerator": acc}})
+        assert r["memory"]["per_gpu"]["hbm"]["free_bytes"] < 0
+        (n,) = [n for n in r["notes"] if n.startswith("Model states do not fit")]
+        return n
+
+    offload = note({"kind": "zero_offload"})            # CPU optimizer offload already on
+    assert "offload the optimizer" not in offload
+    assert "already offloaded to CPU" in offload and "offload_params" in offload
+    assert "more data-parallel GPUs" in offload
+    zero2 = note({"kind": "zero2"})
+    assert "offload the optimizer to CPU/NVMe/CXL" in zero2 and "zero3" in zero2
+    ddp = note({"kind": "ddp"})
+    assert "more data-parallel GPUs" not in ddp          # DDP replicates every state
+    assert "ZeRO-1 or higher" in ddp
+
+
+def test_counts_in_messages_are_singular_for_one():
+    from simulation import ScenarioError, checked_scenario
+    from simulation.units import plural
+
+    assert (plural(1, "GPU"), plural(8, "GPU"), plural(1024, "GPU"), plural(0, "job")) == (
+        "1 GPU", "8 GPUs", "1,024 GPUs", "0 jobs")
+    assert plural(1, "sequence") == "1 sequence" and plural(2, "child", "children") == "2 children"
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario({"model": {"preset": "llama2-7b"}, "training": {"tensor_parallel": 2},
+                          "cluster": {"node": "dgx-h100", "gpus_per_node": 1}})
+    assert "must divide the 1 GPU (1 node x 1)" in e.value.message

@@ -67,6 +67,21 @@ def test_it_names_every_bad_field_at_once(owner_api, example_spec):
     assert r.status_code == 400 and len(r.json()) == 4, r.json()
 
 
+def test_a_custom_accelerator_names_every_missing_and_bad_field_at_once(owner_api, example_spec):
+    # an inline accelerator without a preset, two required figures left out and one bad,
+    # with a bad cluster field beside it: all four in one 400, not one per request
+    example_spec["cluster"] = {"gpus_per_node": 1, "num_nodes": "two", "accelerator": {
+        "name": "my card", "hbm_capacity_bytes": 24 * 2**30, "hbm_bytes_per_s": -1,
+        "peak_flops_bf16": 1.5e14, "host_link_bytes_per_s": 32e9}}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert sorted(r.json()) == ["scenario.cluster.accelerator.hbm_bytes_per_s",
+                                "scenario.cluster.accelerator.peak_flops_fp32",
+                                "scenario.cluster.accelerator.scaleup_bytes_per_s",
+                                "scenario.cluster.num_nodes"], r.json()
+    assert r.json()["scenario.cluster.accelerator.peak_flops_fp32"] == ["is required"]
+
+
 def test_it_requires_the_scenario(owner_api):
     r = owner_api.post(URL, {}, format="json")
     assert r.status_code == 400 and "scenario" in r.json()

@@ -31,6 +31,7 @@ from django.utils import timezone
 import simulation
 from simulation import ScenarioError
 from simulation import sweep as engine_sweep
+from simulation.units import plural
 from tierlab import jobs
 from tierlab.catalog.labels import axis_value_labels
 from tierlab.catalog.lookups import catalog_lookups
@@ -319,10 +320,10 @@ def batch_rule(base_spec: dict | None, axes: list[dict]) -> str:
         counts = next(ax["values"] for ax in axes if ax.get("scales_global_batch"))
         at = ", ".join(f"{gbs * n / nodes:g} on {n}" for n in counts if isinstance(n, int))
         return (f"The global batch scales with the nodes, keeping the base's per-GPU batch "
-                f"({gbs} sequences on {nodes} node{'s' if nodes != 1 else ''}): {at} "
+                f"({plural(gbs, 'sequence')} on {plural(nodes, 'node')}): {at} "
                 f"node{'s' if counts != [1] else ''}; accumulation steps = per-GPU batch / micro batch.")
     if gbs is not None:
-        return (f"The global batch stays at {gbs} sequences: points where micro batch × "
+        return (f"The global batch stays at {plural(gbs, 'sequence')}: points where micro batch × "
                 "data-parallel GPUs does not divide it are invalid.")
     return ""
 

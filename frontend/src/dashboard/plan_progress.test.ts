@@ -17,6 +17,7 @@ describe("plan progress", () => {
   it("says candidates done of total and feasible", () => {
     expect(planProgressText({ progress: 1234 / 2160, done: 1234, total_candidates: 2160, feasible: 210 }))
       .toBe("1234 of 2160 candidates (57%), 210 feasible");
+    expect(planProgressText({ progress: 0, done: 0, total_candidates: 1, feasible: 0 })).toBe("0 of 1 candidate (0%), 0 feasible");
   });
 
   it("names the best candidate's layout, step and cost", () => {

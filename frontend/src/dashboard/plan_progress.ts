@@ -2,7 +2,7 @@
 // percentage, "candidates done of total, feasible", and the best candidate so far. Pure, so
 // it is unit-tested in Node; pages/plan.ts puts it on the page.
 
-import { formatSeconds } from "../units";
+import { formatSeconds, plural } from "../units";
 import { formatUSD } from "./format";
 import type { Plan, PlanBest } from "./types";
 
@@ -21,7 +21,7 @@ export function planPercent(plan: Partial<Pick<Plan, "progress" | "done" | "tota
 /** "1234 of 2160 candidates (57%), 210 feasible": the words beside the bar, as the server
  * writes them in the page (_plan_body.html) before the first poll. */
 export function planProgressText(plan: Pick<Plan, "progress" | "done" | "total_candidates" | "feasible">): string {
-  return `${plan.done} of ${plan.total_candidates} candidates (${planPercent(plan)}%), ${plan.feasible} feasible`;
+  return `${plan.done} of ${plural(plan.total_candidates, "candidate")} (${planPercent(plan)}%), ${plan.feasible} feasible`;
 }
 
 /** "best so far: candidate 1041 — 4 nodes, TP 8, PP 2, zero1 — step 5.21 s, $1.93 per M tokens"; "" for none. */

@@ -273,6 +273,7 @@ describe("catalog labels", () => {
   it("shows a node's GPUs and tiers", () => {
     expect(nodeOptionLabel({ slug: "dgx-h100", name: "NVIDIA DGX H100", spec: { gpus_per_node: 8, tiers: { ddr: {}, nvme: {} } } }))
       .toBe("NVIDIA DGX H100 — 8 GPUs, tiers: DDR, NVMe");
+    expect(nodeOptionLabel({ slug: "one", name: "Workstation", spec: { gpus_per_node: 1 } })).toBe("Workstation — 1 GPU");
   });
 });
 

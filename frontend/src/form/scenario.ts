@@ -3,7 +3,7 @@
 
 import { strategyName } from "../names";
 import type { CatalogEntry, ScenarioJSON } from "../types";
-import { formatCount } from "../units";
+import { formatCount, plural } from "../units";
 import {
   RECSYS_DEFAULT_VALUES,
   RECSYS_FIELD_LABELS,
@@ -568,7 +568,7 @@ export function modelOptionLabel(entry: CatalogEntry): string {
 /** The option text of a node: "NVIDIA DGX H100 — 8 GPUs, tiers: ddr, nvme". */
 export function nodeOptionLabel(entry: CatalogEntry): string {
   const spec = entry.spec as Record<string, unknown>;
-  const gpus = typeof spec?.gpus_per_node === "number" ? `${spec.gpus_per_node} GPUs` : null;
+  const gpus = typeof spec?.gpus_per_node === "number" ? plural(spec.gpus_per_node, "GPU") : null;
   const tiers = isObject(spec?.tiers) ? Object.keys(spec.tiers) : [];
   const bits = [gpus, tiers.length ? `tiers: ${tiers.map(tierName).join(", ")}` : null].filter(Boolean);
   return bits.length ? `${entry.name} — ${bits.join(", ")}` : entry.name;

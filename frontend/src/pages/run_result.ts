@@ -268,7 +268,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
   if (p.global_batch_size && !recsys.length) {
     facts.push([
       "Batch",
-      `${p.global_batch_size} sequences per step = ${p.micro_batch_size ?? "?"} per GPU × ${p.data_parallel ?? "?"} data-parallel × ${p.grad_accumulation_steps !== undefined ? plural(p.grad_accumulation_steps, "accumulation step") : "? accumulation steps"}`,
+      `${plural(p.global_batch_size, "sequence")} per step = ${p.micro_batch_size ?? "?"} per GPU × ${p.data_parallel ?? "?"} data-parallel × ${p.grad_accumulation_steps !== undefined ? plural(p.grad_accumulation_steps, "accumulation step") : "? accumulation steps"}`,
     ]);
   }
   facts.push(...recsys);

@@ -16,7 +16,7 @@ import { formatUSD, valuePieces } from "../dashboard/format";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
 import { pollDelay } from "../poll";
-import { formatBytes, formatNumber, formatPercent, formatSeconds } from "../units";
+import { formatBytes, formatNumber, formatPercent, formatSeconds, plural } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
   queued: "Queued — waiting for a worker",
@@ -144,7 +144,7 @@ function mount(root: HTMLElement): void {
     const pct = Math.round(sweep.progress * 100);
     progress.value = pct;
     progress.dataset.value = String(pct);
-    progressText.textContent = `${sweep.done_points} of ${sweep.total_points} points (${pct}%) in ${sweep.chunks} jobs`;
+    progressText.textContent = `${sweep.done_points} of ${plural(sweep.total_points, "point")} (${pct}%) in ${plural(sweep.chunks, "job")}`;
     cancel.hidden = shared || !cancelUrl || FINISHED.has(sweep.status);
     problem.hidden = !sweep.error;
     problem.textContent = sweep.error;
