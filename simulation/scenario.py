@@ -281,16 +281,6 @@ class TierSpec:
         bad(_no_unknown, d, field_names(cls), path)
         for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
             if d.get(k) is None:
-<<<<<<< HEAD
-                raise ScenarioError(f"{path}.{k}", "is required")
-        return _new(cls, dict(capacity_bytes=_num(d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
-                   read_bytes_per_s=_num(d, "read_bytes_per_s", path, strict=True,
-                                         maximum=MAX_BYTES_PER_S),
-                   write_bytes_per_s=_num(d, "write_bytes_per_s", path, strict=True,
-                                          maximum=MAX_BYTES_PER_S),
-                   latency_s=_num(d, "latency_s", path, 0.0),
-                   device=_str(d, "device", path), devices=_int(d, "devices", path, minimum=0)))
-=======
                 bad.add(f"{path}.{k}")
         kw = dict(capacity_bytes=bad(_num, d, "capacity_bytes", path, maximum=MAX_TIER_BYTES),
                   read_bytes_per_s=bad(_num, d, "read_bytes_per_s", path, strict=True,
@@ -300,8 +290,7 @@ class TierSpec:
                   latency_s=bad(_num, d, "latency_s", path, 0.0),
                   device=bad(_str, d, "device", path), devices=bad(_int, d, "devices", path, minimum=0))
         bad.check()
-        return cls(**kw)
->>>>>>> s10
+        return _new(cls, kw)
 
     def to_dict(self) -> dict:
         return _given(self)
@@ -365,36 +354,6 @@ class ClusterSpec:
                             f"unknown tier; known tiers: {', '.join(presets.TIER_NAMES)}")
             elif spec is None:
                 continue
-<<<<<<< HEAD
-            if not isinstance(spec, dict):
-                raise ScenarioError(f"{path}.tiers.{name}", "must be an object")
-            tiers[name] = TierSpec.from_dict(spec, f"{path}.tiers.{name}")
-        return _new(cls, dict(
-            accelerator=AcceleratorSpec.from_dict(acc, f"{path}.accelerator"),
-            gpus_per_node=_int(d, "gpus_per_node", path, required=True, maximum=1024),
-            num_nodes=_int(d, "num_nodes", path, 1, maximum=1_000_000),
-            tiers=tiers,
-            nic_bytes_per_s=_num(d, "nic_bytes_per_s", path, strict=True, maximum=MAX_BYTES_PER_S),
-            price_usd_per_node_hour=_num(d, "price_usd_per_node_hour", path),
-            price_source=_str(d, "price_source", path),
-            node=_str(d, "node", path), node_name=_str(d, "node_name", path),
-            source=_str(d, "source", path),
-            template_gpus_per_node=_int(d, "template_gpus_per_node", path, minimum=1),
-            host_share=_choice(d, "host_share", path, HOST_SHARES, "proportional"),
-            cpu_cores=_int(d, "cpu_cores", path, minimum=1, maximum=1_000_000),
-            cpu_isa=_choice(d, "cpu_isa", path, CPU_ISAS, "avx512"),
-            cpu_source=_str(d, "cpu_source", path),
-            pcie_switch_gpus=_int(d, "pcie_switch_gpus", path, minimum=1, maximum=1024),
-            pcie_switch_uplink_bytes_per_s=_num(d, "pcie_switch_uplink_bytes_per_s", path, strict=True),
-            pcie_switch_source=_str(d, "pcie_switch_source", path),
-            nvls=_bool(d, "nvls", path, False),
-            rail_optimized=_bool(d, "rail_optimized", path, True),
-            leaf_switch_ports=_int(d, "leaf_switch_ports", path, minimum=1, maximum=100_000),
-            spine_oversubscription=_num(d, "spine_oversubscription", path, 1.0, minimum=1.0,
-                                        maximum=64.0),
-            profile=(calibrate.profile_from_dict(d["profile"], f"{path}.profile")
-                     if d.get("profile") is not None else None)))
-=======
             elif not isinstance(spec, dict):
                 bad.add(f"{path}.tiers.{name}", "must be an object")
             else:
@@ -427,8 +386,7 @@ class ClusterSpec:
             profile=(bad(calibrate.profile_from_dict, d["profile"], f"{path}.profile")
                      if d.get("profile") is not None else None))
         bad.check()
-        return cls(tiers=tiers, **kw)
->>>>>>> s10
+        return _new(cls, dict(tiers=tiers, **kw))
 
     def to_dict(self) -> dict:
         return _drop_none(dict(
