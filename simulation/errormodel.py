@@ -112,7 +112,10 @@ def outside(domain: dict, facts: dict) -> list[str]:
 def step_band(sc, num_gpus: int, num_params: float, time_s: float) -> dict:
     """The error band of a predicted step time ``time_s`` (s), as the step report carries it:
 
-    ``time_band_s`` [lo, hi] (s); ``band`` {kind, label, on, error_rel [lo, hi] (fractions
+    ``time_band_s`` [lo, hi] (s): where the kind's measured steps lay relative to their
+    predictions, applied to ``time_s``; it need not hold ``time_s`` (lo > time_s when every
+    case was measured slower: the engine is biased low for the kind, and what shows it must say
+    so); ``band`` {kind, label, on, error_rel [lo, hi] (fractions
     of the prediction), cases (validated cases behind it), source}; ``validated`` (bool) and
     ``outside_validation`` (reasons, empty when validated).
     """

@@ -78,7 +78,7 @@ describe("estimateStepSummary", () => {
       outside_validation: ["GPU H100 (validated: A100)"],
     };
     expect(estimateStepSummary({ ...fittingReport(), step })).toBe(
-      "Step 12.30 s (10.80 s–15.30 s, −12 % to +24 % for tensor + pipeline on A100) · " +
+      "Step 12.30 s (measured runs of this kind: 10.80 s–15.30 s (−12 % to +24 %), tensor + pipeline on A100) · " +
       "outside what was validated: GPU H100 (validated: A100)");
   });
   it("says a scenario that does not fit cannot start, before its step time", () => {

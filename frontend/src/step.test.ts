@@ -109,10 +109,29 @@ describe("stepBandText", () => {
   it("gives the range, the spread and the kind it was validated on", () => {
     // 10 s with -12 % .. +24 %: 8.80 s .. 12.40 s
     const t = stepBandText(band([-0.12, 0.24]))!;
-    expect(t.text).toBe("8.80 s–12.40 s, −12 % to +24 % for tensor + pipeline on A100");
+    expect(t.text).toBe("measured runs of this kind: 8.80 s–12.40 s (−12 % to +24 %), tensor + pipeline on A100");
+    expect(t.bias).toBeNull();
     expect(t.explain).toContain("20 validated tensor + pipeline on A100 cases");
     expect(t.explain).toContain("Narayanan et al. SC'21, Table 1");
     expect(t.outside).toBeNull();
+  });
+
+  it("says the prediction is low when every measured run took longer (the band lies above it)", () => {
+    // 10 s with +41 % .. +55 % (ZeRO-3 on H100: every torchtitan FSDP step was slower than
+    // predicted): 14.10 s .. 15.50 s, which does not hold 10 s, so it may not read as 10 s's band
+    const t = stepBandText(band([0.41, 0.55]))!;
+    expect(t.bias).toBe("higher");
+    expect(t.text).toBe("tierlab's figure; measured runs of this kind took 41 % to 55 % longer: 14.10 s–15.50 s, tensor + pipeline on A100");
+    expect(t.explain).toContain("was longer than what tierlab predicted for it, by 41 % to 55 %");
+    expect(t.explain).toContain("tierlab's step time is low for this kind");
+  });
+
+  it("says the prediction is high when every measured run took less", () => {
+    // 10 s with -30 % .. -10 %: 7.00 s .. 9.00 s
+    const t = stepBandText(band([-0.3, -0.1]))!;
+    expect(t.bias).toBe("lower");
+    expect(t.text).toBe("tierlab's figure; measured runs of this kind took 10 % to 30 % less: 7.00 s–9.00 s, tensor + pipeline on A100");
+    expect(t.explain).toContain("was shorter than what tierlab predicted for it, by 10 % to 30 %");
   });
 
   it("writes a symmetric band as ±", () => {

@@ -206,7 +206,13 @@ export interface StepBandText {
   spread: string;
   /** "tensor + pipeline on A100" */
   kind: string;
-  /** "5.48 s–7.69 s, −12 % to +24 % for tensor + pipeline on A100" */
+  /** "higher" when every measured run of the kind took longer than predicted (the band lies above
+   *  the prediction), "lower" when every one took less, null when the band holds the prediction. */
+  bias: "higher" | "lower" | null;
+  /** "measured runs of this kind: 8.80 s–12.40 s (−12 % to +24 %), tensor + pipeline on A100", or,
+   *  for a biased kind, "tierlab's figure; measured runs of this kind took 41 % to 55 % longer:
+   *  885.8 ms–976.1 ms, ZeRO-3 / FSDP on H100" — the band is where measurements lay, so when it
+   *  does not hold the prediction the words say that the prediction is low (or high). */
   text: string;
   /** What the band is, with its source, for a tooltip or a line under the number. */
   explain: string;
@@ -219,7 +225,13 @@ function pct(x: number): string {
   return `${v > 0 ? "+" : v < 0 ? "−" : "±"}${Math.abs(v)} %`;
 }
 
-/** The step's error band in words, or null when the report has none (older reports). */
+/** The step's error band in words, or null when the report has none (older reports).
+ *
+ *  The band (simulation/errormodel.py, README "What the bands mean") is where the measured steps
+ *  of the kind's validated cases lay relative to tierlab's prediction for them, applied to this
+ *  prediction; it is not centred on it. When every case was measured slower (``error_rel`` all
+ *  above 0) the band lies wholly above the headline, and the text says so instead of printing a
+ *  range beside a number it does not contain. */
 export function stepBandText(report: Report): StepBandText | null {
   const step = report.step;
   const band = step?.band;
@@ -230,11 +242,22 @@ export function stepBandText(report: Report): StepBandText | null {
   const kind = band.on ? `${band.label} on ${band.on}` : band.label;
   const range = `${formatSeconds(t[0])}–${formatSeconds(t[1])}`;
   const why = step.outside_validation ?? [];
+  const bias = lo > 0 ? "higher" : hi < 0 ? "lower" : null;
+  const mag = (a: number, b: number) => `${Math.round(a * 100)} % to ${Math.round(b * 100)} %`;
+  const text = bias === "higher"
+    ? `tierlab's figure; measured runs of this kind took ${mag(lo, hi)} longer: ${range}, ${kind}`
+    : bias === "lower"
+      ? `tierlab's figure; measured runs of this kind took ${mag(-hi, -lo)} less: ${range}, ${kind}`
+      : `measured runs of this kind: ${range} (${spread}), ${kind}`;
+  const cases = `${band.cases} validated ${kind} case${band.cases === 1 ? "" : "s"}`;
+  const explain = bias
+    ? `Every measured step of the ${cases} was ${bias === "higher" ? "longer" : "shorter"} than what ` +
+      `tierlab predicted for it, by ${mag(Math.abs(bias === "higher" ? lo : hi), Math.abs(bias === "higher" ? hi : lo))}: ` +
+      `tierlab's step time is ${bias === "higher" ? "low" : "high"} for this kind, and the range is where ` +
+      `a real run's step is to be expected (${band.source}).`
+    : `Every measured step of the ${cases} lay within ${spread} of what tierlab predicted for it (${band.source}).`;
   return {
-    range, spread, kind,
-    text: `${range}, ${spread} for ${kind}`,
-    explain: `Every measured step of the ${band.cases} validated ${kind} case${band.cases === 1 ? "" : "s"} lay ` +
-      `within ${spread} of what tierlab predicted for it (${band.source}).`,
+    range, spread, kind, bias, text, explain,
     outside: step.validated === false && why.length ? `Outside what was validated: ${why.join("; ")}.` : null,
   };
 }

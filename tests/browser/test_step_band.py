@@ -10,7 +10,10 @@ from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-BAND = r"\d[\d.]* s \(\d[\d.]* s–\d[\d.]* s, [+−]\d+ % to [+−]\d+ % for ZeRO-3 / FSDP on H100\)"
+# every ZeRO-3 / FSDP case on H100 was measured slower than predicted, so the band lies above the
+# headline: the words must say so rather than print a range that does not hold the number
+BAND = (r"\d[\d.]* m?s \(tierlab's figure; measured runs of this kind took \d+ % to \d+ % longer: "
+        r"\d[\d.]* m?s–\d[\d.]* m?s, ZeRO-3 / FSDP on H100\)")
 
 
 def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url, user_admin, catalog,
@@ -27,7 +30,7 @@ def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url,
     page.select_option("select[name='training.recompute']", "full")
 
     # the live estimate
-    wait_until(page, "() => /for ZeRO-3/.test(document.querySelector('#estimate-step')?.textContent ?? '')",
+    wait_until(page, "() => /ZeRO-3 \/ FSDP on/.test(document.querySelector('#estimate-step')?.textContent ?? '')",
                timeout_s=30)
     step_line = page.locator("#estimate-step").inner_text()
     assert re.search(r"^Step " + BAND, step_line), step_line

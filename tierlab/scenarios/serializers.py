@@ -114,7 +114,9 @@ class RunSummarySerializer(serializers.Serializer):
     step_time_band_s = serializers.ListField(
         child=serializers.FloatField(), min_length=2, max_length=2, allow_null=True,
         help_text="[lo, hi] s: where measured steps of this kind of scenario lay around the prediction "
-                  "(the engine's error model, `python -m simulation validate`); null for reports before it.")
+                  "(the engine's error model, `python -m simulation validate`); null for reports before it. "
+                  "It need not hold step_time_s: where every measured case of the kind was slower "
+                  "than predicted it lies wholly above it (the prediction is low there).")
     step_validated = serializers.BooleanField(
         allow_null=True, help_text="false when the scenario lies outside what the band was validated on "
                                    "(GPU generation, strategy, GPUs, model size; reasons in the report's "

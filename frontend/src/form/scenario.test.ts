@@ -129,7 +129,20 @@ describe("buildRequest", () => {
   });
 });
 
+describe("DEFAULT_VALUES", () => {
+  it("starts a new scenario with flash attention on (eager attention overflows the default by 81 GiB)", () => {
+    expect(DEFAULT_VALUES["training.flash_attention"]).toBe(true);
+    expect(buildRequest(DEFAULT_VALUES).scenario.training).toMatchObject({ flash_attention: true });
+  });
+});
+
 describe("valuesFromScenario", () => {
+  it("reads a scenario that leaves flash attention out as the engine's default, off", () => {
+    // simulation/scenario.py: Training.flash_attention = False
+    expect(valuesFromScenario({ model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" } })["training.flash_attention"]).toBe(false);
+    expect(valuesFromScenario({ model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, training: { flash_attention: true } })["training.flash_attention"]).toBe(true);
+  });
+
   it("fills the form from an example, strings for inputs", () => {
     const v = valuesFromScenario(
       {

@@ -258,7 +258,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.optimizer": "adam",
   "training.recompute": "none",
   "training.loss_kernel": "torch",
-  "training.flash_attention": false,
+  // On for a new scenario (nearly every current training stack runs SDPA / FlashAttention; eager
+  // attention's s x s fp32 scores overflow the default Llama-2-7B on 8 H100 by 81 GiB); the
+  // engine's default stays off, so a scenario that does not say is read with ENGINE_DEFAULTS.
+  "training.flash_attention": true,
   "training.sequence_parallel": false,
   "training.tensor_parallel": "1",
   "training.pipeline_parallel": "1",
@@ -473,9 +476,13 @@ export function buildRequest(
   return { name: str(values.name, "").trim(), scenario };
 }
 
+/** Where the new-scenario form's default differs from the engine's (simulation/scenario.py):
+ *  a scenario that leaves the setting out means the engine's. */
+export const ENGINE_DEFAULTS: Partial<FormValues> = { "training.flash_attention": false };
+
 /** Form values for a scenario (an example's): what the form can show of it. */
 export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValues {
-  const v: FormValues = { ...DEFAULT_VALUES, name };
+  const v: FormValues = { ...DEFAULT_VALUES, ...ENGINE_DEFAULTS, name } as FormValues;
   const model = scenario.model;
   if (typeof model === "string") v["model.preset"] = model;
   else if (isObject(model)) v["model.preset"] = typeof model.preset === "string" ? model.preset : "";
