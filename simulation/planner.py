@@ -21,7 +21,8 @@ count), the training target, the constraints, the space of choices and an object
      "top_k": 10}
 
 The space is the product of the lists in the order above, behind the node counts: candidate
-``i`` is the same configuration on every machine. Each candidate passes, cheapest first:
+``i`` is the same configuration on every machine. :func:`evaluate_candidate` takes one
+candidate through the checks one after another, cheapest first:
 
 1. the scenario's own checks (:meth:`Scenario.from_dict`, :func:`simulation.parallel.layout`)
    and Megatron's interleaving rule: a refusal on a parallel degree or the batch is
@@ -29,16 +30,35 @@ The space is the product of the lists in the order above, behind the node counts
 2. the engine's caps on work (:func:`simulation.cost.validate`): ``over_work_cap``;
 3. the price (node price x nodes) against ``max_usd_per_hour``: ``over_budget``;
    the global batch against ``min_global_batch_size``: ``below_min_global_batch``;
-4. a lower bound on HBM per GPU (:func:`hbm_lower_bound_bytes`: the 16-bit parameters a
-   GPU must hold), then the quick memory estimate (``evaluate(..., include_step=False)``):
-   a tier above ``capacity x (1 - memory_margin)`` is ``does_not_fit_<tier>``;
+4. a lower bound on HBM per GPU (:func:`hbm_lower_bound_bytes`: the states, stored
+   activations and CUDA context a GPU must hold), then the memory estimate
+   (:func:`memory_tiers`, the memory of ``evaluate(..., include_step=False)``): a tier
+   above ``capacity x (1 - memory_margin)`` is ``does_not_fit_<tier>``;
 5. the step model (``evaluate(..., detail=False)``) on what fits; a step the engine cannot
-   simulate is ``step_unavailable``.
+   simulate is ``step_unavailable``; an exception of the engine, ``engine_error``.
+
+A chunk (:func:`plan_chunk`) gives every candidate the same verdict faster, in three passes:
+
+* **screen** (:class:`_Space`, numpy over blocks of :data:`BLOCK` candidates): the layout
+  rules of step 1, the strategy section's own checks (parsed once per distinct section),
+  the budget and minimum batch of step 3 and the HBM bound of step 4 on whole arrays. A
+  candidate is counted under the first of ``indivisible``, ``invalid_combination``,
+  ``over_budget``, ``below_min_global_batch``, ``does_not_fit_hbm`` it fails, in that order
+  (one-by-one, a candidate failing two checks may be counted under the other);
+* **fit**: each survivor through steps 1, 3 and 4 (its scenario built, its memory
+  estimated); one that fits gets lower bounds on its step time
+  (:func:`step_lower_bound_s`), cost and objective (:func:`_floors`);
+* **branch and bound**: the fitting candidates in the order of their bounds through steps
+  2 and 5, skipping one whose bounds show it can be neither in the top k (k rows already
+  rank strictly better) nor on the front (a row already has a lower step time at no more
+  cost, or a lower cost at no more step time). A skipped candidate is feasible and
+  ``dominated``; it is never simulated, so the work cap is checked only on what is.
 
 Of the feasible candidates a chunk keeps its ``top_k`` by the objective and its Pareto front
 of step time against cost per million tokens; every other one is ``dominated`` there and
 cannot be in the merged answer (the global top-k and front are subsets of the chunks'), so
-:func:`merge` of any split of the space into chunks (:func:`plan_chunk`) equals :func:`plan`.
+:func:`merge` of any split of the space into chunks equals :func:`plan`, and both equal
+:func:`brute_force` (every candidate simulated) on top k, front and feasible count (tests).
 Ties are broken by the candidate index, which makes the answer deterministic.
 
 Objectives: ``step_time`` (s), ``cost_per_million_tokens`` (USD), ``time_to_train``
@@ -692,21 +712,32 @@ _SCREENED = (None, "indivisible", "invalid_combination", "over_budget", "below_m
 
 
 def step_lower_bound_s(sc: Scenario, lay) -> float:
-    """Seconds a step takes at least: ``(m + (p - 1) / v) x (layers / p) x (fwd + bwd)``.
+    """Seconds a step takes at least:
+    ``(m + (p - 1) / v) x (layers / p) x (fwd + bwd) + p2p + acc``.
 
     ``fwd``/``bwd``: one layer's forward and backward (recomputation included) on one
     micro-batch (:func:`simulation.step.compute_times`), ``m`` micro-batches, ``p``
     pipeline stages, ``v`` interleaved chunks. The step graph chains every layer's compute
     on the GPU stream (:func:`simulation.stepgraph.build`), so a micro-batch takes at least
     ``layers / p x (fwd + bwd)``; :func:`simulation.step.step_report` adds ``m - 1 + (p -
-    1) / v`` such micro-batches to the last one, then the pipeline sends, the accumulation
-    and the optimizer, all >= 0 (Narayanan et al. 2021, Sec. 2.2: the interleaved bubble
-    is ``(p - 1) / v`` micro-batches). Communication, the head and the optimizer are left
-    out, so the bound never exceeds the simulated step (a property test)."""
-    from .step import compute_times
-    ct = compute_times(sc, model_params(sc.model))
-    p, v = lay.pipeline_parallel, (sc.training.interleave_stages or 1)
-    return (lay.grad_accumulation_steps + (p - 1) / v) * (sc.model.num_layers // p) * (ct["fwd_s"] + ct["bwd_s"])
+    1) / v`` such micro-batches to the last one (Narayanan et al. 2021, Sec. 2.2: the
+    interleaved bubble is ``(p - 1) / v`` micro-batches), then the same ``p2p`` (pipeline
+    sends and the vocabulary all-reduces) and ``acc`` (gradient accumulation, DDP's bucket
+    copies, Megatron's optimizer passes) as here. The TP all-reduces, the ZeRO gathers,
+    the head and the optimizer step are left out, so the bound never exceeds the
+    simulated step (a property test)."""
+    from .step import (compute_times, ddp_bucket_copy_s, embedding_tp_allreduce_s, grad_accumulation_s,
+                       links_for, optimizer_extra_s, pipeline_p2p_s)
+    pc = model_params(sc.model)
+    tr = sc.training
+    sb = state_bytes(tr.precision, tr.optimizer, tr.dtypes)
+    ct = compute_times(sc, pc)
+    m, p, v = lay.grad_accumulation_steps, lay.pipeline_parallel, (tr.interleave_stages or 1)
+    links = links_for(sc, lay)
+    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
+             + optimizer_extra_s(sc, pc, lay, sb))
+    return (m + (p - 1) / v) * (sc.model.num_layers // p) * (ct["fwd_s"] + ct["bwd_s"]) + p2p_s + acc_s
 
 
 def _missing_tier(sc: Scenario) -> str | None:
