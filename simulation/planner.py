@@ -657,8 +657,10 @@ def plan_chunk(spec: dict, chunk_index: int = 0, n_chunks: int = 1, prune: bool 
 
     Returns JSON: ``{"chunk", "n_chunks", "candidates", "done", "feasible", "rejected":
     {reason: count}, "examples": {reason: message}, "dominated", "kept": [row]}`` where
-    ``kept`` holds the chunk's top-k and Pareto front. ``progress(partial)`` is called every
-    ``every`` candidates with ``{"done", "feasible", "best"}``.
+    ``kept`` holds the chunk's top-k and Pareto front, ``simulated`` counts the candidates
+    the step model ran on. ``progress(partial)`` is called with ``{"done", "feasible",
+    "best"}`` every ``every`` candidates screened and fitted, then every ``every``
+    candidates through the step model (``done`` = all of the chunk by then).
     """
     spec = _spec(spec, lookups)
     if not isinstance(n_chunks, int) or n_chunks < 1:
@@ -1042,6 +1044,15 @@ def _search_chunk(spec: dict, lo: int, hi: int, progress, every: int, lookups: d
     space = _Space(spec, lookups)
     s = _Search(spec, lookups)
     fits: list = []
+    last = 0
+
+    def report(upto: int) -> None:
+        """``progress`` once per ``every`` candidates screened and fitted (as one by one)."""
+        nonlocal last
+        while progress and last + every <= upto:
+            last += every
+            progress(s.progress(last))
+
     for a in range(lo, hi, BLOCK):
         b = min(hi, a + BLOCK)
         if space.ok:
@@ -1056,15 +1067,12 @@ def _search_chunk(spec: dict, lo: int, hi: int, progress, every: int, lookups: d
                 s.counts[status] += int(present[c])
                 if status not in s.first or a + j < s.first[status][0]:
                     s.first[status] = (a + j, (spec, a + j, status, float(floor[j])))
-        survivors = np.nonzero(code == 0)[0]
-        for k, j in enumerate(survivors):
+        for j in np.nonzero(code == 0)[0]:
+            report(a - lo + int(j))
             e = s.settle(a + int(j))
             if e is not None:
                 fits.append(e)
-            if progress and (k + 1) % every == 0:
-                progress(s.progress(a - lo + int(j) + 1))
-        if progress:
-            progress(s.progress(b - lo))
+        report(b - lo)
     s.simulate(fits, progress, every, hi - lo)
     return s
 
