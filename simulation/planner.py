@@ -967,7 +967,7 @@ class _Search:
                                               sc.cluster, sc.runtime, sc.model)
             self.fits += 1
             obj, step_s, cost = _floors(spec, sc, lay, hit[0])
-            return obj, index, step_s, cost
+            return obj, index, step_s, cost, key
         except Exception as e:           # noqa: BLE001 - one candidate's failure is its reason
             if not _engine_failure(e):
                 raise
@@ -988,15 +988,33 @@ class _Search:
                 return True
         return False
 
+    def outranked(self, obj: float, step_s: float, cost: float, index: int) -> bool:
+        """True when a row of exactly these figures and index would be neither in the top
+        k nor on the front (a row at the same point with a lower index is kept instead)."""
+        if len(self.top) < self.k or not _rank_key(self.top[-1]) < (obj, step_s, index):
+            return False
+        for f in self.front:
+            fs, fc = f["step_time_s"], _cost(f)
+            if (fs < step_s and fc <= cost) or (fs <= step_s and fc < cost) or \
+                    (fs == step_s and fc == cost and f["index"] < index):
+                return True
+        return False
+
     def simulate(self, fits: list, progress=None, every: int = 25, done: int = 0) -> None:
         """The step model on the candidates that fit and are not dominated, best lower
         bound first (branch and bound: the bounds only rise along the list, the k-th best
         and the front only improve, so what is dominated once stays dominated)."""
         fits.sort()
-        for n, (obj, index, step_s, cost) in enumerate(fits):
+        # candidates sharing a step graph (the same training, strategy, cluster, runtime and
+        # model sections: they differ in the checkpoint alone) have the same step time and
+        # cost; where the objective is one of those, the first one simulated gives the
+        # others' exact figures, and a twin that cannot rank is skipped on them
+        twins = {} if self.spec["objective"] in ("step_time", "cost_per_million_tokens") else None
+        for n, (obj, index, step_s, cost, key) in enumerate(fits):
             if progress and n and n % every == 0:
                 progress(self.progress(done))
-            if self.dominated(obj, step_s, cost):
+            if self.dominated(obj, step_s, cost) or (
+                    twins is not None and key in twins and self.outranked(*twins[key], index)):
                 self.pruned += 1
                 continue
             self.simulated += 1
@@ -1012,8 +1030,10 @@ class _Search:
                 self.failed += 1
                 self.reject(row["status"], index, row["message"])
                 continue
-            key = _rank_key(row)
-            if len(self.top) < self.k or key < _rank_key(self.top[-1]):
+            if twins is not None and key not in twins:
+                twins[key] = (row["objective"], row["step_time_s"], _cost(row))
+            rank = _rank_key(row)
+            if len(self.top) < self.k or rank < _rank_key(self.top[-1]):
                 bisect.insort(self.top, row, key=_rank_key)
                 del self.top[self.k:]
             self.front = pareto_front(self.front + [row])
