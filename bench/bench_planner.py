@@ -292,9 +292,10 @@ def main():
           "2048 tokens; both enumerate TP, PP, interleaving, micro-batch, recompute (none / selective = "
           "attn_only / full), optimizer sharding (Calculon's on/off; here DDP, ZeRO-1/2/3, FSDP, Megatron's "
           "distributed optimizer), weight and optimizer offload. Calculon's space also has activation "
-          "offload, the TP communication type and overlap, sequence-parallel all-gather redo, DP overlap "
-          "and the network of each group, which tierlab does not vary; tierlab's has ZeRO-3/FSDP, NVMe "
-          "offload, prefetch depth and the checkpoint target, which Calculon does not model. Calculon "
+          "offload (the engine has it; its planner does not vary it), the TP communication type and "
+          "overlap, sequence-parallel all-gather redo, DP overlap and the network of each group (the "
+          "engine does not model them); tierlab's has ZeRO-2/3 and FSDP, NVMe offload, prefetch depth "
+          "and the checkpoint target, which Calculon does not model. Calculon "
           "lists only layouts that divide; tierlab's space is the product of its lists and counts the "
           "layouts that do not divide as rejected (cheaply).")
 

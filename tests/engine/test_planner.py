@@ -317,7 +317,8 @@ def test_step_lower_bound_by_hand():
     assert lay.grad_accumulation_steps == 8
     ct = compute_times(sc, model_params(sc.model))
     lb = planner.step_lower_bound_s(sc, lay)
-    sb, pc, links = state_bytes(sc.training.precision, sc.training.optimizer), model_params(sc.model), links_for(sc, lay)
+    sb, pc = state_bytes(sc.training.precision, sc.training.optimizer), model_params(sc.model)
+    links = links_for(sc, lay)
     p2p = pipeline_p2p_s(sc, lay, links)
     assert p2p > 0
     rest = (embedding_tp_allreduce_s(sc, lay, links) + 7 * grad_accumulation_s(sc, pc, lay, sb)
