@@ -87,7 +87,9 @@ from .states import state_bytes
 from .memory import _stage_activations
 
 PLAN_SCHEMA = 1
-MAX_CANDIDATES = 200_000       # product of the space's lists: about an hour of one core at worst
+# product of the space's lists, per plan request; the search itself took a 14.7-million space
+# in about 4 minutes on 2 cores (bench/bench_planner.py, README "Planner")
+MAX_CANDIDATES = 200_000
 MAX_TOP_K = 100
 MAX_NODE_COUNTS = 64
 OBJECTIVES = ("step_time", "cost_per_million_tokens", "time_to_train", "cost_to_train")
