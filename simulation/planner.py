@@ -21,7 +21,8 @@ count), the training target, the constraints, the space of choices and an object
      "top_k": 10}
 
 The space is the product of the lists in the order above, behind the node counts: candidate
-``i`` is the same configuration on every machine. Each candidate passes, cheapest first:
+``i`` is the same configuration on every machine. :func:`evaluate_candidate` takes one
+candidate through the checks one after another, cheapest first:
 
 1. the scenario's own checks (:meth:`Scenario.from_dict`, :func:`simulation.parallel.layout`)
    and Megatron's interleaving rule: a refusal on a parallel degree or the batch is
@@ -29,16 +30,35 @@ The space is the product of the lists in the order above, behind the node counts
 2. the engine's caps on work (:func:`simulation.cost.validate`): ``over_work_cap``;
 3. the price (node price x nodes) against ``max_usd_per_hour``: ``over_budget``;
    the global batch against ``min_global_batch_size``: ``below_min_global_batch``;
-4. a lower bound on HBM per GPU (:func:`hbm_lower_bound_bytes`: the 16-bit parameters a
-   GPU must hold), then the quick memory estimate (``evaluate(..., include_step=False)``):
-   a tier above ``capacity x (1 - memory_margin)`` is ``does_not_fit_<tier>``;
+4. a lower bound on HBM per GPU (:func:`hbm_lower_bound_bytes`: the states, stored
+   activations and CUDA context a GPU must hold), then the memory estimate
+   (:func:`memory_tiers`, the memory of ``evaluate(..., include_step=False)``): a tier
+   above ``capacity x (1 - memory_margin)`` is ``does_not_fit_<tier>``;
 5. the step model (``evaluate(..., detail=False)``) on what fits; a step the engine cannot
-   simulate is ``step_unavailable``.
+   simulate is ``step_unavailable``; an exception of the engine, ``engine_error``.
+
+A chunk (:func:`plan_chunk`) gives every candidate the same verdict faster, in three passes:
+
+* **screen** (:class:`_Space`, numpy over blocks of :data:`BLOCK` candidates): the layout
+  rules of step 1, the strategy section's own checks (parsed once per distinct section),
+  the budget and minimum batch of step 3 and the HBM bound of step 4 on whole arrays. A
+  candidate is counted under the first of ``indivisible``, ``invalid_combination``,
+  ``over_budget``, ``below_min_global_batch``, ``does_not_fit_hbm`` it fails, in that order
+  (one-by-one, a candidate failing two checks may be counted under the other);
+* **fit**: each survivor through steps 1, 3 and 4 (its scenario built, its memory
+  estimated); one that fits gets lower bounds on its step time
+  (:func:`step_lower_bound_s`), cost and objective (:func:`_floors`);
+* **branch and bound**: the fitting candidates in the order of their bounds through steps
+  2 and 5, skipping one whose bounds show it can be neither in the top k (k rows already
+  rank strictly better) nor on the front (a row already has a lower step time at no more
+  cost, or a lower cost at no more step time). A skipped candidate is feasible and
+  ``dominated``; it is never simulated, so the work cap is checked only on what is.
 
 Of the feasible candidates a chunk keeps its ``top_k`` by the objective and its Pareto front
 of step time against cost per million tokens; every other one is ``dominated`` there and
 cannot be in the merged answer (the global top-k and front are subsets of the chunks'), so
-:func:`merge` of any split of the space into chunks (:func:`plan_chunk`) equals :func:`plan`.
+:func:`merge` of any split of the space into chunks equals :func:`plan`, and both equal
+:func:`brute_force` (every candidate simulated) on top k, front and feasible count (tests).
 Ties are broken by the candidate index, which makes the answer deterministic.
 
 Objectives: ``step_time`` (s), ``cost_per_million_tokens`` (USD), ``time_to_train``
@@ -48,8 +68,11 @@ restarts included, s) and ``cost_to_train`` (that time x USD per hour).
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Callable
+
+import numpy as np
 
 from .cost import validate
 from .errors import ScenarioError
@@ -61,15 +84,18 @@ from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Sc
                        resolve, resolve_cluster)
 from .checkpoint import TARGET_KINDS
 from .states import state_bytes
+from .memory import _stage_activations
 
 PLAN_SCHEMA = 1
-MAX_CANDIDATES = 200_000       # product of the space's lists: about an hour of one core at worst
+# product of the space's lists, per plan request; the search itself took a 14.7-million space
+# in about 4 minutes on 2 cores (bench/bench_planner.py, README "Planner")
+MAX_CANDIDATES = 200_000
 MAX_TOP_K = 100
 MAX_NODE_COUNTS = 64
 OBJECTIVES = ("step_time", "cost_per_million_tokens", "time_to_train", "cost_to_train")
 REASONS = ("indivisible", "invalid_combination", "over_work_cap", "over_budget",
            "below_min_global_batch", "does_not_fit_hbm", "does_not_fit_ddr", "does_not_fit_nvme",
-           "does_not_fit_cxl", "does_not_fit_pmem", "step_unavailable")
+           "does_not_fit_cxl", "does_not_fit_pmem", "step_unavailable", "engine_error")
 # ScenarioError fields that mean a degree or batch does not divide (parallel.layout's)
 _DIVISIBILITY_FIELDS = ("training.tensor_parallel", "training.pipeline_parallel",
                         "training.global_batch_size", "training.interleave_stages",
@@ -167,12 +193,14 @@ def _node_counts(cluster: dict, gpus_per_node: int) -> tuple[list[int], int]:
     return sorted(counts), gpus_per_node
 
 
-def parse_spec(d: dict, models=None, nodes=None, accelerators=None, **_other_lookups) -> dict:
+def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidates: int = MAX_CANDIDATES,
+               **_other_lookups) -> dict:
     """A plan spec checked and filled in with its defaults (a new, plain dict).
 
     Raises :class:`ScenarioError` naming the field (``space.tensor_parallel.2``,
     ``objective``, ``cluster.num_nodes.max``...), including a space over
-    :data:`MAX_CANDIDATES` candidates (named after its longest list). ``models``,
+    ``max_candidates`` (:data:`MAX_CANDIDATES`) candidates, named after its longest list
+    (the benchmark raises it for Calculon's 10.46-million space). ``models``,
     ``nodes``, ``accelerators``: preset tables as :meth:`Scenario.from_dict` takes them.
     """
     if not isinstance(d, dict):
@@ -250,10 +278,10 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, **_other_loo
     n = len(counts)
     for v in space.values():
         n *= len(v)
-    if n > MAX_CANDIDATES:
+    if n > max_candidates:
         longest = max(space, key=lambda k: len(space[k]))
         raise ScenarioError(f"space.{longest}", f"the space has {n:,} candidates; at most "
-                                                f"{MAX_CANDIDATES:,} per plan (shorten this list)")
+                                                f"{max_candidates:,} per plan (shorten this list)")
     objective = d.get("objective", "step_time")
     if objective not in OBJECTIVES:
         raise ScenarioError("objective", f"must be one of {', '.join(OBJECTIVES)}; got {show(objective)}")
@@ -292,16 +320,8 @@ def candidate(spec: dict, index: int, **lookups) -> tuple[dict, dict]:
                    micro_batch_size=mb, recompute=rc, strategy=kind, offload_optimizer=oo,
                    offload_params=op, prefetch_depth=pf, checkpoint_target=target,
                    checkpoint_interval_s=interval)
-    training = dict(spec["training"], tensor_parallel=tp, pipeline_parallel=pp,
-                    micro_batch_size=mb, recompute=rc)
-    if v > 1:
-        training["interleave_stages"] = v
-    training.setdefault("sequence_parallel", tp > 1)     # Megatron's practice with TP
-    strategy = dict(spec["strategy"], kind=kind, offload_optimizer=oo, offload_params=op,
-                    prefetch_depth=pf)
-    if kind == "fsdp_hybrid_shard" and "shard_group_size" not in strategy:
-        gpn = spec["cluster"].get("gpus_per_node") or 0
-        strategy["shard_group_size"] = max(1, gpn // (tp * pp)) if gpn else 1
+    training = _training_section(spec, tp, pp, v, mb, rc)
+    strategy = _strategy_section(spec, kind, oo, op, pf, tp * pp)
     checkpoint = dict(spec["checkpoint"], target=target)
     if interval is not None:
         checkpoint["interval_s"] = interval
@@ -314,20 +334,85 @@ def candidate(spec: dict, index: int, **lookups) -> tuple[dict, dict]:
     return choices, sc
 
 
+def _training_section(spec: dict, tp: int, pp: int, v: int, mb: int, rc: str) -> dict:
+    training = dict(spec["training"], tensor_parallel=tp, pipeline_parallel=pp,
+                    micro_batch_size=mb, recompute=rc)
+    if v > 1:
+        training["interleave_stages"] = v
+    training.setdefault("sequence_parallel", tp > 1)     # Megatron's practice with TP
+    return training
+
+
+def _strategy_section(spec: dict, kind: str, oo: str, op: str, pf: int, mp: int) -> dict:
+    strategy = dict(spec["strategy"], kind=kind, offload_optimizer=oo, offload_params=op,
+                    prefetch_depth=pf)
+    if kind == "fsdp_hybrid_shard" and "shard_group_size" not in strategy:
+        strategy["shard_group_size"] = _hybrid_group(spec, mp)
+    return strategy
+
+
+def _hybrid_group(spec: dict, mp):
+    """HSDP's shard group when the spec names none: the GPUs of a node over TP x PP
+    (``mp``, an int or an array), or 1 when the cluster section gives no GPU count."""
+    gpn = spec["cluster"].get("gpus_per_node") or 0
+    if not gpn:
+        return 1 if isinstance(mp, int) else np.ones_like(mp)
+    return max(1, gpn // mp) if isinstance(mp, int) else np.maximum(1, gpn // mp)
+
+
 def hbm_lower_bound_bytes(sc: Scenario, lay) -> float:
-    """Bytes every GPU's HBM holds at least: its share of the transformer blocks' 16-bit
-    parameters (``per_layer x layers / pp / tp`` elements, divided by the shard degree under
-    ZeRO-3/FSDP, none with parameters offloaded). The embedding, head, gradients, optimizer
-    states, activations, buffers and the CUDA context all come on top, so the memory model
-    of :mod:`simulation.memory` never gives less (``tests/engine/test_planner.py`` checks it)."""
-    if sc.strategy.offload_params != "none":
-        return 0.0
+    """Bytes every GPU's HBM holds at least (:func:`_hbm_floor_bytes` on the scenario's
+    sections): the memory model of :mod:`simulation.memory` never gives less
+    (``tests/engine/test_planner.py`` checks it on generated spaces)."""
     pc = model_params(sc.model)
-    sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
-    per_gpu = pc.per_layer * (sc.model.num_layers // lay.pipeline_parallel) / lay.tensor_parallel
-    if sc.strategy.zero_stage >= 3:
-        per_gpu /= lay.shard_degree
-    return sb.params * per_gpu
+    tr = sc.training
+    sb = state_bytes(tr.precision, tr.optimizer, tr.dtypes)
+    act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, sc.convention == "realistic")
+    return _hbm_floor_bytes(sc.strategy, sb, pc.total, sc.model.num_layers, lay.tensor_parallel,
+                            lay.pipeline_parallel, lay.shard_degree, act,
+                            sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0)
+
+
+def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: int, shard: int,
+                     act, runtime_bytes: float) -> float:
+    """A lower bound on one GPU's HBM bytes, from the terms of
+    :func:`simulation.memory.build_parts` that are always there, each at its smallest:
+
+    * ``psi`` = the parameters per model-parallel rank, ``num_params / (tp x pp)`` (the
+      memory model's own ``psi``: every stage holds that share of the states);
+    * 16-bit parameters ``params x psi / d`` (``d`` the shard degree under ZeRO-3 / FSDP,
+      else 1; FSDP's fp32 flat shards are larger), none with parameters offloaded;
+    * gradients ``min(grads, params, 4) x psi / d`` (``d`` from ZeRO-2 on; Megatron's and
+      DDP's fp32 ``main_grad`` are larger), none with the optimizer offloaded (they move
+      to the host with it);
+    * optimizer states ``(master + moments) x psi / d`` (``d`` from ZeRO-1 on; FSDP's
+      master weights are the parameters above), none with the optimizer offloaded
+      (ZeRO, SC'20 Table 1: ``2 + 2 + K`` bytes per parameter split by stage);
+    * the stored activations (``act``: :class:`simulation.activations.StageActivations`
+      of the first stage, ``layers_bytes``; the last stage holds ``per_layer_bytes x
+      layers / pp``): the larger of the two, since the memory model reports the worse
+      stage; none when they are offloaded to the CPU;
+    * the CUDA context and libraries (``runtime_bytes``, realistic convention only).
+
+    Buffers, the loss and logits, the recompute working set and fragmentation are left
+    out: each is zero somewhere. Units: bytes; ``st`` a StrategySpec, ``sb`` StateBytes.
+    """
+    stage = st.zero_stage
+    psi = num_params / (tp * pp)
+    p_div = shard if stage >= 3 else 1
+    g_div = shard if stage >= 2 else 1
+    o_div = shard if stage >= 1 else 1
+    fsdp_master = st.is_fsdp and sb.master_weights > 0
+    out = runtime_bytes
+    if st.offload_params == "none":
+        out += (min(sb.params, sb.master_weights) if fsdp_master else sb.params) * psi / p_div
+    if st.offload_optimizer == "none":
+        out += min(sb.grads, sb.params, 4.0) * psi / g_div
+        out += ((0.0 if fsdp_master else sb.master_weights) + sb.optimizer_states) * psi / o_div
+    if st.offload_activations != "cpu":
+        out += (act.layers_bytes if pp == 1 else
+                max(act.layers_bytes, act.per_layer_bytes * num_layers / pp))
+    return out
 
 
 def _classify(err: ScenarioError) -> str:
@@ -358,9 +443,14 @@ def _interleave_check(sc: Scenario, lay) -> None:
                             f"of pipeline_parallel ({p}) with an interleaved schedule")
 
 
-def _tier_over(report: dict, margin: float) -> str | None:
+def _memory(report) -> dict:
+    """A report's memory section (of a report dict, or :func:`memory_tiers`' answer)."""
+    return report.get("memory", report)
+
+
+def _tier_over(report, margin: float) -> str | None:
     """The first tier above ``capacity x (1 - margin)`` (HBM first), or None."""
-    mem = report["memory"]
+    mem = _memory(report)
     for scope in ("per_gpu", "per_node"):
         for tier, s in mem[scope].items():
             if s["total_bytes"] > 0 and s["total_bytes"] > s["capacity_bytes"] * (1 - margin):
@@ -379,15 +469,21 @@ def _objective(spec: dict, row: dict) -> float | None:
     return row["cost_to_train_usd"]
 
 
-def evaluate_candidate(spec: dict, index: int, prune: bool = True, **lookups) -> dict:
-    """One candidate through the filters of the module docstring.
+def _engine_failure(e: BaseException) -> bool:
+    """True for an error of the computation itself (Python's built-in exceptions, numpy's,
+    the engine's), which rejects one candidate as ``engine_error``; anything else (a
+    worker's time limit, a cancel raised by a progress callback) stops the chunk."""
+    mod = type(e).__module__ or ""
+    return mod == "builtins" or mod.split(".")[0] in ("simulation", "numpy")
 
-    Returns ``{"index", "choices", "scenario", "status": "feasible" | <reason>, "message"}``
-    plus, when feasible, its numbers (step time, cost, bottleneck, ...). With ``prune``
-    false the lower bound is skipped and every fitting candidate is simulated (what the
-    brute-force tests compare against).
-    """
-    spec = _spec(spec, lookups)
+
+def _engine_error(out: dict, e: BaseException) -> dict:
+    return dict(out, status="engine_error", message=f"engine error: {type(e).__name__}: {e}")
+
+
+def _scenario_of(spec: dict, index: int, lookups: dict, work_cap: bool = True):
+    """``(out, sc, lay)`` of candidate ``index``, or ``(out with its refusal, None, None)``
+    (steps 1-3 of the module docstring; the work cap only with ``work_cap``)."""
     choices, d = candidate(spec, index)
     out = dict(index=index, choices=choices, scenario=d)
     try:
@@ -395,32 +491,65 @@ def evaluate_candidate(spec: dict, index: int, prune: bool = True, **lookups) ->
         lay = layout(sc)
         _interleave_check(sc, lay)
     except ScenarioError as e:
-        return dict(out, status=_classify(e), message=str(e))
-    try:
-        validate(sc)
-    except ScenarioError as e:
-        return dict(out, status="over_work_cap", message=str(e))
+        return dict(out, status=_classify(e), message=str(e)), None, None
+    if work_cap:
+        try:
+            validate(sc)
+        except ScenarioError as e:
+            return dict(out, status="over_work_cap", message=str(e)), None, None
+    refusal = _constraint_refusal(spec, sc.cluster, lay.global_batch_size)
+    if refusal:
+        return dict(out, status=refusal[0], message=refusal[1]), None, None
+    return out, sc, lay
+
+
+def _constraint_refusal(spec: dict, cluster, global_batch_size: int) -> tuple[str, str] | None:
     con = spec["constraints"]
-    price = sc.cluster.price_usd_per_node_hour
-    usd_per_hour = price * sc.cluster.num_nodes if price is not None else None
+    price = cluster.price_usd_per_node_hour
+    usd_per_hour = price * cluster.num_nodes if price is not None else None
     if con["max_usd_per_hour"] is not None and (usd_per_hour is None or usd_per_hour > con["max_usd_per_hour"]):
         msg = ("the node has no price (cluster.price_usd_per_node_hour)" if usd_per_hour is None else
                f"{usd_per_hour:,.2f} USD per hour is over the budget of {con['max_usd_per_hour']:,.2f}")
-        return dict(out, status="over_budget", message=msg)
-    if con["min_global_batch_size"] is not None and lay.global_batch_size < con["min_global_batch_size"]:
-        return dict(out, status="below_min_global_batch",
-                    message=f"global batch {lay.global_batch_size} < {con['min_global_batch_size']}")
-    margin = con["memory_margin"]
+        return "over_budget", msg
+    if con["min_global_batch_size"] is not None and global_batch_size < con["min_global_batch_size"]:
+        return "below_min_global_batch", f"global batch {global_batch_size} < {con['min_global_batch_size']}"
+    return None
+
+
+def _lb_message(lb: float, cap: float) -> str:
+    return (f"HBM needs at least {lb / 2**30:,.1f} GiB (its states, stored activations and "
+            f"CUDA context); {cap / 2**30:,.1f} GiB usable (lower bound)")
+
+
+def memory_tiers(sc: Scenario, lay) -> dict:
+    """``{"per_gpu": {tier: summary}, "per_node": {...}}``: the memory section of
+    ``evaluate(sc, include_step=False)`` (its worst pipeline stage, fragmentation
+    included) without the rest of the report (notes, cross-checks, the scenario's JSON)."""
+    from .evaluate import _stage_parts
+    tr = sc.training
+    stages = _stage_parts(sc, model_params(sc.model), lay, state_bytes(tr.precision, tr.optimizer, tr.dtypes))
+    per_gpu, per_node = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])[2]
+    return {"per_gpu": per_gpu, "per_node": per_node}
+
+
+def _fit_refusal(spec: dict, sc: Scenario, lay, bound: bool) -> tuple[str, str] | None:
+    """Step 4: the HBM lower bound (``bound``), then the quick memory estimate."""
+    margin = spec["constraints"]["memory_margin"]
     cap = sc.cluster.accelerator.hbm_capacity_bytes * (1 - margin)
-    if prune:
+    if bound:
         lb = hbm_lower_bound_bytes(sc, lay)
         if lb > cap:
-            return dict(out, status="does_not_fit_hbm", message=f"HBM needs at least {lb / 2**30:,.1f} GiB "
-                        f"of parameters alone; {cap / 2**30:,.1f} GiB usable (lower bound)")
-        est = evaluate(sc, include_step=False).to_dict()
-        tier = _tier_over(est, margin)
-        if tier is not None:
-            return dict(out, status=f"does_not_fit_{tier}", message=_over_message(est, tier, margin))
+            return "does_not_fit_hbm", _lb_message(lb, cap)
+    rep = memory_tiers(sc, lay)
+    tier = _tier_over(rep, margin)
+    if tier is not None:
+        return f"does_not_fit_{tier}", _over_message(rep, tier, margin)
+    return None
+
+
+def _row(spec: dict, out: dict, sc: Scenario) -> dict:
+    """Step 5: the step model on a candidate that fits; its row (feasible or not)."""
+    margin = spec["constraints"]["memory_margin"]
     r = evaluate(sc, detail=False).to_dict()
     tier = _tier_over(r, margin)
     if tier is not None:
@@ -453,9 +582,34 @@ def evaluate_candidate(spec: dict, index: int, prune: bool = True, **lookups) ->
     return row
 
 
+def evaluate_candidate(spec: dict, index: int, prune: bool = True, **lookups) -> dict:
+    """One candidate through the filters of the module docstring, one after another.
+
+    Returns ``{"index", "choices", "scenario", "status": "feasible" | <reason>, "message"}``
+    plus, when feasible, its numbers (step time, cost, bottleneck, ...). With ``prune``
+    false the lower bound is skipped and every fitting candidate is simulated (what the
+    brute-force tests compare against). An exception of the engine on this candidate is
+    its ``engine_error``, with the exception in the message.
+    """
+    spec = _spec(spec, lookups)
+    out, sc, lay = _scenario_of(spec, index, lookups)
+    if sc is None:
+        return out
+    try:
+        if prune:
+            refusal = _fit_refusal(spec, sc, lay, bound=True)
+            if refusal:
+                return dict(out, status=refusal[0], message=refusal[1])
+        return _row(spec, out, sc)
+    except Exception as e:           # noqa: BLE001 - one candidate's failure is its reason
+        if not _engine_failure(e):
+            raise
+        return _engine_error(out, e)
+
+
 def _over_message(r: dict, tier: str, margin: float) -> str:
     for scope in ("per_gpu", "per_node"):
-        s = r["memory"][scope].get(tier)
+        s = _memory(r)[scope].get(tier)
         if s is not None and s["total_bytes"] > s["capacity_bytes"] * (1 - margin):
             where = "per GPU" if scope == "per_gpu" else "per node"
             return (f"{tier.upper()} {where} needs {s['total_bytes'] / 2**30:,.1f} GiB; "
@@ -505,8 +659,10 @@ def plan_chunk(spec: dict, chunk_index: int = 0, n_chunks: int = 1, prune: bool 
 
     Returns JSON: ``{"chunk", "n_chunks", "candidates", "done", "feasible", "rejected":
     {reason: count}, "examples": {reason: message}, "dominated", "kept": [row]}`` where
-    ``kept`` holds the chunk's top-k and Pareto front. ``progress(partial)`` is called every
-    ``every`` candidates with ``{"done", "feasible", "best"}``.
+    ``kept`` holds the chunk's top-k and Pareto front, ``simulated`` counts the candidates
+    the step model ran on. ``progress(partial)`` is called with ``{"done", "feasible",
+    "best"}`` every ``every`` candidates screened and fitted, then every ``every``
+    candidates through the step model (``done`` = all of the chunk by then).
     """
     spec = _spec(spec, lookups)
     if not isinstance(n_chunks, int) or n_chunks < 1:
@@ -515,9 +671,25 @@ def plan_chunk(spec: dict, chunk_index: int = 0, n_chunks: int = 1, prune: bool 
         raise ScenarioError("chunk_index", f"must be from 0 to {n_chunks - 1}, got {show(chunk_index)}")
     n = spec["num_candidates"]
     lo, hi = n * chunk_index // n_chunks, n * (chunk_index + 1) // n_chunks
+    if not prune:
+        return _exhaustive_chunk(spec, chunk_index, n_chunks, lo, hi, progress, every, lookups)
+    s = _search_chunk(spec, lo, hi, progress, every, lookups)
+    examples = {}
+    for status, (_i, msg) in s.first.items():
+        examples[status] = _screen_message(*msg, lookups) if isinstance(msg, tuple) else msg
+    kept = {r["index"]: r for r in s.top + s.front}
+    return dict(chunk=chunk_index, n_chunks=n_chunks, candidates=hi - lo, done=hi - lo,
+                feasible=s.feasible, rejected=s.counts, examples=examples,
+                dominated=s.feasible - len(kept), simulated=s.simulated,
+                kept=[kept[i] for i in sorted(kept)])
+
+
+def _exhaustive_chunk(spec, chunk_index, n_chunks, lo, hi, progress, every, lookups) -> dict:
+    """Every candidate of the chunk through :func:`evaluate_candidate` without bounds:
+    each one that fits is simulated (the reference the search is tested against)."""
     counts, examples, feasible, best = _empty_counts(), {}, [], None
     for k, i in enumerate(range(lo, hi)):
-        row = evaluate_candidate(spec, i, prune=prune, **lookups)
+        row = evaluate_candidate(spec, i, prune=False, **lookups)
         st = row["status"]
         if st == "feasible":
             feasible.append(row)
@@ -532,8 +704,399 @@ def plan_chunk(spec: dict, chunk_index: int = 0, n_chunks: int = 1, prune: bool 
     kept = {r["index"]: r for r in top + front}
     return dict(chunk=chunk_index, n_chunks=n_chunks, candidates=hi - lo, done=hi - lo,
                 feasible=len(feasible), rejected=counts, examples=examples,
-                dominated=len(feasible) - len(kept),
+                dominated=len(feasible) - len(kept), simulated=len(feasible),
                 kept=[kept[i] for i in sorted(kept)])
+
+
+# ------------------------------------------------------------------ the fast search
+BLOCK = 1 << 16          # candidates screened together with numpy
+_SLACK = 1e-9            # relative slack on the lower bounds against float rounding
+_SCREENED = (None, "indivisible", "invalid_combination", "over_budget", "below_min_global_batch",
+             "does_not_fit_hbm")
+
+
+def step_lower_bound_s(sc: Scenario, lay) -> float:
+    """Seconds a step takes at least:
+    ``(m + (p - 1) / v) x (layers / p) x (fwd + bwd) + p2p + acc``.
+
+    ``fwd``/``bwd``: one layer's forward and backward (recomputation included) on one
+    micro-batch (:func:`simulation.step.compute_times`), ``m`` micro-batches, ``p``
+    pipeline stages, ``v`` interleaved chunks. The step graph chains every layer's compute
+    on the GPU stream (:func:`simulation.stepgraph.build`), so a micro-batch takes at least
+    ``layers / p x (fwd + bwd)``; :func:`simulation.step.step_report` adds ``m - 1 + (p -
+    1) / v`` such micro-batches to the last one (Narayanan et al. 2021, Sec. 2.2: the
+    interleaved bubble is ``(p - 1) / v`` micro-batches), then the same ``p2p`` (pipeline
+    sends and the vocabulary all-reduces) and ``acc`` (gradient accumulation, DDP's bucket
+    copies, Megatron's optimizer passes) as here. The TP all-reduces, the ZeRO gathers,
+    the head and the optimizer step are left out, so the bound never exceeds the
+    simulated step (a property test)."""
+    from .step import (compute_times, ddp_bucket_copy_s, embedding_tp_allreduce_s, grad_accumulation_s,
+                       links_for, optimizer_extra_s, pipeline_p2p_s)
+    pc = model_params(sc.model)
+    tr = sc.training
+    sb = state_bytes(tr.precision, tr.optimizer, tr.dtypes)
+    ct = compute_times(sc, pc)
+    m, p, v = lay.grad_accumulation_steps, lay.pipeline_parallel, (tr.interleave_stages or 1)
+    links = links_for(sc, lay)
+    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
+             + optimizer_extra_s(sc, pc, lay, sb))
+    return (m + (p - 1) / v) * (sc.model.num_layers // p) * (ct["fwd_s"] + ct["bwd_s"]) + p2p_s + acc_s
+
+
+def _missing_tier(sc: Scenario) -> str | None:
+    """The offload tier the node lacks (the step model's first check, ``step_report``)."""
+    from .memory import OFFLOAD_TIER
+    for t in (OFFLOAD_TIER.get(sc.strategy.offload_optimizer), OFFLOAD_TIER.get(sc.strategy.offload_params)):
+        if t and t != "ddr" and t not in sc.cluster.tiers:
+            return t
+    return None
+
+
+def _floors(spec: dict, sc: Scenario, lay, step_s: float) -> tuple[float, float, float]:
+    """``(objective, step s, USD per million tokens)`` at least, from a step-time lower
+    bound: every objective grows with the step time (the cost per token is the hourly
+    price times the step over its tokens; the time to train divides by the goodput <= 1)."""
+    if not step_s > 0:
+        return 0.0, 0.0, 0.0
+    tps = lay.global_batch_size * sc.training.seq_len / step_s
+    price = sc.cluster.price_usd_per_node_hour
+    per_hour = price * sc.cluster.num_nodes if price is not None else None
+    cost = per_hour / 3600 / tps * 1e6 if per_hour is not None else math.inf
+    obj = spec["objective"]
+    if obj == "step_time":
+        o = step_s
+    elif obj == "cost_per_million_tokens":
+        o = cost
+    else:
+        o = spec["total_tokens"] / tps
+        if obj == "cost_to_train":
+            o = o * per_hour / 3600 if per_hour is not None else math.inf
+    return o, step_s, cost
+
+
+class _Space:
+    """The spec's space as numpy arrays, and what the screen needs: the model's layers and
+    heads, each node count's cluster, the training and strategy sections (parsed once,
+    shared with the candidates' scenarios, so the engine's identity memos hit)."""
+
+    def __init__(self, spec: dict, lookups: dict):
+        from .scenario import _parsed, StrategySpec
+        self._parsed, self._strategy_cls = _parsed, StrategySpec
+        self.spec = spec
+        self.dims = [spec["node_counts"]] + [spec["space"][k] for k in _DIMS]
+        self.shape = tuple(len(v) for v in self.dims)
+        self.ok = "profile" not in spec["cluster"]       # a profile rewrites sections: no screen
+        self.clusters = []
+        if not self.ok:
+            return
+        probe = None
+        for n in spec["node_counts"]:
+            d = dict(model=spec["model"], cluster=dict(spec["cluster"], num_nodes=n),
+                     training=spec["training"])
+            for k in ("runtime", "convention"):
+                if spec.get(k) is not None:
+                    d[k] = spec[k]
+            try:
+                probe = Scenario.from_dict(d, **lookups)
+            except ScenarioError:
+                self.ok = False
+                return
+            self.clusters.append(probe.cluster)
+        self.model = probe.model
+        self.realistic = probe.convention == "realistic"
+        self.runtime_bytes = probe.runtime.runtime_bytes if self.realistic else 0.0
+        self.num_params = model_params(self.model).total
+        self.layers, self.heads = self.model.num_layers, self.model.num_attention_heads or 0
+        sp = spec["space"]
+        self.arr = {k: np.asarray(sp[k], dtype=np.int64) for k in
+                    ("tensor_parallel", "pipeline_parallel", "interleave_stages", "micro_batch_size")}
+        self.gpus = np.array([c.num_gpus for c in self.clusters], dtype=np.int64)
+        margin = spec["constraints"]["memory_margin"]
+        self.cap = np.array([c.accelerator.hbm_capacity_bytes * (1 - margin) for c in self.clusters])
+        most = spec["constraints"]["max_usd_per_hour"]
+        self.over_budget = np.array([most is not None and (c.price_usd_per_node_hour is None or
+                                                           c.price_usd_per_node_hour * c.num_nodes > most)
+                                     for c in self.clusters])
+        self.gbs = spec["training"].get("global_batch_size")
+        self.hybrid = np.array([k == "fsdp_hybrid_shard" for k in sp["strategies"]])
+        self.strategies: dict = {}   # (kind, oo, op, pf, group) indices -> StrategySpec | None
+        self.trainings: dict = {}    # (tp, pp, v, mb, rc) indices -> (TrainingSpec, StateBytes) | None
+        self.acts: dict = {}         # (training key, accumulation steps) -> StageActivations
+
+    def _strategy(self, key):
+        if key not in self.strategies:
+            k, oo, op, pf, group = key
+            sp = self.spec["space"]
+            d = dict(self.spec["strategy"], kind=sp["strategies"][k], offload_optimizer=sp["offload_optimizer"][oo],
+                     offload_params=sp["offload_params"][op], prefetch_depth=sp["prefetch_depth"][pf])
+            if group >= 0:
+                d["shard_group_size"] = int(group)
+            try:
+                self.strategies[key] = self._parsed(self._strategy_cls, d)
+            except ScenarioError:
+                self.strategies[key] = None
+        return self.strategies[key]
+
+    def _training(self, key):
+        if key not in self.trainings:
+            t, p, v, m, r = key
+            sp = self.spec["space"]
+            d = _training_section(self.spec, sp["tensor_parallel"][t], sp["pipeline_parallel"][p],
+                                  sp["interleave_stages"][v], sp["micro_batch_size"][m], sp["recompute"][r])
+            try:
+                tr = self._parsed(TrainingSpec, d)
+                self.trainings[key] = (tr, state_bytes(tr.precision, tr.optimizer, tr.dtypes))
+            except ScenarioError:
+                self.trainings[key] = None
+        return self.trainings[key]
+
+    def screen(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(code, floor)`` for candidates ``a .. b - 1``: ``code`` the index into
+        :data:`_SCREENED` (0: on to the memory estimate), ``floor`` the HBM lower bound in
+        bytes (0 where not computed). The rules are :func:`simulation.parallel.layout`'s,
+        :func:`_interleave_check`'s, the strategy section's own checks, the budget, the
+        minimum batch and :func:`_hbm_floor_bytes`, on whole arrays."""
+        ix = np.unravel_index(np.arange(a, b, dtype=np.int64), self.shape)
+        ni, ti, pi, vi, mi, ri, ki, ooi, opi, pfi = ix[:10]
+        tp, pp = self.arr["tensor_parallel"][ti], self.arr["pipeline_parallel"][pi]
+        v, mb = self.arr["interleave_stages"][vi], self.arr["micro_batch_size"][mi]
+        gpus, mp = self.gpus[ni], tp * pp
+        bad = gpus % mp != 0
+        dp = np.where(bad, 1, gpus // mp)
+        bad |= self.layers % pp != 0
+        if self.heads:
+            bad |= self.heads % tp != 0
+        per_step = mb * dp
+        gbs = per_step if self.gbs is None else np.full_like(per_step, self.gbs)
+        bad |= gbs % per_step != 0
+        gas = np.maximum(gbs // per_step, 1)
+        bad |= (v > 1) & ((pp == 1) | (self.layers % (pp * v) != 0) | (gas % pp != 0))
+        # the strategy sections, parsed once per distinct one
+        base_group = self.spec["strategy"].get("shard_group_size")
+        group = (np.full_like(mp, base_group) if base_group is not None else _hybrid_group(self.spec, mp))
+        group = np.where(self.hybrid[ki], group, -1)
+        n_s = int(np.prod(self.shape[6:10]))
+        skey = np.ravel_multi_index((ki, ooi, opi, pfi), self.shape[6:10]) + n_s * (group + 1)
+        su, sinv = np.unique(skey, return_inverse=True)
+        specs = []
+        for u in su:
+            g, rest = divmod(int(u), n_s)
+            specs.append(self._strategy(tuple(int(x) for x in np.unravel_index(rest, self.shape[6:10])) + (g - 1,)))
+        valid_u = np.array([s is not None for s in specs])
+        stage_u = np.array([s.zero_stage if s is not None else 0 for s in specs], dtype=np.int64)
+        sval, stage = valid_u[sinv], stage_u[sinv]
+        hyb = self.hybrid[ki] & (stage > 0)
+        bad |= sval & hyb & (dp % np.where(group > 0, group, 1) != 0)
+        code = np.where(bad, 1, 0).astype(np.int8)
+        code[(code == 0) & ~sval] = 2
+        code[(code == 0) & self.over_budget[ni]] = 3
+        min_gbs = self.spec["constraints"]["min_global_batch_size"]
+        if min_gbs is not None:
+            code[(code == 0) & (gbs < min_gbs)] = 4
+        floor = np.zeros(b - a)
+        alive = np.nonzero(code == 0)[0]
+        if alive.size:
+            lkey = np.ravel_multi_index((ni, ti, pi, vi, mi, ri), self.shape[:6])[alive] * len(su) + sinv[alive]
+            lu, first, linv = np.unique(lkey, return_index=True, return_inverse=True)
+            lb_u = np.zeros(len(lu))
+            for j, f in enumerate(alive[first]):
+                trs = self._training((int(ti[f]), int(pi[f]), int(vi[f]), int(mi[f]), int(ri[f])))
+                st = specs[sinv[f]]
+                if trs is None or st is None:
+                    continue
+                tr, sb = trs
+                g = int(gas[f])
+                akey = (int(ti[f]), int(pi[f]), int(vi[f]), int(mi[f]), int(ri[f]), g)
+                act = self.acts.get(akey)
+                if act is None:
+                    act = self.acts[akey] = _stage_activations(self.model, tr, g, self.realistic)
+                shard = 1 if st.zero_stage == 0 else (int(group[f]) if st.kind == "fsdp_hybrid_shard"
+                                                      else int(dp[f]))
+                lb_u[j] = _hbm_floor_bytes(st, sb, self.num_params, self.layers, int(tp[f]), int(pp[f]),
+                                           shard, act, self.runtime_bytes)
+            floor[alive] = lb_u[linv]
+            over = floor[alive] > self.cap[ni[alive]]
+            code[alive[over]] = 5
+        return code, floor
+
+
+class _Search:
+    """One chunk's search state: counts, the first example of each reason, the rows kept
+    (top-k by the objective, the Pareto front) and the candidates that fit, awaiting the
+    step model in the order of their lower bounds."""
+
+    def __init__(self, spec: dict, lookups: dict):
+        self.spec, self.lookups, self.k = spec, lookups, spec["top_k"]
+        self.counts, self.first = _empty_counts(), {}
+        self.top: list = []          # sorted by _rank_key, at most k
+        self.front: list = []        # the Pareto front of the rows simulated so far
+        self.fits = self.simulated = self.pruned = self.failed = 0
+        self.kept_rows: dict = {}
+        self.floor_memo: dict = {}
+
+    def reject(self, status: str, index: int, message) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+        if status not in self.first or index < self.first[status][0]:
+            self.first[status] = (index, message)
+
+    def settle(self, index: int):
+        """Candidate ``index`` through the scenario's checks and the memory estimate:
+        ``(floor objective, index, step floor, cost floor)`` when it fits, else None (and
+        its reason counted). The work cap waits for the step model (:meth:`simulate`)."""
+        spec = self.spec
+        out = dict(index=index)
+        try:
+            out, sc, lay = _scenario_of(spec, index, self.lookups, work_cap=False)
+            if sc is None:
+                self.reject(out["status"], index, out["message"])
+                return None
+            refusal = _fit_refusal(spec, sc, lay, bound=False)
+            if refusal is None:
+                t = _missing_tier(sc)
+                if t is not None:
+                    refusal = ("step_unavailable", f"the node has no {t.upper()} tier to offload to")
+                elif spec["objective"] != "step_time" and sc.cluster.price_usd_per_node_hour is None:
+                    refusal = ("over_budget", f"no {spec['objective']} (the node has no price: "
+                                              "cluster.price_usd_per_node_hour)")
+            if refusal:
+                self.reject(refusal[0], index, refusal[1])
+                return None
+            key = (id(sc.training), id(sc.strategy), id(sc.cluster), id(sc.runtime), id(sc.model))
+            hit = self.floor_memo.get(key)
+            if hit is None:       # the sections ride along: their ids stay theirs
+                hit = self.floor_memo[key] = (step_lower_bound_s(sc, lay), sc.training, sc.strategy,
+                                              sc.cluster, sc.runtime, sc.model)
+            self.fits += 1
+            obj, step_s, cost = _floors(spec, sc, lay, hit[0])
+            return obj, index, step_s, cost, key
+        except Exception as e:           # noqa: BLE001 - one candidate's failure is its reason
+            if not _engine_failure(e):
+                raise
+            self.reject("engine_error", index, _engine_error(out, e)["message"])
+            return None
+
+    def dominated(self, obj: float, step_s: float, cost: float) -> bool:
+        """True when a candidate whose objective, step and cost are at least these can be
+        neither in the top k (k rows already rank strictly better) nor on the front (a row
+        is better in one of step time and cost and no worse in the other)."""
+        lo = 1 - _SLACK
+        if len(self.top) < self.k or not self.top[-1]["objective"] < obj * lo:
+            return False
+        s, c = step_s * lo, cost * lo
+        for f in self.front:
+            fs, fc = f["step_time_s"], _cost(f)
+            if (fs < s and fc <= c) or (fs <= s and fc < c):
+                return True
+        return False
+
+    def outranked(self, obj: float, step_s: float, cost: float, index: int) -> bool:
+        """True when a row of exactly these figures and index would be neither in the top
+        k nor on the front (a row at the same point with a lower index is kept instead)."""
+        if len(self.top) < self.k or not _rank_key(self.top[-1]) < (obj, step_s, index):
+            return False
+        for f in self.front:
+            fs, fc = f["step_time_s"], _cost(f)
+            if (fs < step_s and fc <= cost) or (fs <= step_s and fc < cost) or \
+                    (fs == step_s and fc == cost and f["index"] < index):
+                return True
+        return False
+
+    def simulate(self, fits: list, progress=None, every: int = 25, done: int = 0) -> None:
+        """The step model on the candidates that fit and are not dominated, best lower
+        bound first (branch and bound: the bounds only rise along the list, the k-th best
+        and the front only improve, so what is dominated once stays dominated)."""
+        fits.sort()
+        # candidates sharing a step graph (the same training, strategy, cluster, runtime and
+        # model sections: they differ in the checkpoint alone) have the same step time and
+        # cost; where the objective is one of those, the first one simulated gives the
+        # others' exact figures, and a twin that cannot rank is skipped on them
+        twins = {} if self.spec["objective"] in ("step_time", "cost_per_million_tokens") else None
+        for n, (obj, index, step_s, cost, key) in enumerate(fits):
+            if progress and n and n % every == 0:
+                progress(self.progress(done))
+            if self.dominated(obj, step_s, cost) or (
+                    twins is not None and key in twins and self.outranked(*twins[key], index)):
+                self.pruned += 1
+                continue
+            self.simulated += 1
+            out = dict(index=index)
+            try:
+                out, sc, _lay = _scenario_of(self.spec, index, self.lookups)
+                row = out if sc is None else _row(self.spec, out, sc)
+            except Exception as e:       # noqa: BLE001
+                if not _engine_failure(e):
+                    raise
+                row = _engine_error(out, e)
+            if row["status"] != "feasible":
+                self.failed += 1
+                self.reject(row["status"], index, row["message"])
+                continue
+            if twins is not None and key not in twins:
+                twins[key] = (row["objective"], row["step_time_s"], _cost(row))
+            rank = _rank_key(row)
+            if len(self.top) < self.k or rank < _rank_key(self.top[-1]):
+                bisect.insort(self.top, row, key=_rank_key)
+                del self.top[self.k:]
+            self.front = pareto_front(self.front + [row])
+
+    @property
+    def feasible(self) -> int:
+        return self.fits - self.failed
+
+    def progress(self, done: int) -> dict:
+        return dict(done=done, feasible=self.feasible, best=_brief(self.top[0] if self.top else None))
+
+
+def _screen_message(spec: dict, index: int, status: str, floor: float, lookups: dict) -> str:
+    """The message of a candidate the screen refused: the bound, or the scenario's own
+    words (its first refusal, which may name another problem of the same candidate)."""
+    out, sc, _lay = _scenario_of(spec, index, lookups)
+    if status == "does_not_fit_hbm":
+        cap = (sc.cluster.accelerator.hbm_capacity_bytes * (1 - spec["constraints"]["memory_margin"])
+               if sc is not None else math.nan)
+        return _lb_message(floor, cap)
+    if sc is None:
+        return out["message"]
+    return {"indivisible": "the parallel degrees or the batch do not divide",
+            "invalid_combination": "the strategy section is refused"}.get(status, status)
+
+
+def _search_chunk(spec: dict, lo: int, hi: int, progress, every: int, lookups: dict) -> _Search:
+    space = _Space(spec, lookups)
+    s = _Search(spec, lookups)
+    fits: list = []
+    last = 0
+
+    def report(upto: int) -> None:
+        """``progress`` once per ``every`` candidates screened and fitted (as one by one)."""
+        nonlocal last
+        while progress and last + every <= upto:
+            last += every
+            progress(s.progress(last))
+
+    for a in range(lo, hi, BLOCK):
+        b = min(hi, a + BLOCK)
+        if space.ok:
+            code, floor = space.screen(a, b)
+        else:
+            code, floor = np.zeros(b - a, dtype=np.int8), np.zeros(b - a)
+        present = np.bincount(code, minlength=len(_SCREENED))
+        for c in range(1, len(_SCREENED)):
+            if present[c]:
+                status = _SCREENED[c]
+                j = int(np.argmax(code == c))
+                s.counts[status] += int(present[c])
+                if status not in s.first or a + j < s.first[status][0]:
+                    s.first[status] = (a + j, (spec, a + j, status, float(floor[j])))
+        for j in np.nonzero(code == 0)[0]:
+            report(a - lo + int(j))
+            e = s.settle(a + int(j))
+            if e is not None:
+                fits.append(e)
+        report(b - lo)
+    s.simulate(fits, progress, every, hi - lo)
+    return s
 
 
 def _brief(row: dict | None) -> dict | None:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from simulation import ScenarioError, planner
 from simulation.evaluate import evaluate
 from simulation.parallel import layout
-from simulation.scenario import Scenario
+from simulation.scenario import STRATEGY_KINDS, Scenario
 
 SMALL = {
     "model": "llama2-13b",
@@ -96,22 +96,45 @@ def test_chunk_results_are_json():
 
 
 def test_hbm_lower_bound_by_hand():
-    """Llama-2-70B (Touvron et al. 2023: 80 layers, h 8192, 64 heads, 8 KV heads, FFN 28672)
-    per block: Q and O 2 x 8192^2 = 134,217,728; K and V 2 x 8192 x 1024 = 16,777,216;
-    SwiGLU 3 x 8192 x 28672 = 704,643,072; two RMSNorms 16,384: 855,654,400 elements.
-    80 blocks in bf16 on one GPU (TP 1, PP 1, DDP): 136,904,704,000 bytes = 127.5 GiB.
-    With TP 8 x PP 2 on 16 GPUs: / 16. ZeRO-3 over DP 16 on 16 GPUs: / 16."""
+    """Llama-2-70B (Touvron et al. 2023: 80 layers, h 8192, 64 heads, 8 KV heads, FFN 28672,
+    vocabulary 32,000, untied) per block: Q and O 2 x 8192^2 = 134,217,728; K and V
+    2 x 8192 x 1024 = 16,777,216; SwiGLU 3 x 8192 x 28672 = 704,643,072; two RMSNorms
+    16,384: 855,654,400. Whole: 80 blocks + 2 x 32000 x 8192 + 8192 = 68,976,648,192.
+    Bytes per parameter held on HBM at least (ZeRO, SC'20 Table 1, mixed-precision Adam):
+    2 (bf16 parameters) + 2 (gradients) + 12 (fp32 master and moments) = 16, each divided
+    by the shard degree from its ZeRO stage on. Stored activations with full recompute:
+    the input of each layer, 2 s b h = 2 x 4096 x 8192 = 67,108,864 bytes a layer x 80
+    layers (Korthikanti et al. 2022, Sec. 5); the CUDA context 1.5 GiB.
+    - ZeRO-3 over 16 GPUs: 16 / 16 x 68,976,648,192 + 5,368,709,120 + 1,610,612,736;
+    - ZeRO-1 with TP 8 x PP 2 on 16 GPUs (DP 1, nothing to shard): the 16 bytes over the
+      16 model-parallel ranks, plus the larger pipeline stage's activations (the first
+      stage's, from the activation model; the last stage's 40 layers of one micro-batch);
+    - ZeRO-3 with the parameters offloaded to the CPU: the 2 bytes go, 14 / 16 stay;
+    - ZeRO-Offload (optimizer on the CPU): only the 2 bytes of the parameters stay.
+    """
     per_block = 2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
     assert per_block == 855_654_400
-    whole = 2 * per_block * 80
-    for train, strat, nodes, div in (({}, {"kind": "ddp"}, 1, 1),
-                                     ({"tensor_parallel": 8, "pipeline_parallel": 2}, {"kind": "zero1"}, 2, 16),
-                                     ({}, {"kind": "zero3"}, 2, 16),
-                                     ({}, {"kind": "zero3", "offload_params": "cpu"}, 2, None)):
-        sc = Scenario.from_dict({"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": nodes},
-                                 "training": train, "strategy": strat})
-        lb = planner.hbm_lower_bound_bytes(sc, layout(sc))
-        assert lb == (0.0 if div is None else pytest.approx(whole / div, rel=1e-12))
+    whole = per_block * 80 + 2 * 32000 * 8192 + 8192
+    assert whole == 68_976_648_192
+    acts, runtime = 80 * 2 * 4096 * 8192, 1.5 * 2**30
+    full = {"recompute": "full", "micro_batch_size": 1, "global_batch_size": 16}
+
+    def bound(train, strat):
+        sc = Scenario.from_dict({"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
+                                 "training": dict(full, **train), "strategy": strat})
+        return planner.hbm_lower_bound_bytes(sc, layout(sc))
+
+    assert bound({}, {"kind": "zero3"}) == 16 / 16 * whole + acts + runtime
+    assert bound({}, {"kind": "zero3", "offload_params": "cpu"}) == 14 / 16 * whole + acts + runtime
+    assert bound({}, {"kind": "zero_offload"}) == 2 * whole + acts + runtime
+    from simulation.memory import _stage_activations
+    sc = Scenario.from_dict({"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 2},
+                             "training": dict(full, tensor_parallel=8, pipeline_parallel=2,
+                                              sequence_parallel=True), "strategy": {"kind": "zero1"}})
+    lay = layout(sc)
+    act = _stage_activations(sc.model, sc.training, lay.grad_accumulation_steps, True)
+    assert planner.hbm_lower_bound_bytes(sc, lay) == pytest.approx(
+        16 * whole / 16 + max(act.layers_bytes, act.per_layer_bytes * 40) + runtime, rel=1e-12)
 
 
 def test_time_and_cost_to_train_by_hand():
@@ -208,20 +231,27 @@ def small_specs(draw):
                          "flash_attention": True, "total_tokens": 1e11},
             "constraints": {"memory_margin": draw(st.sampled_from([0.0, 0.1, 0.3]))},
             "space": {"tensor_parallel": sub([1, 2, 8]), "pipeline_parallel": sub([1, 2, 4]),
+                      "interleave_stages": sub([1, 2]),
                       "micro_batch_size": sub([1, 2]), "recompute": sub(["none", "selective", "full"]),
-                      "strategies": sub(["ddp", "zero1", "zero2", "zero3", "megatron_dist_opt"]),
-                      "offload_optimizer": sub(["none", "cpu"])},
-            "objective": draw(st.sampled_from(planner.OBJECTIVES)), "top_k": 3}
+                      "strategies": sub(list(STRATEGY_KINDS)),
+                      "offload_optimizer": sub(["none", "cpu", "nvme"]),
+                      "offload_params": sub(["none", "cpu"]), "prefetch_depth": sub([1, 2]),
+                      "checkpoint_target": sub(["parallel_fs", "local_nvme"])},
+            "objective": draw(st.sampled_from(planner.OBJECTIVES)), "top_k": draw(st.sampled_from([1, 3]))}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_specs())
 def test_pruning_never_drops_the_feasible_optimum(spec):
+    """The search (numpy screen, HBM lower bound, memory estimate, step model in the order
+    of the step-time lower bound, dominated candidates skipped) against every candidate
+    simulated: the same feasible count, top k and Pareto front. And each bound under what
+    it bounds: the HBM bound under the memory model's HBM, the step bound under the
+    simulated step; the memory the search reads is evaluate()'s."""
     got, ref = planner.plan(spec), planner.brute_force(spec)
     assert got["feasible"] == ref["feasible"]
     assert _strip(got["top"]) == ref["top"]
     assert got["pareto"] == ref["pareto"]
-    # and the bound under each pruned candidate is below what the memory model says
     parsed = planner.parse_spec(spec)
     for i in range(parsed["num_candidates"]):
         _c, d = planner.candidate(parsed, i)
@@ -230,8 +260,123 @@ def test_pruning_never_drops_the_feasible_optimum(spec):
             lay = layout(sc)
         except ScenarioError:
             continue
-        est = evaluate(sc, include_step=False).to_dict()["memory"]["per_gpu"]["hbm"]["total_bytes"]
-        assert planner.hbm_lower_bound_bytes(sc, lay) <= est
+        mem = evaluate(sc, include_step=False).to_dict()["memory"]
+        tiers = planner.memory_tiers(sc, lay)
+        assert tiers["per_gpu"] == mem["per_gpu"] and tiers["per_node"] == mem["per_node"]
+        assert planner.hbm_lower_bound_bytes(sc, lay) <= mem["per_gpu"]["hbm"]["total_bytes"]
+    for row in ref["top"] + ref["pareto"]:
+        sc = Scenario.from_dict(row["scenario"])
+        assert planner.step_lower_bound_s(sc, layout(sc)) <= row["step_time_s"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_specs())
+def test_the_screen_refuses_only_what_the_checks_refuse(spec):
+    """The numpy screen's verdict on each candidate against the candidate's own checks
+    (Scenario.from_dict, layout, the interleaving rule, the budget, the HBM bound): what
+    the screen refuses is never feasible, a layout it calls indivisible is refused by the
+    scenario's checks, and one it lets through passes the layout."""
+    parsed = planner.parse_spec(spec)
+    space = planner._Space(parsed, {})
+    assert space.ok
+    code, _floor = space.screen(0, parsed["num_candidates"])
+    for i, c in enumerate(code):
+        old = planner.evaluate_candidate(parsed, i, prune=False)["status"]
+        if c:
+            assert old != "feasible", (i, planner._SCREENED[c])
+        if c == 1:
+            assert old in ("indivisible", "invalid_combination"), (i, old)
+        if c == 0:
+            assert old != "indivisible", i
+
+
+def test_search_skips_dominated_candidates(small_plan):
+    """On the small space the step model runs on fewer candidates than fit: the others'
+    step-time lower bounds are already worse than the k-th best and than a row of the
+    front (the answer is still brute force's: the test above)."""
+    part = planner.plan_chunk(SMALL)
+    assert part["feasible"] == small_plan["feasible"]
+    assert 0 < part["simulated"] < part["feasible"]
+    assert planner.plan_chunk(SMALL, prune=False)["simulated"] == part["feasible"]
+
+
+def test_step_lower_bound_by_hand():
+    """Llama-2-7B on one DGX H100, PP 4 x DP 2, 8 micro-batches, interleaving 2: the bound
+    is (8 + 3 / 2) x 32 / 4 layers x (fwd + bwd of one layer), plus the step's pipeline
+    sends, the vocabulary all-reduces, 7 gradient accumulations, DDP's bucket copies and
+    Megatron's optimizer passes (the step model's own terms; here the sends are > 0)."""
+    from simulation.params import model_params
+    from simulation.states import state_bytes
+    from simulation.step import (compute_times, ddp_bucket_copy_s, embedding_tp_allreduce_s,
+                                 grad_accumulation_s, links_for, optimizer_extra_s, pipeline_p2p_s)
+    sc = Scenario.from_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
+                             "training": {"pipeline_parallel": 4, "interleave_stages": 2, "micro_batch_size": 1,
+                                          "global_batch_size": 16, "recompute": "full"},
+                             "strategy": {"kind": "zero1"}})
+    lay = layout(sc)
+    assert lay.grad_accumulation_steps == 8
+    ct = compute_times(sc, model_params(sc.model))
+    lb = planner.step_lower_bound_s(sc, lay)
+    sb, pc = state_bytes(sc.training.precision, sc.training.optimizer), model_params(sc.model)
+    links = links_for(sc, lay)
+    p2p = pipeline_p2p_s(sc, lay, links)
+    assert p2p > 0
+    rest = (embedding_tp_allreduce_s(sc, lay, links) + 7 * grad_accumulation_s(sc, pc, lay, sb)
+            + ddp_bucket_copy_s(sc, pc, lay, sb) + optimizer_extra_s(sc, pc, lay, sb))
+    assert lb == pytest.approx(9.5 * 8 * (ct["fwd_s"] + ct["bwd_s"]) + p2p + rest, rel=1e-12)
+    step = evaluate(sc, detail=False).to_dict()["step"]["time_s"]
+    assert lb < step
+
+
+class _Boom(Exception):
+    """Not an engine error: it must stop the chunk (as a cancel or a time limit does)."""
+
+
+def test_one_engine_error_rejects_one_candidate(monkeypatch):
+    """An exception of the engine on some candidates (here the memory model failing on TP
+    2 with a ZeroDivisionError) rejects those with ``engine_error`` and its words; the
+    chunk finishes and counts every candidate once. A foreign exception still stops it."""
+    real = planner.memory_tiers
+
+    def flaky(sc, lay):
+        if lay.tensor_parallel == 2:
+            raise ZeroDivisionError("float division by zero")
+        return real(sc, lay)
+
+    monkeypatch.setattr(planner, "memory_tiers", flaky)
+    out = planner.plan(SMALL)
+    assert out["rejected"]["engine_error"] > 0
+    assert out["examples"]["engine_error"] == "engine error: ZeroDivisionError: float division by zero"
+    assert out["feasible"] + sum(out["rejected"].values()) == out["candidates"]
+    assert all(r["choices"]["tensor_parallel"] != 2 for r in out["top"])
+    ref = planner.plan(SMALL, prune=True)     # noqa: F841 - the same patch, the same answer twice
+    assert ref == out
+
+    def boom(sc, lay):
+        raise _Boom("cancelled")
+
+    monkeypatch.setattr(planner, "memory_tiers", boom)
+    with pytest.raises(_Boom):
+        planner.plan(SMALL)
+
+
+def test_engine_error_in_the_step_model(monkeypatch):
+    """The same for the step model: the candidate is counted, the others go on."""
+    real = planner._row
+    calls = {"n": 0}
+
+    def flaky(spec, out, sc):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ValueError("bad graph")
+        return real(spec, out, sc)
+
+    monkeypatch.setattr(planner, "_row", flaky)
+    out = planner.plan(SMALL)
+    assert out["rejected"]["engine_error"] == 1
+    assert out["examples"]["engine_error"] == "engine error: ValueError: bad graph"
+    assert out["feasible"] + sum(out["rejected"].values()) == out["candidates"]
+    assert out["top"]
 
 
 def test_cli_plan(tmp_path):
