@@ -96,6 +96,21 @@ OBJECTIVES = ("step_time", "cost_per_million_tokens", "time_to_train", "cost_to_
 REASONS = ("indivisible", "invalid_combination", "over_work_cap", "over_budget",
            "below_min_global_batch", "does_not_fit_hbm", "does_not_fit_ddr", "does_not_fit_nvme",
            "does_not_fit_cxl", "does_not_fit_pmem", "step_unavailable", "engine_error")
+# each reason in words, as the plan page's table of rejected candidates names it
+REASON_LABELS = {
+    "indivisible": "parallel degrees or batch do not divide",
+    "invalid_combination": "strategy and offload do not combine",
+    "over_work_cap": "over the work cap of one evaluation",
+    "over_budget": "over the $/hour budget",
+    "below_min_global_batch": "global batch below the minimum",
+    "does_not_fit_hbm": "does not fit GPU memory (HBM)",
+    "does_not_fit_ddr": "does not fit host memory (DDR)",
+    "does_not_fit_nvme": "does not fit NVMe",
+    "does_not_fit_cxl": "does not fit CXL memory",
+    "does_not_fit_pmem": "does not fit persistent memory",
+    "step_unavailable": "no step time for this layout",
+    "engine_error": "the engine refused the candidate",
+}
 # ScenarioError fields that mean a degree or batch does not divide (parallel.layout's)
 _DIVISIBILITY_FIELDS = ("training.tensor_parallel", "training.pipeline_parallel",
                         "training.global_batch_size", "training.interleave_stages",

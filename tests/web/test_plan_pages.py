@@ -48,6 +48,9 @@ def test_the_finished_plan_shows_the_ranked_table_front_and_reasons(client_owner
     assert 'data-rank="1"' in html and 'data-rank="10"' in html
     assert escape(plan.result["top"][0]["bottleneck_message"]) in html
     assert 'id="plan-pareto"' in html and 'data-reason="indivisible"' in html
+    # each reason in words, not its code
+    assert '<tr data-reason="indivisible"><td>parallel degrees or batch do not divide</td>' in html
+    assert "<td>does_not_fit_hbm</td>" not in html and "<td>indivisible</td>" not in html
     r = client_owner.post(f"/plans/{plan.pk}/save/", {"rank": 1})
     sc = Scenario.objects.get()
     assert r.status_code == 302 and r["Location"] == sc.get_absolute_url()

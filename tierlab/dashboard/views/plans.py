@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from simulation import ScenarioError
+from simulation.planner import REASON_LABELS
 from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
 from tierlab.dashboard import plans
 from tierlab.dashboard.comparisons import InputError
@@ -59,7 +60,8 @@ def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
     result = payload["result"]
     rejected = []
     if result:
-        rejected = [(k, v, result["examples"].get(k, "")) for k, v in result["rejected"].items() if v]
+        rejected = [(k, REASON_LABELS.get(k, k), v, result["examples"].get(k, ""))
+                    for k, v in result["rejected"].items() if v]
     labels = dict(PlanForm.OBJECTIVES)
     return {"plan": plan, "p": payload, "result": result, "rejected": rejected,
             # whole percent done, rounded down: 100 only once every candidate is done, and
