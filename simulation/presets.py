@@ -241,7 +241,12 @@ NODES: dict[str, dict] = {
         name="NVIDIA DGX B200", accelerator="b200-sxm-180gb", gpus_per_node=8,
         nic_bytes_per_s=8 * 50 * GB,
         tiers=dict(ddr=_DDR_SPR_2TIB, nvme=_NVME_PCIE4),
-        source="NVIDIA DGX B200 user guide (2 TB DDR5, 8x 3.84 TB U.2 RAID0)", **_EMR_8570),
+        source="NVIDIA DGX B200 user guide (2 TB DDR5, 8x 3.84 TB U.2 RAID0)", **_EMR_8570,
+        price_usd_per_node_hour=8 * 6.03,
+        price_source=("8x B200 at $6.03 per GPU-hour on-demand (Spheron, 2026-03-19, "
+                      "https://www.spheron.network/blog/nvidia-b200-complete-guide); AWS p6-b200 is "
+                      "sold as Capacity Blocks only, with no public rate in the AWS list read for "
+                      "the other DGX prices")),
     "dgx-h100-cxl": dict(
         **_NVLS,
         name="DGX H100 + 4x 256 GB CXL expanders (example build)",
@@ -258,3 +263,245 @@ NODES: dict[str, dict] = {
 }
 
 TIER_NAMES = ("ddr", "nvme", "cxl")
+
+
+# ------------------------------------------------- consumer and workstation GPUs (issue #14)
+# GDDR cards: the *_hbm_* keys hold the card's GDDR6/GDDR6X capacity and bandwidth (the
+# engine's one device-memory tier); "24 GB" / "48 GB" cards are 24 / 48 GiB and get the
+# same usable share as the HBM parts (_USABLE). peak_flops_bf16 is the dense BF16 Tensor
+# Core rate *with FP32 accumulate*, which is what PyTorch's bf16 GEMMs use: on GeForce
+# cards (RTX 3090, RTX 4090) that rate is half the headline FP16-accumulate figure, on the
+# professional cards (RTX 6000 Ada, L40S) it is the full rate. None of the Ada cards has
+# NVLink: scale-up traffic crosses PCIe 4.0 x16 (measured ~25 GB/s each way, as the A100's
+# host link; a GeForce card has no peer-to-peer over PCIe, NCCL stages through host memory
+# and may reach less). The RTX 3090 pairs over an NVLink bridge (template below).
+_AMPERE_WP = ("NVIDIA Ampere GA102 GPU Architecture whitepaper (2020), Appendix A Table 9 "
+              "(GeForce RTX 3090)")
+_ADA_WP = "NVIDIA Ada GPU Architecture whitepaper (v2.01, 2023), Appendix A"
+_PCIE4_MEASURED = 25 * GB     # PCIe 4.0 x16, measured ~25 GB/s each way (as the A100's)
+
+ACCELERATORS.update({
+    "rtx3090-24gb": dict(
+        name="NVIDIA GeForce RTX 3090", hbm_capacity_bytes=int(24 * GIB * _USABLE),
+        hbm_bytes_per_s=936 * GB, peak_flops_bf16=71e12, peak_flops_fp32=35.6e12,
+        host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
+        source=(f"{_AMPERE_WP}: 24 GB GDDR6X at 936 GB/s; peak BF16 Tensor TFLOPS with FP32 "
+                "accumulate 71 dense (the headline FP16-accumulate figure is 142: GeForce runs "
+                "FP32 accumulate at half rate); FP32 35.6 TFLOPS; PCIe 4.0 x16. Scale-up over "
+                "PCIe; a pair can bridge NVLink (template rtx3090-nvlink-pair)")),
+    "rtx4090-24gb": dict(
+        name="NVIDIA GeForce RTX 4090", hbm_capacity_bytes=int(24 * GIB * _USABLE),
+        hbm_bytes_per_s=1008 * GB, peak_flops_bf16=165.2e12, peak_flops_fp32=82.6e12,
+        host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
+        source=(f"{_ADA_WP}, Table 2 (GeForce RTX 4090): 24 GB GDDR6X at 1008 GB/s; peak BF16 "
+                "Tensor TFLOPS with FP32 accumulate 165.2 dense, half the headline 330.3 "
+                "(FP16 accumulate); FP32 82.6 TFLOPS; PCIe 4.0 x16, no NVLink")),
+    "rtx6000-ada-48gb": dict(
+        name="NVIDIA RTX 6000 Ada Generation", hbm_capacity_bytes=int(48 * GIB * _USABLE),
+        hbm_bytes_per_s=960 * GB, peak_flops_bf16=364.2e12, peak_flops_fp32=91.1e12,
+        host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
+        source=(f"{_ADA_WP}, Table 4 (RTX 6000 Ada) and NVIDIA RTX 6000 Ada datasheet: 48 GB "
+                "GDDR6 ECC at 960 GB/s; peak BF16 Tensor TFLOPS with FP32 accumulate 364.2 dense "
+                "(full rate on the professional card); FP32 91.1 TFLOPS; PCIe 4.0 x16, no NVLink")),
+    "l40s-48gb": dict(
+        name="NVIDIA L40S", hbm_capacity_bytes=int(48 * GIB * _USABLE),
+        hbm_bytes_per_s=864 * GB, peak_flops_bf16=362.05e12, peak_flops_fp32=91.6e12,
+        host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
+        source=("NVIDIA L40S datasheet: 48 GB GDDR6 ECC at 864 GB/s; BF16 Tensor Core 362.05 "
+                "TFLOPS dense (733 with sparsity); FP32 91.6 TFLOPS; PCIe 4.0 x16, no NVLink")),
+})
+
+# ------------------------------------------------- the machines of issue #15
+# H800 / A800: the export versions of H100 SXM5 / A100 SXM4, the same SMs, clocks and HBM,
+# with NVLink cut to 400 GB/s bidirectional (8 links instead of 18 / 12): 200 GB/s each way.
+# DeepSeek measured 160 GB/s one way on H800 (DeepSeek-V3 technical report, arXiv
+# 2412.19437, Sec. 3.2.2; deepseek-ai/DeepSeek-V3 issue 28: 400 GB/s is the bidirectional
+# theory); the preset keeps the datasheet rate, as the H100's 450 GB/s is.
+ACCELERATORS.update({
+    "h800-sxm5-80gb": dict(
+        ACCELERATORS["h100-sxm5-80gb"], name="NVIDIA H800 SXM5 80GB", scaleup_bytes_per_s=200 * GB,
+        source=("NVIDIA H800 SXM5: H100 SXM5 compute and HBM (H100 datasheet: dense bf16 989 "
+                "TFLOP/s, 3.35 TB/s) with NVLink 400 GB/s bidirectional (deepseek-ai/DeepSeek-V3 "
+                "issue 28; DeepSeek-V3 report Sec. 3.2.2 measures 160 GB/s one way)")),
+    "a800-sxm4-80gb": dict(
+        ACCELERATORS["a100-sxm4-80gb"], name="NVIDIA A800 SXM4 80GB", scaleup_bytes_per_s=200 * GB,
+        source=("NVIDIA A800 SXM4 80GB datasheet: A100 80GB compute and HBM (312 TFLOP/s bf16, "
+                "2039 GB/s) with NVLink 400 GB/s bidirectional; PCIe 4.0 x16 measured ~25 GB/s")),
+    "mi325x-256gb": dict(
+        name="AMD Instinct MI325X", hbm_capacity_bytes=int(256 * GIB * _USABLE),
+        hbm_bytes_per_s=6000 * GB, peak_flops_bf16=1307.4e12, peak_flops_fp32=163.4e12,
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=448 * GB,
+        source=("AMD Instinct MI325X datasheet: 256 GB HBM3E at 6 TB/s, the MI300X's CDNA 3 "
+                "compute (1307.4 TFLOP/s dense bf16, 163.4 fp32); Infinity Fabric 7 peer links "
+                "x 64 GB/s each way = 448 GB/s (as the MI300X preset); PCIe 5.0 x16")),
+    # V100 has no bf16: peak_flops_bf16 holds its 16-bit (fp16) Tensor Core peak, which is
+    # what a V100 trains with (training.precision "fp16").
+    "v100-sxm2-32gb": dict(
+        name="NVIDIA V100 SXM2 32GB", hbm_capacity_bytes=int(32 * GIB * _USABLE),
+        hbm_bytes_per_s=900 * GB, peak_flops_bf16=125e12, peak_flops_fp32=15.7e12,
+        host_link_bytes_per_s=12.15 * GB, scaleup_bytes_per_s=150 * GB,
+        source=("NVIDIA Tesla V100 datasheet (SXM2): 32 GB HBM2 at 900 GB/s, 125 TFLOP/s fp16 "
+                "Tensor Core (no bf16: the 16-bit peak is fp16's), 15.7 TFLOP/s fp32; NVLink 2.0 "
+                "6 links x 25 GB/s each way = 150 GB/s (300 GB/s total); PCIe 3.0 x16 measured "
+                "12.15 GB/s H2D (mpicbg-scicomp/gearshifft PR 82)")),
+})
+
+# A workstation host (an example build, as dgx-h100-cxl is): one AMD Ryzen 9 7950X (16 Zen 4
+# cores, AVX-512), 128 GiB DDR5-5600 in two channels (2 x 44.8 GB/s) and one PCIe 4.0 NVMe
+# drive (Samsung 990 Pro 2 TB datasheet: 7.45 GB/s read, 6.9 GB/s write).
+_WORKSTATION = dict(
+    cpu_cores=16, cpu_isa="avx512",
+    cpu_source="AMD Ryzen 9 7950X, 16 cores, Zen 4 with AVX-512 (AMD product page); example build",
+    tiers=dict(
+        ddr=dict(device="128 GiB DDR5-5600 (4x 32 GB UDIMM, 2 channels)", devices=4,
+                 capacity_bytes=128 * GIB, read_bytes_per_s=2 * 44.8 * GB,
+                 write_bytes_per_s=2 * 44.8 * GB, latency_s=100e-9),
+        nvme=dict(device="1x 2 TB PCIe 4.0 NVMe (Samsung 990 Pro: 7.45 GB/s read, 6.9 GB/s write)",
+                  devices=1, capacity_bytes=2 * TB, read_bytes_per_s=7.45 * GB,
+                  write_bytes_per_s=6.9 * GB, latency_s=80e-6)))
+_WS_SRC = ("one GPU in an example workstation (Ryzen 9 7950X, 128 GiB DDR5, 1 NVMe); the price "
+           "is a cloud rental of the same GPU, whose host differs")
+# RunPod's serverless list prices (flex workers, per second, docs.runpod.io/serverless/pricing,
+# as stored in 2026), times 3600.
+_RUNPOD = "RunPod serverless flex price list, https://docs.runpod.io/serverless/pricing (2026)"
+
+NODES.update({
+    "rtx3090-workstation": dict(
+        name="Workstation, 1x RTX 3090", accelerator="rtx3090-24gb", gpus_per_node=1,
+        nic_bytes_per_s=1.25 * GB, source="RTX 3090: " + _WS_SRC + "; 10 GbE", **_WORKSTATION,
+        price_usd_per_node_hour=0.00019 * 3600,
+        price_source=f"$0.00019/s for L4, A5000, 3090 (24 GB): {_RUNPOD}"),
+    "rtx3090-nvlink-pair": dict(
+        name="Workstation, 2x RTX 3090 + NVLink bridge",
+        accelerator=dict(preset="rtx3090-24gb", scaleup_bytes_per_s=56.25 * GB),
+        gpus_per_node=2, nic_bytes_per_s=1.25 * GB,
+        source=("two RTX 3090 joined by an NVLink bridge: GA102 third-generation NVLink, four x4 "
+                "links at 14.0625 GB/s each way = 56.25 GB/s each way, 112.5 GB/s total "
+                f"({_AMPERE_WP}, 'NVLink'); host: " + _WS_SRC + "; 10 GbE"),
+        **_WORKSTATION,
+        price_usd_per_node_hour=2 * 0.00019 * 3600,
+        price_source=f"2x $0.00019/s for 3090: {_RUNPOD}"),
+    "rtx4090-workstation": dict(
+        name="Workstation, 1x RTX 4090", accelerator="rtx4090-24gb", gpus_per_node=1,
+        nic_bytes_per_s=1.25 * GB, source="RTX 4090: " + _WS_SRC + "; 10 GbE", **_WORKSTATION,
+        price_usd_per_node_hour=0.00031 * 3600,
+        price_source=f"$0.00031/s for 4090 PRO (24 GB): {_RUNPOD}"),
+    "rtx6000-ada-workstation": dict(
+        name="Workstation, 1x RTX 6000 Ada", accelerator="rtx6000-ada-48gb", gpus_per_node=1,
+        nic_bytes_per_s=1.25 * GB, source="RTX 6000 Ada: " + _WS_SRC + "; 10 GbE", **_WORKSTATION,
+        price_usd_per_node_hour=0.00053 * 3600,
+        price_source=f"$0.00053/s for L40, L40S, 6000 Ada PRO (48 GB): {_RUNPOD}"),
+    "l40s-1gpu": dict(
+        name="AWS g6e.xlarge (1x L40S)", accelerator="l40s-48gb", gpus_per_node=1,
+        nic_bytes_per_s=10 / 8 * GB,
+        cpu_cores=2, cpu_isa="avx2",
+        cpu_source="4 vCPUs (2 physical cores) of a 3rd-generation AMD EPYC (Zen 3: AVX2, no AVX-512)",
+        tiers=dict(ddr=dict(device="32 GiB of the host's DDR4-3200 (bandwidth: 2 channels, assumed)",
+                            capacity_bytes=32 * GIB, read_bytes_per_s=2 * 25.6 * GB,
+                            write_bytes_per_s=2 * 25.6 * GB, latency_s=100e-9)),
+        source=("AWS EC2 g6e.xlarge: 1x L40S, 4 vCPUs, 32 GiB, 10 Gb/s (instance table of "
+                "https://deploybase.ai/articles/l40s-aws, March 2026); local NVMe left out"),
+        price_usd_per_node_hour=1.861,
+        price_source=("AWS g6e.xlarge on-demand, us-east-1, as listed 2025-08-12 by "
+                      "https://modal.com/blog/nvidia-l40s-price-article")),
+    "l40s-8gpu-server": dict(
+        name="8x L40S PCIe server (example build)", accelerator="l40s-48gb", gpus_per_node=8,
+        nic_bytes_per_s=4 * 50 * GB,
+        cpu_cores=2 * 64, cpu_isa="avx512",
+        cpu_source="2x AMD EPYC 9554, 64 Zen 4 cores each (AVX-512), the GDS report's L40S host CPU",
+        tiers=dict(
+            ddr=dict(device="1.5 TiB DDR5-4800 (24x 64 GB RDIMM, 2 sockets x 12 channels)",
+                     devices=24, capacity_bytes=1536 * GIB, read_bytes_per_s=2 * 460.8 * GB,
+                     write_bytes_per_s=2 * 460.8 * GB, latency_s=100e-9),
+            nvme=dict(device="4x 7.68 TB Solidigm D7-PS1010 RAID0 (gdsio measured: 53.0 GiB/s "
+                             "read, 39.5 GiB/s write)", devices=4, capacity_bytes=4 * 7.68 * TB,
+                      read_bytes_per_s=53.0 * GIB, write_bytes_per_s=39.5 * GIB, latency_s=80e-6)),
+        source=("8x L40S on PCIe 4.0 (no NVLink: scale-up over PCIe), 4x 400 Gb/s NICs; host "
+                "after https://gds-report.pages.dev/gdsio/ (4x L40S, EPYC 9554, 4x D7-PS1010) with "
+                "a second socket; an example build"),
+        price_usd_per_node_hour=8 * 0.00053 * 3600,
+        price_source=f"8x $0.00053/s for L40S (48 GB): {_RUNPOD}"),
+    "a100-40gb-1gpu": dict(
+        name="Lambda 1x A100 40GB SXM4", accelerator="a100-sxm4-40gb", gpus_per_node=1,
+        nic_bytes_per_s=25 / 8 * GB,
+        tiers=dict(ddr=dict(device="200 GiB of the host's DDR4 (1/8 of a DGX A100-class host's "
+                                   "bandwidth, assumed)", capacity_bytes=200 * GIB,
+                            read_bytes_per_s=2 * 204.8 * GB / 8, write_bytes_per_s=2 * 204.8 * GB / 8,
+                            latency_s=100e-9)),
+        cpu_cores=15, cpu_isa="avx2",
+        cpu_source="30 vCPUs (15 cores) of an AMD EPYC (Zen 2/3: AVX2)",
+        source=("one A100 40GB SXM4 as a cloud instance (Lambda gpu_1x_a100_sxm4: 30 vCPUs, "
+                "200 GiB RAM); host bandwidth assumed, local disk left out"),
+        price_usd_per_node_hour=1.48,
+        price_source=("Lambda 1x A100 40GB, $1.48/h on-demand, verified 2026-05-07 from Lambda's "
+                      "pricing by https://techbytes.app/posts/serverless-gpu-pricing-matrix-"
+                      "modal-replicate-lambda-2026/")),
+})
+
+# 8-GPU AMD platforms: host after AMD's MLPerf Inference v4.1 system (8x MI300X, 2x AMD EPYC
+# 9374F, 24x 64 GB DDR5, 2x 3.5 TB NVMe), 8x 400 Gb/s NICs as Azure ND MI300X v5 has; the
+# GPUs fully connected by Infinity Fabric (7 links x 64 GB/s each way per GPU).
+_AMD_HOST = dict(
+    nic_bytes_per_s=8 * 50 * GB, cpu_cores=2 * 32, cpu_isa="avx512",
+    cpu_source="2x AMD EPYC 9374F, 32 Zen 4 cores each, AVX-512 (MLPerf Inference v4.1 AMD system)",
+    tiers=dict(
+        ddr=dict(device="1.5 TiB DDR5-4800 (24x 64 GB RDIMM, 2 sockets x 12 channels)", devices=24,
+                 capacity_bytes=1536 * GIB, read_bytes_per_s=2 * 460.8 * GB,
+                 write_bytes_per_s=2 * 460.8 * GB, latency_s=100e-9),
+        nvme=dict(device="2x 3.5 TB NVMe (drive rates of a Kioxia CM6-class PCIe 4.0 drive, assumed)",
+                  devices=2, capacity_bytes=2 * 3.5 * TB, read_bytes_per_s=2 * 6.9 * GB,
+                  write_bytes_per_s=2 * 4.2 * GB, latency_s=80e-6)))
+_AMD_SRC = ("AMD MLPerf Inference v4.1 system 8xMI300X_2xEPYC-9374F (mlcommons/inference_results_v4.1, "
+            "closed/AMD/systems); Infinity Fabric: github.com/stas00/ml-engineering network/README.md; "
+            "8x 400 Gb/s as Azure ND MI300X v5")
+
+
+def _unpriced(template: dict) -> dict:
+    """A template without its price (for a board sold in its host but never rented at a
+    public list price)."""
+    return {k: v for k, v in template.items() if not k.startswith("price")}
+
+
+_CLIFF = "https://www.cliffcenter.com/research/amd-inference-economics (2026-05-18)"
+
+NODES.update({
+    "mi300x-8gpu": dict(
+        name="8x AMD Instinct MI300X platform", accelerator="mi300x-192gb", gpus_per_node=8,
+        **_AMD_HOST, source=_AMD_SRC,
+        price_usd_per_node_hour=8 * 1.85,
+        price_source=f"8x MI300X at $1.85 per GPU-hour on-demand (Vultr) as listed by {_CLIFF}"),
+    "mi325x-8gpu": dict(
+        name="8x AMD Instinct MI325X platform", accelerator="mi325x-256gb", gpus_per_node=8,
+        **_AMD_HOST, source=_AMD_SRC + " (the MI300X host taken for the MI325X, assumed)",
+        price_usd_per_node_hour=8 * 1.95,
+        price_source=f"8x MI325X at $1.95 per GPU-hour (TensorWave) as listed by {_CLIFF}"),
+    # HGX H800 / A800 hosts as DGX H100 / A100 (no DGX of their own); no public list price.
+    "hgx-h800": dict(
+        _unpriced(NODES["dgx-h100"]), name="HGX H800 (8x H800, DGX H100 host)", accelerator="h800-sxm5-80gb",
+        source=(_DGX_H100_SRC + "; the H800 board in the DGX H100 host (DeepSeek-V3 report "
+                "Sec. 3.1: 8 GPUs by NVLink and NVSwitch per node, InfiniBand across); the "
+                "third-generation NVSwitch's NVLS kept, not measured on H800"),
+),
+    "hgx-a800": dict(
+        _unpriced(NODES["dgx-a100-80gb"]), name="HGX A800 (8x A800 80GB, DGX A100 host)",
+        accelerator="a800-sxm4-80gb",
+        source="NVIDIA DGX A100 user guide host (2 TB DDR4, 8x 3.84 TB U.2, 8x HDR) with A800 GPUs",
+),
+    "dgx-2-v100": dict(
+        name="NVIDIA DGX-2 (16x V100 32GB)", accelerator="v100-sxm2-32gb", gpus_per_node=16,
+        nic_bytes_per_s=8 * 12.5 * GB,
+        cpu_cores=2 * 24, cpu_isa="avx512",
+        cpu_source="2x Intel Xeon Platinum 8168, 24 cores each (Skylake-SP: AVX-512)",
+        tiers=dict(
+            ddr=dict(device="1.5 TB DDR4-2666 (2 sockets x 6 channels)", devices=24,
+                     capacity_bytes=1536 * GIB, read_bytes_per_s=2 * 6 * 21.33 * GB,
+                     write_bytes_per_s=2 * 6 * 21.33 * GB, latency_s=100e-9),
+            nvme=dict(device="8x 3.84 TB NVMe (PCIe 3.0 x4 drives: ~3.2 GB/s read, 2 GB/s "
+                             "write each, assumed)", devices=8, capacity_bytes=8 * 3.84 * TB,
+                      read_bytes_per_s=8 * 3.2 * GB, write_bytes_per_s=8 * 2 * GB, latency_s=90e-6)),
+        source=("NVIDIA DGX-2 datasheet: 16x V100 32GB on 12 NVSwitches (every GPU to every GPU "
+                "at 150 GB/s each way: one scale-up domain of 16, as the cluster model needs), "
+                "1.5 TB DDR4, 30 TB NVMe, 8x 100 Gb/s EDR InfiniBand; first-generation NVSwitch: "
+                "no NVLS. No cloud rents DGX-2 nodes today: no price"),
+),
+})
