@@ -87,7 +87,16 @@ GPU_FIGURES: dict[str, GpuFigures] = {
     "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"),
     "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"),
     "mi300x-192gb": GpuFigures(668.4e12, 304, _MAMF + ": MI300X 668.4 TFLOP/s (ROCm 6.3, TunableOp); 304 CUs"),
+    "mi325x-256gb": GpuFigures(784.9e12, 304, _MAMF + ": MI325X 784.9 TFLOP/s; 304 CUs (CDNA 3 whitepaper)"),
 }
+# H800 and A800 are H100 SXM5 and A100 SXM4 with fewer NVLinks: the same SMs, clocks and
+# HBM, hence the same GEMM figures, HBM share and FlashAttention generation.
+GPU_FIGURES["h800-sxm5-80gb"] = GpuFigures(
+    **{**GPU_FIGURES["h100-sxm5-80gb"].__dict__,
+       "source": GPU_FIGURES["h100-sxm5-80gb"].source + " (H800: the H100's SMs and clocks)"})
+GPU_FIGURES["a800-sxm4-80gb"] = GpuFigures(
+    **{**GPU_FIGURES["a100-sxm4-80gb"].__dict__,
+       "source": GPU_FIGURES["a100-sxm4-80gb"].source + " (A800: the A100's SMs and clocks)"})
 
 # Output tiles cuBLAS chooses from for large GEMMs (Matrix Multiplication Background, Sec. 2.3).
 TILES = ((256, 128), (128, 256), (128, 128))
@@ -99,7 +108,8 @@ TILES = ((256, 128), (128, 256), (128, 128))
 # scaled by their matmul efficiency over the A100's (an assumption, not a measurement).
 FLASH_FRACTION = {"a100": (0.73, 0.63), "h100": (335 / 989, 335 / 989)}
 _FLASH_GEN = {"a100-sxm4-40gb": "a100", "a100-sxm4-80gb": "a100",
-              "h100-sxm5-80gb": "h100", "h200-sxm-141gb": "h100"}
+              "h100-sxm5-80gb": "h100", "h200-sxm-141gb": "h100",
+              "a800-sxm4-80gb": "a100", "h800-sxm5-80gb": "h100"}
 
 # Memory passes per layer and micro-batch, in reads plus writes of one tensor of the named
 # size (a 1-byte dropout mask is half a pass of a 16-bit tensor). "hidden": b*s*h (divided

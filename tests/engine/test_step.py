@@ -283,8 +283,10 @@ def test_cost_per_hour_and_per_million_tokens():
     assert c["usd_per_hour"] == pytest.approx(78.66)
     tps = 32 * 4096 / r["step"]["time_s"]
     assert c["usd_per_million_tokens"] == pytest.approx(78.66 / 3600 / tps * 1e6)
-    b200 = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-b200"}})
-    assert b200["cost"]["available"] is False
+    # DGX-2 has no public rental price: no cost, rather than a made-up one.
+    v100 = evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-2-v100"},
+                          "training": {"precision": "fp16"}})
+    assert v100["cost"]["available"] is False
 
 
 def test_a_node_with_fewer_gpus_than_its_template_costs_its_share():
