@@ -275,8 +275,8 @@ TIER_NAMES = ("ddr", "nvme", "cxl")
 # NVLink: scale-up traffic crosses PCIe 4.0 x16 (measured ~25 GB/s each way, as the A100's
 # host link; a GeForce card has no peer-to-peer over PCIe, NCCL stages through host memory
 # and may reach less). The RTX 3090 pairs over an NVLink bridge (template below).
-_AMPERE_WP = ("NVIDIA Ampere GA102 GPU Architecture whitepaper (2020), Appendix A Table 9 "
-              "(GeForce RTX 3090)")
+_AMPERE_WP = ("NVIDIA Ampere GA102 GPU Architecture whitepaper (2020), Appendix A, the GeForce "
+              "RTX 3090 table")
 _ADA_WP = "NVIDIA Ada GPU Architecture whitepaper (v2.01, 2023), Appendix A"
 _PCIE4_MEASURED = 25 * GB     # PCIe 4.0 x16, measured ~25 GB/s each way (as the A100's)
 
@@ -293,14 +293,14 @@ ACCELERATORS.update({
         name="NVIDIA GeForce RTX 4090", hbm_capacity_bytes=int(24 * GIB * _USABLE),
         hbm_bytes_per_s=1008 * GB, peak_flops_bf16=165.2e12, peak_flops_fp32=82.6e12,
         host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
-        source=(f"{_ADA_WP}, Table 2 (GeForce RTX 4090): 24 GB GDDR6X at 1008 GB/s; peak BF16 "
+        source=(f"{_ADA_WP}, the GeForce RTX 4090 table: 24 GB GDDR6X at 1008 GB/s; peak BF16 "
                 "Tensor TFLOPS with FP32 accumulate 165.2 dense, half the headline 330.3 "
                 "(FP16 accumulate); FP32 82.6 TFLOPS; PCIe 4.0 x16, no NVLink")),
     "rtx6000-ada-48gb": dict(
         name="NVIDIA RTX 6000 Ada Generation", hbm_capacity_bytes=int(48 * GIB * _USABLE),
         hbm_bytes_per_s=960 * GB, peak_flops_bf16=364.2e12, peak_flops_fp32=91.1e12,
         host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
-        source=(f"{_ADA_WP}, Table 4 (RTX 6000 Ada) and NVIDIA RTX 6000 Ada datasheet: 48 GB "
+        source=(f"{_ADA_WP}, the RTX 6000 Ada table, and the NVIDIA RTX 6000 Ada datasheet: 48 GB "
                 "GDDR6 ECC at 960 GB/s; peak BF16 Tensor TFLOPS with FP32 accumulate 364.2 dense "
                 "(full rate on the professional card); FP32 91.1 TFLOPS; PCIe 4.0 x16, no NVLink")),
     "l40s-48gb": dict(
@@ -347,15 +347,16 @@ ACCELERATORS.update({
 })
 
 # A workstation host (an example build, as dgx-h100-cxl is): one AMD Ryzen 9 7950X (16 Zen 4
-# cores, AVX-512), 128 GiB DDR5-5600 in two channels (2 x 44.8 GB/s) and one PCIe 4.0 NVMe
-# drive (Samsung 990 Pro 2 TB datasheet: 7.45 GB/s read, 6.9 GB/s write).
+# cores, AVX-512), 128 GiB DDR5 in four DIMMs on two channels, at the 3600 MT/s AMD rates for
+# four DIMMs (2 x 28.8 GB/s), and one PCIe 4.0 NVMe drive (Samsung 990 Pro 2 TB datasheet:
+# 7.45 GB/s read, 6.9 GB/s write).
 _WORKSTATION = dict(
     cpu_cores=16, cpu_isa="avx512",
     cpu_source="AMD Ryzen 9 7950X, 16 cores, Zen 4 with AVX-512 (AMD product page); example build",
     tiers=dict(
-        ddr=dict(device="128 GiB DDR5-5600 (4x 32 GB UDIMM, 2 channels)", devices=4,
-                 capacity_bytes=128 * GIB, read_bytes_per_s=2 * 44.8 * GB,
-                 write_bytes_per_s=2 * 44.8 * GB, latency_s=100e-9),
+        ddr=dict(device="128 GiB DDR5-3600 (4x 32 GB UDIMM, 2 channels)", devices=4,
+                 capacity_bytes=128 * GIB, read_bytes_per_s=2 * 28.8 * GB,
+                 write_bytes_per_s=2 * 28.8 * GB, latency_s=100e-9),
         nvme=dict(device="1x 2 TB PCIe 4.0 NVMe (Samsung 990 Pro: 7.45 GB/s read, 6.9 GB/s write)",
                   devices=1, capacity_bytes=2 * TB, read_bytes_per_s=7.45 * GB,
                   write_bytes_per_s=6.9 * GB, latency_s=80e-6)))

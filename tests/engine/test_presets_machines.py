@@ -48,7 +48,7 @@ def test_each_new_accelerator_is_usable_as_cluster_accelerator(acc):
 
 def test_geforce_bf16_peaks_are_the_fp32_accumulate_rates():
     acc = presets.ACCELERATORS
-    # Ada whitepaper (v2.01) Appendix A, Table 2, GeForce RTX 4090: peak BF16 Tensor TFLOPS
+    # Ada whitepaper (v2.01) Appendix A, GeForce RTX 4090 table: peak BF16 Tensor TFLOPS
     # with FP32 accumulate 165.2, half the headline FP16-accumulate 330.3.
     assert acc["rtx4090-24gb"]["peak_flops_bf16"] == pytest.approx(330.3e12 / 2, rel=1e-3)
     # GA102 whitepaper Appendix A, RTX 3090: 71 with FP32 accumulate, half of 142.

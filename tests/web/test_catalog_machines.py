@@ -16,7 +16,7 @@ def test_the_catalog_api_lists_the_new_machines_and_each_row_validates(anon_api,
     nodes = {r["slug"]: r for r in anon_api.get("/api/v1/catalog/nodes/").json()}
     accs = {r["slug"]: r for r in anon_api.get("/api/v1/catalog/accelerators/").json()}
     assert set(NEW_NODES) <= set(nodes) and set(NEW_ACCELERATORS) <= set(accs)
-    # Ada whitepaper Table 2: 165.2 TFLOP/s bf16 with FP32 accumulate (half of 330.3)
+    # Ada whitepaper, RTX 4090 table: 165.2 TFLOP/s bf16 with FP32 accumulate (half of 330.3)
     assert accs["rtx4090-24gb"]["spec"]["peak_flops_bf16"] == pytest.approx(165.2e12)
     assert nodes["rtx4090-workstation"]["spec"]["gpus_per_node"] == 1
     assert nodes["dgx-b200"]["spec"]["price_usd_per_node_hour"] == pytest.approx(8 * 6.03)
