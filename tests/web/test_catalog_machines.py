@@ -45,3 +45,10 @@ def test_the_plan_and_profile_forms_offer_them(client, owner, catalog):
     profiles = client.get("/profiles/").content.decode()
     for slug in NEW_NODES:
         assert f'value="{slug}"' in plan and f'value="{slug}"' in profiles
+
+
+def test_the_catalog_page_shows_them(client, catalog):
+    html = client.get("/catalog/").content.decode()
+    for name in ("Workstation, 1x RTX 4090", "NVIDIA GeForce RTX 4090", "8x AMD Instinct MI325X platform",
+                 "NVIDIA H800 SXM5 80GB", "NVIDIA DGX-2 (16x V100 32GB)"):
+        assert name in html, name
