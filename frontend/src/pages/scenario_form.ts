@@ -643,11 +643,13 @@ function mount(root: HTMLElement): void {
     if (!exampleSelect.value || !ex) {
       base = null;
       c.model.querySelector('option[data-imported]')?.remove();
+      syncModelRequired();
       exampleNote.textContent = "Fills every input below; you can change any of them.";
       return;
     }
     base = ex.scenario;
     c.model.querySelector('option[data-imported]')?.remove();    // the example's model replaces it
+    syncModelRequired();
     const values = valuesFromScenario(ex.scenario, ex.name);
     ensureModelOption(String(values["model.preset"]));
     clearErrors();
@@ -684,6 +686,7 @@ function mount(root: HTMLElement): void {
       c.model.querySelector('option[value=""]')?.remove();
       c.model.prepend(h("option", { value: "", "data-imported": "true" }, importedModelLabel(r.model)));
       c.model.value = "";
+      syncModelRequired();
       clearFieldError(c.model);
       replaceChildren(hfResult, h("ul", { id: "hf-config-summary" }, importSummary(r).map((l) => h("li", null, l))));
       syncName();
@@ -696,6 +699,14 @@ function mount(root: HTMLElement): void {
       hfButton.removeAttribute("aria-busy");
     }
   });
+
+  /** The model list's blank entry is a model (not "none chosen") while the example or an
+   * import holds an inline one: then the list is not required (a browser would refuse the
+   * form, and the live estimate would wait for a model). */
+  const syncModelRequired = () => {
+    const m = base?.model;
+    c.model.required = !(m && typeof m === "object" && typeof (m as Record<string, unknown>).preset !== "string");
+  };
 
   /** An example with an inline (non-preset) model gets a "custom" entry in the model list. */
   const ensureModelOption = (preset: string) => {
