@@ -163,8 +163,8 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
              hidden_size=hidden, num_attention_heads=heads)
 
     if mt == "falcon":
-        take("multi_query", "new_decoder_architecture", "parallel_attn", "num_kv_heads",
-             "ffn_hidden_size", "bias", "alibi", "num_ln_in_parallel_attn")
+        take("multi_query", "new_decoder_architecture", "parallel_attn", "ffn_hidden_size",
+             "bias", "alibi")
         if _bool(cfg, "alibi", False):
             raise _err("alibi", "must be false: ALiBi position biases are not modelled (RoPE or "
                                 "learned positions only)")
@@ -172,9 +172,13 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         parallel = _bool(cfg, "parallel_attn", True)
         # FalconAttention: num_kv_heads if new_decoder_architecture or not multi_query, else 1
         multi_query = _bool(cfg, "multi_query", True)
+        if new_arch or not multi_query:
+            take("num_kv_heads")
         kv = _int(cfg, "num_kv_heads", heads) if new_arch or not multi_query else 1
         # FalconDecoderLayer: ln_attn + ln_mlp when the new architecture has 2 (its default),
         # else input_layernorm, plus post_attention_layernorm when not parallel_attn
+        if new_arch:
+            take("num_ln_in_parallel_attn")
         two_ln = new_arch and _int(cfg, "num_ln_in_parallel_attn", 2, maximum=2) == 2
         norms = 2 if two_ln or not parallel else 1
         m["num_kv_heads"] = kv
@@ -182,7 +186,9 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         bias = _bool(cfg, "bias", False)
     else:
         take("num_key_value_heads", "intermediate_size", "head_dim", "hidden_act",
-             "hidden_activation", "attention_bias", "mlp_bias")
+             "hidden_activation")
+        if mt != "qwen2":            # Qwen2Attention's biases are fixed (q/k/v yes, o no)
+            take("attention_bias", "mlp_bias")
         m["num_kv_heads"] = _int(cfg, "num_key_value_heads", heads, maximum=100_000)
         m["ffn_hidden_size"] = _int(cfg, "intermediate_size", maximum=10_000_000)
         for key in ("hidden_act", "hidden_activation"):
@@ -191,8 +197,8 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
                 raise _err(key, f"must be one of {', '.join(_ACTS)} (the MLP is gated "
                                 f"{'GeGLU' if mt.startswith('gemma') else 'SwiGLU'}), got {show(act)}")
         norms = fam.get("norms_per_block")
-        attn_bias = _bool(cfg, "attention_bias", False)
-        mlp_bias = _bool(cfg, "mlp_bias", False)
+        attn_bias = mt != "qwen2" and _bool(cfg, "attention_bias", False)
+        mlp_bias = mt != "qwen2" and _bool(cfg, "mlp_bias", False)
         if mt == "phi3" and attn_bias:
             raise _err("attention_bias", "must be false: Phi3Attention's qkv_proj and o_proj "
                                          "carry no bias")

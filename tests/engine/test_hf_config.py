@@ -128,3 +128,15 @@ def test_mixtral_top_k():
     with pytest.raises(ScenarioError) as e:
         model_from_hf_config(dict(CONFIGS["mixtral-8x7b"]["config"], num_experts_per_tok=9))
     assert e.value.field == "config.num_experts_per_tok"
+
+
+def test_qwen2_biases_are_its_modules_not_its_keys():
+    """Qwen2Attention: q/k/v with bias, o without, whatever attention_bias says (it reads none)."""
+    m, ignored, notes = model_from_hf_config(dict(CONFIGS["qwen2.5-7b"]["config"], attention_bias=True))
+    assert m["qkv_bias"] is True and m["linear_bias"] is False and "attention_bias" in ignored
+    assert not notes
+
+
+def test_falcon_keys_it_does_not_read_are_ignored():
+    _, ignored, _ = model_from_hf_config(dict(CONFIGS["falcon-7b"]["config"], num_kv_heads=8))
+    assert "num_kv_heads" in ignored          # multi_query: one KV head, num_kv_heads unread
