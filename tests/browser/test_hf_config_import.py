@@ -46,6 +46,7 @@ def test_a_pasted_config_json_is_the_presets_model(page, live_url, user_admin, c
     page.wait_for_selector("#live-estimate:has-text('Gemma2ForCausalLM')")
     assert f"Gemma2ForCausalLM: {params}" in page.locator("#live-estimate").inner_text()
     screenshot(page, "hf-config-import")
+    assert page.locator("input[name='name']").input_value().startswith("Gemma2ForCausalLM · ")
 
     page.fill("input[name='name']", "Gemma 2 9B from its config.json (browser test)")
     page.click("#submit-scenario")

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { buildRequest, DEFAULT_VALUES } from "./scenario";
+import { buildRequest, DEFAULT_VALUES, suggestName } from "./scenario";
 import {
   HF_CONFIG_MAX_CHARS,
   hfConfigErrorLines,
@@ -73,5 +73,14 @@ describe("hfConfigErrorLines", () => {
       "num_attention_heads: must divide hidden_size 4096 (or give head_dim), got 33",
       "must be a JSON object (the config.json), got list",
     ]);
+  });
+});
+
+describe("the suggested name", () => {
+  it("names the imported model when its blank entry is chosen", () => {
+    const values = { ...DEFAULT_VALUES, "model.preset": "", "cluster.num_nodes": "1", "strategy.kind": "zero3" };
+    expect(suggestName(values, [], [], "Qwen2ForCausalLM")).toMatch(/^Qwen2ForCausalLM · 1× /);
+    expect(suggestName(values, [], [])).toMatch(/^custom model · /);
+    expect(suggestName({ ...values, "model.preset": "gemma-7b" }, [], [], "Qwen2ForCausalLM")).toMatch(/^gemma-7b · /);
   });
 });

@@ -423,7 +423,9 @@ function mount(root: HTMLElement): void {
   };
 
   const syncName = () => {
-    if (!nameTouched) c.name.value = suggestName(readValues(), models, nodes);
+    const inline = base?.model as Record<string, unknown> | undefined;
+    const customName = typeof inline?.name === "string" ? inline.name : undefined;
+    if (!nameTouched) c.name.value = suggestName(readValues(), models, nodes, customName);
   };
 
   // ------------------------------------------------------------------ errors
