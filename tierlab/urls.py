@@ -45,6 +45,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/estimate/", scenario_api.EstimateView.as_view(), name="estimate"),
+    path("api/v1/models/from-hf-config/", catalog_api.ModelFromHfConfigView.as_view(),
+         name="model-from-hf-config"),
     path("api/v1/", include((router.urls, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", api_docs, name="api-docs"),

@@ -160,6 +160,7 @@ export const endpoints = {
   scenarios: "/api/v1/scenarios/",
   scenarioRuns: (id: number | string) => `/api/v1/scenarios/${encodeURIComponent(String(id))}/runs/`,
   estimate: "/api/v1/estimate/",
+  modelFromHfConfig: "/api/v1/models/from-hf-config/",
   clusterProfiles: "/api/v1/cluster-profiles/",
   runPage: (id: number | string) => `/runs/${encodeURIComponent(String(id))}/`,
 };

@@ -1,8 +1,14 @@
-"""Read-only catalog API: anyone may list; edits go through the admin."""
+"""Read-only catalog API: anyone may list; edits go through the admin. Also the config.json
+import, which turns a Hugging Face model config into a model section."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import permissions, viewsets
 from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from simulation import ScenarioError
+from simulation.hf_config import model_from_hf_config
 
 from tierlab.catalog import models, serializers
 
@@ -41,3 +47,22 @@ class HardwareItemViewSet(CatalogViewSet):
         if kind is not None and kind not in models.HardwareItem.KINDS:
             raise ValidationError({"kind": [f"must be one of {', '.join(models.HardwareItem.KINDS)}"]})
         return qs.filter(kind=kind) if kind else qs
+
+
+class ModelFromHfConfigView(APIView):
+    """Read a Hugging Face `config.json` (`{"config": {...}}`, pasted or uploaded; nothing
+    is fetched from the Hub) and return the scenario's `model` section, the config keys it
+    `ignored` and `notes` on what the engine models differently. Families read: llama,
+    mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon. A bad value is a 400 naming the
+    config key (`{"config.num_attention_heads": [...]}`)."""
+
+    @extend_schema(request=serializers.HfConfigRequestSerializer,
+                   responses={200: serializers.HfConfigResponseSerializer})
+    def post(self, request):
+        data = serializers.HfConfigRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            model, ignored, notes = model_from_hf_config(data.validated_data["config"])
+        except ScenarioError as exc:
+            raise ValidationError({exc.field: [exc.message]}) from None
+        return Response({"model": model, "ignored": ignored, "notes": notes})

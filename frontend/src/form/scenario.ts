@@ -597,8 +597,11 @@ export function nodeTiers(entry: CatalogEntry | undefined): string[] {
 }
 
 /** A default scenario name from the choices: "Llama-2-70B · 2× NVIDIA DGX H100 · ZeRO-3" (display names, not ids). */
-export function suggestName(values: FormValues, models: CatalogEntry[], nodes: CatalogEntry[]): string {
-  const model = models.find((m) => m.slug === values["model.preset"])?.name ?? String(values["model.preset"] || "custom model");
+export function suggestName(values: FormValues, models: CatalogEntry[], nodes: CatalogEntry[],
+                            customModelName?: string): string {
+  // the blank entry: the inline model of the example or of an imported config.json
+  const custom = values["model.preset"] === "" && customModelName ? customModelName : "custom model";
+  const model = models.find((m) => m.slug === values["model.preset"])?.name ?? String(values["model.preset"] || custom);
   const node = nodes.find((n) => n.slug === values["cluster.node"])?.name ?? String(values["cluster.node"]);
   if (isRecsys(values)) return suggestRecsysName(values, node);
   return `${model} · ${values["cluster.num_nodes"]}× ${node} · ${strategyName(String(values["strategy.kind"]))}`;

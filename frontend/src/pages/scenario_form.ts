@@ -45,6 +45,7 @@ import {
 import { type Control, decimal, fillSelect, grid, integer, labelledFields, select } from "../form/fields";
 import { estimateNotesSummary, estimateStepSummary, estimateSummary } from "../report";
 import { recsysForm } from "./recsys_form";
+import { hfConfigErrorLines, hfConfigRequest, importSummary, importedModelLabel, withImportedModel, type HfImport } from "../form/hf_config";
 import type { CatalogEntry, ClusterProfileEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
 
@@ -123,6 +124,26 @@ function mount(root: HTMLElement): void {
 
   // the model-kind switch and the recommendation model's inputs
   const rs = recsysForm();
+
+  // ---- import a Hugging Face config.json: pasted or read from a file, sent to the API
+  const hfText = h("textarea", { id: "f-hf-config", name: "hf_config", rows: 6, spellcheck: "false",
+    autocomplete: "off", placeholder: '{"model_type": "llama", "hidden_size": 4096, …}',
+    "aria-describedby": "hf-config-help" });
+  const hfFile = h("input", { type: "file", id: "f-hf-config-file", accept: ".json,application/json" });
+  const hfButton = h("button", { type: "button", id: "hf-config-import", class: "secondary" }, "Use this config.json");
+  const hfResult = h("div", { id: "hf-config-result", "aria-live": "polite" });
+  const hfPanel = h("details", { id: "hf-config" },
+    h("summary", null, "Import a Hugging Face config.json"),
+    h("label", { for: "f-hf-config" }, "config.json (paste it, or choose the file)"),
+    hfText,
+    h("small", { id: "hf-config-help", class: "field-help" },
+      "The model's config.json from the Hub (llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon); " +
+      "nothing is fetched. Its architecture becomes the model of this scenario."),
+    grid(h("div", { class: "field" }, h("label", { for: "f-hf-config-file" }, "or the file"), hfFile),
+      h("div", { class: "field" }, hfButton)),
+    hfResult);
+  // its typing is no scenario input: no live estimate, no name change
+  for (const type of ["input", "change"]) hfPanel.addEventListener(type, (e) => e.stopPropagation());
 
   const exampleNote = h("small", { id: "example-note" }, "Fills every input below; you can change any of them.");
   const errorSummary = h("article", { id: "form-errors", class: "error-summary", role: "alert", tabindex: -1, hidden: true });
@@ -241,6 +262,7 @@ function mount(root: HTMLElement): void {
         f("cluster.gpus_per_node", c.gpus, { unit: "GPUs" }),
         f("cluster.profile", c.profile, { unit: "fitted to measurements" }),
       ),
+      hfPanel,
     ),
     rs.fieldset,
     h(
@@ -401,7 +423,9 @@ function mount(root: HTMLElement): void {
   };
 
   const syncName = () => {
-    if (!nameTouched) c.name.value = suggestName(readValues(), models, nodes);
+    const inline = base?.model as Record<string, unknown> | undefined;
+    const customName = typeof inline?.name === "string" ? inline.name : undefined;
+    if (!nameTouched) c.name.value = suggestName(readValues(), models, nodes, customName);
   };
 
   // ------------------------------------------------------------------ errors
@@ -620,10 +644,14 @@ function mount(root: HTMLElement): void {
     const ex = examples[Number(exampleSelect.value)];
     if (!exampleSelect.value || !ex) {
       base = null;
+      c.model.querySelector('option[data-imported]')?.remove();
+      syncModelRequired();
       exampleNote.textContent = "Fills every input below; you can change any of them.";
       return;
     }
     base = ex.scenario;
+    c.model.querySelector('option[data-imported]')?.remove();    // the example's model replaces it
+    syncModelRequired();
     const values = valuesFromScenario(ex.scenario, ex.name);
     ensureModelOption(String(values["model.preset"]));
     clearErrors();
@@ -642,6 +670,45 @@ function mount(root: HTMLElement): void {
       : `Filled from “${ex.name}”.`;
     scheduleEstimate();
   });
+
+  hfFile.addEventListener("change", async () => {
+    const file = hfFile.files?.[0];
+    if (file) hfText.value = await file.text();
+  });
+  hfButton.addEventListener("click", async () => {
+    const request = hfConfigRequest(hfText.value);
+    if ("error" in request) {
+      replaceChildren(hfResult, h("p", { class: "field-error" }, request.error));
+      return;
+    }
+    hfButton.setAttribute("aria-busy", "true");
+    try {
+      const r = await postJSON<HfImport>(endpoints.modelFromHfConfig, request);
+      base = withImportedModel(base, r.model);
+      c.model.querySelector('option[value=""]')?.remove();
+      c.model.prepend(h("option", { value: "", "data-imported": "true" }, importedModelLabel(r.model)));
+      c.model.value = "";
+      syncModelRequired();
+      clearFieldError(c.model);
+      replaceChildren(hfResult, h("ul", { id: "hf-config-summary" }, importSummary(r).map((l) => h("li", null, l))));
+      syncName();
+      scheduleEstimate();
+    } catch (err) {
+      const lines = hfConfigErrorLines(errorsOf(err));
+      replaceChildren(hfResult, h("p", { class: "field-error" }, "This config.json could not be imported:"),
+        h("ul", { id: "hf-config-errors" }, lines.map((l) => h("li", null, l))));
+    } finally {
+      hfButton.removeAttribute("aria-busy");
+    }
+  });
+
+  /** The model list's blank entry is a model (not "none chosen") while the example or an
+   * import holds an inline one: then the list is not required (a browser would refuse the
+   * form, and the live estimate would wait for a model). */
+  const syncModelRequired = () => {
+    const m = base?.model;
+    c.model.required = !(m && typeof m === "object" && typeof (m as Record<string, unknown>).preset !== "string");
+  };
 
   /** An example with an inline (non-preset) model gets a "custom" entry in the model list. */
   const ensureModelOption = (preset: string) => {

@@ -1,0 +1,274 @@
+"""A Hugging Face ``config.json`` as the scenario's model section.
+
+:func:`model_from_hf_config` reads the dict a model's ``config.json`` holds (pasted or
+uploaded; nothing is fetched from the Hub) and returns the ``model`` section of a scenario
+in tierlab's own vocabulary, the config keys it did not use, and notes on what the engine
+models differently. Keys are read per ``model_type`` as transformers' own config and
+modeling classes read them (transformers 4.57, ``src/transformers/models/<type>/``):
+
+================================  =================================================
+config.json                       model section
+================================  =================================================
+num_hidden_layers                 num_layers
+hidden_size                       hidden_size
+num_attention_heads               num_attention_heads
+num_key_value_heads               num_kv_heads (absent: = heads, as every config class)
+intermediate_size                 ffn_hidden_size (Falcon: ffn_hidden_size, else 4 h)
+vocab_size                        vocab_size
+head_dim                          head_dim (absent: hidden_size / heads)
+tie_word_embeddings               tied_embeddings (absent: the class default)
+max_position_embeddings           max_seq_len (absent: the class default)
+rms_norm_eps / layer_norm_epsilon norm rmsnorm / layernorm
+hidden_act / hidden_activation    gated_mlp (a gated MLP for the Llama-style families)
+attention_bias, mlp_bias          qkv_bias / linear_bias (Llama, Mistral, Gemma)
+num_local_experts                 num_experts (Mixtral)
+num_experts_per_tok               moe_top_k (Mixtral)
+multi_query, new_decoder_arch...  num_kv_heads, norms_per_block (Falcon)
+attention_dropout, resid_pdrop,   attention_dropout / hidden_dropout (true only when
+hidden_dropout                    the probability is above 0)
+================================  =================================================
+
+Per family (the modeling file each follows):
+
+- ``llama``, ``mistral``: ``LlamaDecoderLayer`` / ``MistralDecoderLayer``: RoPE, two
+  RMSNorms per block, SwiGLU (gate, up, down), separate q/k/v projections.
+- ``mixtral``: Mistral's attention with ``num_local_experts`` SwiGLU experts and a router.
+- ``qwen2``: ``Qwen2Attention`` puts biases on q, k and v (``bias=True``), o without: qkv_bias.
+- ``gemma``: GeGLU, ``head_dim`` apart from hidden / heads, embeddings tied by default.
+- ``gemma2``: Gemma's plus post-attention and post-feed-forward norms: 4 per block.
+- ``phi3``: ``Phi3Attention.qkv_proj`` and ``Phi3MLP.gate_up_proj``: fused projections.
+- ``falcon``: ``FalconDecoderLayer``: LayerNorm, a 4 h GELU MLP (not gated), q/k/v fused in
+  ``query_key_value``; one ``input_layernorm`` when ``parallel_attn`` and not
+  ``new_decoder_architecture``, ``ln_attn`` and ``ln_mlp`` with the new architecture
+  (``num_ln_in_parallel_attn`` 2), input and post-attention norms otherwise; ``multi_query``
+  is 1 KV head, the new architecture reads ``num_kv_heads``; ``bias`` is every linear's.
+
+Errors: a bad value raises :class:`ScenarioError` naming the config key
+(``config.num_attention_heads``); a ``model_type`` outside those above names
+``config.model_type``. The returned section is checked by ``ModelSpec.from_dict``; an error
+there is reported under the config key it came from.
+"""
+
+from __future__ import annotations
+
+from .errors import ScenarioError
+from .fields import show
+
+PATH = "config"
+MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "falcon")
+
+# Per family: defaults of transformers' config class for keys a config.json may leave
+# out (``<Type>Config.__init__``), and the architecture its modeling file fixes.
+_FAMILY = {
+    "llama": dict(tie=False, ctx=2048, norm="rmsnorm", gated=True),
+    "mistral": dict(tie=False, ctx=4096 * 32, norm="rmsnorm", gated=True),
+    "mixtral": dict(tie=False, ctx=4096 * 32, norm="rmsnorm", gated=True),
+    "qwen2": dict(tie=False, ctx=32768, norm="rmsnorm", gated=True, qkv_bias=True),
+    "gemma": dict(tie=True, ctx=8192, norm="rmsnorm", gated=True),
+    "gemma2": dict(tie=True, ctx=8192, norm="rmsnorm", gated=True, norms_per_block=4),
+    "phi3": dict(tie=False, ctx=4096, norm="rmsnorm", gated=True, fused_projections=True),
+    "falcon": dict(tie=True, ctx=2048, norm="layernorm", gated=False),
+}
+# Activations transformers' ACT2FN knows that these families' gated MLPs use.
+_ACTS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "relu")
+
+# Keys read for their meaning but that set nothing beyond what the family fixes.
+_CONFIRMING = ("model_type", "rms_norm_eps", "layer_norm_epsilon")
+# Keys the engine does not model that change memory or time; each gets a note.
+_NOTES = {
+    "sliding_window": "the engine models full attention over seq_len; sliding-window attention "
+                      "(this config's sliding_window) would need less attention work",
+    "rope_scaling": "RoPE scaling changes no parameter or activation size",
+    "attn_logit_softcapping": "logit soft-capping adds an element-wise op the engine does not time",
+    "final_logit_softcapping": "logit soft-capping adds an element-wise op the engine does not time",
+}
+
+
+def _err(key: str, message: str) -> ScenarioError:
+    return ScenarioError(f"{PATH}.{key}", message)
+
+
+def _int(cfg: dict, key: str, default=None, minimum: int = 1, maximum: int = 100_000_000):
+    v = cfg.get(key, default)
+    if v is None:
+        if default is None:
+            raise _err(key, "is required")
+        return default
+    if type(v) is not int:
+        raise _err(key, f"must be a whole number, got {show(v)}")
+    if not minimum <= v <= maximum:
+        raise _err(key, f"must be between {minimum:,} and {maximum:,}, got {v:,}")
+    return v
+
+
+def _bool(cfg: dict, key: str, default: bool) -> bool:
+    v = cfg.get(key, default)
+    if v is None:
+        return default
+    if v is not True and v is not False:
+        raise _err(key, f"must be true or false, got {show(v)}")
+    return v
+
+
+def _prob(cfg: dict, key: str) -> float:
+    v = cfg.get(key, 0.0)
+    if v is None:
+        return 0.0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        raise _err(key, f"must be a probability between 0 and 1, got {show(v)}")
+    return float(v)
+
+
+def _name(cfg: dict, model_type: str) -> str:
+    path = cfg.get("_name_or_path")
+    if isinstance(path, str) and path.strip():
+        return path.strip().rstrip("/").rsplit("/", 1)[-1][:200]
+    arch = cfg.get("architectures")
+    if isinstance(arch, list) and arch and isinstance(arch[0], str):
+        return arch[0][:200]
+    return f"{model_type} (config.json)"
+
+
+def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
+    """``(model_section, ignored, notes)`` for a Hugging Face ``config.json`` dict.
+
+    ``model_section``: the scenario's ``model`` dict (explicit architecture, no preset),
+    which ``ModelSpec.from_dict`` accepts. ``ignored``: the config's keys that set nothing
+    in it, sorted. ``notes``: sentences on keys the engine treats differently (sliding
+    window, soft-capping, an output-projection bias it cannot hold).
+
+    Raises :class:`ScenarioError` naming ``config.<key>`` for a bad or missing value, or
+    ``config.model_type`` for a family it does not read.
+    """
+    if not isinstance(cfg, dict):
+        raise ScenarioError(PATH, f"must be a JSON object (the config.json), got {show(cfg)}")
+    mt = cfg.get("model_type")
+    if mt is None:
+        raise _err("model_type", f"is required (one of {', '.join(MODEL_TYPES)})")
+    if mt not in _FAMILY:
+        raise _err("model_type", f"must be one of {', '.join(MODEL_TYPES)}, got {show(mt)}")
+    fam = _FAMILY[mt]
+    used = set(_CONFIRMING)
+    notes: list[str] = []
+
+    def take(*keys):
+        used.update(keys)
+
+    take("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size",
+         "max_position_embeddings", "tie_word_embeddings")
+    hidden = _int(cfg, "hidden_size", maximum=1_000_000)
+    heads = _int(cfg, "num_attention_heads", maximum=100_000)
+    m = dict(name=_name(cfg, mt),
+             num_layers=_int(cfg, "num_hidden_layers", maximum=10_000),
+             hidden_size=hidden, num_attention_heads=heads)
+
+    if mt == "falcon":
+        take("multi_query", "new_decoder_architecture", "parallel_attn", "ffn_hidden_size",
+             "bias", "alibi")
+        if _bool(cfg, "alibi", False):
+            raise _err("alibi", "must be false: ALiBi position biases are not modelled (RoPE or "
+                                "learned positions only)")
+        new_arch = _bool(cfg, "new_decoder_architecture", False)
+        parallel = _bool(cfg, "parallel_attn", True)
+        # FalconAttention: num_kv_heads if new_decoder_architecture or not multi_query, else 1
+        multi_query = _bool(cfg, "multi_query", True)
+        if new_arch or not multi_query:
+            take("num_kv_heads")
+        kv = _int(cfg, "num_kv_heads", heads) if new_arch or not multi_query else 1
+        # FalconDecoderLayer: ln_attn + ln_mlp when the new architecture has 2 (its default),
+        # else input_layernorm, plus post_attention_layernorm when not parallel_attn
+        if new_arch:
+            take("num_ln_in_parallel_attn")
+        two_ln = new_arch and _int(cfg, "num_ln_in_parallel_attn", 2, maximum=2) == 2
+        norms = 2 if two_ln or not parallel else 1
+        m["num_kv_heads"] = kv
+        m["ffn_hidden_size"] = _int(cfg, "ffn_hidden_size", 4 * hidden, maximum=10_000_000)
+        bias = _bool(cfg, "bias", False)
+    else:
+        take("num_key_value_heads", "intermediate_size", "head_dim", "hidden_act",
+             "hidden_activation")
+        if mt != "qwen2":            # Qwen2Attention's biases are fixed (q/k/v yes, o no)
+            take("attention_bias", "mlp_bias")
+        m["num_kv_heads"] = _int(cfg, "num_key_value_heads", heads, maximum=100_000)
+        m["ffn_hidden_size"] = _int(cfg, "intermediate_size", maximum=10_000_000)
+        for key in ("hidden_act", "hidden_activation"):
+            act = cfg.get(key)
+            if act is not None and act not in _ACTS:
+                raise _err(key, f"must be one of {', '.join(_ACTS)} (the MLP is gated "
+                                f"{'GeGLU' if mt.startswith('gemma') else 'SwiGLU'}), got {show(act)}")
+        norms = fam.get("norms_per_block")
+        attn_bias = mt != "qwen2" and _bool(cfg, "attention_bias", False)
+        mlp_bias = mt != "qwen2" and _bool(cfg, "mlp_bias", False)
+        if mt == "phi3" and attn_bias:
+            raise _err("attention_bias", "must be false: Phi3Attention's qkv_proj and o_proj "
+                                         "carry no bias")
+        bias = mlp_bias
+        if mlp_bias and not attn_bias:
+            m["qkv_bias"] = False
+            notes.append("mlp_bias without attention_bias: counted with linear_bias on the MLP "
+                         "and o projection (hidden_size elements per layer too many)")
+        if attn_bias and not mlp_bias:
+            m["qkv_bias"] = True
+            notes.append("attention_bias also puts a bias on o_proj (hidden_size elements per "
+                         "layer), which the model section cannot hold: counted without it")
+        if mt == "mixtral":
+            take("num_local_experts", "num_experts_per_tok")
+            m["num_experts"] = _int(cfg, "num_local_experts", 8, maximum=1_000_000)
+            m["moe_top_k"] = _int(cfg, "num_experts_per_tok", 2, maximum=1_000_000)
+            if m["moe_top_k"] > m["num_experts"]:
+                raise _err("num_experts_per_tok",
+                           f"must be <= num_local_experts ({m['num_experts']}), got {m['moe_top_k']}")
+        head_dim = cfg.get("head_dim")
+        if head_dim is not None or mt in ("gemma", "gemma2"):
+            m["head_dim"] = _int(cfg, "head_dim", 256 if mt.startswith("gemma") else None,
+                                 maximum=100_000)
+    m["vocab_size"] = _int(cfg, "vocab_size", maximum=100_000_000)
+    m.update(gated_mlp=fam["gated"],
+             tied_embeddings=_bool(cfg, "tie_word_embeddings", fam["tie"]),
+             position_embedding="rope", norm=fam["norm"], linear_bias=bias)
+    if fam.get("qkv_bias"):
+        m["qkv_bias"] = True
+    if norms not in (None, 2):
+        m["norms_per_block"] = norms
+    if fam.get("fused_projections"):
+        m["fused_projections"] = True
+
+    # Dropout: a probability above 0 turns the term on (transformers' attention_dropout;
+    # Phi-3's resid_pdrop and embd_pdrop, Falcon's hidden_dropout on the residual branches).
+    take("attention_dropout", "resid_pdrop", "hidden_dropout", "embd_pdrop")
+    attn_p = _prob(cfg, "attention_dropout")
+    hidden_p = max(_prob(cfg, "resid_pdrop"), _prob(cfg, "hidden_dropout"))
+    _prob(cfg, "embd_pdrop")
+    m["dropout"] = False
+    if attn_p > 0:
+        m["attention_dropout"] = True
+    if hidden_p > 0:
+        m["hidden_dropout"] = True
+    m["max_seq_len"] = _int(cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
+    m["source"] = f"imported config.json (model_type {mt})"
+
+    for key, note in _NOTES.items():
+        if cfg.get(key) is not None and (key != "sliding_window" or cfg.get("use_sliding_window", True)):
+            notes.append(f"{key}: {note}")
+    _check(m)
+    ignored = sorted(k for k in cfg if k not in used)
+    return m, ignored, notes
+
+
+# model-section field -> the config key it came from, to name errors found by ModelSpec
+_FROM = {"num_layers": "num_hidden_layers", "hidden_size": "hidden_size",
+         "num_attention_heads": "num_attention_heads", "num_kv_heads": "num_key_value_heads",
+         "ffn_hidden_size": "intermediate_size", "vocab_size": "vocab_size", "head_dim": "head_dim",
+         "num_experts": "num_local_experts", "moe_top_k": "num_experts_per_tok",
+         "max_seq_len": "max_position_embeddings"}
+
+
+def _check(m: dict) -> None:
+    """``ModelSpec.from_dict(m)``, its errors renamed to the config key (heads that do not
+    divide hidden_size, KV heads that do not divide heads)."""
+    from .scenario import ModelSpec
+    try:
+        ModelSpec.from_dict(dict(m))
+    except ScenarioError as exc:
+        field = exc.field.split(".", 1)[-1]
+        raise _err(_FROM.get(field, field), exc.message) from None

@@ -1,0 +1,142 @@
+"""config.json import (simulation/hf_config.py): each preset family's published config.json
+(tests/data/hf_configs/<preset>.json, with the URL it was copied from) gives the preset's
+own model, and so transformers' meta-device count recorded in param_counts_hf.json."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from simulation.hf_config import model_from_hf_config
+from simulation.params import count_params
+from simulation.presets import MODELS
+from simulation.scenario import ModelSpec, ScenarioError
+
+DATA = Path(__file__).parents[1] / "data"
+CONFIGS = {p.stem: json.loads(p.read_text()) for p in sorted((DATA / "hf_configs").glob("*.json"))}
+META = {c["preset"]: c for c in json.loads((DATA / "param_counts_hf.json").read_text())["cases"]}
+
+
+def _spec(d: dict) -> ModelSpec:
+    return dataclasses.replace(ModelSpec.from_dict(dict(d)), name="", source=None, preset=None)
+
+
+def test_every_hf_preset_has_a_config():
+    hf_presets = {slug for slug, m in MODELS.items() if "huggingface.co" in m["source"]
+                  or slug.startswith(("llama2", "mixtral"))}
+    assert hf_presets <= set(CONFIGS)
+    for slug, case in CONFIGS.items():
+        assert case["preset"] == slug
+        assert case["url"].startswith("https://huggingface.co/")
+        if slug in META:
+            assert META[slug]["url"] == case["url"]
+
+
+@pytest.mark.parametrize("slug", sorted(CONFIGS))
+def test_config_gives_the_preset(slug):
+    section, ignored, notes = model_from_hf_config(CONFIGS[slug]["config"])
+    assert _spec(section) == _spec(MODELS[slug])
+    assert "model_type" not in ignored and "hidden_size" not in ignored
+    assert ignored == sorted(ignored)
+
+
+@pytest.mark.parametrize("slug", sorted(set(CONFIGS) & set(META)))
+def test_config_counts_as_transformers(slug):
+    pc = count_params(ModelSpec.from_dict(model_from_hf_config(CONFIGS[slug]["config"])[0]))
+    assert pc.total == META[slug]["total"]
+    assert pc.per_layer == META[slug]["per_layer"]
+
+
+def test_ignored_keys_are_named():
+    _, ignored, notes = model_from_hf_config(CONFIGS["mistral-7b"]["config"])
+    # every key of Mistral-7B's config.json that sets no model field, and only those
+    assert ignored == ["architectures", "bos_token_id", "eos_token_id", "initializer_range",
+                       "rope_theta", "sliding_window", "torch_dtype", "transformers_version",
+                       "use_cache"]
+    assert any(n.startswith("sliding_window") for n in notes)
+    _, ignored, notes = model_from_hf_config(CONFIGS["qwen2.5-7b"]["config"])
+    assert "use_sliding_window" in ignored and not any("sliding_window" in n for n in notes)
+
+
+def test_falcon_variants():
+    """FalconAttention / FalconDecoderLayer: Falcon-40B's new decoder architecture has
+    num_kv_heads 8 and two norms (ln_attn, ln_mlp); a sequential block has two too."""
+    base = dict(CONFIGS["falcon-7b"]["config"])
+    f40 = dict(base, hidden_size=8192, num_attention_heads=128, num_hidden_layers=60,
+               new_decoder_architecture=True, num_kv_heads=8)
+    m, _, _ = model_from_hf_config(f40)
+    assert m["num_kv_heads"] == 8 and "norms_per_block" not in m and m["ffn_hidden_size"] == 4 * 8192
+    # hand count of one Falcon-40B block, h = 8192, head_dim 64, 8 KV heads, LayerNorm:
+    # qkv 8192 x (8192 + 2 x 512) + dense 8192^2 + MLP 2 x 8192 x 32768 + 2 norms x 2 x 8192
+    h = 8192
+    assert count_params(ModelSpec.from_dict(m)).per_layer == (
+        h * (h + 2 * 512) + h * h + 2 * h * 4 * h + 2 * 2 * h)
+    m, _, _ = model_from_hf_config(dict(base, parallel_attn=False))
+    assert "norms_per_block" not in m        # input + post-attention: the default 2
+    m, _, _ = model_from_hf_config(dict(base, multi_query=False))
+    assert m["num_kv_heads"] == 71
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(base, alibi=True))
+    assert e.value.field == "config.alibi"
+
+
+def test_biases():
+    llama = CONFIGS["llama3.1-8b"]["config"]
+    m, _, notes = model_from_hf_config(dict(llama, attention_bias=True, mlp_bias=True))
+    assert m["linear_bias"] is True and "qkv_bias" not in m
+    m, _, notes = model_from_hf_config(dict(llama, attention_bias=True))
+    assert m["qkv_bias"] is True and m["linear_bias"] is False
+    assert any("o_proj" in n for n in notes)
+
+
+def test_dropout_from_probabilities():
+    m, _, _ = model_from_hf_config(dict(CONFIGS["phi3-mini"]["config"], resid_pdrop=0.1))
+    spec = ModelSpec.from_dict(m)
+    assert spec.hidden_dropout is True and spec.attention_dropout is False
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(model_type="bert"), "config.model_type"),
+    (dict(model_type=None), "config.model_type"),
+    (dict(hidden_size="4096"), "config.hidden_size"),
+    (dict(hidden_size=True), "config.hidden_size"),
+    (dict(num_hidden_layers=0), "config.num_hidden_layers"),
+    (dict(num_hidden_layers=None), "config.num_hidden_layers"),
+    (dict(num_key_value_heads=5), "config.num_key_value_heads"),      # 32 % 5
+    (dict(num_attention_heads=33), "config.num_attention_heads"),     # 4096 % 33
+    (dict(tie_word_embeddings="no"), "config.tie_word_embeddings"),
+    (dict(hidden_act="tanh"), "config.hidden_act"),
+    (dict(attention_dropout=2), "config.attention_dropout"),
+    (dict(intermediate_size=4.5), "config.intermediate_size"),
+])
+def test_bad_values_name_the_key(change, field):
+    cfg = dict(CONFIGS["llama3.1-8b"]["config"], **change)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(cfg)
+    assert e.value.field == field
+
+
+def test_not_an_object():
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config([1, 2])
+    assert e.value.field == "config"
+
+
+def test_mixtral_top_k():
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(CONFIGS["mixtral-8x7b"]["config"], num_experts_per_tok=9))
+    assert e.value.field == "config.num_experts_per_tok"
+
+
+def test_qwen2_biases_are_its_modules_not_its_keys():
+    """Qwen2Attention: q/k/v with bias, o without, whatever attention_bias says (it reads none)."""
+    m, ignored, notes = model_from_hf_config(dict(CONFIGS["qwen2.5-7b"]["config"], attention_bias=True))
+    assert m["qkv_bias"] is True and m["linear_bias"] is False and "attention_bias" in ignored
+    assert not notes
+
+
+def test_falcon_keys_it_does_not_read_are_ignored():
+    _, ignored, _ = model_from_hf_config(dict(CONFIGS["falcon-7b"]["config"], num_kv_heads=8))
+    assert "num_kv_heads" in ignored          # multi_query: one KV head, num_kv_heads unread

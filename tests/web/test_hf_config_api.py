@@ -1,0 +1,61 @@
+"""POST /api/v1/models/from-hf-config/: a pasted config.json as a scenario's model section."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulation import evaluate_dict
+from simulation.presets import MODELS
+
+URL = "/api/v1/models/from-hf-config/"
+CONFIGS = Path(__file__).parents[1] / "data" / "hf_configs"
+pytestmark = pytest.mark.django_db
+
+
+def config(slug: str) -> dict:
+    return json.loads((CONFIGS / f"{slug}.json").read_text())["config"]
+
+
+def test_it_returns_the_model_section_and_the_ignored_keys(owner_api):
+    r = owner_api.post(URL, {"config": config("qwen2.5-7b")}, format="json")
+    assert r.status_code == 200
+    body = r.json()
+    assert set(body) == {"model", "ignored", "notes"}
+    preset = MODELS["qwen2.5-7b"]
+    for key in ("num_layers", "hidden_size", "num_kv_heads", "ffn_hidden_size", "vocab_size", "qkv_bias"):
+        assert body["model"][key] == preset[key], key
+    assert "rope_theta" in body["ignored"] and "hidden_size" not in body["ignored"]
+
+
+def test_the_model_section_evaluates_as_the_preset(owner_api):
+    model = owner_api.post(URL, {"config": config("gemma2-9b")}, format="json").json()["model"]
+    cluster = {"node": "dgx-h100", "gpus_per_node": 1}
+    imported = evaluate_dict({"model": model, "cluster": cluster})
+    preset = evaluate_dict({"model": {"preset": "gemma2-9b"}, "cluster": cluster})
+    assert imported["memory"] == preset["memory"]
+
+
+def test_the_files_text_is_accepted(owner_api):
+    text = (CONFIGS / "falcon-7b.json").read_text()
+    r = owner_api.post(URL, {"config": json.dumps(json.loads(text)["config"])}, format="json")
+    assert r.status_code == 200 and r.json()["model"]["norms_per_block"] == 1
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"config": {**config("llama3.1-8b"), "num_attention_heads": 33}}, "config.num_attention_heads"),
+    ({"config": {**config("llama3.1-8b"), "model_type": "bert"}}, "config.model_type"),
+    ({"config": "not json"}, "config"),
+    ({"config": [1]}, "config"),
+    ({"config": {"x": "y" * 70_000}}, "config"),
+    ({"config": config("llama3.1-8b"), "name": "x"}, "name"),
+    ({}, "config"),
+])
+def test_bad_input_is_a_400_naming_the_field(owner_api, body, field):
+    r = owner_api.post(URL, body, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == [field]
+
+
+def test_it_needs_a_login(anon_api):
+    assert anon_api.post(URL, {"config": config("llama3.1-8b")}, format="json").status_code in (401, 403)
