@@ -2,9 +2,14 @@
 
 from django import forms
 
+from simulation.planner import DEFAULT_STRATEGIES
+from simulation.scenario import OFFLOAD_TARGETS, STRATEGY_KINDS
+
 
 class PlanForm(forms.Form):
-    """The planner's form: a model, a node template and node counts, the batch, an objective."""
+    """The planner's form: a model, a node template and node counts, the batch, the
+    constraints (margin, budget, minimum batch, allowed strategies and offload tiers), an
+    objective. A list left empty is the engine's default (``simulation.planner.parse_spec``)."""
 
     OBJECTIVES = [("step_time", "Shortest step time"),
                   ("cost_per_million_tokens", "Lowest cost per million tokens"),
@@ -31,6 +36,18 @@ class PlanForm(forms.Form):
                                         help_text="Optional")
     memory_margin = forms.FloatField(min_value=0, max_value=0.9, initial=0.05, label="Memory margin",
                                      help_text="Fraction of each tier kept free, e.g. 0.05")
+    min_global_batch_size = forms.IntegerField(min_value=1, max_value=1_000_000_000, required=False,
+                                               label="Minimum global batch",
+                                               help_text="Optional; sequences per step")
+    strategies = forms.MultipleChoiceField(choices=[(k, k) for k in STRATEGY_KINDS], initial=list(DEFAULT_STRATEGIES),
+                                           required=False, label="Allowed strategies",
+                                           help_text="None picked: " + ", ".join(DEFAULT_STRATEGIES))
+    offload_optimizer = forms.MultipleChoiceField(choices=[(k, k) for k in OFFLOAD_TARGETS], initial=["none"],
+                                                  required=False, label="Optimizer offload tiers",
+                                                  help_text="None picked: none (kept on the GPU)")
+    offload_params = forms.MultipleChoiceField(choices=[(k, k) for k in OFFLOAD_TARGETS], initial=["none"],
+                                               required=False, label="Parameter offload tiers",
+                                               help_text="None picked: none (kept on the GPU)")
     objective = forms.ChoiceField(choices=OBJECTIVES, initial="step_time", label="Objective")
 
     # Where an engine error's field lands on this form.
@@ -40,7 +57,17 @@ class PlanForm(forms.Form):
                        "spec.training.seq_len": "seq_len", "spec.training.global_batch_size": "global_batch_size",
                        "spec.training.total_tokens": "total_tokens",
                        "spec.constraints.max_usd_per_hour": "max_usd_per_hour",
-                       "spec.constraints.memory_margin": "memory_margin", "spec.objective": "objective"}
+                       "spec.constraints.memory_margin": "memory_margin",
+                       "spec.constraints.min_global_batch_size": "min_global_batch_size",
+                       "spec.objective": "objective"}
+
+    @classmethod
+    def _space_field(cls, field: str):
+        """``spec.space.strategies.2`` -> ``strategies`` (a list's item lands on its list)."""
+        for name in ("strategies", "offload_optimizer", "offload_params"):
+            if field == f"spec.space.{name}" or field.startswith(f"spec.space.{name}."):
+                return name
+        return None
 
     def __init__(self, *args, models=(), nodes=(), profiles=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -50,7 +77,7 @@ class PlanForm(forms.Form):
 
     @classmethod
     def field_for_error(cls, field: str):
-        return cls.FIELD_FOR_ERROR.get(field)
+        return cls.FIELD_FOR_ERROR.get(field) or cls._space_field(field)
 
     def spec(self) -> dict:
         d = self.cleaned_data
@@ -60,8 +87,14 @@ class PlanForm(forms.Form):
         constraints = {"memory_margin": d["memory_margin"]}
         if d.get("max_usd_per_hour") is not None:
             constraints["max_usd_per_hour"] = d["max_usd_per_hour"]
+        if d.get("min_global_batch_size") is not None:
+            constraints["min_global_batch_size"] = d["min_global_batch_size"]
+        space = {k: list(d[k]) for k in ("strategies", "offload_optimizer", "offload_params") if d.get(k)}
         cluster = {"node": d["node"], "num_nodes": {"min": d["min_nodes"], "max": d["max_nodes"]}}
         if d.get("profile") is not None:
             cluster["profile"] = d["profile"]
-        return {"model": d["model"], "cluster": cluster,
-                "training": training, "constraints": constraints, "objective": d["objective"]}
+        out = {"model": d["model"], "cluster": cluster,
+               "training": training, "constraints": constraints, "objective": d["objective"]}
+        if space:
+            out["space"] = space
+        return out
