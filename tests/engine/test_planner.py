@@ -509,3 +509,28 @@ def test_layout_index_by_hand():
     two = dict(DP1_SLICE, space=dict(DP1_SLICE["space"], checkpoint_target=["parallel_fs", "local_nvme"]))
     parsed = planner.parse_spec(two)       # the target varies fastest: i = ... x 6 + strategy x 2 + target
     assert [planner.layout_index(parsed, i) for i in range(7)] == [0, 1, 0, 1, 0, 1, 6]
+
+
+def test_checkpoint_interval_is_a_dimension_of_the_space():
+    """space.checkpoint_interval_s (null: Daly's optimum) under time_to_train: the search
+    equals brute force, each row's scenario carries its interval, its time to train is
+    total tokens / tokens per s / the goodput the engine reports for that scenario, and on
+    one layout Daly's interval trains sooner than one checkpoint a minute or one in ten
+    hours (Daly 2006: the waste C / tau + tau / 2M is least near sqrt(2 C M))."""
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
+            "training": {"seq_len": 4096, "global_batch_size": 64, "flash_attention": True, "total_tokens": 1e11},
+            "space": {"tensor_parallel": [1, 2], "pipeline_parallel": [1], "micro_batch_size": [1],
+                      "recompute": ["full"], "strategies": ["zero1"], "checkpoint_interval_s": [None, 60.0, 36000.0]},
+            "objective": "time_to_train", "top_k": 6}
+    got = planner.plan(spec)
+    assert _strip(got["top"]) == planner.brute_force(spec)["top"] and len(got["top"]) == 6
+    by_layout = {}
+    for r in got["top"]:
+        interval = r["choices"]["checkpoint_interval_s"]
+        assert r["scenario"]["checkpoint"].get("interval_s") == interval
+        rep = evaluate(Scenario.from_dict(r["scenario"]), detail=False).to_dict()
+        assert r["goodput"] == rep["checkpoint"]["goodput"]
+        assert r["time_to_train_s"] == pytest.approx(1e11 / r["tokens_per_s"] / r["goodput"], rel=1e-12)
+        by_layout.setdefault(r["choices"]["tensor_parallel"], {})[interval] = r["time_to_train_s"]
+    for times in by_layout.values():
+        assert times[None] < times[60.0] and times[None] < times[36000.0]

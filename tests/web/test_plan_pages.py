@@ -131,3 +131,18 @@ def test_candidates_equivalent_at_dp_1_show_as_one_row_naming_the_others(client_
     assert also and 'data-rank="10"' in html
     for r in also:
         assert f'<small class="plan-also">{escape(r["alternatives_message"])}</small>' in html
+
+
+def test_the_pareto_front_names_each_layout(client_owner):
+    """A point of the front says which configuration it is, not only its number."""
+    submit(client_owner)
+    plan = Plan.objects.get()
+    run_chunks(plan)
+    plan.refresh_from_db()
+    html = client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    for r in plan.result["pareto"]:
+        c = r["choices"]
+        assert (f'<li data-index="{r["index"]}">candidate {r["index"]} ({c["num_nodes"]} node'
+                f'{"s" if c["num_nodes"] != 1 else ""}, TP {c["tensor_parallel"]}, PP {c["pipeline_parallel"]}, '
+                f'DP {r["data_parallel"]}, micro batch {c["micro_batch_size"]}, {c["strategy"]}, '
+                f'recompute {c["recompute"]}): ') in html
