@@ -146,3 +146,24 @@ def test_the_pareto_front_names_each_layout(client_owner):
                 f'{"s" if c["num_nodes"] != 1 else ""}, TP {c["tensor_parallel"]}, PP {c["pipeline_parallel"]}, '
                 f'DP {r["data_parallel"]}, micro batch {c["micro_batch_size"]}, {c["strategy"]}, '
                 f'recompute {c["recompute"]}): ') in html
+
+
+def test_the_form_takes_a_gpu_count_or_tokens_per_step(client_owner):
+    """Issue #16's inputs: a GPU count instead of the node range, tokens per step instead
+    of the global batch (the engine turns them into one node of 4 GPUs and 32 sequences of
+    2,048 tokens); a GPU count that is no multiple of a node, or neither batch, is shown on
+    its field."""
+    r = submit(client_owner, num_gpus=4, seq_len=2048, global_batch_size="", tokens_per_step=2048 * 32)
+    assert r.status_code == 302, r.content.decode()[:3000]
+    spec = Plan.objects.get().spec
+    assert spec["cluster"] == {"node": "dgx-h100", "num_gpus": 4}
+    assert spec["training"]["tokens_per_step"] == 65536 and "global_batch_size" not in spec["training"]
+    from simulation import planner
+    parsed = planner.parse_spec(spec)
+    assert parsed["node_counts"] == [1] and parsed["cluster"]["gpus_per_node"] == 4
+    assert parsed["training"]["global_batch_size"] == 32
+    r = submit(client_owner, num_gpus=12)
+    assert r.status_code == 200 and 'id="error-num_gpus"' in r.content.decode()
+    r = submit(client_owner, global_batch_size="")
+    assert r.status_code == 200 and 'id="error-global_batch_size"' in r.content.decode()
+    assert Plan.objects.count() == 1
