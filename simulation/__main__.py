@@ -81,7 +81,8 @@ def _plan_text(out: dict) -> str:
                      f"recompute {c['recompute']} offload {c['offload_optimizer']}/{c['offload_params']}: "
                      f"step {r['step_time_s']:.3g} s"
                      + (f", {cost:.3g} USD per M tokens" if cost is not None else "")
-                     + f"\n       bottleneck: {r['bottleneck_message']}")
+                     + f"\n       bottleneck: {r['bottleneck_message']}"
+                     + (f"\n       {r['alternatives_message']}" if r.get("alternatives_message") else ""))
     lines.append("Pareto front (step time, USD per M tokens): " + ", ".join(
         f"#{r['index']} {r['step_time_s']:.3g} s / "
         + (f"{r['usd_per_million_tokens']:.3g}" if r["usd_per_million_tokens"] is not None else "-")

@@ -59,7 +59,15 @@ of step time against cost per million tokens; every other one is ``dominated`` t
 cannot be in the merged answer (the global top-k and front are subsets of the chunks'), so
 :func:`merge` of any split of the space into chunks equals :func:`plan`, and both equal
 :func:`brute_force` (every candidate simulated) on top k, front and feasible count (tests).
-Ties are broken by the candidate index, which makes the answer deterministic.
+A ranked entry is a *class* of equivalent candidates: the same layout (every choice but the
+strategy section's: strategy, offload tiers, prefetch depth) at exactly the same objective,
+step time and cost. At data-parallel degree 1, for one, ZeRO-1/2/3, Megatron's distributed
+optimizer, DDP and FSDP shard nothing and the step model gives them the same step (their
+memory still differs: each framework's own buffers); the class is ranked once, named by its
+first candidate, and lists the others as ``alternatives`` with their HBM, so the top k are
+k different answers (:func:`_classes`). Classes are ranked by objective, step time, cost,
+then the layout's index (:func:`layout_index`): a class's key is the same in every chunk
+that holds some of it, which is what makes the merge exact.
 
 Objectives: ``step_time`` (s), ``cost_per_million_tokens`` (USD), ``time_to_train``
 (``total_tokens`` / tokens per s / checkpoint goodput: checkpoint stalls, lost work and
@@ -91,6 +99,8 @@ PLAN_SCHEMA = 1
 # in about 4 minutes on 2 cores (bench/bench_planner.py, README "Planner")
 MAX_CANDIDATES = 200_000
 MAX_TOP_K = 100
+# the strategies a spec that lists none searches (space.strategies)
+DEFAULT_STRATEGIES = ("megatron_dist_opt", "zero1", "zero3")
 MAX_NODE_COUNTS = 64
 OBJECTIVES = ("step_time", "cost_per_million_tokens", "time_to_train", "cost_to_train")
 REASONS = ("indivisible", "invalid_combination", "over_work_cap", "over_budget",
@@ -122,6 +132,8 @@ _TOP = {"schema", "name", "model", "cluster", "training", "constraints", "space"
         "top_k", "checkpoint", "strategy", "runtime", "convention"}
 _PLAN_TRAINING = {"total_tokens", "tokens_per_step"}
 # set by the space, not by the base training section
+# the strategy section's dimensions: a class's members differ in these alone (layout_index)
+_STRATEGY_DIMS = ("strategies", "offload_optimizer", "offload_params", "prefetch_depth")
 _SPACE_TRAINING = {"tensor_parallel", "pipeline_parallel", "interleave_stages", "micro_batch_size",
                    "recompute"}
 
@@ -281,7 +293,7 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
         interleave_stages=_list(s, "interleave_stages", "space", [1], _whole(1, 1000)),
         micro_batch_size=_list(s, "micro_batch_size", "space", [1, 2, 4], _whole(1, 1_000_000)),
         recompute=_list(s, "recompute", "space", list(RECOMPUTE), _one_of(RECOMPUTE)),
-        strategies=_list(s, "strategies", "space", ["megatron_dist_opt", "zero1", "zero3"],
+        strategies=_list(s, "strategies", "space", list(DEFAULT_STRATEGIES),
                          _one_of(STRATEGY_KINDS)),
         offload_optimizer=_list(s, "offload_optimizer", "space", ["none"], _one_of(OFFLOAD_TARGETS)),
         offload_params=_list(s, "offload_params", "space", ["none"], _one_of(OFFLOAD_TARGETS)),
@@ -576,7 +588,8 @@ def _row(spec: dict, out: dict, sc: Scenario) -> dict:
     cost = r.get("cost", {})
     goodput = (r.get("checkpoint") or {}).get("goodput")
     ttt = spec["total_tokens"] / tps / (goodput or 1.0) if spec["total_tokens"] and tps else None
-    row = dict(out, status="feasible", message="", data_parallel=r["parallelism"]["data_parallel"],
+    row = dict(out, status="feasible", message="", layout_index=layout_index(spec, out["index"]),
+               data_parallel=r["parallelism"]["data_parallel"],
                global_batch_size=r["parallelism"]["global_batch_size"],
                grad_accumulation_steps=r["parallelism"]["grad_accumulation_steps"],
                step_time_s=step["time_s"], tokens_per_s=tps, mfu=r.get("mfu"),
@@ -634,8 +647,58 @@ def _over_message(r: dict, tier: str, margin: float) -> str:
 
 
 # ------------------------------------------------------------------ ranking
+def layout_index(spec: dict, index: int) -> int:
+    """Candidate ``index`` with its strategy-section choices (strategy, offload tiers,
+    prefetch depth: four consecutive digits of the mixed radix of :func:`candidate`) at
+    their first values: the same number for every candidate of one layout."""
+    space = spec["space"]
+    inner = len(space["checkpoint_target"]) * len(space["checkpoint_interval_s"])
+    block = inner * math.prod(len(space[k]) for k in _STRATEGY_DIMS)
+    return index - index % block + index % inner
+
+
 def _rank_key(row: dict) -> tuple:
-    return (row["objective"], row["step_time_s"], row["index"])
+    """A feasible row's class (and its rank: smaller is better): objective, step time,
+    cost per million tokens, layout. Rows of one layout at the same figures share it."""
+    return (row["objective"], row["step_time_s"], _cost(row), row.get("layout_index", row["index"]))
+
+
+def _classes(rows: list[dict]) -> list[list[dict]]:
+    """Feasible rows grouped by :func:`_rank_key`, best class first, each by index."""
+    groups: dict = {}
+    for r in sorted(rows, key=lambda r: r["index"]):
+        groups.setdefault(_rank_key(r), []).append(r)
+    return [groups[k] for k in sorted(groups)]
+
+
+def _alternative_name(first: dict, other: dict) -> str:
+    """What ``other`` changes in ``first``'s strategy section, in words: "zero3",
+    "zero1, prefetch 2", "zero_offload, optimizer on cpu"."""
+    a, b = first["choices"], other["choices"]
+    words = [b["strategy"]] if b["strategy"] != a["strategy"] else []
+    if b["offload_optimizer"] != a["offload_optimizer"]:
+        words.append(f"optimizer on {b['offload_optimizer']}")
+    if b["offload_params"] != a["offload_params"]:
+        words.append(f"parameters on {b['offload_params']}")
+    if b["prefetch_depth"] != a["prefetch_depth"]:
+        words.append(f"prefetch {b['prefetch_depth']}")
+    return ", ".join(words)
+
+
+def _entry(members: list[dict]) -> dict:
+    """One ranked entry of a class: its first row, with the others as ``alternatives``
+    (``index``, ``choices``, ``name``, ``hbm_total_bytes``) and ``alternatives_message``
+    ("also: zero1 (57.7 GiB HBM), zero3 (61.9 GiB HBM) at the same step time and cost
+    (megatron_dist_opt: 60.7 GiB HBM)"),
+    empty for a class of one."""
+    first = members[0]
+    alts = [dict(index=r["index"], choices=r["choices"], name=_alternative_name(first, r),
+                 hbm_total_bytes=r["hbm_total_bytes"]) for r in members[1:]]
+    gib = lambda b: f"{b / 2**30:,.1f} GiB HBM"  # noqa: E731
+    msg = ("also: " + ", ".join(f"{a['name']} ({gib(a['hbm_total_bytes'])})" for a in alts)
+           + f" at the same step time and cost ({first['choices']['strategy']}: {gib(first['hbm_total_bytes'])})"
+           if alts else "")
+    return dict(first, alternatives=alts, alternatives_message=msg)
 
 
 def pareto_front(rows: list[dict]) -> list[dict]:
@@ -658,9 +721,17 @@ def _cost(r: dict) -> float:
 
 
 def _keep(spec: dict, rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """``(top_k, front)`` of feasible rows; the union is all a merge needs."""
-    top = sorted(rows, key=_rank_key)[:spec["top_k"]]
+    """``(top_k, front)`` of feasible rows: the k best classes as entries (:func:`_entry`)
+    and the Pareto front's rows."""
+    top = [_entry(c) for c in _classes(rows)[:spec["top_k"]]]
     return top, pareto_front(rows)
+
+
+def _kept_rows(spec: dict, rows: list[dict]) -> list[dict]:
+    """What a chunk hands to the merge: every row of its k best classes and its front."""
+    kept = {r["index"]: r for c in _classes(rows)[:spec["top_k"]] for r in c}
+    kept.update((r["index"], r) for r in pareto_front(rows))
+    return [kept[i] for i in sorted(kept)]
 
 
 def _empty_counts() -> dict:
@@ -692,11 +763,10 @@ def plan_chunk(spec: dict, chunk_index: int = 0, n_chunks: int = 1, prune: bool 
     examples = {}
     for status, (_i, msg) in s.first.items():
         examples[status] = _screen_message(*msg, lookups) if isinstance(msg, tuple) else msg
-    kept = {r["index"]: r for r in s.top + s.front}
+    kept = _kept_rows(spec, [r for k in s.top for r in s.members[k]] + s.front)
     return dict(chunk=chunk_index, n_chunks=n_chunks, candidates=hi - lo, done=hi - lo,
                 feasible=s.feasible, rejected=s.counts, examples=examples,
-                dominated=s.feasible - len(kept), simulated=s.simulated,
-                kept=[kept[i] for i in sorted(kept)])
+                dominated=s.feasible - len(kept), simulated=s.simulated, kept=kept)
 
 
 def _exhaustive_chunk(spec, chunk_index, n_chunks, lo, hi, progress, every, lookups) -> dict:
@@ -715,12 +785,10 @@ def _exhaustive_chunk(spec, chunk_index, n_chunks, lo, hi, progress, every, look
             examples.setdefault(st, row["message"])
         if progress and (k + 1) % every == 0:
             progress(dict(done=k + 1, feasible=len(feasible), best=_brief(best)))
-    top, front = _keep(spec, feasible)
-    kept = {r["index"]: r for r in top + front}
+    kept = _kept_rows(spec, feasible)
     return dict(chunk=chunk_index, n_chunks=n_chunks, candidates=hi - lo, done=hi - lo,
                 feasible=len(feasible), rejected=counts, examples=examples,
-                dominated=len(feasible) - len(kept), simulated=len(feasible),
-                kept=[kept[i] for i in sorted(kept)])
+                dominated=len(feasible) - len(kept), simulated=len(feasible), kept=kept)
 
 
 # ------------------------------------------------------------------ the fast search
@@ -944,7 +1012,8 @@ class _Search:
     def __init__(self, spec: dict, lookups: dict):
         self.spec, self.lookups, self.k = spec, lookups, spec["top_k"]
         self.counts, self.first = _empty_counts(), {}
-        self.top: list = []          # sorted by _rank_key, at most k
+        self.top: list = []          # the k best classes' _rank_key, sorted
+        self.members: dict = {}      # _rank_key of a class in top -> its rows
         self.front: list = []        # the Pareto front of the rows simulated so far
         self.fits = self.simulated = self.pruned = self.failed = 0
         self.kept_rows: dict = {}
@@ -996,7 +1065,7 @@ class _Search:
         neither in the top k (k rows already rank strictly better) nor on the front (a row
         is better in one of step time and cost and no worse in the other)."""
         lo = 1 - _SLACK
-        if len(self.top) < self.k or not self.top[-1]["objective"] < obj * lo:
+        if len(self.top) < self.k or not self.top[-1][0] < obj * lo:
             return False
         s, c = step_s * lo, cost * lo
         for f in self.front:
@@ -1007,8 +1076,9 @@ class _Search:
 
     def outranked(self, obj: float, step_s: float, cost: float, index: int) -> bool:
         """True when a row of exactly these figures and index would be neither in the top
-        k nor on the front (a row at the same point with a lower index is kept instead)."""
-        if len(self.top) < self.k or not _rank_key(self.top[-1]) < (obj, step_s, index):
+        k classes nor on the front (a row at the same point with a lower index is kept
+        instead)."""
+        if len(self.top) < self.k or not self.top[-1] < (obj, step_s, cost, layout_index(self.spec, index)):
             return False
         for f in self.front:
             fs, fc = f["step_time_s"], _cost(f)
@@ -1050,8 +1120,13 @@ class _Search:
             if twins is not None and key not in twins:
                 twins[key] = (row["objective"], row["step_time_s"], _cost(row))
             rank = _rank_key(row)
-            if len(self.top) < self.k or rank < _rank_key(self.top[-1]):
-                bisect.insort(self.top, row, key=_rank_key)
+            if rank in self.members:                 # one more of a class in the top k
+                self.members[rank].append(row)
+            elif len(self.top) < self.k or rank < self.top[-1]:
+                bisect.insort(self.top, rank)
+                self.members[rank] = [row]
+                for gone in self.top[self.k:]:       # a class out of the top k never returns
+                    del self.members[gone]
                 del self.top[self.k:]
             self.front = pareto_front(self.front + [row])
 
@@ -1060,7 +1135,8 @@ class _Search:
         return self.fits - self.failed
 
     def progress(self, done: int) -> dict:
-        return dict(done=done, feasible=self.feasible, best=_brief(self.top[0] if self.top else None))
+        best = min(self.members[self.top[0]], key=lambda r: r["index"]) if self.top else None
+        return dict(done=done, feasible=self.feasible, best=_brief(best))
 
 
 def _screen_message(spec: dict, index: int, status: str, floor: float, lookups: dict) -> str:
@@ -1117,7 +1193,8 @@ def _search_chunk(spec: dict, lo: int, hi: int, progress, every: int, lookups: d
 def _brief(row: dict | None) -> dict | None:
     if row is None:
         return None
-    return dict(index=row["index"], choices=row["choices"], objective=row["objective"],
+    return dict(index=row["index"], layout_index=row.get("layout_index", row["index"]),
+                choices=row["choices"], objective=row["objective"],
                 step_time_s=row["step_time_s"], usd_per_million_tokens=row["usd_per_million_tokens"])
 
 
@@ -1148,7 +1225,8 @@ def merge(spec: dict, chunks: list[dict], **lookups) -> dict:
         r["on_pareto_front"] = r["index"] in on_front
     return dict(objective=spec["objective"], candidates=spec["num_candidates"], done=done,
                 feasible=feasible, rejected=counts, examples=examples,
-                dominated=feasible - len({r["index"] for r in top} | on_front),
+                dominated=feasible - len({i for r in top for i in [r["index"]]
+                                          + [a["index"] for a in r["alternatives"]]} | on_front),
                 top=top, pareto=front, best=top[0] if top else None)
 
 
@@ -1176,5 +1254,5 @@ def plan_chunks(spec: dict, n_chunks: int, **lookups) -> list[tuple[int, int]]:
 
 
 __all__ = ["MAX_CANDIDATES", "OBJECTIVES", "REASONS", "brute_force", "candidate",
-           "evaluate_candidate", "hbm_lower_bound_bytes", "merge", "pareto_front", "parse_spec",
+           "evaluate_candidate", "hbm_lower_bound_bytes", "layout_index", "merge", "pareto_front", "parse_spec",
            "plan", "plan_chunk", "plan_chunks"]

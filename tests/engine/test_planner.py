@@ -59,7 +59,7 @@ def test_plan_equals_brute_force_on_a_small_space(small_plan, small_brute):
 def test_top_rows_are_ranked_and_explained(small_plan):
     top = small_plan["top"]
     assert [r["rank"] for r in top] == list(range(1, len(top) + 1))
-    keys = [(r["objective"], r["step_time_s"], r["index"]) for r in top]
+    keys = [planner._rank_key(r) for r in top]
     assert keys == sorted(keys)
     for r in top:
         assert r["bottleneck_message"] and r["bottleneck"]
@@ -418,3 +418,119 @@ def test_pareto_front_by_hand():
     assert [r["index"] for r in planner.pareto_front(rows)] == [0, 1, 4]
     no_price = [dict(index=i, step_time_s=t, usd_per_million_tokens=None) for i, t in enumerate([2, 1, 1])]
     assert [r["index"] for r in planner.pareto_front(no_price)] == [1]
+
+
+# ------------------------------------------------------------------ equivalent candidates
+# the planner page's default question (the form's spec): Llama-2-70B on 1 to 4 DGX H100
+LLAMA70_ON_4 = {"model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": {"min": 1, "max": 4}},
+                "training": {"seq_len": 4096, "global_batch_size": 512, "flash_attention": True},
+                "constraints": {"memory_margin": 0.05}, "objective": "step_time"}
+# a slice of it small enough to simulate every candidate: 4 nodes, TP 4, PP 4 (DP 2) or 8 (DP 1)
+DP1_SLICE = dict(LLAMA70_ON_4, cluster={"node": "dgx-h100", "num_nodes": 4},
+                 space={"tensor_parallel": [4], "pipeline_parallel": [4, 8], "micro_batch_size": [1],
+                        "recompute": ["none", "selective"],
+                        "strategies": ["megatron_dist_opt", "zero1", "zero3"]}, top_k=10)
+
+
+def _report(parsed, index):
+    return evaluate(Scenario.from_dict(planner.candidate(parsed, index)[1]), detail=False).to_dict()
+
+
+def test_strategies_that_coincide_at_dp_1_are_one_ranked_entry():
+    """At data-parallel degree 1 (TP 4 x PP 8 on 32 GPUs) ZeRO-1, ZeRO-3 and Megatron's
+    distributed optimizer shard nothing: the engine's reports give them the same step (every
+    term of the breakdown) and cost, and different HBM (each framework's own buffers). The
+    planner ranks such a class once, named by its first candidate, listing the others with
+    their HBM; the top 10 are 10 different (layout, step, cost). Before, ranks 3 to 5 were
+    the same layout three times."""
+    parsed = planner.parse_spec(LLAMA70_ON_4)
+    top = planner.plan(LLAMA70_ON_4)["top"]
+    assert len(top) == 10
+    points = {(planner.layout_index(parsed, r["index"]), r["step_time_s"], r["usd_per_million_tokens"])
+              for r in top}
+    assert len(points) == 10
+    dp1 = [r for r in top if r["data_parallel"] == 1]
+    assert dp1 and all(r["alternatives"] for r in dp1)
+    for r in dp1:
+        assert sorted([r["choices"]["strategy"]] + [a["name"] for a in r["alternatives"]]) == \
+            ["megatron_dist_opt", "zero1", "zero3"]
+        first = _report(parsed, r["index"])
+        hbm = set()
+        for a in r["alternatives"]:
+            assert {k: v for k, v in a["choices"].items() if k != "strategy"} == \
+                {k: v for k, v in r["choices"].items() if k != "strategy"}
+            rep = _report(parsed, a["index"])
+            assert rep["step"]["time_s"] == first["step"]["time_s"] == r["step_time_s"]
+            assert rep["step"]["breakdown_s"] == first["step"]["breakdown_s"]
+            assert rep["cost"]["usd_per_million_tokens"] == first["cost"]["usd_per_million_tokens"]
+            assert a["hbm_total_bytes"] == rep["memory"]["per_gpu"]["hbm"]["total_bytes"]
+            hbm.add(a["hbm_total_bytes"])
+        assert len(hbm | {r["hbm_total_bytes"]}) == 3          # the memory is not the same
+        assert r["alternatives_message"].startswith("also: zero1 (")
+        assert "at the same step time and cost (megatron_dist_opt: " in r["alternatives_message"]
+    # a layout at DP 2 keeps its strategies apart: their steps differ (gradient traffic)
+    assert all(not r["alternatives"] for r in top if r["data_parallel"] > 1)
+
+
+def test_collapsed_ranking_against_every_candidate_simulated():
+    """On a slice small enough for every candidate to be simulated one by one: the best
+    entry's objective is the minimum over every feasible candidate (the optimum unchanged),
+    the entries are exactly the distinct (layout, step, cost) of the feasible candidates,
+    each class's members all listed, and the search and every split into chunks (one
+    candidate a chunk cuts each class apart) give brute force's answer."""
+    parsed = planner.parse_spec(DP1_SLICE)
+    rows = [planner.evaluate_candidate(parsed, i, prune=False) for i in range(parsed["num_candidates"])]
+    ok = [r for r in rows if r["status"] == "feasible"]
+    classes = {}
+    for r in ok:
+        classes.setdefault((r["layout_index"], r["step_time_s"], r["usd_per_million_tokens"]), []).append(r["index"])
+    assert len(ok) == 12 and len(classes) < len(ok)          # TP 4 x PP 8 x 3 strategies coincide
+    got = planner.plan(DP1_SLICE)
+    assert got["best"]["objective"] == min(r["objective"] for r in ok)
+    assert len(got["top"]) == len(classes)
+    for e in got["top"]:
+        members = classes[(e["layout_index"], e["step_time_s"], e["usd_per_million_tokens"])]
+        assert [e["index"]] + [a["index"] for a in e["alternatives"]] == sorted(members)
+    assert _strip(got["top"]) == planner.brute_force(DP1_SLICE)["top"]
+    n = parsed["num_candidates"]
+    assert planner.merge(DP1_SLICE, [planner.plan_chunk(DP1_SLICE, k, n) for k in range(n)]) == got
+    assert got["dominated"] == 0                            # every feasible candidate is listed
+
+
+def test_layout_index_by_hand():
+    """DP1_SLICE's space: TP [4] x PP [4, 8] x v [1] x mb [1] x recompute [none, selective]
+    x strategies [3] x offloads [1] x [1] x prefetch [1] x checkpoint target [1] x interval
+    [1]: candidate i = (pp x 2 + recompute) x 3 + strategy, so the layout index of i is
+    i - i % 3 (i = 7: PP 8, none, zero1 -> 6)."""
+    parsed = planner.parse_spec(DP1_SLICE)
+    assert [planner.layout_index(parsed, i) for i in range(12)] == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 9]
+    c, _ = planner.candidate(parsed, 7)
+    assert (c["pipeline_parallel"], c["recompute"], c["strategy"]) == (8, "none", "zero1")
+    two = dict(DP1_SLICE, space=dict(DP1_SLICE["space"], checkpoint_target=["parallel_fs", "local_nvme"]))
+    parsed = planner.parse_spec(two)       # the target varies fastest: i = ... x 6 + strategy x 2 + target
+    assert [planner.layout_index(parsed, i) for i in range(7)] == [0, 1, 0, 1, 0, 1, 6]
+
+
+def test_checkpoint_interval_is_a_dimension_of_the_space():
+    """space.checkpoint_interval_s (null: Daly's optimum) under time_to_train: the search
+    equals brute force, each row's scenario carries its interval, its time to train is
+    total tokens / tokens per s / the goodput the engine reports for that scenario, and on
+    one layout Daly's interval trains sooner than one checkpoint a minute or one in ten
+    hours (Daly 2006: the waste C / tau + tau / 2M is least near sqrt(2 C M))."""
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
+            "training": {"seq_len": 4096, "global_batch_size": 64, "flash_attention": True, "total_tokens": 1e11},
+            "space": {"tensor_parallel": [1, 2], "pipeline_parallel": [1], "micro_batch_size": [1],
+                      "recompute": ["full"], "strategies": ["zero1"], "checkpoint_interval_s": [None, 60.0, 36000.0]},
+            "objective": "time_to_train", "top_k": 6}
+    got = planner.plan(spec)
+    assert _strip(got["top"]) == planner.brute_force(spec)["top"] and len(got["top"]) == 6
+    by_layout = {}
+    for r in got["top"]:
+        interval = r["choices"]["checkpoint_interval_s"]
+        assert r["scenario"]["checkpoint"].get("interval_s") == interval
+        rep = evaluate(Scenario.from_dict(r["scenario"]), detail=False).to_dict()
+        assert r["goodput"] == rep["checkpoint"]["goodput"]
+        assert r["time_to_train_s"] == pytest.approx(1e11 / r["tokens_per_s"] / r["goodput"], rel=1e-12)
+        by_layout.setdefault(r["choices"]["tensor_parallel"], {})[interval] = r["time_to_train_s"]
+    for times in by_layout.values():
+        assert times[None] < times[60.0] and times[None] < times[36000.0]

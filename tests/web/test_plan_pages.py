@@ -90,3 +90,80 @@ def test_the_form_picks_a_cluster_profile_of_the_team_only(client_owner, owner, 
     r = submit(client_owner, profile=theirs.pk)          # not a choice of this form
     assert r.status_code == 200 and 'id="error-profile"' in r.content.decode()
     assert Plan.objects.count() == 1
+
+
+def test_the_form_sets_the_allowed_strategies_offload_tiers_and_minimum_batch(client_owner):
+    """The constraints of issue #16 on the page, not only in the API: the allowed
+    strategies and offload tiers become the space's lists, the minimum global batch a
+    constraint; left empty, the engine's defaults (the same space as before)."""
+    html = client_owner.get("/plans/new/").content.decode()
+    assert 'name="strategies"' in html and 'name="offload_optimizer"' in html
+    assert 'name="min_global_batch_size"' in html
+    assert '<option value="zero1" selected>' in html and '<option value="ddp">' in html
+    r = submit(client_owner, strategies=["zero3", "fsdp_full_shard"], offload_optimizer=["none", "cpu"],
+               offload_params=["none"], min_global_batch_size=128)
+    assert r.status_code == 302, r.content.decode()[:2000]
+    plan = Plan.objects.get()
+    assert plan.spec["space"] == {"strategies": ["zero3", "fsdp_full_shard"], "offload_optimizer": ["none", "cpu"],
+                                  "offload_params": ["none"]}
+    assert plan.spec["constraints"]["min_global_batch_size"] == 128
+    from simulation import planner
+    parsed = planner.parse_spec(plan.spec)
+    default = planner.parse_spec({**plan.spec, "space": {}})
+    assert parsed["num_candidates"] == default["num_candidates"] // 3 * 2 * 2     # 2 of 3 strategies, 2 tiers
+    run_chunks(plan)
+    plan.refresh_from_db()
+    assert plan.result["rejected"]["below_min_global_batch"] > 0    # the batch is 64 < 128: all refused
+    assert plan.result["feasible"] == 0 and "No candidate fits" in client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    r = submit(client_owner)                           # nothing picked: the engine's defaults
+    assert "space" not in Plan.objects.latest("pk").spec
+
+
+def test_candidates_equivalent_at_dp_1_show_as_one_row_naming_the_others(client_owner):
+    """Llama-2-70B on 1 to 4 DGX H100 (the newcomer's question): a layout at data-parallel
+    degree 1 is one row whose strategy cell names the strategies that give the same step."""
+    submit(client_owner, model="llama2-70b", max_nodes=4, global_batch_size=512)
+    plan = Plan.objects.get()
+    run_chunks(plan)
+    plan.refresh_from_db()
+    html = client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    also = [r for r in plan.result["top"] if r["alternatives"]]
+    assert also and 'data-rank="10"' in html
+    for r in also:
+        assert f'<small class="plan-also">{escape(r["alternatives_message"])}</small>' in html
+
+
+def test_the_pareto_front_names_each_layout(client_owner):
+    """A point of the front says which configuration it is, not only its number."""
+    submit(client_owner)
+    plan = Plan.objects.get()
+    run_chunks(plan)
+    plan.refresh_from_db()
+    html = client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    for r in plan.result["pareto"]:
+        c = r["choices"]
+        assert (f'<li data-index="{r["index"]}">candidate {r["index"]} ({c["num_nodes"]} node'
+                f'{"s" if c["num_nodes"] != 1 else ""}, TP {c["tensor_parallel"]}, PP {c["pipeline_parallel"]}, '
+                f'DP {r["data_parallel"]}, micro batch {c["micro_batch_size"]}, {c["strategy"]}, '
+                f'recompute {c["recompute"]}): ') in html
+
+
+def test_the_form_takes_a_gpu_count_or_tokens_per_step(client_owner):
+    """Issue #16's inputs: a GPU count instead of the node range, tokens per step instead
+    of the global batch (the engine turns them into one node of 4 GPUs and 32 sequences of
+    2,048 tokens); a GPU count that is no multiple of a node, or neither batch, is shown on
+    its field."""
+    r = submit(client_owner, num_gpus=4, seq_len=2048, global_batch_size="", tokens_per_step=2048 * 32)
+    assert r.status_code == 302, r.content.decode()[:3000]
+    spec = Plan.objects.get().spec
+    assert spec["cluster"] == {"node": "dgx-h100", "num_gpus": 4}
+    assert spec["training"]["tokens_per_step"] == 65536 and "global_batch_size" not in spec["training"]
+    from simulation import planner
+    parsed = planner.parse_spec(spec)
+    assert parsed["node_counts"] == [1] and parsed["cluster"]["gpus_per_node"] == 4
+    assert parsed["training"]["global_batch_size"] == 32
+    r = submit(client_owner, num_gpus=12)
+    assert r.status_code == 200 and 'id="error-num_gpus"' in r.content.decode()
+    r = submit(client_owner, global_batch_size="")
+    assert r.status_code == 200 and 'id="error-global_batch_size"' in r.content.decode()
+    assert Plan.objects.count() == 1

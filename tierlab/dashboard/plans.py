@@ -191,7 +191,7 @@ def _best_of(result: dict) -> dict | None:
     kept = result.get("kept") or []
     if not kept:
         return None
-    best = min(kept, key=lambda r: (r["objective"], r["step_time_s"], r["index"]))
+    best = min(kept, key=lambda r: (planner._rank_key(r), r["index"]))    # the engine's ranking
     return planner._brief(best)
 
 
@@ -292,7 +292,7 @@ def plan_payload(plan: Plan) -> dict:
     chunks = list(plan.chunks.all())
     done = sum(c.done for c in chunks)
     bests = [c.best for c in chunks if c.best]
-    best = min(bests, key=lambda b: (b["objective"], b["step_time_s"], b["index"])) if bests else None
+    best = min(bests, key=lambda b: (planner._rank_key(b), b["index"])) if bests else None
     return {
         "id": plan.pk, "name": plan.name, "owner": plan.owner.get_username(), "spec": plan.spec,
         "status": plan.status, "cancelled": plan.cancelled,

@@ -43,11 +43,13 @@ class PlanSerializer(serializers.Serializer):
     total_candidates = serializers.IntegerField()
     chunks = serializers.IntegerField(help_text="Celery tasks the space was split into")
     workers = serializers.ListField(child=serializers.CharField(), help_text="Workers that ran its chunks")
-    best_so_far = serializers.JSONField(allow_null=True, help_text="{index, choices, objective, step_time_s, "
-                                                                   "usd_per_million_tokens} or null")
+    best_so_far = serializers.JSONField(allow_null=True, help_text="{index, layout_index, choices, objective, "
+                                                                   "step_time_s, usd_per_million_tokens} or null")
     result = serializers.JSONField(allow_null=True, help_text=(
         "Once finished: {objective, candidates, feasible, rejected: {reason: count}, examples, dominated, "
-        "top: [ranked rows with choices, scenario, step_time_s, usd_per_million_tokens, bottleneck_message], "
+        "top: [ranked rows with choices, scenario, step_time_s, usd_per_million_tokens, bottleneck_message, "
+        "alternatives: [{index, choices, name, hbm_total_bytes}] (candidates of the same layout at the same step "
+        "time and cost, e.g. ZeRO stages at data-parallel degree 1), alternatives_message], "
         "pareto: [rows], best}"))
     error = serializers.CharField()
     engine_version = serializers.CharField()
