@@ -55,6 +55,7 @@ load phase when that is larger (it comes before training's states exist).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
@@ -276,6 +277,13 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _host_staging(add, sc, pc, lay, sb)
         _model_load(add, sc, pc, lay, sb)
     return parts
+
+
+def trained_params(sc: Scenario, pc: ParamCount) -> float:
+    """Parameters with gradients, optimizer states and a place in the checkpoint: all of
+    them, or under LoRA the adapters (:func:`simulation.lora.adapter_params`)."""
+    lora = sc.training.lora
+    return pc.total if lora is None else adapter_params(sc.model, lora)["total"]
 
 
 def trainable_fraction(sc: Scenario, pc: ParamCount) -> float:
@@ -562,7 +570,12 @@ def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes
     (``aten/src/ATen/core/CachingHostAllocator.h``): for tensor sizes spread evenly over
     the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes.
     """
-    for name, per_rank, note in _staging(sc.checkpoint, sc.cluster, pc, sb, lay):
+    if sc.training.lora is not None:     # the checkpoint holds the adapters only
+        pc = dataclasses.replace(pc, total=trained_params(sc, pc))
+        staged = _staging_parts(sc.checkpoint, sc.cluster, pc, sb, lay)
+    else:
+        staged = _staging(sc.checkpoint, sc.cluster, pc, sb, lay)
+    for name, per_rank, note in staged:
         add(name, "buffers", "ddr", per_rank, phase="checkpoint", note=note)
 
 

@@ -1,0 +1,191 @@
+"""LoRA (``training.lora``): adapter counts, memory and step time by hand.
+
+Sources: Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models" (Sec. 4.1:
+``r (d_in + d_out)`` parameters per adapted matrix; Sec. 4.2: no gradients or optimizer
+states for the frozen weights); PEFT ``peft/tuners/lora/layer.py`` (``Linear.forward``:
+``lora_B(lora_A(dropout(x)))``, ``nn.Identity`` without dropout).
+"""
+
+import pytest
+
+from simulation import evaluate_dict
+from simulation.compute import GPU_FIGURES, gemm_s, layer_times
+from simulation.errors import ScenarioError
+from simulation.lora import adapter_params
+from simulation.params import model_params
+from simulation.scenario import Scenario
+from simulation.step import layer_flops
+
+P7 = 6738415616            # Llama-2-7B, every parameter
+GIB = 2**30
+
+# A 24 GB GeForce card (RTX 4090): NVIDIA Ada Lovelace architecture whitepaper v2.02,
+# Appendix A Table 2: 24 GB GDDR6X at 1008 GB/s; dense FP16/BF16 tensor FLOPS with FP32
+# accumulate 165.2 T (half the 330.3 T headline, which is with FP16 accumulate); FP32
+# 82.6 T; PCIe 4.0 x16 (~25 GB/s), no NVLink.
+RTX4090 = {"name": "24 GB card (RTX 4090 figures)", "hbm_capacity_bytes": 24 * GIB,
+           "hbm_bytes_per_s": 1008e9, "peak_flops_bf16": 165.2e12, "peak_flops_fp32": 82.6e12,
+           "host_link_bytes_per_s": 25e9, "scaleup_bytes_per_s": 25e9}
+
+
+def scenario(lora=None, cluster=None, kind="ddp", **training):
+    tr = {"micro_batch_size": 1, "seq_len": 2048, "recompute": "none", **training}
+    if lora is not None:
+        tr["lora"] = lora
+    return {"model": {"preset": "llama2-7b"},
+            "cluster": cluster or {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 1},
+            "training": tr, "strategy": {"kind": kind}}
+
+
+def hbm_part(report, prefix):
+    hits = [p for p in report["memory"]["per_gpu"]["hbm"]["parts"] if p["name"].startswith(prefix)]
+    assert len(hits) == 1, [p["name"] for p in report["memory"]["per_gpu"]["hbm"]["parts"]]
+    return hits[0]["bytes"]
+
+
+def test_llama2_7b_r8_qv_has_peft_s_4_2_million_trainable_parameters():
+    sc = Scenario.from_dict(scenario({"rank": 8, "targets": ["q", "v"]}))
+    ad = adapter_params(sc.model, sc.training.lora)
+    # 32 layers x 2 matrices x r (4096 + 4096) = 32 x 2 x 65,536
+    assert ad["per_layer"] == 2 * 8 * (4096 + 4096)
+    assert ad["total"] == 4_194_304
+    # PEFT print_trainable_parameters for Llama-2-7B r=8 q_proj, v_proj: 0.0622 %
+    assert ad["total"] / P7 * 100 == pytest.approx(0.0622, abs=5e-5)
+
+
+def test_every_target_shape_by_hand():
+    sc = Scenario.from_dict(scenario({"rank": 4, "targets": ["q", "k", "v", "o", "gate", "up",
+                                                             "down", "embeddings"]}))
+    h, f, v, r = 4096, 11008, 32000, 4
+    per_layer = 4 * r * (h + h) + 3 * r * (h + f)        # MHA: k, v are h -> h
+    ad = adapter_params(sc.model, sc.training.lora)
+    assert ad["per_layer"] == per_layer
+    assert ad["embedding"] == r * (v + h)                 # lora_embedding_A r x V, B h x r
+    assert ad["total"] == 32 * per_layer + r * (v + h)
+
+
+@pytest.mark.parametrize("lora,field", [
+    ({"rank": 0}, "training.lora.rank"),
+    ({"rank": 2.5}, "training.lora.rank"),
+    ({"targets": ["q", "x"]}, "training.lora.targets[1]"),
+    ({"targets": []}, "training.lora.targets"),
+    ({"targets": ["q", "q"]}, "training.lora.targets"),
+    ({"dropout": 1.5}, "training.lora.dropout"),
+    ({"alpha": 0}, "training.lora.alpha"),
+    ({"bias": "all"}, "training.lora.bias"),
+    ("yes", "training.lora"),
+])
+def test_bad_lora_fields_are_named(lora, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(scenario(lora))
+    assert e.value.field == field
+
+
+def test_gate_needs_a_gated_mlp_and_lora_needs_the_architecture():
+    d = scenario({"targets": ["gate"]})
+    d["model"] = {"preset": "falcon-7b"}
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "training.lora.targets"
+    d = scenario({"targets": ["q"]})
+    d["model"] = {"num_params": 7e9, "num_layers": 32, "hidden_size": 4096}
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "training.lora"
+
+
+def test_lora_round_trips_through_to_dict():
+    sc = Scenario.from_dict(scenario({"rank": 16, "alpha": 32, "targets": ["v", "q"]}))
+    assert sc.to_dict()["training"]["lora"] == {"rank": 16, "alpha": 32.0, "dropout": 0.0,
+                                                "targets": ["q", "v"]}
+    assert Scenario.from_dict(sc.to_dict()) == sc
+    assert "lora" not in Scenario.from_dict(scenario()).to_dict()["training"]
+
+
+def test_memory_of_a_lora_run_by_hand():
+    """Llama-2-7B, r = 16 on q, k, v, o, lora_dropout 0.05, one H100, DDP, b = 1, s = 2048."""
+    r = evaluate_dict(scenario({"rank": 16, "targets": ["q", "k", "v", "o"], "dropout": 0.05}))
+    full = evaluate_dict(scenario())
+    n = 32 * 4 * 16 * (4096 + 4096)                       # 16,777,216 adapter parameters
+    hbm = r["memory"]["per_gpu"]["hbm"]
+    assert hbm_part(r, "bf16 frozen base parameters") == 2 * P7       # no grads, no master
+    assert hbm_part(r, "bf16 LoRA adapter parameters") == 2 * n
+    assert hbm["grads_bytes"] == 4 * n                    # fp32 main gradients, adapters only
+    assert hbm["optimizer_bytes"] == (4 + 8) * n          # fp32 master + Adam m, v
+    # adapter activations, per layer and target: lora_A's output b*s*r (2 B) for lora_B,
+    # and the adapter's own dropout output (2 B) and mask (1 B) of b*s*h for lora_A
+    per_target = 2048 * 16 * 2 + 2048 * 4096 * 3
+    assert hbm_part(r, "LoRA adapter activations") == 32 * 4 * per_target
+    # the base's stored activations are those of full fine-tuning
+    assert hbm_part(r, "activations (") == hbm_part(full, "activations (")
+    fh = full["memory"]["per_gpu"]["hbm"]
+    assert fh["grads_bytes"] == 4 * P7 and fh["optimizer_bytes"] == 12 * P7
+
+
+def test_without_dropout_the_adapters_save_only_the_rank_wide_intermediate():
+    r = evaluate_dict(scenario({"rank": 8, "targets": ["q", "v"]}))
+    # lora_A's input is the base layer's x itself (nn.Identity): only b*s*r (2 B) per target
+    assert hbm_part(r, "LoRA adapter activations") == 32 * 2 * 2048 * 8 * 2
+
+
+def test_frozen_backward_drops_the_weight_gradient_flops():
+    """Constant model: FLOPs of one Llama-2-7B layer, b = 1, s = 2048, r = 8 on q, v."""
+    full = Scenario.from_dict(scenario(compute_model="constant"))
+    lora = Scenario.from_dict(scenario({"rank": 8, "targets": ["q", "v"]}, compute_model="constant"))
+    pc = model_params(full.model)
+    ff, fl = layer_flops(full, pc), layer_flops(lora, pc)
+    tok = 2048
+    matmul = 4 * 4096 * 4096 + 3 * 4096 * 11008           # 202,375,168 weights per layer
+    adapter_fwd = 2 * tok * 2 * 8 * (4096 + 4096)         # 2 FLOPs x tokens x adapter params
+    assert fl["fwd"] == pytest.approx(ff["fwd"] + adapter_fwd)
+    # backward: data gradients only for the frozen weights (2 x matmul x tokens fewer),
+    # both gradients for the adapters
+    assert fl["bwd"] == pytest.approx(ff["bwd"] - 2 * matmul * tok + 2 * adapter_fwd)
+    assert fl["head_bwd"] == pytest.approx(ff["head_bwd"] / 2)     # the head is frozen too
+
+
+def test_frozen_backward_drops_the_weight_gradient_gemms_in_the_work_model():
+    full = Scenario.from_dict(scenario())
+    lora = Scenario.from_dict(scenario({"rank": 8, "targets": ["q", "v"]}))
+    pc = model_params(full.model)
+    tf, tl = layer_times(full, pc), layer_times(lora, pc)
+    g = GPU_FIGURES["h100-sxm5-80gb"]
+    hbm = 3350e9 * g.hbm_fraction
+    tok, h, f = 2048, 4096, 11008
+    # weight-gradient GEMMs (K x N by M) of QKV, O, gate+up, down that LoRA does not run
+    wgrad = (gemm_s(h, 3 * h, tok, g, hbm) + gemm_s(h, h, tok, g, hbm)
+             + gemm_s(h, 2 * f, tok, g, hbm) + gemm_s(f, h, tok, g, hbm))
+    # the adapters' GEMMs: x A^T (tok x 8 x h), then (tok x h x 8), for q and v; each
+    # forward, and backward with a data- and a weight-gradient GEMM
+    a_fwd = 2 * (gemm_s(tok, 8, h, g, hbm) + gemm_s(tok, h, 8, g, hbm))
+    a_bwd = 2 * (gemm_s(tok, h, 8, g, hbm) + gemm_s(h, 8, tok, g, hbm)
+                 + gemm_s(tok, 8, h, g, hbm) + gemm_s(8, h, tok, g, hbm))
+    assert tl["fwd_s"] == pytest.approx(tf["fwd_s"] + a_fwd)
+    assert tl["bwd_s"] == pytest.approx(tf["bwd_s"] - wgrad + a_bwd)
+    assert tf["bwd_s"] - tl["bwd_s"] > 0.3 * tf["bwd_s"] - tf["parts"]["attention"] * 3
+
+
+def test_lora_reduces_and_updates_only_the_adapters():
+    two = {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 8}
+    full = evaluate_dict(scenario(cluster=two))
+    lora = evaluate_dict(scenario({"rank": 8, "targets": ["q", "v"]}, cluster=two))
+    # all-reduce of 4.2M fp32 gradients, not 6.7B: the exposed communication and the
+    # optimizer step shrink by about the trainable share (0.06 %), plus fixed latencies
+    assert lora["step"]["optimizer_phase_s"] < 0.01 * full["step"]["optimizer_phase_s"]
+    assert lora["step"]["breakdown_s"]["exposed_comm"] < 0.1 * full["step"]["breakdown_s"]["exposed_comm"]
+
+
+def test_lora_fits_one_24_gb_card_where_full_fine_tuning_does_not():
+    # a workstation: one 24 GB card, 64 GB of host DDR
+    card = {"num_nodes": 1, "gpus_per_node": 1, "accelerator": RTX4090,
+            "tiers": {"ddr": {"capacity_bytes": 64e9, "read_bytes_per_s": 40e9,
+                                     "write_bytes_per_s": 40e9}}}
+    full = evaluate_dict(scenario(cluster=card, seq_len=1024, recompute="full"))
+    lora = evaluate_dict(scenario({"rank": 16, "alpha": 32, "targets": ["q", "k", "v", "o"]},
+                                  cluster=card, seq_len=1024, recompute="full"))
+    # full: (2 + 4 + 4 + 8) B x 6.74e9 = 121 GB of states alone; LoRA: 13.5 GB of frozen
+    # bf16 weights + 16.8M adapters x 18 B + activations + 1.5 GiB runtime
+    assert not full["fits"]
+    assert lora["fits"]
+    hbm = lora["memory"]["per_gpu"]["hbm"]["total_bytes"]
+    assert 2 * P7 < hbm < 24 * GIB
