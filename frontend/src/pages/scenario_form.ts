@@ -87,6 +87,10 @@ function mount(root: HTMLElement): void {
     flash: h("input", { type: "checkbox", role: "switch" }),
     seqParallel: h("input", { type: "checkbox", role: "switch" }),
     tp: integer({ required: true }),
+    loraRank: integer({ placeholder: PLACEHOLDERS["training.lora.rank"] }),
+    loraAlpha: decimal("training.lora.alpha", { min: 0 }),
+    loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
+    loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
     pp: integer({ required: true }),
     convention: select(CONVENTIONS),
     // advanced
@@ -261,6 +265,19 @@ function mount(root: HTMLElement): void {
         f("training.flash_attention", c.flash, { unit: "no s × s scores kept" }),
         f("training.sequence_parallel", c.seqParallel, { unit: "with tensor parallel" }),
         f("training.loss_kernel", c.lossKernel, { unit: "logits memory" }),
+      ),
+      grid(
+        f("training.lora.rank", c.loraRank, {
+          unit: "r; blank = full fine-tuning",
+          help: "LoRA (Hu et al. 2021): the base weights are frozen (no gradients, no optimizer states, no " +
+            "weight-gradient GEMMs); each target matrix gets r × (d_in + d_out) trainable parameters.",
+        }),
+        f("training.lora.alpha", c.loraAlpha, { unit: "scale α/r; no effect on memory or time" }),
+        f("training.lora.dropout", c.loraDropout, { unit: "0–1; > 0 keeps a copy of x per adapter" }),
+        f("training.lora.targets", c.loraTargets, {
+          unit: "q, k, v, o, gate, up, down, embeddings",
+          help: "The matrices that get adapters, separated by commas. Blank = q, v.",
+        }),
       ),
     ),
     h(
