@@ -64,6 +64,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
                        for tiers in (per_gpu, per_node) for s in tiers.values()])
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
+    if sc.training.lora is not None:
+        notes.append(LORA_NOTE)
 
     model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
@@ -122,6 +124,13 @@ def evaluate(sc: Scenario, include_step: bool = True,
                   verdict=perf.get("verdict", {}),
                   offload_bandwidth=_offload_bw(sc, lay) if include_step else {},
                   checkpoint=checkpoint, cost=_cost(sc, lay, perf))
+
+
+LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimizer states; "
+             "no weight-gradient GEMMs) and the adapters train with the scenario's precision and "
+             "optimizer. Stored activations are counted as for full fine-tuning plus the "
+             "adapters' (an upper bound: a frozen matmul's input is kept only where something "
+             "else needs it); model FLOPs and MFU keep 6 x parameters x tokens.")
 
 
 def _cost(sc: Scenario, lay, perf: dict) -> dict:

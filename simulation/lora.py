@@ -83,11 +83,20 @@ def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
         if t not in shapes:
             continue
         d_in, _, count = shapes[t]
-        per = tokens * lora.rank * act_bytes
+        n = _tokens(m, t, tokens)
+        per = n * lora.rank * act_bytes
         if lora.dropout > 0:
-            per += tokens * d_in / tensor_parallel * (act_bytes + 1)
+            per += n * d_in / tensor_parallel * (act_bytes + 1)
         total += count * per
     return total
+
+
+def _tokens(m, target: str, tokens: float) -> float:
+    """Tokens one copy of ``target`` sees: all of them, or for an expert's MLP matrix
+    ``tokens x top_k / experts`` (balanced routing, as ``compute.layer_times``)."""
+    if target in ("gate", "up", "down") and m.num_experts > 1:
+        return tokens * max(m.moe_top_k, 1) / m.num_experts
+    return tokens
 
 
 def adapter_gemms(m, lora: LoraSpec, tokens: float, tensor_parallel: int = 1) -> list:
@@ -102,5 +111,6 @@ def adapter_gemms(m, lora: LoraSpec, tokens: float, tensor_parallel: int = 1) ->
         if name not in shapes:
             continue
         d_in, d_out, count = shapes[name]
-        out += [(tokens, r, d_in / t, count), (tokens, d_out / t, r, count)]
+        n = _tokens(m, name, tokens)
+        out += [(n, r, d_in / t, count), (n, d_out / t, r, count)]
     return out

@@ -189,3 +189,32 @@ def test_lora_fits_one_24_gb_card_where_full_fine_tuning_does_not():
     assert lora["fits"]
     hbm = lora["memory"]["per_gpu"]["hbm"]["total_bytes"]
     assert 2 * P7 < hbm < 24 * GIB
+
+
+def test_a_moe_expert_adapter_sees_its_share_of_the_tokens():
+    """Mixtral 8x7B (top-2 of 8): an expert's w1 adapter sees b*s*2/8 tokens."""
+    d = scenario({"rank": 8, "targets": ["up"]})
+    d["model"] = {"preset": "mixtral-8x7b"}
+    sc = Scenario.from_dict(d)
+    from simulation.lora import adapter_gemms
+    gemms = adapter_gemms(sc.model, sc.training.lora, 2048)
+    assert gemms == [(512, 8, 4096, 8), (512, 14336, 8, 8)]    # 8 experts x (A, B)
+    assert adapter_params(sc.model, sc.training.lora)["per_layer"] == 8 * 8 * (4096 + 14336)
+
+
+def test_exports_say_lora_is_left_to_peft():
+    from simulation.export import deepspeed_config, fsdp_snippet
+    sc = Scenario.from_dict(scenario({"rank": 16, "alpha": 32, "targets": ["q", "v"]}, kind="zero2"))
+    note = [n for n in deepspeed_config(sc)["_tierlab_notes"] if n.startswith("LoRA")]
+    assert note and "LoraConfig(r=16, lora_alpha=32" in note[0] and "'q_proj', 'v_proj'" in note[0]
+    fs = Scenario.from_dict(scenario({"rank": 16, "targets": ["q", "v"]}, kind="fsdp_full_shard"))
+    assert "LoRA is not part of this config" in fsdp_snippet(fs)
+
+
+def test_a_lora_checkpoint_holds_the_adapters_only():
+    r = evaluate_dict(scenario({"rank": 8, "targets": ["q", "v"]}))
+    full = evaluate_dict(scenario())
+    # bf16 params + fp32 master + Adam m, v: 14 B per adapter parameter (4,194,304)
+    assert r["checkpoint"]["size_bytes"] == pytest.approx(14 * 4_194_304)
+    assert full["checkpoint"]["size_bytes"] == pytest.approx(14 * P7)
+    assert any(n.startswith("LoRA: the base is frozen") for n in r["notes"])
