@@ -630,7 +630,8 @@ function mount(root: HTMLElement): void {
     scheduleEstimate();
   });
   form.addEventListener("input", (e) => {
-    if ((e.target as Control).type === "number") scheduleEstimate();
+    // numbers and the LoRA target list re-estimate while typed (other text: name only)
+    if ((e.target as Control).type === "number" || e.target === c.loraTargets) scheduleEstimate();
   });
 
   exampleSelect.addEventListener("change", () => {
