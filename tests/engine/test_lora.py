@@ -240,3 +240,33 @@ def test_gpt3_175b_r4_qv_matches_the_lora_paper_s_memory_and_checkpoint_figures(
     states = (hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"]) * 16
     assert states == pytest.approx(350e9, rel=0.10)         # 2 B x 174.6e9 + 16 B x 18.9e6
     assert r["checkpoint"]["size_bytes"] == pytest.approx(35e6, rel=0.10)   # 2 B x 18.9e6 = 37.7 MB
+
+
+@pytest.mark.parametrize("kind", ["ddp", "zero1", "zero2", "zero3", "fsdp_full_shard"])
+def test_the_planner_s_hbm_floor_stays_under_the_lora_memory(kind):
+    """The planner drops a candidate whose HBM floor is over the card: under LoRA the floor
+    counts gradients and optimizer states on the adapters, not on the frozen base (else a
+    LoRA plan that fits would be rejected). Floor: 2 B x P7 / d (ZeRO-3/FSDP) + the adapters'
+    states + activations + runtime, at most the memory model's figure."""
+    from simulation import planner
+    from simulation.parallel import layout
+    two = {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 8}
+    d = scenario({"rank": 16, "targets": ["q", "k", "v", "o"]}, cluster=two, kind=kind)
+    sc = Scenario.from_dict(d)
+    floor = planner.hbm_lower_bound_bytes(sc, layout(sc))
+    total = evaluate_dict(d, include_step=False)["memory"]["per_gpu"]["hbm"]["total_bytes"]
+    assert floor <= total
+    shard = 8 if kind in ("zero3", "fsdp_full_shard") else 1
+    assert floor < 2 * P7 / shard + 20 * 16_777_216 + 40 * GIB      # not 16 B x P7
+
+
+def test_a_lora_plan_finds_the_single_card_fit():
+    from simulation import planner
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": [1]},
+            "training": {"seq_len": 2048, "global_batch_size": 8, "flash_attention": True,
+                         "total_tokens": 1e9, "lora": {"rank": 16, "targets": ["q", "v"]}},
+            "space": {"tensor_parallel": [1], "pipeline_parallel": [1], "micro_batch_size": [1],
+                      "recompute": ["none"], "strategies": ["ddp"], "offload_optimizer": ["none"]},
+            "objective": "step_time", "top_k": 1}
+    rows = planner.plan(spec)["top"]
+    assert rows, "LoRA Llama-2-7B with DDP fits an H100; full fine-tuning (18 B/param) does not"
