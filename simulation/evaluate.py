@@ -71,6 +71,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
                  largest_module_params=pc.largest_module, num_layers=sc.model.num_layers,
                  hidden_size=sc.model.hidden_size, exact_count=pc.exact)
+    if sc.training.lora is not None:      # LoRA: the adapters train, the base is frozen
+        model["trainable_params"] = trained_params(sc, pc)
     bpp = counted_bytes_per_param(counted)     # what the breakdown counts, before sharding
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,

@@ -223,6 +223,7 @@ def test_lora_inputs_make_a_7b_fit_and_a_bad_target_is_marked(page, live_url, us
     targets.fill("q, k, v, o")
     page.wait_for_selector("#live-estimate[data-fits='true']")
     assert targets.get_attribute("aria-invalid") is None
+    assert "LoRA: " in page.locator("#live-estimate").inner_text()     # trained share shown
     page.fill("input[name='name']", "issue 14 lora")
     page.click("#submit-scenario")
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))

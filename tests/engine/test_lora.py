@@ -218,6 +218,8 @@ def test_a_lora_checkpoint_holds_the_adapters_only():
     assert r["checkpoint"]["size_bytes"] == pytest.approx(14 * 4_194_304)
     assert full["checkpoint"]["size_bytes"] == pytest.approx(14 * P7)
     assert any(n.startswith("LoRA: the base is frozen") for n in r["notes"])
+    assert r["model"]["trainable_params"] == 4_194_304
+    assert "trainable_params" not in full["model"]
 
 
 def test_gpt3_175b_r4_qv_matches_the_lora_paper_s_memory_and_checkpoint_figures():

@@ -43,7 +43,7 @@ import {
   type FormValues,
 } from "../form/scenario";
 import { type Control, decimal, fillSelect, grid, integer, labelledFields, select } from "../form/fields";
-import { estimateNotesSummary, estimateStepSummary, estimateSummary } from "../report";
+import { estimateNotesSummary, estimateStepSummary, estimateSummary, trainableLine } from "../report";
 import { recsysForm } from "./recsys_form";
 import type { CatalogEntry, ClusterProfileEntry, Example, Report, Run, ScenarioJSON } from "../types";
 import { formatParams } from "../units";
@@ -559,7 +559,8 @@ function mount(root: HTMLElement): void {
         estimate,
         h("p", null, h("strong", null, report.fit_state === "tight" ? "⚠ " : report.fits ? "✓ " : "✗ "), "Live estimate: ", h("strong", { id: "estimate-summary" }, estimateSummary(report))),
         stepLine ? h("p", { id: "estimate-step" }, stepLine) : null,
-        params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}.`)) : null,
+        params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}` +
+          (report.model && trainableLine(report.model) ? `; ${trainableLine(report.model)}.` : "."))) : null,
         (report.violations ?? []).length > 1
           ? h("ul", null, (report.violations ?? []).map((v) => h("li", null, v.message)))
           : null,
