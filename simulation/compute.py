@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .lora import adapter_gemms
 from .memo import ByIdentity
 from .params import ParamCount
 from .scenario import Scenario
@@ -252,7 +253,17 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     e_tok = tok * top_k / experts if experts > 1 else tok
     gemms += [(e_tok, up_n, h, experts), (e_tok, h, f / t, experts)]
     g_fwd = sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gemms)
-    g_bwd = sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gemms)
+    lora = tr.lora
+    if lora is None:
+        g_bwd = sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gemms)
+    else:
+        # LoRA: the base matrices are frozen, their backward is the data gradient alone (no
+        # weight-gradient GEMM, Hu et al. 2021 Sec. 4.2); the adapters' small GEMMs
+        # (simulation/lora.py adapter_gemms) run forward and with both gradients backward.
+        g_bwd = sum(c * gemm_s(M, K, N, g, hbm) for M, N, K, c in gemms)
+        ad = adapter_gemms(m, lora, tok, t)
+        g_fwd += sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in ad)
+        g_bwd += sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in ad)
 
     st = PASSES[_stack(tr)]
     hidden = tok * h / (t if tr.sequence_parallel else 1)
@@ -303,7 +314,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     head = 0.0
     if v:
         hm = (tok, v / t, h)
-        head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + gemm_s(h, v / t, tok, g, hbm)
+        wgrad = gemm_s(h, v / t, tok, g, hbm) if lora is None else 0.0     # LoRA: frozen head
+        head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
                 parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))

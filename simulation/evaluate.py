@@ -12,7 +12,7 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries
+from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries, trained_params
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
@@ -64,11 +64,15 @@ def evaluate(sc: Scenario, include_step: bool = True,
                        for tiers in (per_gpu, per_node) for s in tiers.values()])
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
+    if sc.training.lora is not None:
+        notes.append(LORA_NOTE)
 
     model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
                  largest_module_params=pc.largest_module, num_layers=sc.model.num_layers,
                  hidden_size=sc.model.hidden_size, exact_count=pc.exact)
+    if sc.training.lora is not None:      # LoRA: the adapters train, the base is frozen
+        model["trainable_params"] = trained_params(sc, pc)
     bpp = counted_bytes_per_param(counted)     # what the breakdown counts, before sharding
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
@@ -124,6 +128,13 @@ def evaluate(sc: Scenario, include_step: bool = True,
                   checkpoint=checkpoint, cost=_cost(sc, lay, perf))
 
 
+LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimizer states; "
+             "no weight-gradient GEMMs) and the adapters train with the scenario's precision and "
+             "optimizer. Stored activations are counted as for full fine-tuning plus the "
+             "adapters' (an upper bound: a frozen matmul's input is kept only where something "
+             "else needs it); model FLOPs and MFU keep 6 x parameters x tokens.")
+
+
 def _cost(sc: Scenario, lay, perf: dict) -> dict:
     """Cluster price per hour and per million training tokens (when the step is known)."""
     price = sc.cluster.price_usd_per_node_hour
@@ -155,7 +166,9 @@ def _moe_designs(sc: Scenario, pc, lay, sb, compute_s: float) -> dict:
 def _checkpoint(sc: Scenario, spec, pc, lay, sb, step_s) -> dict:
     """Checkpoint size, stall, best interval and goodput of ``spec`` (the scenario's
     checkpoint section, or it without the Monte-Carlo) on this cluster's tiers."""
-    return evaluate_checkpoint(spec, num_params=pc.total, num_gpus=lay.num_gpus,
+    # LoRA: a checkpoint holds the adapters and their optimizer states (PEFT
+    # save_pretrained writes adapter_model.safetensors; the frozen base is not saved)
+    return evaluate_checkpoint(spec, num_params=trained_params(sc, pc), num_gpus=lay.num_gpus,
                                state_bytes_per_param=sb.to_dict(), step_time_s=step_s,
                                target=checkpoint_target(sc), **node_figures(sc))
 

@@ -28,6 +28,21 @@ from .errors import ScenarioError
 from .scenario import Scenario
 
 
+_PEFT_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj",
+                 "up": "up_proj", "down": "down_proj", "embeddings": "embed_tokens"}
+
+
+def _lora_note(lora) -> str:
+    """What a framework config cannot carry of ``training.lora``: the adapters are made
+    by PEFT before the model is wrapped (Llama module names)."""
+    targets = ", ".join(repr(_PEFT_MODULES[t]) for t in lora.targets)
+    alpha = f", lora_alpha={lora.alpha:g}" if lora.alpha is not None else ""
+    return (f"LoRA is not part of this config: apply it with PEFT before wrapping, "
+            f"peft.get_peft_model(model, LoraConfig(r={lora.rank}{alpha}, "
+            f"lora_dropout={lora.dropout:g}, target_modules=[{targets}])); the plan counts a "
+            "frozen base with gradients and optimizer states for the adapters only")
+
+
 def _need_transformer(sc: Scenario) -> None:
     if sc.model is None:
         raise ScenarioError("model", "framework configs are exported for transformer models; "
@@ -61,6 +76,8 @@ def deepspeed_config(sc: Scenario) -> dict:
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
     notes: list[str] = []
+    if tr.lora is not None:
+        notes.append(_lora_note(tr.lora))
     placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
                                            "plans memory and time, not the learning rate"}
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
@@ -155,6 +172,8 @@ def fsdp_snippet(sc: Scenario) -> str:
     strategy = _FSDP[st.kind]
     hybrid = strategy == "HYBRID_SHARD"
     notes: list[str] = []                       # what FSDP cannot express, for the docstring
+    if tr.lora is not None:
+        notes.append(_lora_note(tr.lora))
     if st.kind in _FSDP_KIND_NOTES:
         notes.append(_FSDP_KIND_NOTES[st.kind])
     if lay.tensor_parallel > 1 or lay.pipeline_parallel > 1:

@@ -55,10 +55,12 @@ load phase when that is larger (it comes before training's states exist).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
 from .loss import loss_bytes
+from .lora import adapter_activation_bytes, adapter_params
 from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
@@ -116,6 +118,13 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     realistic = sc.convention == "realistic"
     gpn = sc.cluster.gpus_per_node
     psi = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)   # params per MP rank
+    base_psi = psi
+    lora = tr.lora
+    if lora is not None:
+        # LoRA (simulation/lora.py): the base is frozen in its dtype, no gradients, no
+        # master copy, no optimizer states; gradients, master weights and moments below
+        # are the adapters' (psi: their count per model-parallel rank).
+        psi = adapter_params(sc.model, lora)["total"] / (lay.tensor_parallel * lay.pipeline_parallel)
     d = lay.shard_degree
     stage = st.zero_stage
     shard_note = f"sharded over {d} ranks" if d > 1 else "replicated on every rank"
@@ -126,6 +135,8 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         if per_rank_bytes <= 0:
             return
         if state is not None and counted is not None:
+            if lora is not None and state[0] != "params":     # per parameter of the model
+                state = (state[0], state[1], state[2] * psi / base_psi)
             counted.append((*state, tier))
         scale = 1 if tier == "hbm" else gpn          # node tiers hold every local rank's share
         parts.append(part(name, category, tier, per_rank_bytes * scale, phase, bpp, note))
@@ -140,10 +151,18 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # FSDP's sharded flat parameters keep the dtype the model was wrapped in: fp32 when
     # mixed precision is on (HF Accelerate upcasts a bf16-loaded model, "Upcasted low
     # precision parameters"), and then they double as the master weights.
-    fsdp_master = realistic and st.is_fsdp and sb.master_weights > 0
+    fsdp_master = realistic and st.is_fsdp and sb.master_weights > 0 and lora is None
 
     # ---- parameters
-    if fsdp_master:
+    if lora is not None:
+        add(f"{pdt} frozen base parameters" + (" (shard)" if p_div > 1 else ""), "params",
+            par_tier, sb.params * base_psi / p_div, sb.params / p_div,
+            note="LoRA: frozen, no gradients or optimizer states (Hu et al. 2021 Sec. 4.2)",
+            state=("params", pdt, sb.params))
+        add(f"{pdt} LoRA adapter parameters (r={lora.rank}: {', '.join(lora.targets)})",
+            "params", par_tier, sb.params * psi / p_div,
+            note=f"{psi:,.0f} trainable parameters per rank, r x (d_in + d_out) per matrix")
+    elif fsdp_master:
         add(f"{mdt} parameters (FSDP shard, also the master weights)", "params", par_tier,
             sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note,
             state=("params", mdt, sb.master_weights))
@@ -237,6 +256,18 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     else:
         add(f"activations ({layers_held:g} layers x {tr.recompute} recompute)",
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
+    if lora is not None:
+        ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+        per_layer = adapter_activation_bytes(sc.model, lora, tr.seq_len * tr.micro_batch_size,
+                                             ab, tr.tensor_parallel)
+        if tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
+            add("LoRA adapter activations (1 layer re-run in backward)", "activations", "hbm",
+                per_layer, phase="backward", note="lora_A outputs (and dropout copies)")
+        else:
+            add(f"LoRA adapter activations ({layers_held:g} layers)", "activations", "hbm",
+                per_layer * layers_held, phase="fwd_bwd",
+                note=f"{per_layer / 1e6:.2f} MB per layer: lora_A outputs (b x s x r)"
+                     + (" and each adapter's dropout output and mask" if lora.dropout else ""))
     if realistic:
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
 
@@ -246,6 +277,23 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _host_staging(add, sc, pc, lay, sb)
         _model_load(add, sc, pc, lay, sb)
     return parts
+
+
+def trained_params(sc: Scenario, pc: ParamCount) -> float:
+    """Parameters with gradients, optimizer states and a place in the checkpoint: all of
+    them, or under LoRA the adapters (:func:`simulation.lora.adapter_params`)."""
+    lora = sc.training.lora
+    return pc.total if lora is None else adapter_params(sc.model, lora)["total"]
+
+
+def trainable_fraction(sc: Scenario, pc: ParamCount) -> float:
+    """Share of the model's parameters that train: 1, or under LoRA the adapters' count
+    over the base's (:func:`simulation.lora.adapter_params`; Llama-2-7B r=8 q, v:
+    4,194,304 / 6,738,415,616)."""
+    lora = sc.training.lora
+    if lora is None or not pc.total:
+        return 1.0
+    return adapter_params(sc.model, lora)["total"] / pc.total
 
 
 def counted_bytes_per_param(counted: list) -> dict:
@@ -369,7 +417,8 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         add(f"unsharded parameters ({1 + st.prefetch_depth} FSDP units)", "buffers", "hbm",
             (1 + st.prefetch_depth) * unit * sb.params, phase="fwd_bwd",
             note="current unit + prefetched units, all-gathered")
-        add("unsharded gradients (1 FSDP unit)", "buffers", "hbm", unit * sb.grads,
+        add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
+            unit * sb.grads * trainable_fraction(sc, pc),
             phase="backward", note="before reduce-scatter")
     elif stage == 3:
         n, ahead = _ds_live_parameters(sc, pc, lay, unit, pipeline_stage)
@@ -493,19 +542,20 @@ def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateB
         emb = pc.embedding / tp          # tied: the head is the embedding
     if not m.has_architecture or head + emb <= 0:
         return
+    frozen = sc.training.lora is not None     # LoRA: embedding and head have no gradient
     if sc.strategy.is_fsdp:
         root = head + emb
         add("root FSDP unit gathered (embedding, final norm, output head)", "buffers", "hbm",
             root * sb.params, phase="fwd_bwd",
             note="not resharded after forward: held from forward through backward")
-        add("root FSDP unit unsharded gradient", "buffers", "hbm", root * sb.grads,
+        add("root FSDP unit unsharded gradient", "buffers", "hbm", 0 if frozen else root * sb.grads,
             phase="backward", note="reduce-scattered after the embedding's gradient")
     elif head:
         add("output head gathered (its own ZeRO-3 module)", "buffers", "hbm",
             head * sb.params, phase="fwd_bwd",
             note="last in forward, first in backward: within stage3_max_reuse_distance")
         add("output head full gradient (before the reduce bucket)", "buffers", "hbm",
-            head * sb.grads, phase="backward", note="vocab x hidden in the gradient dtype")
+            0 if frozen else head * sb.grads, phase="backward", note="vocab x hidden in the gradient dtype")
 
 
 def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> None:
@@ -520,7 +570,12 @@ def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes
     (``aten/src/ATen/core/CachingHostAllocator.h``): for tensor sizes spread evenly over
     the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes.
     """
-    for name, per_rank, note in _staging(sc.checkpoint, sc.cluster, pc, sb, lay):
+    if sc.training.lora is not None:     # the checkpoint holds the adapters only
+        pc = dataclasses.replace(pc, total=trained_params(sc, pc))
+        staged = _staging_parts(sc.checkpoint, sc.cluster, pc, sb, lay)
+    else:
+        staged = _staging(sc.checkpoint, sc.cluster, pc, sb, lay)
+    for name, per_rank, note in staged:
         add(name, "buffers", "ddr", per_rank, phase="checkpoint", note=note)
 
 

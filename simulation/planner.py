@@ -88,6 +88,7 @@ from .evaluate import evaluate
 from .fields import show
 from .parallel import layout
 from .params import model_params
+from .lora import adapter_params
 from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Scenario, TrainingSpec,
                        resolve, resolve_cluster)
 from .checkpoint import TARGET_KINDS
@@ -397,11 +398,18 @@ def hbm_lower_bound_bytes(sc: Scenario, lay) -> float:
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, sc.convention == "realistic")
     return _hbm_floor_bytes(sc.strategy, sb, pc.total, sc.model.num_layers, lay.tensor_parallel,
                             lay.pipeline_parallel, lay.shard_degree, act,
-                            sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0)
+                            sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0,
+                            _trained(sc.model, tr))
+
+
+def _trained(model, tr) -> float | None:
+    """LoRA's adapter count (the parameters with gradients and optimizer states), or
+    None when every parameter trains."""
+    return None if tr.lora is None else adapter_params(model, tr.lora)["total"]
 
 
 def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: int, shard: int,
-                     act, runtime_bytes: float) -> float:
+                     act, runtime_bytes: float, trained_params: float | None = None) -> float:
     """A lower bound on one GPU's HBM bytes, from the terms of
     :func:`simulation.memory.build_parts` that are always there, each at its smallest:
 
@@ -423,16 +431,20 @@ def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: in
 
     Buffers, the loss and logits, the recompute working set and fragmentation are left
     out: each is zero somewhere. Units: bytes; ``st`` a StrategySpec, ``sb`` StateBytes.
+    ``trained_params``: under LoRA the adapters' count, which the gradients and optimizer
+    states are counted on (the frozen base has neither); None: ``num_params``.
     """
     stage = st.zero_stage
     psi = num_params / (tp * pp)
     p_div = shard if stage >= 3 else 1
     g_div = shard if stage >= 2 else 1
     o_div = shard if stage >= 1 else 1
-    fsdp_master = st.is_fsdp and sb.master_weights > 0
+    fsdp_master = st.is_fsdp and sb.master_weights > 0 and trained_params is None
     out = runtime_bytes
     if st.offload_params == "none":
         out += (min(sb.params, sb.master_weights) if fsdp_master else sb.params) * psi / p_div
+    if trained_params is not None:
+        psi = trained_params / (tp * pp)
     if st.offload_optimizer == "none":
         out += min(sb.grads, sb.params, 4.0) * psi / g_div
         out += ((0.0 if fsdp_master else sb.master_weights) + sb.optimizer_states) * psi / o_div
@@ -997,7 +1009,7 @@ class _Space:
                 shard = 1 if st.zero_stage == 0 else (int(group[f]) if st.kind == "fsdp_hybrid_shard"
                                                       else int(dp[f]))
                 lb_u[j] = _hbm_floor_bytes(st, sb, self.num_params, self.layers, int(tp[f]), int(pp[f]),
-                                           shard, act, self.runtime_bytes)
+                                           shard, act, self.runtime_bytes, _trained(self.model, tr))
             floor[alive] = lb_u[linv]
             over = floor[alive] > self.cap[ni[alive]]
             code[alive[over]] = 5

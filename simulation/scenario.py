@@ -34,6 +34,7 @@ from .recsys import RecModelSpec
 from .errors import Collect, ScenarioError
 from .loss import LOSS_KERNELS
 from .states import STATE_DTYPES, StateDtypes
+from .lora import LORA_TARGETS, LoraSpec
 from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      field_names, frozen_new as _new, given as _given, int_field as _int,
@@ -484,6 +485,9 @@ class TrainingSpec:
     # FC2 GEMMs, bulk overlap in the backward) instead of between the GEMMs on the
     # critical path (stepgraph.build).
     tp_comm_overlap: bool = False
+    # LoRA fine-tuning (simulation/lora.py): a frozen base, trainable adapters. None: every
+    # weight is trained.
+    lora: LoraSpec | None = None
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -515,12 +519,15 @@ class TrainingSpec:
             gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
                                                framework == "megatron"),
             overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
-            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False)))
+            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False),
+            lora=_lora(d.get("lora"), f"{path}.lora")))
 
     def to_dict(self) -> dict:
         out = _given(self)
         if self.dtypes is not None:
             out["dtypes"] = _given(self.dtypes)
+        if self.lora is not None:
+            out["lora"] = {**_given(self.lora), "targets": list(self.lora.targets)}
         for name in ("overlap_param_gather", "tp_comm_overlap"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
                 del out[name]
@@ -546,6 +553,30 @@ def _state_dtypes(d: dict, path: str) -> StateDtypes | None:
         raise ScenarioError(f"{path}.kahan_summation",
                             "applies to pure 16-bit training: set master_weights to none")
     return out
+
+
+def _lora(d, path: str) -> LoraSpec | None:
+    """``training.lora``: ``{"rank": 16, "alpha": 32, "dropout": 0.05, "targets": ["q",
+    "k", "v", "o"]}`` (see :class:`simulation.lora.LoraSpec`); null or absent: no LoRA."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise ScenarioError(path, f"must be an object or null, got {type(d).__name__}")
+    _no_unknown(d, field_names(LoraSpec), path)
+    targets = d.get("targets", list(LoraSpec.targets))
+    if not isinstance(targets, list) or not targets:
+        raise ScenarioError(f"{path}.targets",
+                            f"must be a non-empty list of {', '.join(LORA_TARGETS)}")
+    for i, t in enumerate(targets):
+        if t not in LORA_TARGETS:
+            raise ScenarioError(f"{path}.targets[{i}]",
+                                f"must be one of {', '.join(LORA_TARGETS)}; got {t!r}")
+    if len(set(targets)) != len(targets):
+        raise ScenarioError(f"{path}.targets", "names a module twice")
+    return LoraSpec(rank=_int(d, "rank", path, 8, maximum=65_536),
+                    alpha=_num(d, "alpha", path, None, strict=True, maximum=1e6),
+                    dropout=_num(d, "dropout", path, 0.0, maximum=0.99),
+                    targets=tuple(t for t in LORA_TARGETS if t in targets))
 
 
 _ZERO_STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2, "megatron_dist_opt": 1}
@@ -732,6 +763,8 @@ class Scenario:
                                 "is Megatron's distributed optimizer's option: needs strategy "
                                 f"megatron_dist_opt, not {sc.strategy.kind}")
         tr = sc.training
+        if tr.lora is not None:
+            _check_lora(sc)
         if tr.tp_comm_overlap and not tr.sequence_parallel:
             raise ScenarioError("training.tp_comm_overlap",
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "
@@ -1020,6 +1053,19 @@ def _node_figures(c: ClusterSpec) -> dict:
                 cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
                 cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
                 cxl_capacity_bytes=cxl and cxl.capacity_bytes)
+
+
+def _check_lora(sc) -> None:
+    """LoRA needs the architecture (the adapters' shapes); ``gate`` a gated MLP,
+    ``embeddings`` a vocabulary."""
+    m, lo = sc.model, sc.training.lora
+    if m is None or not m.has_architecture:
+        raise ScenarioError("training.lora", "needs the model's architecture (hidden_size, "
+                                             "num_layers, heads, ffn_hidden_size), not only num_params")
+    if "gate" in lo.targets and not m.gated_mlp:
+        raise ScenarioError("training.lora.targets", "gate needs a gated MLP (model.gated_mlp)")
+    if "embeddings" in lo.targets and not m.vocab_size:
+        raise ScenarioError("training.lora.targets", "embeddings needs model.vocab_size")
 
 
 def _check_checkpoint_target(checkpoint: CheckpointSpec, cluster: ClusterSpec):

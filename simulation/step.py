@@ -47,6 +47,7 @@ import numpy as np
 from . import collectives as nccl
 from . import compute
 from . import cpu_adam
+from .lora import adapter_gemms, adapter_params
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
 from .parallel import Layout
@@ -106,8 +107,21 @@ def achieved_flops(sc: Scenario, pc: ParamCount) -> float:
     return (fl["fwd"] + fl["bwd"]) / busy if busy else 0.0
 
 
+def _trained(sc: Scenario, pc: ParamCount) -> float:
+    """Parameters that have gradients and optimizer states: all, or LoRA's adapters."""
+    return pc.total if sc.training.lora is None else adapter_params(sc.model, sc.training.lora)["total"]
+
+
 def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
-    """FLOPs of one layer for one micro-batch on one GPU, and of the output layer."""
+    """FLOPs of one layer for one micro-batch on one GPU, and of the output layer.
+
+    A trainable matmul's backward is a data-gradient and a weight-gradient GEMM, each as
+    large as the forward (backward = 2 x forward). Under LoRA every base matrix is frozen:
+    autograd computes only the data gradient (the weight gradient is not asked for, Hu et
+    al. 2021 Sec. 4.2), so the base matmuls' backward equals their forward; the adapters'
+    two GEMMs per target (``simulation.lora.adapter_gemms``) add 2 r (d_in + d_out) FLOPs
+    a token forward and twice that backward. The output head is frozen too.
+    """
     m, tr = sc.model, sc.training
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
     norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
@@ -120,6 +134,12 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
     extra = {"full": fwd, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
+    if tr.lora is not None:
+        adapter = sum(2 * M * N * K * c for M, N, K, c in adapter_gemms(m, tr.lora, b * s, t))
+        wgrad = 2 * matmul * b * s / t             # the frozen matrices' weight gradients
+        extra += adapter if tr.recompute == "full" else 0.0
+        return dict(fwd=fwd + adapter, bwd=2 * fwd - wgrad + 2 * adapter + extra,
+                    head_fwd=head, head_bwd=head)
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
 
 
@@ -398,6 +418,14 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     units, ahead, n_rs = zero3_granularity(sc, pc, t)
     layers_ahead = max(1, ahead // units) if ahead else 0
     grad_bytes = reduce_bytes_per_param(sc, sb)
+    trained = pc.total
+    if tr.lora is not None:
+        # LoRA: only the adapters have gradients to reduce and states to update
+        # (simulation/lora.py); the frozen base is still gathered under ZeRO-3 (unit_params).
+        # grad_bytes becomes bytes of adapter gradient per base parameter of a layer.
+        ad = adapter_params(m, tr.lora)
+        grad_bytes = grad_bytes * ad["per_layer"] / pc.per_layer
+        trained = ad["total"]
     grad_layer_bytes = pc.per_layer / t * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
@@ -408,7 +436,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         # post_language_model_processing), and the slowest stage paces 1F1B: the rank
         # stands for that stage.
         head_s=ct["head_s"],
-        unit_params=pc.per_layer / t, params_per_rank=pc.total / (t * p),
+        unit_params=pc.per_layer / t, params_per_rank=trained / (t * p),
         param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
@@ -647,7 +675,7 @@ def grad_accumulation_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateByte
     """
     if sc.training.gradient_accumulation_fusion or sc.strategy.zero_stage >= 2:
         return 0.0
-    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    params = _trained(sc, pc) / (lay.tensor_parallel * lay.pipeline_parallel)
     per_param = sb.params + 2 * reduce_bytes_per_param(sc, sb)
     return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
 
@@ -665,7 +693,7 @@ def ddp_bucket_copy_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes)
     tr = sc.training
     if sc.strategy.zero_stage != 0 or lay.data_parallel <= 1 or not tr.overlap_grad_reduce:
         return 0.0
-    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
+    params = _trained(sc, pc) / (lay.tensor_parallel * lay.pipeline_parallel)
     return params * 4 * reduce_bytes_per_param(sc, sb) / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
 
 
@@ -688,7 +716,7 @@ def optimizer_extra_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes)
     if tr.framework != "megatron" or tr.precision not in ("fp16", "bf16") or sc.strategy.offload_optimizer != "none":
         return 0.0
     per_param = (6 + 8 if tr.precision == "fp16" else 4) + 4 + 4
-    params = pc.total / (lay.tensor_parallel * lay.pipeline_parallel * lay.shard_degree)
+    params = _trained(sc, pc) / (lay.tensor_parallel * lay.pipeline_parallel * lay.shard_degree)
     return params * per_param / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
 
 

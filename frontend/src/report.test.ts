@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
+import { formatCount } from "./units";
 import { fittingReport, sampleReport } from "./testdata/report";
 
 describe("partsRows", () => {
@@ -142,5 +143,14 @@ describe("estimate notes", () => {
     expect(s.startsWith("2 notes: x")).toBe(true);
     expect(s.endsWith("…")).toBe(true);
     expect(s.length).toBeLessThan(110);
+  });
+});
+
+describe("trainableLine (LoRA)", () => {
+  it("gives the trained share under LoRA and nothing without it", () => {
+    // Llama-2-7B r = 8 on q, v: 4,194,304 of 6,738,415,616 (PEFT: 0.0622 %)
+    expect(trainableLine({ num_params: 6738415616, trainable_params: 4194304 })).toBe(
+      `LoRA: ${formatCount(4194304)} trained (0.062 %), the rest frozen`);
+    expect(trainableLine({ num_params: 6738415616 })).toBeNull();
   });
 });

@@ -2,7 +2,7 @@
 
 import { CATEGORIES, type Category, type Report, type Scope, type TierKey, type TierUsage } from "./types";
 import { stepBandText } from "./step";
-import { UNIT_GIB, formatBytes, formatDuration, formatIn, formatNumber, formatPercent, formatSeconds, formatTierBytes } from "./units";
+import { UNIT_GIB, formatBytes, formatCount, formatDuration, formatIn, formatNumber, formatPercent, formatSeconds, formatTierBytes } from "./units";
 
 export interface TierInfo {
   key: TierKey;
@@ -301,3 +301,11 @@ export const BYTES_PER_PARAM_LABELS: Record<string, string> = {
 };
 
 export { CATEGORIES };
+
+/** LoRA's trainable share of a report's model: "LoRA: 4.19 M trained (0.062 %), the rest frozen", or null
+ *  when every parameter trains (the engine writes `trainable_params` only under `training.lora`). */
+export function trainableLine(m: { num_params?: number; trainable_params?: number }): string | null {
+  if (m.trainable_params === undefined || !m.num_params) return null;
+  const share = (100 * m.trainable_params) / m.num_params;
+  return `LoRA: ${formatCount(m.trainable_params)} trained (${share < 0.1 ? share.toFixed(3) : share.toFixed(2)} %), the rest frozen`;
+}

@@ -194,3 +194,39 @@ def test_the_compute_model_framework_and_host_cpu_inputs_are_saved(page, live_ur
     run_input = Run.objects.get(scenario__name="issue 13 fields").input
     assert run_input["cluster"]["cpu_isa"] == "avx2" and run_input["training"]["software_stack"] == "torch_compile"
     assert page.js_errors == []
+
+
+def test_lora_inputs_make_a_7b_fit_and_a_bad_target_is_marked(page, live_url, user_admin, catalog, settings):
+    """Issue #14: LoRA is not refused. Llama-2-7B with DDP on 8 H100: full fine-tuning keeps
+    18 B/param (121 GB a GPU) and does not fit; LoRA r = 16 on q, k, v, o keeps the frozen
+    bf16 weights (13.5 GB) and the adapters' states, and fits."""
+    import uuid
+
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    page.select_option("select[name='model.preset']", "llama2-7b")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.fill("input[name='cluster.num_nodes']", "1")
+    page.select_option("select[name='strategy.kind']", "ddp")
+    page.fill("input[name='training.seq_len']", "2048")
+    page.wait_for_selector("#live-estimate[data-fits='false']")
+    page.fill("input[name='training.lora.rank']", "16")
+    page.fill("input[name='training.lora.alpha']", "32")
+    targets = page.locator("input[name='training.lora.targets']")
+    targets.fill("q, attn")
+    error = page.locator("[data-error-for='training.lora.targets']")
+    error.wait_for(state="visible")
+    assert "q, k, v, o, gate, up, down, embeddings" in error.inner_text()
+    assert targets.get_attribute("aria-invalid") == "true"
+    targets.fill("q, k, v, o")
+    page.wait_for_selector("#live-estimate[data-fits='true']")
+    assert targets.get_attribute("aria-invalid") is None
+    assert "LoRA: " in page.locator("#live-estimate").inner_text()     # trained share shown
+    page.fill("input[name='name']", "issue 14 lora")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    spec = Scenario.objects.get(name="issue 14 lora").spec
+    assert spec["training"]["lora"] == {"rank": 16, "alpha": 32, "targets": ["q", "k", "v", "o"]}
+    assert page.js_errors == []

@@ -109,3 +109,19 @@ def test_it_uses_a_preset_edited_a_moment_ago(owner_api, example_spec, catalog):
     preset.delete()
     r = owner_api.post(URL, {"scenario": example_spec}, format="json")
     assert r.status_code == 400 and "unknown" in str(r.json())
+
+
+def test_it_accepts_lora_and_names_a_bad_lora_field(owner_api, example_spec):
+    """issue #14: ``training.lora`` was refused as an unknown field."""
+    example_spec["strategy"] = {"kind": "ddp"}
+    full = owner_api.post(URL, {"scenario": example_spec}, format="json").json()
+    example_spec["training"]["lora"] = {"rank": 16, "alpha": 32, "targets": ["q", "k", "v", "o"]}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200
+    hbm, full_hbm = r.json()["memory"]["per_gpu"]["hbm"], full["memory"]["per_gpu"]["hbm"]
+    assert hbm["optimizer_bytes"] < 0.01 * full_hbm["optimizer_bytes"]     # adapters only
+    assert any(p["name"].startswith("bf16 frozen base parameters") for p in hbm["parts"])
+    example_spec["training"]["lora"]["targets"] = ["q", "attn"]
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["scenario.training.lora.targets[1]"]

@@ -309,3 +309,35 @@ describe("default name", () => {
     expect(strategyName("something_new")).toBe("something_new");
   });
 });
+
+describe("LoRA inputs (training.lora, issue #14)", () => {
+  it("sends no lora section while the rank is blank", () => {
+    const req = buildRequest({ ...values, "training.lora.targets": "q, k" });
+    expect(req.scenario.training).not.toHaveProperty("lora");
+  });
+
+  it("sends rank, alpha, dropout and the typed targets as a list", () => {
+    const req = buildRequest({
+      ...values, "training.lora.rank": "16", "training.lora.alpha": "32",
+      "training.lora.dropout": "0.05", "training.lora.targets": "q, k v,o",
+    });
+    expect((req.scenario.training as Record<string, unknown>).lora).toEqual({
+      rank: 16, alpha: 32, dropout: 0.05, targets: ["q", "k", "v", "o"],
+    });
+  });
+
+  it("fills the inputs from a scenario and back to the same section", () => {
+    const lora = { rank: 8, alpha: 16, targets: ["q", "v"] };
+    const v = valuesFromScenario({ schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, training: { lora } });
+    expect(v["training.lora.rank"]).toBe("8");
+    expect(v["training.lora.targets"]).toBe("q, v");
+    expect((buildRequest(v).scenario.training as Record<string, unknown>).lora).toEqual(lora);
+    expect(settingsNotOnForm({ schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, training: { lora } })).toEqual([]);
+  });
+
+  it("puts the engine's LoRA errors next to their inputs", () => {
+    expect(inputNameForErrorKey("scenario.training.lora.targets[1]")).toBe("training.lora.targets");
+    expect(inputNameForErrorKey("scenario.training.lora")).toBe("training.lora.rank");
+    expect(inputNameForErrorKey("scenario.training.lora.dropout")).toBe("training.lora.dropout");
+  });
+});

@@ -220,6 +220,10 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.overlap_grad_reduce": "Overlap gradient reduction",
   "training.gradient_accumulation_fusion": "Gradient accumulation fusion",
   "training.overlap_param_gather": "Overlap parameter all-gather",
+  "training.lora.rank": "LoRA rank",
+  "training.lora.alpha": "LoRA alpha",
+  "training.lora.dropout": "LoRA dropout",
+  "training.lora.targets": "LoRA target modules",
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
   "cluster.cpu_cores": "Host CPU cores",
@@ -272,6 +276,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.overlap_grad_reduce": "",
   "training.gradient_accumulation_fusion": "",
   "training.overlap_param_gather": false,
+  "training.lora.rank": "",
+  "training.lora.alpha": "",
+  "training.lora.dropout": "",
+  "training.lora.targets": "",
   "strategy.deepspeed_release": "current",
   "strategy.cpu_optimizer_cores_per_gpu": "",
   "cluster.cpu_cores": "",
@@ -294,6 +302,9 @@ export const DEFAULT_VALUES: FormValues = {
 
 /** The engine's defaults of the inputs that may be left blank, shown as placeholders. */
 export const PLACEHOLDERS: Record<string, string> = {
+  "training.lora.rank": "blank = full fine-tuning",
+  "training.lora.dropout": "0",
+  "training.lora.targets": "q, v",
   "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
   "strategy.prefetch_depth": "1",
@@ -429,6 +440,9 @@ export function buildRequest(
   // off is the engine's default: left out, so the JSON (and its hash) is as before
   if (values["training.overlap_param_gather"] === true) training.overlap_param_gather = true;
   else delete training.overlap_param_gather;
+  const lora = loraSection(values);
+  if (lora) training.lora = lora;
+  else delete training.lora;
 
   const kind = str(values["strategy.kind"], "zero3");
   const baseStrategy = isObject(base?.strategy) ? base.strategy : {};
@@ -476,6 +490,24 @@ export function buildRequest(
   return { name: str(values.name, "").trim(), scenario };
 }
 
+/** The LoRA modules the engine knows (simulation/lora.py LORA_TARGETS). */
+export const LORA_TARGETS = ["q", "k", "v", "o", "gate", "up", "down", "embeddings"] as const;
+
+/**
+ * `training.lora` from the LoRA inputs: none while the rank is blank (full fine-tuning).
+ * Targets are typed as a list ("q, k, v, o" or "q k v o"); blank = the engine's q, v.
+ */
+export function loraSection(values: FormValues): Record<string, unknown> | null {
+  const rank = intOrRaw(values["training.lora.rank"]);
+  if (rank === undefined) return null;
+  const lora: Record<string, unknown> = { rank };
+  setOrDelete(lora, "alpha", values["training.lora.alpha"]);
+  setOrDelete(lora, "dropout", values["training.lora.dropout"]);
+  const text = str(values["training.lora.targets"], "").trim();
+  if (text !== "") lora.targets = text.split(/[\s,]+/).filter((t) => t !== "");
+  return lora;
+}
+
 /** Where the new-scenario form's default differs from the engine's (simulation/scenario.py):
  *  a scenario that leaves the setting out means the engine's. */
 export const ENGINE_DEFAULTS: Partial<FormValues> = { "training.flash_attention": false };
@@ -502,6 +534,13 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
     }
   }
   if (typeof scenario.convention === "string") v.convention = scenario.convention;
+  const lora = isObject(scenario.training) ? scenario.training.lora : undefined;
+  if (isObject(lora)) {
+    for (const k of ["rank", "alpha", "dropout"]) {
+      if (typeof lora[k] === "number") v[`training.lora.${k}`] = String(lora[k]);
+    }
+    if (Array.isArray(lora.targets)) v["training.lora.targets"] = lora.targets.join(", ");
+  }
   // Strategies that imply an offload target when none is written.
   const kind = String(v["strategy.kind"]);
   const strategy = isObject(scenario.strategy) ? scenario.strategy : {};
@@ -548,6 +587,8 @@ export function inputNameForErrorKey(key: string): string {
     "checkpoint.target_write_bytes_per_s": "checkpoint.target",
     "checkpoint.flush_every": "checkpoint.method",
   };
+  if (k === "training.lora") return "training.lora.rank";
+  if (k.startsWith("training.lora.targets")) return "training.lora.targets";   // targets[1]
   return sectionMain[k] ?? recsysInputForErrorKey(k) ?? k;
 }
 

@@ -10,7 +10,7 @@ import { absentTiers } from "../charts/series";
 import { ganttLayout, timelineHeight } from "../charts/timeline_series";
 import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
-import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, verdict } from "../report";
+import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, trainableLine, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
 import { breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
@@ -255,6 +255,8 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
   if (m.name || m.num_params) {
     facts.push(["Model", `${m.name ?? "custom"}${m.num_params ? ` — ${formatParams(m.num_params)}` : ""}`]);
   }
+  const lora = trainableLine(m);
+  if (lora) facts.push(["Trained", lora]);
   if (m.num_layers && m.hidden_size) facts.push(["Shape", `${m.num_layers} layers, hidden size ${formatNumber(m.hidden_size, 0)}`]);
   if (p.num_gpus) {
     facts.push([

@@ -43,7 +43,7 @@ import {
   type FormValues,
 } from "../form/scenario";
 import { type Control, decimal, fillSelect, grid, integer, labelledFields, select } from "../form/fields";
-import { estimateNotesSummary, estimateStepSummary, estimateSummary } from "../report";
+import { estimateNotesSummary, estimateStepSummary, estimateSummary, trainableLine } from "../report";
 import { recsysForm } from "./recsys_form";
 import { hfConfigErrorLines, hfConfigRequest, importSummary, importedModelLabel, withImportedModel, type HfImport } from "../form/hf_config";
 import type { CatalogEntry, ClusterProfileEntry, Example, Report, Run, ScenarioJSON } from "../types";
@@ -88,6 +88,10 @@ function mount(root: HTMLElement): void {
     flash: h("input", { type: "checkbox", role: "switch" }),
     seqParallel: h("input", { type: "checkbox", role: "switch" }),
     tp: integer({ required: true }),
+    loraRank: integer({ placeholder: PLACEHOLDERS["training.lora.rank"] }),
+    loraAlpha: decimal("training.lora.alpha", { min: 0 }),
+    loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
+    loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
     pp: integer({ required: true }),
     convention: select(CONVENTIONS),
     // advanced
@@ -283,6 +287,19 @@ function mount(root: HTMLElement): void {
         f("training.flash_attention", c.flash, { unit: "no s × s scores kept" }),
         f("training.sequence_parallel", c.seqParallel, { unit: "with tensor parallel" }),
         f("training.loss_kernel", c.lossKernel, { unit: "logits memory" }),
+      ),
+      grid(
+        f("training.lora.rank", c.loraRank, {
+          unit: "r; blank = full fine-tuning",
+          help: "LoRA (Hu et al. 2021): the base weights are frozen (no gradients, no optimizer states, no " +
+            "weight-gradient GEMMs); each target matrix gets r × (d_in + d_out) trainable parameters.",
+        }),
+        f("training.lora.alpha", c.loraAlpha, { unit: "scale α/r; no effect on memory or time" }),
+        f("training.lora.dropout", c.loraDropout, { unit: "0–1; > 0 keeps a copy of x per adapter" }),
+        f("training.lora.targets", c.loraTargets, {
+          unit: "q, k, v, o, gate, up, down, embeddings",
+          help: "The matrices that get adapters, separated by commas. Blank = q, v.",
+        }),
       ),
     ),
     h(
@@ -566,7 +583,8 @@ function mount(root: HTMLElement): void {
         estimate,
         h("p", null, h("strong", null, report.fit_state === "tight" ? "⚠ " : report.fits ? "✓ " : "✗ "), "Live estimate: ", h("strong", { id: "estimate-summary" }, estimateSummary(report))),
         stepLine ? h("p", { id: "estimate-step" }, stepLine) : null,
-        params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}.`)) : null,
+        params ? h("p", null, h("small", null, `${report.model?.name ?? "Model"}: ${formatParams(params)}` +
+          (report.model && trainableLine(report.model) ? `; ${trainableLine(report.model)}.` : "."))) : null,
         (report.violations ?? []).length > 1
           ? h("ul", null, (report.violations ?? []).map((v) => h("li", null, v.message)))
           : null,
@@ -637,7 +655,8 @@ function mount(root: HTMLElement): void {
     scheduleEstimate();
   });
   form.addEventListener("input", (e) => {
-    if ((e.target as Control).type === "number") scheduleEstimate();
+    // numbers and the LoRA target list re-estimate while typed (other text: name only)
+    if ((e.target as Control).type === "number" || e.target === c.loraTargets) scheduleEstimate();
   });
 
   exampleSelect.addEventListener("change", () => {
