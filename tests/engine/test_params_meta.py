@@ -132,7 +132,7 @@ class _Sc:
     def __init__(self, m, **tr):
         self.model = m
         self.training = type("T", (), dict(micro_batch_size=1, seq_len=8, tensor_parallel=1,
-                                           recompute="none", **tr))()
+                                           recompute="none", lora=None, **tr))()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["preset"] for c in CASES])
