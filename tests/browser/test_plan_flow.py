@@ -114,3 +114,53 @@ def test_the_progress_bar_follows_the_api_without_reloading_the_page(page, live_
     page.wait_for_timeout(3000)
     assert page.evaluate("Number(document.getElementById('plan-root').dataset.polls)") == polls >= len(chunks)
     assert page.js_errors == []
+
+
+def test_a_finished_plans_pareto_front_is_a_chart_in_place_and_on_the_share_link(page, live_url, user_admin,
+                                                                                 catalog, settings):
+    """Issue #16: the front of step time against cost is drawn (src/charts/plan_series.ts)
+    once the plan finishes, both when the poller replaces the section in place and when a
+    finished plan's page (its own, and its share link's) is opened; one point per candidate
+    on the front, under the Content Security Policy, the list still below the chart."""
+    from tierlab.dashboard import plans, sharing
+    from tierlab.dashboard.models import Plan, PlanChunk
+
+    from tests.browser.test_content_security_policy import RECORD_VIOLATIONS
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
+    page.add_init_script(RECORD_VIOLATIONS)
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/plans/new/")
+    page.select_option("#id_model", "llama2-7b")
+    page.select_option("#id_node", "dgx-h100")
+    page.fill("#id_min_nodes", "1")
+    page.fill("#id_max_nodes", "4")
+    page.click("#submit-plan")
+    page.wait_for_url(re.compile(r".*/plans/\d+/$"))
+    plan = Plan.objects.get()
+    wait_until(page, "document.getElementById('plan-root').dataset.live === 'true'")
+    assert page.locator("#plan-pareto-chart").count() == 0          # no result yet, no chart
+    for chunk in PlanChunk.objects.filter(plan=plan).order_by("index"):
+        plans.execute_chunk(chunk.pk)
+    front = plans.plan_payload(Plan.objects.get())["result"]["pareto"]
+    assert len(front) > 1 and all(r["usd_per_million_tokens"] is not None for r in front)   # DGX H100 has a price
+
+    def check(where):
+        wait_until(page, "document.getElementById('plan-root').dataset.ready === 'true'", timeout_s=30)
+        wait_until(page, "document.getElementById('plan-pareto-chart').dataset.rendered === 'true'")
+        chart = page.locator("#plan-pareto-chart")
+        assert chart.get_attribute("data-points") == str(len(front)), where
+        assert chart.locator("svg").count() == 1, where
+        svg_text = chart.locator("svg").evaluate("el => el.textContent")
+        assert "Step time (" in svg_text and "$ per M tokens" in svg_text, (where, svg_text)
+        assert page.locator("#plan-pareto li").count() == len(front), where    # the list stays
+        assert page.evaluate("window.__csp") == [], where
+
+    check("replaced in place")
+    screenshot(page, "plan-pareto-chart")
+    page.reload()
+    check("opened finished")
+    link = sharing.create_share(user_admin, "plan", plan.pk)
+    page.goto(f"{live_url}/s/{link.token}/")
+    check("share link")
+    assert page.js_errors == []

@@ -4,10 +4,14 @@
 // page reloading; polling stops once the plan has finished, and the page's plan section
 // is then replaced by the server's (the ranked table, the Pareto front, the rejected
 // counts: one template, the same as without JavaScript, where <noscript> reloads the page).
+// A finished plan's Pareto front is drawn as a chart (charts/plan_series.ts) from the JSON
+// the template embeds, on first load and when the section is replaced in place.
 
 import "../base";
 
 import { ApiError } from "../api";
+import { mountChart } from "../charts/base";
+import { planParetoOption, planPoints, type PlanChartData } from "../charts/plan_series";
 import { FINISHED, fetchPlan } from "../dashboard/api";
 import { bestSoFarText, planPercent, planProgressText } from "../dashboard/plan_progress";
 import type { Plan } from "../dashboard/types";
@@ -22,9 +26,34 @@ async function freshRoot(): Promise<HTMLElement | null> {
   return root ? (document.importNode(root, true) as HTMLElement) : null;
 }
 
+/** Draws the section's Pareto chart from its embedded JSON; data-points says how many it drew. */
+function drawPareto(root: HTMLElement): void {
+  const el = root.querySelector<HTMLElement>("#plan-pareto-chart");
+  const json = root.querySelector<HTMLScriptElement>("#plan-pareto-data");
+  if (!el || !json) return;
+  let data: PlanChartData | null = null;
+  try {
+    data = JSON.parse(json.textContent ?? "null") as PlanChartData | null;
+  } catch {
+    data = null;
+  }
+  const points = data ? planPoints(data) : [];
+  el.dataset.points = String(points.length);
+  if (!data || !points.length) {
+    el.hidden = true;
+    const caption = root.querySelector<HTMLElement>("#plan-pareto-caption");
+    if (caption) caption.textContent = "No chart: the front's candidates have no cost (the node has no price); see the list.";
+    return;
+  }
+  const chartData = data;
+  el.style.height = "400px";
+  mountChart(el, (s) => planParetoOption(chartData, s) as never);
+}
+
 function mount(root: HTMLElement): void {
   const url = root.dataset.url ?? "";
   if (!url || FINISHED.has(root.dataset.status ?? "")) {
+    drawPareto(root);
     root.dataset.ready = "true";
     return;
   }
@@ -55,9 +84,10 @@ function mount(root: HTMLElement): void {
     try {
       const fresh = await freshRoot();
       if (!fresh) throw new Error("no plan section in the page");
-      fresh.dataset.ready = "true";
       fresh.dataset.polls = String(polls);
       root.replaceWith(fresh);
+      drawPareto(fresh);
+      fresh.dataset.ready = "true";
     } catch {
       window.location.reload();
     }

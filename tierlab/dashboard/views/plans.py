@@ -54,6 +54,17 @@ def plan_new(request):
     return render(request, "dashboard/plan_form.html", {"form": form})
 
 
+def _pareto_chart(result: dict | None) -> dict | None:
+    """What src/charts/plan_series.ts draws (embedded as JSON on the page): the Pareto
+    front's candidates and the top-ranked one, with only the fields the chart shows."""
+    if not result:
+        return None
+    keep = ("index", "choices", "data_parallel", "step_time_s", "usd_per_million_tokens")
+    row = lambda r: {k: r.get(k) for k in keep}  # noqa: E731
+    top = result.get("top") or []
+    return {"front": [row(r) for r in result.get("pareto") or []], "top": row(top[0]) if top else None}
+
+
 def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
     """What ``_plan_body.html`` shows: progress, then the ranked table, front and reasons."""
     payload = plans.plan_payload(plan)
@@ -64,6 +75,7 @@ def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
                     for k, v in result["rejected"].items() if v]
     labels = dict(PlanForm.OBJECTIVES)
     return {"plan": plan, "p": payload, "result": result, "rejected": rejected,
+            "pareto_chart": _pareto_chart(result),
             # whole percent done, rounded down: 100 only once every candidate is done, and
             # the same figure src/dashboard/plan_progress.ts (planPercent) shows while polling
             "percent": (min(100, 100 * payload["done"] // payload["total_candidates"])
