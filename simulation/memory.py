@@ -127,8 +127,13 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             return
         if state is not None and counted is not None:
             counted.append((*state, tier))
-        scale = 1 if tier == "hbm" else gpn          # node tiers hold every local rank's share
-        parts.append(part(name, category, tier, per_rank_bytes * scale, phase, bpp, note))
+        # node tiers hold every local rank's share; the dict is part()'s, made inline
+        p = {"name": name, "category": category, "tier": tier,
+             "bytes": per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn,
+             "phase": phase, "note": note}
+        if bpp is not None:
+            p["bytes_per_param"] = bpp
+        parts.append(p)
 
     opt_tier = OFFLOAD_TIER.get(st.offload_optimizer, "hbm")
     par_tier = OFFLOAD_TIER.get(st.offload_params, "hbm")
@@ -670,6 +675,11 @@ _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 _EMPTY_MOMENTS = dict.fromkeys(MOMENTS, 0.0)
 _TRAINING_MOMENTS = ("loss", "backward", "step", "checkpoint")
+# The phases a tier's total counts when its peak is at a moment (None: persistent alone):
+# the moment's phases, on top of the persistent parts except at load, which precedes them.
+_LIVE_AT = {m: frozenset(MOMENTS[m]) | ({"persistent"} if m != "load" else set())
+            for m in MOMENTS}
+_LIVE_AT[None] = frozenset({"persistent"})
 
 
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
@@ -692,16 +702,15 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
         peak = None
     if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
         peak = "load"
-    live = MOMENTS.get(peak, ())
-    with_persistent = peak != "load"
+    live = _LIVE_AT[peak]
     out = _NO_BYTES.copy()
     reserve = 0.0
     for p in mine:
-        ph = p["phase"]
-        if (with_persistent and ph == "persistent") or ph in live:
-            out[_CATEGORY_KEYS[p["category"]]] += p["bytes"]
+        if p["phase"] in live:
+            b = p["bytes"]
+            out[_CATEGORY_KEYS[p["category"]]] += b
             if p["name"] in _NOT_ALLOCATED:
-                reserve += p["bytes"]
+                reserve += b
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,
