@@ -674,6 +674,11 @@ _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
 _EMPTY_MOMENTS = dict.fromkeys(MOMENTS, 0.0)
+# An empty tier's summary, in the keys' order; capacity, present, moments and parts are set
+# per tier (the moments and parts anew: a caller may change them).
+_EMPTY_SUMMARY = dict(_NO_BYTES, total_bytes=0, capacity_bytes=None, free_bytes=None,
+                      utilization=None, present=None, peak_phase="persistent",
+                      moments_bytes=None, allocated_bytes=0, reserved_bytes=0, parts=None)
 _TRAINING_MOMENTS = ("loss", "backward", "step", "checkpoint")
 # The phases a tier's total counts when its peak is at a moment (None: persistent alone):
 # the moment's phases, on top of the persistent parts except at load, which precedes them.
@@ -684,11 +689,12 @@ _LIVE_AT[None] = frozenset({"persistent"})
 
 def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
     if not mine:                       # most node tiers hold nothing
-        out = _NO_BYTES.copy()
-        out.update(total_bytes=0, capacity_bytes=capacity, free_bytes=capacity,
-                   utilization=0.0 if capacity else None, present=present,
-                   peak_phase="persistent", moments_bytes=_EMPTY_MOMENTS.copy(),
-                   allocated_bytes=0, reserved_bytes=0, parts=mine)
+        out = _EMPTY_SUMMARY.copy()
+        out["capacity_bytes"] = out["free_bytes"] = capacity
+        out["utilization"] = 0.0 if capacity else None
+        out["present"] = present
+        out["moments_bytes"] = _EMPTY_MOMENTS.copy()
+        out["parts"] = mine
         return out
     # bytes per phase decide the peak moment; a second pass sums the live parts by category
     by_phase: dict = {}
