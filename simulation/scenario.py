@@ -262,6 +262,9 @@ class AcceleratorSpec:
 
     @classmethod
     def _direct(cls, d: dict, path: str) -> "AcceleratorSpec":
+        built_in = _BUILT_IN_ACCELERATORS.get(d.get("preset"))
+        if built_in is not None and built_in[0] == repr(d):
+            return built_in[1]           # a built-in preset as the table has it
         _no_unknown(d, field_names(cls), path)
         vals = {k: _num(d, k, path, strict=True, maximum=top) if d.get(k) is not None else _missing()
                 for k, top in _ACC_REQUIRED}
@@ -322,6 +325,9 @@ class TierSpec:
 
     @classmethod
     def _direct(cls, d: dict, path: str) -> "TierSpec":
+        built_in = _BUILT_IN_TIERS.get(repr(d))
+        if built_in is not None:
+            return built_in              # a node template's tier as the table has it
         _no_unknown(d, field_names(cls), path)
         return _new(cls, {k: (f(d, k, path, **kw) if not required or d.get(k) is not None
                               else _missing()) for k, f, required, kw in _TIER_FIELDS})
@@ -1150,3 +1156,20 @@ _CLUSTER_FIELDS = (
     ("nvls", _bool, (False,), {}), ("rail_optimized", _bool, (True,), {}),
     ("leaf_switch_ports", _int, (), dict(minimum=1, maximum=100_000)),
     ("spine_oversubscription", _num, (1.0,), dict(minimum=1.0, maximum=64.0)))
+
+
+# The built-in presets' accelerators and node templates' tiers, parsed once when the engine
+# is imported (constants of the engine, as the presets are; not memos of any input, so
+# ``forget`` leaves them): a section the direct parse is given is one of them when its
+# ``repr`` is the preset's, as :func:`resolve` expands it (``repr`` keeps JSON types apart
+# and floats exact, so the parse of the section is the preset's spec). The accelerator
+# table is keyed by preset name, with the section's repr; the tiers by repr.
+_BUILT_IN_ACCELERATORS: dict = {}
+_BUILT_IN_TIERS: dict = {}
+for _name in presets.ACCELERATORS:
+    _acc = _expand(_name, presets.ACCELERATORS, "accelerator", "accelerator")
+    _BUILT_IN_ACCELERATORS[_name] = (repr(_acc), AcceleratorSpec._collecting(_acc, "accelerator"))
+for _tpl in presets.NODES.values():
+    for _t in (_tpl.get("tiers") or {}).values():
+        _BUILT_IN_TIERS[repr(dict(_t))] = TierSpec._collecting(dict(_t), "cluster.tiers")
+del _name, _acc, _tpl, _t

@@ -187,3 +187,25 @@ def test_tier_summaries_equal_the_two_pass_summary_on_a_sample():
             n += 1
         assert _stage_parts(sc, pc, lay, sb)                      # the evaluate path runs too
     assert n >= 200
+
+
+def test_built_in_presets_are_parsed_once_and_only_as_the_table_has_them():
+    from simulation import scenario as S
+    for name in presets.ACCELERATORS:
+        acc = resolve_cluster({"accelerator": name, "gpus_per_node": 8})["accelerator"]
+        spec = AcceleratorSpec._direct(copy.deepcopy(acc), "a")
+        assert spec is S._BUILT_IN_ACCELERATORS[name][1]
+        assert spec == AcceleratorSpec._collecting(copy.deepcopy(acc), "a")
+        changed = dict(acc, hbm_capacity_bytes=acc["hbm_capacity_bytes"] / 2)
+        other = AcceleratorSpec._direct(copy.deepcopy(changed), "a")
+        assert other is not spec and other == AcceleratorSpec._collecting(changed, "a")
+        assert other.hbm_capacity_bytes == acc["hbm_capacity_bytes"] / 2
+        bad = dict(acc, hbm_bytes_per_s=True)      # == 1 but a bool: not the preset, rejected
+        assert _error(AcceleratorSpec.from_dict, bad) == _error(AcceleratorSpec._collecting, bad)
+    for tpl in presets.NODES.values():
+        for t in (tpl.get("tiers") or {}).values():
+            assert TierSpec._direct(dict(t), "t") is S._BUILT_IN_TIERS[repr(dict(t))]
+            assert TierSpec._direct(dict(t), "t") == TierSpec._collecting(dict(t), "t")
+            as_int = dict(t, capacity_bytes=int(t["capacity_bytes"]) + 1)
+            assert TierSpec._direct(as_int, "t") == TierSpec._collecting(as_int, "t")
+            assert TierSpec._direct(as_int, "t").capacity_bytes == float(int(t["capacity_bytes"]) + 1)
