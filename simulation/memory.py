@@ -264,14 +264,15 @@ def counted_bytes_per_param(counted: list) -> dict:
     FSDP's fp32 flat parameters doubling as the master weights, ZeRO-Offload's fp32 host
     gradient partition, so the run page's table and the breakdown agree.
     """
-    out = dict.fromkeys(("params", "grads", "master_weights", "optimizer_states"), 0.0)
-    dtypes: dict = {k: [] for k in out}
+    out = {"params": 0.0, "grads": 0.0, "master_weights": 0.0, "optimizer_states": 0.0}
+    dtypes: dict = {"params": [], "grads": [], "master_weights": [], "optimizer_states": []}
     for state, dtype, bpp, _tier in counted:
         out[state] += bpp
-        if dtype not in dtypes[state]:
-            dtypes[state].append(dtype)
-    out["k"] = out["master_weights"] + out["optimizer_states"]
-    out["total"] = out["params"] + out["grads"] + out["k"]
+        seen = dtypes[state]
+        if dtype not in seen:
+            seen.append(dtype)
+    out["k"] = k = out["master_weights"] + out["optimizer_states"]
+    out["total"] = out["params"] + out["grads"] + k
     out["dtypes"] = {k: " + ".join(v) or "none" for k, v in dtypes.items()}
     return out
 
@@ -658,16 +659,23 @@ def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -
 def tier_summaries(parts: list[dict], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:
     """``(per_gpu, per_node)``: :func:`tier_summary` of HBM and of each of ``NODE_TIERS``
     (``node_tiers`` maps a tier to its spec with ``capacity_bytes``; absent: none)."""
+    # one pass: each tier's parts and, in the parts' order, its bytes per phase
     mine: dict = {"hbm": [], "ddr": [], "nvme": [], "cxl": []}
+    phases: dict = {"hbm": {}, "ddr": {}, "nvme": {}, "cxl": {}}
     for p in parts:
-        held = mine.get(p["tier"])
+        t = p["tier"]
+        held = mine.get(t)
         if held is not None:
             held.append(p)
+            by_phase = phases[t]
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
     per_node = {}
     for t in NODE_TIERS:
         spec = node_tiers.get(t)
-        per_node[t] = _summary(mine[t], spec.capacity_bytes if spec else 0.0, spec is not None)
-    return {"hbm": _summary(mine["hbm"], hbm_capacity_bytes, True)}, per_node
+        per_node[t] = _summary(mine[t], spec.capacity_bytes if spec else 0.0, spec is not None,
+                               phases[t])
+    return {"hbm": _summary(mine["hbm"], hbm_capacity_bytes, True, phases["hbm"])}, per_node
 
 
 _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
@@ -687,7 +695,9 @@ _LIVE_AT = {m: frozenset(MOMENTS[m]) | ({"persistent"} if m != "load" else set()
 _LIVE_AT[None] = frozenset({"persistent"})
 
 
-def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
+def _summary(mine: list[dict], capacity: float, present: bool, by_phase: dict | None = None) -> dict:
+    """The summary of one tier's parts ``mine``; ``by_phase``, when given, is their bytes
+    per phase summed in their order (what the first pass below makes)."""
     if not mine:                       # most node tiers hold nothing
         out = _EMPTY_SUMMARY.copy()
         out["capacity_bytes"] = out["free_bytes"] = capacity
@@ -697,10 +707,11 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
         out["parts"] = mine
         return out
     # bytes per phase decide the peak moment; a second pass sums the live parts by category
-    by_phase: dict = {}
-    for p in mine:
-        ph = p["phase"]
-        by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    if by_phase is None:
+        by_phase = {}
+        for p in mine:
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
     per = _moments_of(by_phase)
     # training's moments stack on the persistent states; loading comes before them
     peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
