@@ -54,7 +54,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     counted: list = []
     stages = _stage_parts(sc, pc, lay, sb, counted)
-    worst = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
+    worst = stages[0] if len(stages) == 1 else max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
 
     band = memory_band(scenario_kind(sc.strategy.zero_stage, _offloaded(sc),
