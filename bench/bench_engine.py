@@ -35,7 +35,7 @@
    - quick, cold: the same with every engine memo cleared before each call, on a model
      the process has not evaluated (issue #17: >= 3x llm-analysis);
    - full (``detail=False``) on the same scenarios (goal >= 0.30x llm-analysis).
-   ``pip install llm-analysis`` (and ``simpy`` for 1.) to measure them.
+   ``--quick-only`` runs this section alone. ``pip install llm-analysis`` (and ``simpy`` for 1.) to measure them.
 4. Calculon (calculon-ai/calculon, not on PyPI) on Korthikanti et al. 2022 Table 5's eight
    runs, read from its own model, execution and system files, against the engine's full
    evaluation (``detail=False``) of scenarios written from the same numbers, in the same
@@ -612,18 +612,23 @@ def main():
                     help="a checkout of calculon-ai/calculon (its model, execution and system "
                          "files; the package importable): measure it side by side")
     ap.add_argument("--scheduler", action="store_true", help="section 1 only")
+    ap.add_argument("--quick-only", action="store_true",
+                    help="section 3 only (llm-analysis against the quick estimate)")
     args = ap.parse_args()
     min_s = 0.5 if args.quick else 2.0
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
 
-    scheduler_section(min_s)
+    if not args.quick_only:
+        scheduler_section(min_s)
     if args.scheduler:
         return
 
-    grid = scenario_grid()
-    work = {"full": (lambda d: evaluate_dict(d, detail=False), grid),
-            "detail": (lambda d: evaluate_dict(d, detail=True), grid)}
-    before = detail_before()
+    grid = [] if args.quick_only else scenario_grid()
+    work = {}
+    if grid:
+        work = {"full": (lambda d: evaluate_dict(d, detail=False), grid),
+                "detail": (lambda d: evaluate_dict(d, detail=True), grid)}
+    before = detail_before() if grid else None
     if before:
         work["detail-before"] = (before, grid)
     la = matched_configs()
@@ -635,11 +640,31 @@ def main():
         work["quick"] = (estimate_dict, matched)
         work["quick-cold"] = (lambda d: (forget(), estimate_dict(d)), matched)
         work["full-matched"] = (lambda d: evaluate_dict(d, detail=False), matched)
-    cal = calculon_calls(args.calculon)
+    cal = None if args.quick_only else calculon_calls(args.calculon)
     if cal:
         work["calculon"] = cal[:2]
         work["full-t5"] = (lambda d: evaluate_dict(d, detail=False), cal[2])
     t = best_rounds(work, 3 * min_s)
+    if grid:
+        grid_section(t, grid, before)
+    llm_analysis_section(t, la, pairs if la else None, same_la if la else None)
+    if args.quick_only:
+        return
+    if not cal:
+        print("\n4. Calculon not measured (--calculon DIR: a checkout of calculon-ai/calculon, "
+              "pip install DIR pandas psutil)")
+    else:
+        calculon_section(cal, t)
+    st = startup_s(5 if args.quick else 11)
+    print(f"\n5. start-up, median of {5 if args.quick else 11} subprocesses (load average "
+          f"{os.getloadavg()[0]:.2f})")
+    print(f"   python -m simulation evaluate (Llama-2-7B, one H100)  {st['evaluate'] * 1e3:7.0f} ms")
+    print(f"   python -c 'import numpy, numpy.random'                {st['numpy'] * 1e3:7.0f} ms   "
+          f"(the evaluation's floor: {st['numpy'] / st['evaluate']:.0%} of it)")
+    print(f"   python -c pass                                        {st['python'] * 1e3:7.0f} ms")
+
+
+def grid_section(t, grid, before):
     t_full, t_detail = t["full"], t["detail"]
     print(f"\n2. scenario evaluations, one core, cycling through {len(grid)} distinct Llama-2-70B "
           "(80-layer) scenarios on DGX H100 nodes")
@@ -649,6 +674,9 @@ def main():
         t_b = t["detail-before"]
         print(f"   the same as made before issue #17         {1 / t_b:10,.0f} /s   ({t_b * 1e3:.3f} ms each): "
               f"{t_b / t_detail:.2f}x faster now (goal >= 4x)")
+
+
+def llm_analysis_section(t, la, pairs, same_la):
     if not la:
         print("\n3. llm-analysis not installed (pip install llm-analysis)")
     else:
@@ -669,18 +697,6 @@ def main():
             print(f"   tierlab full (memory + simulated step)    {1 / t_fm:10,.0f} /s   ({t_fm * 1e3:.3f} ms each)"
                   f"   {t_la / t_fm:5.2f}x llm-analysis (goal >= 0.30x)")
     print(f"   load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if not cal:
-        print("\n4. Calculon not measured (--calculon DIR: a checkout of calculon-ai/calculon, "
-              "pip install DIR pandas psutil)")
-    else:
-        calculon_section(cal, t)
-    st = startup_s(5 if args.quick else 11)
-    print(f"\n5. start-up, median of {5 if args.quick else 11} subprocesses (load average "
-          f"{os.getloadavg()[0]:.2f})")
-    print(f"   python -m simulation evaluate (Llama-2-7B, one H100)  {st['evaluate'] * 1e3:7.0f} ms")
-    print(f"   python -c 'import numpy, numpy.random'                {st['numpy'] * 1e3:7.0f} ms   "
-          f"(the evaluation's floor: {st['numpy'] / st['evaluate']:.0%} of it)")
-    print(f"   python -c pass                                        {st['python'] * 1e3:7.0f} ms")
 
 
 def calculon_section(cal, t):

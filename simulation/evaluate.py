@@ -54,14 +54,13 @@ def evaluate(sc: Scenario, include_step: bool = True,
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     counted: list = []
     stages = _stage_parts(sc, pc, lay, sb, counted)
-    worst = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
+    worst = stages[0] if len(stages) == 1 else max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
 
     band = memory_band(scenario_kind(sc.strategy.zero_stage, _offloaded(sc),
                                      lay.pipeline_parallel))
-    violations, tight = find_violations(per_gpu, per_node, band)
-    state = fit_state([tier_state(s["total_bytes"], s["capacity_bytes"], band)
-                       for tiers in (per_gpu, per_node) for s in tiers.values()])
+    violations, tight, states = _violations(per_gpu, per_node, band)
+    state = fit_state(states)
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
     if sc.training.lora is not None:
@@ -194,10 +193,17 @@ def find_violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[l
     """``(violations, tight)``: a Violation per tier above ``capacity x (1 + band)``, and a
     ``{tier, scope, required_bytes, capacity_bytes, peak_phase, largest_part, message}``
     per tier inside the tight band (see :mod:`simulation.fit`)."""
-    out, tight = [], []
+    return _violations(per_gpu, per_node, band)[:2]
+
+
+def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list, list, list]:
+    """:func:`find_violations`' two lists and every tier's state (HBM first, then the node
+    tiers in order), each tier's state made once."""
+    out, tight, states = [], [], []
     for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
         for t, s in tiers.items():
             state = tier_state(s["total_bytes"], s["capacity_bytes"], band)
+            states.append(state)
             label = _TIER_LABEL.get(t, t.upper())
             if state == "tight":
                 term = _largest_dynamic_part(s)
@@ -221,7 +227,7 @@ def find_violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[l
                         f"but has {fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)})"
                         + (f" at {s['peak_phase']}" if s["peak_phase"] != "persistent" else "")
                         + where))
-    return out, tight
+    return out, tight, states
 
 
 def _largest_dynamic_part(summary: dict) -> str | None:

@@ -47,13 +47,16 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
     return v
 
 
+_INF = math.inf
+
+
 def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
          maximum: float | None = None):
     v = d.get(key, default)
     if v is None:
         return None
     t = type(v)
-    if (t is float or t is int) and -math.inf < v < math.inf and (v > minimum or (
+    if (t is float or t is int) and -_INF < v < _INF and (v > minimum or (
             v == minimum and not strict)) and (maximum is None or v <= maximum):
         return float(v)                   # the common case, checked first: same result
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):

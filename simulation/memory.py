@@ -138,8 +138,13 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             if lora is not None and state[0] != "params":     # per parameter of the model
                 state = (state[0], state[1], state[2] * psi / base_psi)
             counted.append((*state, tier))
-        scale = 1 if tier == "hbm" else gpn          # node tiers hold every local rank's share
-        parts.append(part(name, category, tier, per_rank_bytes * scale, phase, bpp, note))
+        # node tiers hold every local rank's share; the dict is part()'s, made inline
+        p = {"name": name, "category": category, "tier": tier,
+             "bytes": per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn,
+             "phase": phase, "note": note}
+        if bpp is not None:
+            p["bytes_per_param"] = bpp
+        parts.append(p)
 
     opt_tier = OFFLOAD_TIER.get(st.offload_optimizer, "hbm")
     par_tier = OFFLOAD_TIER.get(st.offload_params, "hbm")
@@ -307,14 +312,15 @@ def counted_bytes_per_param(counted: list) -> dict:
     FSDP's fp32 flat parameters doubling as the master weights, ZeRO-Offload's fp32 host
     gradient partition, so the run page's table and the breakdown agree.
     """
-    out = dict.fromkeys(("params", "grads", "master_weights", "optimizer_states"), 0.0)
-    dtypes: dict = {k: [] for k in out}
+    out = {"params": 0.0, "grads": 0.0, "master_weights": 0.0, "optimizer_states": 0.0}
+    dtypes: dict = {"params": [], "grads": [], "master_weights": [], "optimizer_states": []}
     for state, dtype, bpp, _tier in counted:
         out[state] += bpp
-        if dtype not in dtypes[state]:
-            dtypes[state].append(dtype)
-    out["k"] = out["master_weights"] + out["optimizer_states"]
-    out["total"] = out["params"] + out["grads"] + out["k"]
+        seen = dtypes[state]
+        if dtype not in seen:
+            seen.append(dtype)
+    out["k"] = k = out["master_weights"] + out["optimizer_states"]
+    out["total"] = out["params"] + out["grads"] + k
     out["dtypes"] = {k: " + ".join(v) or "none" for k, v in dtypes.items()}
     return out
 
@@ -708,38 +714,59 @@ def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -
 def tier_summaries(parts: list[dict], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:
     """``(per_gpu, per_node)``: :func:`tier_summary` of HBM and of each of ``NODE_TIERS``
     (``node_tiers`` maps a tier to its spec with ``capacity_bytes``; absent: none)."""
+    # one pass: each tier's parts and, in the parts' order, its bytes per phase
     mine: dict = {"hbm": [], "ddr": [], "nvme": [], "cxl": []}
+    phases: dict = {"hbm": {}, "ddr": {}, "nvme": {}, "cxl": {}}
     for p in parts:
-        held = mine.get(p["tier"])
+        t = p["tier"]
+        held = mine.get(t)
         if held is not None:
             held.append(p)
+            by_phase = phases[t]
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
     per_node = {}
     for t in NODE_TIERS:
         spec = node_tiers.get(t)
-        per_node[t] = _summary(mine[t], spec.capacity_bytes if spec else 0.0, spec is not None)
-    return {"hbm": _summary(mine["hbm"], hbm_capacity_bytes, True)}, per_node
+        per_node[t] = _summary(mine[t], spec.capacity_bytes if spec else 0.0, spec is not None,
+                               phases[t])
+    return {"hbm": _summary(mine["hbm"], hbm_capacity_bytes, True, phases["hbm"])}, per_node
 
 
 _NO_BYTES = dict.fromkeys(_CATEGORY_KEYS.values(), 0)
 
 
 _EMPTY_MOMENTS = dict.fromkeys(MOMENTS, 0.0)
+# An empty tier's summary, in the keys' order; capacity, present, moments and parts are set
+# per tier (the moments and parts anew: a caller may change them).
+_EMPTY_SUMMARY = dict(_NO_BYTES, total_bytes=0, capacity_bytes=None, free_bytes=None,
+                      utilization=None, present=None, peak_phase="persistent",
+                      moments_bytes=None, allocated_bytes=0, reserved_bytes=0, parts=None)
 _TRAINING_MOMENTS = ("loss", "backward", "step", "checkpoint")
+# The phases a tier's total counts when its peak is at a moment (None: persistent alone):
+# the moment's phases, on top of the persistent parts except at load, which precedes them.
+_LIVE_AT = {m: frozenset(MOMENTS[m]) | ({"persistent"} if m != "load" else set())
+            for m in MOMENTS}
+_LIVE_AT[None] = frozenset({"persistent"})
 
 
-def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
+def _summary(mine: list[dict], capacity: float, present: bool, by_phase: dict | None = None) -> dict:
+    """The summary of one tier's parts ``mine``; ``by_phase``, when given, is their bytes
+    per phase summed in their order (what the first pass below makes)."""
     if not mine:                       # most node tiers hold nothing
-        out = _NO_BYTES.copy()
-        out.update(total_bytes=0, capacity_bytes=capacity, free_bytes=capacity,
-                   utilization=0.0 if capacity else None, present=present,
-                   peak_phase="persistent", moments_bytes=_EMPTY_MOMENTS.copy(),
-                   allocated_bytes=0, reserved_bytes=0, parts=mine)
+        out = _EMPTY_SUMMARY.copy()
+        out["capacity_bytes"] = out["free_bytes"] = capacity
+        out["utilization"] = 0.0 if capacity else None
+        out["present"] = present
+        out["moments_bytes"] = _EMPTY_MOMENTS.copy()
+        out["parts"] = mine
         return out
     # bytes per phase decide the peak moment; a second pass sums the live parts by category
-    by_phase: dict = {}
-    for p in mine:
-        ph = p["phase"]
-        by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    if by_phase is None:
+        by_phase = {}
+        for p in mine:
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
     per = _moments_of(by_phase)
     # training's moments stack on the persistent states; loading comes before them
     peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
@@ -747,16 +774,15 @@ def _summary(mine: list[dict], capacity: float, present: bool) -> dict:
         peak = None
     if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
         peak = "load"
-    live = MOMENTS.get(peak, ())
-    with_persistent = peak != "load"
+    live = _LIVE_AT[peak]
     out = _NO_BYTES.copy()
     reserve = 0.0
     for p in mine:
-        ph = p["phase"]
-        if (with_persistent and ph == "persistent") or ph in live:
-            out[_CATEGORY_KEYS[p["category"]]] += p["bytes"]
+        if p["phase"] in live:
+            b = p["bytes"]
+            out[_CATEGORY_KEYS[p["category"]]] += b
             if p["name"] in _NOT_ALLOCATED:
-                reserve += p["bytes"]
+                reserve += b
     total = sum(out.values())
     out.update(total_bytes=total, capacity_bytes=capacity, free_bytes=capacity - total,
                utilization=(total / capacity) if capacity else None, present=present,

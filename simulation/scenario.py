@@ -81,6 +81,25 @@ def _framework(training: dict, path: str) -> str:
     return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
 
 
+class _Retry(Exception):
+    """A direct parse met something the collecting parse must look at."""
+
+
+def _missing():
+    raise _Retry
+
+
+def _first_try(direct, collecting, d: dict, path: str):
+    """``direct(d, path)``: the section's checks called one after another, no collecting
+    (what a valid section costs); on any failure ``collecting(d, path)``, which makes the
+    same checks in the same order and names every bad field (what an invalid section
+    raises). Both make equal specs of a valid section (``tests/engine/test_scenario_fast.py``)."""
+    try:
+        return direct(d, path)
+    except Exception:       # noqa: BLE001 - the collecting parse raises what it must
+        return collecting(d, path)
+
+
 # ------------------------------------------------------------------ dataclasses
 @dataclass(frozen=True)
 class ModelSpec:
@@ -237,6 +256,30 @@ class AcceleratorSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
+        """The spec, or every missing or bad field at once (:meth:`_collecting`); a valid
+        section takes the direct checks of :func:`_first_try` (the same checks, no
+        collecting), an invalid one is parsed again by :meth:`_collecting`."""
+        return _first_try(cls._direct, cls._collecting, d, path)
+
+    @classmethod
+    def _direct(cls, d: dict, path: str) -> "AcceleratorSpec":
+        built_in = _BUILT_IN_ACCELERATORS.get(d.get("preset"))
+        if built_in is not None and built_in[0] == repr(d):
+            return built_in[1]           # a built-in preset as the table has it
+        _no_unknown(d, field_names(cls), path)
+        vals = {k: _num(d, k, path, strict=True, maximum=top) if d.get(k) is not None else _missing()
+                for k, top in _ACC_REQUIRED}
+        gemm = _num(d, "gemm_flops", path, strict=True, maximum=MAX_FLOPS)
+        sms = _int(d, "sm_count", path, minimum=1, maximum=100_000)
+        if (gemm is None) != (sms is None) or gemm is not None and gemm > vals["peak_flops_bf16"]:
+            _missing()
+        vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
+                    preset=_str(d, "preset", path), source=_str(d, "source", path),
+                    gemm_flops=gemm, sm_count=sms)
+        return _new(cls, vals)
+
+    @classmethod
+    def _collecting(cls, d: dict, path: str) -> "AcceleratorSpec":
         bad = Collect()                  # every missing or bad field at once
         bad(_no_unknown, d, field_names(cls), path)
         vals = {}
@@ -278,6 +321,20 @@ class TierSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "TierSpec":
+        """The spec, or every missing or bad field at once (see AcceleratorSpec.from_dict)."""
+        return _first_try(cls._direct, cls._collecting, d, path)
+
+    @classmethod
+    def _direct(cls, d: dict, path: str) -> "TierSpec":
+        built_in = _BUILT_IN_TIERS.get(repr(d))
+        if built_in is not None:
+            return built_in              # a node template's tier as the table has it
+        _no_unknown(d, field_names(cls), path)
+        return _new(cls, {k: (f(d, k, path, **kw) if not required or d.get(k) is not None
+                              else _missing()) for k, f, required, kw in _TIER_FIELDS})
+
+    @classmethod
+    def _collecting(cls, d: dict, path: str) -> "TierSpec":
         bad = Collect()                  # every missing or bad field at once
         bad(_no_unknown, d, field_names(cls), path)
         for k in ("capacity_bytes", "read_bytes_per_s", "write_bytes_per_s"):
@@ -296,6 +353,20 @@ class TierSpec:
     def to_dict(self) -> dict:
         return _given(self)
 
+
+
+# The direct parses' field checks: (key, check, ...) as the collecting parses make them.
+_ACC_REQUIRED = tuple((k, MAX_BYTES if k.endswith("_bytes") else MAX_BYTES_PER_S
+                       if k.endswith("_per_s") else MAX_FLOPS)
+                      for k in ("hbm_capacity_bytes", "hbm_bytes_per_s", "peak_flops_bf16",
+                                "peak_flops_fp32", "host_link_bytes_per_s", "scaleup_bytes_per_s"))
+_TIER_FIELDS = (
+    ("capacity_bytes", _num, True, dict(maximum=MAX_TIER_BYTES)),
+    ("read_bytes_per_s", _num, True, dict(strict=True, maximum=MAX_BYTES_PER_S)),
+    ("write_bytes_per_s", _num, True, dict(strict=True, maximum=MAX_BYTES_PER_S)),
+    ("latency_s", _num, False, dict(default=0.0)),
+    ("device", _str, False, {}),
+    ("devices", _int, False, dict(minimum=0)))
 
 @dataclass(frozen=True)
 class ClusterSpec:
@@ -340,6 +411,32 @@ class ClusterSpec:
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "cluster") -> "ClusterSpec":
+        """The spec, or every missing or bad field (and spec field) at once (see
+        AcceleratorSpec.from_dict)."""
+        return _first_try(cls._direct, cls._collecting, d, path)
+
+    @classmethod
+    def _direct(cls, d: dict, path: str) -> "ClusterSpec":
+        _no_unknown(d, field_names(cls), path)
+        acc = d.get("accelerator")
+        if type(acc) is not dict:
+            _missing()
+        tiers = {}
+        for name, spec in (_section(d, "tiers", path) or {}).items():
+            if spec is None and name in presets.TIER_NAMES:
+                continue
+            if type(spec) is not dict or name not in presets.TIER_NAMES:
+                _missing()
+            tiers[name] = TierSpec._direct(spec, f"{path}.tiers.{name}")
+        kw = {k: f(d, k, path, *a, **o) for k, f, a, o in _CLUSTER_FIELDS}
+        kw["accelerator"] = AcceleratorSpec._direct(acc, f"{path}.accelerator")
+        kw["tiers"] = tiers
+        p = d.get("profile")
+        kw["profile"] = calibrate.profile_from_dict(p, f"{path}.profile") if p is not None else None
+        return _new(cls, kw)
+
+    @classmethod
+    def _collecting(cls, d: dict, path: str) -> "ClusterSpec":
         bad = Collect()                  # every missing or bad field (and spec field) at once
         bad(_no_unknown, d, field_names(cls), path)
         acc = d.get("accelerator")
@@ -1083,3 +1180,42 @@ def checkpoint_target(sc: Scenario):
 _checked_target = ByIdentity(_check_checkpoint_target)
 # Callers unpack it (``**``), so the remembered dict is never changed.
 _node_figures_of = ByIdentity(_node_figures)
+
+
+# ClusterSpec._direct's checks: (key, check, positional, keyword arguments after d, key,
+# path), those of ClusterSpec._collecting.
+_CLUSTER_FIELDS = (
+    ("gpus_per_node", _int, (), dict(required=True, maximum=1024)),
+    ("num_nodes", _int, (1,), dict(maximum=1_000_000)),
+    ("nic_bytes_per_s", _num, (), dict(strict=True, maximum=MAX_BYTES_PER_S)),
+    ("price_usd_per_node_hour", _num, (), {}),
+    ("price_source", _str, (), {}), ("node", _str, (), {}), ("node_name", _str, (), {}),
+    ("source", _str, (), {}),
+    ("template_gpus_per_node", _int, (), dict(minimum=1)),
+    ("host_share", _choice, (HOST_SHARES, "proportional"), {}),
+    ("cpu_cores", _int, (), dict(minimum=1, maximum=1_000_000)),
+    ("cpu_isa", _choice, (CPU_ISAS, "avx512"), {}),
+    ("cpu_source", _str, (), {}),
+    ("pcie_switch_gpus", _int, (), dict(minimum=1, maximum=1024)),
+    ("pcie_switch_uplink_bytes_per_s", _num, (), dict(strict=True)),
+    ("pcie_switch_source", _str, (), {}),
+    ("nvls", _bool, (False,), {}), ("rail_optimized", _bool, (True,), {}),
+    ("leaf_switch_ports", _int, (), dict(minimum=1, maximum=100_000)),
+    ("spine_oversubscription", _num, (1.0,), dict(minimum=1.0, maximum=64.0)))
+
+
+# The built-in presets' accelerators and node templates' tiers, parsed once when the engine
+# is imported (constants of the engine, as the presets are; not memos of any input, so
+# ``forget`` leaves them): a section the direct parse is given is one of them when its
+# ``repr`` is the preset's, as :func:`resolve` expands it (``repr`` keeps JSON types apart
+# and floats exact, so the parse of the section is the preset's spec). The accelerator
+# table is keyed by preset name, with the section's repr; the tiers by repr.
+_BUILT_IN_ACCELERATORS: dict = {}
+_BUILT_IN_TIERS: dict = {}
+for _name in presets.ACCELERATORS:
+    _acc = _expand(_name, presets.ACCELERATORS, "accelerator", "accelerator")
+    _BUILT_IN_ACCELERATORS[_name] = (repr(_acc), AcceleratorSpec._collecting(_acc, "accelerator"))
+for _tpl in presets.NODES.values():
+    for _t in (_tpl.get("tiers") or {}).values():
+        _BUILT_IN_TIERS[repr(dict(_t))] = TierSpec._collecting(dict(_t), "cluster.tiers")
+del _name, _acc, _tpl, _t
