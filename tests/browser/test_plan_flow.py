@@ -48,6 +48,23 @@ def test_llama2_70b_on_up_to_four_dgx_h100_ranked_within_a_minute(page, live_url
     assert page.js_errors == []
 
 
+def submit_without_worker(page, live_url, user, settings, model):
+    """Log in and submit ``model`` on 1-4 DGX H100 nodes from the planner form, on a queue no
+    worker reads (the test runs the chunks itself), with CSP violations recorded."""
+    from tests.browser.test_content_security_policy import RECORD_VIOLATIONS
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
+    page.add_init_script(RECORD_VIOLATIONS)             # the polling works under the policy
+    log_in(page, live_url, user)
+    page.goto(f"{live_url}/plans/new/")
+    page.select_option("#id_model", model)
+    page.select_option("#id_node", "dgx-h100")
+    page.fill("#id_min_nodes", "1")
+    page.fill("#id_max_nodes", "4")
+    page.click("#submit-plan")
+    page.wait_for_url(re.compile(r".*/plans/\d+/$"))
+
+
 def test_the_progress_bar_follows_the_api_without_reloading_the_page(page, live_url, user_admin, catalog,
                                                                      settings):
     """The plan page polls GET /api/v1/plans/<id>/ (src/pages/plan.ts): the bar, the
@@ -58,20 +75,9 @@ def test_the_progress_bar_follows_the_api_without_reloading_the_page(page, live_
     from tierlab.dashboard import plans
     from tierlab.dashboard.models import Plan, PlanChunk
 
-    from tests.browser.test_content_security_policy import RECORD_VIOLATIONS
-
-    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
-    page.add_init_script(RECORD_VIOLATIONS)             # the polling works under the policy
     console = []
     page.on("console", lambda msg: console.append(msg.text) if msg.type == "error" else None)
-    log_in(page, live_url, user_admin)
-    page.goto(f"{live_url}/plans/new/")
-    page.select_option("#id_model", "llama2-70b")
-    page.select_option("#id_node", "dgx-h100")
-    page.fill("#id_min_nodes", "1")
-    page.fill("#id_max_nodes", "4")
-    page.click("#submit-plan")
-    page.wait_for_url(re.compile(r".*/plans/\d+/$"))
+    submit_without_worker(page, live_url, user_admin, settings, "llama2-70b")
     plan = Plan.objects.get()
     page.evaluate("window.__sameDocument = true")       # gone if the page reloads
     wait_until(page, "document.getElementById('plan-root').dataset.live === 'true'")
@@ -125,18 +131,7 @@ def test_a_finished_plans_pareto_front_is_a_chart_in_place_and_on_the_share_link
     from tierlab.dashboard import plans, sharing
     from tierlab.dashboard.models import Plan, PlanChunk
 
-    from tests.browser.test_content_security_policy import RECORD_VIOLATIONS
-
-    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
-    page.add_init_script(RECORD_VIOLATIONS)
-    log_in(page, live_url, user_admin)
-    page.goto(f"{live_url}/plans/new/")
-    page.select_option("#id_model", "llama2-7b")
-    page.select_option("#id_node", "dgx-h100")
-    page.fill("#id_min_nodes", "1")
-    page.fill("#id_max_nodes", "4")
-    page.click("#submit-plan")
-    page.wait_for_url(re.compile(r".*/plans/\d+/$"))
+    submit_without_worker(page, live_url, user_admin, settings, "llama2-7b")
     plan = Plan.objects.get()
     wait_until(page, "document.getElementById('plan-root').dataset.live === 'true'")
     assert page.locator("#plan-pareto-chart").count() == 0          # no result yet, no chart

@@ -19,7 +19,7 @@ import { formatSeconds } from "../units";
 import { chartFrame } from "./option_parts";
 import type { ChartStyle } from "./series";
 import { niceAxis, ratioAxis } from "./ticks";
-import { paretoScale } from "./sweep_series";
+import { paretoAxes } from "./sweep_series";
 
 export type PlanChartOption = ComposeOption<
   ScatterSeriesOption | LineSeriesOption | GridComponentOption | LegendComponentOption | TooltipComponentOption
@@ -126,20 +126,7 @@ export function planParetoOption(data: PlanChartData, style: ChartStyle = {}): P
       },
     },
     grid: { left: 10, right: 30, top: 50, bottom: 44, outerBoundsMode: "same", outerBoundsContain: "all" },
-    xAxis: {
-      type: "value",
-      name: `Step time (${unit})`,
-      nameLocation: "middle",
-      nameGap: 28,
-      ...paretoScale(x, (v) => `${v} ${unit}`),
-      splitLine: { lineStyle: { opacity: 0.35 } },
-    },
-    yAxis: {
-      type: "value",
-      name: PLAN_COST_AXIS,
-      ...paretoScale(y, (v) => `$${v}`),
-      splitLine: { lineStyle: { opacity: 0.35 } },
-    },
+    ...paretoAxes(x, `Step time (${unit})`, (v) => `${v} ${unit}`, y, PLAN_COST_AXIS),
     series,
   } as PlanChartOption;
 }

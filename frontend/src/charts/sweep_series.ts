@@ -455,6 +455,28 @@ export function paretoScale(axis: NiceAxis | null, unit: (text: string) => strin
   return { min, max, interval, axisLabel: { formatter: (v: number) => unit(tickText(v, axis)) } };
 }
 
+/** The two value axes of a Pareto chart: step time along x (its name under the axis),
+ * cost along y, each on `paretoScale`'s ticks with its unit. */
+export function paretoAxes(x: NiceAxis | null, xName: string, xUnit: (text: string) => string,
+                           y: NiceAxis | null, yName: string) {
+  return {
+    xAxis: {
+      type: "value" as const,
+      name: xName,
+      nameLocation: "middle" as const,
+      nameGap: 28,
+      ...paretoScale(x, xUnit),
+      splitLine: { lineStyle: { opacity: 0.35 } },
+    },
+    yAxis: {
+      type: "value" as const,
+      name: yName,
+      ...paretoScale(y, (v) => `$${v}`),
+      splitLine: { lineStyle: { opacity: 0.35 } },
+    },
+  };
+}
+
 /**
  * Cost per million tokens against step time: the Pareto front joined by a line, other
  * feasible points as circles, points that do not fit as grey crosses (their numbers are
@@ -487,20 +509,7 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
       },
     },
     grid: { left: 10, right: 30, top: 50, bottom: 44, outerBoundsMode: "same", outerBoundsContain: "all" },
-    xAxis: {
-      type: "value",
-      name: PARETO_X,
-      nameLocation: "middle",
-      nameGap: 28,
-      ...paretoScale(x, (v) => `${v} s`),
-      splitLine: { lineStyle: { opacity: 0.35 } },
-    },
-    yAxis: {
-      type: "value",
-      name: PARETO_Y,
-      ...paretoScale(y, (v) => `$${v}`),
-      splitLine: { lineStyle: { opacity: 0.35 } },
-    },
+    ...paretoAxes(x, PARETO_X, (v) => `${v} s`, y, PARETO_Y),
     series,
   };
 }
