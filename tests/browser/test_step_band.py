@@ -30,7 +30,7 @@ def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url,
     page.select_option("select[name='training.recompute']", "full")
 
     # the live estimate
-    wait_until(page, "() => /ZeRO-3 \/ FSDP on/.test(document.querySelector('#estimate-step')?.textContent ?? '')",
+    wait_until(page, r"() => /ZeRO-3 \/ FSDP on/.test(document.querySelector('#estimate-step')?.textContent ?? '')",
                timeout_s=30)
     step_line = page.locator("#estimate-step").inner_text()
     assert re.search(r"^Step " + BAND, step_line), step_line
