@@ -16,10 +16,9 @@ import type { ComposeOption } from "echarts/core";
 import { formatUSD } from "../dashboard/format";
 import { escapeHtml as esc } from "../html";
 import { formatSeconds } from "../units";
-import { chartFrame } from "./option_parts";
 import type { ChartStyle } from "./series";
 import { niceAxis, ratioAxis } from "./ticks";
-import { paretoAxes } from "./sweep_series";
+import { paretoFrame } from "./sweep_series";
 
 export type PlanChartOption = ComposeOption<
   ScatterSeriesOption | LineSeriesOption | GridComponentOption | LegendComponentOption | TooltipComponentOption
@@ -114,19 +113,10 @@ export function planParetoOption(data: PlanChartData, style: ChartStyle = {}): P
         borderWidth: 1 }, z: 4 });
   }
   return {
-    ...chartFrame(false),
-    legend: { top: 0 },
-    tooltip: {
-      trigger: "item",
-      confine: true,
-      formatter: (p: unknown) => {
-        const idx = (p as { data?: { point?: number } }).data?.point;
-        const r = typeof idx === "number" ? rows.get(idx) : undefined;
-        return r ? planTooltipHTML(r, top !== null && r.index === top.index) : "";
-      },
-    },
-    grid: { left: 10, right: 30, top: 50, bottom: 44, outerBoundsMode: "same", outerBoundsContain: "all" },
-    ...paretoAxes(x, `Step time (${unit})`, (v) => `${v} ${unit}`, y, PLAN_COST_AXIS),
+    ...paretoFrame(x, `Step time (${unit})`, (v) => `${v} ${unit}`, y, PLAN_COST_AXIS, (idx) => {
+      const r = rows.get(idx);
+      return r ? planTooltipHTML(r, top !== null && r.index === top.index) : "";
+    }),
     series,
   } as PlanChartOption;
 }

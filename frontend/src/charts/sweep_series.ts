@@ -455,6 +455,27 @@ export function paretoScale(axis: NiceAxis | null, unit: (text: string) => strin
   return { min, max, interval, axisLabel: { formatter: (v: number) => unit(tickText(v, axis)) } };
 }
 
+/** Everything of a Pareto chart but its series: frame, legend, a tooltip per point (the
+ * point's index in its `data.point`, given to `pointHTML`), grid and `paretoAxes`. */
+export function paretoFrame(x: NiceAxis | null, xName: string, xUnit: (text: string) => string,
+                            y: NiceAxis | null, yName: string, pointHTML: (idx: number) => string) {
+  return {
+    ...chartFrame(false),
+    legend: { top: 0 },
+    tooltip: {
+      trigger: "item" as const,
+      confine: true,
+      formatter: (p: unknown) => {
+        const idx = (p as { data?: { point?: number } }).data?.point;
+        return typeof idx === "number" ? pointHTML(idx) : "";
+      },
+    },
+    grid: { left: 10, right: 30, top: 50, bottom: 44, outerBoundsMode: "same" as const,
+      outerBoundsContain: "all" as const },
+    ...paretoAxes(x, xName, xUnit, y, yName),
+  };
+}
+
 /** The two value axes of a Pareto chart: step time along x (its name under the axis),
  * cost along y, each on `paretoScale`'s ticks with its unit. */
 export function paretoAxes(x: NiceAxis | null, xName: string, xUnit: (text: string) => string,
@@ -498,18 +519,8 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
       itemStyle: { color: grey } },
   ];
   return {
-    ...chartFrame(false),
-    legend: { top: 0 },
-    tooltip: {
-      trigger: "item",
-      confine: true,
-      formatter: (p: unknown) => {
-        const idx = (p as { data?: { point?: number } }).data?.point;
-        return typeof idx === "number" ? pointTooltipHTML(sweep, sweep.points[idx]) : "";
-      },
-    },
-    grid: { left: 10, right: 30, top: 50, bottom: 44, outerBoundsMode: "same", outerBoundsContain: "all" },
-    ...paretoAxes(x, PARETO_X, (v) => `${v} s`, y, PARETO_Y),
+    ...paretoFrame(x, PARETO_X, (v) => `${v} s`, y, PARETO_Y,
+      (idx) => pointTooltipHTML(sweep, sweep.points[idx])),
     series,
   };
 }
