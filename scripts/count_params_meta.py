@@ -7,7 +7,11 @@ downloaded) and records, per model preset of ``simulation/presets.py``:
 
 - ``total``: ``sum(p.numel() for p in model.parameters())`` (a tied output head is the
   embedding's own Parameter, counted once),
-- ``per_layer``: the same over the first decoder block,
+- ``per_layer``: the same over the first decoder block, ``last_layer`` over the last one
+  (an expert block where the first ones are dense, DeepSeek),
+- ``sliding_layers``: blocks with sliding-window attention (``config.layer_types``'
+  "sliding_attention" where the class has it, Gemma 2; else every block when the config
+  has a ``sliding_window``, Mistral),
 - ``per_layer_tensors``: the first block's parameter tensors (each its own gradient),
 - ``embedding``: the input embedding's elements,
 - ``largest_module``: the biggest single parameter tensor,
@@ -83,7 +87,7 @@ ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
         num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False)),
     "mistral-7b": ("MistralConfig", "mistralai/Mistral-7B-v0.1", dict(
         hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, vocab_size=32000, tie_word_embeddings=False)),
+        num_key_value_heads=8, vocab_size=32000, tie_word_embeddings=False, sliding_window=4096)),
     "mixtral-8x7b": ("MixtralConfig", "mistralai/Mixtral-8x7B-v0.1", dict(
         hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=8, vocab_size=32000, num_local_experts=8, num_experts_per_tok=2,
@@ -103,13 +107,29 @@ ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
         num_key_value_heads=16, head_dim=256, vocab_size=256000)),
     "gemma2-9b": ("Gemma2Config", "google/gemma-2-9b", dict(
         hidden_size=3584, intermediate_size=14336, num_hidden_layers=42, num_attention_heads=16,
-        num_key_value_heads=8, head_dim=256, vocab_size=256000)),
+        num_key_value_heads=8, head_dim=256, vocab_size=256000, sliding_window=4096)),
     "gemma2-27b": ("Gemma2Config", "google/gemma-2-27b", dict(
         hidden_size=4608, intermediate_size=36864, num_hidden_layers=46, num_attention_heads=32,
-        num_key_value_heads=16, head_dim=128, vocab_size=256000)),
+        num_key_value_heads=16, head_dim=128, vocab_size=256000, sliding_window=4096)),
     "falcon-7b": ("FalconConfig", "tiiuae/falcon-7b", dict(
         hidden_size=4544, num_hidden_layers=32, num_attention_heads=71, vocab_size=65024,
         multi_query=True, parallel_attn=True, bias=False, new_decoder_architecture=False)),
+    # DeepSeek (transformers >= 4.57 DeepseekV2/V3): routed + shared experts, dense first
+    # blocks, multi-head latent attention. transformers' DeepseekV3ForCausalLM leaves the
+    # multi-token-prediction module out (num_nextn_predict_layers is not read: the
+    # checkpoint's layer 61 is not loaded), as does this count.
+    "deepseek-v3": ("DeepseekV3Config", "deepseek-ai/DeepSeek-V3", dict(
+        hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+        num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128,
+        n_shared_experts=1, n_routed_experts=256, num_experts_per_tok=8, first_k_dense_replace=3,
+        q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+        v_head_dim=128, vocab_size=129280, tie_word_embeddings=False)),
+    "deepseek-v2-lite": ("DeepseekV2Config", "deepseek-ai/DeepSeek-V2-Lite", dict(
+        hidden_size=2048, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=27, num_attention_heads=16, num_key_value_heads=16,
+        n_shared_experts=2, n_routed_experts=64, num_experts_per_tok=6, first_k_dense_replace=1,
+        q_lora_rank=None, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+        v_head_dim=128, vocab_size=102400, tie_word_embeddings=False)),
 }
 
 
@@ -119,8 +139,15 @@ def count(cls_name: str, kwargs: dict) -> dict:
         model = AutoModelForCausalLM.from_config(cfg)
     params = list(model.parameters())                       # deduplicated: tied once
     block = model.get_decoder().layers if hasattr(model.get_decoder(), "layers") else model.transformer.h
+    layer_types = getattr(cfg, "layer_types", None)
+    if layer_types:
+        sliding = sum(t == "sliding_attention" for t in layer_types)
+    else:
+        sliding = len(block) if getattr(cfg, "sliding_window", None) else 0
     return dict(total=sum(p.numel() for p in params),
                 per_layer=sum(p.numel() for p in block[0].parameters()),
+                last_layer=sum(p.numel() for p in block[-1].parameters()),
+                sliding_layers=sliding,
                 per_layer_tensors=len(list(block[0].parameters())),
                 embedding=model.get_input_embeddings().weight.numel(),
                 largest_module=max(p.numel() for p in params),

@@ -36,6 +36,12 @@ class ParamCount:
     output_head: int        # 0 when tied to the embedding
     largest_module: int     # biggest single weight tensor (DeepSpeed's "largest layer")
     exact: bool             # False when only num_params was given
+    # Blocks differ when the first ones are dense (``first_dense_layers``): ``per_layer``
+    # and ``per_layer_active`` are then the mean over blocks (so num_layers x per_layer +
+    # embedding, head and final norm = total), ``first_layer`` block 0, ``largest_layer``
+    # the biggest block (an expert block: one FSDP unit at its largest).
+    first_layer: int = 0
+    largest_layer: int = 0
 
 
 def count_params(m: ModelSpec) -> ParamCount:
@@ -45,36 +51,111 @@ def count_params(m: ModelSpec) -> ParamCount:
         per_layer = total // max(m.num_layers, 1)
         return ParamCount(total=total, active=total, per_layer=per_layer,
                           per_layer_active=per_layer, embedding=0,
-                          output_head=0, largest_module=per_layer, exact=False)
+                          output_head=0, largest_module=per_layer, exact=False,
+                          first_layer=per_layer, largest_layer=per_layer)
 
-    h, f, v = m.hidden_size, m.ffn_hidden_size, m.vocab_size
-    head_dim = m.attention_head_dim
-    q = m.num_attention_heads * head_dim          # Q's output width = O's input width
-    kv = m.num_kv_heads * head_dim
-    bias = 1 if m.linear_bias else 0
-    qkv_bias = 1 if m.has_qkv_bias else 0
+    h, v = m.hidden_size, m.vocab_size
     norm = 2 * h if m.norm == "layernorm" else h   # LayerNorm has a bias vector
 
-    attn = h * q + 2 * h * kv + q * h + qkv_bias * (q + 2 * kv) + bias * h
-    n_mats = 3 if m.gated_mlp else 2
-    expert = n_mats * h * f + bias * ((n_mats - 1) * f + h)
-    router = h * m.num_experts if m.num_experts > 1 else 0
+    attn = attention_params(m)
     norms = m.block_norms * norm
-    per_layer = attn + m.num_experts * expert + router + norms
-    per_layer_active = attn + m.moe_top_k * expert + router + norms
+    dense = attn + mlp_params(m, m.ffn_hidden_size) + norms
+    moe_total = attn + moe_params(m, active=False) + norms
+    moe_active = attn + moe_params(m, active=True) + norms
+    n_moe = m.moe_layers
+    n_dense = m.num_layers - n_moe
+    if m.num_experts > 1 and n_moe == m.num_layers:
+        first = moe_total
+    else:
+        first = dense
 
     token_emb = v * h
     pos_emb = (m.max_seq_len or 0) * h if m.position_embedding == "learned" else 0
     head = 0 if m.tied_embeddings else v * h
     rest = token_emb + pos_emb + norm + head
-    total = m.num_layers * per_layer + rest
-    active = m.num_layers * per_layer_active + rest
-    largest = max(token_emb, head, h * f, h * q)
+    blocks = n_dense * dense + n_moe * moe_total
+    blocks_active = n_dense * dense + n_moe * moe_active
+    total = blocks + rest
+    active = blocks_active + rest
+    L = max(m.num_layers, 1)
+    per_layer = blocks // L if blocks % L == 0 else blocks / L
+    per_layer_active = blocks_active // L if blocks_active % L == 0 else blocks_active / L
+    largest = max(token_emb, head, *weight_shapes_largest(m))
     if m.num_params is not None:          # an explicit count wins over the derived one
         total = active = int(m.num_params)
     return ParamCount(total=total, active=active, per_layer=per_layer,
                       per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
-                      largest_module=largest, exact=m.num_params is None)
+                      largest_module=largest, exact=m.num_params is None,
+                      first_layer=first, largest_layer=max(dense if n_dense else 0, moe_total if n_moe else 0))
+
+
+def attention_params(m: ModelSpec) -> int:
+    """One block's attention weights and biases (elements).
+
+    Multi-head attention (``ModelSpec.uses_mla`` false): q (h x heads*d), k and v
+    (h x kv_heads*d each), o (heads*d x h); ``qkv_bias`` adds q, k and v's biases,
+    ``linear_bias`` o's too. Multi-head latent attention (transformers 4.57
+    ``DeepseekV3Attention.__init__`` / ``DeepseekV2Attention``): ``q_proj`` h x
+    heads*(nope+rope) when q_lora_rank is None, else ``q_a_proj`` h x q_lora_rank,
+    ``q_a_layernorm`` (q_lora_rank) and ``q_b_proj`` q_lora_rank x heads*(nope+rope);
+    ``kv_a_proj_with_mqa`` h x (kv_lora_rank + rope), ``kv_a_layernorm`` (kv_lora_rank),
+    ``kv_b_proj`` kv_lora_rank x heads*(nope + v), ``o_proj`` heads*v x h; with
+    ``linear_bias`` (config ``attention_bias``) q_a, kv_a and o carry biases.
+    """
+    h, a = m.hidden_size, m.num_attention_heads
+    bias = 1 if m.linear_bias else 0
+    if m.uses_mla:
+        qk, vd, r_kv, rope = m.qk_head_dim, m.v_head_dim, m.kv_lora_rank, m.qk_rope_head_dim
+        if m.q_lora_rank is None:
+            q = h * a * qk
+        else:
+            q = h * m.q_lora_rank + bias * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a * qk
+        kv = h * (r_kv + rope) + bias * (r_kv + rope) + r_kv + r_kv * a * (m.qk_nope_head_dim + vd)
+        return q + kv + a * vd * h + bias * h
+    head_dim = m.attention_head_dim
+    q = a * head_dim                     # Q's output width = O's input width
+    kv = m.num_kv_heads * head_dim
+    qkv_bias = 1 if m.has_qkv_bias else 0
+    return h * q + 2 * h * kv + q * h + qkv_bias * (q + 2 * kv) + bias * h
+
+
+def mlp_params(m: ModelSpec, f: int) -> int:
+    """One MLP of width ``f`` (elements): two h x f matrices, three when gated (SwiGLU's
+    gate, up, down), biases with ``linear_bias``. A dense block's MLP, one routed expert
+    (``f`` = expert_ffn_size) or the shared experts' MLP (transformers ``DeepseekV3MoE``
+    builds the shared experts as one ``DeepseekV3MLP`` of moe_intermediate_size x
+    n_shared_experts)."""
+    if not f:
+        return 0
+    h = m.hidden_size
+    n_mats = 3 if m.gated_mlp else 2
+    bias = 1 if m.linear_bias else 0
+    return n_mats * h * f + bias * ((n_mats - 1) * f + h)
+
+
+def moe_params(m: ModelSpec, active: bool) -> int:
+    """One expert block's MLP part (elements): the routed experts (all, or the top-k a
+    token passes through when ``active``), the shared experts and the router (an h x E
+    weight: Mixtral's ``gate`` ``nn.Linear``, DeepSeek's ``DeepseekV3TopkRouter.weight``;
+    its ``e_score_correction_bias`` is a buffer, not a parameter). Without experts: the
+    dense MLP."""
+    if m.num_experts <= 1:
+        return mlp_params(m, m.ffn_hidden_size)
+    routed = (m.moe_top_k if active else m.num_experts) * mlp_params(m, m.expert_ffn_size)
+    return routed + mlp_params(m, m.shared_expert_ffn_size) + m.hidden_size * m.num_experts
+
+
+def weight_shapes_largest(m: ModelSpec) -> tuple:
+    """Element counts of a block's big weight matrices (for the largest module)."""
+    h, a = m.hidden_size, m.num_attention_heads
+    mats = [h * m.ffn_hidden_size, h * (m.expert_ffn_size or 0), h * m.shared_expert_ffn_size]
+    if m.uses_mla:
+        qk = m.qk_head_dim
+        mats += [h * a * qk if m.q_lora_rank is None else m.q_lora_rank * a * qk,
+                 m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim), a * m.v_head_dim * h]
+    else:
+        mats.append(h * a * m.attention_head_dim)
+    return tuple(mats)
 
 
 model_params = ByIdentity(count_params)

@@ -78,7 +78,11 @@ def _hf(name: str, repo: str, layers: int, hidden: int, heads: int, kv: int, ffn
 
 _QWEN = "q, k, v biases (Qwen2Attention: nn.Linear(..., bias=True) for q/k/v, o without)"
 _GEMMA2 = ("head_dim from config.json; 4 RMSNorms per block (Gemma2DecoderLayer: input, "
-           "post_attention, pre_feedforward, post_feedforward)")
+           "post_attention, pre_feedforward, post_feedforward); sliding_window 4096 in layers "
+           "0, 2, 4, ... (Gemma2Config.layer_types)")
+_DEEPSEEK = ("routed + shared experts, dense first blocks (first_k_dense_replace), multi-head "
+             "latent attention (DeepseekV3Attention); the multi-token-prediction module is left "
+             "out, as transformers' DeepseekV3ForCausalLM leaves it out")
 
 MODELS.update({
     "llama3.1-8b": _hf("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256,
@@ -107,7 +111,9 @@ MODELS.update({
     "qwen2.5-72b": _hf("Qwen2.5-72B", "Qwen/Qwen2.5-72B", 80, 8192, 64, 8, 29568, 152064, False,
                        131072, _QWEN, qkv_bias=True),
     "mistral-7b": _hf("Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8, 14336, 32000,
-                      False, 32768, "Jiang et al., Mistral 7B (arXiv 2310.06825) Table 1"),
+                      False, 32768, "Jiang et al., Mistral 7B (arXiv 2310.06825) Table 1; "
+                      "sliding_window 4096 in every layer (MistralAttention)",
+                      sliding_window=4096, sliding_window_layers="all"),
     "mixtral-8x22b": _hf("Mixtral-8x22B-v0.1", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 16384,
                          32000, False, 65536, "8 experts, top 2 (num_local_experts, "
                          "num_experts_per_tok)", num_experts=8, moe_top_k=2),
@@ -120,9 +126,30 @@ MODELS.update({
     "gemma-7b": _hf("Gemma-7B", "google/gemma-7b", 28, 3072, 16, 16, 24576, 256000, True, 8192,
                     "head_dim 256: 16 heads x 256 = 4096 != hidden 3072", head_dim=256),
     "gemma2-9b": _hf("Gemma-2-9B", "google/gemma-2-9b", 42, 3584, 16, 8, 14336, 256000, True, 8192,
-                     _GEMMA2, head_dim=256, norms_per_block=4),
+                     _GEMMA2, head_dim=256, norms_per_block=4, sliding_window=4096,
+                     sliding_window_layers="alternate"),
     "gemma2-27b": _hf("Gemma-2-27B", "google/gemma-2-27b", 46, 4608, 32, 16, 36864, 256000, True,
-                      8192, _GEMMA2, head_dim=128, norms_per_block=4),
+                      8192, _GEMMA2, head_dim=128, norms_per_block=4, sliding_window=4096,
+                      sliding_window_layers="alternate"),
+    # DeepSeek-V3: 61 blocks, the first 3 dense (MLP 18432), then 256 routed experts of
+    # 2048 (top 8) + 1 shared; MLA with q_lora_rank 1536, kv_lora_rank 512, 128 + 64 q/k
+    # head width, v 128. "671B total parameters with 37B activated" (DeepSeek-AI, DeepSeek-V3
+    # Technical Report, arXiv 2412.19437, abstract); the 685B of the Hub checkpoint add the
+    # 14B MTP module (model card).
+    "deepseek-v3": _hf("DeepSeek-V3", "deepseek-ai/DeepSeek-V3", 61, 7168, 128, 128, 18432, 129280,
+                       False, 163840, "DeepSeek-V3 Technical Report (arXiv 2412.19437): 671B total, "
+                       "37B activated; " + _DEEPSEEK, num_experts=256, moe_top_k=8,
+                       moe_ffn_hidden_size=2048, num_shared_experts=1, first_dense_layers=3,
+                       q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+                       qk_rope_head_dim=64, v_head_dim=128),
+    # DeepSeek-V2-Lite: 27 blocks, the first dense (10944), then 64 routed experts of 1408
+    # (top 6) + 2 shared; MLA without q compression (q_lora_rank null). "15.7B parameters,
+    # 2.4B activated" (model card, deepseek-ai/DeepSeek-V2-Lite).
+    "deepseek-v2-lite": _hf("DeepSeek-V2-Lite", "deepseek-ai/DeepSeek-V2-Lite", 27, 2048, 16, 16,
+                            10944, 102400, False, 163840, "model card: 15.7B total, 2.4B activated; "
+                            + _DEEPSEEK, num_experts=64, moe_top_k=6, moe_ffn_hidden_size=1408,
+                            num_shared_experts=2, first_dense_layers=1, kv_lora_rank=512,
+                            qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
     "falcon-7b": dict(
         name="Falcon-7B", num_layers=32, hidden_size=4544, num_attention_heads=71, num_kv_heads=1,
         ffn_hidden_size=4 * 4544, vocab_size=65024, gated_mlp=False, tied_embeddings=True,

@@ -70,6 +70,7 @@ CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
 COMPUTE_MODELS = ("constant", "work")
+SLIDING_WINDOW_LAYERS = ("all", "alternate")
 
 
 def _framework(training: dict, path: str) -> str:
@@ -144,6 +145,33 @@ class ModelSpec:
     hidden_dropout: bool | None = None
     num_experts: int = 1
     moe_top_k: int = 1
+    # Mixture-of-experts layout beyond ``num_experts`` / ``moe_top_k`` (DeepSeekMoE, Dai et
+    # al. 2024; transformers ``DeepseekV3MoE``): ``moe_ffn_hidden_size``, one routed
+    # expert's MLP width (config.json ``moe_intermediate_size``; None: ffn_hidden_size, as
+    # Mixtral); ``num_shared_experts``, experts every token passes through, together one
+    # MLP of num_shared_experts x moe_ffn_hidden_size (``n_shared_experts``; None: 0);
+    # ``first_dense_layers``, leading blocks with a dense MLP of ffn_hidden_size instead
+    # of experts (``first_k_dense_replace``: block i has experts iff i >= k; None: 0).
+    moe_ffn_hidden_size: int | None = None
+    num_shared_experts: int | None = None
+    first_dense_layers: int | None = None
+    # Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1; transformers
+    # ``DeepseekV3Attention``), on when ``kv_lora_rank`` is given: q is h -> q_lora_rank ->
+    # heads x (qk_nope + qk_rope) (q_lora_rank None: one h -> heads x (qk_nope + qk_rope)
+    # projection, DeepSeek-V2-Lite), k and v come from an h -> kv_lora_rank + qk_rope
+    # projection, the latent up-projected to heads x (qk_nope + v_head_dim); o is
+    # heads x v_head_dim -> h. num_kv_heads and head_dim are then unused.
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    # Sliding-window attention: each query attends to the last ``sliding_window`` keys
+    # (itself included) in the layers ``sliding_window_layers`` names: "all" (Mistral-7B-
+    # v0.1, transformers ``MistralAttention``) or "alternate" (Gemma 2: layers 0, 2, 4, ...
+    # slide, ``Gemma2Config.layer_types``). None: full causal attention.
+    sliding_window: int | None = None
+    sliding_window_layers: str | None = None
     max_seq_len: int | None = None
     num_params: int | None = None
     preset: str | None = None
@@ -177,6 +205,48 @@ class ModelSpec:
         return 2 if self.norms_per_block is None else self.norms_per_block
 
     @property
+    def uses_mla(self) -> bool:
+        """Multi-head latent attention (``kv_lora_rank`` given)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one head's query and key: qk_nope + qk_rope under MLA, else the head width."""
+        if self.uses_mla:
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
+        return self.attention_head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        """Width of one head's value (and attention output): ``v_head_dim`` under MLA."""
+        return self.v_head_dim if self.uses_mla else self.attention_head_dim
+
+    @property
+    def expert_ffn_size(self) -> int | None:
+        """One routed expert's MLP width: ``moe_ffn_hidden_size``, else ffn_hidden_size."""
+        return self.moe_ffn_hidden_size or self.ffn_hidden_size
+
+    @property
+    def shared_expert_ffn_size(self) -> int:
+        """Width of the shared experts' MLP: num_shared_experts x expert_ffn_size (0 without)."""
+        return (self.num_shared_experts or 0) * (self.expert_ffn_size or 0)
+
+    @property
+    def moe_layers(self) -> int:
+        """Blocks with experts: all but the ``first_dense_layers`` (0 without experts)."""
+        if self.num_experts <= 1:
+            return 0
+        return max((self.num_layers or 0) - (self.first_dense_layers or 0), 0)
+
+    @property
+    def sliding_layers(self) -> int:
+        """Blocks with sliding-window attention: all, every other one (0, 2, 4, ...), or none."""
+        if self.sliding_window is None:
+            return 0
+        n = self.num_layers or 0
+        return (n + 1) // 2 if self.sliding_window_layers == "alternate" else n
+
+    @property
     def has_architecture(self) -> bool:
         return None not in (self.num_layers, self.hidden_size, self.num_attention_heads,
                             self.ffn_hidden_size, self.vocab_size)
@@ -208,6 +278,17 @@ class ModelSpec:
             hidden_dropout=_bool(d, "hidden_dropout", path, dropout),
             num_experts=_int(d, "num_experts", path, 1, maximum=1_000_000),
             moe_top_k=_int(d, "moe_top_k", path, 1),
+            moe_ffn_hidden_size=_int(d, "moe_ffn_hidden_size", path, maximum=10_000_000),
+            num_shared_experts=_int(d, "num_shared_experts", path, minimum=0, maximum=1_000_000),
+            first_dense_layers=_int(d, "first_dense_layers", path, minimum=0, maximum=10_000),
+            q_lora_rank=_int(d, "q_lora_rank", path, maximum=1_000_000),
+            kv_lora_rank=_int(d, "kv_lora_rank", path, maximum=1_000_000),
+            qk_nope_head_dim=_int(d, "qk_nope_head_dim", path, minimum=0, maximum=100_000),
+            qk_rope_head_dim=_int(d, "qk_rope_head_dim", path, minimum=0, maximum=100_000),
+            v_head_dim=_int(d, "v_head_dim", path, maximum=100_000),
+            sliding_window=_int(d, "sliding_window", path, maximum=MAX_SEQ_LEN),
+            sliding_window_layers=(None if d.get("sliding_window_layers") is None else _choice(
+                d, "sliding_window_layers", path, SLIDING_WINDOW_LAYERS, "all")),
             max_seq_len=_int(d, "max_seq_len", path),
             num_params=_int(d, "num_params", path, maximum=10**16),
             preset=_str(d, "preset", path),
@@ -232,10 +313,34 @@ class ModelSpec:
         if m.moe_top_k > m.num_experts:
             raise ScenarioError(f"{path}.moe_top_k",
                                 f"must be <= num_experts ({m.num_experts}), got {m.moe_top_k}")
+        _check_layout(m, path)
         return m
 
     def to_dict(self) -> dict:
         return _given(self)
+
+
+def _check_layout(m: "ModelSpec", path: str) -> None:
+    """The expert, latent-attention and sliding-window fields agree with each other."""
+    for k in ("moe_ffn_hidden_size", "num_shared_experts", "first_dense_layers"):
+        if getattr(m, k) is not None and m.num_experts <= 1:
+            raise ScenarioError(f"{path}.{k}", "needs num_experts > 1 (a mixture of experts)")
+    if m.first_dense_layers is not None and m.num_layers is not None and m.first_dense_layers > m.num_layers:
+        raise ScenarioError(f"{path}.first_dense_layers",
+                            f"must be <= num_layers ({m.num_layers}), got {m.first_dense_layers}")
+    if m.uses_mla:
+        for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if getattr(m, k) is None:
+                raise ScenarioError(f"{path}.{k}", "is required with kv_lora_rank (latent attention)")
+        if m.qk_nope_head_dim + m.qk_rope_head_dim < 1:
+            raise ScenarioError(f"{path}.qk_nope_head_dim",
+                                "and qk_rope_head_dim must not both be 0")
+    else:
+        for k in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            if getattr(m, k) is not None:
+                raise ScenarioError(f"{path}.{k}", "needs kv_lora_rank (multi-head latent attention)")
+    if m.sliding_window_layers is not None and m.sliding_window is None:
+        raise ScenarioError(f"{path}.sliding_window_layers", "needs sliding_window")
 
 
 @dataclass(frozen=True)
