@@ -22,7 +22,15 @@ rms_norm_eps / layer_norm_epsilon norm rmsnorm / layernorm
 hidden_act / hidden_activation    gated_mlp (a gated MLP for the Llama-style families)
 attention_bias, mlp_bias          qkv_bias / linear_bias (Llama, Mistral, Gemma)
 num_local_experts                 num_experts (Mixtral)
-num_experts_per_tok               moe_top_k (Mixtral)
+n_routed_experts                  num_experts (DeepSeek)
+num_experts_per_tok               moe_top_k (Mixtral, DeepSeek)
+moe_intermediate_size             moe_ffn_hidden_size (DeepSeek)
+n_shared_experts                  num_shared_experts (DeepSeek; null: 0)
+first_k_dense_replace             first_dense_layers (DeepSeek)
+q_lora_rank, kv_lora_rank,        the same names (DeepSeek's multi-head latent
+qk_nope/rope_head_dim, v_head_dim attention; q_lora_rank null: no q compression)
+sliding_window                    sliding_window, sliding_window_layers "all"
+                                  (Mistral, Mixtral, Phi-3) or "alternate" (Gemma 2)
 multi_query, new_decoder_arch...  num_kv_heads, norms_per_block (Falcon)
 attention_dropout, resid_pdrop,   attention_dropout / hidden_dropout (true only when
 hidden_dropout                    the probability is above 0)
@@ -37,6 +45,25 @@ Per family (the modeling file each follows):
 - ``gemma``: GeGLU, ``head_dim`` apart from hidden / heads, embeddings tied by default.
 - ``gemma2``: Gemma's plus post-attention and post-feed-forward norms: 4 per block.
 - ``phi3``: ``Phi3Attention.qkv_proj`` and ``Phi3MLP.gate_up_proj``: fused projections.
+- ``mistral``, ``mixtral``, ``phi3``: ``sliding_window`` (null: none) in every layer
+  (``MistralAttention`` / ``MixtralAttention`` / ``Phi3Attention`` pass
+  ``config.sliding_window`` to the attention function of each layer).
+- ``gemma2``: ``sliding_window`` (class default 4096) in layers 0, 2, 4, ...
+  (``Gemma2Config.layer_types``: sliding where ``(i + 1) % 2``); a ``layer_types`` list of
+  any other pattern is refused.
+- ``qwen2``: ``use_sliding_window`` false (every published Qwen2.5 config) is full
+  attention; true slides layers from ``max_window_layers`` on, which the model section
+  cannot hold: a note, counted as full attention.
+- ``deepseek_v3``, ``deepseek_v2``: ``DeepseekV3DecoderLayer`` / ``DeepseekV2DecoderLayer``:
+  multi-head latent attention (``DeepseekV3Attention``), a dense SwiGLU MLP of
+  ``intermediate_size`` in blocks below ``first_k_dense_replace``, then ``n_routed_experts``
+  experts of ``moe_intermediate_size`` (top ``num_experts_per_tok``) plus one shared MLP of
+  ``n_shared_experts x moe_intermediate_size``; absent keys take the config class's
+  defaults. ``moe_layer_freq`` is not read by transformers' classes (every block from
+  ``first_k_dense_replace`` on has experts): a value other than 1 gets a note.
+  ``num_nextn_predict_layers`` (the multi-token-prediction module) builds nothing in
+  transformers' model and is not counted: a note. ``attention_bias`` / ``mlp_bias`` true
+  are refused (latent-attention biases are not modelled).
 - ``falcon``: ``FalconDecoderLayer``: LayerNorm, a 4 h GELU MLP (not gated), q/k/v fused in
   ``query_key_value``; one ``input_layernorm`` when ``parallel_attn`` and not
   ``new_decoder_architecture``, ``ln_attn`` and ``ln_mlp`` with the new architecture
@@ -55,7 +82,8 @@ from .errors import ScenarioError
 from .fields import show
 
 PATH = "config"
-MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "falcon")
+MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "falcon",
+               "deepseek_v3", "deepseek_v2")
 
 # Per family: defaults of transformers' config class for keys a config.json may leave
 # out (``<Type>Config.__init__``), and the architecture its modeling file fixes.
@@ -68,7 +96,22 @@ _FAMILY = {
     "gemma2": dict(tie=True, ctx=8192, norm="rmsnorm", gated=True, norms_per_block=4),
     "phi3": dict(tie=False, ctx=4096, norm="rmsnorm", gated=True, fused_projections=True),
     "falcon": dict(tie=True, ctx=2048, norm="layernorm", gated=False),
+    "deepseek_v3": dict(tie=False, ctx=4096, norm="rmsnorm", gated=True),
+    "deepseek_v2": dict(tie=False, ctx=2048, norm="rmsnorm", gated=True),
 }
+# DeepseekV3Config / DeepseekV2Config defaults (transformers 4.57) of the keys that set
+# shapes: (moe_intermediate_size, n_routed_experts, n_shared_experts, first_k_dense_replace,
+# q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+_DEEPSEEK_DEFAULTS = {
+    "deepseek_v3": dict(moe_intermediate_size=2048, n_routed_experts=256, n_shared_experts=1,
+                        first_k_dense_replace=3, num_experts_per_tok=8, q_lora_rank=1536,
+                        kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
+    "deepseek_v2": dict(moe_intermediate_size=1407, n_routed_experts=64, n_shared_experts=2,
+                        first_k_dense_replace=0, num_experts_per_tok=None, q_lora_rank=1536,
+                        kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128),
+}
+# Families whose attention reads config.sliding_window in every layer.
+_SLIDING_ALL = ("mistral", "mixtral", "phi3")
 # Activations transformers' ACT2FN knows that these families' gated MLPs use.
 _ACTS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "relu")
 
@@ -76,8 +119,6 @@ _ACTS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", 
 _CONFIRMING = ("model_type", "rms_norm_eps", "layer_norm_epsilon")
 # Keys the engine does not model that change memory or time; each gets a note.
 _NOTES = {
-    "sliding_window": "the engine models full attention over seq_len; sliding-window attention "
-                      "(this config's sliding_window) would need less attention work",
     "rope_scaling": "RoPE scaling changes no parameter or activation size",
     "attn_logit_softcapping": "logit soft-capping adds an element-wise op the engine does not time",
     "final_logit_softcapping": "logit soft-capping adds an element-wise op the engine does not time",
@@ -218,8 +259,15 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
             if m["moe_top_k"] > m["num_experts"]:
                 raise _err("num_experts_per_tok",
                            f"must be <= num_local_experts ({m['num_experts']}), got {m['moe_top_k']}")
+        if mt.startswith("deepseek"):
+            _deepseek(cfg, mt, m, take, notes)
+            if attn_bias or mlp_bias:
+                raise _err("attention_bias" if attn_bias else "mlp_bias",
+                           "must be false: biases of the latent-attention projections are not modelled")
         head_dim = cfg.get("head_dim")
-        if head_dim is not None or mt in ("gemma", "gemma2"):
+        if mt.startswith("deepseek"):
+            pass                     # MLA sets its own head widths; DeepseekV2's head_dim is unused
+        elif head_dim is not None or mt in ("gemma", "gemma2"):
             m["head_dim"] = _int(cfg, "head_dim", 256 if mt.startswith("gemma") else None,
                                  maximum=100_000)
     m["vocab_size"] = _int(cfg, "vocab_size", maximum=100_000_000)
@@ -247,12 +295,74 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     m["max_seq_len"] = _int(cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
     m["source"] = f"imported config.json (model_type {mt})"
 
+    _sliding(cfg, mt, m, take, notes)
     for key, note in _NOTES.items():
-        if cfg.get(key) is not None and (key != "sliding_window" or cfg.get("use_sliding_window", True)):
+        if cfg.get(key) is not None:
             notes.append(f"{key}: {note}")
     _check(m)
     ignored = sorted(k for k in cfg if k not in used)
     return m, ignored, notes
+
+
+def _deepseek(cfg: dict, mt: str, m: dict, take, notes: list) -> None:
+    """DeepSeek's experts and latent attention into ``m`` (see the module docstring)."""
+    dflt = _DEEPSEEK_DEFAULTS[mt]
+    take(*dflt, "moe_layer_freq", "num_nextn_predict_layers")
+    m["num_experts"] = _int(cfg, "n_routed_experts", dflt["n_routed_experts"], maximum=1_000_000)
+    m["moe_top_k"] = _int(cfg, "num_experts_per_tok", dflt["num_experts_per_tok"], maximum=1_000_000)
+    if m["moe_top_k"] > m["num_experts"]:
+        raise _err("num_experts_per_tok",
+                   f"must be <= n_routed_experts ({m['num_experts']}), got {m['moe_top_k']}")
+    m["moe_ffn_hidden_size"] = _int(cfg, "moe_intermediate_size", dflt["moe_intermediate_size"],
+                                    maximum=10_000_000)
+    # DeepseekV2MoE / DeepseekV3MoE: no shared MLP when n_shared_experts is null
+    if not ("n_shared_experts" in cfg and cfg["n_shared_experts"] is None):
+        shared = _int(cfg, "n_shared_experts", dflt["n_shared_experts"], minimum=0, maximum=1_000_000)
+        if shared:
+            m["num_shared_experts"] = shared
+    dense = _int(cfg, "first_k_dense_replace", dflt["first_k_dense_replace"], minimum=0, maximum=10_000)
+    if dense:
+        m["first_dense_layers"] = dense
+    # q_lora_rank null: one q_proj (DeepSeek-V2-Lite); absent: the class default
+    if "q_lora_rank" not in cfg or cfg["q_lora_rank"] is not None:
+        m["q_lora_rank"] = _int(cfg, "q_lora_rank", dflt["q_lora_rank"], maximum=1_000_000)
+    m["kv_lora_rank"] = _int(cfg, "kv_lora_rank", dflt["kv_lora_rank"], maximum=1_000_000)
+    m["qk_nope_head_dim"] = _int(cfg, "qk_nope_head_dim", dflt["qk_nope_head_dim"], minimum=0,
+                                 maximum=100_000)
+    m["qk_rope_head_dim"] = _int(cfg, "qk_rope_head_dim", dflt["qk_rope_head_dim"], minimum=0,
+                                 maximum=100_000)
+    m["v_head_dim"] = _int(cfg, "v_head_dim", dflt["v_head_dim"], maximum=100_000)
+    freq = cfg.get("moe_layer_freq", 1)
+    if freq not in (None, 1):
+        notes.append(f"moe_layer_freq {show(freq)}: transformers' DeepSeek classes put experts in "
+                     "every block from first_k_dense_replace on, and so does the model section")
+    mtp = cfg.get("num_nextn_predict_layers")
+    if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
+        notes.append(f"num_nextn_predict_layers {mtp}: the multi-token-prediction module is not "
+                     "counted (transformers' model does not build it)")
+
+
+def _sliding(cfg: dict, mt: str, m: dict, take, notes: list) -> None:
+    """Sliding-window attention into ``m`` (see the module docstring)."""
+    take("sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
+         "sliding_window_size")
+    if mt in _SLIDING_ALL:
+        if cfg.get("sliding_window") is not None:
+            m["sliding_window"] = _int(cfg, "sliding_window", maximum=100_000_000)
+            m["sliding_window_layers"] = "all"
+    elif mt == "gemma2":
+        m["sliding_window"] = _int(cfg, "sliding_window", 4096, maximum=100_000_000)
+        m["sliding_window_layers"] = "alternate"
+        types = cfg.get("layer_types")
+        if types is not None:
+            want = ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                    for i in range(m["num_layers"])]
+            if types != want:
+                raise _err("layer_types", "must alternate sliding and full attention from layer 0 "
+                                          "(sliding_window_layers holds all or alternate)")
+    elif mt == "qwen2" and _bool(cfg, "use_sliding_window", False) and cfg.get("sliding_window"):
+        notes.append("use_sliding_window: Qwen2 slides the layers from max_window_layers on, which "
+                     "the model section cannot hold: counted as full attention")
 
 
 # model-section field -> the config key it came from, to name errors found by ModelSpec
@@ -260,6 +370,8 @@ _FROM = {"num_layers": "num_hidden_layers", "hidden_size": "hidden_size",
          "num_attention_heads": "num_attention_heads", "num_kv_heads": "num_key_value_heads",
          "ffn_hidden_size": "intermediate_size", "vocab_size": "vocab_size", "head_dim": "head_dim",
          "num_experts": "num_local_experts", "moe_top_k": "num_experts_per_tok",
+         "moe_ffn_hidden_size": "moe_intermediate_size", "num_shared_experts": "n_shared_experts",
+         "first_dense_layers": "first_k_dense_replace", "sliding_window": "sliding_window",
          "max_seq_len": "max_position_embeddings"}
 
 

@@ -118,8 +118,9 @@ MODELS.update({
                          32000, False, 65536, "8 experts, top 2 (num_local_experts, "
                          "num_experts_per_tok)", num_experts=8, moe_top_k=2),
     "phi3-mini": _hf("Phi-3-mini-4k", "microsoft/Phi-3-mini-4k-instruct", 32, 3072, 32, 32, 8192, 32064,
-                     False, 4096, "fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP)",
-                     fused_projections=True),
+                     False, 4096, "fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP); "
+                     "sliding_window 2047 in every layer (Phi3Attention)",
+                     fused_projections=True, sliding_window=2047, sliding_window_layers="all"),
     "phi4": _hf("Phi-4", "microsoft/phi-4", 40, 5120, 40, 10, 17920, 100352, False, 16384,
                 "Phi-4 technical report (arXiv 2412.08905); Phi3ForCausalLM with fused qkv_proj and "
                 "gate_up_proj", fused_projections=True),

@@ -209,32 +209,60 @@ DEEPSPEED_MAX_LIVE_ELEMENTS = 1e9          # stage3_max_live_parameters
 DEEPSPEED_MAX_REUSE_ELEMENTS = 1e9         # stage3_max_reuse_distance
 
 
-def weight_tensors_per_layer(sc: Scenario) -> int:
+def weight_tensors_per_layer(sc: Scenario, block: str = "mean") -> int:
     """Weight matrices of one block, each its own ``nn.Linear``: GPT-style blocks have a
     fused QKV, the output projection and two MLP matrices (4); Llama-style (gated MLP)
     blocks separate q, k, v, o and gate, up, down (7); Phi-3 fuses q/k/v and gate/up
-    (``model.fused_projections``: qkv, o, gate_up, down = 4); each expert adds its MLP's."""
-    m = sc.model
+    (``model.fused_projections``: qkv, o, gate_up, down = 4); each expert adds its MLP's,
+    the shared experts one MLP more. Multi-head latent attention has q_proj (or q_a_proj
+    and q_b_proj), kv_a_proj_with_mqa, kv_b_proj and o_proj (transformers
+    ``DeepseekV3Attention``). ``block``: "first" is block 0, "mean" the mean over blocks
+    (rounded), which differ where the first blocks are dense (``first_dense_layers``)."""
+    return _block_count(sc.model, block, lambda m, moe: _weights(m, moe))
+
+
+def _weights(m, moe: bool) -> int:
     fused = m.has_fused_projections
-    attn = 2 if fused else 4
+    if m.uses_mla:
+        attn = (1 if m.q_lora_rank is None else 2) + 3
+    else:
+        attn = 2 if fused else 4
     mlp = (2 if fused else 3) if m.gated_mlp else 2
-    return attn + max(m.num_experts, 1) * mlp
+    if not moe:
+        return attn + mlp
+    return attn + m.num_experts * mlp + (mlp if m.num_shared_experts else 0)
 
 
-def param_tensors_per_layer(sc: Scenario) -> int:
+def _block_count(m, block: str, per_block) -> int:
+    """``per_block(m, moe)`` for block 0 or as the mean over the model's blocks."""
+    has_experts = m.num_experts > 1
+    n_moe = m.moe_layers if has_experts else 0
+    if block == "first":
+        return per_block(m, has_experts and n_moe == m.num_layers)
+    L = max(m.num_layers or 1, 1)
+    if not has_experts or n_moe == L:
+        return per_block(m, has_experts)
+    return round((n_moe * per_block(m, True) + (L - n_moe) * per_block(m, False)) / L)
+
+
+def param_tensors_per_layer(sc: Scenario, block: str = "mean") -> int:
     """Parameter tensors of one block, each a ``torch.nn.Parameter`` with its own gradient:
     the weight matrices (``weight_tensors_per_layer``), a bias for each with
     ``linear_bias`` (with ``qkv_bias`` alone: q, k and v's three, as Qwen2), the router of
     a mixture of experts, and the block's norms (``norms_per_block``, default 2; weight,
-    and bias for LayerNorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 =
-    12; a Qwen2 block 7 + 3 + 2 = 12."""
-    m = sc.model
-    weights = weight_tensors_per_layer(sc)
-    router = 1 if m.num_experts > 1 else 0
-    norms = m.block_norms * (2 if m.norm == "layernorm" else 1)
-    qkv_only = 1 if m.has_fused_projections else 3    # GPT's fused QKV or separate q, k, v
-    biases = weights if m.linear_bias else qkv_only if m.has_qkv_bias else 0
-    return weights + biases + router + norms
+    and bias for LayerNorm; latent attention adds kv_a_layernorm and, with q compression,
+    q_a_layernorm). A GPT-3 block (fused QKV, biases, LayerNorm) has 4 + 4 + 4 = 12; a
+    Qwen2 block 7 + 3 + 2 = 12; DeepSeek-V3's first (dense) block 5 + 3 + 4 norms = 12."""
+    def per_block(m, moe):
+        weights = _weights(m, moe)
+        router = 1 if moe else 0
+        norms = m.block_norms * (2 if m.norm == "layernorm" else 1)
+        if m.uses_mla:
+            norms += 1 if m.q_lora_rank is None else 2
+        qkv_only = 1 if m.has_fused_projections else 3    # GPT's fused QKV or separate q, k, v
+        biases = weights if m.linear_bias else qkv_only if m.has_qkv_bias else 0
+        return weights + biases + router + norms
+    return _block_count(sc.model, block, per_block)
 
 
 def is_deepspeed_2021(sc: Scenario) -> bool:

@@ -45,18 +45,21 @@ def test_config_gives_the_preset(slug):
 def test_config_counts_as_transformers(slug):
     pc = count_params(ModelSpec.from_dict(model_from_hf_config(CONFIGS[slug]["config"])[0]))
     assert pc.total == META[slug]["total"]
-    assert pc.per_layer == META[slug]["per_layer"]
+    assert pc.first_layer == META[slug]["per_layer"]
+    assert pc.largest_layer == max(META[slug]["per_layer"], META[slug]["last_layer"])
 
 
 def test_ignored_keys_are_named():
     _, ignored, notes = model_from_hf_config(CONFIGS["mistral-7b"]["config"])
     # every key of Mistral-7B's config.json that sets no model field, and only those
     assert ignored == ["architectures", "bos_token_id", "eos_token_id", "initializer_range",
-                       "rope_theta", "sliding_window", "torch_dtype", "transformers_version",
-                       "use_cache"]
-    assert any(n.startswith("sliding_window") for n in notes)
-    _, ignored, notes = model_from_hf_config(CONFIGS["qwen2.5-7b"]["config"])
-    assert "use_sliding_window" in ignored and not any("sliding_window" in n for n in notes)
+                       "rope_theta", "torch_dtype", "transformers_version", "use_cache"]
+    assert not notes            # sliding_window 4096 is now the model's own field
+    m, ignored, notes = model_from_hf_config(CONFIGS["qwen2.5-7b"]["config"])
+    # use_sliding_window false: Qwen2Config.layer_types is full attention everywhere
+    assert "sliding_window" not in m and not any("sliding_window" in n for n in notes)
+    m, _, notes = model_from_hf_config(dict(CONFIGS["qwen2.5-7b"]["config"], use_sliding_window=True))
+    assert "sliding_window" not in m and any("max_window_layers" in n for n in notes)
 
 
 def test_falcon_variants():
@@ -140,3 +143,50 @@ def test_qwen2_biases_are_its_modules_not_its_keys():
 def test_falcon_keys_it_does_not_read_are_ignored():
     _, ignored, _ = model_from_hf_config(dict(CONFIGS["falcon-7b"]["config"], num_kv_heads=8))
     assert "num_kv_heads" in ignored          # multi_query: one KV head, num_kv_heads unread
+
+
+def test_deepseek_keys():
+    """DeepSeek's config keys as transformers' classes read them: null n_shared_experts is
+    no shared MLP (DeepseekV2MoE), an absent key is the class default, q_lora_rank null is
+    one q_proj; moe_layer_freq and the MTP module get notes; biases are refused."""
+    v3 = CONFIGS["deepseek-v3"]["config"]
+    m, ignored, notes = model_from_hf_config(v3)
+    assert any(n.startswith("num_nextn_predict_layers") for n in notes)
+    assert "n_routed_experts" not in ignored and "moe_layer_freq" not in ignored
+    bare = {k: v3[k] for k in ("model_type", "hidden_size", "num_attention_heads",
+                               "num_hidden_layers", "vocab_size", "intermediate_size")}
+    defaults, _, _ = model_from_hf_config(bare)        # DeepseekV3Config's defaults
+    assert {k: defaults[k] for k in ("num_experts", "moe_top_k", "q_lora_rank", "first_dense_layers")} == \
+        dict(num_experts=256, moe_top_k=8, q_lora_rank=1536, first_dense_layers=3)
+    lite = CONFIGS["deepseek-v2-lite"]["config"]
+    m, _, _ = model_from_hf_config(lite)
+    assert "q_lora_rank" not in m and m["num_shared_experts"] == 2
+    m, _, _ = model_from_hf_config(dict(lite, n_shared_experts=None))
+    assert "num_shared_experts" not in m
+    _, _, notes = model_from_hf_config(dict(lite, moe_layer_freq=2))
+    assert any(n.startswith("moe_layer_freq") for n in notes)
+    for change, field in ((dict(attention_bias=True), "config.attention_bias"),
+                          (dict(num_experts_per_tok=65), "config.num_experts_per_tok"),
+                          (dict(first_k_dense_replace=28), "config.first_k_dense_replace"),
+                          (dict(kv_lora_rank=0), "config.kv_lora_rank"),
+                          (dict(num_experts_per_tok=None), "config.num_experts_per_tok")):
+        cfg = {k: v for k, v in dict(lite, **change).items() if v is not None}
+        with pytest.raises(ScenarioError) as e:
+            model_from_hf_config(cfg)
+        assert e.value.field == field
+
+
+def test_sliding_window_layers():
+    """Mistral-7B-v0.1 slides every layer, Gemma 2 layers 0, 2, 4, ... (the pattern
+    transformers' Gemma2Config.layer_types makes, recorded as sliding_layers in
+    param_counts_hf.json); a config with another pattern is refused."""
+    for slug in ("mistral-7b", "gemma2-9b", "gemma2-27b"):
+        spec = ModelSpec.from_dict(model_from_hf_config(CONFIGS[slug]["config"])[0])
+        assert spec.sliding_window == 4096
+        assert spec.sliding_layers == META[slug]["sliding_layers"]
+    g = CONFIGS["gemma2-9b"]["config"]
+    full = ["full_attention"] * g["num_hidden_layers"]
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(g, layer_types=full))
+    assert e.value.field == "config.layer_types"
+    assert "sliding_window" not in model_from_hf_config(CONFIGS["mixtral-8x7b"]["config"])[0]

@@ -26,7 +26,12 @@ _HF_KEYS = {"hidden_size": "hidden_size", "num_hidden_layers": "num_layers",
             "num_attention_heads": "num_attention_heads", "num_key_value_heads": "num_kv_heads",
             "intermediate_size": "ffn_hidden_size", "vocab_size": "vocab_size", "head_dim": "head_dim",
             "tie_word_embeddings": "tied_embeddings", "num_local_experts": "num_experts",
-            "num_experts_per_tok": "moe_top_k"}
+            "num_experts_per_tok": "moe_top_k", "n_routed_experts": "num_experts",
+            "moe_intermediate_size": "moe_ffn_hidden_size", "n_shared_experts": "num_shared_experts",
+            "first_k_dense_replace": "first_dense_layers", "q_lora_rank": "q_lora_rank",
+            "kv_lora_rank": "kv_lora_rank", "qk_nope_head_dim": "qk_nope_head_dim",
+            "qk_rope_head_dim": "qk_rope_head_dim", "v_head_dim": "v_head_dim",
+            "sliding_window": "sliding_window"}
 
 
 def spec(slug: str) -> ModelSpec:
@@ -43,7 +48,10 @@ def test_recorded_with_versions():
 def test_count_equals_meta_device_model(case):
     pc = count_params(spec(case["preset"]))
     assert pc.total == case["total"]
-    assert pc.per_layer == case["per_layer"]
+    assert pc.first_layer == case["per_layer"]
+    assert pc.largest_layer == max(case["per_layer"], case["last_layer"])
+    if case["per_layer"] == case["last_layer"]:          # uniform blocks
+        assert pc.per_layer == case["per_layer"]
     assert pc.embedding == case["embedding"]
     assert pc.largest_module == case["largest_module"]
     assert (pc.output_head == 0) == case["tied"]
@@ -82,6 +90,80 @@ PUBLISHED = [("llama3.1-8b", 8.03e9), ("llama3.1-70b", 70.6e9), ("llama3.1-405b"
 def test_published_size(slug, published):
     last_figure = 10 ** (math.floor(math.log10(published)) - 2)
     assert_close(count_params(spec(slug)).total, published, {"abs": last_figure}, slug)
+
+
+def test_deepseek_v3_published_totals():
+    """DeepSeek-V3: "671B total parameters with 37B activated for each token" (DeepSeek-V3
+    Technical Report, arXiv 2412.19437, abstract); the weights' documentation
+    (github.com/deepseek-ai/DeepSeek-V3, README_WEIGHTS.md) gives the main model 671B total
+    and "36.6B (including 0.9B for the output Head)" activated: the input embedding, a
+    lookup, is left out of the activated figure. The multi-token-prediction module
+    (11.5B more, 685B on the Hub) is not in transformers' model, nor here."""
+    pc = count_params(spec("deepseek-v3"))
+    assert_close(pc.total, 671e9, {"abs": 0.5e9}, "total")
+    assert_close(pc.active - pc.embedding, 36.6e9, {"abs": 0.05e9}, "activated")
+    assert_close(pc.output_head, 0.9e9, {"abs": 0.05e9}, "head")
+    assert 36.5e9 <= pc.active - pc.embedding < 37.5e9          # "37B"
+
+
+def test_deepseek_v2_lite_published_totals():
+    """DeepSeek-V2-Lite model card: "15.7B parameters" of which "2.4B activated" (three
+    figures, the input embedding left out as for V3)."""
+    pc = count_params(spec("deepseek-v2-lite"))
+    assert_close(pc.total, 15.7e9, {"abs": 0.05e9}, "total")
+    assert 2.4e9 <= pc.active - pc.embedding < 2.5e9
+
+
+def test_mla_and_shared_experts_by_hand():
+    """One MoE block with MLA, small enough to count by hand (transformers'
+    DeepseekV3Attention / DeepseekV3MoE modules): h=8, 2 heads, q_lora_rank 4, kv_lora_rank
+    6, qk_nope 3, qk_rope 2, v 5; 4 routed experts of 2 (top 2), 1 shared of 2, gated.
+    q_a 8*4 + q_a_layernorm 4 + q_b 4*2*5 = 76; kv_a 8*(6+2) + kv_a_layernorm 6 +
+    kv_b 6*2*(3+5) = 166; o 2*5*8 = 80 -> attention 322. Expert 3*8*2 = 48: routed 4*48,
+    shared 48, router 8*4 = 32 -> 272; 2 norms 16. MoE block 610, active 322 + 2*48 +
+    48 + 32 + 16 = 514. A dense first block: 322 + 3*8*16 + 16 = 722."""
+    base = dict(num_layers=2, hidden_size=8, num_attention_heads=2, ffn_hidden_size=16,
+                vocab_size=10, num_experts=4, moe_top_k=2, moe_ffn_hidden_size=2,
+                num_shared_experts=1, q_lora_rank=4, kv_lora_rank=6, qk_nope_head_dim=3,
+                qk_rope_head_dim=2, v_head_dim=5)
+    pc = count_params(ModelSpec.from_dict(base))
+    rest = 80 + 80 + 8
+    assert pc.total == 2 * 610 + rest and pc.active == 2 * 514 + rest
+    pc = count_params(ModelSpec.from_dict({**base, "first_dense_layers": 1}))
+    assert pc.first_layer == 722 and pc.largest_layer == 722
+    assert pc.total == 722 + 610 + rest and pc.per_layer == (722 + 610) / 2
+    assert pc.active == 722 + 514 + rest
+    no_q = count_params(ModelSpec.from_dict({**base, "q_lora_rank": None}))
+    assert no_q.total == pc.total - 722 - 610 + 2 * (610 - 76 + 8 * 2 * 5)
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(num_experts=1, moe_top_k=1), "model.moe_ffn_hidden_size"),
+    (dict(first_dense_layers=3), "model.first_dense_layers"),
+    (dict(kv_lora_rank=None), "model.q_lora_rank"),
+    (dict(v_head_dim=None), "model.v_head_dim"),
+    (dict(num_shared_experts=-1), "model.num_shared_experts"),
+    (dict(sliding_window_layers="alternate"), "model.sliding_window_layers"),
+    (dict(sliding_window=4, sliding_window_layers="every"), "model.sliding_window_layers"),
+    (dict(sliding_window=0), "model.sliding_window"),
+])
+def test_new_layout_errors_name_the_field(change, field):
+    base = dict(num_layers=2, hidden_size=8, num_attention_heads=2, ffn_hidden_size=16,
+                vocab_size=10, num_experts=4, moe_top_k=2, moe_ffn_hidden_size=2,
+                num_shared_experts=1, q_lora_rank=4, kv_lora_rank=6, qk_nope_head_dim=3,
+                qk_rope_head_dim=2, v_head_dim=5)
+    d = {k: v for k, v in {**base, **change}.items() if v is not None}
+    with pytest.raises(ScenarioError) as e:
+        ModelSpec.from_dict(d)
+    assert e.value.field == field
+
+
+def test_new_layout_fields_omitted_at_default():
+    d = spec("llama3.1-8b").to_dict()
+    assert {"moe_ffn_hidden_size", "num_shared_experts", "first_dense_layers", "q_lora_rank",
+            "kv_lora_rank", "sliding_window", "sliding_window_layers"}.isdisjoint(d)
+    for slug in ("deepseek-v3", "deepseek-v2-lite", "gemma2-9b", "mistral-7b"):
+        assert ModelSpec.from_dict(spec(slug).to_dict()) == spec(slug)
 
 
 def test_mixtral_8x22b_active():
@@ -141,7 +223,7 @@ def test_param_tensors_per_layer(case):
     # Gemma 2: 7 + 4 RMSNorms = 11; Falcon-7B: fused QKV, dense, 2 MLP (4) + 1 LayerNorm
     # (weight, bias) = 6; Mixtral: 4 + 8 x 3 experts + router + 2 norms = 31; Phi-3: qkv_proj,
     # o_proj, gate_up_proj, down_proj + 2 norms = 6.
-    assert step.param_tensors_per_layer(_Sc(spec(case["preset"]))) == case["per_layer_tensors"]
+    assert step.param_tensors_per_layer(_Sc(spec(case["preset"])), "first") == case["per_layer_tensors"]
 
 
 def test_attention_flops_use_heads_times_head_dim():
