@@ -248,26 +248,40 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     experts, top_k = max(m.num_experts, 1), max(m.moe_top_k, 1)
 
     # GEMMs: (M, N, K, count); forward. Backward: dgrad (M, K, N) and wgrad (K, N, M).
-    up_n = (2 if m.gated_mlp else 1) * f / t
-    gemms = [(tok, (a + 2 * kv) * d / t, h, 1), (tok, h, a * d / t, 1)]
+    # Blocks with and without experts (first_dense_layers) are timed apart and weighed by
+    # their number: the result is the mean layer.
     e_tok = tok * top_k / experts if experts > 1 else tok
-    gemms += [(e_tok, up_n, h, experts), (e_tok, h, f / t, experts)]
-    g_fwd = sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gemms)
+    attn_g = attention_gemms(m, tok, t)
+    moe_share = m.moe_layers / m.num_layers if experts > 1 and m.num_layers else 0.0
+    mlp_sets = [(1.0 - moe_share, mlp_gemms(m, tok, t, False)), (moe_share, mlp_gemms(m, tok, t, True))]
+
+    def fwd_of(gs):
+        return sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gs)
+
+    def bwd_of(gs):
+        return sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gs)
+
+    def dgrad_of(gs):
+        return sum(c * gemm_s(M, K, N, g, hbm) for M, N, K, c in gs)
+
+    g_fwd = fwd_of(attn_g) + sum(w * fwd_of(gs) for w, gs in mlp_sets if w)
     lora = tr.lora
     if lora is None:
-        g_bwd = sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gemms)
+        g_bwd = bwd_of(attn_g) + sum(w * bwd_of(gs) for w, gs in mlp_sets if w)
     else:
         # LoRA: the base matrices are frozen, their backward is the data gradient alone (no
         # weight-gradient GEMM, Hu et al. 2021 Sec. 4.2); the adapters' small GEMMs
         # (simulation/lora.py adapter_gemms) run forward and with both gradients backward.
-        g_bwd = sum(c * gemm_s(M, K, N, g, hbm) for M, N, K, c in gemms)
+        g_bwd = dgrad_of(attn_g) + sum(w * dgrad_of(gs) for w, gs in mlp_sets if w)
         ad = adapter_gemms(m, lora, tok, t)
         g_fwd += sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in ad)
         g_bwd += sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in ad)
 
     st = PASSES[_stack(tr)]
     hidden = tok * h / (t if tr.sequence_parallel else 1)
-    ffn = tok * f / t * (top_k if experts > 1 else 1)
+    # MLP activation elements per layer (mean over dense and expert blocks)
+    ffn = (1.0 - moe_share) * tok * f / t + moe_share * tok * (
+        top_k * (m.expert_ffn_size or f) + m.shared_expert_ffn_size) / t
     heads_l = max(1, round(a / t))
     attn_drop = m.attention_dropout if m.attention_dropout is not None else m.dropout
     hid_drop = m.hidden_dropout if m.hidden_dropout is not None else m.dropout
@@ -280,14 +294,22 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         else:
             scale = (g.gemm_flops / acc.peak_flops_bf16) / (GPU_FIGURES["a100-sxm4-80gb"].gemm_flops / 312e12)
             ff, fb = FLASH_FRACTION["a100"][0] * scale, FLASH_FRACTION["a100"][1] * scale
-        causal = 0.5 * 4.0 * b * s * s * a * d / t
+        # QK^T over the q/k head width, PV over the value width (MLA: 192 and 128;
+        # transformers pads V to the q/k width for FlashAttention-2, DeepseekV3Attention:
+        # counted at its own width); causal half, or the sliding window's share
+        qk_d, v_d = m.qk_head_dim, m.value_head_dim
+        causal = 0.5 * 2.0 * b * s * s * a * (qk_d + v_d) / t * window_share(m, s)
         a_fwd = causal / (ff * acc.peak_flops_bf16)
         a_bwd = 2.5 * causal / (fb * acc.peak_flops_bf16)
     else:
         sc_el = b * heads_l * s * s
         bt = b * heads_l
-        a_fwd = gemm_s(s, s, d, g, hbm, bt) + gemm_s(s, d, s, g, hbm, bt)
-        a_bwd = 2 * gemm_s(s, d, s, g, hbm, bt) + gemm_s(s, s, d, g, hbm, bt) + gemm_s(s, d, s, g, hbm, bt)
+        # eager attention computes every s x s score and masks (causal, and the sliding
+        # window: transformers' create_sliding_window_causal_mask): no work saved
+        qk_d, v_d = m.qk_head_dim, m.value_head_dim
+        a_fwd = gemm_s(s, s, qk_d, g, hbm, bt) + gemm_s(s, v_d, s, g, hbm, bt)
+        a_bwd = (gemm_s(s, qk_d, s, g, hbm, bt) + gemm_s(s, v_d, s, g, hbm, bt)
+                 + gemm_s(s, s, v_d, g, hbm, bt) + gemm_s(s, qk_d, s, g, hbm, bt))
         sp_f, sp_b = st["softmax"]
         if attn_drop:
             sp_f, sp_b = sp_f + st["attn_dropout"][0], sp_b + st["attn_dropout"][1]
@@ -301,13 +323,20 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     mask = st["hidden_mask"] if hid_drop else (0, 0)
     mb = [2 * (norm[i] + res[i] + mask[i]) * hidden + act[i] * ffn for i in (0, 1)]
     if m.position_embedding == "rope":
-        qk = tok * (a + kv) * d / t
+        # MLA rotates only the rope part: heads x qk_rope of q and one qk_rope of k
+        qk = tok * (a + 1) * m.qk_rope_head_dim / t if m.uses_mla else tok * (a + kv) * d / t
         mb = [mb[i] + st["rope"][i] * qk for i in (0, 1)]
+    if m.uses_mla:
+        # the latent RMSNorms (kv_a_layernorm, q_a_layernorm) on every rank
+        lat = tok * (m.kv_lora_rank + (m.q_lora_rank or 0))
+        mb = [mb[i] + st["rmsnorm"][i] * lat for i in (0, 1)]
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
     fwd = g_fwd + a_fwd + mb_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
-             "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
+             "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h,
+                                                 m.expert_ffn_size if experts > 1 else f, t,
+                                                 experts, e_tok, g, hbm)
              + mb_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + extra
     v = m.vocab_size or 0
@@ -322,6 +351,67 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
 
 _layer_times = ByIdentity(_layer_times_of)
+
+
+def window_share(m, s: int) -> float:
+    """Share of a causal s x s score matrix a layer computes, as the mean over layers:
+    1 for full attention; with a sliding window of w keys (query i sees keys i-w+1..i,
+    transformers ``sliding_window_overlay``: ``kv_idx > q_idx - sliding_window``;
+    FlashAttention-2 ``window_size=(w-1, w-1)``) the pairs are sum_i min(i+1, w) =
+    w(w+1)/2 + (s-w) w for s > w, over the causal s(s+1)/2, in the ``sliding_layers`` of
+    ``num_layers``. Only kernels that skip masked blocks (FlashAttention) gain it."""
+    n = m.sliding_layers
+    w = m.sliding_window
+    if not n or not w or s <= w:
+        return 1.0
+    pairs = w * (w + 1) / 2 + (s - w) * w
+    share = pairs / (s * (s + 1) / 2)
+    return (n * share + (m.num_layers - n)) / m.num_layers
+
+
+def attention_gemms(m, tok: float, t: int) -> list:
+    """(M, N, K, count) of one block's attention projections, forward, per GPU.
+
+    Multi-head: the fused q/k/v GEMM (tok x (heads + 2 kv_heads) head_dim / t x h) and o.
+    Multi-head latent attention: the down-projections q_a (h -> q_lora_rank) and kv_a
+    (h -> kv_lora_rank + qk_rope) are whole on every tensor-parallel rank (DeepSeek-V3
+    inference/model.py ``MLA``: ``wq_a`` and ``wkv_a`` are plain ``Linear``), the
+    up-projections q_b / q_proj (-> heads x (nope + rope)) and kv_b (kv_lora_rank ->
+    heads x (nope + v)) column-parallel, o (heads x v -> h) row-parallel."""
+    h = m.hidden_size
+    a = m.num_attention_heads or max(1, h // 128)
+    if m.uses_mla:
+        qk, vd = m.qk_head_dim, m.v_head_dim
+        if m.q_lora_rank is None:
+            q = [(tok, a * qk / t, h, 1)]
+        else:
+            q = [(tok, m.q_lora_rank, h, 1), (tok, a * qk / t, m.q_lora_rank, 1)]
+        return q + [(tok, m.kv_lora_rank + m.qk_rope_head_dim, h, 1),
+                    (tok, a * (m.qk_nope_head_dim + vd) / t, m.kv_lora_rank, 1),
+                    (tok, h, a * vd / t, 1)]
+    kv = m.num_kv_heads or a
+    d = m.head_dim or h / a
+    return [(tok, (a + 2 * kv) * d / t, h, 1), (tok, h, a * d / t, 1)]
+
+
+def mlp_gemms(m, tok: float, t: int, moe: bool) -> list:
+    """(M, N, K, count) of one block's MLP, forward, per GPU: the dense MLP of
+    ffn_hidden_size (up, or gate and up in one, then down), or (``moe``) each routed
+    expert's on its share of the tokens (tok x top_k / experts, an even spread) plus the
+    shared experts' MLP on every token (``DeepseekV3MoE.shared_experts``)."""
+    h = m.hidden_size
+    n_up = 2 if m.gated_mlp else 1
+    if not moe or m.num_experts <= 1:
+        f = m.ffn_hidden_size or 4 * h
+        return [(tok, n_up * f / t, h, 1), (tok, h, f / t, 1)]
+    e = m.num_experts
+    fe = m.expert_ffn_size
+    e_tok = tok * max(m.moe_top_k, 1) / e
+    out = [(e_tok, n_up * fe / t, h, e), (e_tok, h, fe / t, e)]
+    fs = m.shared_expert_ffn_size
+    if fs:
+        out += [(tok, n_up * fs / t, h, 1), (tok, h, fs / t, 1)]
+    return out
 
 
 def op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm) -> float:

@@ -125,8 +125,12 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     m, tr = sc.model, sc.training
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
     norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
+    if m.uses_mla:                                # kv_a_layernorm, q_a_layernorm
+        norms += m.kv_lora_rank + (m.q_lora_rank or 0)
     matmul = max(pc.per_layer_active - norms, 0)
-    attn = 4 * b * s * s * m.attention_width      # QK^T and PV over heads x head_dim
+    attn = attention_core_flops(m, b, s)          # QK^T and PV over heads x head widths
+    if tr.flash_attention:                        # FlashAttention skips blocks outside the window
+        attn *= compute.window_share(m, s)
     fwd = (2 * matmul * b * s + attn) / t
     kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
     f = m.ffn_hidden_size or 4 * h
@@ -147,8 +151,20 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
     """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7."""
     m, tr = sc.model, sc.training
     tokens = lay.global_batch_size * tr.seq_len
-    per_layer_attn = 12 * tr.seq_len * m.attention_width      # 3 passes x 4*s*(heads*head_dim) per token
+    # 3 passes x 4*s*(heads*head_dim) per token (MLA: 2*s*heads*(qk + v)); a sliding
+    # window's layers attend to its keys only (compute.window_share)
+    per_layer_attn = 3 * attention_core_flops(m, 1, tr.seq_len) / tr.seq_len * compute.window_share(m, tr.seq_len)
     return 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+
+
+def attention_core_flops(m, b: int, s: int) -> float:
+    """Forward FLOPs of one layer's attention core over b sequences of s tokens, every
+    s x s pair (Korthikanti et al. 2022 Eq. 2's 4 b s^2 h): 2 b s^2 heads x qk_head_dim
+    for QK^T plus 2 b s^2 heads x v_head_dim for PV; both are heads x head_dim without
+    latent attention (Gemma: 16 x 256, not hidden 3072)."""
+    if m.uses_mla:
+        return 2.0 * b * s * s * m.num_attention_heads * (m.qk_head_dim + m.value_head_dim)
+    return 4 * b * s * s * m.attention_width
 
 
 def links_for(sc: Scenario, lay: Layout) -> dict:
