@@ -63,7 +63,7 @@ returned separately, since the paper's totals leave them out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 FRAMEWORKS = ("huggingface", "megatron")
 SOURCES = {"megatron": "Korthikanti et al. 2022",
@@ -90,6 +90,10 @@ class Kernels:
     sdpa_dropout_math_fp32: bool
     norm_stat_bytes: int
     in_input_dtype: bool = False
+    # SDPA with a value head narrower than the q/k head (latent attention: 192 vs 128):
+    # the CPU's flash kernel needs equal widths and the math kernel runs in fp32; CUDA's
+    # memory-efficient kernel takes unequal widths and saves Q, K, V, output, logsumexp.
+    sdpa_unequal_heads_math_fp32: bool = False
 
     def mask_bytes(self, act: int) -> int:
         """Bytes per element of a dropout mask with ``act``-byte activations."""
@@ -102,7 +106,7 @@ class Kernels:
 
 CUDA = Kernels("cuda", dropout_mask_bytes=1, sdpa_dropout_math_fp32=False, norm_stat_bytes=FP32)
 CPU = Kernels("cpu", dropout_mask_bytes=ACT, sdpa_dropout_math_fp32=True, norm_stat_bytes=ACT,
-              in_input_dtype=True)
+              in_input_dtype=True, sdpa_unequal_heads_math_fp32=True)
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,18 @@ class ActivationShape:
     norm: str = "layernorm"         # layernorm | rmsnorm
     eager_softmax_fp32: bool | None = None
     activation_bytes: int = ACT
+    # Expert layout (ModelSpec.expert_ffn_size, shared_expert_ffn_size): a routed expert's
+    # MLP width (None: ffn), the shared experts' MLP width (0: none), and the share of the
+    # held layers that are dense (first_dense_layers; their MLP is ffn wide, no router).
+    moe_ffn: int | None = None
+    shared_ffn: int = 0
+    dense_share: float = 0.0
+    # Multi-head latent attention (ModelSpec.uses_mla): kv_lora_rank set turns it on.
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_head_dim: int | None = None       # nope + rope
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -184,16 +200,107 @@ def layer_terms(x: ActivationShape, kernels: Kernels = CUDA) -> dict[str, float]
         return {"layer input (checkpoint)": x.activation_bytes * x.seq_len * x.micro_batch * x.hidden}
     if x.recompute == "selective_ops":
         return _op_sac_terms(x)
+    if x.num_experts > 1 and x.dense_share > 0:
+        return _mixed_terms(x, kernels)
     if x.framework == "megatron":
         replicated, split = _megatron(x, kernels)
     else:
         replicated, split = _huggingface(x, kernels)
+    whole = {}
+    if x.kv_lora_rank is not None:
+        whole, attn = _mla_attention(x, kernels)
+        split = {k: v for k, v in split.items() if k not in _MHA_KEYS} | attn
     rep_div = t if x.sequence_parallel else 1
     terms = {k: v / rep_div for k, v in replicated.items()}
     terms.update({k: v / t for k, v in split.items()})
+    terms.update(whole)
     if x.framework == "megatron" and x.num_experts > 1:
         terms.update(_megatron_moe_routing(x))
     return {k: v for k, v in terms.items() if v}
+
+
+def _mixed_terms(x: ActivationShape, kernels: Kernels) -> dict[str, float]:
+    """The mean layer where a share ``dense_share`` of the held layers is dense (DeepSeek's
+    first_k_dense_replace blocks: an MLP of ``ffn``, no experts) and the rest have experts:
+    each term weighed by its layers."""
+    w = x.dense_share
+    dense = layer_terms(replace(x, num_experts=1, top_k=1, moe_ffn=None, shared_ffn=0,
+                                dense_share=0.0), kernels)
+    moe = layer_terms(replace(x, dense_share=0.0), kernels)
+    out = {k: (1 - w) * v for k, v in moe.items()}
+    for k, v in dense.items():
+        out[k] = out.get(k, 0.0) + w * v
+    return {k: v for k, v in out.items() if v}
+
+
+# the multi-head attention terms that _mla_attention replaces
+_MHA_KEYS = ("Q, K (Q K^T inputs)", "V", "attention output (out-projection input)",
+             "attention scores (softmax, dropout)", "Q, K, V", "logsumexp (fp32)",
+             "Q, K, V (K and V repeated to every head)", "Q, K, V (fp32, math kernel)",
+             "attention scores (fp32 softmax, mask, dropout)")
+
+
+def _mla_attention(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
+    """What multi-head latent attention saves, per GPU: ``(whole, split)`` bytes.
+
+    Read in transformers 4.57 ``DeepseekV3Attention.forward`` (DeepseekV2 alike): the
+    block input feeds q_a_proj (or q_proj) and kv_a_proj_with_mqa (counted with the block
+    inputs); ``q_a_layernorm`` and ``kv_a_layernorm`` are RMSNorms on the compressed
+    latents (q_lora_rank and kv_lora_rank wide), each keeping what the block's RMSNorm
+    keeps (transformers: the fp32 input, the normalised 16-bit value and the fp32 rsqrt
+    per token; Megatron: its 16-bit input), and q_b_proj / kv_b_proj keep the normalised
+    latent (their input). These are whole on every tensor-parallel rank (the down-
+    projections are not split: DeepSeek-V3 inference/model.py ``wq_a``/``wkv_a``). The
+    up-projections give Q and K of heads x (qk_nope + qk_rope) (the rope part of K, one
+    head wide, is rotated and expanded: ``expand`` and ``cat`` keep nothing; rotary's
+    products keep only cos and sin) and V of heads x v_head_dim, split over the ranks:
+    SDPA/FlashAttention keep Q, K, V, the output and the fp32 logsumexp (on the CPU, with
+    v narrower than q/k, the fp32 math kernel instead: ``Kernels``); eager attention
+    keeps Q, K (the QK^T inputs), the scores as for multi-head attention and V; the
+    o_proj keeps its heads x v_head_dim input. Shapes: s*b tokens, a heads.
+    """
+    s, b, a = x.seq_len, x.micro_batch, x.heads
+    sb, A = s * b, x.activation_bytes
+    qk, vd = x.qk_head_dim, x.v_head_dim
+    latents = x.kv_lora_rank + (x.q_lora_rank or 0)
+    n_norms = 1 if x.q_lora_rank is None else 2
+    if x.framework == "megatron":
+        norm = A * latents * sb
+    else:
+        norm = ((FP32 + A) * latents + FP32 * n_norms) * sb
+    whole = {"latent RMSNorms (kv_a_layernorm, q_a_layernorm)": norm,
+             "normalised latents (kv_b_proj, q_b_proj inputs)": A * latents * sb}
+    split = {"attention output (out-projection input)": A * a * vd * sb}
+    math_fp32 = x.flash_attention and x.framework == "huggingface" and (
+        (x.attn_dropout and k.sdpa_dropout_math_fp32) or (qk != vd and k.sdpa_unequal_heads_math_fp32))
+    if math_fp32:
+        split["Q, K, V (fp32, math kernel)"] = FP32 * a * (2 * qk + vd) * sb
+        if x.recompute != "selective":
+            per = 3 * FP32 if x.attn_dropout else FP32      # scores (mask, dropped scores)
+            split["attention scores (fp32 softmax, mask, dropout)"] = per * a * s * s * b
+        return whole, split
+    if x.flash_attention:
+        # V is a view of kv_b_proj's output (torch.split), so the kernel keeps that whole
+        # storage, heads x (qk_nope + v); the kernel's output and o_proj's input are two
+        # tensors (sdpa_attention_forward's transpose(1, 2).contiguous() copies: measured,
+        # transformers 4.57 / torch 2.14). FlashAttention-2 through transformers pads V to
+        # qk_head_dim (DeepseekV3Attention.forward): not counted.
+        split["Q, K, V"] = A * a * (2 * qk + x.qk_head_dim - x.qk_rope_head_dim + vd) * sb
+        split["logsumexp (fp32)"] = FP32 * a * sb
+        if x.framework == "huggingface":
+            split["attention kernel output"] = A * a * vd * sb
+        return whole, split
+    split["Q, K, V"] = A * a * (2 * qk + vd) * sb
+    if x.recompute != "selective":
+        mask = k.mask_bytes(A)
+        if x.framework == "megatron":
+            per = (A + mask + A) if x.attn_dropout else A
+        else:
+            upcast = (x.norm == "rmsnorm" if x.eager_softmax_fp32 is None else x.eager_softmax_fp32) and A < FP32
+            softmax = FP32 if upcast else A
+            per = softmax + mask + A if x.attn_dropout else softmax + (A if upcast else 0)
+        split["attention scores (softmax, dropout)"] = per * a * s * s * b
+    return whole, split
 
 
 def _megatron_moe_routing(x: ActivationShape) -> dict[str, float]:
@@ -248,7 +355,7 @@ def _op_sac_terms(x: ActivationShape) -> dict[str, float]:
     sb, sbh = s * b, s * b * h
     ACT = x.activation_bytes      # 16-bit, or 4 in fp32 training
     r = (x.kv_heads or a) / a
-    f = (x.ffn or 4 * h) * x.top_k
+    f = _routed_ffn(x) * x.top_k + (x.shared_ffn if x.num_experts > 1 else 0)
     mlp = ACT * sb * f + ACT * sbh if x.gated_mlp else ACT * sb * f
     terms = {"block input (checkpoint)": ACT * sbh / (t if x.sequence_parallel else 1),
              "saved matmul outputs (wq, wv, MLP)": (ACT * sbh * (1 + r) + mlp) / t,
@@ -292,8 +399,10 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         "Q, K (Q K^T inputs)": A * sbh + A * r * sbh,
         "V": A * r * sbh,
         "attention output (out-projection input)": A * sbh,
-        "MLP activations": _mlp_per_token(x) * s * b * f * x.top_k,
+        "MLP activations": _mlp_per_token(x) * s * b * _routed_ffn(x) * x.top_k,
     }
+    if x.shared_ffn and x.num_experts > 1:
+        split["shared experts' MLP activations"] = _mlp_per_token(x) * s * b * x.shared_ffn
     if not x.flash_attention and x.recompute != "selective":
         # softmax output 2, dropout mask 1, dropout output 2 (without dropout: softmax only)
         per = (A + mask + A) if x.attn_dropout else A
@@ -338,14 +447,47 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     }
     split = _hf_attention(x, k)
     moe = x.num_experts > 1
-    if moe:
+    if moe and (x.shared_ffn or x.kv_lora_rank is not None):
+        replicated.update(_deepseek_routing(x))
+        e, kk = x.num_experts, x.top_k
+        split["routed tokens (gathered input, expert output, fp32 scatter source)"] = (
+            (2 * A + FP32) * h * sb * kk)
+        split["routing weights and indices"] = (FP32 + INDEX) * sb * kk
+    elif moe:
         e, kk = x.num_experts, x.top_k
         replicated["router (fp32 probabilities, top-k, renormalisation)"] = (
             (FP32 * e + INDEX * kk + FP32 + FP32 * kk) * sb)
         split["routed tokens (gathered input, expert output, scatter source)"] = 3 * A * h * sb * kk
         split["routing weights and indices"] = (FP32 + 2 * INDEX) * sb * kk
-    split["MLP activations"] = _mlp_per_token(x) * sb * f * x.top_k
+    split["MLP activations"] = _mlp_per_token(x) * sb * _routed_ffn(x) * x.top_k
+    if x.shared_ffn and moe:
+        split["shared experts' MLP activations"] = _mlp_per_token(x) * sb * x.shared_ffn
     return replicated, split
+
+
+def _deepseek_routing(x: ActivationShape) -> dict[str, float]:
+    """DeepSeek's router as transformers 4.57 builds it (``DeepseekV3TopkRouter``: the
+    logits are ``F.linear`` of the fp32-cast input and weight, so the linear keeps an fp32
+    copy of the input, 4h per token, and of the E x h weight, once per layer; the sigmoid
+    keeps its fp32 scores, ``gather`` its int64 top-k indices, the renormalising ``div``
+    the fp32 sum and top-k weights), per :func:`_huggingface`'s accounting. Its experts
+    loop (``DeepseekV3MoE.moe``) keeps per routed token the int64 index of the gather,
+    the gathered 16-bit input, the expert output and its fp32 weight (the ``mul`` by the
+    weight) and the fp32 product that ``index_add_`` keeps (weights are fp32, so the
+    product is): measured in tests/data/saved_tensors_hf_mla.json. A model with shared
+    experts or latent attention is taken to be built from these classes (the only ones
+    in transformers with them that the engine reads)."""
+    sb, h, e, k = x.seq_len * x.micro_batch, x.hidden, x.num_experts, x.top_k
+    return {"router (fp32 input copy, sigmoid scores, top-k, renormalisation)":
+                (FP32 * h + FP32 * e + INDEX * k + FP32 + FP32 * k) * sb,
+            "router weight (fp32 copy)": FP32 * e * h}
+
+
+def _routed_ffn(x: ActivationShape) -> int:
+    """One routed expert's MLP width (``moe_ffn``), else ``ffn`` (4h when unset)."""
+    if x.num_experts > 1 and x.moe_ffn:
+        return x.moe_ffn
+    return x.ffn or 4 * x.hidden
 
 
 def _hf_attention(x: ActivationShape, k: Kernels) -> dict:

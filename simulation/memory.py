@@ -384,7 +384,21 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         framework=tr.framework, attention_dropout=m.attention_dropout,
         hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
         num_experts=m.num_experts, norm=m.norm,
-        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2)
+        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2,
+        moe_ffn=m.expert_ffn_size if m.num_experts > 1 else None,
+        shared_ffn=m.shared_expert_ffn_size, dense_share=_dense_share(m, tr),
+        q_lora_rank=m.q_lora_rank, kv_lora_rank=m.kv_lora_rank,
+        qk_head_dim=m.qk_head_dim if m.uses_mla else None,
+        qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim)
+
+
+def _dense_share(m: ModelSpec, tr: TrainingSpec) -> float:
+    """Share of the first pipeline stage's layers that are dense (``first_dense_layers``
+    lead the model, so the first stage holds them): min(k, L/p) / (L/p)."""
+    if m.num_experts <= 1 or not m.first_dense_layers or not m.num_layers:
+        return 0.0
+    per_stage = m.num_layers / max(tr.pipeline_parallel, 1)
+    return min(m.first_dense_layers, per_stage) / per_stage
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
@@ -403,7 +417,8 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     st = sc.strategy
     pipeline_stage = stage
     d, stage = lay.shard_degree, st.zero_stage
-    unit = pc.per_layer / lay.tensor_parallel     # one transformer block = one FSDP unit
+    # one transformer block = one FSDP unit; the biggest block where they differ (experts)
+    unit = max(pc.per_layer, pc.largest_layer) / lay.tensor_parallel
     k_fp32 = sb.master_weights + sb.optimizer_states
 
     if st.kind == "megatron_dist_opt":
