@@ -40,7 +40,8 @@ def test_a_pasted_config_json_is_the_presets_model(page, live_url, user_admin, c
     page.wait_for_selector("#hf-config-summary")
     summary = page.locator("#hf-config-summary").inner_text()
     assert "Ignored (no model field):" in summary and "query_pre_attn_scalar" in summary
-    assert "sliding_window" in summary                          # the engine's note
+    assert "attn_logit_softcapping" in summary                  # the engine's note
+    assert "sliding window 4096 (alternate layers)" in summary   # Gemma 2's layer pattern, mapped
     assert page.locator("select[name='model.preset']").input_value() == ""
     assert "imported config.json" in page.locator("select[name='model.preset'] option:checked").inner_text()
     page.wait_for_selector("#live-estimate:has-text('Gemma2ForCausalLM')")
@@ -53,4 +54,5 @@ def test_a_pasted_config_json_is_the_presets_model(page, live_url, user_admin, c
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))      # saved, its run queued
     saved = Scenario.objects.get(name="Gemma 2 9B from its config.json (browser test)")
     assert saved.spec["model"]["norms_per_block"] == 4 and saved.spec["model"]["head_dim"] == 256
+    assert saved.spec["model"]["sliding_window_layers"] == "alternate"
     assert page.js_errors == []

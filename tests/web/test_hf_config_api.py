@@ -59,3 +59,23 @@ def test_bad_input_is_a_400_naming_the_field(owner_api, body, field):
 
 def test_it_needs_a_login(anon_api):
     assert anon_api.post(URL, {"config": config("llama3.1-8b")}, format="json").status_code in (401, 403)
+
+
+def test_deepseek_v3_config_is_the_preset_in_memory_and_step_time(owner_api):
+    r = owner_api.post(URL, {"config": config("deepseek-v3")}, format="json")
+    assert r.status_code == 200
+    body = r.json()
+    for key in ("num_experts", "moe_top_k", "moe_ffn_hidden_size", "num_shared_experts",
+                "first_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                "qk_rope_head_dim", "v_head_dim"):
+        assert body["model"][key] == MODELS["deepseek-v3"][key], key
+    assert any(n.startswith("num_nextn_predict_layers") for n in body["notes"])
+    cluster = {"node": "dgx-h100", "num_nodes": 16}
+    training = {"seq_len": 4096, "micro_batch_size": 1, "global_batch_size": 128,
+                "flash_attention": True, "recompute": "full"}
+    imported = evaluate_dict({"model": body["model"], "cluster": cluster, "training": training,
+                              "strategy": {"kind": "zero3"}})
+    preset = evaluate_dict({"model": {"preset": "deepseek-v3"}, "cluster": cluster, "training": training,
+                            "strategy": {"kind": "zero3"}})
+    assert imported["memory"] == preset["memory"] and imported["model"]["num_params"] == 671026404352
+    assert imported["step"]["time_s"] == preset["step"]["time_s"]

@@ -53,7 +53,9 @@ class ModelFromHfConfigView(APIView):
     """Read a Hugging Face `config.json` (`{"config": {...}}`, pasted or uploaded; nothing
     is fetched from the Hub) and return the scenario's `model` section, the config keys it
     `ignored` and `notes` on what the engine models differently. Families read: llama,
-    mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon. A bad value is a 400 naming the
+    mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon, deepseek_v3, deepseek_v2 (routed and
+    shared experts, dense first layers, multi-head latent attention; sliding windows map to
+    `sliding_window` / `sliding_window_layers`). A bad value is a 400 naming the
     config key (`{"config.num_attention_heads": [...]}`)."""
 
     @extend_schema(request=serializers.HfConfigRequestSerializer,

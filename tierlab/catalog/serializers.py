@@ -74,5 +74,5 @@ class HfConfigResponseSerializer(serializers.Serializer):
         "The config.json keys that set nothing in the model section (token ids, dtypes, RoPE "
         "settings...), sorted."))
     notes = serializers.ListField(child=serializers.CharField(), help_text=(
-        "What the engine models differently from the config (sliding-window attention, "
-        "soft-capping, a bias it cannot hold)."))
+        "What the engine models differently from the config (soft-capping, a bias it cannot "
+        "hold, a layer pattern it cannot hold, a multi-token-prediction module left out)."))

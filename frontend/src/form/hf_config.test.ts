@@ -41,6 +41,19 @@ describe("the imported model", () => {
       .toBe("Mixtral — 32 layers, hidden 4096, 8 experts (imported config.json)");
   });
 
+  it("names shared experts, dense first layers, latent attention and a sliding window", () => {
+    // the model sections simulation/hf_config.py answers for DeepSeek-V3's and Gemma-2-9B's
+    // config.json (tests/data/hf_configs/deepseek-v3.json, gemma2-9b.json)
+    const v3 = { name: "DeepseekV3ForCausalLM", num_layers: 61, hidden_size: 7168, num_experts: 256,
+                 num_shared_experts: 1, first_dense_layers: 3, kv_lora_rank: 512, q_lora_rank: 1536 };
+    expect(importedModelLabel(v3)).toBe("DeepseekV3ForCausalLM — 61 layers, hidden 7168, 256 experts + 1 shared, "
+      + "first 3 dense, latent attention (kv rank 512) (imported config.json)");
+    const gemma = { name: "Gemma2ForCausalLM", num_layers: 42, hidden_size: 3584, sliding_window: 4096,
+                    sliding_window_layers: "alternate" };
+    expect(importedModelLabel(gemma)).toBe("Gemma2ForCausalLM — 42 layers, hidden 3584, "
+      + "sliding window 4096 (alternate layers) (imported config.json)");
+  });
+
   it("is the scenario's model when the custom entry is chosen, the example's other settings kept", () => {
     const example = { schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" },
                       training: { flash_attention: true } };

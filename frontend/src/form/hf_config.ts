@@ -40,7 +40,18 @@ export function importedModelLabel(model: Record<string, unknown>): string {
   const dims = [
     typeof model.num_layers === "number" ? `${model.num_layers} layers` : null,
     typeof model.hidden_size === "number" ? `hidden ${model.hidden_size}` : null,
-    typeof model.num_experts === "number" && model.num_experts > 1 ? `${model.num_experts} experts` : null,
+    typeof model.num_experts === "number" && model.num_experts > 1
+      ? `${model.num_experts} experts` +
+        (typeof model.num_shared_experts === "number" && model.num_shared_experts > 0
+          ? ` + ${model.num_shared_experts} shared` : "")
+      : null,
+    typeof model.first_dense_layers === "number" && model.first_dense_layers > 0
+      ? `first ${model.first_dense_layers} dense` : null,
+    typeof model.kv_lora_rank === "number" ? `latent attention (kv rank ${model.kv_lora_rank})` : null,
+    typeof model.sliding_window === "number"
+      ? `sliding window ${model.sliding_window}` +
+        (model.sliding_window_layers === "alternate" ? " (alternate layers)" : "")
+      : null,
   ].filter(Boolean);
   return `${name}${dims.length ? " — " + dims.join(", ") : ""} (imported config.json)`;
 }
