@@ -56,3 +56,25 @@ def test_a_pasted_config_json_is_the_presets_model(page, live_url, user_admin, c
     assert saved.spec["model"]["norms_per_block"] == 4 and saved.spec["model"]["head_dim"] == 256
     assert saved.spec["model"]["sliding_window_layers"] == "alternate"
     assert page.js_errors == []
+
+
+def test_a_pasted_deepseek_v3_config_is_the_presets_model(page, live_url, user_admin, catalog):
+    """DeepSeek-V3's config.json: routed + shared experts, dense first blocks and latent
+    attention come through, named in the summary, and the live estimate has the preset's
+    parameter count (671 B, transformers' meta-device count)."""
+    log_in(page, live_url, user_admin)
+    page.wait_for_selector("#scenario-form-root[data-ready='true']")
+    page.select_option("select[name='model.preset']", "deepseek-v3")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.wait_for_selector("#live-estimate:has-text('DeepSeek-V3')")
+    params = page.locator("#live-estimate").inner_text().split("DeepSeek-V3: ")[1].split(".")[0]
+    page.click("#hf-config summary")
+    page.fill("#f-hf-config", config_text("deepseek-v3"))
+    page.click("#hf-config-import")
+    page.wait_for_selector("#hf-config-summary")
+    summary = page.locator("#hf-config-summary").inner_text()
+    assert "256 experts + 1 shared, first 3 dense, latent attention (kv rank 512)" in summary
+    assert "num_nextn_predict_layers" in summary                 # the MTP module's note
+    page.wait_for_selector("#live-estimate:has-text('DeepseekV3ForCausalLM')")
+    assert f"DeepseekV3ForCausalLM: {params}" in page.locator("#live-estimate").inner_text()
+    assert page.js_errors == []
