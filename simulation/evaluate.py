@@ -151,7 +151,7 @@ def _cost(sc: Scenario, lay, perf: dict) -> dict:
 def _moe_designs(sc: Scenario, pc, lay, sb, compute_s: float) -> dict:
     """MoE experts: an expert parameter server against expert-parallel all-to-all."""
     m = sc.model
-    expert = (3 if m.gated_mlp else 2) * m.hidden_size * m.ffn_hidden_size
+    expert = (3 if m.gated_mlp else 2) * m.hidden_size * m.expert_ffn_size   # one routed expert
     tokens = lay.global_batch_size * sc.training.seq_len / lay.grad_accumulation_steps
     c = sc.cluster
     return moe_designs(experts=m.num_experts, expert_params=expert, tokens=tokens, top_k=m.moe_top_k,

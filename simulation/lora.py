@@ -43,8 +43,10 @@ def target_shapes(m) -> dict:
     d = m.attention_head_dim
     q = m.num_attention_heads * d
     kv = m.num_kv_heads * d
-    f = m.ffn_hidden_size
+    f = m.expert_ffn_size if m.num_experts > 1 else m.ffn_hidden_size
     e = max(m.num_experts, 1)
+    if m.uses_mla:                   # o_proj: heads x v_head_dim -> h (q/k/v are refused)
+        q = m.num_attention_heads * m.v_head_dim
     return {"q": (h, q, 1), "k": (h, kv, 1), "v": (h, kv, 1), "o": (q, h, 1),
             "gate": (h, f, e), "up": (h, f, e), "down": (f, h, e)}
 

@@ -1268,6 +1268,14 @@ def _check_lora(sc) -> None:
         raise ScenarioError("training.lora.targets", "gate needs a gated MLP (model.gated_mlp)")
     if "embeddings" in lo.targets and not m.vocab_size:
         raise ScenarioError("training.lora.targets", "embeddings needs model.vocab_size")
+    if m.uses_mla and set(lo.targets) & {"q", "k", "v"}:
+        raise ScenarioError("training.lora.targets",
+                            "q, k and v are not modules of latent attention (model.kv_lora_rank: "
+                            "q_a/q_b_proj, kv_a_proj_with_mqa, kv_b_proj); target o, gate, up, down")
+    if (m.num_shared_experts or m.first_dense_layers) and set(lo.targets) & {"gate", "up", "down"}:
+        raise ScenarioError("training.lora.targets",
+                            "gate, up and down with shared experts or dense first layers "
+                            "(model.num_shared_experts, model.first_dense_layers) are not modelled")
 
 
 def _check_checkpoint_target(checkpoint: CheckpointSpec, cluster: ClusterSpec):

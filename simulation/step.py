@@ -133,7 +133,7 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
         attn *= compute.window_share(m, s)
     fwd = (2 * matmul * b * s + attn) / t
     kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
-    f = m.ffn_hidden_size or 4 * h
+    f = (m.expert_ffn_size if m.num_experts > 1 else m.ffn_hidden_size) or 4 * h
     # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
     extra = {"full": fwd, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]

@@ -105,3 +105,19 @@ def test_every_new_preset_evaluates():
                                  "strategy": {"kind": "zero3"}})
         d = simulation.evaluate(sc).to_dict()
         assert d["step"]["available"] and d["step"]["time_s"] > 0
+
+
+def test_lora_targets_that_latent_attention_or_shared_experts_lack_are_refused():
+    from simulation.errors import ScenarioError
+    from simulation.lora import LoraSpec, adapter_params
+    for targets in (["q", "v"], ["gate"]):
+        with pytest.raises(ScenarioError) as e:
+            scenario({"preset": "deepseek-v2-lite"}, lora={"rank": 8, "targets": targets})
+        assert e.value.field == "training.lora.targets"
+    # o alone: 27 layers x r (heads x v_head_dim + hidden) = 27 x 8 x (16*128 + 2048)
+    sc = scenario({"preset": "deepseek-v2-lite"}, lora={"rank": 8, "targets": ["o"]})
+    assert adapter_params(sc.model, sc.training.lora)["total"] == 27 * 8 * (16 * 128 + 2048)
+    # a routed expert's own width (moe_ffn_hidden_size), not the dense ffn_hidden_size
+    m = scenario({"num_layers": 1, "hidden_size": 8, "num_attention_heads": 2, "ffn_hidden_size": 64,
+                  "vocab_size": 10, "num_experts": 4, "moe_top_k": 2, "moe_ffn_hidden_size": 4}).model
+    assert adapter_params(m, LoraSpec(rank=1, targets=("down",)))["total"] == 4 * (4 + 8)
