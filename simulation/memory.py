@@ -249,7 +249,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     last = pipeline_stage == "last"
     layers_held = act.layers_held if not last else sc.model.num_layers / tr.pipeline_parallel
     layers_bytes = act.layers_bytes if not last else act.per_layer_bytes * layers_held
-    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})"
+    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})" + _layout_note(sc.model, tr)
     if st.offload_activations == "cpu" and layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
         # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
@@ -390,6 +390,19 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         q_lora_rank=m.q_lora_rank, kv_lora_rank=m.kv_lora_rank,
         qk_head_dim=m.qk_head_dim if m.uses_mla else None,
         qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim)
+
+
+def _layout_note(m: ModelSpec, tr: TrainingSpec) -> str:
+    """What the per-layer figure is made of where the block is not plain attention + MLP."""
+    bits = []
+    share = _dense_share(m, tr)
+    if share:
+        bits.append(f"mean over the stage's blocks, {share:.0%} dense (first_dense_layers)")
+    if m.num_shared_experts and m.num_experts > 1:
+        bits.append(f"{m.moe_top_k} routed + {m.num_shared_experts} shared experts a token")
+    if m.uses_mla:
+        bits.append("latent attention keeps its compressed latents and the up-projected K, V")
+    return "; " + "; ".join(bits) if bits else ""
 
 
 def _dense_share(m: ModelSpec, tr: TrainingSpec) -> float:

@@ -97,3 +97,14 @@ def test_scenario_shape_from_the_deepseek_preset():
         (2048, 2048, 1536, 512, 192, 128)
     sc1 = Scenario.from_dict({**sc.to_dict(), "training": {**sc.to_dict()["training"], "pipeline_parallel": 1}})
     assert _shape(sc1.model, sc1.training, "none").dense_share == pytest.approx(3 / 61)
+
+
+def test_report_names_the_layout():
+    import simulation
+    sc = Scenario.from_dict({"model": {"preset": "deepseek-v2-lite"}, "cluster": {"node": "dgx-h100"},
+                             "training": {"seq_len": 4096, "micro_batch_size": 1, "global_batch_size": 64,
+                                          "flash_attention": True}, "strategy": {"kind": "zero3"}})
+    parts = simulation.evaluate(sc).to_dict()["memory"]["per_gpu"]["hbm"]["parts"]
+    note = next(p["note"] for p in parts if p["name"].startswith("activations ("))
+    # 1 of 27 blocks dense; 6 routed + 2 shared experts; MLA
+    assert "4% dense" in note and "6 routed + 2 shared" in note and "latent attention" in note
