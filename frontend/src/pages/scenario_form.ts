@@ -141,7 +141,8 @@ function mount(root: HTMLElement): void {
     h("label", { for: "f-hf-config" }, "config.json (paste it, or choose the file)"),
     hfText,
     h("small", { id: "hf-config-help", class: "field-help" },
-      "The model's config.json from the Hub (llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon); " +
+      "The model's config.json from the Hub (llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon, " +
+      "deepseek_v3, deepseek_v2); " +
       "nothing is fetched. Its architecture becomes the model of this scenario."),
     grid(h("div", { class: "field" }, h("label", { for: "f-hf-config-file" }, "or the file"), hfFile),
       h("div", { class: "field" }, hfButton)),
