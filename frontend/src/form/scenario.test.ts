@@ -341,3 +341,17 @@ describe("LoRA inputs (training.lora, issue #14)", () => {
     expect(inputNameForErrorKey("scenario.training.lora.dropout")).toBe("training.lora.dropout");
   });
 });
+
+describe("context parallelism", () => {
+  it("sends training.context_parallel when above 1 and reads it back", () => {
+    const req = buildRequest({ ...values, "training.context_parallel": "2" }).scenario as Record<string, any>;
+    expect(req.training.context_parallel).toBe(2);
+    expect(valuesFromScenario(req)["training.context_parallel"]).toBe("2");
+  });
+
+  it("leaves CP 1 (the engine's default) out of the JSON", () => {
+    const req = buildRequest(values).scenario as Record<string, any>;
+    expect(req.training).not.toHaveProperty("context_parallel");
+    expect(valuesFromScenario(req)["training.context_parallel"]).toBe("1");
+  });
+});

@@ -148,6 +148,7 @@ export const INTEGER_FIELDS = [
   "training.seq_len",
   "training.tensor_parallel",
   "training.pipeline_parallel",
+  "training.context_parallel",
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
   "cluster.cpu_cores",
@@ -213,6 +214,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.sequence_parallel": "Sequence parallel",
   "training.tensor_parallel": "Tensor parallel degree",
   "training.pipeline_parallel": "Pipeline parallel degree",
+  "training.context_parallel": "Context parallel degree",
   "training.compute_efficiency": "Compute efficiency",
   "training.network_efficiency": "Network efficiency",
   "training.compute_model": "Compute model",
@@ -269,6 +271,7 @@ export const DEFAULT_VALUES: FormValues = {
   "training.sequence_parallel": false,
   "training.tensor_parallel": "1",
   "training.pipeline_parallel": "1",
+  "training.context_parallel": "1",
   "training.compute_efficiency": "",
   "training.network_efficiency": "",
   "training.compute_model": "",
@@ -437,6 +440,8 @@ export function buildRequest(
     if (v === "true" || v === "false") training[key] = v === "true";
     else delete training[key];
   }
+  // CP 1 is the engine's default: left out, so the JSON (and its hash) is as before
+  if (training.context_parallel === 1) delete training.context_parallel;
   // off is the engine's default: left out, so the JSON (and its hash) is as before
   if (values["training.overlap_param_gather"] === true) training.overlap_param_gather = true;
   else delete training.overlap_param_gather;

@@ -93,6 +93,7 @@ function mount(root: HTMLElement): void {
     loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
     loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
     pp: integer({ required: true }),
+    cp: integer({ required: true, min: 1 }),
     convention: select(CONVENTIONS),
     // advanced
     computeEff: decimal("training.compute_efficiency", { min: 0, max: 1 }),
@@ -317,6 +318,12 @@ function mount(root: HTMLElement): void {
       grid(
         f("training.tensor_parallel", c.tp, { unit: "GPUs per group" }),
         f("training.pipeline_parallel", c.pp, { unit: "pipeline stages" }),
+      ),
+      grid(
+        f("training.context_parallel", c.cp, {
+          unit: "ranks per sequence",
+          help: "Context parallelism (ring attention): each rank holds seq_len / CP tokens; needs flash attention and seq_len a multiple of 2 x CP.",
+        }),
       ),
     ),
     h(
