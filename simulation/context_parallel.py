@@ -31,6 +31,16 @@ longer shows (``exchange``). A block is a cp-th of the rank's attention: with th
 load-balanced causal split every step does the same work (TE runs the diagonal step
 causally on both chunks and every other step on half of the keys or half of the queries).
 
+``training.context_parallel_comm`` "all_gather" (Megatron ``--cp-comm-type all_gather``,
+TE ``AttnFuncWithCPAndKVAllGather``, the method of Llama 3, Dubey et al. 2024 Sec. 3.3.2):
+the forward all-gathers K and V over the CP group (two all-gathers of the sequence's K or
+V, each rank receiving cp - 1 chunks) before any attention runs, and the backward
+all-gathers them again and reduce-scatters dK and dV after it: four collectives, all on
+the critical path (TE: "KV all-gather between CP ranks is exposed"). It holds the gathered
+sequence: forward the all-gather's output and its reordered copy (``torch.index_select``
+into causal chunk order), 2 cp chunks; backward the gathered K/V, the sequence's dK/dV and
+its reordered copy, 3 cp chunks, and dQ.
+
 Where the ring runs: the CP group's ranks are ``tensor_parallel`` apart (Megatron rank
 order "tp-cp-ep-dp-pp"), so a node holds G / t of them; when t x cp exceeds a node the ring
 crosses the network and every step waits for the chunk that crosses a NIC.
@@ -44,6 +54,11 @@ from .states import DTYPE_BYTES
 SOURCE = ("Transformer Engine AttnFuncWithCPAndKVP2P (context_parallel.py): cp - 1 K/V "
           "transfers forward, 2 (cp - 1) K/V and dK/dV transfers backward, each beside one "
           "attention block")
+
+
+SOURCE_ALL_GATHER = ("Transformer Engine AttnFuncWithCPAndKVAllGather (context_parallel.py): K "
+                     "and V all-gathered before attention, dK and dV reduce-scattered after it, "
+                     "exposed (Llama 3, Dubey et al. 2024 Sec. 3.3.2)")
 
 
 def _act_bytes(tr) -> int:
@@ -77,7 +92,10 @@ def ring_buffer_bytes(m, tr) -> dict:
     if cp <= 1:
         return dict(forward_bytes=0.0, backward_bytes=0.0, peak_bytes=0.0)
     kv = kv_chunk_bytes(m, tr)
-    fwd, bwd = cp * kv, 4 * kv + q_chunk_bytes(m, tr)
+    if tr.context_parallel_comm == "all_gather":
+        fwd, bwd = 2 * cp * kv, 3 * cp * kv + q_chunk_bytes(m, tr)
+    else:
+        fwd, bwd = cp * kv, 4 * kv + q_chunk_bytes(m, tr)
     return dict(forward_bytes=fwd, backward_bytes=bwd, peak_bytes=max(fwd, bwd))
 
 
@@ -104,15 +122,25 @@ def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: floa
     2 max(0, T1 - block_bwd) + (cp - 2) max(0, T2 - block_bwd) with T2 the two-chunk
     transfer of the middle steps (plus the forward's again where the backward recomputes
     attention), ``exposed_s`` their sum, ``bytes`` the chunks sent (forward, backward and
-    the recomputed forward), ``hidden_s`` the transfer time that hides."""
+    the recomputed forward), ``hidden_s`` the transfer time that hides.
+
+    ``all_gather``: ``transfer_s`` is one all-gather of the sequence's K (or V) over the CP
+    group (``collectives.collective_time_s``: NCCL's ring alpha, the bytes at the group's
+    bus bandwidth); forward two of them exposed, backward two all-gathers and two
+    reduce-scatters of dK, dV (the same size), plus the forward's again where the backward
+    recomputes attention."""
     cp = lay.context_parallel
     if cp <= 1:
         return {}
     m, tr = sc.model, sc.training
-    cross = group_nodes(lay, sc.cluster.gpus_per_node) > 1
+    nodes = group_nodes(lay, sc.cluster.gpus_per_node)
+    cross = nodes > 1
     link = "nic" if cross else "nvlink"
     bw = links[link]
     kv = kv_chunk_bytes(m, tr)
+    if tr.context_parallel_comm == "all_gather":
+        return _all_gather(tr, lay, links, sc.cluster.gpus_per_node, nodes, kv,
+                           attention_fwd_s, attention_bwd_s)
     alpha = nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
     t1, t2 = alpha + kv / bw, alpha + 2 * kv / bw
     blk_f, blk_b = attention_fwd_s / cp, attention_bwd_s / cp
@@ -124,8 +152,28 @@ def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: floa
         bwd += fwd
         bwd_bytes += fwd_bytes
         busy += (cp - 1) * t1
-    return dict(degree=cp, link=link, crosses_network=cross, kv_chunk_bytes=kv,
+    return dict(degree=cp, comm="p2p", link=link, crosses_network=cross, kv_chunk_bytes=kv,
                 transfer_s=t1, block_fwd_s=blk_f, block_bwd_s=blk_b,
                 fwd_exposed_s=fwd, bwd_exposed_s=bwd, exposed_s=fwd + bwd,
                 hidden_s=max(0.0, busy - fwd - bwd), bytes=fwd_bytes + bwd_bytes,
                 source=SOURCE)
+
+
+def _all_gather(tr, lay, links: dict, gpus_per_node: int, nodes: int, kv: float,
+                attention_fwd_s: float, attention_bwd_s: float) -> dict:
+    """``exchange`` for ``context_parallel_comm`` "all_gather" (see the module doc)."""
+    cp = lay.context_parallel
+    per_node = nccl.ranks_per_node(cp, lay.tensor_parallel, gpus_per_node)
+    bus = nccl.bus_bandwidth(per_node, nodes > 1, links["nvlink"], links["nic"])
+    one = nccl.collective_time_s("allgather", cp * kv / 2, cp, nodes, bus)   # K (or V) of the sequence
+    fwd, bwd = 2 * one, 4 * one
+    fwd_bytes = 2 * nccl.ring_volume_factor("allgather", cp) * cp * kv / 2   # (cp - 1) chunks
+    bwd_bytes = 2 * fwd_bytes
+    if recomputes_attention(tr):
+        bwd += fwd
+        bwd_bytes += fwd_bytes
+    return dict(degree=cp, comm="all_gather", link="nic" if nodes > 1 else "nvlink",
+                crosses_network=nodes > 1, kv_chunk_bytes=kv, transfer_s=one,
+                block_fwd_s=attention_fwd_s / cp, block_bwd_s=attention_bwd_s / cp,
+                fwd_exposed_s=fwd, bwd_exposed_s=bwd, exposed_s=fwd + bwd, hidden_s=0.0,
+                bytes=fwd_bytes + bwd_bytes, source=SOURCE_ALL_GATHER)

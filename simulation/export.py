@@ -336,8 +336,8 @@ def fsdp_snippet(sc: Scenario) -> str:
 def megatron_parallel_args(sc: Scenario) -> list[str]:
     """The scenario's layout as Megatron-LM command-line arguments (megatron/training/
     arguments.py): ``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size``,
-    ``--context-parallel-size`` with ``--cp-comm-type p2p`` (the K/V ring the plan counts,
-    Transformer Engine ``AttnFuncWithCPAndKVP2P``), ``--sequence-parallel``, the batch and
+    ``--context-parallel-size`` with ``--cp-comm-type`` (``training.context_parallel_comm``:
+    p2p, the K/V ring, or all_gather), ``--sequence-parallel``, the batch and
     sequence sizes, ``--use-distributed-optimizer`` for ``megatron_dist_opt``. Megatron
     derives the data-parallel degree itself (world size / (t x cp x p))."""
     _need_transformer(sc)
@@ -346,7 +346,7 @@ def megatron_parallel_args(sc: Scenario) -> list[str]:
             "--pipeline-model-parallel-size", str(lay.pipeline_parallel),
             "--context-parallel-size", str(lay.context_parallel)]
     if lay.context_parallel > 1:
-        args += ["--cp-comm-type", "p2p"]
+        args += ["--cp-comm-type", tr.context_parallel_comm]
     if tr.sequence_parallel:
         args.append("--sequence-parallel")
     if tr.interleave_stages:
@@ -364,8 +364,8 @@ def torchtitan_parallelism(sc: Scenario) -> dict:
     ``tensor_parallel_degree``, ``context_parallel_degree``, ``pipeline_parallel_degree``
     and the FSDP mesh (``data_parallel_shard_degree`` x ``data_parallel_replicate_degree``
     = the data-parallel degree; torchtitan's FSDP shards over dp_shard x cp). The K/V
-    rotation is ``alltoall``, which passes each chunk to the next CP rank as the plan counts
-    (torchtitan's default ``allgather`` gathers every chunk first)."""
+    rotation (``context_parallel_rotate_method``): ``alltoall`` for the p2p ring (each chunk
+    passed to the next CP rank), ``allgather`` for ``context_parallel_comm`` all_gather."""
     _need_transformer(sc)
     lay, st = layout(sc), sc.strategy
     dp = lay.data_parallel
@@ -381,7 +381,8 @@ def torchtitan_parallelism(sc: Scenario) -> dict:
                context_parallel_degree=lay.context_parallel,
                pipeline_parallel_degree=lay.pipeline_parallel)
     if lay.context_parallel > 1:
-        out["context_parallel_rotate_method"] = "alltoall"
+        out["context_parallel_rotate_method"] = ("allgather" if sc.training.context_parallel_comm
+                                                 == "all_gather" else "alltoall")
     return out
 
 
@@ -392,14 +393,15 @@ def _context_parallel_note(sc: Scenario, framework: str) -> str:
     cp = lay.context_parallel
     other = ("DeepSpeed-Ulysses sequence parallelism is different: it all-to-alls the "
              "queries, keys and values so each rank holds whole sequences for a share of the "
-             "heads (degree bounded by the KV heads), not the K/V ring the plan counts. "
+             "heads (degree bounded by the KV heads), not the K/V exchange the plan counts. "
              if framework == "DeepSpeed" else
              "PyTorch's context_parallel (torch.distributed.tensor.experimental) on a CP mesh "
              "dimension beside the FSDP one does it (torchtitan: "
              f"context_parallel_degree = {cp}). ")
-    return (f"The plan splits each sequence over context_parallel = {cp} ranks (ring attention: "
-            f"each rank holds seq_len / {cp} tokens and passes its keys and values around the CP "
-            f"ring). {framework} has no such setting, so this config leaves it out: it would "
+    how = ("passes its keys and values around the CP ring" if sc.training.context_parallel_comm == "p2p"
+           else "all-gathers the keys and values of the whole sequence")
+    return (f"The plan splits each sequence over context_parallel = {cp} ranks (each rank holds "
+            f"seq_len / {cp} tokens and {how}). {framework} has no such setting, so this config leaves it out: it would "
             f"treat all {lay.num_gpus // (lay.tensor_parallel * lay.pipeline_parallel)} "
             f"non-model-parallel ranks as data parallel. {other}Megatron-LM runs the plan "
             f"with: {' '.join(megatron_parallel_args(sc))}.")

@@ -70,6 +70,8 @@ CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
 COMPUTE_MODELS = ("constant", "work")
+# Megatron-LM --cp-comm-type values modelled (simulation.context_parallel)
+CP_COMM_TYPES = ("p2p", "all_gather")
 
 
 def _framework(training: dict, path: str) -> str:
@@ -595,6 +597,11 @@ class TrainingSpec:
     # supported by TEDotProductAttention!") and seq_len a multiple of 2 x cp
     # (megatron/training/arguments.py).
     context_parallel: int = 1
+    # How the CP ranks exchange keys and values (Megatron-LM --cp-comm-type): "p2p", the
+    # ring, each step's transfer beside one attention block (the default); "all_gather",
+    # K/V all-gathered before attention and dK/dV reduce-scattered after it, exposed
+    # (Transformer Engine AttnFuncWithCPAndKVAllGather; Llama 3, Dubey et al. 2024 Sec. 3.3.2).
+    context_parallel_comm: str = "p2p"
     # LoRA fine-tuning (simulation/lora.py): a frozen base, trainable adapters. None: every
     # weight is trained.
     lora: LoraSpec | None = None
@@ -631,6 +638,7 @@ class TrainingSpec:
             overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
             tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False),
             context_parallel=_int(d, "context_parallel", path, 1, maximum=100_000),
+            context_parallel_comm=_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p"),
             lora=_lora(d.get("lora"), f"{path}.lora")))
 
     def to_dict(self) -> dict:
@@ -644,6 +652,8 @@ class TrainingSpec:
                 del out[name]
         if self.context_parallel == 1:
             del out["context_parallel"]
+        if self.context_parallel_comm == "p2p":
+            del out["context_parallel_comm"]
         return out
 
     @property

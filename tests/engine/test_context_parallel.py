@@ -174,6 +174,32 @@ def test_kv_exchange_by_hand():
     assert z["exposed_s"] == 0.0
 
 
+def test_all_gather_exchange_by_hand():
+    # context_parallel_comm all_gather (TE AttnFuncWithCPAndKVAllGather, Megatron --cp-comm-type
+    # all_gather): the same test model and links. One all-gather of the sequence's K (4 chunks
+    # x 4,194,304 B of K each = 16,777,216 B) over 4 ranks in one node: alpha 8.4 + 3 x 3.4 =
+    # 18.6 us, then 3/4 x 16,777,216 B at 100 GB/s = 125.829 12 us: 144.429 12 us. Nothing
+    # hides: forward K and V, 288.858 24 us; backward K, V again and the reduce-scatters of dK,
+    # dV, 577.716 48 us. Bytes: 3 chunks forward, 6 backward, as the ring.
+    sc = scenario(cp=4, tp=2, context_parallel_comm="all_gather")
+    x = cpm.exchange(sc, layout(sc), {"nvlink": 100e9, "nic": 10e9}, 4e-3, 12e-3)
+    assert x["comm"] == "all_gather" and x["link"] == "nvlink"
+    assert x["transfer_s"] == pytest.approx(144.42912e-6, rel=1e-12)
+    assert x["fwd_exposed_s"] == pytest.approx(288.85824e-6, rel=1e-12)
+    assert x["bwd_exposed_s"] == pytest.approx(577.71648e-6, rel=1e-12)
+    assert x["bytes"] == pytest.approx(9 * 8_388_608, rel=1e-12)
+    # it holds the gathered sequence: forward 2 x 4 chunks (the gather and its reordered copy),
+    # backward 3 x 4 chunks (K/V, dK/dV and its reordered copy) + dQ 16,777,216 B
+    ring = cpm.ring_buffer_bytes(sc.model, sc.training)
+    assert ring["forward_bytes"] == 67_108_864
+    assert ring["backward_bytes"] == 117_440_512
+    args = export.megatron_parallel_args(sc)
+    assert args[args.index("--cp-comm-type") + 1] == "all_gather"
+    assert export.torchtitan_parallelism(sc)["context_parallel_rotate_method"] == "allgather"
+    assert "context_parallel_comm" not in scenario(cp=4).to_dict()["training"]
+    assert sc.to_dict()["training"]["context_parallel_comm"] == "all_gather"
+
+
 def test_the_ring_crosses_the_network_when_tp_x_cp_exceeds_a_node():
     # TP 4 x CP 4 on 2 nodes of 8: the CP group's ranks are 4 apart (0, 4, 8, 12), two per
     # node: the ring leaves the node and each step waits for the NIC; the alpha is a
@@ -246,14 +272,16 @@ def test_exports_carry_context_parallelism_or_say_they_leave_it_out():
 # 16 sequences per DP rank: 380 TFLOP/s per GPU (16M tokens a batch each). Llama 3 405B has
 # 126 layers: Sec. 3.3.2 takes one layer off the first and off the last of the 16 stages,
 # which the layout cannot express yet (uneven stages); the middle stages hold 8 layers, so
-# a 128-layer stand-in (8 a stage) stands for them below.
+# a 128-layer stand-in (8 a stage) stands for them below. Sec. 3.3.2: CP "all-gather based":
+# K and V all-gathered, then the local queries' attention (context_parallel_comm all_gather).
 def llama3(cp, seq, dp, layers=128):
     return Scenario.from_dict({
         "model": {"preset": "llama3.1-405b", "num_layers": layers},
         "cluster": {"node": "dgx-h100", "num_nodes": 8 * cp * 16 * dp // 8},
         "training": {"micro_batch_size": 1, "global_batch_size": 16 * dp, "seq_len": seq,
                      "tensor_parallel": 8, "pipeline_parallel": 16, "context_parallel": cp,
-                     "sequence_parallel": True, "flash_attention": True},
+                     "sequence_parallel": True, "flash_attention": True,
+                     **({"context_parallel_comm": "all_gather"} if cp > 1 else {})},
         "strategy": {"kind": "megatron_dist_opt"}})
 
 
@@ -266,15 +294,17 @@ def test_llama3_405b_cp16_holds_the_activations_of_the_8k_row():
     assert hl["activations_bytes"] == pytest.approx(hs["activations_bytes"], rel=1e-12)
     assert hl["optimizer_bytes"] == pytest.approx(hs["optimizer_bytes"], rel=1e-12)
     assert long["parallelism"]["shard_degree"] == short["parallelism"]["shard_degree"] == 128
-    # the CP row's K/V ring buffers: 16 chunks of 8192 x 1 KV head x 128 x 2 x 2 B = 4 MiB
+    # the CP row's K/V buffers: chunks of 8192 x 1 KV head x 128 x 2 x 2 B = 4 MiB; the
+    # backward holds 3 x 16 of them and dQ, 8192 x 16 heads x 128 x 2 B = 32 MiB
     ring = [p for p in long["memory"]["per_gpu"]["hbm"]["parts"] if p["name"].startswith("context-parallel")]
-    assert ring[0]["bytes"] == 16 * 4_194_304
+    assert ring[0]["bytes"] == 3 * 16 * 4_194_304 + 33_554_432
 
 
 def test_llama3_405b_cp16_costs_what_table_4_reports_relative_to_cp1():
     # Per-GPU TFLOP/s of the CP 16 row over the CP 1 row at the same 16,384 GPUs and 16
     # micro-batches per pipeline: 380 / 400 = 0.95 in Table 4. Within the engine's 10 %
-    # step-time band for pipelines (README, Validation).
+    # step-time band for pipelines (README, Validation). The all-gathers are exposed: the CP
+    # row moves the same FLOPs per GPU a step plus 4 collectives per layer and micro-batch.
     def tflops(sc):
         st = evaluate(sc).to_dict()["step"]
         return st["model_flops"] / st["time_s"] / sc.cluster.num_gpus
