@@ -116,6 +116,13 @@ export const SOFTWARE_STACKS: [string, string][] = [
   ["torch_compile", "torch.compile (fused by Inductor)"],
 ];
 
+/** How context-parallel ranks exchange keys and values (training.context_parallel_comm). */
+export const CP_COMM_TYPES: [string, string][] = [
+  ["", "default: p2p ring, each transfer beside an attention block"],
+  ["p2p", "p2p ring (Megatron --cp-comm-type p2p)"],
+  ["all_gather", "all-gather K/V, exposed (Megatron all_gather; Llama 3)"],
+];
+
 /** A switch whose default depends on the framework: blank (the default), on or off. */
 export const TRI_STATE: [string, string][] = [
   ["", "default (by framework)"],
@@ -215,6 +222,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.tensor_parallel": "Tensor parallel degree",
   "training.pipeline_parallel": "Pipeline parallel degree",
   "training.context_parallel": "Context parallel degree",
+  "training.context_parallel_comm": "Context-parallel K/V exchange",
   "training.compute_efficiency": "Compute efficiency",
   "training.network_efficiency": "Network efficiency",
   "training.compute_model": "Compute model",
@@ -272,6 +280,7 @@ export const DEFAULT_VALUES: FormValues = {
   "training.tensor_parallel": "1",
   "training.pipeline_parallel": "1",
   "training.context_parallel": "1",
+  "training.context_parallel_comm": "",
   "training.compute_efficiency": "",
   "training.network_efficiency": "",
   "training.compute_model": "",
@@ -434,6 +443,7 @@ export function buildRequest(
   setOrDelete(training, "network_efficiency", values["training.network_efficiency"]);
   setOrDelete(training, "compute_model", str(values["training.compute_model"], ""));
   setOrDelete(training, "software_stack", str(values["training.software_stack"], ""));
+  setOrDelete(training, "context_parallel_comm", str(values["training.context_parallel_comm"], ""));
   for (const f of TRI_STATE_FIELDS) {
     const key = f.slice("training.".length);
     const v = values[f];

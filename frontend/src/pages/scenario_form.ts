@@ -26,6 +26,7 @@ import {
   PLACEHOLDERS,
   QUANTIZE_BITS,
   SOFTWARE_STACKS,
+  CP_COMM_TYPES,
   STRATEGIES,
   TRI_STATE,
   buildRequest,
@@ -103,6 +104,7 @@ function mount(root: HTMLElement): void {
     offloadAct: select(ACTIVATION_OFFLOAD),
     computeModel: select(COMPUTE_MODELS),
     softwareStack: select(SOFTWARE_STACKS),
+    cpComm: select(CP_COMM_TYPES),
     overlapGradReduce: select(TRI_STATE),
     gradAccFusion: select(TRI_STATE),
     overlapParamGather: h("input", { type: "checkbox", role: "switch" }),
@@ -324,6 +326,7 @@ function mount(root: HTMLElement): void {
           unit: "ranks per sequence",
           help: "Context parallelism (ring attention): each rank holds seq_len / CP tokens; needs flash attention and seq_len a multiple of 2 x CP.",
         }),
+        f("training.context_parallel_comm", c.cpComm, { unit: "Megatron --cp-comm-type" }),
       ),
     ),
     h(
