@@ -323,3 +323,11 @@ def test_llama3_405b_cp16_row_as_published():
         assert e.field == "training.pipeline_parallel" and "126 layers" in str(e), e
         raise
     assert st["model_flops"] / st["time_s"] / sc.cluster.num_gpus == pytest.approx(380e12, rel=0.25)
+
+
+def test_the_planner_says_it_does_not_search_context_parallelism():
+    from simulation import planner
+    from tests.engine.test_planner import SMALL
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec(dict(SMALL, training={**SMALL["training"], "context_parallel": 2}))
+    assert e.value.field == "training.context_parallel" and "does not search" in str(e.value)
