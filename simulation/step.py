@@ -850,7 +850,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if sc.strategy.offload_optimizer != "none":
         report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
     if cpx:
-        report["context_parallel"] = dict(cpx)
+        # per step: every micro-batch's (m of them; part of exposed_comm)
+        report["context_parallel"] = dict(cpx, micro_batches=m, exposed_per_step_s=m * cpx["exposed_s"])
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows,

@@ -238,6 +238,7 @@ def test_exposed_exchange_is_on_the_step_critical_path():
     finally:
         mp.undo()
     assert rep["step"]["time_s"] - quiet["step"]["time_s"] == pytest.approx(m * cp["exposed_s"], rel=1e-9)
+    assert cp["exposed_per_step_s"] == pytest.approx(m * cp["exposed_s"], rel=1e-12)
     assert (rep["step"]["breakdown_s"]["exposed_comm"] - quiet["step"]["breakdown_s"]["exposed_comm"]
             == pytest.approx(m * cp["exposed_s"], rel=1e-9))
     # its bytes are on the NIC's row
