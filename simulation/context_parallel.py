@@ -111,7 +111,8 @@ def recomputes_attention(tr) -> bool:
     return tr.recompute in ("full", "selective")
 
 
-def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: float) -> dict:
+def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: float,
+             sm_share: float = 0.0) -> dict:
     """The K/V exchange of one layer and one micro-batch on one rank.
 
     ``attention_fwd_s`` / ``attention_bwd_s``: the rank's attention-core seconds of one
@@ -123,6 +124,11 @@ def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: floa
     transfer of the middle steps (plus the forward's again where the backward recomputes
     attention), ``exposed_s`` their sum, ``bytes`` the chunks sent (forward, backward and
     the recomputed forward), ``hidden_s`` the transfer time that hides.
+
+    ``sm_share``: the share of the SMs NCCL's kernels hold while a transfer runs
+    (``collectives.sm_share``): the block beside it runs longer by
+    ``collectives.sm_contention_s`` (``contention_s``, compute time of the layer), and only
+    what the transfer outlasts the stretched block is exposed.
 
     ``all_gather``: ``transfer_s`` is one all-gather of the sequence's K (or V) over the CP
     group (``collectives.collective_time_s``: NCCL's ring alpha, the bytes at the group's
@@ -144,19 +150,26 @@ def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: floa
     alpha = nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
     t1, t2 = alpha + kv / bw, alpha + 2 * kv / bw
     blk_f, blk_b = attention_fwd_s / cp, attention_bwd_s / cp
-    fwd = (cp - 1) * max(0.0, t1 - blk_f)
-    bwd = 2 * max(0.0, t1 - blk_b) + (cp - 2) * max(0.0, t2 - blk_b)
+
+    def beside(t, blk):
+        """(contention, exposed) of a transfer of t seconds beside a block of blk."""
+        c = nccl.sm_contention_s(blk, t, sm_share)
+        return c, max(0.0, t - blk - c)
+    (cf1, ef1), (cb1, eb1), (cb2, eb2) = beside(t1, blk_f), beside(t1, blk_b), beside(t2, blk_b)
+    fwd, fwd_c = (cp - 1) * ef1, (cp - 1) * cf1
+    bwd, bwd_c = 2 * eb1 + (cp - 2) * eb2, 2 * cb1 + (cp - 2) * cb2
     fwd_bytes, bwd_bytes = (cp - 1) * kv, 2 * (cp - 1) * kv
     busy = (cp - 1) * t1 + 2 * t1 + (cp - 2) * t2
     if recomputes_attention(tr):
         bwd += fwd
+        bwd_c += fwd_c
         bwd_bytes += fwd_bytes
         busy += (cp - 1) * t1
     return dict(degree=cp, comm="p2p", link=link, crosses_network=cross, kv_chunk_bytes=kv,
                 transfer_s=t1, block_fwd_s=blk_f, block_bwd_s=blk_b,
                 fwd_exposed_s=fwd, bwd_exposed_s=bwd, exposed_s=fwd + bwd,
-                hidden_s=max(0.0, busy - fwd - bwd), bytes=fwd_bytes + bwd_bytes,
-                source=SOURCE)
+                contention_s=fwd_c + bwd_c, hidden_s=max(0.0, busy - fwd - bwd),
+                bytes=fwd_bytes + bwd_bytes, source=SOURCE)
 
 
 def _all_gather(tr, lay, links: dict, gpus_per_node: int, nodes: int, kv: float,
@@ -175,5 +188,6 @@ def _all_gather(tr, lay, links: dict, gpus_per_node: int, nodes: int, kv: float,
     return dict(degree=cp, comm="all_gather", link="nic" if nodes > 1 else "nvlink",
                 crosses_network=nodes > 1, kv_chunk_bytes=kv, transfer_s=one,
                 block_fwd_s=attention_fwd_s / cp, block_bwd_s=attention_bwd_s / cp,
-                fwd_exposed_s=fwd, bwd_exposed_s=bwd, exposed_s=fwd + bwd, hidden_s=0.0,
+                fwd_exposed_s=fwd, bwd_exposed_s=bwd, exposed_s=fwd + bwd, contention_s=0.0,
+                hidden_s=0.0,
                 bytes=fwd_bytes + bwd_bytes, source=SOURCE_ALL_GATHER)

@@ -170,15 +170,18 @@ def attention_times(sc: Scenario, pc: ParamCount) -> tuple:
 def context_parallel_exchange(sc: Scenario, pc: ParamCount, lay: Layout, links: dict) -> dict:
     """The CP ring's K/V exchange of one micro-batch on the rank's stage
     (:func:`simulation.context_parallel.exchange` per layer, times the stage's layers):
-    the per-layer figures plus ``layers``, ``exposed_s`` and ``bytes`` per micro-batch.
+    the per-layer figures plus ``layers``, ``exposed_s``, ``contention_s`` (the attention
+    blocks' slowdown beside the transfers, NCCL holding SMs) and ``bytes`` per micro-batch.
     ``{}`` without context parallelism."""
     if lay.context_parallel <= 1:
         return {}
     fwd_s, bwd_s = attention_times(sc, pc)
-    x = context_parallel.exchange(sc, lay, links, fwd_s, bwd_s)
+    x = context_parallel.exchange(sc, lay, links, fwd_s, bwd_s,
+                                  nccl.sm_share(gpu_sms(sc.cluster.accelerator)))
     n = sc.model.num_layers // lay.pipeline_parallel
     return dict(x, layers=n, layer_exposed_s=x["exposed_s"], layer_bytes=x["bytes"],
-                exposed_s=n * x["exposed_s"], bytes=n * x["bytes"], hidden_s=n * x["hidden_s"])
+                layer_contention_s=x["contention_s"], exposed_s=n * x["exposed_s"],
+                contention_s=n * x["contention_s"], bytes=n * x["bytes"], hidden_s=n * x["hidden_s"])
 
 
 def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
@@ -818,8 +821,9 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
     cpx = context_parallel_exchange(sc, pc, lay, links)
+    cp_slow_s = cpx.get("contention_s", 0.0)        # compute, on the critical path
     p2p_s = (pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
-             + cpx.get("exposed_s", 0.0))
+             + cpx.get("exposed_s", 0.0) + cp_slow_s)
     extra_bytes = pipeline_p2p_bytes(sc, lay)
     if cpx:
         extra_bytes[cpx["link"]] = extra_bytes.get(cpx["link"], 0.0) + cpx["bytes"]
@@ -829,7 +833,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             link_busy[name] += m * nbytes / links[name]
     t_mb += p2p_s if t_mb else 0.0
     parts["pipeline_bubble"] += bubble_mb * t_mb
-    parts["exposed_comm"] += m * p2p_s
+    parts["exposed_comm"] += m * (p2p_s - cp_slow_s)
+    parts["compute"] += m * cp_slow_s
     acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
              + optimizer_extra_s(sc, pc, lay, sb))
     parts["compute"] += acc_s

@@ -174,6 +174,24 @@ def test_kv_exchange_by_hand():
     assert z["exposed_s"] == 0.0
 
 
+def test_sm_contention_beside_the_ring_by_hand():
+    # NCCL holding a share 0.1 of the SMs while a transfer runs (collectives.sm_contention_s):
+    # a forward block of 10 us beside a 95.686 08 us transfer runs min(10 + 9.568 608,
+    # 10 / 0.9) - 10 = 1.111 11 us longer, and the transfer outlasts the stretched block by
+    # 95.686 08 - 11.111 11 = 84.574 97 us. Forward: 3 x each. Backward blocks of 30 us:
+    # beside T1 min(30 + 9.568 608, 33.333 33) - 30 = 3.333 33 us, exposed 62.352 75 us; beside
+    # T2 3.333 33 us too, exposed 146.238 83 us: contention 4 x 3.333 33, exposed
+    # 2 x 62.352 75 + 2 x 146.238 83.
+    sc = scenario(cp=4, tp=2)
+    x = cpm.exchange(sc, layout(sc), {"nvlink": 100e9, "nic": 10e9}, 40e-6, 120e-6, sm_share=0.1)
+    c_f, c_b = 10e-6 / 0.9 - 10e-6, 30e-6 / 0.9 - 30e-6
+    assert x["fwd_exposed_s"] == pytest.approx(3 * (95.68608e-6 - 10e-6 - c_f), rel=1e-12)
+    assert x["bwd_exposed_s"] == pytest.approx(2 * (95.68608e-6 - 30e-6 - c_b)
+                                               + 2 * (179.57216e-6 - 30e-6 - c_b), rel=1e-12)
+    assert x["contention_s"] == pytest.approx(3 * c_f + 4 * c_b, rel=1e-12)
+    assert c_f == pytest.approx(1.11111e-6, rel=1e-5)
+
+
 def test_all_gather_exchange_by_hand():
     # context_parallel_comm all_gather (TE AttnFuncWithCPAndKVAllGather, Megatron --cp-comm-type
     # all_gather): the same test model and links. One all-gather of the sequence's K (4 chunks
@@ -241,6 +259,20 @@ def test_exposed_exchange_is_on_the_step_critical_path():
     assert cp["exposed_per_step_s"] == pytest.approx(m * cp["exposed_s"], rel=1e-12)
     assert (rep["step"]["breakdown_s"]["exposed_comm"] - quiet["step"]["breakdown_s"]["exposed_comm"]
             == pytest.approx(m * cp["exposed_s"], rel=1e-9))
+    # the attention blocks' slowdown beside the transfers (NCCL holding SMs) is compute
+    assert cp["contention_s"] > 0
+
+    def nothing(*a, **k):
+        return dict(real(*a, **k), exposed_s=0.0, contention_s=0.0)
+    mp.setattr(step_mod.context_parallel, "exchange", nothing)
+    try:
+        bare = step_mod.step_report(sc, model_params(sc.model), lay,
+                                    state_bytes("bf16", "adam"), detail=False)
+    finally:
+        mp.undo()
+    assert (quiet["step"]["breakdown_s"]["compute"] - bare["step"]["breakdown_s"]["compute"]
+            == pytest.approx(m * cp["contention_s"], rel=1e-9))
+    assert quiet["step"]["time_s"] - bare["step"]["time_s"] == pytest.approx(m * cp["contention_s"], rel=1e-9)
     # its bytes are on the NIC's row
     nic = {r["name"]: r for r in rep["links"]}["nic"]
     nic_quiet = {r["name"]: r for r in quiet["links"]}["nic"]
