@@ -3,7 +3,6 @@ activations per CP rank, the K/V ring's buffers and exchange worked by hand, the
 reduction over data parallel x CP, the exports, and the Llama 3 paper's CP row (Dubey et al.
 2024, "The Llama 3 Herd of Models", Table 4)."""
 
-
 import pytest
 
 from simulation import ScenarioError, evaluate
