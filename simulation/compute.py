@@ -229,7 +229,10 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
     output layer's forward + backward, for one micro-batch on one GPU, and their parts.
 
     Returns ``fwd_s``, ``bwd_s``, ``head_s`` and ``parts`` (``gemm``, ``attention``,
-    ``memory_bound``: forward seconds each; ``head`` forward + backward). Remembered per
+    ``memory_bound``: forward seconds each; ``head`` forward + backward;
+    ``attention_bwd``: the attention core's backward). With context parallelism the rank
+    computes its seq_len / cp tokens and a cp-th of the sequence's causal attention
+    (:mod:`simulation.context_parallel`). Remembered per
     identity of the scenario's sections (``simulation.memo``): sweeps ask again and again.
     """
     return _layer_times(sc.model, sc.training, sc.cluster.accelerator, pc)
@@ -240,11 +243,12 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     hbm = acc.hbm_bytes_per_s * g.hbm_fraction
     eb = 2
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    cp = tr.context_parallel      # each CP rank computes its s / cp tokens (context_parallel.py)
     a = m.num_attention_heads or max(1, h // 128)
     kv = m.num_kv_heads or a
     d = m.head_dim or h / a          # head width; Gemma's 256 x 16 heads != hidden 3072
     f = m.ffn_hidden_size or 4 * h
-    tok = b * s
+    tok = b * s // cp
     experts, top_k = max(m.num_experts, 1), max(m.moe_top_k, 1)
 
     # GEMMs: (M, N, K, count); forward. Backward: dgrad (M, K, N) and wgrad (K, N, M).
@@ -296,9 +300,10 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
             ff, fb = FLASH_FRACTION["a100"][0] * scale, FLASH_FRACTION["a100"][1] * scale
         # QK^T over the q/k head width, PV over the value width (MLA: 192 and 128;
         # transformers pads V to the q/k width for FlashAttention-2, DeepseekV3Attention:
-        # counted at its own width); causal half, or the sliding window's share
+        # counted at its own width); causal half, or the sliding window's share; with CP
+        # the load-balanced split gives each rank a cp-th of the causal work
         qk_d, v_d = m.qk_head_dim, m.value_head_dim
-        causal = 0.5 * 2.0 * b * s * s * a * (qk_d + v_d) / t * window_share(m, s)
+        causal = 0.5 * 2.0 * b * s * s * a * (qk_d + v_d) / t * window_share(m, s) / cp
         a_fwd = causal / (ff * acc.peak_flops_bf16)
         a_bwd = 2.5 * causal / (fb * acc.peak_flops_bf16)
     else:
@@ -347,7 +352,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
-                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
+                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head,
+                           attention_bwd=a_bwd))
 
 
 _layer_times = ByIdentity(_layer_times_of)

@@ -185,7 +185,7 @@ def _offload_bw(sc: Scenario, lay) -> dict:
     if "nvme_read" in links:
         tiers["nvme"] = links["nvme_read"]
     rate = achieved_flops(sc, model_params(sc.model))
-    return bandwidth.analysis(sc.training.seq_len, sc.training.micro_batch_size,
+    return bandwidth.analysis(sc.training.local_seq_len, sc.training.micro_batch_size,
                               sc.model.hidden_size, rate, tiers)
 
 
@@ -322,6 +322,11 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
                         "(cluster.host_share: whole)."))
     if sc.training.tensor_parallel > sc.cluster.gpus_per_node:
         notes.append("tensor_parallel exceeds GPUs per node: its all-reduces cross the network.")
+    cp = sc.training.context_parallel
+    if cp > 1 and sc.training.tensor_parallel * cp > sc.cluster.gpus_per_node:
+        notes.append(f"tensor_parallel x context_parallel = {sc.training.tensor_parallel * cp} exceeds "
+                     f"the {c.gpus_per_node} GPUs per node: the context-parallel K/V ring crosses "
+                     "the network (step.context_parallel shows what of it hides behind attention).")
     if sc.model.num_experts > 1:
         notes.append("MoE: all experts are counted and sharded by the chosen strategy; expert "
                      "parallelism is not modelled yet.")

@@ -135,6 +135,8 @@ def deepspeed_config(sc: Scenario) -> dict:
         cfg["_tierlab_note"] = ("CXL offload exported as device 'cpu': start ranks under "
                                 "numactl --membind=<CXL NUMA node> so pinned host memory lands "
                                 "on the expander.")
+    if lay.context_parallel > 1:
+        notes.append(_context_parallel_note(sc, "DeepSpeed"))
     cfg["_tierlab_placeholders"] = placeholders
     if notes:
         cfg["_tierlab_notes"] = notes
@@ -176,6 +178,8 @@ def fsdp_snippet(sc: Scenario) -> str:
         notes.append(_lora_note(tr.lora))
     if st.kind in _FSDP_KIND_NOTES:
         notes.append(_FSDP_KIND_NOTES[st.kind])
+    if lay.context_parallel > 1:
+        notes.append(_context_parallel_note(sc, "FSDP"))
     if lay.tensor_parallel > 1 or lay.pipeline_parallel > 1:
         notes.append(f"The plan uses tensor_parallel={lay.tensor_parallel} and "
                      f"pipeline_parallel={lay.pipeline_parallel}: FSDP shards over the "
@@ -327,6 +331,80 @@ def fsdp_snippet(sc: Scenario) -> str:
         ]
     lines.append("    return model")
     return "\n".join(lines) + "\n"
+
+
+def megatron_parallel_args(sc: Scenario) -> list[str]:
+    """The scenario's layout as Megatron-LM command-line arguments (megatron/training/
+    arguments.py): ``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size``,
+    ``--context-parallel-size`` with ``--cp-comm-type`` (``training.context_parallel_comm``:
+    p2p, the K/V ring, or all_gather), ``--sequence-parallel``, the batch and
+    sequence sizes, ``--use-distributed-optimizer`` for ``megatron_dist_opt``. Megatron
+    derives the data-parallel degree itself (world size / (t x cp x p))."""
+    _need_transformer(sc)
+    lay, tr = layout(sc), sc.training
+    args = ["--tensor-model-parallel-size", str(lay.tensor_parallel),
+            "--pipeline-model-parallel-size", str(lay.pipeline_parallel),
+            "--context-parallel-size", str(lay.context_parallel)]
+    if lay.context_parallel > 1:
+        args += ["--cp-comm-type", tr.context_parallel_comm]
+    if tr.sequence_parallel:
+        args.append("--sequence-parallel")
+    if tr.interleave_stages:
+        args += ["--num-layers-per-virtual-pipeline-stage",
+                 str(sc.model.num_layers // (lay.pipeline_parallel * tr.interleave_stages))]
+    args += ["--seq-length", str(tr.seq_len), "--micro-batch-size", str(tr.micro_batch_size),
+             "--global-batch-size", str(lay.global_batch_size)]
+    if sc.strategy.kind == "megatron_dist_opt":
+        args.append("--use-distributed-optimizer")
+    return args
+
+
+def torchtitan_parallelism(sc: Scenario) -> dict:
+    """The scenario's layout as torchtitan's ``[parallelism]`` section (job config keys):
+    ``tensor_parallel_degree``, ``context_parallel_degree``, ``pipeline_parallel_degree``
+    and the FSDP mesh (``data_parallel_shard_degree`` x ``data_parallel_replicate_degree``
+    = the data-parallel degree; torchtitan's FSDP shards over dp_shard x cp). The K/V
+    rotation (``context_parallel_rotate_method``): ``alltoall`` for the p2p ring (each chunk
+    passed to the next CP rank), ``allgather`` for ``context_parallel_comm`` all_gather."""
+    _need_transformer(sc)
+    lay, st = layout(sc), sc.strategy
+    dp = lay.data_parallel
+    if st.zero_stage == 0:
+        shard, replicate = 1, dp
+    elif st.kind == "fsdp_hybrid_shard":
+        shard = max(1, lay.shard_degree // lay.context_parallel)
+        replicate = dp // shard
+    else:
+        shard, replicate = dp, 1
+    out = dict(data_parallel_replicate_degree=replicate, data_parallel_shard_degree=shard,
+               tensor_parallel_degree=lay.tensor_parallel,
+               context_parallel_degree=lay.context_parallel,
+               pipeline_parallel_degree=lay.pipeline_parallel)
+    if lay.context_parallel > 1:
+        out["context_parallel_rotate_method"] = ("allgather" if sc.training.context_parallel_comm
+                                                 == "all_gather" else "alltoall")
+    return out
+
+
+def _context_parallel_note(sc: Scenario, framework: str) -> str:
+    """What a DeepSpeed or FSDP export leaves out of context parallelism, and the
+    Megatron-style arguments that carry it."""
+    lay = layout(sc)
+    cp = lay.context_parallel
+    other = ("DeepSpeed-Ulysses sequence parallelism is different: it all-to-alls the "
+             "queries, keys and values so each rank holds whole sequences for a share of the "
+             "heads (degree bounded by the KV heads), not the K/V exchange the plan counts. "
+             if framework == "DeepSpeed" else
+             "PyTorch's context_parallel (torch.distributed.tensor.experimental) on a CP mesh "
+             "dimension beside the FSDP one does it (torchtitan: "
+             f"context_parallel_degree = {cp}). ")
+    how = ("passes its keys and values around the CP ring" if sc.training.context_parallel_comm == "p2p"
+           else "all-gathers the keys and values of the whole sequence")
+    return (f"The plan splits each sequence over context_parallel = {cp} ranks (each rank holds "
+            f"seq_len / {cp} tokens and {how}). {framework} has no such setting, so this config leaves it out: it would "
+            f"treat all {lay.num_gpus // (lay.tensor_parallel * lay.pipeline_parallel)} "
+            f"non-model-parallel ranks as data parallel. {other}Megatron-LM runs the plan "
+            f"with: {' '.join(megatron_parallel_args(sc))}.")
 
 
 def _wrapped(text: str, first: str, rest: str, width: int = 88) -> list[str]:

@@ -65,6 +65,7 @@ from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
+from .context_parallel import ring_buffer_bytes
 from .scenario import ModelSpec, Scenario, TrainingSpec
 from .states import DTYPE_BYTES, StateBytes
 
@@ -263,7 +264,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
-        per_layer = adapter_activation_bytes(sc.model, lora, tr.seq_len * tr.micro_batch_size,
+        per_layer = adapter_activation_bytes(sc.model, lora, tr.local_seq_len * tr.micro_batch_size,
                                              ab, tr.tensor_parallel)
         if tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
             add("LoRA adapter activations (1 layer re-run in backward)", "activations", "hbm",
@@ -340,18 +341,26 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
     """
     tr, m = sc.training, sc.model
     t = tr.tensor_parallel
-    sbh = tr.seq_len * tr.micro_batch_size * m.hidden_size
+    sbh = tr.local_seq_len * tr.micro_batch_size * m.hidden_size       # this CP rank's tokens
     if tr.recompute != "none":
         working = _unrecomputed_layer(m, tr) - act.per_layer_bytes
         if working > 0:
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",
                 note="a checkpointed layer's activations rebuilt for its backward")
+    ring = ring_buffer_bytes(m, tr)
+    if ring["peak_bytes"] > 0:
+        add(f"context-parallel K/V ring buffers (1 layer, CP {tr.context_parallel})", "buffers",
+            "hbm", ring["peak_bytes"], phase="backward",
+            note=f"the larger of the forward's {tr.context_parallel} received K/V chunks "
+                 f"({ring['forward_bytes'] / 1e6:.1f} MB) and the backward's K/V + dK/dV "
+                 f"send/receive buffers and dQ ({ring['backward_bytes'] / 1e6:.1f} MB); "
+                 "Transformer Engine AttnFuncWithCPAndKVP2P")
     if stage != "last" and m.hidden_dropout:
         add("embedding dropout mask", "activations", "hbm", sbh * tr.pipeline_parallel / t,
             phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
     if stage != "first" and m.vocab_size:
-        tokens = tr.seq_len * tr.micro_batch_size
+        tokens = tr.local_seq_len * tr.micro_batch_size
         act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
             phase="fwd_bwd", note="saved for the head's weight gradient")
@@ -376,7 +385,7 @@ _unrecomputed_layer = ByIdentity(lambda m, tr: layer_bytes(_shape(m, tr, "none")
 def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
     heads = m.num_attention_heads or max(1, m.hidden_size // 128)
     return ActivationShape(
-        seq_len=tr.seq_len, micro_batch=tr.micro_batch_size, hidden=m.hidden_size,
+        seq_len=tr.local_seq_len, micro_batch=tr.micro_batch_size, hidden=m.hidden_size,
         heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
         top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
         flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,

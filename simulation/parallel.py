@@ -1,4 +1,14 @@
-"""Parallel layout: data-parallel degree, shard degree, gradient accumulation."""
+"""Parallel layout: data-parallel degree, shard degree, gradient accumulation.
+
+Degrees as Megatron-LM checks them (megatron/core/parallel_state.py
+``initialize_model_parallel``, megatron/training/arguments.py ``validate_args``): the world
+size is a multiple of tensor x context x pipeline parallel, the data-parallel degree is
+the quotient, and ranks are laid out "tp-cp-ep-dp-pp" (TP innermost). Gradients are
+reduced, and the distributed optimizer's states sharded, over the data-parallel group
+*with* context parallelism (``get_data_parallel_group(with_context_parallel=True)``:
+dp x cp ranks, contiguous after TP); torchtitan's FSDP shards over the same dp_shard x cp
+mesh ("dp_shard_cp", torchtitan/distributed/parallel_dims.py).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +33,12 @@ class Layout:
     micro_batch_size: int
     global_batch_size: int
     grad_accumulation_steps: int
+    context_parallel: int = 1       # CP degree: ranks one sequence is split over
+
+    @property
+    def grad_reduce_degree(self) -> int:
+        """Ranks the gradients are reduced over: data parallel x context parallel."""
+        return self.data_parallel * self.context_parallel
 
     def to_dict(self) -> dict:
         return made_once(self, plain)          # layouts are frozen and shared
@@ -36,7 +52,14 @@ def layout(sc: Scenario) -> Layout:
 
 def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) -> Layout:
     n = c.num_gpus
-    mp = t.tensor_parallel * t.pipeline_parallel
+    cp = t.context_parallel
+    mp = t.tensor_parallel * t.pipeline_parallel * cp
+    if cp > 1 and n % mp:
+        raise ScenarioError("training.context_parallel",
+                            f"tensor_parallel x context_parallel x pipeline_parallel = "
+                            f"{t.tensor_parallel} x {cp} x {t.pipeline_parallel} = {mp} must divide "
+                            f"the {plural(n, 'GPU')} ({plural(c.num_nodes, 'node')} x "
+                            f"{c.gpus_per_node})")
     if n % mp:
         # name the degree that does not divide (the pipeline one when both do on their own)
         bad = "tensor_parallel" if n % t.tensor_parallel or t.pipeline_parallel == 1 else "pipeline_parallel"
@@ -60,19 +83,22 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
         raise ScenarioError("training.global_batch_size",
                             f"must be a multiple of micro_batch_size x data-parallel degree = "
                             f"{t.micro_batch_size} x {dp} = {per_step}, got {gbs}")
+    dcp = dp * cp                   # the gradient-reduction / sharding group
     if s.zero_stage == 0:
         shard = 1
     elif s.kind == "fsdp_hybrid_shard":
-        if dp % s.shard_group_size:
+        if dcp % s.shard_group_size:
+            what = "data-parallel degree" if cp == 1 else "data-parallel x context-parallel degree"
             raise ScenarioError("strategy.shard_group_size",
-                                f"must divide the data-parallel degree {dp}, got {s.shard_group_size}")
+                                f"must divide the {what} {dcp}, got {s.shard_group_size}")
         shard = s.shard_group_size
     else:
-        shard = dp
+        shard = dcp
     return Layout(num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
                   pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
-                  replica_groups=dp // shard, micro_batch_size=t.micro_batch_size,
-                  global_batch_size=gbs, grad_accumulation_steps=gbs // per_step)
+                  replica_groups=dcp // shard, micro_batch_size=t.micro_batch_size,
+                  global_batch_size=gbs, grad_accumulation_steps=gbs // per_step,
+                  context_parallel=cp)
 
 
 _layout = ByIdentity(_derive)

@@ -259,6 +259,11 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
     for k in _SPACE_TRAINING:
         if k in training:
             raise ScenarioError(f"training.{k}", f"is chosen by the planner: list its values in space.{k}")
+    if training.get("context_parallel", 1) != 1:
+        # its prefilters and bounds (GPUs per model replica, the HBM floor) count TP x PP
+        raise ScenarioError("training.context_parallel",
+                            "the planner does not search context parallelism yet: evaluate CP "
+                            "layouts as scenarios (or compare them)")
     total_tokens = _num(training, "total_tokens", "training", lo=1)
     tps = training.pop("tokens_per_step", None)
     training.pop("total_tokens", None)

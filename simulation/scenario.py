@@ -71,6 +71,8 @@ FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
 COMPUTE_MODELS = ("constant", "work")
 SLIDING_WINDOW_LAYERS = ("all", "alternate")
+# Megatron-LM --cp-comm-type values modelled (simulation.context_parallel)
+CP_COMM_TYPES = ("p2p", "all_gather")
 
 
 def _framework(training: dict, path: str) -> str:
@@ -78,6 +80,7 @@ def _framework(training: dict, path: str) -> str:
     (tensor or pipeline parallel, sequence parallel: transformers' modules do none of
     them), transformers otherwise. Read after the parallel degrees are validated."""
     megatron = (training.get("tensor_parallel", 1) != 1 or training.get("pipeline_parallel", 1) != 1
+                or training.get("context_parallel", 1) != 1
                 or training.get("sequence_parallel") is True)
     return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
 
@@ -687,6 +690,23 @@ class TrainingSpec:
     # FC2 GEMMs, bulk overlap in the backward) instead of between the GEMMs on the
     # critical path (stepgraph.build).
     tp_comm_overlap: bool = False
+    # Context parallelism (CP; Megatron-LM --context-parallel-size, torchtitan
+    # context_parallel_degree): each sequence is split over ``context_parallel`` ranks, each
+    # holding seq_len / cp of its tokens (in 2 cp chunks, rank r the r-th and the
+    # (2cp - 1 - r)-th, which balances causal attention), and attention exchanges the keys
+    # and values around the CP ring (Transformer Engine AttnFuncWithCPAndKVP2P; see
+    # simulation.step.context_parallel_exchange). Ranks are laid out TP, CP, DP, PP
+    # (Megatron RankGenerator "tp-cp-ep-dp-pp"); gradients are reduced and optimizer
+    # states sharded over the data-parallel x CP ranks. Needs fused/flash attention
+    # (Megatron core/transformer/dot_product_attention.py: "Context parallelism is only
+    # supported by TEDotProductAttention!") and seq_len a multiple of 2 x cp
+    # (megatron/training/arguments.py).
+    context_parallel: int = 1
+    # How the CP ranks exchange keys and values (Megatron-LM --cp-comm-type): "p2p", the
+    # ring, each step's transfer beside one attention block (the default); "all_gather",
+    # K/V all-gathered before attention and dK/dV reduce-scattered after it, exposed
+    # (Transformer Engine AttnFuncWithCPAndKVAllGather; Llama 3, Dubey et al. 2024 Sec. 3.3.2).
+    context_parallel_comm: str = "p2p"
     # LoRA fine-tuning (simulation/lora.py): a frozen base, trainable adapters. None: every
     # weight is trained.
     lora: LoraSpec | None = None
@@ -722,6 +742,8 @@ class TrainingSpec:
                                                framework == "megatron"),
             overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
             tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False),
+            context_parallel=_int(d, "context_parallel", path, 1, maximum=100_000),
+            context_parallel_comm=_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p"),
             lora=_lora(d.get("lora"), f"{path}.lora")))
 
     def to_dict(self) -> dict:
@@ -733,7 +755,16 @@ class TrainingSpec:
         for name in ("overlap_param_gather", "tp_comm_overlap"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
                 del out[name]
+        if self.context_parallel == 1:
+            del out["context_parallel"]
+        if self.context_parallel_comm == "p2p":
+            del out["context_parallel_comm"]
         return out
+
+    @property
+    def local_seq_len(self) -> int:
+        """Tokens of each sequence one rank holds: ``seq_len / context_parallel``."""
+        return self.seq_len // self.context_parallel
 
 
 _PARAM_DTYPES = ("bf16", "fp16", "fp32")
@@ -972,12 +1003,32 @@ class Scenario:
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "
                                 "sequence parallelism: needs sequence_parallel true (Megatron-LM "
                                 "arguments.py asserts it)")
+        if tr.context_parallel > 1:
+            _check_context_parallel(tr)
         return sc
 
     def to_dict(self) -> dict:
         """The scenario as JSON: a new dict each call, so a caller may change what it gets."""
         return _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
                         self.convention, self.runtime, self.checkpoint, self.schema)
+
+
+def _check_context_parallel(tr: "TrainingSpec") -> None:
+    """Megatron-LM's checks of ``--context-parallel-size`` (megatron/training/arguments.py
+    ``validate_args``): the sequence splits into 2 x cp chunks of equal length (causal load
+    balancing), and only Transformer Engine's fused/flash attention runs context-parallel
+    (megatron/core/transformer/dot_product_attention.py asserts cp == 1)."""
+    cp = tr.context_parallel
+    if tr.seq_len % (2 * cp):
+        raise ScenarioError("training.context_parallel",
+                            f"seq_len {tr.seq_len:,} must be a multiple of 2 x context_parallel = "
+                            f"{2 * cp} (each CP rank holds two equal chunks for causal load "
+                            f"balancing; Megatron-LM arguments.py asserts it)")
+    if not tr.flash_attention:
+        raise ScenarioError("training.context_parallel",
+                            "needs flash_attention true: context parallelism runs in Transformer "
+                            "Engine's fused/flash attention only (Megatron-LM "
+                            "dot_product_attention.py asserts context_parallel_size == 1)")
 
 
 def _json_of(model, recsys, cluster, training, strategy, convention, runtime, checkpoint,

@@ -30,6 +30,14 @@ prefetched, each fetch synchronous and after the reduce-scatters before it, ever
 gathered again in backward, a reduce-scatter per parameter tensor, and the HBM copies of
 PyTorch's list collectives (``zero3_granularity``, ``list_collective_copy_s``).
 
+Context parallelism (``training.context_parallel``, :mod:`simulation.context_parallel`):
+each rank computes its seq_len / cp tokens and a cp-th of the causal attention; each
+layer's K/V (and in backward dK/dV) chunks go around the CP ring on NVLink, or on the NIC
+where the group leaves a node, each transfer beside one attention block; what it takes
+longer than its block is exposed communication of the micro-batch, on the critical path
+like the pipeline transfers (``context_parallel_exchange``). Gradients are reduced over
+the data-parallel x CP ranks (``Layout.grad_reduce_degree``).
+
 Exposed time is attributed by walking back from each GPU idle gap to the task it was
 waiting for: communication (all-gather, reduce-scatter, all-reduce, TP all-reduce),
 offload traffic (PCIe, NVMe, CXL, DDR transfers), the CPU optimizer, or a prefetch miss
@@ -46,6 +54,7 @@ import numpy as np
 
 from . import collectives as nccl
 from . import compute
+from . import context_parallel
 from . import cpu_adam
 from .lora import adapter_gemms, adapter_params
 from .memory import OFFLOAD_TIER
@@ -123,14 +132,16 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     a token forward and twice that backward. The output head is frozen too.
     """
     m, tr = sc.model, sc.training
-    b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    b, s, h, t = tr.micro_batch_size, tr.local_seq_len, m.hidden_size, tr.tensor_parallel
     norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
     if m.uses_mla:                                # kv_a_layernorm, q_a_layernorm
         norms += m.kv_lora_rank + (m.q_lora_rank or 0)
     matmul = max(pc.per_layer_active - norms, 0)
-    attn = attention_core_flops(m, b, s)          # QK^T and PV over heads x head widths
+    # QK^T and PV over heads x head widths; with context parallelism the rank's s / cp
+    # queries against the whole sequence, a cp-th of the work (simulation.context_parallel)
+    attn = attention_core_flops(m, b, tr.seq_len) / tr.context_parallel
     if tr.flash_attention:                        # FlashAttention skips blocks outside the window
-        attn *= compute.window_share(m, s)
+        attn *= compute.window_share(m, tr.seq_len)
     fwd = (2 * matmul * b * s + attn) / t
     kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
     f = (m.expert_ffn_size if m.num_experts > 1 else m.ffn_hidden_size) or 4 * h
@@ -145,6 +156,36 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
         return dict(fwd=fwd + adapter, bwd=2 * fwd - wgrad + 2 * adapter + extra,
                     head_fwd=head, head_bwd=head)
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
+
+
+def attention_times(sc: Scenario, pc: ParamCount) -> tuple:
+    """(forward, backward) seconds of one layer's attention core for one micro-batch on
+    one GPU: the work model's flash-attention parts, or under the constant model the
+    attention FLOPs of ``layer_flops`` (forward; backward twice) at its rate."""
+    if compute.uses_work_model(sc):
+        parts = compute.layer_times(sc, pc)["parts"]
+        return float(parts["attention"]), float(parts["attention_bwd"])
+    m, tr = sc.model, sc.training
+    attn = 4 * tr.micro_batch_size * tr.local_seq_len * tr.seq_len * m.attention_width / tr.tensor_parallel
+    rate = peak_flops(sc) * (tr.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY)
+    return attn / rate, 2 * attn / rate
+
+
+def context_parallel_exchange(sc: Scenario, pc: ParamCount, lay: Layout, links: dict) -> dict:
+    """The CP ring's K/V exchange of one micro-batch on the rank's stage
+    (:func:`simulation.context_parallel.exchange` per layer, times the stage's layers):
+    the per-layer figures plus ``layers``, ``exposed_s``, ``contention_s`` (the attention
+    blocks' slowdown beside the transfers, NCCL holding SMs) and ``bytes`` per micro-batch.
+    ``{}`` without context parallelism."""
+    if lay.context_parallel <= 1:
+        return {}
+    fwd_s, bwd_s = attention_times(sc, pc)
+    x = context_parallel.exchange(sc, lay, links, fwd_s, bwd_s,
+                                  nccl.sm_share(gpu_sms(sc.cluster.accelerator)))
+    n = sc.model.num_layers // lay.pipeline_parallel
+    return dict(x, layers=n, layer_exposed_s=x["exposed_s"], layer_bytes=x["bytes"],
+                layer_contention_s=x["contention_s"], exposed_s=n * x["exposed_s"],
+                contention_s=n * x["contention_s"], bytes=n * x["bytes"], hidden_s=n * x["hidden_s"])
 
 
 def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
@@ -210,7 +251,7 @@ def network_spine_factor(sc: Scenario, lay: Layout) -> float:
     c, t, gpn = sc.cluster, lay.tensor_parallel, sc.cluster.gpus_per_node
     if c.leaf_switch_ports is None or c.spine_oversubscription == 1.0:
         return 1.0
-    shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
+    shard, dp, reps = lay.shard_degree, lay.grad_reduce_degree, lay.replica_groups
     widest = max(nccl.nodes_spanned(shard, nccl.ranks_per_node(shard, t, gpn)),
                  nccl.nodes_spanned(dp, nccl.ranks_per_node(dp, t, gpn)),
                  nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn)))
@@ -445,10 +486,11 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     ct = compute_times(sc, pc)
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     gpn = c.gpus_per_node
-    sbh = tr.micro_batch_size * tr.seq_len * m.hidden_size
+    sbh = tr.micro_batch_size * tr.local_seq_len * m.hidden_size      # this CP rank's tokens
     links = links_for(sc, lay)
-    # Where each group's ranks sit (TP innermost, then data parallel; collectives module)
-    shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
+    # Where each group's ranks sit (TP innermost, then context and data parallel, whose
+    # ranks reduce the gradients together; collectives module)
+    shard, dp, reps = lay.shard_degree, lay.grad_reduce_degree, lay.replica_groups
     shard_k = nccl.ranks_per_node(shard, t, gpn)
     shard_nodes = nccl.nodes_spanned(shard, shard_k)
     dp_k = nccl.ranks_per_node(dp, t, gpn)
@@ -680,7 +722,7 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
         return 0.0
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
-    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    act_bytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
     cross = lay.num_gpus // p >= c.gpus_per_node
     send_s = (nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
               + act_bytes / t / links["nic" if cross else "nvlink"])
@@ -699,7 +741,7 @@ def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
         return {}
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
-    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    act_bytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
     out = {"nic" if lay.num_gpus // p >= c.gpus_per_node else "nvlink": 2 * v * act_bytes / t}
     if t > 1 and not tr.sequence_parallel:
         out["nvlink"] = out.get("nvlink", 0.0) + 2 * v * (t - 1) / t * act_bytes
@@ -735,7 +777,7 @@ def ddp_bucket_copy_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes)
     Data parallelism with bucketed overlap only (``overlap_grad_reduce``, stage 0, DP > 1).
     """
     tr = sc.training
-    if sc.strategy.zero_stage != 0 or lay.data_parallel <= 1 or not tr.overlap_grad_reduce:
+    if sc.strategy.zero_stage != 0 or lay.grad_reduce_degree <= 1 or not tr.overlap_grad_reduce:
         return 0.0
     params = _trained(sc, pc) / (lay.tensor_parallel * lay.pipeline_parallel)
     return params * 4 * reduce_bytes_per_param(sc, sb) / compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
@@ -783,7 +825,7 @@ def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
     n = 2 if lay.pipeline_parallel == 1 else 1
     nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
     bus = links["nvlink"] if nodes == 1 else links["nic"]
-    nbytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    nbytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
     return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)
 
 
@@ -822,14 +864,21 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
-    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
-    for name, nbytes in pipeline_p2p_bytes(sc, lay).items():
+    cpx = context_parallel_exchange(sc, pc, lay, links)
+    cp_slow_s = cpx.get("contention_s", 0.0)        # compute, on the critical path
+    p2p_s = (pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+             + cpx.get("exposed_s", 0.0) + cp_slow_s)
+    extra_bytes = pipeline_p2p_bytes(sc, lay)
+    if cpx:
+        extra_bytes[cpx["link"]] = extra_bytes.get(cpx["link"], 0.0) + cpx["bytes"]
+    for name, nbytes in extra_bytes.items():
         if name in link_bytes:
             link_bytes[name] += m * nbytes
             link_busy[name] += m * nbytes / links[name]
     t_mb += p2p_s if t_mb else 0.0
     parts["pipeline_bubble"] += bubble_mb * t_mb
-    parts["exposed_comm"] += m * p2p_s
+    parts["exposed_comm"] += m * (p2p_s - cp_slow_s)
+    parts["compute"] += m * cp_slow_s
     acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
              + optimizer_extra_s(sc, pc, lay, sb))
     parts["compute"] += acc_s
@@ -849,6 +898,9 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         compute=compute_summary(sc, pc))
     if sc.strategy.offload_optimizer != "none":
         report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
+    if cpx:
+        # per step: every micro-batch's (m of them; part of exposed_comm)
+        report["context_parallel"] = dict(cpx, micro_batches=m, exposed_per_step_s=m * cpx["exposed_s"])
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows,

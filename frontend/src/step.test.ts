@@ -73,6 +73,17 @@ describe("stepVerdict", () => {
     expect(partHelp(r, "compute")).toBe("forward, backward (and recomputation) kernels on the GPU");
   });
 
+  it("says what of the exposed communication is the context-parallel K/V exchange", () => {
+    const r = stepReport();
+    expect(partHelp(r, "exposed_comm")).toBe(
+      "collectives (all-gather, reduce-scatter, all-reduce) not hidden behind compute");
+    r.step!.context_parallel = { degree: 16, comm: "all_gather", link: "nic", kv_chunk_bytes: 4194304,
+      exposed_s: 0.048, hidden_s: 0, bytes: 1.5e9, layers: 8, exposed_per_step_s: 0.768, source: "TE" };
+    expect(partHelp(r, "exposed_comm")).toBe(
+      "collectives (all-gather, reduce-scatter, all-reduce) not hidden behind compute. Context parallel 16 " +
+      "(all-gather over NIC (node↔node)): 768.0 ms of it exposed per step, 0 s per micro-batch hidden behind attention");
+  });
+
   it("is null without a verdict", () => {
     expect(stepVerdict(sampleReport())).toBeNull();
   });

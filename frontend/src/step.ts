@@ -1,7 +1,7 @@
 // Pure helpers that read the simulated step of an engine report for display: the parts of
 // the step time, the links, the verdict. No DOM, no ECharts.
 
-import { BREAKDOWN_KEYS, type BreakdownKey, type Report } from "./types";
+import { BREAKDOWN_KEYS, type BreakdownKey, type ContextParallelExchange, type Report } from "./types";
 import { formatPercent, formatSeconds, plural } from "./units";
 
 /** The step-time parts, in the engine's order, as words. */
@@ -58,7 +58,20 @@ export function linkLabel(name: string): string {
 export function partHelp(report: Report, key: string): string {
   const help = BREAKDOWN_HELP[key as BreakdownKey] ?? "";
   const bound = key === "cpu_optimizer" ? report.step?.cpu_optimizer?.message : undefined;
-  return bound ? `${help}. ${bound}` : help;
+  if (bound) return `${help}. ${bound}`;
+  const cp = key === "exposed_comm" ? report.step?.context_parallel : undefined;
+  return cp ? `${help}. ${contextParallelWords(cp)}` : help;
+}
+
+/**
+ * The context-parallel K/V exchange in words: "Context parallel 2 (p2p ring over NVLink (GPU↔GPU)):
+ * 0 s of it exposed per step, 18.6 ms per micro-batch hidden behind attention".
+ */
+export function contextParallelWords(cp: ContextParallelExchange): string {
+  const how = cp.comm === "all_gather" ? "all-gather" : "p2p ring";
+  return `Context parallel ${cp.degree} (${how} over ${linkLabel(cp.link)}): ` +
+    `${formatSeconds(cp.exposed_per_step_s)} of it exposed per step, ` +
+    `${formatSeconds(cp.hidden_s)} per micro-batch hidden behind attention`;
 }
 
 /** "more X bandwidth shortens the step", or for the optimizer's cores, more cores. */

@@ -108,12 +108,30 @@ export interface Step {
   model_flops?: number;
   /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */
   cpu_optimizer?: CpuOptimizer;
+  /** With context parallelism: the K/V exchange of one micro-batch (simulation/context_parallel.py). */
+  context_parallel?: ContextParallelExchange;
   /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
   time_band_s?: [number, number];
   band?: StepBand;
   /** False when the scenario lies outside what the band's cases covered (reasons in outside_validation). */
   validated?: boolean;
   outside_validation?: string[];
+}
+
+/** The context-parallel K/V exchange (step.context_parallel), seconds per micro-batch unless named. */
+export interface ContextParallelExchange {
+  degree: number;
+  /** p2p (the ring) or all_gather */
+  comm: string;
+  /** nvlink or nic */
+  link: string;
+  kv_chunk_bytes: number;
+  exposed_s: number;
+  hidden_s: number;
+  bytes: number;
+  layers: number;
+  exposed_per_step_s: number;
+  source: string;
 }
 
 /** The error model's band for one kind of scenario. */

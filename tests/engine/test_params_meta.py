@@ -213,9 +213,9 @@ def test_head_dim_lifts_the_divisibility_rule():
 class _Sc:
     def __init__(self, m, **tr):
         self.model = m
-        self.training = type("T", (), dict(micro_batch_size=1, seq_len=8, tensor_parallel=1,
-                                           recompute="none", lora=None, flash_attention=False,
-                                           **tr))()
+        self.training = type("T", (), dict(micro_batch_size=1, seq_len=8, local_seq_len=8,
+                                           tensor_parallel=1, recompute="none", lora=None,
+                                           flash_attention=False, **tr))()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["preset"] for c in CASES])

@@ -46,6 +46,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("step.breakdown_s.cpu_optimizer", "Step: CPU optimizer", "s", "min"),
     Output("step.breakdown_s.stall", "Step: prefetch stall", "s", "min"),
     Output("step.breakdown_s.pipeline_bubble", "Step: pipeline bubble", "s", "min"),
+    Output("step.context_parallel.exposed_per_step_s", "Step: context-parallel K/V exchange exposed",
+           "s", "min"),
     Output("throughput.tokens_per_s", "Throughput", "tokens_per_s", "max"),
     Output("mfu", "Model FLOPs utilization", "fraction", "max"),
     Output("verdict.bottleneck", "Bottleneck", "text"),

@@ -14,6 +14,7 @@ import {
   valuesFromScenario,
 } from "./scenario";
 import { STRATEGY_NAMES, strategyName } from "../names";
+import type { ScenarioJSON } from "../types";
 
 const values = {
   ...DEFAULT_VALUES,
@@ -339,5 +340,28 @@ describe("LoRA inputs (training.lora, issue #14)", () => {
     expect(inputNameForErrorKey("scenario.training.lora.targets[1]")).toBe("training.lora.targets");
     expect(inputNameForErrorKey("scenario.training.lora")).toBe("training.lora.rank");
     expect(inputNameForErrorKey("scenario.training.lora.dropout")).toBe("training.lora.dropout");
+  });
+});
+
+describe("context parallelism", () => {
+  it("sends training.context_parallel when above 1 and reads it back", () => {
+    const req = buildRequest({ ...values, "training.context_parallel": "2" }).scenario as ScenarioJSON & Record<string, any>;
+    expect(req.training?.context_parallel).toBe(2);
+    expect(valuesFromScenario(req)["training.context_parallel"]).toBe("2");
+  });
+
+  it("sends the K/V exchange when one is chosen, nothing for the default", () => {
+    const req = buildRequest({ ...values, "training.context_parallel": "4",
+      "training.context_parallel_comm": "all_gather" }).scenario as ScenarioJSON & Record<string, any>;
+    expect(req.training?.context_parallel_comm).toBe("all_gather");
+    expect(valuesFromScenario(req)["training.context_parallel_comm"]).toBe("all_gather");
+    const plain = buildRequest({ ...values, "training.context_parallel": "4" }).scenario as ScenarioJSON & Record<string, any>;
+    expect(plain.training).not.toHaveProperty("context_parallel_comm");
+  });
+
+  it("leaves CP 1 (the engine's default) out of the JSON", () => {
+    const req = buildRequest(values).scenario as ScenarioJSON & Record<string, any>;
+    expect(req.training).not.toHaveProperty("context_parallel");
+    expect(valuesFromScenario(req)["training.context_parallel"]).toBe("1");
   });
 });

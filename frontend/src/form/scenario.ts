@@ -116,6 +116,13 @@ export const SOFTWARE_STACKS: [string, string][] = [
   ["torch_compile", "torch.compile (fused by Inductor)"],
 ];
 
+/** How context-parallel ranks exchange keys and values (training.context_parallel_comm). */
+export const CP_COMM_TYPES: [string, string][] = [
+  ["", "default: p2p ring, each transfer beside an attention block"],
+  ["p2p", "p2p ring (Megatron --cp-comm-type p2p)"],
+  ["all_gather", "all-gather K/V, exposed (Megatron all_gather; Llama 3)"],
+];
+
 /** A switch whose default depends on the framework: blank (the default), on or off. */
 export const TRI_STATE: [string, string][] = [
   ["", "default (by framework)"],
@@ -148,6 +155,7 @@ export const INTEGER_FIELDS = [
   "training.seq_len",
   "training.tensor_parallel",
   "training.pipeline_parallel",
+  "training.context_parallel",
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
   "cluster.cpu_cores",
@@ -213,6 +221,8 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.sequence_parallel": "Sequence parallel",
   "training.tensor_parallel": "Tensor parallel degree",
   "training.pipeline_parallel": "Pipeline parallel degree",
+  "training.context_parallel": "Context parallel degree",
+  "training.context_parallel_comm": "Context-parallel K/V exchange",
   "training.compute_efficiency": "Compute efficiency",
   "training.network_efficiency": "Network efficiency",
   "training.compute_model": "Compute model",
@@ -269,6 +279,8 @@ export const DEFAULT_VALUES: FormValues = {
   "training.sequence_parallel": false,
   "training.tensor_parallel": "1",
   "training.pipeline_parallel": "1",
+  "training.context_parallel": "1",
+  "training.context_parallel_comm": "",
   "training.compute_efficiency": "",
   "training.network_efficiency": "",
   "training.compute_model": "",
@@ -431,12 +443,15 @@ export function buildRequest(
   setOrDelete(training, "network_efficiency", values["training.network_efficiency"]);
   setOrDelete(training, "compute_model", str(values["training.compute_model"], ""));
   setOrDelete(training, "software_stack", str(values["training.software_stack"], ""));
+  setOrDelete(training, "context_parallel_comm", str(values["training.context_parallel_comm"], ""));
   for (const f of TRI_STATE_FIELDS) {
     const key = f.slice("training.".length);
     const v = values[f];
     if (v === "true" || v === "false") training[key] = v === "true";
     else delete training[key];
   }
+  // CP 1 is the engine's default: left out, so the JSON (and its hash) is as before
+  if (training.context_parallel === 1) delete training.context_parallel;
   // off is the engine's default: left out, so the JSON (and its hash) is as before
   if (values["training.overlap_param_gather"] === true) training.overlap_param_gather = true;
   else delete training.overlap_param_gather;

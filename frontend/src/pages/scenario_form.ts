@@ -26,6 +26,7 @@ import {
   PLACEHOLDERS,
   QUANTIZE_BITS,
   SOFTWARE_STACKS,
+  CP_COMM_TYPES,
   STRATEGIES,
   TRI_STATE,
   buildRequest,
@@ -93,6 +94,7 @@ function mount(root: HTMLElement): void {
     loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
     loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
     pp: integer({ required: true }),
+    cp: integer({ required: true, min: 1 }),
     convention: select(CONVENTIONS),
     // advanced
     computeEff: decimal("training.compute_efficiency", { min: 0, max: 1 }),
@@ -102,6 +104,7 @@ function mount(root: HTMLElement): void {
     offloadAct: select(ACTIVATION_OFFLOAD),
     computeModel: select(COMPUTE_MODELS),
     softwareStack: select(SOFTWARE_STACKS),
+    cpComm: select(CP_COMM_TYPES),
     overlapGradReduce: select(TRI_STATE),
     gradAccFusion: select(TRI_STATE),
     overlapParamGather: h("input", { type: "checkbox", role: "switch" }),
@@ -318,6 +321,13 @@ function mount(root: HTMLElement): void {
       grid(
         f("training.tensor_parallel", c.tp, { unit: "GPUs per group" }),
         f("training.pipeline_parallel", c.pp, { unit: "pipeline stages" }),
+      ),
+      grid(
+        f("training.context_parallel", c.cp, {
+          unit: "ranks per sequence",
+          help: "Context parallelism (ring attention): each rank holds seq_len / CP tokens; needs flash attention and seq_len a multiple of 2 x CP.",
+        }),
+        f("training.context_parallel_comm", c.cpComm, { unit: "Megatron --cp-comm-type" }),
       ),
     ),
     h(
