@@ -67,6 +67,8 @@ from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
 from .scenario import ModelSpec, Scenario, TrainingSpec
 from .states import DTYPE_BYTES, StateBytes
+from . import fp8 as fp8_model
+from .fp8 import uses_torchao
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
 _CATEGORY_KEYS = {c: f"{c}_bytes" for c in CATEGORIES}
@@ -173,6 +175,19 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             state=("params", mdt, sb.master_weights))
         if counted is not None:      # no copy of its own: the table says where it is
             counted.append(("master_weights", f"{mdt}, the parameters", 0.0, par_tier))
+    elif tr.fp8 is not None and tr.fp8.param:
+        # FP8 primary weights (TE fp8_model_init, Megatron --fp8-param-gather): the Linear
+        # weights are FP8 tensors (1 B); embedding, norms and head stay 16-bit
+        lin = fp8_linear_fraction(sc.model, pc)
+        sh = " (shard)" if p_div > 1 else ""
+        add(f"fp8 Linear weights (primary, fp8_model_init){sh}", "params", par_tier,
+            psi * lin / p_div, lin / p_div,
+            note=f"{lin:.1%} of the parameters: QKV, projection, MLP (simulation/fp8.py)",
+            state=("params", "fp8", lin))
+        add(f"{pdt} other parameters (embedding, norms, head){sh}", "params", par_tier,
+            sb.params * psi * (1 - lin) / p_div, sb.params * (1 - lin) / p_div,
+            note=shard_note if p_div > 1 else "every rank holds all parameters",
+            state=("params", pdt, sb.params * (1 - lin)))
     else:
         add(f"{pdt} parameters" + (" (shard)" if p_div > 1 else ""), "params", par_tier,
             sb.params * psi / p_div, sb.params / p_div,
@@ -275,6 +290,8 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                      + (" and each adapter's dropout output and mask" if lora.dropout else ""))
     if realistic:
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
+        if tr.fp8 is not None:
+            _fp8_parts(add, sc, pc, lay)
 
     # ---- working buffers (realistic only)
     if realistic:
@@ -282,6 +299,54 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _host_staging(add, sc, pc, lay, sb)
         _model_load(add, sc, pc, lay, sb)
     return parts
+
+
+def fp8_linear_fraction(m: ModelSpec, pc: ParamCount) -> float:
+    """Share of the model's parameters in FP8 GEMM weights (every block's projections and
+    MLP: :func:`simulation.fp8.linear_params_per_layer`); 0 without a parameter count."""
+    if not pc.total:
+        return 0.0
+    return min(1.0, fp8_model.linear_params_per_layer(m, pc) * m.num_layers / pc.total)
+
+
+def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout) -> None:
+    """What Transformer Engine's FP8 keeps beside the model states (:mod:`simulation.fp8`):
+
+    * the FP8 weight copies, row-wise and column-wise (transposed) data of every FP8 GEMM
+      weight of the rank (2 B per weight, block scales on top; 1 B with FP8 primary
+      weights), cached for the step (``_fp8_workspaces``, refreshed on the first
+      micro-batch). Under ZeRO-3 / FSDP they are not cached: each gathered unit's copy
+      lives while the unit does, the layer computing and the one prefetched (2 units).
+    * the scaling state: per GEMM 5 quantizers, each an fp32 scale and (delayed scaling)
+      an ``amax_history_len`` row of fp32 amaxes (``quantization.py``
+      ``DelayedScalingRecipeState``).
+
+    torchao's casts are transient (made and consumed within one GEMM's forward or
+    backward); nothing is kept.
+    """
+    tr, m = sc.training, sc.model
+    fp8 = tr.fp8
+    if fp8_model.uses_torchao(tr):
+        return
+    t, p = lay.tensor_parallel, lay.pipeline_parallel
+    per_layer = fp8_model.linear_params_per_layer(m, pc) / t
+    layers = m.num_layers / p
+    bpp = fp8_model.weight_copy_bytes_per_param(fp8)
+    what = "transposed copy" if fp8.param else "row-wise and transposed copies"
+    if sc.strategy.zero_stage >= 3:
+        units = min(2.0, layers)
+        add(f"FP8 weight {what} of the gathered units ({units:g} layers)", "buffers", "hbm",
+            bpp * per_layer * units, phase="fwd_bwd",
+            note=f"{bpp:g} B per gathered weight, freed with its unit (TE linear.py: no "
+                 "workspace cache under FSDP)")
+    else:
+        add(f"FP8 weight {what} ({fp8.recipe})", "buffers", "hbm", bpp * per_layer * layers,
+            note=f"{bpp:g} B per FP8 GEMM weight, cached for the step (TE linear.py "
+                 "_fp8_workspaces, is_first_microbatch)")
+    state = fp8_model.scaling_state_bytes_per_gemm(fp8) * fp8_model.gemms_per_layer(m) * layers
+    hist = f"amax history {fp8.history_len} x fp32, " if fp8.history_len else ""
+    add("FP8 scaling state (amax history and scales)", "buffers", "hbm", state,
+        note=f"{hist}5 quantizers per GEMM (TE quantization.py DelayedScalingRecipeState)")
 
 
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
@@ -384,7 +449,8 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         framework=tr.framework, attention_dropout=m.attention_dropout,
         hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
         num_experts=m.num_experts, norm=m.norm,
-        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2)
+        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2,
+        fp8_linear_inputs=tr.fp8 is not None and not uses_torchao(tr))
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
