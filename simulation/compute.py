@@ -257,10 +257,16 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
     """
     out = _layer_times(sc.model, sc.training, sc.cluster.accelerator, pc)
     fp8 = sc.training.fp8
-    if fp8 is None or fp8_model.uses_torchao(sc.training):
-        return out                   # torchao: weight casts already in every micro-batch
+    if fp8 is None:
+        return out
     w_step = out["parts"]["fp8_weight_cast_per_step"]
-    if fp8_weights_cached(sc):
+    if fp8_model.uses_torchao(sc.training):
+        # torchao casts the weight in forward and again in backward, every micro-batch; with
+        # FSDP2's float8 all-gather (param) each rank casts its own shard before the gather
+        # (float8/fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather)
+        from .parallel import layout
+        w_fwd = w_bwd = w_step / (layout(sc).shard_degree if fp8.param else 1)
+    elif fp8_weights_cached(sc):
         # Transformer Engine's cached FP8 weight copy (simulation/fp8.py) is refreshed on
         # the first micro-batch of a step: its cast, spread over the step's micro-batches.
         from .parallel import layout
@@ -294,8 +300,12 @@ def _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts):
     (row-wise and the transpose for dgrad) once a step when cached, else each micro-batch;
     FP8 primary weights need only their transpose (1 B written from 1 read). Delayed
     scaling adds the fused amax-history update after forward and after backward (read and
-    write each fp32 history). torchao: input and weight cast row-wise forward and again
-    column-wise backward, the output gradient in both layouts.
+    write each fp32 history). torchao: the input cast row-wise forward and again
+    column-wise backward, the output gradient in both layouts, at 5 B an element and
+    layout eagerly, 3 B under torch.compile (Inductor fuses the cast into the kernel that
+    makes its input, as :data:`PASSES` counts torch_compile's pointwise chains: the amax
+    pass reads 2 B, the cast writes 1); the weight's casts, per pass, are the third value
+    (the caller places them: :func:`layer_times`).
     """
     fp8 = tr.fp8
     torchao = fp8_model.uses_torchao(tr)
@@ -305,10 +315,11 @@ def _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts):
     grads = tok * (a + 2 * kv) * d / t + tok * h / sp + e_tok * experts * up_n + e_tok * experts * h / sp
     weights = (h * (a + 2 * kv) * d + a * d * h + experts * (h * up_n * t + f * h)) / t
     if torchao:
-        fwd = (inputs + weights) * fp8_model.cast_bytes_per_element(fp8.recipe, 1, True)
-        bwd = ((inputs + weights) * fp8_model.cast_bytes_per_element(fp8.recipe, 1, True)
-               + grads * fp8_model.cast_bytes_per_element(fp8.recipe, 2, True))
-        return fwd / hbm, bwd / hbm, 0.0
+        fused = _stack(tr) == "torch_compile"
+        one = fp8_model.cast_bytes_per_element(fp8.recipe, 1, True, fused=fused)
+        fwd = inputs * one
+        bwd = inputs * one + grads * fp8_model.cast_bytes_per_element(fp8.recipe, 2, True, fused=fused)
+        return fwd / hbm, bwd / hbm, weights * fp8_model.cast_bytes_per_element(fp8.recipe, 1, True) / hbm
     two = fp8_model.cast_bytes_per_element(fp8.recipe, 2, False)
     fwd = inputs * two
     bwd = grads * two
@@ -403,8 +414,6 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     c_fwd = c_bwd = w_step = 0.0
     if fp8 is not None:
         c_fwd, c_bwd, w_step = _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts)
-        if fp8_model.uses_torchao(tr):     # no cache: every micro-batch casts its weights
-            w_step = 0.0
     fwd = g_fwd + a_fwd + mb_fwd + c_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g_lin, hbm)

@@ -54,6 +54,11 @@ commit 36027d8; ``convert_to_float8_training``, as torchtitan uses it with FSDP2
 ``tensorwise`` (dynamic, the default) and ``rowwise``. ``matmul_with_hp_or_float8_args``
 saves the 16-bit input and weight (``ctx.save_for_backward(input_hp, weight_hp_t)``) and
 casts again in backward: no FP8 activations, no cached FP8 weights, but more casts.
+``param: true`` is torchao's ``enable_fsdp_float8_all_gather`` (tensorwise, FSDP2 only):
+each rank casts its shard before the all-gather (``fsdp_utils.py``
+``WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather``), which then moves 1 byte a
+weight; the shards themselves stay in their dtype.
+(The rowwise recipe's CUTLASS GEMM is taken at the tensorwise rate: not measured apart.)
 
 Cast kernels are memory-bound: bytes of HBM traffic per element cast, in
 :func:`cast_bytes_per_element`.
@@ -122,7 +127,8 @@ def block_scale_bytes(recipe: str) -> float:
     return {"blockwise": FP32 / 128, "mxfp8": 1 / 32}.get(recipe, 0.0)
 
 
-def cast_bytes_per_element(recipe: str, layouts: int, torchao: bool, act_bytes: int = 2) -> float:
+def cast_bytes_per_element(recipe: str, layouts: int, torchao: bool, act_bytes: int = 2,
+                           fused: bool = False) -> float:
     """HBM bytes moved to cast one 16-bit element to FP8 in ``layouts`` layouts (1: row-wise;
     2: row- and column-wise, the transpose Hopper's FP8 GEMMs need for dgrad/wgrad).
 
@@ -130,11 +136,12 @@ def cast_bytes_per_element(recipe: str, layouts: int, torchao: bool, act_bytes: 
     ``cast_transpose``), amax fused in (delayed scaling reads last step's scale; block
     recipes find block amaxes in the kernel); current scaling first reads the tensor once
     more for its amax (+2). Block scales add :func:`block_scale_bytes` per layout.
-    torchao (no fusion assumed: eager): each layout is its own amax pass and cast, read 2 +
-    read 2 + write 1 = 5.
+    torchao eager: each layout is its own amax pass and cast, read 2 + read 2 + write 1 = 5;
+    ``fused`` (torch.compile: the cast joins the kernel that produces its input) leaves the
+    amax read and the FP8 write, 3.
     """
     if torchao:
-        return 5.0 * layouts
+        return (3.0 if fused else 5.0) * layouts
     extra = act_bytes if recipe == "tensorwise" else 0.0
     return act_bytes + extra + layouts * (1.0 + block_scale_bytes(recipe))
 

@@ -706,9 +706,9 @@ def _fp8(d, path: str, framework: str) -> Fp8Spec | None:
         if val is not None and recipe != "delayed":
             raise ScenarioError(f"{path}.{key}", f"applies to the delayed recipe only, not {recipe}")
     param = _bool(d, "param", path, False)
-    if param and torchao:
-        raise ScenarioError(f"{path}.param", "FP8 primary weights are Transformer Engine's "
-                                             "(fp8_model_init): needs framework megatron")
+    if param and torchao and recipe != "tensorwise":
+        raise ScenarioError(f"{path}.param", "torchao's float8 all-gather "
+                                             "(enable_fsdp_float8_all_gather) needs the tensorwise recipe")
     return Fp8Spec(recipe=recipe, format=fmt, amax_history_len=hist, amax_compute_algo=algo,
                    param=param)
 
@@ -730,6 +730,9 @@ def _check_fp8(sc) -> None:
                                             "set training.precision to bf16 or fp16")
     if tr.lora is not None:
         raise ScenarioError("training.fp8", "FP8 with LoRA is not modelled")
+    if tr.fp8.param and tr.framework != "megatron" and not sc.strategy.is_fsdp:
+        raise ScenarioError("training.fp8.param", "torchao's float8 all-gather is FSDP2's: "
+                                                  f"needs an fsdp strategy, not {sc.strategy.kind}")
 
 
 def _lora(d, path: str) -> LoraSpec | None:
