@@ -357,11 +357,11 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     gemms = [(tok, (a + 2 * kv) * d / t, h, 1), (tok, h, a * d / t, 1)]
     e_tok = tok * top_k / experts if experts > 1 else tok
     gemms += [(e_tok, up_n, h, experts), (e_tok, h, f / t, experts)]
-    g_fwd = sum(c * gemm_s(M, N, K, g_lin, hbm, elem_bytes=lin_eb) for M, N, K, c in gemms)
+    g_fwd = sum(c * gemm_s(M, N, K, g_lin, hbm, 1, lin_eb) for M, N, K, c in gemms)
     lora = tr.lora
     if lora is None:
-        g_bwd = sum(c * (gemm_s(M, K, N, g_lin, hbm, elem_bytes=lin_eb)
-                         + gemm_s(K, N, M, g_lin, hbm, elem_bytes=lin_eb)) for M, N, K, c in gemms)
+        g_bwd = sum(c * (gemm_s(M, K, N, g_lin, hbm, 1, lin_eb)
+                         + gemm_s(K, N, M, g_lin, hbm, 1, lin_eb)) for M, N, K, c in gemms)
     else:
         # LoRA: the base matrices are frozen, their backward is the data gradient alone (no
         # weight-gradient GEMM, Hu et al. 2021 Sec. 4.2); the adapters' small GEMMs
