@@ -75,13 +75,19 @@ def test_round_trip_and_old_json_unchanged():
     ({"amax_compute_algo": "mean"}, {}, "training.fp8.amax_compute_algo"),
     ({"recipe": "rowwise", "param": True}, {"framework": "huggingface"}, "training.fp8.param"),
     ({"scaling": 1}, {}, "training.fp8.scaling"),
-    ({}, {"precision": "fp32"}, "training.fp8"),
     ({"recipe": "mxfp8"}, {}, "training.fp8.recipe"),                   # H100: no MX formats
 ])
 def test_bad_fp8_fields_are_named(fp8, extra, field):
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(scenario(fp8, **extra))
     assert e.value.field == field
+    assert "unknown" not in e.value.message or field.endswith(".scaling")   # a known section
+
+
+def test_fp8_needs_16_bit_mixed_precision():
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(scenario({}, precision="fp32"))
+    assert e.value.field == "training.fp8" and "bf16 or fp16" in e.value.message
 
 
 def test_parts_without_fp8_tensor_cores_refuse_it():
