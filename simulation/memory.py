@@ -309,6 +309,17 @@ def fp8_linear_fraction(m: ModelSpec, pc: ParamCount) -> float:
     return min(1.0, fp8_model.linear_params_per_layer(m, pc) * m.num_layers / pc.total)
 
 
+def _block_gather_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
+    """Bytes per parameter of a gathered transformer block: the parameter dtype's, or with
+    FP8 weights gathered (``training.fp8.param``: TE's FP8 primary weights, torchao's FSDP2
+    float8 all-gather) 1 byte for the block's FP8 GEMM weights."""
+    fp8 = sc.training.fp8
+    if fp8 is None or not fp8.param or not pc.per_layer:
+        return sb.params
+    lin = fp8_model.linear_params_per_layer(sc.model, pc) / pc.per_layer
+    return lin + (1 - lin) * sb.params
+
+
 def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout) -> None:
     """What Transformer Engine's FP8 keeps beside the model states (:mod:`simulation.fp8`):
 
@@ -485,17 +496,19 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
                 4 * psi / d, 4 / d, phase="step", note="DeepSpeed converts grads to fp32")
     if stage == 3:
         _gathered_modules(add, sc, pc, lay, sb, pipeline_stage)
+    gathered = _block_gather_bytes(sc, pc, sb)
     if stage == 3 and st.is_fsdp:
         add(f"unsharded parameters ({1 + st.prefetch_depth} FSDP units)", "buffers", "hbm",
-            (1 + st.prefetch_depth) * unit * sb.params, phase="fwd_bwd",
-            note="current unit + prefetched units, all-gathered")
+            (1 + st.prefetch_depth) * unit * gathered, phase="fwd_bwd",
+            note="current unit + prefetched units, all-gathered"
+                 + (" (FP8 weights gathered as 1 B)" if gathered != sb.params else ""))
         add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
             unit * sb.grads * trainable_fraction(sc, pc),
             phase="backward", note="before reduce-scatter")
     elif stage == 3:
         n, ahead = _ds_live_parameters(sc, pc, lay, unit, pipeline_stage)
         add(f"gathered parameters ({n} layer{'s' if n > 1 else ''} + prefetch bucket)", "buffers",
-            "hbm", (n * unit + ahead) * sb.params, phase="fwd_bwd",
+            "hbm", (n * unit + ahead) * gathered, phase="fwd_bwd",
             note="the layer in backward and those stage3_max_reuse_distance (1e9) keeps "
                  "from forward, plus stage3_prefetch_bucket_size (5e7) ahead")
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",

@@ -308,3 +308,13 @@ def test_deepspeed_and_fsdp_exports_say_what_they_leave_out():
     assert "convert_to_float8_training" in snip and "tensorwise" in snip
     assert "FP8" not in fsdp_snippet(Scenario.from_dict(scenario(gpus=1) | {
         "strategy": {"kind": "fsdp_full_shard"}}))
+
+
+def test_float8_all_gather_halves_the_unsharded_units():
+    """FSDP FULL_SHARD, 8 H100: the unsharded units (current + 1 prefetched) hold the FP8
+    GEMM weights in 1 B and the block's norms in 2 B: 2 x (202,375,168 + 2 x 8,192)."""
+    kw = dict(kind="fsdp_full_shard", framework="huggingface")
+    bf = evaluate_dict(scenario(**kw), include_step=False)
+    r = evaluate_dict(scenario({"recipe": "tensorwise", "param": True}, **kw), include_step=False)
+    assert part(bf, "unsharded parameters") == 2 * (LIN + 2 * H) * 2
+    assert part(r, "unsharded parameters") == pytest.approx(2 * (LIN * 1 + 2 * H * 2))
