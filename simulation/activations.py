@@ -158,6 +158,9 @@ class ActivationShape:
     qk_head_dim: int | None = None       # nope + rope
     qk_rope_head_dim: int | None = None
     v_head_dim: int | None = None
+    # Transformer Engine FP8 GEMMs (simulation/fp8.py, megatron stack only): each FP8
+    # Linear saves its input as a 1-byte FP8 cast instead of the 16-bit tensor.
+    fp8_linear_inputs: bool = False
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -329,7 +332,8 @@ def _megatron_moe_routing(x: ActivationShape) -> dict[str, float]:
     With tensor parallelism Megatron requires sequence parallelism for MoE; the router
     sees s*b/t tokens, and the dispatcher all-gathers the permuted tokens over the t
     ranks (expert tensor parallelism splits f, not the tokens), so the fc1 copy and its
-    probs are whole on each rank. Shapes: s*b tokens of width h, E experts, k per token.
+    probs are whole on each rank. With FP8 (``fp8_linear_inputs``) the experts'
+    ``GroupedLinear`` keeps the fc1 input as its 1-byte FP8 cast. Shapes: s*b tokens of width h, E experts, k per token.
     """
     t = x.tensor_parallel
     sb, h, e, k = x.seq_len * x.micro_batch, x.hidden, x.num_experts, x.top_k
@@ -339,7 +343,8 @@ def _megatron_moe_routing(x: ActivationShape) -> dict[str, float]:
         "router (top-k indices, fp32 top-k probabilities, fp32 aux-loss scores)":
             (INDEX * k + FP32 * k + FP32 * e) * local,
         "permutation indices (int64)": 2 * INDEX * k * local,
-        "permuted tokens (expert fc1 input) and their probs": (A * h + A) * k * sb,
+        "permuted tokens (expert fc1 input) and their probs":
+            ((1 if x.fp8_linear_inputs else A) * h + A) * k * sb,
     }
 
 
@@ -389,20 +394,27 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     f = x.ffn or 4 * h
     A = x.activation_bytes
     mask = k.mask_bytes(A)
+    # FP8 (Transformer Engine, simulation/fp8.py): the QKV, out-projection, fc1 and fc2
+    # inputs are saved as their 1-byte FP8 casts; FlashAttention still keeps its own
+    # 16-bit output for its backward beside the out-projection's FP8 copy; fc2's input
+    # (the activation's output) is 1 byte of the MLP's per-f bytes.
+    lin = 1 if x.fp8_linear_inputs else A
+    out_proj = (A + 1 if x.flash_attention else 1) if x.fp8_linear_inputs else A
+    mlp = _mlp_per_token(x) - ((A - 1) if x.fp8_linear_inputs else 0)
     replicated = {
         "LayerNorm inputs": 2 * A * sbh,
-        "QKV projection input": A * sbh,
-        "MLP input": A * sbh,
+        "QKV projection input" + (" (FP8)" if x.fp8_linear_inputs else ""): lin * sbh,
+        "MLP input" + (" (FP8)" if x.fp8_linear_inputs else ""): lin * sbh,
         "residual dropout masks": 2 * mask * sbh if x.resid_dropout else 0,
     }
     split = {
         "Q, K (Q K^T inputs)": A * sbh + A * r * sbh,
         "V": A * r * sbh,
-        "attention output (out-projection input)": A * sbh,
-        "MLP activations": _mlp_per_token(x) * s * b * _routed_ffn(x) * x.top_k,
+        "attention output (out-projection input)": out_proj * sbh,
+        "MLP activations": mlp * s * b * _routed_ffn(x) * x.top_k,
     }
     if x.shared_ffn and x.num_experts > 1:
-        split["shared experts' MLP activations"] = _mlp_per_token(x) * s * b * x.shared_ffn
+        split["shared experts' MLP activations"] = mlp * s * b * x.shared_ffn
     if not x.flash_attention and x.recompute != "selective":
         # softmax output 2, dropout mask 1, dropout output 2 (without dropout: softmax only)
         per = (A + mask + A) if x.attn_dropout else A

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import fp8 as fp8_model
 from .lora import adapter_gemms
 from .memo import ByIdentity
 from .params import ParamCount
@@ -78,15 +79,27 @@ class GpuFigures:
     sms: int                # streaming multiprocessors (compute units): one tile each per wave
     source: str
     hbm_fraction: float = 1.0   # share of the datasheet HBM bandwidth memory-bound kernels reach
+    # achievable dense FP8 (E4M3) matmul FLOP/s, large shapes; None: not measured
+    # (fp8_gemm_flops scales the 16-bit figure by the FP8 / 16-bit peak ratio)
+    fp8_gemm_flops: float | None = None
+
+
+# FP8 MAMF (the same table and method as the 16-bit figures: torch float8_e4m3fn matmul
+# through torch._scaled_mm, best shape, mean of 100 iterations): H100 SXM 1402.6 TFLOP/s
+# (torch 2.7.0+cu126), H200 SXM 1453.4 (2.7.1+cu128), B200 SXM 3432.5 (2.7.1+cu128); of
+# 1979 / 1979 / 4500 dense. MI300X has no FP8 row there.
+_MAMF8 = "; FP8: " + _MAMF.replace("BF16 torch.matmul", "FP8 float8_e4m3fn matmul")
 
 
 GPU_FIGURES: dict[str, GpuFigures] = {
     "a100-sxm4-40gb": GpuFigures(230e12, 108, _MLI + " (80 GB part)", A100_HBM_FRACTION),
     "a100-sxm4-80gb": GpuFigures(230e12, 108, _MLI, A100_HBM_FRACTION),
-    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs" + _VP,
-                                 H100_HBM_FRACTION),
-    "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"),
-    "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"),
+    "h100-sxm5-80gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 TFLOP/s; 132 SMs" + _VP
+                                 + _MAMF8 + ": H100 SXM 1402.6", H100_HBM_FRACTION, 1402.6e12),
+    "h200-sxm-141gb": GpuFigures(794.5e12, 132, _MAMF + ": H100 SXM 794.5 ('H200 is the same'); 132 SMs"
+                                 + _MAMF8 + ": H200 SXM 1453.4", 1.0, 1453.4e12),
+    "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"
+                                 + _MAMF8 + ": B200 SXM 3432.5", 1.0, 3432.5e12),
     "mi300x-192gb": GpuFigures(668.4e12, 304, _MAMF + ": MI300X 668.4 TFLOP/s (ROCm 6.3, TunableOp); 304 CUs"),
     "mi325x-256gb": GpuFigures(784.9e12, 304, _MAMF + ": MI325X 784.9 TFLOP/s; 304 CUs (CDNA 3 whitepaper)"),
 }
@@ -192,6 +205,16 @@ def figures(acc) -> GpuFigures | None:
     return table
 
 
+def fp8_gemm_flops(acc, g: GpuFigures) -> float:
+    """Achievable dense FP8 matmul FLOP/s on ``acc``: the measured figure of ``g`` where
+    there is one (given 16-bit figures of the user's own are scaled instead, as the part's
+    FP8 rate is not theirs), else the 16-bit figure times the FP8 / 16-bit peak ratio
+    (the same share of peak; an assumption where nothing is measured: MI300X, MI325X)."""
+    if g.fp8_gemm_flops and not acc.gemm_flops:
+        return g.fp8_gemm_flops
+    return g.gemm_flops * acc.peak_flops_fp8 / acc.peak_flops_bf16
+
+
 def sustained_hbm_bytes_per_s(acc) -> float:
     """HBM bandwidth memory-bound kernels reach on ``acc`` (bytes/s): the datasheet figure
     times the accelerator's measured share (``GpuFigures.hbm_fraction``; 1 without
@@ -235,13 +258,95 @@ def layer_times(sc: Scenario, pc: ParamCount) -> dict:
     (:mod:`simulation.context_parallel`). Remembered per
     identity of the scenario's sections (``simulation.memo``): sweeps ask again and again.
     """
-    return _layer_times(sc.model, sc.training, sc.cluster.accelerator, pc)
+    out = _layer_times(sc.model, sc.training, sc.cluster.accelerator, pc)
+    fp8 = sc.training.fp8
+    if fp8 is None:
+        return out
+    w_step = out["parts"]["fp8_weight_cast_per_step"]
+    if fp8_model.uses_torchao(sc.training):
+        # torchao casts the weight in forward and again in backward, every micro-batch; with
+        # FSDP2's float8 all-gather (param) each rank casts its own shard before the gather
+        # (float8/fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather)
+        from .parallel import layout
+        w_fwd = w_bwd = w_step / (layout(sc).shard_degree if fp8.param else 1)
+    elif fp8_weights_cached(sc):
+        # Transformer Engine's cached FP8 weight copy (simulation/fp8.py) is refreshed on
+        # the first micro-batch of a step: its cast, spread over the step's micro-batches.
+        from .parallel import layout
+        w_fwd, w_bwd = w_step / max(layout(sc).grad_accumulation_steps, 1), 0.0
+    else:
+        # ZeRO-3 / FSDP: each gathered unit is cast in forward and again in backward
+        # (TE re-quantizes the all-gathered weight for FSDP2, linear.py, issue #2681)
+        w_fwd = w_bwd = w_step
+    parts = dict(out["parts"], fp8_cast=out["parts"]["fp8_cast"] + w_fwd,
+                 fp8_cast_bwd=out["parts"]["fp8_cast_bwd"] + w_bwd)
+    return dict(out, fwd_s=out["fwd_s"] + w_fwd, bwd_s=out["bwd_s"] + w_bwd, parts=parts)
+
+
+def fp8_weights_cached(sc: Scenario) -> bool:
+    """Whether TE keeps each FP8 weight copy for the step (Megatron passes
+    ``is_first_microbatch``; not under ZeRO-3/FSDP, whose units are gathered and freed:
+    ``linear.py`` ``cache_name`` None for FSDP2). torchao never caches."""
+    tr = sc.training
+    return (tr.fp8 is not None and not fp8_model.uses_torchao(tr)
+            and sc.strategy.zero_stage < 3)
+
+
+def _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts):
+    """Seconds of one layer's FP8 cast kernels for a micro-batch (memory-bound, at the
+    sustained HBM rate ``hbm``), forward and backward, and of the weight casts of a step
+    (``simulation.fp8.cast_bytes_per_element``).
+
+    TE (Hopper layout): each GEMM input is cast forward in both layouts (row-wise for
+    fprop, column-wise for wgrad; with sequence parallelism the local 1/t shard, before the
+    FP8 all-gather), each output gradient backward in both (dgrad, wgrad); the weights
+    (row-wise and the transpose for dgrad) once a step when cached, else each micro-batch;
+    FP8 primary weights need only their transpose (1 B written from 1 read). Delayed
+    scaling adds the fused amax-history update after forward and after backward (read and
+    write each fp32 history). torchao: the input cast row-wise forward and again
+    column-wise backward, the output gradient in both layouts, at 5 B an element and
+    layout eagerly, 3 B under torch.compile (Inductor fuses the cast into the kernel that
+    makes its input, as :data:`PASSES` counts torch_compile's pointwise chains: the amax
+    pass reads 2 B, the cast writes 1); the weight's casts, per pass, are the third value
+    (the caller places them: :func:`layer_times`).
+    """
+    fp8 = tr.fp8
+    torchao = fp8_model.uses_torchao(tr)
+    sp = t if tr.sequence_parallel else 1
+    # GEMM inputs (elements, forward) and output gradients (elements, backward)
+    inputs = tok * h / sp + tok * a * d / t + e_tok * experts * h / sp + e_tok * experts * f / t
+    grads = tok * (a + 2 * kv) * d / t + tok * h / sp + e_tok * experts * up_n + e_tok * experts * h / sp
+    weights = (h * (a + 2 * kv) * d + a * d * h + experts * (h * up_n * t + f * h)) / t
+    if torchao:
+        fused = _stack(tr) == "torch_compile"
+        one = fp8_model.cast_bytes_per_element(fp8.recipe, 1, True, fused=fused)
+        fwd = inputs * one
+        bwd = inputs * one + grads * fp8_model.cast_bytes_per_element(fp8.recipe, 2, True, fused=fused)
+        return fwd / hbm, bwd / hbm, weights * fp8_model.cast_bytes_per_element(fp8.recipe, 1, True) / hbm
+    two = fp8_model.cast_bytes_per_element(fp8.recipe, 2, False)
+    fwd = inputs * two
+    bwd = grads * two
+    if fp8.param:
+        w_bytes = weights * (1 + 1 + fp8_model.block_scale_bytes(fp8.recipe))
+    else:
+        w_bytes = weights * two
+    hist = fp8.history_len
+    if hist:
+        state = fp8_model.gemms_per_layer(m) * (hist + 1) * fp8_model.FP32 * 2
+        fwd += state * 3 / 5          # the 3 forward quantizers of each GEMM
+        bwd += state * 2 / 5
+    return fwd / hbm, bwd / hbm, w_bytes / hbm
 
 
 def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     g = figures(acc)
     hbm = acc.hbm_bytes_per_s * g.hbm_fraction
     eb = 2
+    fp8 = tr.fp8
+    # FP8 (simulation/fp8.py): the projections' and MLP's GEMMs at the FP8 matmul rate,
+    # 1-byte operands; attention and the output head stay 16-bit.
+    g_lin = g if fp8 is None else GpuFigures(fp8_gemm_flops(acc, g), g.sms, g.source, g.hbm_fraction)
+    lin_eb = 2 if fp8 is None else 1
     b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
     cp = tr.context_parallel      # each CP rank computes its s / cp tokens (context_parallel.py)
     a = m.num_attention_heads or max(1, h // 128)
@@ -255,18 +360,19 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     # Blocks with and without experts (first_dense_layers) are timed apart and weighed by
     # their number: the result is the mean layer.
     e_tok = tok * top_k / experts if experts > 1 else tok
+    up_n = (2 if m.gated_mlp else 1) * ((m.expert_ffn_size if experts > 1 else f) or f) / t
     attn_g = attention_gemms(m, tok, t)
     moe_share = m.moe_layers / m.num_layers if experts > 1 and m.num_layers else 0.0
     mlp_sets = [(1.0 - moe_share, mlp_gemms(m, tok, t, False)), (moe_share, mlp_gemms(m, tok, t, True))]
 
     def fwd_of(gs):
-        return sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gs)
+        return sum(c * gemm_s(M, N, K, g_lin, hbm, 1, lin_eb) for M, N, K, c in gs)
 
     def bwd_of(gs):
-        return sum(c * (gemm_s(M, K, N, g, hbm) + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gs)
+        return sum(c * (gemm_s(M, K, N, g_lin, hbm, 1, lin_eb) + gemm_s(K, N, M, g_lin, hbm, 1, lin_eb)) for M, N, K, c in gs)
 
     def dgrad_of(gs):
-        return sum(c * gemm_s(M, K, N, g, hbm) for M, N, K, c in gs)
+        return sum(c * gemm_s(M, K, N, g_lin, hbm, 1, lin_eb) for M, N, K, c in gs)
 
     g_fwd = fwd_of(attn_g) + sum(w * fwd_of(gs) for w, gs in mlp_sets if w)
     lora = tr.lora
@@ -337,13 +443,16 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         mb = [mb[i] + st["rmsnorm"][i] * lat for i in (0, 1)]
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
-    fwd = g_fwd + a_fwd + mb_fwd
+    c_fwd = c_bwd = w_step = 0.0
+    if fp8 is not None:
+        c_fwd, c_bwd, w_step = _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, (m.expert_ffn_size if experts > 1 else f) or f, t, up_n, e_tok, experts)
+    fwd = g_fwd + a_fwd + mb_fwd + c_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h,
                                                  m.expert_ffn_size if experts > 1 else f, t,
-                                                 experts, e_tok, g, hbm)
-             + mb_fwd}[tr.recompute]
-    bwd = g_bwd + a_bwd + mb_bwd + extra
+                                                 experts, e_tok, g_lin, hbm)
+             + mb_fwd + c_fwd}[tr.recompute]
+    bwd = g_bwd + a_bwd + mb_bwd + c_bwd + extra
     v = m.vocab_size or 0
     head = 0.0
     if v:
@@ -351,9 +460,10 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         wgrad = gemm_s(h, v / t, tok, g, hbm) if lora is None else 0.0     # LoRA: frozen head
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
-    return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
-                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head,
-                           attention_bwd=a_bwd))
+    parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head, attention_bwd=a_bwd)
+    if fp8 is not None:
+        parts.update(fp8_cast=c_fwd, fp8_cast_bwd=c_bwd, fp8_weight_cast_per_step=w_step)
+    return dict(fwd_s=fwd, bwd_s=bwd, head_s=head, parts=parts)
 
 
 _layer_times = ByIdentity(_layer_times_of)

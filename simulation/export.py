@@ -43,6 +43,75 @@ def _lora_note(lora) -> str:
             "frozen base with gradients and optimizer states for the adapters only")
 
 
+def megatron_fp8_args(fp8) -> list[str]:
+    """Megatron-LM's arguments for ``training.fp8`` (megatron/training/arguments.py,
+    the Transformer-Engine group: ``--fp8-format {e4m3,hybrid}``, ``--fp8-recipe
+    {tensorwise,delayed,mxfp8,blockwise}``, ``--fp8-amax-history-len`` (Megatron's default
+    1, not TE's 1024, so it is always written for delayed scaling),
+    ``--fp8-amax-compute-algo`` (Megatron's default most_recent), ``--fp8-param-gather``)."""
+    args = ["--fp8-format", fp8.format, "--fp8-recipe", fp8.recipe]
+    if fp8.recipe == "delayed":
+        args += ["--fp8-amax-history-len", str(fp8.history_len),
+                 "--fp8-amax-compute-algo", fp8.amax_compute_algo or "max"]
+    if fp8.param:
+        args.append("--fp8-param-gather")
+    return args
+
+
+def _fp8_note(sc: Scenario, what: str) -> str:
+    """What a DeepSpeed or FSDP config cannot carry of ``training.fp8``."""
+    fp8 = sc.training.fp8
+    if sc.training.framework != "megatron":
+        return (f"FP8 is not part of this {what}: convert the model with torchao before "
+                f"wrapping, torchao.float8.convert_to_float8_training(model, config="
+                f"Float8LinearConfig.from_recipe_name('{fp8.recipe}')) (torchtitan's "
+                "float8 converter does the same); the plan counts its casts, not FP8 copies")
+    return (f"FP8 is not part of this {what}: the plan runs Transformer Engine's FP8 "
+            f"({fp8.recipe} scaling, {fp8.format}) as Megatron-LM sets it with "
+            + " ".join(megatron_fp8_args(fp8))
+            + "; with DeepSpeed or FSDP, build the model from transformer_engine.pytorch "
+              "modules and run forward under te.fp8_autocast(recipe=...)")
+
+
+def megatron_args(sc: Scenario) -> list[str]:
+    """Megatron-LM (``pretrain_gpt.py``) command-line arguments for the scenario's batch,
+    parallel layout, precision, recomputation and FP8 (a list; join with spaces). What the
+    arguments do not decide (model size flags come from the model's own script, data,
+    learning rate) is left out. Raises ScenarioError for a scenario without a transformer."""
+    _need_transformer(sc)
+    lay, tr, st = layout(sc), sc.training, sc.strategy
+    args = ["--tensor-model-parallel-size", str(lay.tensor_parallel),
+            "--pipeline-model-parallel-size", str(lay.pipeline_parallel),
+            "--micro-batch-size", str(tr.micro_batch_size),
+            "--global-batch-size", str(lay.global_batch_size),
+            "--seq-length", str(tr.seq_len)]
+    if tr.sequence_parallel:
+        args.append("--sequence-parallel")
+    if tr.interleave_stages:
+        args += ["--num-layers-per-virtual-pipeline-stage",
+                 str(max(1, sc.model.num_layers // (lay.pipeline_parallel * tr.interleave_stages)))]
+    if tr.precision in ("bf16", "fp16"):
+        args.append(f"--{tr.precision}")
+    if tr.recompute == "selective":
+        args += ["--recompute-granularity", "selective"]
+    elif tr.recompute == "full":
+        args += ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                 "--recompute-num-layers", "1"]
+    if st.kind == "megatron_dist_opt":
+        args.append("--use-distributed-optimizer")
+    if tr.overlap_grad_reduce:
+        args.append("--overlap-grad-reduce")
+    if tr.overlap_param_gather:
+        args.append("--overlap-param-gather")
+    if tr.tp_comm_overlap:
+        args.append("--tp-comm-overlap")
+    if tr.flash_attention:
+        args += ["--attention-backend", "flash"]
+    if tr.fp8 is not None:
+        args += megatron_fp8_args(tr.fp8)
+    return args
+
+
 def _need_transformer(sc: Scenario) -> None:
     if sc.model is None:
         raise ScenarioError("model", "framework configs are exported for transformer models; "
@@ -78,6 +147,8 @@ def deepspeed_config(sc: Scenario) -> dict:
     notes: list[str] = []
     if tr.lora is not None:
         notes.append(_lora_note(tr.lora))
+    if tr.fp8 is not None:
+        notes.append(_fp8_note(sc, "DeepSpeed config"))
     placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
                                            "plans memory and time, not the learning rate"}
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
@@ -176,6 +247,8 @@ def fsdp_snippet(sc: Scenario) -> str:
     notes: list[str] = []                       # what FSDP cannot express, for the docstring
     if tr.lora is not None:
         notes.append(_lora_note(tr.lora))
+    if tr.fp8 is not None:
+        notes.append(_fp8_note(sc, "FSDP module"))
     if st.kind in _FSDP_KIND_NOTES:
         notes.append(_FSDP_KIND_NOTES[st.kind])
     if lay.context_parallel > 1:

@@ -68,6 +68,8 @@ from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
 from .context_parallel import ring_buffer_bytes
 from .scenario import ModelSpec, Scenario, TrainingSpec
 from .states import DTYPE_BYTES, StateBytes
+from . import fp8 as fp8_model
+from .fp8 import uses_torchao
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
 _CATEGORY_KEYS = {c: f"{c}_bytes" for c in CATEGORIES}
@@ -174,6 +176,19 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             state=("params", mdt, sb.master_weights))
         if counted is not None:      # no copy of its own: the table says where it is
             counted.append(("master_weights", f"{mdt}, the parameters", 0.0, par_tier))
+    elif tr.fp8 is not None and tr.fp8.param:
+        # FP8 primary weights (TE fp8_model_init, Megatron --fp8-param-gather): the Linear
+        # weights are FP8 tensors (1 B); embedding, norms and head stay 16-bit
+        lin = fp8_linear_fraction(sc.model, pc)
+        sh = " (shard)" if p_div > 1 else ""
+        add(f"fp8 Linear weights (primary, fp8_model_init){sh}", "params", par_tier,
+            psi * lin / p_div, lin / p_div,
+            note=f"{lin:.1%} of the parameters: QKV, projection, MLP (simulation/fp8.py)",
+            state=("params", "fp8", lin))
+        add(f"{pdt} other parameters (embedding, norms, head){sh}", "params", par_tier,
+            sb.params * psi * (1 - lin) / p_div, sb.params * (1 - lin) / p_div,
+            note=shard_note if p_div > 1 else "every rank holds all parameters",
+            state=("params", pdt, sb.params * (1 - lin)))
     else:
         add(f"{pdt} parameters" + (" (shard)" if p_div > 1 else ""), "params", par_tier,
             sb.params * psi / p_div, sb.params / p_div,
@@ -276,6 +291,8 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                      + (" and each adapter's dropout output and mask" if lora.dropout else ""))
     if realistic:
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
+        if tr.fp8 is not None:
+            _fp8_parts(add, sc, pc, lay)
 
     # ---- working buffers (realistic only)
     if realistic:
@@ -283,6 +300,65 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _host_staging(add, sc, pc, lay, sb)
         _model_load(add, sc, pc, lay, sb)
     return parts
+
+
+def fp8_linear_fraction(m: ModelSpec, pc: ParamCount) -> float:
+    """Share of the model's parameters in FP8 GEMM weights (every block's projections and
+    MLP: :func:`simulation.fp8.linear_params_per_layer`); 0 without a parameter count."""
+    if not pc.total:
+        return 0.0
+    return min(1.0, fp8_model.linear_params_per_layer(m, pc) * m.num_layers / pc.total)
+
+
+def _block_gather_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
+    """Bytes per parameter of a gathered transformer block: the parameter dtype's, or with
+    FP8 weights gathered (``training.fp8.param``: TE's FP8 primary weights, torchao's FSDP2
+    float8 all-gather) 1 byte for the block's FP8 GEMM weights."""
+    fp8 = sc.training.fp8
+    if fp8 is None or not fp8.param or not pc.per_layer:
+        return sb.params
+    lin = fp8_model.linear_params_per_layer(sc.model, pc) / pc.per_layer
+    return lin + (1 - lin) * sb.params
+
+
+def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout) -> None:
+    """What Transformer Engine's FP8 keeps beside the model states (:mod:`simulation.fp8`):
+
+    * the FP8 weight copies, row-wise and column-wise (transposed) data of every FP8 GEMM
+      weight of the rank (2 B per weight, block scales on top; 1 B with FP8 primary
+      weights), cached for the step (``_fp8_workspaces``, refreshed on the first
+      micro-batch). Under ZeRO-3 / FSDP they are not cached: each gathered unit's copy
+      lives while the unit does, the layer computing and the one prefetched (2 units).
+    * the scaling state: per GEMM 5 quantizers, each an fp32 scale and (delayed scaling)
+      an ``amax_history_len`` row of fp32 amaxes (``quantization.py``
+      ``DelayedScalingRecipeState``).
+
+    torchao's casts are transient (made and consumed within one GEMM's forward or
+    backward); nothing is kept.
+    """
+    tr, m = sc.training, sc.model
+    fp8 = tr.fp8
+    if fp8_model.uses_torchao(tr):
+        return
+    t, p = lay.tensor_parallel, lay.pipeline_parallel
+    per_layer = fp8_model.linear_params_per_layer(m, pc) / t
+    layers = m.num_layers / p
+    bpp = fp8_model.weight_copy_bytes_per_param(fp8)
+    what = "transposed copy" if fp8.param else "row-wise and transposed copies"
+    if sc.strategy.zero_stage >= 3:
+        units = min(2.0, layers)
+        add(f"FP8 weight {what} of the gathered units ({units:g} layers)", "buffers", "hbm",
+            bpp * per_layer * units, phase="fwd_bwd",
+            note=f"{bpp:g} B per gathered weight, freed with its unit (TE linear.py: no "
+                 "workspace cache under FSDP)")
+    else:
+        add(f"FP8 weight {what} ({fp8.recipe})", "buffers", "hbm", bpp * per_layer * layers,
+            note=f"{bpp:g} B per FP8 GEMM weight, cached for the step (TE linear.py "
+                 "_fp8_workspaces, is_first_microbatch)")
+    state = fp8_model.scaling_state_bytes_per_gemm(fp8) * fp8_model.gemms_per_layer(m) * layers
+    hist = f"amax history {fp8.history_len} x fp32, " if fp8.history_len else ""
+    add("FP8 scaling state (amax history and scales)", "buffers", "hbm", state,
+        note=f"{hist}5 quantizers per GEMM (TE quantization.py DelayedScalingRecipeState)")
 
 
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
@@ -398,7 +474,8 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         shared_ffn=m.shared_expert_ffn_size, dense_share=_dense_share(m, tr),
         q_lora_rank=m.q_lora_rank, kv_lora_rank=m.kv_lora_rank,
         qk_head_dim=m.qk_head_dim if m.uses_mla else None,
-        qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim)
+        qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim,
+        fp8_linear_inputs=tr.fp8 is not None and not uses_torchao(tr))
 
 
 def _layout_note(m: ModelSpec, tr: TrainingSpec) -> str:
@@ -456,17 +533,19 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
                 4 * psi / d, 4 / d, phase="step", note="DeepSpeed converts grads to fp32")
     if stage == 3:
         _gathered_modules(add, sc, pc, lay, sb, pipeline_stage)
+    gathered = _block_gather_bytes(sc, pc, sb)
     if stage == 3 and st.is_fsdp:
         add(f"unsharded parameters ({1 + st.prefetch_depth} FSDP units)", "buffers", "hbm",
-            (1 + st.prefetch_depth) * unit * sb.params, phase="fwd_bwd",
-            note="current unit + prefetched units, all-gathered")
+            (1 + st.prefetch_depth) * unit * gathered, phase="fwd_bwd",
+            note="current unit + prefetched units, all-gathered"
+                 + (" (FP8 weights gathered as 1 B)" if gathered != sb.params else ""))
         add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
             unit * sb.grads * trainable_fraction(sc, pc),
             phase="backward", note="before reduce-scatter")
     elif stage == 3:
         n, ahead = _ds_live_parameters(sc, pc, lay, unit, pipeline_stage)
         add(f"gathered parameters ({n} layer{'s' if n > 1 else ''} + prefetch bucket)", "buffers",
-            "hbm", (n * unit + ahead) * sb.params, phase="fwd_bwd",
+            "hbm", (n * unit + ahead) * gathered, phase="fwd_bwd",
             note="the layer in backward and those stage3_max_reuse_distance (1e9) keeps "
                  "from forward, plus stage3_prefetch_bucket_size (5e7) ahead")
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",

@@ -180,23 +180,27 @@ ACCELERATORS: dict[str, dict] = {
     "h100-sxm5-80gb": dict(
         name="NVIDIA H100 SXM5 80GB", hbm_capacity_bytes=int(80 * GIB * _USABLE),
         hbm_bytes_per_s=3350 * GB, peak_flops_bf16=989e12, peak_flops_fp32=67e12,
-        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=450 * GB,
-        source="NVIDIA H100 datasheet (dense bf16 989 TFLOP/s); PCIe 5.0 x16 H2D measured 55.4 GB/s"),
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=450 * GB, peak_flops_fp8=1979e12,
+        source=("NVIDIA H100 datasheet (dense bf16 989 TFLOP/s; FP8 3,958 with sparsity = 1,979 "
+                "dense); PCIe 5.0 x16 H2D measured 55.4 GB/s")),
     "h200-sxm-141gb": dict(
         name="NVIDIA H200 SXM 141GB", hbm_capacity_bytes=int(140 * GIB),
         hbm_bytes_per_s=4800 * GB, peak_flops_bf16=989e12, peak_flops_fp32=67e12,
-        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=450 * GB,
-        source="NVIDIA H200 datasheet; about 140 GiB exposed"),
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=450 * GB, peak_flops_fp8=1979e12,
+        source=("NVIDIA H200 datasheet (FP8 3,958 TFLOP/s with sparsity = 1,979 dense); about "
+                "140 GiB exposed")),
     "b200-sxm-180gb": dict(
         name="NVIDIA B200 SXM", hbm_capacity_bytes=int(180 * GIB * _USABLE),
         hbm_bytes_per_s=8000 * GB, peak_flops_bf16=2250e12, peak_flops_fp32=80e12,
-        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=900 * GB,
-        source="NVIDIA DGX B200 datasheet"),
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=900 * GB, peak_flops_fp8=4500e12,
+        mxfp8=True,
+        source=("NVIDIA DGX B200 datasheet (72 PFLOPS FP8 training for 8 GPUs, with sparsity: "
+                "4,500 TFLOP/s dense per GPU; Blackwell tensor cores take MXFP8)")),
     "mi300x-192gb": dict(
         name="AMD Instinct MI300X", hbm_capacity_bytes=int(192 * GIB * _USABLE),
         hbm_bytes_per_s=5300 * GB, peak_flops_bf16=1307.4e12, peak_flops_fp32=163.4e12,
-        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=448 * GB,
-        source="AMD Instinct MI300X datasheet"),
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=448 * GB, peak_flops_fp8=2614.9e12,
+        source="AMD Instinct MI300X datasheet (OCP-FP8 2,614.9 TFLOP/s dense, 5,229.8 with sparsity)"),
 }
 
 # ---------------------------------------------------------------- nodes
@@ -323,20 +327,26 @@ ACCELERATORS.update({
         host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
         source=(f"{_ADA_WP}, the GeForce RTX 4090 table: 24 GB GDDR6X at 1008 GB/s; peak BF16 "
                 "Tensor TFLOPS with FP32 accumulate 165.2 dense, half the headline 330.3 "
-                "(FP16 accumulate); FP32 82.6 TFLOPS; PCIe 4.0 x16, no NVLink")),
+                "(FP16 accumulate); FP8 Tensor with FP32 accumulate 330.3 dense (half the "
+                "FP16-accumulate 660.6); FP32 82.6 TFLOPS; PCIe 4.0 x16, no NVLink"),
+        peak_flops_fp8=330.3e12),
     "rtx6000-ada-48gb": dict(
         name="NVIDIA RTX 6000 Ada Generation", hbm_capacity_bytes=int(48 * GIB * _USABLE),
         hbm_bytes_per_s=960 * GB, peak_flops_bf16=364.2e12, peak_flops_fp32=91.1e12,
         host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
         source=(f"{_ADA_WP}, the RTX 6000 Ada table, and the NVIDIA RTX 6000 Ada datasheet: 48 GB "
                 "GDDR6 ECC at 960 GB/s; peak BF16 Tensor TFLOPS with FP32 accumulate 364.2 dense "
-                "(full rate on the professional card); FP32 91.1 TFLOPS; PCIe 4.0 x16, no NVLink")),
+                "(full rate on the professional card); FP8 728.5 dense (1,457 with sparsity); "
+                "FP32 91.1 TFLOPS; PCIe 4.0 x16, no NVLink"),
+        peak_flops_fp8=728.5e12),
     "l40s-48gb": dict(
         name="NVIDIA L40S", hbm_capacity_bytes=int(48 * GIB * _USABLE),
         hbm_bytes_per_s=864 * GB, peak_flops_bf16=362.05e12, peak_flops_fp32=91.6e12,
         host_link_bytes_per_s=_PCIE4_MEASURED, scaleup_bytes_per_s=_PCIE4_MEASURED,
+        peak_flops_fp8=733e12,
         source=("NVIDIA L40S datasheet: 48 GB GDDR6 ECC at 864 GB/s; BF16 Tensor Core 362.05 "
-                "TFLOPS dense (733 with sparsity); FP32 91.6 TFLOPS; PCIe 4.0 x16, no NVLink")),
+                "TFLOPS dense (733 with sparsity); FP8 733 dense (1,466 with sparsity); FP32 "
+                "91.6 TFLOPS; PCIe 4.0 x16, no NVLink")),
 })
 
 # ------------------------------------------------- the machines of issue #15
@@ -349,8 +359,9 @@ ACCELERATORS.update({
     "h800-sxm5-80gb": dict(
         ACCELERATORS["h100-sxm5-80gb"], name="NVIDIA H800 SXM5 80GB", scaleup_bytes_per_s=200 * GB,
         source=("NVIDIA H800 SXM5: H100 SXM5 compute and HBM (H100 datasheet: dense bf16 989 "
-                "TFLOP/s, 3.35 TB/s) with NVLink 400 GB/s bidirectional (deepseek-ai/DeepSeek-V3 "
-                "issue 28; DeepSeek-V3 report Sec. 3.2.2 measures 160 GB/s one way)")),
+                "TFLOP/s, FP8 1,979 dense, 3.35 TB/s) with NVLink 400 GB/s bidirectional "
+                "(deepseek-ai/DeepSeek-V3 issue 28; DeepSeek-V3 report Sec. 3.2.2 measures 160 "
+                "GB/s one way)")),
     "a800-sxm4-80gb": dict(
         ACCELERATORS["a100-sxm4-80gb"], name="NVIDIA A800 SXM4 80GB", scaleup_bytes_per_s=200 * GB,
         source=("NVIDIA A800 SXM4 80GB datasheet: A100 80GB compute and HBM (312 TFLOP/s bf16, "
@@ -358,9 +369,9 @@ ACCELERATORS.update({
     "mi325x-256gb": dict(
         name="AMD Instinct MI325X", hbm_capacity_bytes=int(256 * GIB * _USABLE),
         hbm_bytes_per_s=6000 * GB, peak_flops_bf16=1307.4e12, peak_flops_fp32=163.4e12,
-        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=448 * GB,
+        host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=448 * GB, peak_flops_fp8=2614.9e12,
         source=("AMD Instinct MI325X datasheet: 256 GB HBM3E at 6 TB/s, the MI300X's CDNA 3 "
-                "compute (1307.4 TFLOP/s dense bf16, 163.4 fp32); Infinity Fabric 7 peer links "
+                "compute (1307.4 TFLOP/s dense bf16, 2,614.9 dense OCP-FP8, 163.4 fp32); Infinity Fabric 7 peer links "
                 "x 64 GB/s each way = 448 GB/s (as the MI300X preset); PCIe 5.0 x16")),
     # V100 has no bf16: peak_flops_bf16 holds its 16-bit (fp16) Tensor Core peak, which is
     # what a V100 trains with (training.precision "fp16").

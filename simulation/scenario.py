@@ -33,6 +33,9 @@ from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
 from .errors import Collect, ScenarioError
 from .loss import LOSS_KERNELS
+from .fp8 import (AMAX_ALGOS as _FP8_AMAX_ALGOS, FORMATS as _FP8_FORMATS, RECIPES as _FP8_RECIPES,
+                  TE_RECIPES as _FP8_TE_RECIPES, TORCHAO_RECIPES as _FP8_TORCHAO_RECIPES,
+                  Fp8Spec, default_format as _fp8_default_format)
 from .states import STATE_DTYPES, StateDtypes
 from .lora import LORA_TARGETS, LoraSpec
 from .memo import ByIdentity, KeptOnSecondCall
@@ -361,6 +364,11 @@ class AcceleratorSpec:
     # the work compute model (simulation.compute) instead of its table; both or neither.
     gemm_flops: float | None = None
     sm_count: int | None = None
+    # Dense (not sparse) FP8 tensor-core peak FLOP/s; None: the part has no FP8 GEMMs
+    # (A100, V100, MI250X) and ``training.fp8`` is refused. ``mxfp8``: the tensor cores
+    # take MX block-scaled FP8 (OCP microscaling, E8M0 scales per 32 elements: Blackwell).
+    peak_flops_fp8: float | None = None
+    mxfp8: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
@@ -381,9 +389,13 @@ class AcceleratorSpec:
         sms = _int(d, "sm_count", path, minimum=1, maximum=100_000)
         if (gemm is None) != (sms is None) or gemm is not None and gemm > vals["peak_flops_bf16"]:
             _missing()
+        fp8 = _num(d, "peak_flops_fp8", path, strict=True, maximum=MAX_FLOPS)
         vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
                     preset=_str(d, "preset", path), source=_str(d, "source", path),
-                    gemm_flops=gemm, sm_count=sms)
+                    gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8,
+                    mxfp8=_bool(d, "mxfp8", path, False))
+        if vals["mxfp8"] and fp8 is None:
+            _missing()
         return _new(cls, vals)
 
     @classmethod
@@ -401,7 +413,11 @@ class AcceleratorSpec:
                 else MAX_FLOPS))
         gemm = bad(_num, d, "gemm_flops", path, strict=True, maximum=MAX_FLOPS)
         sms = bad(_int, d, "sm_count", path, minimum=1, maximum=100_000)
+        fp8 = bad(_num, d, "peak_flops_fp8", path, strict=True, maximum=MAX_FLOPS)
+        mx = bad(_bool, d, "mxfp8", path, False)
         bad.check()
+        if mx and fp8 is None:
+            raise ScenarioError(f"{path}.mxfp8", "needs peak_flops_fp8 (MX formats are FP8 GEMMs)")
         if (gemm is None) != (sms is None):
             missing = "sm_count" if sms is None else "gemm_flops"
             raise ScenarioError(f"{path}.{missing}", "is required with "
@@ -410,11 +426,14 @@ class AcceleratorSpec:
             raise ScenarioError(f"{path}.gemm_flops", "must not exceed peak_flops_bf16")
         vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
                     preset=_str(d, "preset", path), source=_str(d, "source", path),
-                    gemm_flops=gemm, sm_count=sms)
+                    gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8, mxfp8=mx)
         return _new(cls, vals)
 
     def to_dict(self) -> dict:
-        return _given(self)
+        out = _given(self)
+        if not self.mxfp8:            # the default: keep older scenarios' JSON (and hashes)
+            del out["mxfp8"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -710,6 +729,9 @@ class TrainingSpec:
     # LoRA fine-tuning (simulation/lora.py): a frozen base, trainable adapters. None: every
     # weight is trained.
     lora: LoraSpec | None = None
+    # FP8 GEMMs (simulation/fp8.py): Transformer Engine under Megatron, torchao float8
+    # under transformers' modules. None: every GEMM in ``precision``.
+    fp8: Fp8Spec | None = None
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -744,12 +766,15 @@ class TrainingSpec:
             tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False),
             context_parallel=_int(d, "context_parallel", path, 1, maximum=100_000),
             context_parallel_comm=_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p"),
-            lora=_lora(d.get("lora"), f"{path}.lora")))
+            lora=_lora(d.get("lora"), f"{path}.lora"),
+            fp8=_fp8(d.get("fp8"), f"{path}.fp8", framework)))
 
     def to_dict(self) -> dict:
         out = _given(self)
         if self.dtypes is not None:
             out["dtypes"] = _given(self.dtypes)
+        if self.fp8 is not None:
+            out["fp8"] = self.fp8.to_dict()
         if self.lora is not None:
             out["lora"] = {**_given(self.lora), "targets": list(self.lora.targets)}
         for name in ("overlap_param_gather", "tp_comm_overlap"):
@@ -786,6 +811,64 @@ def _state_dtypes(d: dict, path: str) -> StateDtypes | None:
         raise ScenarioError(f"{path}.kahan_summation",
                             "applies to pure 16-bit training: set master_weights to none")
     return out
+
+
+def _fp8(d, path: str, framework: str) -> Fp8Spec | None:
+    """``training.fp8``: ``{"recipe": "delayed", "format": "hybrid", "amax_history_len":
+    1024, "amax_compute_algo": "max", "param": false}`` (see :class:`simulation.fp8.Fp8Spec`);
+    null or absent: no FP8. The recipes are the framework's: Transformer Engine's under
+    Megatron, torchao's under transformers' modules."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise ScenarioError(path, f"must be an object or null, got {type(d).__name__}")
+    _no_unknown(d, field_names(Fp8Spec), path)
+    torchao = framework != "megatron"
+    allowed = _FP8_TORCHAO_RECIPES if torchao else _FP8_TE_RECIPES
+    recipe = _choice(d, "recipe", path, _FP8_RECIPES, "tensorwise" if torchao else "delayed")
+    if recipe not in allowed:
+        raise ScenarioError(f"{path}.recipe",
+                            f"{recipe} is not a recipe of "
+                            + ("torchao float8 (framework huggingface)" if torchao
+                               else "Transformer Engine (framework megatron)")
+                            + f"; choose one of {', '.join(allowed)}")
+    fmt = _choice(d, "format", path, _FP8_FORMATS, _fp8_default_format(recipe) if not torchao else "e4m3")
+    if torchao and fmt != "e4m3":
+        raise ScenarioError(f"{path}.format", "torchao float8 casts to E4M3 forward and backward: "
+                                              "use e4m3")
+    hist = _int(d, "amax_history_len", path, None, minimum=1, maximum=1_000_000)
+    algo = _choice(d, "amax_compute_algo", path, (None, *_FP8_AMAX_ALGOS), None)
+    for key, val in (("amax_history_len", hist), ("amax_compute_algo", algo)):
+        if val is not None and recipe != "delayed":
+            raise ScenarioError(f"{path}.{key}", f"applies to the delayed recipe only, not {recipe}")
+    param = _bool(d, "param", path, False)
+    if param and torchao and recipe != "tensorwise":
+        raise ScenarioError(f"{path}.param", "torchao's float8 all-gather "
+                                             "(enable_fsdp_float8_all_gather) needs the tensorwise recipe")
+    return Fp8Spec(recipe=recipe, format=fmt, amax_history_len=hist, amax_compute_algo=algo,
+                   param=param)
+
+
+def _check_fp8(sc) -> None:
+    """FP8 needs FP8 tensor cores (``cluster.accelerator.peak_flops_fp8``), MX recipes an
+    MX-capable part, 16-bit activations around the FP8 GEMMs, and a transformer."""
+    tr, acc = sc.training, sc.cluster.accelerator
+    if sc.model is None:
+        raise ScenarioError("training.fp8", "applies to transformer models")
+    if acc.peak_flops_fp8 is None:
+        raise ScenarioError("training.fp8", f"{acc.name} has no FP8 tensor cores "
+                                            "(cluster.accelerator.peak_flops_fp8 is not set)")
+    if tr.fp8.recipe == "mxfp8" and not acc.mxfp8:
+        raise ScenarioError("training.fp8.recipe", f"mxfp8 needs MX-format tensor cores "
+                                                   f"(Blackwell); {acc.name} has none")
+    if tr.precision == "fp32":
+        raise ScenarioError("training.fp8", "FP8 GEMMs run inside 16-bit mixed precision: "
+                                            "set training.precision to bf16 or fp16")
+    if tr.lora is not None:
+        raise ScenarioError("training.fp8", "FP8 with LoRA is not modelled")
+    if tr.fp8.param and tr.framework != "megatron" and not sc.strategy.is_fsdp:
+        raise ScenarioError("training.fp8.param", "torchao's float8 all-gather is FSDP2's: "
+                                                  f"needs an fsdp strategy, not {sc.strategy.kind}")
 
 
 def _lora(d, path: str) -> LoraSpec | None:
@@ -998,6 +1081,8 @@ class Scenario:
         tr = sc.training
         if tr.lora is not None:
             _check_lora(sc)
+        if tr.fp8 is not None:
+            _check_fp8(sc)
         if tr.tp_comm_overlap and not tr.sequence_parallel:
             raise ScenarioError("training.tp_comm_overlap",
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "

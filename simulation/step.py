@@ -59,7 +59,8 @@ from . import cpu_adam
 from .lora import adapter_gemms, adapter_params
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
-from .parallel import Layout
+from .parallel import Layout, layout
+from . import fp8 as fp8_model
 from .scenario import Scenario
 from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
@@ -84,11 +85,65 @@ def compute_times(sc: Scenario, pc: ParamCount) -> dict:
     backward) for one micro-batch on one GPU: from the work (``simulation.compute``) by
     default, at peak x ``compute_efficiency`` where it is set (or no figures apply)."""
     if compute.uses_work_model(sc):
-        return compute.layer_times(sc, pc)
-    fl = layer_flops(sc, pc)
-    rate = peak_flops(sc) * (sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY)
-    return dict(fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
-                head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate)
+        out = compute.layer_times(sc, pc)
+    else:
+        fl = layer_flops(sc, pc)
+        rate = peak_flops(sc) * (sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY)
+        fwd, bwd = fl["fwd"], fl["bwd"]
+        if sc.training.fp8 is not None:
+            # the projections' and MLP's GEMMs at the FP8 peak x the same efficiency:
+            # their FLOPs count (16-bit peak / FP8 peak) of a 16-bit FLOP
+            acc, m = sc.cluster.accelerator, sc.model
+            tok = sc.training.micro_batch_size * sc.training.seq_len
+            lin = 2 * fp8_model.linear_params_per_layer(m, pc) * tok / sc.training.tensor_parallel
+            if m.num_experts > 1:
+                lin *= pc.per_layer_active / pc.per_layer
+            saved = 1 - acc.peak_flops_bf16 / acc.peak_flops_fp8
+            # recomputed FP8 GEMMs (layer_flops' extra): all of them with full recompute,
+            # wk, wo and one MLP matmul with selective_ops
+            h, f = m.hidden_size, m.ffn_hidden_size or 4 * m.hidden_size
+            kv = (m.num_kv_heads or m.num_attention_heads or 1) / (m.num_attention_heads or 1)
+            redo = {"full": lin, "selective_ops": 2 * tok * (h * h * kv + h * h + h * f * max(
+                m.moe_top_k, 1)) / sc.training.tensor_parallel}.get(sc.training.recompute, 0.0)
+            fwd, bwd = fwd - saved * lin, bwd - saved * (2 * lin + redo)
+        out = dict(fwd_s=fwd / rate, bwd_s=bwd / rate,
+                   head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate)
+    amax = fp8_amax_reduction_s(sc)
+    if amax:
+        out = dict(out, head_s=out["head_s"] + amax)
+    return out
+
+
+def fp8_amax_reduction_s(sc: Scenario) -> float:
+    """Seconds per micro-batch of delayed scaling's amax reductions: after the forward
+    and after the backward Transformer Engine all-reduces (MAX) the concatenated amaxes
+    over the FP8 group (``quantization.py`` ``reduce_and_update_fp8_tensors``; Megatron's
+    amax reduction group spans the data-, tensor- and context-parallel ranks). A few kB:
+    two latency-bound ring all-reduces (:func:`simulation.collectives.ring_latency_s`), on
+    the critical path (charged with the output layer, once a micro-batch). 0 for the
+    other recipes (their scales are local) and for torchao."""
+    fp8 = sc.training.fp8
+    if fp8 is None or fp8.recipe != "delayed" or fp8_model.uses_torchao(sc.training):
+        return 0.0
+    lay = layout(sc)
+    n = lay.data_parallel * lay.tensor_parallel
+    if n <= 1:
+        return 0.0
+    gpn = sc.cluster.gpus_per_node
+    return 2 * nccl.ring_latency_s("allreduce", n, nccl.nodes_spanned(n, min(n, gpn)))
+
+
+def gathered_param_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
+    """Bytes per parameter the parameter all-gathers move (ZeRO-3/FSDP units, Megatron's
+    distributed-optimizer gather): the parameter dtype's, or with FP8 primary weights
+    (``training.fp8.param``, Megatron ``--fp8-param-gather``: the all-gather moves the FP8
+    data) 1 byte for the FP8 GEMM weights and the 16-bit size for the rest."""
+    fp8 = sc.training.fp8
+    if fp8 is None or not fp8.param:
+        return sb.params
+    from .memory import fp8_linear_fraction
+    lin = fp8_linear_fraction(sc.model, pc)
+    return lin * 1 + (1 - lin) * sb.params
 
 
 def compute_summary(sc: Scenario, pc: ParamCount) -> dict:
@@ -104,8 +159,23 @@ def compute_summary(sc: Scenario, pc: ParamCount) -> dict:
         out.update(software_stack=compute.software_stack(sc), gemm_s=float(parts["gemm"]),
                    attention_s=float(parts["attention"]),
                    memory_bound_s=float(parts["memory_bound"]))
+        if "fp8_cast" in parts:
+            out.update(fp8_cast_fwd_s=float(parts["fp8_cast"]),
+                       fp8_cast_bwd_s=float(parts["fp8_cast_bwd"]))
     else:
         out["compute_efficiency"] = sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY
+    fp8 = sc.training.fp8
+    if fp8 is not None:
+        acc = sc.cluster.accelerator
+        g = compute.figures(acc)
+        out["fp8"] = dict(
+            recipe=fp8.recipe, format=fp8.format,
+            implementation="torchao" if fp8_model.uses_torchao(sc.training) else "transformer_engine",
+            gemm_flops=float(compute.fp8_gemm_flops(acc, g)) if work else None,
+            peak_flops_fp8=float(acc.peak_flops_fp8),
+            amax_reduction_s=float(fp8_amax_reduction_s(sc)),
+            source="simulation/fp8.py (Transformer Engine 2.20 linear.py, layernorm_mlp.py; "
+                   "torchao float8_linear.py)")
     return out
 
 
@@ -523,7 +593,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         # stands for that stage.
         head_s=ct["head_s"],
         unit_params=pc.per_layer / t, params_per_rank=trained / (t * p),
-        param_bytes=sb.params, grad_bytes=grad_bytes,
+        param_bytes=gathered_param_bytes(sc, pc, sb), grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,

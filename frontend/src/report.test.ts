@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
-import { formatCount } from "./units";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, fp8Line, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
+import { formatCount, formatSeconds } from "./units";
 import { fittingReport, sampleReport } from "./testdata/report";
+import type { Report } from "./types";
 
 describe("partsRows", () => {
   it("lists every part of every tier, HBM first", () => {
@@ -152,5 +153,20 @@ describe("trainableLine (LoRA)", () => {
     expect(trainableLine({ num_params: 6738415616, trainable_params: 4194304 })).toBe(
       `LoRA: ${formatCount(4194304)} trained (0.062 %), the rest frozen`);
     expect(trainableLine({ num_params: 6738415616 })).toBeNull();
+  });
+});
+
+describe("fp8Line (training.fp8, issue #15)", () => {
+  const compute = {
+    model: "work", layer_fwd_s: 1e-3, layer_bwd_s: 2e-3, head_s: 1e-3, fp8_cast_fwd_s: 1.5e-4, fp8_cast_bwd_s: 2.5e-4,
+    fp8: { recipe: "delayed", format: "hybrid", implementation: "transformer_engine" as const, gemm_flops: 1402.6e12,
+      peak_flops_fp8: 1979e12, amax_reduction_s: 0, source: "simulation/fp8.py" },
+  };
+  it("says the recipe, the library, the FP8 GEMM rate and the casts", () => {
+    expect(fp8Line({ available: true, compute })).toBe(
+      `FP8 delayed (hybrid, Transformer Engine): GEMMs at 1402.6 TFLOP/s, casts ${formatSeconds(4e-4)} a layer`);
+    expect(fp8Line({ available: true, compute: { ...compute, fp8: undefined } })).toBeNull();
+    expect(estimateStepSummary({ step: { available: true, time_s: 2, compute } } as unknown as Report))
+      .toContain("FP8 delayed");
   });
 });

@@ -1,6 +1,6 @@
 // Pure helpers that read an engine report for display. No DOM, no ECharts.
 
-import { CATEGORIES, type Category, type Report, type Scope, type TierKey, type TierUsage } from "./types";
+import { CATEGORIES, type Category, type Report, type Scope, type Step, type TierKey, type TierUsage } from "./types";
 import { stepBandText } from "./step";
 import { UNIT_GIB, formatBytes, formatCount, formatDuration, formatIn, formatNumber, formatPercent, formatSeconds, formatTierBytes } from "./units";
 
@@ -227,8 +227,26 @@ export function estimateStepSummary(report: Report): string | null {
     parts.push(`checkpoint every ${formatDuration(ck.interval_s)} (${formatSeconds(ck.stall_s)} stall), ` +
       `goodput ${formatPercent(ck.goodput)}`);
   }
+  const fp8 = fp8Line(step);
+  if (fp8) parts.push(fp8);
   if (band?.outside) parts.push(band.outside.replace(/^Outside/, "outside").replace(/\.$/, ""));
   return parts.join(" · ");
+}
+
+const FP8_LIBRARIES: Record<string, string> = { transformer_engine: "Transformer Engine", torchao: "torchao" };
+
+/** "FP8 delayed (hybrid, Transformer Engine): GEMMs at 1402.6 TFLOP/s, casts 0.17 ms a layer", or null
+ *  without training.fp8 (the engine writes step.compute.fp8 only then). */
+export function fp8Line(step: Step): string | null {
+  const fp8 = step.compute?.fp8;
+  if (!fp8) return null;
+  const rate = typeof fp8.gemm_flops === "number"
+    ? `GEMMs at ${(fp8.gemm_flops / 1e12).toFixed(1)} TFLOP/s`
+    : `GEMMs at the FP8 peak ${(fp8.peak_flops_fp8 / 1e12).toFixed(0)} TFLOP/s × efficiency`;
+  const c = step.compute;
+  const cast = c && typeof c.fp8_cast_fwd_s === "number" && typeof c.fp8_cast_bwd_s === "number"
+    ? `, casts ${formatSeconds(c.fp8_cast_fwd_s + c.fp8_cast_bwd_s)} a layer` : "";
+  return `FP8 ${fp8.recipe} (${fp8.format}, ${FP8_LIBRARIES[fp8.implementation] ?? fp8.implementation}): ${rate}${cast}`;
 }
 
 /** The line that folds the engine's notes: "2 notes: Activations are a large share of HBM: …". */

@@ -116,6 +116,28 @@ export interface Step {
   /** False when the scenario lies outside what the band's cases covered (reasons in outside_validation). */
   validated?: boolean;
   outside_validation?: string[];
+  /** Which compute model ran and one layer's seconds (simulation/step.py compute_summary). */
+  compute?: StepCompute;
+}
+
+/** One layer's compute as the engine counted it; `fp8` only under training.fp8. */
+export interface StepCompute {
+  model: string;
+  layer_fwd_s: number;
+  layer_bwd_s: number;
+  head_s: number;
+  fp8_cast_fwd_s?: number;
+  fp8_cast_bwd_s?: number;
+  fp8?: {
+    recipe: string;
+    format: string;
+    implementation: "transformer_engine" | "torchao";
+    /** Achievable FP8 matmul FLOP/s (work model), or null (constant model). */
+    gemm_flops: number | null;
+    peak_flops_fp8: number;
+    amax_reduction_s: number;
+    source: string;
+  };
 }
 
 /** The context-parallel K/V exchange (step.context_parallel), seconds per micro-batch unless named. */

@@ -230,3 +230,38 @@ def test_lora_inputs_make_a_7b_fit_and_a_bad_target_is_marked(page, live_url, us
     spec = Scenario.objects.get(name="issue 14 lora").spec
     assert spec["training"]["lora"] == {"rank": 16, "alpha": 32, "targets": ["q", "k", "v", "o"]}
     assert page.js_errors == []
+
+
+def test_fp8_inputs_refuse_an_a100_and_show_the_fp8_step(page, live_url, user_admin, catalog, settings):
+    """Issue #15: FP8 training in the form. A100s have no FP8 tensor cores: the engine's
+    error stands next to the recipe; on H100s the live estimate's step line says the FP8
+    recipe, library and GEMM rate, and the saved scenario carries training.fp8."""
+    import uuid
+
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    page.select_option("select[name='model.preset']", "llama2-7b")
+    page.select_option("select[name='cluster.node']", "dgx-a100-80gb")
+    page.fill("input[name='cluster.num_nodes']", "1")
+    page.select_option("select[name='strategy.kind']", "ddp")
+    page.fill("input[name='training.seq_len']", "2048")
+    page.fill("input[name='training.tensor_parallel']", "2")       # Megatron: Transformer Engine
+    page.select_option("select[name='training.fp8.recipe']", "delayed")
+    recipe = page.locator("select[name='training.fp8.recipe']")
+    error = page.locator("[data-error-for='training.fp8.recipe']")
+    error.wait_for(state="visible")
+    assert "no FP8 tensor cores" in error.inner_text()
+    assert recipe.get_attribute("aria-invalid") == "true"
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.wait_for_selector("#estimate-step:has-text('FP8 delayed')")
+    assert "Transformer Engine" in page.locator("#estimate-step").inner_text()
+    assert recipe.get_attribute("aria-invalid") is None
+    page.fill("input[name='training.fp8.amax_history_len']", "16")
+    page.fill("input[name='name']", "issue 15 fp8")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    spec = Scenario.objects.get(name="issue 15 fp8").spec
+    assert spec["training"]["fp8"] == {"recipe": "delayed", "amax_history_len": 16}
+    assert page.js_errors == []

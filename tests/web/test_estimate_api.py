@@ -125,3 +125,21 @@ def test_it_accepts_lora_and_names_a_bad_lora_field(owner_api, example_spec):
     r = owner_api.post(URL, {"scenario": example_spec}, format="json")
     assert r.status_code == 400
     assert list(r.json()) == ["scenario.training.lora.targets[1]"]
+
+
+def test_it_accepts_fp8_and_names_a_bad_fp8_field(owner_api, example_spec):
+    """issue #15: ``training.fp8`` (Transformer Engine under Megatron, torchao otherwise)."""
+    example_spec["strategy"] = {"kind": "ddp"}
+    example_spec["training"].update(framework="megatron", fp8={"recipe": "delayed"})
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200
+    names = [p["name"] for p in r.json()["memory"]["per_gpu"]["hbm"]["parts"]]
+    assert any(n.startswith("FP8 weight row-wise and transposed copies") for n in names)
+    assert any(n.startswith("FP8 scaling state") for n in names)
+    example_spec["training"]["fp8"] = {"recipe": "tensorwise", "amax_history_len": 16}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400 and list(r.json()) == ["scenario.training.fp8.amax_history_len"]
+    example_spec["training"]["fp8"] = {"recipe": "delayed"}
+    example_spec["cluster"] = {"accelerator": "a100-sxm4-80gb", "gpus_per_node": 1}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400 and list(r.json()) == ["scenario.training.fp8"]

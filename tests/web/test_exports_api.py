@@ -114,3 +114,18 @@ def test_the_schema_lists_the_dashboard_endpoints(client):
               "/api/v1/scenarios/{id}/duplicate/", "/api/v1/scenarios/{id}/variants/"):
         assert p in paths, p
     assert "security" in paths["/api/v1/comparisons/"]["get"]
+
+
+def test_megatron_arguments_carry_the_layout_and_fp8(owner_api, owner):
+    fp8 = Scenario.objects.create(owner=owner, name="7B FP8", spec=spec(**{
+        "strategy.kind": "megatron_dist_opt", "training.tensor_parallel": 2,
+        "training.sequence_parallel": True, "training.fp8": {"recipe": "delayed", "param": True}}))
+    r = owner_api.get(f"/api/v1/scenarios/{fp8.pk}/megatron.txt")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/plain")
+    assert r["Content-Disposition"] == 'attachment; filename="7b-fp8-megatron.txt"'
+    line = r.content.decode()
+    assert "--tensor-model-parallel-size 2 " in line and "--use-distributed-optimizer" in line
+    assert "--fp8-format hybrid --fp8-recipe delayed --fp8-amax-history-len 1024" in line
+    assert "--fp8-param-gather" in line
+    ds = json.loads(owner_api.get(f"/api/v1/scenarios/{fp8.pk}/deepspeed.json").content)
+    assert any(n.startswith("FP8 is not part of this DeepSpeed config") for n in ds["_tierlab_notes"])

@@ -35,6 +35,11 @@ def fsdp_snippet(spec: dict) -> str:
     return engine_export.fsdp_snippet(_scenario(spec))
 
 
+def megatron_args(spec: dict) -> str:
+    """Megatron-LM arguments for the scenario, one line (``simulation.export.megatron_args``)."""
+    return " ".join(engine_export.megatron_args(_scenario(spec))) + "\n"
+
+
 def filename(stem: str, ext: str) -> str:
     return f"{slugify(stem)[:80] or 'tierlab'}.{ext}"
 

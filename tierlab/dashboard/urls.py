@@ -17,6 +17,7 @@ api_patterns = [
     path("scenarios/<int:pk>/variants/", api.VariantsView.as_view(), name="scenario-variants"),
     path("scenarios/<int:pk>/deepspeed.json", api.DeepSpeedConfigView.as_view(), name="scenario-deepspeed"),
     path("scenarios/<int:pk>/fsdp.py", api.FSDPSnippetView.as_view(), name="scenario-fsdp"),
+    path("scenarios/<int:pk>/megatron.txt", api.MegatronArgsView.as_view(), name="scenario-megatron"),
     path("runs/<int:pk>/report.json", api.RunReportView.as_view(), name="run-report"),
     path("comparisons/<int:pk>/export.csv", api.ComparisonCSVView.as_view(), name="comparison-csv"),
     path("shared/<str:token>/", api.SharedView.as_view(), name="shared"),

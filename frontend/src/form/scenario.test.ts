@@ -363,5 +363,38 @@ describe("context parallelism", () => {
     const req = buildRequest(values).scenario as ScenarioJSON & Record<string, any>;
     expect(req.training).not.toHaveProperty("context_parallel");
     expect(valuesFromScenario(req)["training.context_parallel"]).toBe("1");
+    });
+  });
+});
+
+describe("FP8 inputs (training.fp8, issue #15)", () => {
+  it("sends no fp8 section while the recipe is blank: the JSON (and its hash) is as before", () => {
+    const req = buildRequest({ ...values, "training.fp8.amax_history_len": "16", "training.fp8.param": true });
+    expect(req.scenario.training).not.toHaveProperty("fp8");
+  });
+
+  it("sends recipe, format, history length and FP8 primary weights", () => {
+    const req = buildRequest({
+      ...values, "training.fp8.recipe": "delayed", "training.fp8.format": "hybrid",
+      "training.fp8.amax_history_len": "16", "training.fp8.param": true,
+    });
+    expect((req.scenario.training as Record<string, unknown>).fp8).toEqual({
+      recipe: "delayed", format: "hybrid", amax_history_len: 16, param: true,
+    });
+    // the history length is delayed scaling's: another recipe leaves it out
+    const cs = buildRequest({ ...values, "training.fp8.recipe": "tensorwise", "training.fp8.amax_history_len": "16" });
+    expect((cs.scenario.training as Record<string, unknown>).fp8).toEqual({ recipe: "tensorwise" });
+  });
+
+  it("fills the inputs from a scenario and back to the same section", () => {
+    const fp8 = { recipe: "delayed", format: "hybrid", amax_history_len: 1024, amax_compute_algo: "max" };
+    const sc = { schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, training: { fp8 } };
+    const v = valuesFromScenario(sc);
+    expect(v["training.fp8.recipe"]).toBe("delayed");
+    expect(v["training.fp8.amax_history_len"]).toBe("1024");
+    expect((buildRequest(v, sc).scenario.training as Record<string, unknown>).fp8).toEqual(fp8);
+    expect(settingsNotOnForm(sc)).toEqual(["training.fp8.amax_compute_algo"]);
+    expect(inputNameForErrorKey("scenario.training.fp8")).toBe("training.fp8.recipe");
+    expect(inputNameForErrorKey("scenario.training.fp8.format")).toBe("training.fp8.format");
   });
 });

@@ -123,6 +123,24 @@ export const CP_COMM_TYPES: [string, string][] = [
   ["all_gather", "all-gather K/V, exposed (Megatron all_gather; Llama 3)"],
 ];
 
+/** FP8 recipes (training.fp8.recipe; simulation/fp8.py RECIPES): blank = no FP8. Transformer
+ *  Engine's under the Megatron framework, torchao's (tensorwise, rowwise) otherwise. */
+export const FP8_RECIPES: [string, string][] = [
+  ["", "off: every GEMM in the training precision"],
+  ["delayed", "delayed scaling (TE DelayedScaling, amax history)"],
+  ["tensorwise", "current / tensorwise scaling (TE Float8CurrentScaling; torchao default)"],
+  ["blockwise", "blockwise 1×128 / 128×128 (TE Float8BlockScaling, DeepSeek-V3)"],
+  ["mxfp8", "MXFP8, 32-element blocks (TE MXFP8BlockScaling; Blackwell)"],
+  ["rowwise", "rowwise (torchao)"],
+];
+
+/** FP8 formats (training.fp8.format): blank = the recipe's default. */
+export const FP8_FORMATS: [string, string][] = [
+  ["", "the recipe's default"],
+  ["hybrid", "hybrid: E4M3 forward, E5M2 gradients"],
+  ["e4m3", "E4M3 forward and backward"],
+];
+
 /** A switch whose default depends on the framework: blank (the default), on or off. */
 export const TRI_STATE: [string, string][] = [
   ["", "default (by framework)"],
@@ -234,6 +252,10 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.lora.alpha": "LoRA alpha",
   "training.lora.dropout": "LoRA dropout",
   "training.lora.targets": "LoRA target modules",
+  "training.fp8.recipe": "FP8 recipe",
+  "training.fp8.format": "FP8 format",
+  "training.fp8.amax_history_len": "FP8 amax history length",
+  "training.fp8.param": "FP8 primary weights",
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
   "cluster.cpu_cores": "Host CPU cores",
@@ -292,6 +314,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.lora.alpha": "",
   "training.lora.dropout": "",
   "training.lora.targets": "",
+  "training.fp8.recipe": "",
+  "training.fp8.format": "",
+  "training.fp8.amax_history_len": "",
+  "training.fp8.param": false,
   "strategy.deepspeed_release": "current",
   "strategy.cpu_optimizer_cores_per_gpu": "",
   "cluster.cpu_cores": "",
@@ -317,6 +343,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.lora.rank": "blank = full fine-tuning",
   "training.lora.dropout": "0",
   "training.lora.targets": "q, v",
+  "training.fp8.amax_history_len": "1024",
   "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
   "strategy.prefetch_depth": "1",
@@ -458,6 +485,9 @@ export function buildRequest(
   const lora = loraSection(values);
   if (lora) training.lora = lora;
   else delete training.lora;
+  const fp8 = fp8Section(values, isObject(baseTraining.fp8) ? baseTraining.fp8 : undefined);
+  if (fp8) training.fp8 = fp8;
+  else delete training.fp8;
 
   const kind = str(values["strategy.kind"], "zero3");
   const baseStrategy = isObject(base?.strategy) ? base.strategy : {};
@@ -523,6 +553,24 @@ export function loraSection(values: FormValues): Record<string, unknown> | null 
   return lora;
 }
 
+/**
+ * `training.fp8` from the FP8 inputs: none while the recipe is blank (no FP8). Settings the
+ * form has no input for (amax_compute_algo) are kept from the example's section.
+ */
+export function fp8Section(values: FormValues, base?: Record<string, unknown>): Record<string, unknown> | null {
+  const recipe = str(values["training.fp8.recipe"], "");
+  if (recipe === "") return null;
+  const fp8: Record<string, unknown> = { ...(base ?? {}), recipe };
+  setOrDelete(fp8, "format", str(values["training.fp8.format"], ""));
+  const hist = intOrRaw(values["training.fp8.amax_history_len"]);
+  if (hist === undefined || recipe !== "delayed") delete fp8.amax_history_len;
+  else fp8.amax_history_len = hist;
+  if (recipe !== "delayed") delete fp8.amax_compute_algo;
+  if (values["training.fp8.param"] === true) fp8.param = true;
+  else delete fp8.param;
+  return fp8;
+}
+
 /** Where the new-scenario form's default differs from the engine's (simulation/scenario.py):
  *  a scenario that leaves the setting out means the engine's. */
 export const ENGINE_DEFAULTS: Partial<FormValues> = { "training.flash_attention": false };
@@ -555,6 +603,13 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
       if (typeof lora[k] === "number") v[`training.lora.${k}`] = String(lora[k]);
     }
     if (Array.isArray(lora.targets)) v["training.lora.targets"] = lora.targets.join(", ");
+  }
+  const fp8 = isObject(scenario.training) ? scenario.training.fp8 : undefined;
+  if (isObject(fp8)) {
+    for (const k of ["recipe", "format", "amax_history_len"]) {
+      if (typeof fp8[k] === "string" || typeof fp8[k] === "number") v[`training.fp8.${k}`] = String(fp8[k]);
+    }
+    v["training.fp8.param"] = fp8.param === true;
   }
   // Strategies that imply an offload target when none is written.
   const kind = String(v["strategy.kind"]);
@@ -603,6 +658,7 @@ export function inputNameForErrorKey(key: string): string {
     "checkpoint.flush_every": "checkpoint.method",
   };
   if (k === "training.lora") return "training.lora.rank";
+  if (k === "training.fp8") return "training.fp8.recipe";
   if (k.startsWith("training.lora.targets")) return "training.lora.targets";   // targets[1]
   return sectionMain[k] ?? recsysInputForErrorKey(k) ?? k;
 }

@@ -23,6 +23,8 @@ import {
   PRECISIONS,
   RECOMPUTE,
   LOSS_KERNELS,
+  FP8_FORMATS,
+  FP8_RECIPES,
   PLACEHOLDERS,
   QUANTIZE_BITS,
   SOFTWARE_STACKS,
@@ -93,6 +95,10 @@ function mount(root: HTMLElement): void {
     loraAlpha: decimal("training.lora.alpha", { min: 0 }),
     loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
     loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
+    fp8Recipe: select(FP8_RECIPES),
+    fp8Format: select(FP8_FORMATS),
+    fp8History: integer({ placeholder: PLACEHOLDERS["training.fp8.amax_history_len"] }),
+    fp8Param: h("input", { type: "checkbox", role: "switch" }),
     pp: integer({ required: true }),
     cp: integer({ required: true, min: 1 }),
     convention: select(CONVENTIONS),
@@ -304,6 +310,17 @@ function mount(root: HTMLElement): void {
           unit: "q, k, v, o, gate, up, down, embeddings",
           help: "The matrices that get adapters, separated by commas. Blank = q, v.",
         }),
+      ),
+      grid(
+        f("training.fp8.recipe", c.fp8Recipe, {
+          unit: "FP8 GEMMs",
+          help: "The projections' and MLP's GEMMs in FP8 (attention core and output head stay 16-bit): " +
+            "Transformer Engine with the Megatron framework, torchao float8 otherwise. Needs FP8 tensor cores " +
+            "(H100/H200/B200, MI300X, Ada).",
+        }),
+        f("training.fp8.format", c.fp8Format, { unit: "E4M3 / E5M2" }),
+        f("training.fp8.amax_history_len", c.fp8History, { unit: "steps; delayed scaling only" }),
+        f("training.fp8.param", c.fp8Param, { unit: "1-byte weights (--fp8-param-gather)" }),
       ),
     ),
     h(

@@ -9,8 +9,8 @@ One module per object (``comparisons``, ``sweeps``, ``plans``, ``sharing``, ``sc
 
 from tierlab.dashboard.api.common import CSV, FILE, PYTHON, Gone, bad_request
 from tierlab.dashboard.api.comparisons import ComparisonViewSet
-from tierlab.dashboard.api.exports import (ComparisonCSVView, DeepSpeedConfigView, FSDPSnippetView, RunReportView,
-                                           SharedExportView)
+from tierlab.dashboard.api.exports import (ComparisonCSVView, DeepSpeedConfigView, FSDPSnippetView,
+                                           MegatronArgsView, RunReportView, SharedExportView)
 from tierlab.dashboard.api.plans import PlanViewSet
 from tierlab.dashboard.api.scenarios import DuplicateScenarioView, VariantsView
 from tierlab.dashboard.api.sharing import ForkView, SharedView, ShareLinkViewSet, open_shared
@@ -18,7 +18,8 @@ from tierlab.dashboard.api.sweeps import SweepViewSet
 
 __all__ = [
     "CSV", "FILE", "PYTHON", "ComparisonCSVView", "ComparisonViewSet", "DeepSpeedConfigView",
-    "DuplicateScenarioView", "FSDPSnippetView", "ForkView", "Gone", "PlanViewSet", "RunReportView",
+    "DuplicateScenarioView", "FSDPSnippetView", "ForkView", "Gone", "MegatronArgsView", "PlanViewSet",
+    "RunReportView",
     "ShareLinkViewSet", "SharedExportView", "SharedView", "SweepViewSet", "VariantsView",
     "bad_request", "open_shared",
 ]

@@ -37,3 +37,6 @@ CSV = {(200, "text/csv"): OpenApiTypes.STR}
 
 
 PYTHON = {(200, "text/x-python"): OpenApiTypes.STR}
+
+
+TEXT = {(200, "text/plain"): OpenApiTypes.STR}

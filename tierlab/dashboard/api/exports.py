@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from simulation import ScenarioError
 from tierlab.access import get_visible_or_404
 from tierlab.dashboard import comparisons, exports
-from tierlab.dashboard.api.common import CSV, FILE, PYTHON
+from tierlab.dashboard.api.common import CSV, FILE, PYTHON, TEXT
 from tierlab.dashboard.api.sharing import open_shared
 from tierlab.dashboard.models import Comparison
 from tierlab.scenarios.models import Run, Scenario
@@ -21,6 +21,9 @@ def _scenario_export(spec: dict, name: str, what: str):
     try:
         if what == "deepspeed.json":
             return exports.json_download(exports.deepspeed_config(spec), exports.filename(f"{name}-deepspeed", "json"))
+        if what == "megatron.txt":
+            return exports.download(exports.megatron_args(spec), "text/plain; charset=utf-8",
+                                    exports.filename(f"{name}-megatron", "txt"))
         return exports.download(exports.fsdp_snippet(spec), "text/x-python; charset=utf-8",
                                 exports.filename(f"{name}-fsdp", "py"))
     except ScenarioError as exc:
@@ -43,6 +46,15 @@ class FSDPSnippetView(APIView):
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
         return _scenario_export(scenario.spec, scenario.name, "fsdp.py")
+
+
+class MegatronArgsView(APIView):
+    """Megatron-LM command-line arguments for the scenario's layout, precision and FP8 (download)."""
+
+    @extend_schema(responses=TEXT)
+    def get(self, request, pk):
+        scenario = get_visible_or_404(Scenario, request.user, pk=pk)
+        return _scenario_export(scenario.spec, scenario.name, "megatron.txt")
 
 
 def _report(run: Run | None):
@@ -73,13 +85,13 @@ class ComparisonCSVView(APIView):
 
 class SharedExportView(APIView):
     """Downloads of a shared object, without login: `export.csv` (comparison);
-    `report.json`, `deepspeed.json`, `fsdp.py` (scenario)."""
+    `report.json`, `deepspeed.json`, `fsdp.py`, `megatron.txt` (scenario)."""
 
     permission_classes = [permissions.AllowAny]
-    FILES = {"comparison": ("export.csv",), "scenario": ("report.json", "deepspeed.json", "fsdp.py"),
+    FILES = {"comparison": ("export.csv",), "scenario": ("report.json", "deepspeed.json", "fsdp.py", "megatron.txt"),
              "sweep": ()}
 
-    @extend_schema(operation_id="v1_shared_file_retrieve", responses={**FILE, **CSV, **PYTHON})
+    @extend_schema(operation_id="v1_shared_file_retrieve", responses={**FILE, **CSV, **PYTHON, **TEXT})
     def get(self, request, token, filename):
         link = open_shared(token)
         if filename not in self.FILES[link.kind]:
