@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import experts as _experts
 from .lora import adapter_gemms
 from .memo import ByIdentity
 from .params import ParamCount
@@ -251,7 +252,19 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     up_n = (2 if m.gated_mlp else 1) * f / t
     gemms = [(tok, (a + 2 * kv) * d / t, h, 1), (tok, h, a * d / t, 1)]
     e_tok = tok * top_k / experts if experts > 1 else tok
-    gemms += [(e_tok, up_n, h, experts), (e_tok, h, f / t, experts)]
+    local, routed = experts, False
+    if experts > 1 and (tr.expert_parallel > 1 or tr.moe_capacity_factor is not None
+                        or tr.expert_tp != t):
+        # expert parallelism (simulation/experts.py): the rank's experts / EP experts each
+        # take EP times the tokens, the busiest rank token_factor times the mean; with ETP
+        # the tokens of the ETP ranks (all-gathered) and f / ETP wide
+        ep, et = tr.expert_parallel, tr.expert_tp
+        local, routed = experts // ep, True
+        e_tok = tok / t * et * top_k / experts * ep * _experts.token_factor(tr)
+        up_n = (2 if m.gated_mlp else 1) * f / et
+        gemms += [(e_tok, up_n, h, local), (e_tok, h, f / et, local)]
+    else:
+        gemms += [(e_tok, up_n, h, experts), (e_tok, h, f / t, experts)]
     g_fwd = sum(c * gemm_s(M, N, K, g, hbm) for M, N, K, c in gemms)
     lora = tr.lora
     if lora is None:
@@ -267,7 +280,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
     st = PASSES[_stack(tr)]
     hidden = tok * h / (t if tr.sequence_parallel else 1)
-    ffn = tok * f / t * (top_k if experts > 1 else 1)
+    ffn = tok * f / t * (top_k * _experts.token_factor(tr) if experts > 1 else 1)
     heads_l = max(1, round(a / t))
     attn_drop = m.attention_dropout if m.attention_dropout is not None else m.dropout
     hid_drop = m.hidden_dropout if m.hidden_dropout is not None else m.dropout
@@ -307,7 +320,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
     fwd = g_fwd + a_fwd + mb_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
-             "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
+             "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, local, e_tok, g, hbm)
              + mb_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + extra
     v = m.vocab_size or 0
@@ -317,8 +330,11 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         wgrad = gemm_s(h, v / t, tok, g, hbm) if lora is None else 0.0     # LoRA: frozen head
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
-    return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
-                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
+    parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head)
+    if routed:                    # expert parallelism: the rank's expert GEMMs, fwd + bwd
+        parts["expert_gemm"] = sum(c * (gemm_s(M, N, K, g, hbm) + gemm_s(M, K, N, g, hbm)
+                                        + gemm_s(K, N, M, g, hbm)) for M, N, K, c in gemms[-2:])
+    return dict(fwd_s=fwd, bwd_s=bwd, head_s=head, parts=parts)
 
 
 _layer_times = ByIdentity(_layer_times_of)

@@ -77,7 +77,8 @@ def _framework(training: dict, path: str) -> str:
     (tensor or pipeline parallel, sequence parallel: transformers' modules do none of
     them), transformers otherwise. Read after the parallel degrees are validated."""
     megatron = (training.get("tensor_parallel", 1) != 1 or training.get("pipeline_parallel", 1) != 1
-                or training.get("sequence_parallel") is True)
+                or training.get("sequence_parallel") is True
+                or training.get("expert_parallel", 1) != 1)
     return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
 
 
@@ -585,6 +586,31 @@ class TrainingSpec:
     # LoRA fine-tuning (simulation/lora.py): a frozen base, trainable adapters. None: every
     # weight is trained.
     lora: LoraSpec | None = None
+    # Expert parallelism of a mixture of experts (simulation/experts.py), named as
+    # Megatron-Core names them (megatron/training/arguments.py, core 0.20):
+    # ``expert_parallel`` --expert-model-parallel-size, the ranks one MoE layer's experts
+    # are spread over (num_experts / EP each), carved out of the data-parallel ranks;
+    # ``expert_tensor_parallel`` --expert-tensor-parallel-size (None: tensor_parallel, as
+    # arguments.py sets it); ``moe_capacity_factor`` --moe-expert-capacity-factor (None:
+    # dropless; else each expert takes at most ceil(tokens x top_k / experts x factor)
+    # tokens and drops the rest, moe_utils.get_capacity); ``moe_pad_to_capacity``
+    # --moe-pad-expert-input-to-capacity (every expert padded to its capacity: needs a
+    # capacity factor); ``moe_routing_imbalance``: tokens the busiest EP rank receives
+    # over the mean (1.0: balanced routing, what an auxiliary load-balancing loss aims
+    # at; the busiest rank paces every all-to-all and its expert GEMMs the layer).
+    # Megatron's --overlap-moe-expert-parallel-comm is ``moe_a2a_overlap``: the dispatch
+    # and combine run beside another micro-batch's compute (hidden up to it).
+    expert_parallel: int = 1
+    expert_tensor_parallel: int | None = None
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
+    moe_routing_imbalance: float = 1.0
+    moe_a2a_overlap: bool = False
+
+    @property
+    def expert_tp(self) -> int:
+        """Expert tensor-parallel degree: ``expert_tensor_parallel``, else tensor_parallel."""
+        return self.tensor_parallel if self.expert_tensor_parallel is None else self.expert_tensor_parallel
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -617,7 +643,15 @@ class TrainingSpec:
                                                framework == "megatron"),
             overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
             tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False),
-            lora=_lora(d.get("lora"), f"{path}.lora")))
+            lora=_lora(d.get("lora"), f"{path}.lora"),
+            expert_parallel=_int(d, "expert_parallel", path, 1, maximum=100_000),
+            expert_tensor_parallel=_int(d, "expert_tensor_parallel", path, maximum=100_000),
+            moe_capacity_factor=_num(d, "moe_capacity_factor", path, None, strict=True,
+                                     maximum=1000.0),
+            moe_pad_to_capacity=_bool(d, "moe_pad_to_capacity", path, False),
+            moe_routing_imbalance=_num(d, "moe_routing_imbalance", path, 1.0, minimum=1.0,
+                                       maximum=100_000.0),
+            moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False)))
 
     def to_dict(self) -> dict:
         out = _given(self)
@@ -625,8 +659,12 @@ class TrainingSpec:
             out["dtypes"] = _given(self.dtypes)
         if self.lora is not None:
             out["lora"] = {**_given(self.lora), "targets": list(self.lora.targets)}
-        for name in ("overlap_param_gather", "tp_comm_overlap"):
+        for name in ("overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
+                     "moe_a2a_overlap"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
+                del out[name]
+        for name, default in (("expert_parallel", 1), ("moe_routing_imbalance", 1.0)):
+            if out[name] == default:
                 del out[name]
         return out
 
@@ -867,6 +905,7 @@ class Scenario:
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "
                                 "sequence parallelism: needs sequence_parallel true (Megatron-LM "
                                 "arguments.py asserts it)")
+        _check_experts(sc)
         return sc
 
     def to_dict(self) -> dict:
@@ -1150,6 +1189,49 @@ def _node_figures(c: ClusterSpec) -> dict:
                 cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
                 cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
                 cxl_capacity_bytes=cxl and cxl.capacity_bytes)
+
+
+def _check_experts(sc) -> None:
+    """The MoE routing settings against the model, as Megatron-Core checks them
+    (megatron/training/arguments.py and core/transformer/transformer_config.py, core 0.20):
+    expert parallelism needs experts, and EP must divide their number; padding needs a
+    capacity factor; with tensor parallelism an MoE layer needs sequence parallelism
+    (moe_layer.py raises without it). Layout divisibility is :func:`simulation.parallel.layout`'s."""
+    tr, m = sc.training, sc.model
+    ep = tr.expert_parallel
+    moe = m is not None and m.num_experts > 1
+    routing = (ep != 1 or tr.expert_tensor_parallel is not None or tr.moe_capacity_factor is not None
+               or tr.moe_pad_to_capacity or tr.moe_routing_imbalance != 1.0 or tr.moe_a2a_overlap)
+    if routing and not moe:
+        name = next(k for k, v in (("expert_parallel", ep != 1),
+                                   ("expert_tensor_parallel", tr.expert_tensor_parallel is not None),
+                                   ("moe_capacity_factor", tr.moe_capacity_factor is not None),
+                                   ("moe_pad_to_capacity", tr.moe_pad_to_capacity),
+                                   ("moe_routing_imbalance", tr.moe_routing_imbalance != 1.0),
+                                   ("moe_a2a_overlap", tr.moe_a2a_overlap)) if v)
+        raise ScenarioError(f"training.{name}",
+                            "applies to a mixture of experts: the model has no experts "
+                            "(model.num_experts is 1)")
+    if not moe:
+        return
+    if m.num_experts % ep:
+        raise ScenarioError("training.expert_parallel",
+                            f"must divide the model's {m.num_experts} experts, got {ep} "
+                            "(Megatron: num_experts must be a multiple of expert_model_parallel_size)")
+    if tr.moe_pad_to_capacity and tr.moe_capacity_factor is None:
+        raise ScenarioError("training.moe_pad_to_capacity",
+                            "needs moe_capacity_factor (Megatron: moe_expert_capacity_factor must "
+                            "be set to use moe_pad_expert_input_to_capacity)")
+    if tr.moe_routing_imbalance > ep:
+        raise ScenarioError("training.moe_routing_imbalance",
+                            f"is at most expert_parallel ({ep}): the busiest rank cannot receive "
+                            f"more than every rank's tokens, got {tr.moe_routing_imbalance:g}")
+    if ep > 1 and tr.tensor_parallel > 1 and not tr.sequence_parallel:
+        raise ScenarioError("training.sequence_parallel",
+                            "must be true for an MoE layer with tensor parallelism (Megatron-Core "
+                            "moe_layer.py raises without it)")
+    if tr.moe_a2a_overlap and ep == 1:
+        raise ScenarioError("training.moe_a2a_overlap", "needs expert_parallel > 1 (no all-to-all)")
 
 
 def _check_lora(sc) -> None:
