@@ -108,12 +108,40 @@ export interface Step {
   model_flops?: number;
   /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */
   cpu_optimizer?: CpuOptimizer;
+  /** MoE with expert parallelism (simulation/experts.py): the all-to-alls and the busiest rank. */
+  expert_parallel?: ExpertParallel;
   /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
   time_band_s?: [number, number];
   band?: StepBand;
   /** False when the scenario lies outside what the band's cases covered (reasons in outside_validation). */
   validated?: boolean;
   outside_validation?: string[];
+}
+
+/** The step's expert-parallel figures (simulation/experts.py summary); seconds per micro-batch. */
+export interface ExpertParallel {
+  expert_parallel: number;
+  expert_tensor_parallel: number;
+  expert_data_parallel: number;
+  experts_per_rank: number;
+  capacity_factor: number | null;
+  dropless: boolean;
+  pad_to_capacity: boolean;
+  routing_imbalance: number;
+  /** Tokens the busiest rank's experts take over the mean. */
+  token_factor: number;
+  a2a_overlap: boolean;
+  imbalance_compute_s: number;
+  source: string;
+  alltoall_s?: number;
+  alltoall_exposed_s?: number;
+  per_alltoall_s?: number;
+  alltoalls_per_layer?: number;
+  etp_collective_s?: number;
+  dispatch_bytes?: number;
+  ep_ranks_per_node?: number;
+  ep_nodes?: number;
+  link?: string;
 }
 
 /** The error model's band for one kind of scenario. */
