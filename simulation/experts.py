@@ -39,6 +39,13 @@ The busiest rank paces the layer: every all-to-all waits for it, and its expert 
 run ``token_factor`` times the mean tokens (:func:`simulation.compute.layer_times`).
 Without EP the experts are all local: no all-to-all and no rank imbalance (r = 1; a
 capacity factor under 1 still drops tokens).
+
+Left as approximations: the experts' gradients are reduced with the dense ones over the
+data-parallel group (Megatron reduces them over the smaller expert-data-parallel group:
+the bytes per rank are the rank's, the ring's (n - 1) / n is the DP group's); the
+all-to-all runs beside nothing else on the links (it is not a task of the step graph but
+a serial term per micro-batch, like the pipeline's point-to-point transfers); a capacity
+factor under 1 does not shrink the stored activations (an upper bound).
 """
 
 from __future__ import annotations
@@ -98,6 +105,20 @@ def layer_params_per_rank(m: ModelSpec, per_layer: float, lay) -> float:
     return (per_layer - e) / lay.tensor_parallel + e / (lay.expert_tensor_parallel * lay.expert_parallel)
 
 
+def floor_params(m: ModelSpec, total: float, tr: TrainingSpec) -> float:
+    """A parameter count ``n`` with ``n / (TP x PP)`` at most what a rank holds under any
+    TP (:func:`rank_params`), for the planner's HBM lower bound: ``D + E / EP`` when the
+    experts follow TP (ETP unset: ``E / (TP x EP x PP)``), ``D + E / (ETP x EP)`` with an
+    explicit ETP (``E / (ETP x EP x PP)`` is at least that over TP x PP for TP >= 1);
+    ``total`` without EP. Sharded states come out smaller than the memory model's, which
+    keeps the bound a bound."""
+    e = expert_params_total(m)
+    if not e or (tr.expert_parallel == 1 and tr.expert_tensor_parallel is None):
+        return total
+    etp = 1 if tr.expert_tensor_parallel is None else tr.expert_tensor_parallel
+    return (total - e) + e / (tr.expert_parallel * etp)
+
+
 def sharded_divisor(m: ModelSpec, total: float, lay, d: int) -> float:
     """The divisor that turns :func:`rank_params` into the per-rank sharded count: with
     the dense part over ``d`` ranks and the experts over ``lay.expert_shard_degree``,
@@ -135,7 +156,8 @@ def dispatch_bytes(m: ModelSpec, tr: TrainingSpec) -> float:
     """Bytes one rank's tokens make in one dispatch (the all-to-all's input, busiest
     rank): ``b x s / TP`` local tokens x top_k x h x activation bytes x :func:`token_factor`."""
     act = 4 if tr.precision == "fp32" else 2
-    tokens = tr.micro_batch_size * tr.seq_len / tr.tensor_parallel
+    cp = getattr(tr, "context_parallel", 1) or 1       # a CP rank routes its share of the sequence
+    tokens = tr.micro_batch_size * tr.seq_len / (tr.tensor_parallel * cp)
     return tokens * m.moe_top_k * m.hidden_size * act * token_factor(tr)
 
 

@@ -447,6 +447,8 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     st = sc.strategy
     pipeline_stage = stage
     d, stage = lay.shard_degree, st.zero_stage
+    if sc.training.lora is None:        # psi is the rank's count with EP: shard it as build_parts does
+        d = experts.sharded_divisor(sc.model, pc.total, lay, d)
     # one transformer block = one FSDP unit (its experts over ETP x EP with EP)
     unit = experts.layer_params_per_rank(sc.model, pc.per_layer, lay)
     k_fp32 = sb.master_weights + sb.optimizer_states

@@ -115,7 +115,8 @@ def _expert_degrees(model: ModelSpec, t: TrainingSpec, s: StrategySpec, dp: int,
     etp = t.expert_tp if model.num_experts > 1 else t.tensor_parallel
     if ep == 1 and etp == t.tensor_parallel:
         return 1, etp, dp, shard
-    group = t.tensor_parallel * dp
+    # the dense grid's ranks of one pipeline stage: TP x CP x DP (CP where the scenario has it)
+    group = t.tensor_parallel * (getattr(t, "context_parallel", 1) or 1) * dp
     if group % (ep * etp):
         bad = "expert_parallel" if group % ep else "expert_tensor_parallel"
         raise ScenarioError(f"training.{bad}",

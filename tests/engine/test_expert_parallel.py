@@ -291,3 +291,20 @@ def test_exports_carry_expert_parallelism():
     snippet = export.fsdp_snippet(sc)
     assert "leaves expert parallelism out" in snippet
     assert "_tierlab_moe" not in export.deepspeed_config(Scenario.from_dict(mixtral(strategy="zero1")))
+
+
+@pytest.mark.parametrize("strategy, ep, extra", [
+    ("ddp", 8, {}), ("megatron_dist_opt", 8, {}), ("zero3", 4, {"framework": "megatron"}),
+    ("megatron_dist_opt", 4, {"expert_tensor_parallel": 1}),
+])
+def test_the_planners_hbm_floor_stays_below_the_memory_model_with_ep(strategy, ep, extra):
+    """The planner prunes on a lower bound of HBM (planner.hbm_lower_bound_bytes); with EP
+    a rank holds D + E / EP parameters, not all of them, so a floor counting every
+    parameter would prune layouts that fit."""
+    from simulation import planner
+    tp = 2 if "expert_tensor_parallel" in extra else 1
+    sc = Scenario.from_dict(mixtral(nodes=1, tp=tp, ep=ep, strategy=strategy, **extra))
+    floor = planner.hbm_lower_bound_bytes(sc, layout(sc))
+    total = evaluate(sc, include_step=False).to_dict()["memory"]["per_gpu"]["hbm"]["total_bytes"]
+    assert floor <= total
+    assert floor > 0.3 * total          # still a bound worth pruning on
