@@ -126,7 +126,8 @@ REASON_LABELS = {
 # ScenarioError fields that mean a degree or batch does not divide (parallel.layout's)
 _DIVISIBILITY_FIELDS = ("training.tensor_parallel", "training.pipeline_parallel",
                         "training.global_batch_size", "training.interleave_stages",
-                        "strategy.shard_group_size")
+                        "strategy.shard_group_size", "training.expert_parallel",
+                        "training.expert_tensor_parallel")
 _DIMS = ("tensor_parallel", "pipeline_parallel", "interleave_stages", "micro_batch_size",
          "recompute", "strategies", "offload_optimizer", "offload_params", "prefetch_depth",
          "checkpoint_target", "checkpoint_interval_s")
