@@ -46,6 +46,7 @@ def test_defaults_leave_the_json_as_it_was():
     again = Scenario.from_dict(sc.to_dict())
     assert again == sc
     assert sc.to_dict()["training"]["expert_parallel"] == 8
+    assert sc.training.framework == "megatron"           # EP is Megatron's: its kernels' activations
 
 
 @pytest.mark.parametrize("change, field, words", [
@@ -90,6 +91,12 @@ def test_layout_is_megatron_cores_expert_grid():
     # ETP 1 under TP 2 on 16 GPUs: DP 8, EDP = 2 x 8 / (1 x 4) = 4; shard 8 x 2 / 4 = 4
     lay = layout(Scenario.from_dict(mixtral(nodes=2, tp=2, ep=4, expert_tensor_parallel=1)))
     assert (lay.expert_tensor_parallel, lay.expert_data_parallel, lay.expert_shard_degree) == (1, 4, 4)
+    # ETP 4 x EP 2 = 8 does not divide TP x DP = 2 x 2 on 4 GPUs (EP 2 alone does)
+    d = mixtral(tp=2, ep=2, expert_tensor_parallel=4)
+    d["cluster"]["gpus_per_node"] = 4
+    with pytest.raises(ScenarioError) as e:
+        layout(Scenario.from_dict(d))
+    assert e.value.field == "training.expert_tensor_parallel"
     # EP 8 x ETP 1 does not divide TP x DP = 1 x 4 on 4 GPUs
     d = mixtral(ep=8)
     d["cluster"]["gpus_per_node"] = 4
