@@ -1230,8 +1230,18 @@ def _check_experts(sc) -> None:
         raise ScenarioError("training.sequence_parallel",
                             "must be true for an MoE layer with tensor parallelism (Megatron-Core "
                             "moe_layer.py raises without it)")
-    if tr.moe_a2a_overlap and ep == 1:
-        raise ScenarioError("training.moe_a2a_overlap", "needs expert_parallel > 1 (no all-to-all)")
+    if tr.moe_a2a_overlap:
+        # Megatron-Core transformer_config.py (core 0.20) asserts each of these
+        why = ("needs expert_parallel > 1 (no all-to-all)" if ep == 1 else
+               "needs recompute other than full (Megatron: disable full recomputation)"
+               if tr.recompute == "full" else
+               "needs a 16-bit model (Megatron: only supported with bf16 or fp16)"
+               if tr.precision == "fp32" else
+               "needs interleave_stages with pipeline_parallel > 1 (Megatron: "
+               "virtual_pipeline_model_parallel_size must be specified)"
+               if tr.pipeline_parallel > 1 and tr.interleave_stages is None else None)
+        if why:
+            raise ScenarioError("training.moe_a2a_overlap", why)
 
 
 def _check_lora(sc) -> None:

@@ -58,6 +58,11 @@ def test_defaults_leave_the_json_as_it_was():
     (dict(expert_parallel=2, moe_routing_imbalance=0.5), "training.moe_routing_imbalance", ">= 1"),
     (dict(expert_parallel=2, moe_capacity_factor=0.0), "training.moe_capacity_factor", "> 0"),
     (dict(moe_a2a_overlap=True), "training.moe_a2a_overlap", "needs expert_parallel > 1"),
+    # Megatron-Core transformer_config.py's assertions for --overlap-moe-expert-parallel-comm
+    (dict(expert_parallel=2, moe_a2a_overlap=True, recompute="full"), "training.moe_a2a_overlap",
+     "recompute other than full"),
+    (dict(expert_parallel=2, moe_a2a_overlap=True, pipeline_parallel=2), "training.moe_a2a_overlap",
+     "needs interleave_stages"),
 ])
 def test_bad_routing_settings_name_their_field(change, field, words):
     d = mixtral()
