@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, expertsLine, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
 import { formatCount } from "./units";
 import { fittingReport, sampleReport } from "./testdata/report";
 
@@ -152,5 +152,15 @@ describe("trainableLine (LoRA)", () => {
     expect(trainableLine({ num_params: 6738415616, trainable_params: 4194304 })).toBe(
       `LoRA: ${formatCount(4194304)} trained (0.062 %), the rest frozen`);
     expect(trainableLine({ num_params: 6738415616 })).toBeNull();
+  });
+});
+
+describe("expertsLine (expert parallelism)", () => {
+  it("says how the experts are laid out, and nothing without EP", () => {
+    expect(expertsLine({ num_gpus: 16, expert_parallel: 8, expert_tensor_parallel: 1, expert_data_parallel: 2 }, 8))
+      .toBe("EP 8: 1 of 8 experts per GPU, expert tensor parallel 1, 2 expert-data-parallel replicas");
+    expect(expertsLine({ expert_parallel: 4, expert_data_parallel: 1 })).toBe(
+      "EP 4: experts split 4 ways, expert tensor parallel 1, 1 expert-data-parallel replica");
+    expect(expertsLine({ num_gpus: 8, tensor_parallel: 1 })).toBeNull();
   });
 });

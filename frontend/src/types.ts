@@ -58,6 +58,11 @@ export interface Report {
     global_batch_size?: number;
     micro_batch_size?: number;
     grad_accumulation_steps?: number;
+    /** With expert parallelism only (simulation/parallel.py Layout). */
+    expert_parallel?: number;
+    expert_tensor_parallel?: number;
+    expert_data_parallel?: number;
+    expert_shard_degree?: number;
   };
   convention?: {
     name: string;
