@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import experts as _experts
 from . import fp8 as fp8_model
 from .lora import adapter_gemms
 from .memo import ByIdentity
@@ -363,7 +364,21 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     up_n = (2 if m.gated_mlp else 1) * ((m.expert_ffn_size if experts > 1 else f) or f) / t
     attn_g = attention_gemms(m, tok, t)
     moe_share = m.moe_layers / m.num_layers if experts > 1 and m.num_layers else 0.0
-    mlp_sets = [(1.0 - moe_share, mlp_gemms(m, tok, t, False)), (moe_share, mlp_gemms(m, tok, t, True))]
+    local, routed = experts, False
+    fe = (m.expert_ffn_size if experts > 1 else f) or f
+    if experts > 1 and (tr.expert_parallel > 1 or tr.moe_capacity_factor is not None
+                        or tr.expert_tp != t):
+        # expert parallelism (simulation/experts.py): the rank's experts / EP experts each
+        # take EP times the tokens, the busiest rank token_factor times the mean; with ETP
+        # the tokens of the ETP ranks (all-gathered) and fe / ETP wide
+        ep, et = tr.expert_parallel, tr.expert_tp
+        local, routed = experts // ep, True
+        e_tok = tok / t * et * top_k / experts * ep * _experts.token_factor(tr)
+        up_n = (2 if m.gated_mlp else 1) * fe / et
+    moe_g = mlp_gemms(m, tok, t, True)
+    if routed:
+        moe_g = [(e_tok, up_n, h, local), (e_tok, h, fe / et, local)] + moe_g[2:]
+    mlp_sets = [(1.0 - moe_share, mlp_gemms(m, tok, t, False)), (moe_share, moe_g)]
 
     def fwd_of(gs):
         return sum(c * gemm_s(M, N, K, g_lin, hbm, 1, lin_eb) for M, N, K, c in gs)
@@ -389,9 +404,10 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
     st = PASSES[_stack(tr)]
     hidden = tok * h / (t if tr.sequence_parallel else 1)
-    # MLP activation elements per layer (mean over dense and expert blocks)
+    # MLP activation elements per layer (mean over dense and expert blocks; the busiest
+    # expert-parallel rank's routed tokens token_factor times the mean)
     ffn = (1.0 - moe_share) * tok * f / t + moe_share * tok * (
-        top_k * (m.expert_ffn_size or f) + m.shared_expert_ffn_size) / t
+        top_k * fe * _experts.token_factor(tr) + m.shared_expert_ffn_size) / t
     heads_l = max(1, round(a / t))
     attn_drop = m.attention_dropout if m.attention_dropout is not None else m.dropout
     hid_drop = m.hidden_dropout if m.hidden_dropout is not None else m.dropout
@@ -445,12 +461,13 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
     c_fwd = c_bwd = w_step = 0.0
     if fp8 is not None:
-        c_fwd, c_bwd, w_step = _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, (m.expert_ffn_size if experts > 1 else f) or f, t, up_n, e_tok, experts)
+        c_fwd, c_bwd, w_step = _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d,
+                                          fe * t / et if routed else fe, t, up_n, e_tok, local)
     fwd = g_fwd + a_fwd + mb_fwd + c_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h,
-                                                 m.expert_ffn_size if experts > 1 else f, t,
-                                                 experts, e_tok, g_lin, hbm)
+                                                 fe * t / et if routed else fe, t,
+                                                 local, e_tok, g_lin, hbm)
              + mb_fwd + c_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + c_bwd + extra
     v = m.vocab_size or 0
@@ -463,6 +480,10 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head, attention_bwd=a_bwd)
     if fp8 is not None:
         parts.update(fp8_cast=c_fwd, fp8_cast_bwd=c_bwd, fp8_weight_cast_per_step=w_step)
+    if routed:                    # expert parallelism: the rank's expert GEMMs, fwd + bwd
+        parts["expert_gemm"] = moe_share * sum(
+            c * (gemm_s(M, N, K, g_lin, hbm, 1, lin_eb) + gemm_s(M, K, N, g_lin, hbm, 1, lin_eb)
+                 + gemm_s(K, N, M, g_lin, hbm, 1, lin_eb)) for M, N, K, c in moe_g[:2])
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head, parts=parts)
 
 

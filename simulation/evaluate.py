@@ -15,6 +15,7 @@ from .memo import ByIdentity
 from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries, trained_params
 from .params import model_params
 from .parallel import layout
+from . import experts
 from .recsys import moe_designs
 from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
@@ -276,8 +277,8 @@ def _states_per_param(hbm: dict, pc, lay) -> float:
 
 def _cross_checks(sc: Scenario, pc, lay, sb) -> dict:
     out = {}
-    psi = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)
-    d, stage = lay.shard_degree, sc.strategy.zero_stage
+    psi = experts.rank_params(sc.model, pc.total, lay)
+    d, stage = experts.sharded_divisor(sc.model, pc.total, lay, lay.shard_degree), sc.strategy.zero_stage
     p_div, g_div, o_div = (d if stage >= 3 else 1), (d if stage >= 2 else 1), (d if stage >= 1 else 1)
     out["zero_paper_model_states_per_gpu_bytes"] = (
         sb.params * psi / p_div + sb.grads * psi / g_div + sb.k * psi / o_div)
@@ -328,13 +329,29 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
                      f"the {c.gpus_per_node} GPUs per node: the context-parallel K/V ring crosses "
                      "the network (step.context_parallel shows what of it hides behind attention).")
     if sc.model.num_experts > 1:
-        notes.append("MoE: all experts are counted and sharded by the chosen strategy; expert "
-                     "parallelism is not modelled yet.")
+        notes.append(_moe_note(sc, lay))
     if not sc.model.has_architecture:
         notes.append("Only num_params given: per-layer sizes are assumed uniform.")
     if lay.grad_accumulation_steps > 1:
         notes.append(f"{lay.grad_accumulation_steps} gradient-accumulation steps per optimizer step.")
     return notes
+
+
+def _moe_note(sc: Scenario, lay) -> str:
+    """What the report assumes of a mixture of experts (simulation/experts.py)."""
+    m, tr = sc.model, sc.training
+    if lay.expert_parallel == 1:
+        return ("MoE: every rank holds all experts (training.expert_parallel 1), sharded by the "
+                "chosen strategy; no all-to-all.")
+    routing = ("dropless" if tr.moe_capacity_factor is None
+               else f"capacity factor {tr.moe_capacity_factor:g}"
+               + (" (padded)" if tr.moe_pad_to_capacity else ""))
+    return (f"MoE: expert parallelism {lay.expert_parallel} ({m.num_experts // lay.expert_parallel} "
+            f"experts per rank, expert tensor parallel {lay.expert_tensor_parallel}, "
+            f"{lay.expert_data_parallel} expert-data-parallel replicas), {routing}, the busiest "
+            f"rank at x{experts.token_factor(tr):g} the mean tokens; each MoE layer's dispatch "
+            "and combine all-to-alls are in the step "
+            + ("beside the compute (moe_a2a_overlap)." if tr.moe_a2a_overlap else "on the critical path."))
 
 
 def _model_state_advice(s) -> str:

@@ -208,10 +208,56 @@ def deepspeed_config(sc: Scenario) -> dict:
                                 "on the expander.")
     if lay.context_parallel > 1:
         notes.append(_context_parallel_note(sc, "DeepSpeed"))
+    if lay.expert_parallel > 1 or sc.model.num_experts > 1 and tr.moe_capacity_factor is not None:
+        cfg["_tierlab_moe"] = deepspeed_moe_kwargs(sc)
+        cfg["_tierlab_megatron_args"] = megatron_moe_args(sc)
+        notes.append("Expert parallelism is not a DeepSpeed config key: build each MoE layer as "
+                     "deepspeed.moe.layer.MoE(hidden_size, expert, **_tierlab_moe) (ep_size is "
+                     "the plan's expert_parallel); the routing imbalance the plan counts is a "
+                     "property of the data, not a setting. _tierlab_megatron_args are the same "
+                     "choices as Megatron-LM arguments.")
     cfg["_tierlab_placeholders"] = placeholders
     if notes:
         cfg["_tierlab_notes"] = notes
     return cfg
+
+
+def deepspeed_moe_kwargs(sc: Scenario) -> dict:
+    """Keyword arguments of ``deepspeed.moe.layer.MoE`` for the plan's experts: ``num_experts``,
+    ``ep_size`` (expert parallel), ``k`` (top-k), ``capacity_factor`` and ``drop_tokens``
+    (DeepSpeed drops over capacity unless ``drop_tokens`` is False: the plan's dropless is
+    ``drop_tokens`` False), ``enable_expert_tensor_parallelism`` (expert tensor parallel > 1;
+    DeepSpeed then splits experts over the tensor-parallel group). DeepSpeed's MoE API
+    (deepspeed/moe/layer.py ``MoE.__init__``); it has no padding option."""
+    m, tr, lay = sc.model, sc.training, layout(sc)
+    dropless = tr.moe_capacity_factor is None
+    return {"num_experts": m.num_experts, "ep_size": lay.expert_parallel, "k": m.moe_top_k,
+            "capacity_factor": 1.0 if dropless else tr.moe_capacity_factor,
+            "drop_tokens": not dropless,
+            "enable_expert_tensor_parallelism": lay.expert_tensor_parallel > 1}
+
+
+def megatron_moe_args(sc: Scenario) -> list[str]:
+    """Megatron-LM command-line arguments for the plan's experts (megatron/training/
+    arguments.py, core 0.20): ``--num-experts``, ``--moe-router-topk``,
+    ``--expert-model-parallel-size``, ``--expert-tensor-parallel-size``,
+    ``--moe-token-dispatcher-type alltoall`` (the dispatcher the plan models), and where
+    set ``--moe-expert-capacity-factor``, ``--moe-pad-expert-input-to-capacity``,
+    ``--overlap-moe-expert-parallel-comm``. Empty for a dense model."""
+    m, tr, lay = sc.model, sc.training, layout(sc)
+    if m.num_experts <= 1:
+        return []
+    out = [f"--num-experts {m.num_experts}", f"--moe-router-topk {m.moe_top_k}",
+           f"--expert-model-parallel-size {lay.expert_parallel}",
+           f"--expert-tensor-parallel-size {lay.expert_tensor_parallel}",
+           "--moe-token-dispatcher-type alltoall"]
+    if tr.moe_capacity_factor is not None:
+        out.append(f"--moe-expert-capacity-factor {tr.moe_capacity_factor:g}")
+    if tr.moe_pad_to_capacity:
+        out.append("--moe-pad-expert-input-to-capacity")
+    if tr.moe_a2a_overlap:
+        out.append("--overlap-moe-expert-parallel-comm")
+    return out
 
 
 _DTYPE = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
@@ -259,6 +305,13 @@ def fsdp_snippet(sc: Scenario) -> str:
                      f"{lay.data_parallel} data-parallel ranks only; tensor and pipeline "
                      "parallelism need torch.distributed.tensor.parallel / "
                      "torch.distributed.pipelining on a device mesh of their own.")
+
+    if lay.expert_parallel > 1:
+        notes.append(f"The plan uses expert_parallel={lay.expert_parallel}: this FSDP module leaves "
+                     "expert parallelism out (every rank would hold all experts, sharded as the "
+                     "rest). Place the experts with an expert-parallel mesh dimension of your own "
+                     "(torchtitan's ExpertParallel) or use Megatron-LM: "
+                     + " ".join(megatron_moe_args(sc)) + ".")
 
     # Mixed precision: the sharded parameters keep the dtype the model is built in.
     if sb.params_dtype == "fp32":

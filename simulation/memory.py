@@ -60,6 +60,7 @@ import math
 
 from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
 from .loss import loss_bytes
+from . import experts
 from .lora import adapter_activation_bytes, adapter_params
 from .memo import ByIdentity
 from .params import ParamCount
@@ -120,7 +121,10 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     st, tr = sc.strategy, sc.training
     realistic = sc.convention == "realistic"
     gpn = sc.cluster.gpus_per_node
-    psi = pc.total / (lay.tensor_parallel * lay.pipeline_parallel)   # params per MP rank
+    # params per model-parallel rank; with expert parallelism the experts over ETP x EP
+    # (simulation/experts.py rank_params), and ``d`` the divisor that shards the dense part
+    # over the shard group and the experts over its expert-data-parallel ranks
+    psi = experts.rank_params(sc.model, pc.total, lay)
     base_psi = psi
     lora = tr.lora
     if lora is not None:
@@ -128,9 +132,14 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         # master copy, no optimizer states; gradients, master weights and moments below
         # are the adapters' (psi: their count per model-parallel rank).
         psi = adapter_params(sc.model, lora)["total"] / (lay.tensor_parallel * lay.pipeline_parallel)
-    d = lay.shard_degree
+    d = experts.sharded_divisor(sc.model, pc.total, lay, lay.shard_degree) if lora is None else lay.shard_degree
     stage = st.zero_stage
-    shard_note = f"sharded over {d} ranks" if d > 1 else "replicated on every rank"
+    shard_note = (f"sharded over {lay.shard_degree} ranks" if lay.shard_degree > 1
+                  else "replicated on every rank")
+    if lay.expert_parallel > 1:
+        shard_note += (f"; experts: {sc.model.num_experts // lay.expert_parallel} per rank "
+                       f"(EP {lay.expert_parallel}), states over "
+                       f"{lay.expert_shard_degree} expert-data-parallel ranks")
     parts: list[dict] = []
 
     def add(name, category, tier, per_rank_bytes, bpp=None, phase="persistent", note="",
@@ -293,6 +302,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
         if tr.fp8 is not None:
             _fp8_parts(add, sc, pc, lay)
+    _expert_tokens(add, sc, lay, layers_held)
 
     # ---- working buffers (realistic only)
     if realistic:
@@ -359,6 +369,38 @@ def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout) -> None:
     hist = f"amax history {fp8.history_len} x fp32, " if fp8.history_len else ""
     add("FP8 scaling state (amax history and scales)", "buffers", "hbm", state,
         note=f"{hist}5 quantizers per GEMM (TE quantization.py DelayedScalingRecipeState)")
+def _expert_tokens(add, sc: Scenario, lay: Layout, layers_held: float) -> None:
+    """The busiest expert-parallel rank's routed tokens (simulation/experts.py).
+
+    * Imbalance or capacity: the stored per-layer activations count each rank's experts
+      as taking the mean ``b x s x top_k`` tokens; the busiest takes
+      :func:`simulation.experts.token_factor` times that, so the routed tokens' share of a
+      layer (the expert inputs, MLPs and outputs: the layer's bytes less the same layer
+      with no token routed, ``top_k`` 0) grows by ``factor - 1`` over the layers held (a
+      capacity factor under 1 is not subtracted: an upper bound).
+    * The all-to-all's buffers: the dispatch's permuted send buffer and the combine's
+      receive buffer of the layer being run, ``dispatch bytes`` each
+      (Megatron-Core ``MoEAlltoAllTokenDispatcher``: the permuted tokens and the
+      all-to-all output are separate tensors), live through forward and backward.
+    """
+    m, tr = sc.model, sc.training
+    if not experts.moe_layers(m) or (lay.expert_parallel <= 1 and tr.moe_capacity_factor is None):
+        return
+    f = experts.token_factor(tr)
+    if f > 1.0 and tr.recompute != "full":
+        shape = _shape(m, tr, tr.recompute)
+        routed = layer_bytes(shape) - layer_bytes(dataclasses.replace(shape, top_k=0))
+        moe_share = experts.moe_layers(m) / m.num_layers
+        add(IMBALANCE_PART, "activations", "hbm", (f - 1) * routed * layers_held * moe_share,
+            phase="fwd_bwd",
+            note=f"x{f:g} the mean routed tokens (moe_routing_imbalance, moe_capacity_factor)")
+    if lay.expert_parallel > 1:
+        add(experts.A2A_PART, "buffers", "hbm", 2 * experts.dispatch_bytes(m, tr), phase="fwd_bwd",
+            note="permuted tokens sent and tokens received back, b x s / TP x top_k x h x "
+                 f"{experts.token_factor(tr):g}")
+
+
+IMBALANCE_PART = experts.IMBALANCE_PART
 
 
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
@@ -516,8 +558,11 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     st = sc.strategy
     pipeline_stage = stage
     d, stage = lay.shard_degree, st.zero_stage
-    # one transformer block = one FSDP unit; the biggest block where they differ (experts)
-    unit = max(pc.per_layer, pc.largest_layer) / lay.tensor_parallel
+    if sc.training.lora is None:        # psi is the rank's count with EP: shard it as build_parts does
+        d = experts.sharded_divisor(sc.model, pc.total, lay, d)
+    # one transformer block = one FSDP unit, the biggest where blocks differ (experts);
+    # its experts over ETP x EP with EP
+    unit = experts.layer_params_per_rank(sc.model, max(pc.per_layer, pc.largest_layer), lay)
     k_fp32 = sb.master_weights + sb.optimizer_states
 
     if st.kind == "megatron_dist_opt":

@@ -39,9 +39,31 @@ class Layout:
     def grad_reduce_degree(self) -> int:
         """Ranks the gradients are reduced over: data parallel x context parallel."""
         return self.data_parallel * self.context_parallel
+    # Expert parallelism (simulation/experts.py): the MoE layers' experts spread over EP
+    # ranks, each expert split over ETP ranks; the expert-data-parallel group (EDP) is
+    # what is left of tp x dp for them (Megatron-Core parallel_state.py: world / (ETP x EP
+    # x PP)); ``expert_shard_degree``: ranks the experts' sharded states are split over.
+    expert_parallel: int = 1
+    expert_tensor_parallel: int = 1
+    expert_data_parallel: int = 1
+    expert_shard_degree: int = 1
 
     def to_dict(self) -> dict:
-        return made_once(self, plain)          # layouts are frozen and shared
+        return made_once(self, _plain)         # layouts are frozen and shared
+
+
+_EXPERT_KEYS = ("expert_parallel", "expert_tensor_parallel", "expert_data_parallel",
+                "expert_shard_degree")
+
+
+def _plain(lay: Layout) -> dict:
+    """The layout as JSON; without expert parallelism its expert degrees are left out (the
+    report's ``parallelism`` as before EP existed)."""
+    d = plain(lay)
+    if lay.expert_parallel == 1 and lay.expert_tensor_parallel == lay.tensor_parallel:
+        for k in _EXPERT_KEYS:
+            del d[k]
+    return d
 
 
 def layout(sc: Scenario) -> Layout:
@@ -94,11 +116,46 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
         shard = s.shard_group_size
     else:
         shard = dcp
+    ep, etp, edp, eshard = _expert_degrees(model, t, s, dp, shard)
     return Layout(num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
                   pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
                   replica_groups=dcp // shard, micro_batch_size=t.micro_batch_size,
                   global_batch_size=gbs, grad_accumulation_steps=gbs // per_step,
-                  context_parallel=cp)
+                  context_parallel=cp,
+                  expert_parallel=ep, expert_tensor_parallel=etp, expert_data_parallel=edp,
+                  expert_shard_degree=eshard)
+
+
+def _expert_degrees(model: ModelSpec, t: TrainingSpec, s: StrategySpec, dp: int,
+                    shard: int) -> tuple[int, int, int, int]:
+    """``(EP, ETP, EDP, expert shard degree)``, checked as Megatron-Core checks them.
+
+    Megatron-Core (megatron/core/parallel_state.py ``initialize_model_parallel``, core
+    0.20) lays the experts out on a second grid of the same ranks, ETP x EP x EDP x PP
+    (order tp-ep-dp-pp): world % (ETP x EP x PP) must be 0 and EDP = world / (ETP x EP x
+    PP), i.e. ETP x EP must divide TP x DP. The sharded states of the experts (ZeRO, the
+    distributed optimizer, FSDP) are split over the expert-data-parallel ranks of the
+    shard group: shard x TP / (ETP x EP) of them (at least 1).
+    """
+    ep = t.expert_parallel
+    etp = t.expert_tp if model.num_experts > 1 else t.tensor_parallel
+    if ep == 1 and etp == t.tensor_parallel:
+        return 1, etp, dp, shard
+    # the dense grid's ranks of one pipeline stage: TP x CP x DP (CP where the scenario has it)
+    group = t.tensor_parallel * (getattr(t, "context_parallel", 1) or 1) * dp
+    if group % (ep * etp):
+        bad = "expert_parallel" if group % ep else "expert_tensor_parallel"
+        raise ScenarioError(f"training.{bad}",
+                            f"expert_tensor_parallel x expert_parallel = {etp} x {ep} = {ep * etp} "
+                            f"must divide tensor_parallel x data-parallel degree = "
+                            f"{t.tensor_parallel} x {dp} = {group} (Megatron-Core: world size "
+                            "divisible by ETP x EP x PP)")
+    eshard = max(1, shard * t.tensor_parallel // (ep * etp)) if shard > 1 else 1
+    if shard > 1 and (shard * t.tensor_parallel) % (ep * etp) and eshard > 1:
+        raise ScenarioError("strategy.shard_group_size",
+                            f"shard group x tensor_parallel = {shard} x {t.tensor_parallel} must be "
+                            f"a multiple of expert_tensor_parallel x expert_parallel = {ep * etp}")
+    return ep, etp, group // (ep * etp), eshard
 
 
 _layout = ByIdentity(_derive)

@@ -87,6 +87,7 @@ from .errors import ScenarioError
 from .evaluate import evaluate
 from .fields import show
 from .parallel import layout
+from . import experts
 from .params import model_params
 from .lora import adapter_params
 from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Scenario, TrainingSpec,
@@ -125,7 +126,8 @@ REASON_LABELS = {
 # ScenarioError fields that mean a degree or batch does not divide (parallel.layout's)
 _DIVISIBILITY_FIELDS = ("training.tensor_parallel", "training.pipeline_parallel",
                         "training.global_batch_size", "training.interleave_stages",
-                        "strategy.shard_group_size")
+                        "strategy.shard_group_size", "training.expert_parallel",
+                        "training.expert_tensor_parallel")
 _DIMS = ("tensor_parallel", "pipeline_parallel", "interleave_stages", "micro_batch_size",
          "recompute", "strategies", "offload_optimizer", "offload_params", "prefetch_depth",
          "checkpoint_target", "checkpoint_interval_s")
@@ -401,7 +403,8 @@ def hbm_lower_bound_bytes(sc: Scenario, lay) -> float:
     tr = sc.training
     sb = state_bytes(tr.precision, tr.optimizer, tr.dtypes)
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, sc.convention == "realistic")
-    return _hbm_floor_bytes(sc.strategy, sb, pc.total, sc.model.num_layers, lay.tensor_parallel,
+    return _hbm_floor_bytes(sc.strategy, sb, experts.floor_params(sc.model, pc.total, tr),
+                            sc.model.num_layers, lay.tensor_parallel,
                             lay.pipeline_parallel, lay.shard_degree, act,
                             sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0,
                             _trained(sc.model, tr))
@@ -906,7 +909,9 @@ class _Space:
         self.model = probe.model
         self.realistic = probe.convention == "realistic"
         self.runtime_bytes = probe.runtime.runtime_bytes if self.realistic else 0.0
-        self.num_params = model_params(self.model).total
+        # with expert parallelism a rank holds fewer parameters than num_params / (tp pp):
+        # the floor takes the fewest it may hold (experts.floor_params)
+        self.num_params = experts.floor_params(self.model, model_params(self.model).total, probe.training)
         self.layers, self.heads = self.model.num_layers, self.model.num_attention_heads or 0
         sp = spec["space"]
         self.arr = {k: np.asarray(sp[k], dtype=np.int64) for k in

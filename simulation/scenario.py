@@ -84,7 +84,8 @@ def _framework(training: dict, path: str) -> str:
     them), transformers otherwise. Read after the parallel degrees are validated."""
     megatron = (training.get("tensor_parallel", 1) != 1 or training.get("pipeline_parallel", 1) != 1
                 or training.get("context_parallel", 1) != 1
-                or training.get("sequence_parallel") is True)
+                or training.get("sequence_parallel") is True
+                or training.get("expert_parallel", 1) != 1)
     return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
 
 
@@ -732,6 +733,31 @@ class TrainingSpec:
     # FP8 GEMMs (simulation/fp8.py): Transformer Engine under Megatron, torchao float8
     # under transformers' modules. None: every GEMM in ``precision``.
     fp8: Fp8Spec | None = None
+    # Expert parallelism of a mixture of experts (simulation/experts.py), named as
+    # Megatron-Core names them (megatron/training/arguments.py, core 0.20):
+    # ``expert_parallel`` --expert-model-parallel-size, the ranks one MoE layer's experts
+    # are spread over (num_experts / EP each), carved out of the data-parallel ranks;
+    # ``expert_tensor_parallel`` --expert-tensor-parallel-size (None: tensor_parallel, as
+    # arguments.py sets it); ``moe_capacity_factor`` --moe-expert-capacity-factor (None:
+    # dropless; else each expert takes at most ceil(tokens x top_k / experts x factor)
+    # tokens and drops the rest, moe_utils.get_capacity); ``moe_pad_to_capacity``
+    # --moe-pad-expert-input-to-capacity (every expert padded to its capacity: needs a
+    # capacity factor); ``moe_routing_imbalance``: tokens the busiest EP rank receives
+    # over the mean (1.0: balanced routing, what an auxiliary load-balancing loss aims
+    # at; the busiest rank paces every all-to-all and its expert GEMMs the layer).
+    # Megatron's --overlap-moe-expert-parallel-comm is ``moe_a2a_overlap``: the dispatch
+    # and combine run beside another micro-batch's compute (hidden up to it).
+    expert_parallel: int = 1
+    expert_tensor_parallel: int | None = None
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
+    moe_routing_imbalance: float = 1.0
+    moe_a2a_overlap: bool = False
+
+    @property
+    def expert_tp(self) -> int:
+        """Expert tensor-parallel degree: ``expert_tensor_parallel``, else tensor_parallel."""
+        return self.tensor_parallel if self.expert_tensor_parallel is None else self.expert_tensor_parallel
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -767,7 +793,15 @@ class TrainingSpec:
             context_parallel=_int(d, "context_parallel", path, 1, maximum=100_000),
             context_parallel_comm=_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p"),
             lora=_lora(d.get("lora"), f"{path}.lora"),
-            fp8=_fp8(d.get("fp8"), f"{path}.fp8", framework)))
+            fp8=_fp8(d.get("fp8"), f"{path}.fp8", framework),
+            expert_parallel=_int(d, "expert_parallel", path, 1, maximum=100_000),
+            expert_tensor_parallel=_int(d, "expert_tensor_parallel", path, maximum=100_000),
+            moe_capacity_factor=_num(d, "moe_capacity_factor", path, None, strict=True,
+                                     maximum=1000.0),
+            moe_pad_to_capacity=_bool(d, "moe_pad_to_capacity", path, False),
+            moe_routing_imbalance=_num(d, "moe_routing_imbalance", path, 1.0, minimum=1.0,
+                                       maximum=100_000.0),
+            moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False)))
 
     def to_dict(self) -> dict:
         out = _given(self)
@@ -777,13 +811,17 @@ class TrainingSpec:
             out["fp8"] = self.fp8.to_dict()
         if self.lora is not None:
             out["lora"] = {**_given(self.lora), "targets": list(self.lora.targets)}
-        for name in ("overlap_param_gather", "tp_comm_overlap"):
+        for name in ("overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
+                     "moe_a2a_overlap"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
                 del out[name]
         if self.context_parallel == 1:
             del out["context_parallel"]
         if self.context_parallel_comm == "p2p":
             del out["context_parallel_comm"]
+        for name, default in (("expert_parallel", 1), ("moe_routing_imbalance", 1.0)):
+            if out[name] == default:
+                del out[name]
         return out
 
     @property
@@ -1090,6 +1128,7 @@ class Scenario:
                                 "arguments.py asserts it)")
         if tr.context_parallel > 1:
             _check_context_parallel(tr)
+        _check_experts(sc)
         return sc
 
     def to_dict(self) -> dict:
@@ -1391,6 +1430,59 @@ def _node_figures(c: ClusterSpec) -> dict:
                 cxl_write_bytes_per_s=cxl and cxl.write_bytes_per_s,
                 cxl_read_bytes_per_s=cxl and cxl.read_bytes_per_s,
                 cxl_capacity_bytes=cxl and cxl.capacity_bytes)
+
+
+def _check_experts(sc) -> None:
+    """The MoE routing settings against the model, as Megatron-Core checks them
+    (megatron/training/arguments.py and core/transformer/transformer_config.py, core 0.20):
+    expert parallelism needs experts, and EP must divide their number; padding needs a
+    capacity factor; with tensor parallelism an MoE layer needs sequence parallelism
+    (moe_layer.py raises without it). Layout divisibility is :func:`simulation.parallel.layout`'s."""
+    tr, m = sc.training, sc.model
+    ep = tr.expert_parallel
+    moe = m is not None and m.num_experts > 1
+    routing = (ep != 1 or tr.expert_tensor_parallel is not None or tr.moe_capacity_factor is not None
+               or tr.moe_pad_to_capacity or tr.moe_routing_imbalance != 1.0 or tr.moe_a2a_overlap)
+    if routing and not moe:
+        name = next(k for k, v in (("expert_parallel", ep != 1),
+                                   ("expert_tensor_parallel", tr.expert_tensor_parallel is not None),
+                                   ("moe_capacity_factor", tr.moe_capacity_factor is not None),
+                                   ("moe_pad_to_capacity", tr.moe_pad_to_capacity),
+                                   ("moe_routing_imbalance", tr.moe_routing_imbalance != 1.0),
+                                   ("moe_a2a_overlap", tr.moe_a2a_overlap)) if v)
+        raise ScenarioError(f"training.{name}",
+                            "applies to a mixture of experts: the model has no experts "
+                            "(model.num_experts is 1)")
+    if not moe:
+        return
+    if m.num_experts % ep:
+        raise ScenarioError("training.expert_parallel",
+                            f"must divide the model's {m.num_experts} experts, got {ep} "
+                            "(Megatron: num_experts must be a multiple of expert_model_parallel_size)")
+    if tr.moe_pad_to_capacity and tr.moe_capacity_factor is None:
+        raise ScenarioError("training.moe_pad_to_capacity",
+                            "needs moe_capacity_factor (Megatron: moe_expert_capacity_factor must "
+                            "be set to use moe_pad_expert_input_to_capacity)")
+    if tr.moe_routing_imbalance > ep:
+        raise ScenarioError("training.moe_routing_imbalance",
+                            f"is at most expert_parallel ({ep}): the busiest rank cannot receive "
+                            f"more than every rank's tokens, got {tr.moe_routing_imbalance:g}")
+    if ep > 1 and tr.tensor_parallel > 1 and not tr.sequence_parallel:
+        raise ScenarioError("training.sequence_parallel",
+                            "must be true for an MoE layer with tensor parallelism (Megatron-Core "
+                            "moe_layer.py raises without it)")
+    if tr.moe_a2a_overlap:
+        # Megatron-Core transformer_config.py (core 0.20) asserts each of these
+        why = ("needs expert_parallel > 1 (no all-to-all)" if ep == 1 else
+               "needs recompute other than full (Megatron: disable full recomputation)"
+               if tr.recompute == "full" else
+               "needs a 16-bit model (Megatron: only supported with bf16 or fp16)"
+               if tr.precision == "fp32" else
+               "needs interleave_stages with pipeline_parallel > 1 (Megatron: "
+               "virtual_pipeline_model_parallel_size must be specified)"
+               if tr.pipeline_parallel > 1 and tr.interleave_stages is None else None)
+        if why:
+            raise ScenarioError("training.moe_a2a_overlap", why)
 
 
 def _check_lora(sc) -> None:

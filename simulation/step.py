@@ -56,6 +56,7 @@ from . import collectives as nccl
 from . import compute
 from . import context_parallel
 from . import cpu_adam
+from . import experts
 from .lora import adapter_gemms, adapter_params
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
@@ -207,6 +208,11 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     if m.uses_mla:                                # kv_a_layernorm, q_a_layernorm
         norms += m.kv_lora_rank + (m.q_lora_rank or 0)
     matmul = max(pc.per_layer_active - norms, 0)
+    if m.num_experts > 1 and m.has_architecture and m.num_layers:
+        # the busiest expert-parallel rank's experts take token_factor x the mean tokens
+        # (in the mean layer: the MoE blocks' share)
+        matmul += ((experts.token_factor(tr) - 1) * m.moe_top_k * experts.expert_params(m)
+                   * m.moe_layers / m.num_layers)
     # QK^T and PV over heads x head widths; with context parallelism the rank's s / cp
     # queries against the whole sequence, a cp-th of the work (simulation.context_parallel)
     attn = attention_core_flops(m, b, tr.seq_len) / tr.context_parallel
@@ -582,7 +588,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         ad = adapter_params(m, tr.lora)
         grad_bytes = grad_bytes * ad["per_layer"] / pc.per_layer
         trained = ad["total"]
-    grad_layer_bytes = pc.per_layer / t * grad_bytes
+    grad_layer_bytes = experts.layer_params_per_rank(m, pc.per_layer, lay) * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
     kw = dict(
@@ -592,7 +598,12 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         # post_language_model_processing), and the slowest stage paces 1F1B: the rank
         # stands for that stage.
         head_s=ct["head_s"],
-        unit_params=pc.per_layer / t, params_per_rank=trained / (t * p),
+        # with expert parallelism a block's experts are over ETP x EP (experts.py); the
+        # states a rank updates stay trained / (t p shard) when sharded (EP is carved out
+        # of the data-parallel ranks), its own experts' count when not
+        unit_params=experts.layer_params_per_rank(m, pc.per_layer, lay),
+        params_per_rank=(experts.rank_params(m, trained, lay)
+                         if st.zero_stage == 0 and tr.lora is None else trained / (t * p)),
         param_bytes=gathered_param_bytes(sc, pc, sb), grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
@@ -945,6 +956,16 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         if name in link_bytes:
             link_bytes[name] += m * nbytes
             link_busy[name] += m * nbytes / links[name]
+    # expert parallelism: each MoE layer's all-to-alls, on the critical path of every
+    # micro-batch (hidden behind compute up to it with moe_a2a_overlap; experts.alltoall)
+    ct = compute_times(sc, pc)
+    a2a = experts.alltoall(sc, lay, links, r.layers * (ct["fwd_s"] + ct["bwd_s"]))
+    if a2a:
+        p2p_s += a2a["exposed_s"]
+        for name, nbytes in a2a["bytes"].items():
+            if name in link_bytes and nbytes:
+                link_bytes[name] += m * nbytes
+                link_busy[name] += m * nbytes / links[name]
     t_mb += p2p_s if t_mb else 0.0
     parts["pipeline_bubble"] += bubble_mb * t_mb
     parts["exposed_comm"] += m * (p2p_s - cp_slow_s)
@@ -971,6 +992,9 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if cpx:
         # per step: every micro-batch's (m of them; part of exposed_comm)
         report["context_parallel"] = dict(cpx, micro_batches=m, exposed_per_step_s=m * cpx["exposed_s"])
+    if lay.expert_parallel > 1 or (sc.model.num_experts > 1 and sc.training.moe_capacity_factor is not None):
+        gemm = ct.get("parts", {}).get("expert_gemm", 0.0) * r.layers
+        report["expert_parallel"] = experts.summary(sc, lay, a2a, gemm)
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows,

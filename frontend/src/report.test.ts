@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, fp8Line, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, expertsLine, fp8Line, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
 import { formatCount, formatSeconds } from "./units";
 import { fittingReport, sampleReport } from "./testdata/report";
 import type { Report } from "./types";
@@ -168,5 +168,15 @@ describe("fp8Line (training.fp8, issue #15)", () => {
     expect(fp8Line({ available: true, compute: { ...compute, fp8: undefined } })).toBeNull();
     expect(estimateStepSummary({ step: { available: true, time_s: 2, compute } } as unknown as Report))
       .toContain("FP8 delayed");
+  });
+});
+
+describe("expertsLine (expert parallelism)", () => {
+  it("says how the experts are laid out, and nothing without EP", () => {
+    expect(expertsLine({ num_gpus: 16, expert_parallel: 8, expert_tensor_parallel: 1, expert_data_parallel: 2 }, 8))
+      .toBe("EP 8: 1 of 8 experts per GPU, expert tensor parallel 1, 2 expert-data-parallel replicas");
+    expect(expertsLine({ expert_parallel: 4, expert_data_parallel: 1 })).toBe(
+      "EP 4: experts split 4 ways, expert tensor parallel 1, 1 expert-data-parallel replica");
+    expect(expertsLine({ num_gpus: 8, tensor_parallel: 1 })).toBeNull();
   });
 });

@@ -327,3 +327,15 @@ export function trainableLine(m: { num_params?: number; trainable_params?: numbe
   const share = (100 * m.trainable_params) / m.num_params;
   return `LoRA: ${formatCount(m.trainable_params)} trained (${share < 0.1 ? share.toFixed(3) : share.toFixed(2)} %), the rest frozen`;
 }
+
+/** The expert-parallel layout of a report: "EP 8: 1 of 8 experts per GPU, expert tensor parallel 1,
+ *  2 expert-data-parallel replicas", or null without expert parallelism (the engine writes the
+ *  expert degrees into `parallelism` only then). `numExperts` from the scenario's model, when known. */
+export function expertsLine(p: NonNullable<Report["parallelism"]>, numExperts?: number): string | null {
+  const ep = p.expert_parallel;
+  if (!ep || ep <= 1) return null;
+  const per = numExperts ? `${numExperts / ep} of ${numExperts} experts per GPU` : `experts split ${ep} ways`;
+  const edp = p.expert_data_parallel ?? 1;
+  return `EP ${ep}: ${per}, expert tensor parallel ${p.expert_tensor_parallel ?? 1}, ` +
+    `${edp} expert-data-parallel ${edp === 1 ? "replica" : "replicas"}`;
+}

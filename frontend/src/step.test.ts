@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { breakdownSegments, linkLabel, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
+import { breakdownSegments, expertParallelNote, linkLabel, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
 import { sampleReport, stepReport } from "./testdata/report";
 
 describe("breakdownSegments", () => {
@@ -156,5 +156,31 @@ describe("stepBandText", () => {
 
   it("is null for a report without a band", () => {
     expect(stepBandText(stepReport())).toBeNull();
+  });
+});
+
+describe("expert parallelism", () => {
+  const ep = {
+    expert_parallel: 16, expert_tensor_parallel: 1, expert_data_parallel: 1, experts_per_rank: 1,
+    capacity_factor: null, dropless: true, pad_to_capacity: false, routing_imbalance: 1.5, token_factor: 1.5,
+    a2a_overlap: false, imbalance_compute_s: 0.012, source: "Megatron-Core", alltoall_s: 0.05,
+    alltoall_exposed_s: 0.05, alltoalls_per_layer: 4, ep_nodes: 2, link: "nic",
+  };
+
+  it("says what the all-to-alls and the busiest rank add to the step's parts", () => {
+    const r = stepReport();
+    r.step!.expert_parallel = ep;
+    expect(partHelp(r, "exposed_comm")).toBe(
+      "collectives (all-gather, reduce-scatter, all-reduce) not hidden behind compute. Expert parallel 16 " +
+      "(1 expert per GPU): 4 all-to-alls per MoE layer across 2 nodes, 50.0 ms per micro-batch");
+    expect(expertParallelNote(r, "compute")).toBe(
+      "the busiest expert-parallel GPU takes ×1.5 the mean tokens (+12.0 ms of expert GEMMs per micro-batch)");
+    r.step!.expert_parallel = { ...ep, a2a_overlap: true, alltoall_exposed_s: 0, token_factor: 1 };
+    expect(expertParallelNote(r, "exposed_comm")).toContain(", 0 s of it exposed");
+    expect(expertParallelNote(r, "compute")).toBe("");
+  });
+
+  it("is empty without expert parallelism", () => {
+    expect(expertParallelNote(stepReport(), "exposed_comm")).toBe("");
   });
 });

@@ -57,10 +57,12 @@ export function linkLabel(name: string): string {
  */
 export function partHelp(report: Report, key: string): string {
   const help = BREAKDOWN_HELP[key as BreakdownKey] ?? "";
-  const bound = key === "cpu_optimizer" ? report.step?.cpu_optimizer?.message : undefined;
-  if (bound) return `${help}. ${bound}`;
-  const cp = key === "exposed_comm" ? report.step?.context_parallel : undefined;
-  return cp ? `${help}. ${contextParallelWords(cp)}` : help;
+  const notes = [
+    key === "cpu_optimizer" ? report.step?.cpu_optimizer?.message : undefined,
+    key === "exposed_comm" || key === "compute" ? expertParallelNote(report, key) : undefined,
+    key === "exposed_comm" && report.step?.context_parallel ? contextParallelWords(report.step.context_parallel) : undefined,
+  ].filter((n): n is string => Boolean(n));
+  return notes.length ? `${help}. ${notes.join(". ")}` : help;
 }
 
 /**
@@ -72,6 +74,28 @@ export function contextParallelWords(cp: ContextParallelExchange): string {
   return `Context parallel ${cp.degree} (${how} over ${linkLabel(cp.link)}): ` +
     `${formatSeconds(cp.exposed_per_step_s)} of it exposed per step, ` +
     `${formatSeconds(cp.hidden_s)} per micro-batch hidden behind attention`;
+}
+
+/**
+ * What expert parallelism puts in a step part (engine: step.expert_parallel), per micro-batch:
+ * in exposed communication the MoE layers' all-to-alls, in compute the busiest rank's extra
+ * expert GEMMs. "" without expert parallelism or when the part has none.
+ */
+export function expertParallelNote(report: Report, key: string): string {
+  const ep = report.step?.expert_parallel;
+  if (!ep) return "";
+  if (key === "exposed_comm" && typeof ep.alltoall_s === "number") {
+    const where = ep.link === "nic" ? `across ${plural(ep.ep_nodes ?? 2, "node")}` : "inside a node";
+    const hidden = ep.a2a_overlap ? `, ${formatSeconds(ep.alltoall_exposed_s ?? 0)} of it exposed` : "";
+    return `Expert parallel ${ep.expert_parallel} (${plural(ep.experts_per_rank, "expert")} per GPU): ` +
+      `${ep.alltoalls_per_layer} all-to-alls per MoE layer ${where}, ` +
+      `${formatSeconds(ep.alltoall_s)} per micro-batch${hidden}`;
+  }
+  if (key === "compute" && ep.token_factor !== 1) {
+    return `the busiest expert-parallel GPU takes ×${ep.token_factor} the mean tokens ` +
+      `(+${formatSeconds(ep.imbalance_compute_s)} of expert GEMMs per micro-batch)`;
+  }
+  return "";
 }
 
 /** "more X bandwidth shortens the step", or for the optimizer's cores, more cores. */

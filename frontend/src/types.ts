@@ -58,6 +58,11 @@ export interface Report {
     global_batch_size?: number;
     micro_batch_size?: number;
     grad_accumulation_steps?: number;
+    /** With expert parallelism only (simulation/parallel.py Layout). */
+    expert_parallel?: number;
+    expert_tensor_parallel?: number;
+    expert_data_parallel?: number;
+    expert_shard_degree?: number;
   };
   convention?: {
     name: string;
@@ -110,6 +115,8 @@ export interface Step {
   cpu_optimizer?: CpuOptimizer;
   /** With context parallelism: the K/V exchange of one micro-batch (simulation/context_parallel.py). */
   context_parallel?: ContextParallelExchange;
+  /** MoE with expert parallelism (simulation/experts.py): the all-to-alls and the busiest rank. */
+  expert_parallel?: ExpertParallel;
   /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
   time_band_s?: [number, number];
   band?: StepBand;
@@ -154,6 +161,32 @@ export interface ContextParallelExchange {
   layers: number;
   exposed_per_step_s: number;
   source: string;
+}
+
+/** The step's expert-parallel figures (simulation/experts.py summary); seconds per micro-batch. */
+export interface ExpertParallel {
+  expert_parallel: number;
+  expert_tensor_parallel: number;
+  expert_data_parallel: number;
+  experts_per_rank: number;
+  capacity_factor: number | null;
+  dropless: boolean;
+  pad_to_capacity: boolean;
+  routing_imbalance: number;
+  /** Tokens the busiest rank's experts take over the mean. */
+  token_factor: number;
+  a2a_overlap: boolean;
+  imbalance_compute_s: number;
+  source: string;
+  alltoall_s?: number;
+  alltoall_exposed_s?: number;
+  per_alltoall_s?: number;
+  alltoalls_per_layer?: number;
+  etp_collective_s?: number;
+  dispatch_bytes?: number;
+  ep_ranks_per_node?: number;
+  ep_nodes?: number;
+  link?: string;
 }
 
 /** The error model's band for one kind of scenario. */

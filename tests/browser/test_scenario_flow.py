@@ -265,3 +265,41 @@ def test_fp8_inputs_refuse_an_a100_and_show_the_fp8_step(page, live_url, user_ad
     spec = Scenario.objects.get(name="issue 15 fp8").spec
     assert spec["training"]["fp8"] == {"recipe": "delayed", "amax_history_len": 16}
     assert page.js_errors == []
+
+
+def test_expert_parallel_inputs_make_mixtral_fit_and_a_bad_degree_is_marked(page, live_url, user_admin, catalog,
+                                                                            settings):
+    """Issue #15: expert parallelism. Mixtral 8x7B with Megatron's distributed optimizer on
+    4 DGX H100: every GPU holding all 8 experts keeps 2 + 4 B of every one of its 46.7 B
+    parameters (281 GiB) and does not fit; EP 8 puts one expert of each layer on a GPU (61
+    GiB) and fits. EP 3 does not divide the 8 experts: the input is marked."""
+    import uuid
+
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    page.select_option("select[name='model.preset']", "mixtral-8x7b")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.fill("input[name='cluster.num_nodes']", "4")
+    page.select_option("select[name='strategy.kind']", "megatron_dist_opt")
+    page.select_option("select[name='training.recompute']", "full")
+    page.wait_for_selector("#live-estimate[data-fits='false']")
+    ep = page.locator("input[name='training.expert_parallel']")
+    ep.fill("3")
+    error = page.locator("[data-error-for='training.expert_parallel']")
+    error.wait_for(state="visible")
+    assert "must divide the model's 8 experts" in error.inner_text()
+    assert ep.get_attribute("aria-invalid") == "true"
+    ep.fill("8")
+    page.wait_for_selector("#live-estimate[data-fits='true']")
+    assert ep.get_attribute("aria-invalid") is None
+    page.fill("input[name='training.moe_routing_imbalance']", "1.2")
+    page.fill("input[name='name']", "issue 15 expert parallel")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    spec = Scenario.objects.get(name="issue 15 expert parallel").spec
+    assert spec["training"]["expert_parallel"] == 8 and spec["training"]["moe_routing_imbalance"] == 1.2
+    assert "moe_a2a_overlap" not in spec["training"]
+    assert page.js_errors == []
+

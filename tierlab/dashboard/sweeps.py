@@ -63,6 +63,7 @@ PARAMETERS: tuple[tuple[str, str, str], ...] = (
     ("training.seq_len", "Sequence length", "tokens"),
     ("training.tensor_parallel", "Tensor-parallel degree", "GPUs"),
     ("training.pipeline_parallel", "Pipeline-parallel degree", "stages"),
+    ("training.expert_parallel", "Expert-parallel degree (MoE)", "GPUs"),
     ("training.recompute", "Activation recomputation", "none, selective, full, selective_ops"),
     ("training.precision", "Precision", "bf16, fp16, fp32"),
     ("training.optimizer", "Optimizer", "adam, adamw, adam_8bit, sgd_momentum, adafactor"),

@@ -49,6 +49,23 @@ describe("buildRequest", () => {
     });
   });
 
+  it("sends expert parallelism only when it is set, and reads it back", () => {
+    const moe = { ...values, "model.preset": "mixtral-8x7b", "training.expert_parallel": "8",
+      "training.moe_capacity_factor": "1.25", "training.moe_routing_imbalance": "1.5",
+      "training.moe_a2a_overlap": true };
+    const training = buildRequest(moe).scenario.training as Record<string, unknown>;
+    expect(training).toMatchObject({ expert_parallel: 8, moe_capacity_factor: 1.25,
+      moe_routing_imbalance: 1.5, moe_a2a_overlap: true });
+    const plain = buildRequest(values).scenario.training as Record<string, unknown>;
+    for (const k of ["expert_parallel", "moe_capacity_factor", "moe_routing_imbalance", "moe_a2a_overlap"]) {
+      expect(plain).not.toHaveProperty(k);
+    }
+    const back = valuesFromScenario({ cluster: { node: "dgx-h100" }, training: { expert_parallel: 8, moe_a2a_overlap: true } });
+    expect(back["training.expert_parallel"]).toBe("8");
+    expect(back["training.moe_a2a_overlap"]).toBe(true);
+    expect(inputNameForErrorKey("scenario.training.expert_parallel")).toBe("training.expert_parallel");
+  });
+
   it("sends the chosen cluster profile by id, and none when none is chosen", () => {
     expect(buildRequest({ ...values, "cluster.profile": "7" }).scenario.cluster).toEqual(
       { node: "dgx-h100", num_nodes: 2, gpus_per_node: 8, profile: 7 });

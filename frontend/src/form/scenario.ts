@@ -174,6 +174,7 @@ export const INTEGER_FIELDS = [
   "training.tensor_parallel",
   "training.pipeline_parallel",
   "training.context_parallel",
+  "training.expert_parallel",
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
   "cluster.cpu_cores",
@@ -183,6 +184,8 @@ export const INTEGER_FIELDS = [
 export const DECIMAL_FIELDS = [
   "training.compute_efficiency",
   "training.network_efficiency",
+  "training.moe_capacity_factor",
+  "training.moe_routing_imbalance",
   "strategy.prefetch_miss_rate",
   "strategy.cpu_optimizer_cores_per_gpu",
   "checkpoint.interval_s",
@@ -192,7 +195,7 @@ export const DECIMAL_FIELDS = [
 ] as const;
 
 export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "training.overlap_param_gather",
-  "checkpoint.sharded"] as const;
+  "training.moe_a2a_overlap", "checkpoint.sharded"] as const;
 
 /** On / off / blank (the framework's default) selects, sent as JSON booleans. */
 export const TRI_STATE_FIELDS = ["training.overlap_grad_reduce", "training.gradient_accumulation_fusion"] as const;
@@ -241,6 +244,10 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.pipeline_parallel": "Pipeline parallel degree",
   "training.context_parallel": "Context parallel degree",
   "training.context_parallel_comm": "Context-parallel K/V exchange",
+  "training.expert_parallel": "Expert parallel degree",
+  "training.moe_capacity_factor": "Expert capacity factor",
+  "training.moe_routing_imbalance": "Routing imbalance",
+  "training.moe_a2a_overlap": "Overlap expert all-to-all",
   "training.compute_efficiency": "Compute efficiency",
   "training.network_efficiency": "Network efficiency",
   "training.compute_model": "Compute model",
@@ -303,6 +310,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.pipeline_parallel": "1",
   "training.context_parallel": "1",
   "training.context_parallel_comm": "",
+  "training.expert_parallel": "",
+  "training.moe_capacity_factor": "",
+  "training.moe_routing_imbalance": "",
+  "training.moe_a2a_overlap": false,
   "training.compute_efficiency": "",
   "training.network_efficiency": "",
   "training.compute_model": "",
@@ -346,6 +357,9 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.fp8.amax_history_len": "1024",
   "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
+  "training.expert_parallel": "1",
+  "training.moe_capacity_factor": "dropless",
+  "training.moe_routing_imbalance": "1 (balanced)",
   "strategy.prefetch_depth": "1",
   "strategy.prefetch_miss_rate": "0",
   "strategy.cpu_optimizer_cores_per_gpu": "the node's cores / GPUs",
@@ -482,6 +496,11 @@ export function buildRequest(
   // off is the engine's default: left out, so the JSON (and its hash) is as before
   if (values["training.overlap_param_gather"] === true) training.overlap_param_gather = true;
   else delete training.overlap_param_gather;
+  // Expert parallelism (MoE models): blank / off are the engine's defaults, left out
+  setOrDelete(training, "moe_capacity_factor", values["training.moe_capacity_factor"]);
+  setOrDelete(training, "moe_routing_imbalance", values["training.moe_routing_imbalance"]);
+  if (values["training.moe_a2a_overlap"] === true) training.moe_a2a_overlap = true;
+  else delete training.moe_a2a_overlap;
   const lora = loraSection(values);
   if (lora) training.lora = lora;
   else delete training.lora;

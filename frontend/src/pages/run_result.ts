@@ -10,7 +10,7 @@ import { absentTiers } from "../charts/series";
 import { ganttLayout, timelineHeight } from "../charts/timeline_series";
 import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
-import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, trainableLine, verdict } from "../report";
+import { BYTES_PER_PARAM_LABELS, crossCheckRows, expertsLine, partsRows, tierSummaryRows, trainableLine, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
 import { breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
@@ -266,6 +266,9 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
           : p.shard_degree ? "; states not sharded" : ""),
     ]);
   }
+  const experts = expertsLine(p, report.step?.expert_parallel
+    ? report.step.expert_parallel.experts_per_rank * report.step.expert_parallel.expert_parallel : undefined);
+  if (experts) facts.push(["Experts", experts]);
   const recsys = recsysFacts(report);
   if (p.global_batch_size && !recsys.length) {
     facts.push([

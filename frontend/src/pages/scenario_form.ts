@@ -101,6 +101,10 @@ function mount(root: HTMLElement): void {
     fp8Param: h("input", { type: "checkbox", role: "switch" }),
     pp: integer({ required: true }),
     cp: integer({ required: true, min: 1 }),
+    ep: integer({ min: 1, placeholder: PLACEHOLDERS["training.expert_parallel"] }),
+    capacity: decimal("training.moe_capacity_factor", { min: 0 }),
+    imbalance: decimal("training.moe_routing_imbalance", { min: 1 }),
+    a2aOverlap: h("input", { type: "checkbox", role: "switch" }),
     convention: select(CONVENTIONS),
     // advanced
     computeEff: decimal("training.compute_efficiency", { min: 0, max: 1 }),
@@ -338,6 +342,28 @@ function mount(root: HTMLElement): void {
       grid(
         f("training.tensor_parallel", c.tp, { unit: "GPUs per group" }),
         f("training.pipeline_parallel", c.pp, { unit: "pipeline stages" }),
+        f("training.expert_parallel", c.ep, {
+          unit: "GPUs per expert group (MoE)",
+          help: "Megatron --expert-model-parallel-size: each MoE layer's experts spread over this many " +
+            "data-parallel GPUs (experts / EP each), tokens sent to them by all-to-all. Blank = 1.",
+        }),
+      ),
+      grid(
+        f("training.moe_capacity_factor", c.capacity, {
+          unit: "× mean tokens per expert",
+          help: "Megatron --moe-expert-capacity-factor: an expert takes at most this many times its share of " +
+            "the tokens and drops the rest. Blank = dropless.",
+        }),
+        f("training.moe_routing_imbalance", c.imbalance, {
+          unit: "busiest GPU ÷ mean, ≥ 1",
+          help: "Tokens the busiest expert-parallel GPU receives over the mean: it paces every all-to-all " +
+            "and its expert GEMMs. Blank = 1 (balanced routing).",
+        }),
+        f("training.moe_a2a_overlap", c.a2aOverlap, {
+          unit: "all-to-all beside compute",
+          help: "Megatron --overlap-moe-expert-parallel-comm: the dispatch and combine run beside another " +
+            "micro-batch's compute instead of on the critical path.",
+        }),
       ),
       grid(
         f("training.context_parallel", c.cp, {
