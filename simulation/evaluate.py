@@ -320,8 +320,15 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
                         if c.host_share == "proportional" else
                         "the whole host's DDR, NVMe, CXL and NIC are available "
                         "(cluster.host_share: whole)."))
-    if sc.training.tensor_parallel > sc.cluster.gpus_per_node:
-        notes.append("tensor_parallel exceeds GPUs per node: its all-reduces cross the network.")
+    if sc.training.tensor_parallel > c.domain_gpus:
+        notes.append("tensor_parallel exceeds the GPUs of one NVLink domain "
+                     f"({c.domain_gpus}): its all-reduces cross the network.")
+    if c.domain_gpus > c.gpus_per_node:
+        notes.append(f"One NVLink domain of {c.domain_gpus} GPUs joins "
+                     f"{c.domain_gpus // c.gpus_per_node} hosts of {c.gpus_per_node} "
+                     "(cluster.nvlink_domain_gpus): collectives inside it run at NVLink "
+                     "bandwidth; DDR, NVMe, CPU cores, NICs and the price are per host "
+                     "(cluster.num_nodes counts hosts).")
     if sc.model.num_experts > 1:
         notes.append("MoE: all experts are counted and sharded by the chosen strategy; expert "
                      "parallelism is not modelled yet.")

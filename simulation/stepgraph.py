@@ -124,7 +124,8 @@ class RankModel:
     replicas: int                # HSDP replica groups (1 otherwise)
     dp: int
     dp_link: str
-    gpus_per_node: int
+    gpus_per_node: int           # GPUs of one NVLink domain (a host on HGX/DGX, the rack on
+                                 # GB200 NVL72: collectives.scaleup_gpus): a ring's hops per "node"
     stage: int                   # ZeRO stage equivalent
     tp: int
     tp_bytes: float              # one TP all-reduce buffer (s*b*h*2)
@@ -138,8 +139,8 @@ class RankModel:
     hbm_bytes_per_s: float
     # Collectives as NCCL runs them (simulation.collectives). The defaults are the model
     # without latency: groups as wide as a node, one fetch and one reduce-scatter a layer.
-    shard_per_node: int = 0      # shard-group ranks on one node (0: gpus_per_node)
-    dp_per_node: int = 0         # data-parallel-group ranks on one node (0: gpus_per_node)
+    shard_per_node: int = 0      # shard-group ranks in one NVLink domain (0: gpus_per_node)
+    dp_per_node: int = 0         # data-parallel-group ranks in one NVLink domain (0: gpus_per_node)
     units_per_layer: int = 1     # ZeRO-3 fetches per layer (step.rank_model folds DeepSpeed's
                                  # per-tensor fetches into one a layer, see there)
     rs_per_layer: int = 1        # ZeRO-3 gradient reduce-scatters per layer
