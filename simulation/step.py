@@ -408,7 +408,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
     shard_k, shard_nodes = nccl.group_span(shard, t, c)
     dp_k, dp_nodes = nccl.group_span(dp, t, c)
-    rep_nodes = nccl.group_span(reps, t * shard, c)[1]
+    rep_k, rep_nodes = nccl.group_span(reps, t * shard, c)
     tp_nodes = nccl.group_span(t, 1, c)[1]
     # The graph fetches a layer at a time with the alphas of all its collectives: for
     # tensors of equal size, one tensor ahead and a layer ahead take the same time in the
@@ -440,6 +440,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink",
+        replica_link="nic" if rep_nodes > 1 else "nvlink", replica_per_node=rep_k,
         gpus_per_node=nccl.scaleup_gpus(c),      # the NVLink domain: a ring's hops per "node"
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
         bwd_allreduces=4 if tr.recompute == "full" else 2,
@@ -526,8 +527,8 @@ def contention_fields(r: RankModel, links: dict, share: float) -> dict:
         rs = n_rs * t(ring("reduce_scatter", grad_bytes / n_rs, r.shard), r.shard_link,
                       r.shard_per_node, r.reduce_latency_s) / n
         if r.replicas > 1:
-            last_b = t(ring("allreduce", grad_bytes / r.shard, r.replicas), "nic", 1,
-                       r.replica_latency_s) / n
+            last_b = t(ring("allreduce", grad_bytes / r.shard, r.replicas), r.replica_link,
+                       r.replica_per_node, r.replica_latency_s) / n
     elif r.dp > 1 and r.overlap_grad_reduce:
         volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
                   else ring("allreduce", grad_bytes, r.dp))

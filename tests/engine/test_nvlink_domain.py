@@ -200,3 +200,33 @@ def test_v100_refuses_bf16_naming_training_precision():
     assert e.value.field == "training.precision" and "fp16" in str(e.value)
     spec["training"]["precision"] = "fp16"
     assert evaluate_dict(spec)["step"]["time_s"] > 0
+
+
+def test_hsdp_replicas_inside_a_rack_all_reduce_over_nvlink():
+    """HSDP with shard groups of 8 on one rack (TP 1, DP 72): 9 replicas 8 apart, all 9 in
+    the domain, so the all-reduce across replicas runs on NVLink, alpha 8.4 + 16 x 3.4 =
+    62.8 us; on hosts of 4 as their own domains the replicas are 8 apart on 9 hosts: one
+    a host, on the NIC, alpha (8.4 + (16 - 16) x 3.4 + 16 x 14) x 1.4 = 325.36 us."""
+    def rank(**cluster):
+        sc = Scenario.from_dict(resolve({
+            "model": "llama2-7b", "cluster": {"node": "gb200-nvl72", "num_nodes": 18, **cluster},
+            "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full",
+                         "global_batch_size": 72},
+            "strategy": {"kind": "fsdp_hybrid_shard", "shard_group_size": 8}}))
+        return _rank(sc)
+
+    r = rank()
+    assert (r.replicas, r.replica_link, r.replica_per_node) == (9, "nvlink", 9)
+    assert r.replica_latency_s == pytest.approx((8.4 + 16 * 3.4) * US)
+    own = rank(nvlink_domain_gpus=4)
+    assert (own.replicas, own.replica_link, own.replica_per_node) == (9, "nic", 1)
+    assert own.replica_latency_s == pytest.approx((8.4 + 16 * 14) * 1.4 * US)
+    # the step graph carries it: the C builder and the Python one agree
+    sc = Scenario.from_dict(resolve({
+        "model": "llama2-7b", "cluster": {"node": "gb200-nvl72", "num_nodes": 18},
+        "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full",
+                     "global_batch_size": 72},
+        "strategy": {"kind": "fsdp_hybrid_shard", "shard_group_size": 8}}))
+    rep = evaluate_dict(sc.to_dict())
+    nic = next((x for x in rep["links"] if x["name"] == "nic"), None)
+    assert nic is None or nic["bytes"] == 0
