@@ -230,3 +230,14 @@ def test_hsdp_replicas_inside_a_rack_all_reduce_over_nvlink():
     rep = evaluate_dict(sc.to_dict())
     nic = next((x for x in rep["links"] if x["name"] == "nic"), None)
     assert nic is None or nic["bytes"] == 0
+
+
+def test_the_exports_say_what_they_leave_out_about_the_domain():
+    from simulation.export import deepspeed_config, fsdp_snippet
+    nvl = _sc({"node": "gb200-nvl72", "num_nodes": 18}, global_batch_size=72)
+    ds = deepspeed_config(nvl)
+    assert any("NVLink domain of 72 GPUs across 18 hosts" in n for n in ds["_tierlab_notes"])
+    assert "--nproc_per_node 4" in " ".join(ds["_tierlab_notes"])
+    assert "multi-node NVLink" in fsdp_snippet(nvl).replace("\n", " ").replace("#", "").replace("  ", " ")
+    dgx = _sc({"node": "dgx-b200", "num_nodes": 2}, global_batch_size=16)
+    assert not any("NVLink domain" in n for n in deepspeed_config(dgx).get("_tierlab_notes", []))
