@@ -547,7 +547,7 @@ _GRACE_LPDDR5X_TRAY = dict(
 NODES.update({
     "gb200-nvl72": dict(
         **_NVLS,
-        name="NVIDIA GB200 NVL72 compute tray (4 GPUs; 18 trays = one 72-GPU NVLink domain)",
+        name="NVIDIA GB200 NVL72, one compute tray",
         accelerator="b200-gb200-186gb", gpus_per_node=4, nvlink_domain_gpus=72,
         nic_bytes_per_s=4 * 50 * GB,
         tiers=dict(ddr=_GRACE_LPDDR5X_TRAY),
