@@ -329,6 +329,11 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
                      "(cluster.nvlink_domain_gpus): collectives inside it run at NVLink "
                      "bandwidth; DDR, NVMe, CPU cores, NICs and the price are per host "
                      "(cluster.num_nodes counts hosts).")
+        t = sc.training.tensor_parallel
+        if c.num_gpus > c.domain_gpus and c.domain_gpus % t:
+            notes.append(f"tensor_parallel {t} does not divide the {c.domain_gpus}-GPU NVLink domain: "
+                         "some tensor-parallel groups straddle two domains and cross the network; "
+                         "the step model counts every group inside one (collectives.group_span).")
     if sc.model.num_experts > 1:
         notes.append("MoE: all experts are counted and sharded by the chosen strategy; expert "
                      "parallelism is not modelled yet.")

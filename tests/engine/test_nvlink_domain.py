@@ -241,3 +241,17 @@ def test_the_exports_say_what_they_leave_out_about_the_domain():
     assert "multi-node NVLink" in fsdp_snippet(nvl).replace("\n", " ").replace("#", "").replace("  ", " ")
     dgx = _sc({"node": "dgx-b200", "num_nodes": 2}, global_batch_size=16)
     assert not any("NVLink domain" in n for n in deepspeed_config(dgx).get("_tierlab_notes", []))
+
+
+def test_a_tp_degree_that_splits_the_rack_is_noted():
+    """TP 16 on 2 racks of 72: groups 64..79 and 136..151 straddle two racks (72 % 16 = 8)."""
+    r = evaluate_dict({"model": "llama2-70b", "cluster": {"node": "gb200-nvl72", "num_nodes": 36},
+                       "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full",
+                                    "tensor_parallel": 16, "global_batch_size": 9}},
+                      include_step=False)
+    assert any("tensor_parallel 16 does not divide the 72-GPU NVLink domain" in n for n in r["notes"])
+    ok = evaluate_dict({"model": "llama2-70b", "cluster": {"node": "gb200-nvl72", "num_nodes": 36},
+                        "training": {"micro_batch_size": 1, "seq_len": 4096, "recompute": "full",
+                                     "tensor_parallel": 8, "global_batch_size": 18}},
+                       include_step=False)
+    assert not any("does not divide" in n for n in ok["notes"])
