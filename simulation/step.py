@@ -629,7 +629,8 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
     over its own link and the receivers all-gather it over NVLink; with sequence
     parallelism the tensor is already split t ways. Ranks are ordered TP, then DP, then
     PP (megatron/mpu/initialize.py), so neighbouring stages are ``num_gpus / p`` ranks
-    apart: on another node once that reaches a node, and the slice crosses the rank's NIC.
+    apart: in another NVLink domain once that reaches a domain (a host on DGX, the 72-GPU
+    rack on GB200 NVL72: ``pipeline_crosses_domains``), and the slice crosses the rank's NIC.
     Each transfer pays one NCCL step's alpha (``collectives.ring_latency_s`` of two ranks).
     """
     p = lay.pipeline_parallel
