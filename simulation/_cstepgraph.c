@@ -93,7 +93,7 @@ typedef struct {
     int layers, shard, replicas, dp, gpn, stage, tp, bwd_allreduces, prefetch_depth;
     int off_params, off_opt, off_act, shard_nic, dp_nic, shard_per_node, dp_per_node,
         units_per_layer, rs_per_layer, sync_fetch, overlap_grad_reduce, overlap_param_gather,
-        tp_comm_overlap, last;
+        tp_comm_overlap, replica_nic, replica_per_node, last;
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
@@ -299,8 +299,8 @@ static void grad_sync(B *b, int c, double grad_bytes) {
         }
         int tail = rs;
         if (last && b->replicas > 1) {
-            tail = collective(b, ring(1, grad_bytes / b->shard, b->replicas), 1, &rs, 1,
-                              L_ALLREDUCE, NONE, 1, b->replica_lat, S_NCCL);
+            tail = collective(b, ring(1, grad_bytes / b->shard, b->replicas), b->replica_nic, &rs, 1,
+                              L_ALLREDUCE, NONE, b->replica_per_node, b->replica_lat, S_NCCL);
             if (ipush(&b->syncs, tail)) b->oom = 1;
         }
         b->last_rs = tail;       /* stepgraph._grad_sync's state["last_rs"] */
@@ -462,12 +462,13 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiii)(dddddddddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiiiii)(dddddddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
                           &b.units_per_layer, &b.rs_per_layer, &b.sync_fetch, &b.overlap_grad_reduce,
-                          &b.overlap_param_gather, &b.tp_comm_overlap, &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
+                          &b.overlap_param_gather, &b.tp_comm_overlap, &b.replica_nic,
+                          &b.replica_per_node, &b.fwd_s, &b.bwd_s, &b.head_s, &b.unit_params, &b.params_per_rank,
                           &b.param_bytes, &b.grad_bytes, &b.optimizer_state_bytes, &b.tp_bytes,
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
@@ -480,6 +481,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
         b.shard_per_node < 0 || b.dp_per_node < 0 || b.units_per_layer < 1 || b.rs_per_layer < 1 ||
         b.sync_fetch < 0 || b.sync_fetch > 1 || b.overlap_param_gather < 0 || b.overlap_param_gather > 1 ||
         b.tp_comm_overlap < 0 || b.tp_comm_overlap > 1 ||
+        b.replica_nic < 0 || b.replica_nic > 1 || b.replica_per_node < 0 ||
         b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
         b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
         PyErr_SetString(PyExc_ValueError, "rank model out of range");

@@ -208,8 +208,9 @@ def fit_collective(m: dict, cluster, path: str) -> dict:
 
         e = V / (B (t - alpha))
 
-    (solved again if NCCL's ring/tree choice changes with e). Ranks fill nodes of
-    ``cluster.gpus_per_node`` GPUs. Raises ScenarioError (``<path>.bus_bytes_per_s``)
+    (solved again if NCCL's ring/tree choice changes with e). Ranks fill NVLink
+    domains of ``cluster.nvlink_domain_gpus`` GPUs (by default a node's
+    ``gpus_per_node``). Raises ScenarioError (``<path>.bus_bytes_per_s``)
     when the measurement is faster than the links allow (e > 1) or than NCCL's latency.
     Returns ``{"network_efficiency", "link", "model_bus_bytes_per_s"}``.
     """
@@ -226,7 +227,9 @@ def fit_collective(m: dict, cluster, path: str) -> dict:
         if v is None:
             raise ScenarioError(f"{path}.{key}", "is required")
     g = cluster.gpus_per_node
-    per_node = min(ranks, g)
+    # ranks fill NVLink domains (a host on HGX/DGX; collectives.group_span), NICs are per host
+    domain = getattr(cluster, "nvlink_domain_gpus", None) or g
+    per_node = min(ranks, domain)
     n_nodes = nccl.nodes_spanned(ranks, per_node)
     if n_nodes > 1 and not cluster.nic_bytes_per_s:
         raise ScenarioError(f"{path}.ranks", "spans nodes, but the cluster has no "

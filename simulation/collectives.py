@@ -57,6 +57,32 @@ def ranks_per_node(group: int, stride: int, gpus_per_node: int) -> int:
     return max(1, min(group, gpus_per_node // max(stride, 1)))
 
 
+def scaleup_gpus(cluster) -> int:
+    """GPUs one NVLink (scale-up) domain joins: ``cluster.nvlink_domain_gpus`` where the
+    cluster gives it (GB200 NVL72: 72, over 18 hosts of 4), else the host's
+    ``gpus_per_node`` (HGX/DGX: the NVSwitch fabric of one host). Never more than the
+    cluster's GPUs."""
+    d = getattr(cluster, "nvlink_domain_gpus", None) or cluster.gpus_per_node
+    return max(1, min(d, cluster.num_gpus))
+
+
+def group_span(group: int, stride: int, cluster) -> tuple[int, int]:
+    """``(ranks in one NVLink domain, NVLink domains spanned)`` of a group of ``group``
+    ranks ``stride`` apart (the product of the degrees laid out inside it: 1 for TP, t for
+    data parallelism, t x shard for HSDP's replicas, num_gpus / p for pipeline
+    neighbours): the one place that decides which link a group's collective crosses.
+    Inside one domain (``domains == 1``) every hop is NVLink; across domains a ring makes
+    ``ranks`` NVLink hops per domain and one on the NIC (``bus_bandwidth``), and NCCL's
+    latency counts the domains as its nodes (``ring_latency_s``). The host
+    (``gpus_per_node``) is not the unit here: its DDR, NVMe, CPU cores and NICs are.
+
+    Where ``stride`` or the group does not divide the domain (TP 16 in a domain of 72)
+    the domain is taken to hold floor(domain / stride) of the group's ranks, as
+    ``ranks_per_node``; a group that straddles two domains is not singled out."""
+    k = ranks_per_node(group, stride, scaleup_gpus(cluster))
+    return k, nodes_spanned(group, k)
+
+
 def nodes_spanned(group: int, per_node: int) -> int:
     """Nodes a group of ``group`` ranks, ``per_node`` of them on each node, spans."""
     return max(1, -(-group // max(per_node, 1)))

@@ -109,6 +109,10 @@ GPU_FIGURES: dict[str, GpuFigures] = {
 GPU_FIGURES["h800-sxm5-80gb"] = GpuFigures(
     **{**GPU_FIGURES["h100-sxm5-80gb"].__dict__,
        "source": GPU_FIGURES["h100-sxm5-80gb"].source + " (H800: the H100's SMs and clocks)"})
+# The Blackwell GPU of GB200 NVL72: the B200 die (148 SMs) at 1.2 kW; its MAMF row in the
+# same table, 1822.0 TFLOP/s (as the shipped hardware catalog's GB200 row records it).
+GPU_FIGURES["b200-gb200-186gb"] = GpuFigures(
+    1822.0e12, 148, _MAMF + ": GB200 1822.0 TFLOP/s; 148 SMs (the B200 die)")
 GPU_FIGURES["a800-sxm4-80gb"] = GpuFigures(
     **{**GPU_FIGURES["a100-sxm4-80gb"].__dict__,
        "source": GPU_FIGURES["a100-sxm4-80gb"].source + " (A800: the A100's SMs and clocks)"})

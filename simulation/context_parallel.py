@@ -139,13 +139,13 @@ def exchange(sc, lay, links: dict, attention_fwd_s: float, attention_bwd_s: floa
     if cp <= 1:
         return {}
     m, tr = sc.model, sc.training
-    nodes = group_nodes(lay, sc.cluster.gpus_per_node)
+    nodes = group_nodes(lay, sc.cluster.domain_gpus)
     cross = nodes > 1
     link = "nic" if cross else "nvlink"
     bw = links[link]
     kv = kv_chunk_bytes(m, tr)
     if tr.context_parallel_comm == "all_gather":
-        return _all_gather(tr, lay, links, sc.cluster.gpus_per_node, nodes, kv,
+        return _all_gather(tr, lay, links, sc.cluster.domain_gpus, nodes, kv,
                            attention_fwd_s, attention_bwd_s)
     alpha = nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
     t1, t2 = alpha + kv / bw, alpha + 2 * kv / bw

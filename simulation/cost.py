@@ -182,7 +182,7 @@ def step_graph_size(r: RankModel, last: bool) -> GraphSize:
         sync = n_rs * _collective_tasks(r, r.shard_link, r.shard_per_node, r.reduce_latency_s)
         sync_outs = n_rs
         if last and r.replicas > 1:
-            sync += _collective_tasks(r, "nic", 1, r.replica_latency_s)
+            sync += _collective_tasks(r, r.replica_link, r.replica_per_node, r.replica_latency_s)
             sync_outs += 1
         if last and r.offload_optimizer != "none":
             nvme = 1 if r.offload_optimizer == "nvme" else 0     # stepgraph._grads_to_nvme

@@ -321,13 +321,25 @@ def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
                         if c.host_share == "proportional" else
                         "the whole host's DDR, NVMe, CXL and NIC are available "
                         "(cluster.host_share: whole)."))
-    if sc.training.tensor_parallel > sc.cluster.gpus_per_node:
-        notes.append("tensor_parallel exceeds GPUs per node: its all-reduces cross the network.")
+    if sc.training.tensor_parallel > c.domain_gpus:
+        notes.append("tensor_parallel exceeds the GPUs of one NVLink domain "
+                     f"({c.domain_gpus}): its all-reduces cross the network.")
+    if c.domain_gpus > c.gpus_per_node:
+        notes.append(f"One NVLink domain of {c.domain_gpus} GPUs joins "
+                     f"{c.domain_gpus // c.gpus_per_node} hosts of {c.gpus_per_node} "
+                     "(cluster.nvlink_domain_gpus): collectives inside it run at NVLink "
+                     "bandwidth; DDR, NVMe, CPU cores, NICs and the price are per host "
+                     "(cluster.num_nodes counts hosts).")
+        t = sc.training.tensor_parallel
+        if c.num_gpus > c.domain_gpus and c.domain_gpus % t:
+            notes.append(f"tensor_parallel {t} does not divide the {c.domain_gpus}-GPU NVLink domain: "
+                         "some tensor-parallel groups straddle two domains and cross the network; "
+                         "the step model counts every group inside one (collectives.group_span).")
     cp = sc.training.context_parallel
-    if cp > 1 and sc.training.tensor_parallel * cp > sc.cluster.gpus_per_node:
+    if cp > 1 and sc.training.tensor_parallel * cp > c.domain_gpus:
         notes.append(f"tensor_parallel x context_parallel = {sc.training.tensor_parallel * cp} exceeds "
-                     f"the {c.gpus_per_node} GPUs per node: the context-parallel K/V ring crosses "
-                     "the network (step.context_parallel shows what of it hides behind attention).")
+                     f"the {c.domain_gpus} GPUs of one NVLink domain: the context-parallel K/V ring "
+                     "crosses the network (step.context_parallel shows what of it hides behind attention).")
     if sc.model.num_experts > 1:
         notes.append(_moe_note(sc, lay))
     if not sc.model.has_architecture:

@@ -191,7 +191,7 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
     ep, etp = lay.expert_parallel, lay.expert_tensor_parallel
     if ep <= 1 or not moe_layers(m):
         return {}
-    gpn = c.gpus_per_node
+    gpn = c.domain_gpus          # NVLink domain (GB200 NVL72: 72 GPUs over 18 hosts)
     k = nccl.ranks_per_node(ep, etp, gpn)
     nodes = nccl.nodes_spanned(ep, k)
     nbytes = dispatch_bytes(m, tr)

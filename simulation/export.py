@@ -112,6 +112,20 @@ def megatron_args(sc: Scenario) -> list[str]:
     return args
 
 
+def _domain_note(sc: Scenario) -> str | None:
+    """What a launcher cannot say about an NVLink domain wider than a host (GB200 NVL72),
+    or None on HGX/DGX."""
+    c = sc.cluster
+    if c.domain_gpus <= c.gpus_per_node:
+        return None
+    return (f"The plan's collectives use one NVLink domain of {c.domain_gpus} GPUs across "
+            f"{c.domain_gpus // c.gpus_per_node} hosts (cluster.nvlink_domain_gpus): no "
+            "DeepSpeed, FSDP or Megatron argument sets it; NCCL runs multi-node NVLink (MNNVL) "
+            "on GB200 from version 2.25.2 (NVIDIA Multi-Node NVLink tuning guide, NCCL "
+            "section), with the IMEX service up on the hosts. Launch with "
+            f"--nproc_per_node {c.gpus_per_node} (the host's GPUs).")
+
+
 def _need_transformer(sc: Scenario) -> None:
     if sc.model is None:
         raise ScenarioError("model", "framework configs are exported for transformer models; "
@@ -149,6 +163,8 @@ def deepspeed_config(sc: Scenario) -> dict:
         notes.append(_lora_note(tr.lora))
     if tr.fp8 is not None:
         notes.append(_fp8_note(sc, "DeepSpeed config"))
+    if _domain_note(sc):
+        notes.append(_domain_note(sc))
     placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
                                            "plans memory and time, not the learning rate"}
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
@@ -295,6 +311,8 @@ def fsdp_snippet(sc: Scenario) -> str:
         notes.append(_lora_note(tr.lora))
     if tr.fp8 is not None:
         notes.append(_fp8_note(sc, "FSDP module"))
+    if _domain_note(sc):
+        notes.append(_domain_note(sc))
     if st.kind in _FSDP_KIND_NOTES:
         notes.append(_FSDP_KIND_NOTES[st.kind])
     if lay.context_parallel > 1:

@@ -545,3 +545,68 @@ NODES.update({
                 "no NVLS. No cloud rents DGX-2 nodes today: no price"),
 ),
 })
+
+# ------------------------------------------------- GB200 NVL72 (issue #15)
+# One GB200 NVL72 rack: 18 compute trays (the hosts: cluster "nodes"), each with 2 GB200
+# superchips = 2 Grace CPUs + 4 Blackwell GPUs, all 72 GPUs in one NVLink 5 domain through
+# the rack's NVLink Switch trays (cluster.nvlink_domain_gpus = 72), InfiniBand or Ethernet
+# between racks. The template is one tray: ``num_nodes`` counts trays (18 a rack), and
+# the price is per tray-hour. Per-GPU figures are NVIDIA's rack totals over 72 (GB200
+# NVL72 page, https://www.nvidia.com/en-us/data-center/gb200-nvl72/, specifications
+# table): FP16/BF16 Tensor Core 360 PFLOPS is "with sparsity" (the table's footnote), so
+# dense is 180 PFLOPS / 72 = 2.5 PFLOP/s a GPU (the HGX B200 part: 2.25, at a lower
+# power); FP32 5,760 TFLOPS / 72 = 80; HBM3e 13.4 TB / 72 = 186 GB at 576 TB/s / 72 =
+# 8 TB/s; NVLink 130 TB/s / 72 = 1.8 TB/s a GPU both ways, 900 GB/s each way; CPU memory
+# 17 TB LPDDR5X at 18.4 TB/s over 36 Grace = 480 GB at 512 GB/s each (2,592 Neoverse V2
+# cores = 72 a Grace).
+_NVL72_PAGE = "NVIDIA GB200 NVL72 specifications, https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+# NVLink-C2C: 900 GB/s both ways between a Grace and its two GPUs (450 GB/s each way),
+# taken as shared by the 2 GPUs: 225 GB/s each way a GPU when both offload at once (a
+# single GPU measured 359 GB/s host-to-device on a GB300 desktop, stas00/ml-engineering
+# network/README.md, nvbandwidth; not measured on GB200 NVL72).
+_C2C_PER_GPU = 450 * GB / 2
+
+ACCELERATORS.update({
+    "b200-gb200-186gb": dict(
+        name="NVIDIA Blackwell GPU in GB200 NVL72", hbm_capacity_bytes=int(186 * GIB * _USABLE),
+        hbm_bytes_per_s=8000 * GB, peak_flops_bf16=2500e12, peak_flops_fp32=80e12,
+        host_link_bytes_per_s=_C2C_PER_GPU, scaleup_bytes_per_s=900 * GB,
+        source=(f"{_NVL72_PAGE}: rack totals / 72: 186 GB HBM3e at 8 TB/s, 2.5 PFLOP/s dense "
+                "bf16 (360 PFLOPS with sparsity / 2 / 72), 80 TFLOP/s fp32, NVLink 5 1.8 TB/s "
+                "(900 GB/s each way); host link NVLink-C2C to Grace, 450 GB/s each way shared "
+                "by 2 GPUs (225 GB/s each)")),
+})
+
+# Grace LPDDR5X as the DDR tier: 2 Grace a tray, 480 GB at 512 GB/s each.
+_GRACE_LPDDR5X_TRAY = dict(
+    device="2x 480 GB LPDDR5X (one per Grace CPU, 512 GB/s each)", devices=2,
+    capacity_bytes=2 * 480 * GB, read_bytes_per_s=2 * 512 * GB, write_bytes_per_s=2 * 512 * GB,
+    latency_s=100e-9)
+
+NODES.update({
+    "gb200-nvl72": dict(
+        **_NVLS,
+        name="NVIDIA GB200 NVL72, one compute tray",
+        accelerator="b200-gb200-186gb", gpus_per_node=4, nvlink_domain_gpus=72,
+        nic_bytes_per_s=4 * 50 * GB,
+        tiers=dict(ddr=_GRACE_LPDDR5X_TRAY),
+        source=(f"{_NVL72_PAGE} (36 Grace + 72 Blackwell GPUs, 130 TB/s NVLink Switch System, "
+                "17 TB LPDDR5X); a tray is 2 GB200 superchips (4 GPUs, 2 Grace) with 4x "
+                "ConnectX-7 400 Gb/s (Crusoe's MLPerf Inference v6.1 system description "
+                "GB200-NVL72_GB200-186GB_aarch64x16); NVLink Switch with SHARP (NVLS) as on "
+                "HGX B200, its all-reduce gain not measured on NVL72. Left out: the tray's "
+                "local E1.S NVMe (4 to 8 drives by build, no drive figures read), and the "
+                "144 Grace cores (Arm Neoverse V2): DeepSpeed's CPU-Adam has AVX paths only "
+                "(csrc/includes/simd.h), so a host optimizer is bounded here by LPDDR5X "
+                "bandwidth, not by cores"),
+        price_usd_per_node_hour=42.00,
+        price_source=("$42.00 per hour for one GB200 NVL72 instance of 4 GPUs (one tray) on "
+                      "demand, CoreWeave's GPU price list as quoted by "
+                      "https://gpu.blog/gpus/nvidia-gb200-nvl72 (read 2026); CoreWeave rents "
+                      "the instance type gb200-4x in whole racks of 18 only "
+                      "(https://docs.coreweave.com/docs/platform/instances/gb200)")),
+})
+
+# V100 (and older) Tensor Cores have no bf16: peak_flops_bf16 holds the fp16 peak there and
+# a scenario must train in fp16 or fp32 (scenario.Scenario.from_dict refuses bf16).
+NO_BF16_ACCELERATORS = frozenset({"v100-sxm2-32gb"})

@@ -532,10 +532,21 @@ class ClusterSpec:
     rail_optimized: bool = True
     leaf_switch_ports: int | None = None
     spine_oversubscription: float = 1.0
+    # The NVLink (scale-up) domain, in GPUs, when it is wider than one host: GB200 NVL72
+    # joins 18 hosts (compute trays) of 4 GPUs in one 72-GPU NVLink domain. The host
+    # (``gpus_per_node``) keeps its DDR, NVMe, CPU cores, NICs, host link and price per
+    # node-hour; collectives inside a domain run on NVLink (collectives.group_span).
+    # None: the host is the domain (HGX/DGX). A multiple of gpus_per_node.
+    nvlink_domain_gpus: int | None = None
 
     @property
     def num_gpus(self) -> int:
         return self.gpus_per_node * self.num_nodes
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs of one NVLink domain: ``nvlink_domain_gpus``, else a host's ``gpus_per_node``."""
+        return self.nvlink_domain_gpus or self.gpus_per_node
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "cluster") -> "ClusterSpec":
@@ -557,6 +568,8 @@ class ClusterSpec:
                 _missing()
             tiers[name] = TierSpec._direct(spec, f"{path}.tiers.{name}")
         kw = {k: f(d, k, path, *a, **o) for k, f, a, o in _CLUSTER_FIELDS}
+        if _domain_error(kw["nvlink_domain_gpus"], kw["gpus_per_node"]):
+            _missing()
         kw["accelerator"] = AcceleratorSpec._direct(acc, f"{path}.accelerator")
         kw["tiers"] = tiers
         p = d.get("profile")
@@ -609,8 +622,13 @@ class ClusterSpec:
             leaf_switch_ports=bad(_int, d, "leaf_switch_ports", path, minimum=1, maximum=100_000),
             spine_oversubscription=bad(_num, d, "spine_oversubscription", path, 1.0, minimum=1.0,
                                        maximum=64.0),
+            nvlink_domain_gpus=bad(_int, d, "nvlink_domain_gpus", path, minimum=1,
+                                   maximum=MAX_DOMAIN_GPUS),
             profile=(bad(calibrate.profile_from_dict, d["profile"], f"{path}.profile")
                      if d.get("profile") is not None else None))
+        msg = _domain_error(kw["nvlink_domain_gpus"], kw["gpus_per_node"])
+        if msg:
+            bad.add(f"{path}.nvlink_domain_gpus", msg)
         bad.check()
         return _new(cls, dict(tiers=tiers, **kw))
 
@@ -631,6 +649,9 @@ class ClusterSpec:
             leaf_switch_ports=self.leaf_switch_ports,
             spine_oversubscription=(self.spine_oversubscription
                                     if self.spine_oversubscription != 1.0 else None),
+            # absent at its default (the host is the domain): older JSON and hashes stay
+            nvlink_domain_gpus=(self.nvlink_domain_gpus
+                                if self.nvlink_domain_gpus not in (None, self.gpus_per_node) else None),
             profile=dict(self.profile) if self.profile is not None else None))
 
 
@@ -1117,6 +1138,12 @@ class Scenario:
                                 "is Megatron's distributed optimizer's option: needs strategy "
                                 f"megatron_dist_opt, not {sc.strategy.kind}")
         tr = sc.training
+        acc = sc.cluster.accelerator
+        if tr.precision == "bf16" and acc.preset in presets.NO_BF16_ACCELERATORS:
+            raise ScenarioError("training.precision",
+                                f"{acc.name} has no bf16 Tensor Cores (its 16-bit peak is fp16's, "
+                                "NVIDIA Tesla V100 datasheet): use fp16 (mixed precision with "
+                                "loss scaling, as V100 runs trained) or fp32")
         if tr.lora is not None:
             _check_lora(sc)
         if tr.fp8 is not None:
@@ -1523,6 +1550,9 @@ _checked_target = ByIdentity(_check_checkpoint_target)
 _node_figures_of = ByIdentity(_node_figures)
 
 
+MAX_DOMAIN_GPUS = 100_000       # cluster.nvlink_domain_gpus
+
+
 # ClusterSpec._direct's checks: (key, check, positional, keyword arguments after d, key,
 # path), those of ClusterSpec._collecting.
 _CLUSTER_FIELDS = (
@@ -1542,7 +1572,19 @@ _CLUSTER_FIELDS = (
     ("pcie_switch_source", _str, (), {}),
     ("nvls", _bool, (False,), {}), ("rail_optimized", _bool, (True,), {}),
     ("leaf_switch_ports", _int, (), dict(minimum=1, maximum=100_000)),
-    ("spine_oversubscription", _num, (1.0,), dict(minimum=1.0, maximum=64.0)))
+    ("spine_oversubscription", _num, (1.0,), dict(minimum=1.0, maximum=64.0)),
+    ("nvlink_domain_gpus", _int, (), dict(minimum=1, maximum=MAX_DOMAIN_GPUS)))
+
+
+def _domain_error(domain, gpus_per_node) -> str | None:
+    """Why ``cluster.nvlink_domain_gpus`` does not fit the host, or None: a domain joins
+    whole hosts, so it is a multiple of ``gpus_per_node`` (GB200 NVL72: 72 = 18 x 4)."""
+    if domain is None or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
+        return None
+    if domain % gpus_per_node:
+        return (f"must be a multiple of cluster.gpus_per_node ({gpus_per_node}): an NVLink "
+                f"domain joins whole hosts; got {domain}")
+    return None
 
 
 # The built-in presets' accelerators and node templates' tiers, parsed once when the engine

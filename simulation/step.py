@@ -328,9 +328,10 @@ def network_spine_factor(sc: Scenario, lay: Layout) -> float:
     if c.leaf_switch_ports is None or c.spine_oversubscription == 1.0:
         return 1.0
     shard, dp, reps = lay.shard_degree, lay.grad_reduce_degree, lay.replica_groups
-    widest = max(nccl.nodes_spanned(shard, nccl.ranks_per_node(shard, t, gpn)),
-                 nccl.nodes_spanned(dp, nccl.ranks_per_node(dp, t, gpn)),
-                 nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn)))
+    # the leaves reach hosts (their NICs); a group inside one NVLink domain uses no NIC
+    widest = max((nccl.nodes_spanned(g, nccl.ranks_per_node(g, k, gpn))
+                  for g, k in ((shard, t), (dp, t), (reps, t * shard))
+                  if nccl.group_span(g, k, c)[1] > 1), default=1)
     return nccl.spine_factor(c, widest)
 
 
@@ -561,18 +562,16 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
     ct = compute_times(sc, pc)
     t, p = lay.tensor_parallel, lay.pipeline_parallel
-    gpn = c.gpus_per_node
     sbh = tr.micro_batch_size * tr.local_seq_len * m.hidden_size      # this CP rank's tokens
     links = links_for(sc, lay)
     # Where each group's ranks sit (TP innermost, then context and data parallel, whose
     # ranks reduce the gradients together; collectives module)
+    # ("nodes" here are NVLink domains: collectives.group_span)
     shard, dp, reps = lay.shard_degree, lay.grad_reduce_degree, lay.replica_groups
-    shard_k = nccl.ranks_per_node(shard, t, gpn)
-    shard_nodes = nccl.nodes_spanned(shard, shard_k)
-    dp_k = nccl.ranks_per_node(dp, t, gpn)
-    dp_nodes = nccl.nodes_spanned(dp, dp_k)
-    rep_nodes = nccl.nodes_spanned(reps, nccl.ranks_per_node(reps, t * shard, gpn))
-    tp_nodes = nccl.nodes_spanned(t, min(t, gpn))
+    shard_k, shard_nodes = nccl.group_span(shard, t, c)
+    dp_k, dp_nodes = nccl.group_span(dp, t, c)
+    rep_k, rep_nodes = nccl.group_span(reps, t * shard, c)
+    tp_nodes = nccl.group_span(t, 1, c)[1]
     # The graph fetches a layer at a time with the alphas of all its collectives: for
     # tensors of equal size, one tensor ahead and a layer ahead take the same time in the
     # steady state (sum over the U tensors of max(compute/U, fetch/U) = max(compute,
@@ -607,7 +606,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         param_bytes=gathered_param_bytes(sc, pc, sb), grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
-        replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,
+        replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink",
+        replica_link="nic" if rep_nodes > 1 else "nvlink", replica_per_node=rep_k,
+        gpus_per_node=nccl.scaleup_gpus(c),      # the NVLink domain: a ring's hops per "node"
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
         bwd_allreduces=4 if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
@@ -693,8 +694,8 @@ def contention_fields(r: RankModel, links: dict, share: float) -> dict:
         rs = n_rs * t(ring("reduce_scatter", grad_bytes / n_rs, r.shard), r.shard_link,
                       r.shard_per_node, r.reduce_latency_s) / n
         if r.replicas > 1:
-            last_b = t(ring("allreduce", grad_bytes / r.shard, r.replicas), "nic", 1,
-                       r.replica_latency_s) / n
+            last_b = t(ring("allreduce", grad_bytes / r.shard, r.replicas), r.replica_link,
+                       r.replica_per_node, r.replica_latency_s) / n
     elif r.dp > 1 and r.overlap_grad_reduce:
         volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
                   else ring("allreduce", grad_bytes, r.dp))
@@ -795,7 +796,8 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
     over its own link and the receivers all-gather it over NVLink; with sequence
     parallelism the tensor is already split t ways. Ranks are ordered TP, then DP, then
     PP (megatron/mpu/initialize.py), so neighbouring stages are ``num_gpus / p`` ranks
-    apart: on another node once that reaches a node, and the slice crosses the rank's NIC.
+    apart: in another NVLink domain once that reaches a domain (a host on DGX, the 72-GPU
+    rack on GB200 NVL72: ``pipeline_crosses_domains``), and the slice crosses the rank's NIC.
     Each transfer pays one NCCL step's alpha (``collectives.ring_latency_s`` of two ranks).
     """
     p = lay.pipeline_parallel
@@ -804,14 +806,22 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
     act_bytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
-    cross = lay.num_gpus // p >= c.gpus_per_node
+    cross = pipeline_crosses_domains(sc, lay)
     send_s = (nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
               + act_bytes / t / links["nic" if cross else "nvlink"])
     gather_s = 0.0
     if t > 1 and not tr.sequence_parallel:
-        gather_s = (nccl.ring_latency_s("allgather", t, nccl.nodes_spanned(t, min(t, c.gpus_per_node)))
+        gather_s = (nccl.ring_latency_s("allgather", t, nccl.group_span(t, 1, c)[1])
                     + (t - 1) / t * act_bytes / links["nvlink"])
     return 2 * v * (send_s + gather_s)
+
+
+def pipeline_crosses_domains(sc: Scenario, lay: Layout) -> bool:
+    """Whether neighbouring pipeline stages, ``num_gpus / p`` ranks apart, sit in different
+    NVLink domains (``collectives.scaleup_gpus``): once a stage fills one, which on DGX is
+    once it fills a host and on GB200 NVL72 once it fills the 72-GPU rack. (A stage that
+    does not divide the domain puts only some neighbours across it; counted as inside.)"""
+    return lay.num_gpus // lay.pipeline_parallel >= nccl.scaleup_gpus(sc.cluster)
 
 
 def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
@@ -823,7 +833,7 @@ def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
     act_bytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
-    out = {"nic" if lay.num_gpus // p >= c.gpus_per_node else "nvlink": 2 * v * act_bytes / t}
+    out = {"nic" if pipeline_crosses_domains(sc, lay) else "nvlink": 2 * v * act_bytes / t}
     if t > 1 and not tr.sequence_parallel:
         out["nvlink"] = out.get("nvlink", 0.0) + 2 * v * (t - 1) / t * act_bytes
     return out
@@ -904,7 +914,7 @@ def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
         return 0.0
     m, tr, c = sc.model, sc.training, sc.cluster
     n = 2 if lay.pipeline_parallel == 1 else 1
-    nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
+    nodes = nccl.group_span(t, 1, c)[1]
     bus = links["nvlink"] if nodes == 1 else links["nic"]
     nbytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
     return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)

@@ -124,7 +124,8 @@ class RankModel:
     replicas: int                # HSDP replica groups (1 otherwise)
     dp: int
     dp_link: str
-    gpus_per_node: int
+    gpus_per_node: int           # GPUs of one NVLink domain (a host on HGX/DGX, the rack on
+                                 # GB200 NVL72: collectives.scaleup_gpus): a ring's hops per "node"
     stage: int                   # ZeRO stage equivalent
     tp: int
     tp_bytes: float              # one TP all-reduce buffer (s*b*h*2)
@@ -138,8 +139,10 @@ class RankModel:
     hbm_bytes_per_s: float
     # Collectives as NCCL runs them (simulation.collectives). The defaults are the model
     # without latency: groups as wide as a node, one fetch and one reduce-scatter a layer.
-    shard_per_node: int = 0      # shard-group ranks on one node (0: gpus_per_node)
-    dp_per_node: int = 0         # data-parallel-group ranks on one node (0: gpus_per_node)
+    shard_per_node: int = 0      # shard-group ranks in one NVLink domain (0: gpus_per_node)
+    dp_per_node: int = 0         # data-parallel-group ranks in one NVLink domain (0: gpus_per_node)
+    replica_link: str = "nic"    # HSDP's all-reduce across replicas: "nic" once the replicas
+    replica_per_node: int = 1    # span NVLink domains; its ranks in one domain (0: gpus_per_node)
     units_per_layer: int = 1     # ZeRO-3 fetches per layer (step.rank_model folds DeepSpeed's
                                  # per-tensor fetches into one a layer, see there)
     rs_per_layer: int = 1        # ZeRO-3 gradient reduce-scatters per layer
@@ -354,8 +357,9 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
             out.append(rs)
         if last and r.replicas > 1:
             out.append(collective(g, r, f"L{i} all-reduce across replicas",
-                                  ring("allreduce", grad_bytes / r.shard, r.replicas), "nic", [rs],
-                                  "allreduce", per_node=1, latency_s=r.replica_latency_s))
+                                  ring("allreduce", grad_bytes / r.shard, r.replicas), r.replica_link,
+                                  [rs], "allreduce", per_node=r.replica_per_node,
+                                  latency_s=r.replica_latency_s))
         if state is not None:
             state["last_rs"] = out[-1]
         if last and r.offload_optimizer != "none":
@@ -478,7 +482,7 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
             int(r.shard_link == "nic"), int(r.dp_link == "nic"), r.shard_per_node, r.dp_per_node,
             r.units_per_layer, r.rs_per_layer, int(r.sync_fetch),
             int(bool(r.overlap_grad_reduce)), int(bool(r.overlap_param_gather)),
-            int(bool(r.tp_comm_overlap)))
+            int(bool(r.tp_comm_overlap)), int(r.replica_link == "nic"), r.replica_per_node)
     floats = (r.fwd_s, r.bwd_s, r.head_s, r.unit_params, r.params_per_rank, r.param_bytes,
               r.grad_bytes, r.optimizer_state_bytes, r.tp_bytes, r.act_ckpt_bytes, r.miss_rate,
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
@@ -660,7 +664,8 @@ def _grad_sync_names(r: RankModel, i: int, last: bool, coll, xfer) -> None:
             coll(f"L{i} reduce-scatter" + (f" {q + 1}/{n_rs}" if n_rs > 1 else ""), r.shard_link,
                  "reduce_scatter", r.shard_per_node, r.reduce_latency_s)
         if last and r.replicas > 1:
-            coll(f"L{i} all-reduce across replicas", "nic", "allreduce", 1, r.replica_latency_s)
+            coll(f"L{i} all-reduce across replicas", r.replica_link, "allreduce", r.replica_per_node,
+                 r.replica_latency_s)
         if last and r.offload_optimizer != "none":
             xfer(f"L{i} gradients to host", "offload")
             if r.offload_optimizer == "nvme":

@@ -288,3 +288,18 @@ def test_out_of_range_measurements_name_their_field(measurements, field):
     with pytest.raises(ScenarioError) as e:
         calibrate.fit_profile(measurements)
     assert e.value.field == field
+
+
+def test_a_collective_across_gb200_trays_is_fitted_on_nvlink():
+    # All-gather of 1 GiB over the 72 GPUs of one GB200 NVL72 rack (18 trays of 4) at 600
+    # GB/s bus bandwidth: one NVLink domain, so the ring's 71 hops are NVLink at 900 GB/s.
+    # t = (n-1)/n S / busbw (nccl-tests); alpha = 8.4 us + 71 x 3.4 us = 249.8 us;
+    # e = (n-1)/n S / (900e9 (t - alpha)).
+    S, busbw, n = 2**30, 600e9, 72
+    v = (n - 1) / n * S
+    t = v / busbw
+    expected = v / (900e9 * (t - (8.4e-6 + 71 * 3.4e-6)))
+    out = calibrate.fit_profile({"cluster": {"node": "gb200-nvl72", "num_nodes": 18}, "collectives": [
+        {"collective": "all_gather", "size_bytes": S, "ranks": n, "bus_bytes_per_s": busbw}]})
+    assert out["fits"][0]["link"] == "nvlink"
+    assert out["profile"]["network_efficiency"] == pytest.approx(expected, rel=1e-9)

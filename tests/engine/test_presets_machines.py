@@ -11,10 +11,11 @@ from simulation.scenario import Scenario, resolve
 GB = 1e9
 
 NEW_ACCELERATORS = ["rtx3090-24gb", "rtx4090-24gb", "rtx6000-ada-48gb", "l40s-48gb",
-                    "h800-sxm5-80gb", "a800-sxm4-80gb", "mi325x-256gb", "v100-sxm2-32gb"]
+                    "h800-sxm5-80gb", "a800-sxm4-80gb", "mi325x-256gb", "v100-sxm2-32gb",
+                    "b200-gb200-186gb"]
 NEW_NODES = ["rtx3090-workstation", "rtx3090-nvlink-pair", "rtx4090-workstation",
              "rtx6000-ada-workstation", "l40s-1gpu", "l40s-8gpu-server", "a100-40gb-1gpu",
-             "mi300x-8gpu", "mi325x-8gpu", "hgx-h800", "hgx-a800", "dgx-2-v100"]
+             "mi300x-8gpu", "mi325x-8gpu", "hgx-h800", "hgx-a800", "dgx-2-v100", "gb200-nvl72"]
 
 
 def _scenario(cluster: dict, precision: str = "bf16") -> dict:

@@ -133,17 +133,17 @@ def test_a_missing_link_is_a_graph_error_in_both():
 def test_c_builder_rejects_out_of_range_models_without_crashing():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):
-        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # no fetch unit in a layer
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # sync_fetch is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 1, 0, 0), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # overlap_param_gather is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 2, 0), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 2, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # tp_comm_overlap is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 3), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 3, 1, 1), (0.0,) * 26, [0] * 12, True)
     with pytest.raises(ValueError, match="12 indices"):
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0), (0.0,) * 26, [0] * 3, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 3, True)
     with pytest.raises(TypeError):
         _cstepgraph.build("nonsense", (), [], True)
 
@@ -230,3 +230,9 @@ def test_a_wait_to_start_is_charged_to_the_task_that_waited(engine):
     assert out["exposed_offload"] == pytest.approx(1.0)
     assert out["exposed_comm"] == pytest.approx(0.5)
     assert sum(out.values()) == pytest.approx(2.5)
+
+
+def test_c_builder_rejects_an_out_of_range_replica_link():
+    from simulation import _cstepgraph
+    with pytest.raises(ValueError, match="out of range"):     # replica_nic is a flag
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 2, 1), (0.0,) * 26, [0] * 12, True)

@@ -215,6 +215,20 @@ describe("valuesFromScenario", () => {
   });
 });
 
+describe("the NVLink domain (cluster.nvlink_domain_gpus, GB200 NVL72)", () => {
+  it("sends it as a number, leaves it out when blank, and reads it back from a scenario", () => {
+    const gb = { ...values, "cluster.node": "gb200-nvl72", "cluster.gpus_per_node": "4",
+      "cluster.num_nodes": "18", "cluster.nvlink_domain_gpus": "72" };
+    expect(buildRequest(gb).scenario.cluster).toMatchObject({ node: "gb200-nvl72", num_nodes: 18, nvlink_domain_gpus: 72 });
+    expect(buildRequest(values).scenario.cluster).not.toHaveProperty("nvlink_domain_gpus");
+    const scenario = { model: { preset: "llama2-70b" }, cluster: { node: "gb200-nvl72", num_nodes: 36, nvlink_domain_gpus: 72 } };
+    const v = valuesFromScenario(scenario);
+    expect(v["cluster.nvlink_domain_gpus"]).toBe("72");
+    expect(hasAdvancedValues(v)).toBe(true);
+    expect(settingsNotOnForm(scenario)).toEqual([]);
+  });
+});
+
 describe("compute model, framework options and host CPU (issue #13's fields)", () => {
   it("sends each under its dotted path, booleans as booleans, numbers as numbers", () => {
     const req = buildRequest({
@@ -305,6 +319,9 @@ describe("catalog labels", () => {
     expect(nodeOptionLabel({ slug: "dgx-h100", name: "NVIDIA DGX H100", spec: { gpus_per_node: 8, tiers: { ddr: {}, nvme: {} } } }))
       .toBe("NVIDIA DGX H100 — 8 GPUs, tiers: DDR, NVMe");
     expect(nodeOptionLabel({ slug: "one", name: "Workstation", spec: { gpus_per_node: 1 } })).toBe("Workstation — 1 GPU");
+    // GB200 NVL72: the host is a 4-GPU tray inside the rack's 72-GPU NVLink domain
+    expect(nodeOptionLabel({ slug: "gb200-nvl72", name: "GB200 tray", spec: { gpus_per_node: 4, nvlink_domain_gpus: 72, tiers: { ddr: {} } } }))
+      .toBe("GB200 tray — 4 GPUs, 72-GPU NVLink domain, tiers: DDR");
   });
 });
 

@@ -178,6 +178,7 @@ export const INTEGER_FIELDS = [
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
   "cluster.cpu_cores",
+  "cluster.nvlink_domain_gpus",
 ] as const;
 
 /** Inputs that take any number (fractions, seconds); blank = the engine's default. */
@@ -216,6 +217,7 @@ export const ADVANCED_FIELDS = [
   "strategy.cpu_optimizer_cores_per_gpu",
   "cluster.cpu_cores",
   "cluster.cpu_isa",
+  "cluster.nvlink_domain_gpus",
 ] as const;
 
 /** Human label of every input (units in the label), for the error summary. */
@@ -266,6 +268,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
   "cluster.cpu_cores": "Host CPU cores",
+  "cluster.nvlink_domain_gpus": "NVLink domain (GPUs)",
   "cluster.cpu_isa": "Host CPU vector ISA",
   "strategy.prefetch_depth": "Prefetch depth",
   "strategy.prefetch_miss_rate": "Prefetch miss rate",
@@ -333,6 +336,7 @@ export const DEFAULT_VALUES: FormValues = {
   "strategy.cpu_optimizer_cores_per_gpu": "",
   "cluster.cpu_cores": "",
   "cluster.cpu_isa": "",
+  "cluster.nvlink_domain_gpus": "",
   "strategy.prefetch_depth": "",
   "strategy.prefetch_miss_rate": "",
   "strategy.offload_activations": "none",
@@ -364,6 +368,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "strategy.prefetch_miss_rate": "0",
   "strategy.cpu_optimizer_cores_per_gpu": "the node's cores / GPUs",
   "cluster.cpu_cores": "the node template's",
+  "cluster.nvlink_domain_gpus": "the node template's (one host)",
   "checkpoint.interval_s": "optimal (Daly)",
   "checkpoint.differential_fraction": "1 (full)",
   "checkpoint.gpu_failure_rate_per_hour": "1.97e-5 (Llama 3)",
@@ -460,6 +465,8 @@ export function buildRequest(
   // The host CPU (CPU-Adam's compute); blank: the node template's.
   setOrDelete(cluster, "cpu_cores", values["cluster.cpu_cores"]);
   setOrDelete(cluster, "cpu_isa", str(values["cluster.cpu_isa"], ""));
+  // The NVLink (scale-up) domain, when wider than a host (GB200 NVL72: 72); blank: the template's.
+  setOrDelete(cluster, "nvlink_domain_gpus", values["cluster.nvlink_domain_gpus"]);
   // A recommendation model: its section and the cluster; the transformer's inputs are not sent.
   if (isRecsys(values)) {
     return { name: str(values.name, "").trim(), scenario: { schema: 1, recsys: recsysSection(values, base?.recsys), cluster } };
@@ -703,12 +710,15 @@ export function modelOptionLabel(entry: CatalogEntry): string {
   return entry.name;
 }
 
-/** The option text of a node: "NVIDIA DGX H100 — 8 GPUs, tiers: ddr, nvme". */
+/** The option text of a node: "NVIDIA DGX H100 — 8 GPUs, tiers: ddr, nvme"; a host inside a
+ * wider NVLink domain (cluster.nvlink_domain_gpus) says so: "— 4 GPUs, 72-GPU NVLink domain, …". */
 export function nodeOptionLabel(entry: CatalogEntry): string {
   const spec = entry.spec as Record<string, unknown>;
   const gpus = typeof spec?.gpus_per_node === "number" ? plural(spec.gpus_per_node, "GPU") : null;
+  const domain = spec?.nvlink_domain_gpus;
+  const wide = typeof domain === "number" && domain !== spec?.gpus_per_node ? `${domain}-GPU NVLink domain` : null;
   const tiers = isObject(spec?.tiers) ? Object.keys(spec.tiers) : [];
-  const bits = [gpus, tiers.length ? `tiers: ${tiers.map(tierName).join(", ")}` : null].filter(Boolean);
+  const bits = [gpus, wide, tiers.length ? `tiers: ${tiers.map(tierName).join(", ")}` : null].filter(Boolean);
   return bits.length ? `${entry.name} — ${bits.join(", ")}` : entry.name;
 }
 

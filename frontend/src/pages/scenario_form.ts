@@ -122,6 +122,7 @@ function mount(root: HTMLElement): void {
     cpuOptCores: decimal("strategy.cpu_optimizer_cores_per_gpu", { min: 0 }),
     cpuCores: integer({ placeholder: PLACEHOLDERS["cluster.cpu_cores"] }),
     cpuIsa: select(CPU_ISAS),
+    nvlinkDomain: integer({ min: 1, placeholder: PLACEHOLDERS["cluster.nvlink_domain_gpus"] }),
     // checkpoint
     ckTarget: select(CHECKPOINT_TARGETS),
     ckMethod: select(CHECKPOINT_METHODS),
@@ -250,6 +251,12 @@ function mount(root: HTMLElement): void {
         unit: "CPU-Adam's SIMD width",
         help: "The widest vector ISA DeepSpeed's CPU-Adam builds for: AVX2 updates half as many parameters " +
           "per core and second as AVX-512. Blank = the node template's.",
+      }),
+      f("cluster.nvlink_domain_gpus", c.nvlinkDomain, {
+        unit: "GPUs, a multiple of GPUs per node",
+        help: "GPUs one NVLink fabric joins: collectives of a group inside it run at NVLink bandwidth, " +
+          "wider groups cross the NICs. GB200 NVL72: 72 (18 trays of 4); DDR, NICs and price stay per node. " +
+          "Blank = the node template's (one node on HGX/DGX).",
       }),
     ),
   );
@@ -468,6 +475,8 @@ function mount(root: HTMLElement): void {
     const spec = (currentNode()?.spec ?? {}) as Record<string, unknown>;
     const cores = typeof spec.cpu_cores === "number" ? spec.cpu_cores : null;
     c.cpuCores.placeholder = cores !== null ? `${cores} (the node template's)` : PLACEHOLDERS["cluster.cpu_cores"];
+    const domain = typeof spec.nvlink_domain_gpus === "number" ? spec.nvlink_domain_gpus : null;
+    c.nvlinkDomain.placeholder = domain !== null ? `${domain} (the node template's)` : PLACEHOLDERS["cluster.nvlink_domain_gpus"];
     const isa = typeof spec.cpu_isa === "string" ? CPU_ISAS.find(([v]) => v === spec.cpu_isa)?.[1] ?? spec.cpu_isa : null;
     fillSelect(c.cpuIsa, CPU_ISAS.map(([v, text]): [string, string] => [v, v === "" && isa ? `the node template's: ${isa}` : text]));
   };
