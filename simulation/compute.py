@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from .lora import adapter_gemms
 from .memo import ByIdentity
 from .params import ParamCount
-from .scenario import Scenario
+from .scenario import Scenario, checkpointed_layers
 
 DEFAULT_COMPUTE_EFFICIENCY = 0.55   # the constant model's figure (scenario.TrainingSpec)
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
@@ -306,7 +306,10 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
     fwd = g_fwd + a_fwd + mb_fwd
-    extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
+    # full: every checkpointed layer re-runs its forward before its backward; with
+    # layer-selective recomputation only n of a stage's L layers do, and the step graph's
+    # uniform layers each carry the mean n / L of a forward (recompute_fraction)
+    extra = {"full": fwd * recompute_fraction(tr, m), "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
              + mb_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + extra
@@ -322,6 +325,14 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
 
 _layer_times = ByIdentity(_layer_times_of)
+
+
+def recompute_fraction(tr, m) -> float:
+    """Share of a pipeline stage's layers whose forward is re-run in backward under
+    ``recompute: full``: 1, or n / L with ``recompute_layers`` / ``recompute_every``
+    (:func:`simulation.scenario.checkpointed_layers`)."""
+    layers = m.num_layers / tr.pipeline_parallel
+    return checkpointed_layers(tr, layers) / layers if layers else 1.0
 
 
 def op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm) -> float:

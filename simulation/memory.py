@@ -65,7 +65,7 @@ from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
-from .scenario import ModelSpec, Scenario, TrainingSpec
+from .scenario import ModelSpec, Scenario, TrainingSpec, checkpointed_layers, last_layer_checkpointed
 from .states import DTYPE_BYTES, StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
@@ -250,6 +250,11 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     layers_held = act.layers_held if not last else sc.model.num_layers / tr.pipeline_parallel
     layers_bytes = act.layers_bytes if not last else act.per_layer_bytes * layers_held
     note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})"
+    n_ckpt = checkpointed_layers(tr, sc.model.num_layers / tr.pipeline_parallel)
+    partial = tr.recompute == "full" and n_ckpt < sc.model.num_layers / tr.pipeline_parallel
+    if partial:
+        note += (f"; mean of {n_ckpt:g} checkpointed layers (input only) and "
+                 f"{sc.model.num_layers / tr.pipeline_parallel - n_ckpt:g} whole layers per stage")
     if st.offload_activations == "cpu" and layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
         # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
@@ -259,13 +264,19 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         add(f"offloaded activations ({layers_held - 2:g} layers)", "activations", "ddr",
             layers_bytes - on_hbm, note="pinned host copies of activation checkpoints")
     else:
-        add(f"activations ({layers_held:g} layers x {tr.recompute} recompute)",
+        add(f"activations ({layers_held:g} layers x {tr.recompute} recompute"
+            + (f" of {n_ckpt:g} per stage)" if partial else ")"),
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         per_layer = adapter_activation_bytes(sc.model, lora, tr.seq_len * tr.micro_batch_size,
                                              ab, tr.tensor_parallel)
-        if tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
+        if tr.recompute == "full" and partial:   # the plain layers keep theirs
+            plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
+            add(f"LoRA adapter activations ({plain:g} plain layers, +1 re-run)", "activations",
+                "hbm", per_layer * (plain + 1), phase="fwd_bwd",
+                note="lora_A outputs of the layers not checkpointed, and one rebuilt")
+        elif tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
             add("LoRA adapter activations (1 layer re-run in backward)", "activations", "hbm",
                 per_layer, phase="backward", note="lora_A outputs (and dropout copies)")
         else:
@@ -333,7 +344,11 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
       first re-runs its forward, so one layer's activations as without recomputation sit
       on top of the stored checkpoints (``torch.utils.checkpoint``; Megatron
       ``tensor_parallel/random.py`` ``CheckpointFunction.backward``). The peak is in
-      backward, not in forward.
+      backward, not in forward. With layer-selective full recomputation the rebuild
+      comes on top of everything stored only when the stage's last layer (the first in
+      backward) is checkpointed; otherwise a plain layer's backward has freed at least
+      one whole layer of this micro-batch before a checkpointed one is rebuilt, and the
+      rebuild (whole minus input) fits in what it freed.
     * Loss and logits on the last stage (:mod:`simulation.loss`, ``training.loss_kernel``),
       live at the end of forward and the start of backward, plus the head's input.
     * The embedding's dropout mask on the first stage (Korthikanti Sec. 4.3).
@@ -341,8 +356,13 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
     tr, m = sc.training, sc.model
     t = tr.tensor_parallel
     sbh = tr.seq_len * tr.micro_batch_size * m.hidden_size
-    if tr.recompute != "none":
-        working = _unrecomputed_layer(m, tr) - act.per_layer_bytes
+    layers = m.num_layers / tr.pipeline_parallel
+    partial = tr.recompute == "full" and checkpointed_layers(tr, layers) < layers
+    if partial and not last_layer_checkpointed(tr, int(layers)):
+        pass        # a plain layer's backward frees a whole layer before any rebuild
+    elif tr.recompute != "none":
+        kept = layer_bytes(_shape(m, tr, "full")) if partial else act.per_layer_bytes
+        working = _unrecomputed_layer(m, tr) - kept
         if working > 0:
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",
@@ -390,9 +410,24 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
                  realistic: bool) -> StageActivations:
     """The first pipeline stage's stored per-layer activations (Korthikanti Eq. 5-6; the
-    logits and loss are counted by :mod:`simulation.loss`, not here)."""
-    return first_stage(_shape(m, tr, tr.recompute), m.num_layers, tr.pipeline_parallel,
-                       grad_accumulation_steps, tr.interleave_stages, None)
+    logits and loss are counted by :mod:`simulation.loss`, not here).
+
+    Layer-selective full recomputation (``training.recompute_layers`` /
+    ``recompute_every``, :func:`simulation.scenario.checkpointed_layers`): of a stage's L
+    layers the n checkpointed keep their 16-bit input only and the other L - n all their
+    activations (Megatron ``block``: ``chunk_runner(l, l + 1, use_checkpoint)`` runs the
+    layers past k plainly; torchtitan returns the unwrapped block), so ``per_layer_bytes``
+    is the stage's mean, (n x input + (L - n) x whole) / L bytes."""
+    st = first_stage(_shape(m, tr, tr.recompute), m.num_layers, tr.pipeline_parallel,
+                     grad_accumulation_steps, tr.interleave_stages, None)
+    layers = m.num_layers / tr.pipeline_parallel
+    n = checkpointed_layers(tr, layers)
+    if tr.recompute != "full" or n >= layers:
+        return st
+    whole = _unrecomputed_layer(m, tr)
+    per = (n * st.per_layer_bytes + (layers - n) * whole) / layers
+    return dataclasses.replace(st, per_layer_bytes=per,
+                               layers_bytes=per * st.layers_held * st.interleave_factor)
 
 
 _stage_activations = ByIdentity(_activations)

@@ -132,12 +132,12 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     f = m.ffn_hidden_size or 4 * h
     # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
-    extra = {"full": fwd, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
+    extra = {"full": fwd * compute.recompute_fraction(tr, m), "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
     if tr.lora is not None:
         adapter = sum(2 * M * N * K * c for M, N, K, c in adapter_gemms(m, tr.lora, b * s, t))
         wgrad = 2 * matmul * b * s / t             # the frozen matrices' weight gradients
-        extra += adapter if tr.recompute == "full" else 0.0
+        extra += adapter * compute.recompute_fraction(tr, m) if tr.recompute == "full" else 0.0
         return dict(fwd=fwd + adapter, bwd=2 * fwd - wgrad + 2 * adapter + extra,
                     head_fwd=head, head_bwd=head)
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
@@ -334,11 +334,12 @@ def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
     st = sc.strategy
     if st.zero_stage < 3 or st.is_fsdp or sc.training.recompute != "full":
         return 0.0
-    if is_deepspeed_2021(sc):
-        return 1.0
     n = weight_tensors_per_layer(sc)
     tensor = pc.per_layer / t / n
-    return sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
+    frac = compute.recompute_fraction(sc.training, sc.model)    # only checkpointed layers rerun
+    if is_deepspeed_2021(sc):
+        return frac
+    return frac * sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
 
 
 def reduce_bytes_per_param(sc: Scenario, sb: StateBytes) -> int:
@@ -442,7 +443,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
-        bwd_allreduces=4 if tr.recompute == "full" else 2,
+        # a checkpointed layer's rerun forward has its 2 TP all-reduces again: the mean
+        # over the stage's layers, to the nearest whole (the graph's layers are alike)
+        bwd_allreduces=2 + round(2 * compute.recompute_fraction(tr, m)) if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
         prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
