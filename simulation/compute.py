@@ -239,7 +239,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     g = figures(acc)
     hbm = acc.hbm_bytes_per_s * g.hbm_fraction
     eb = 2
-    b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    b, s, h, t = tr.sequences_per_micro_batch, tr.seq_len, m.hidden_size, tr.tensor_parallel
     a = m.num_attention_heads or max(1, h // 128)
     kv = m.num_kv_heads or a
     d = m.head_dim or h / a          # head width; Gemma's 256 x 16 heads != hidden 3072

@@ -185,7 +185,7 @@ def _offload_bw(sc: Scenario, lay) -> dict:
     if "nvme_read" in links:
         tiers["nvme"] = links["nvme_read"]
     rate = achieved_flops(sc, model_params(sc.model))
-    return bandwidth.analysis(sc.training.seq_len, sc.training.micro_batch_size,
+    return bandwidth.analysis(sc.training.seq_len, sc.training.sequences_per_micro_batch,
                               sc.model.hidden_size, rate, tiers)
 
 

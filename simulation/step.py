@@ -123,7 +123,7 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     a token forward and twice that backward. The output head is frozen too.
     """
     m, tr = sc.model, sc.training
-    b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    b, s, h, t = tr.sequences_per_micro_batch, tr.seq_len, m.hidden_size, tr.tensor_parallel
     norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
     matmul = max(pc.per_layer_active - norms, 0)
     attn = 4 * b * s * s * m.attention_width      # QK^T and PV over heads x head_dim
@@ -144,11 +144,19 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
 
 
 def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
-    """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7."""
+    """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7.
+
+    Preference tuning: the policy's on twice the sequences (chosen and rejected), and the
+    reference model's forward on them (a third: 2 x parameters + one attention pass a
+    token) unless its log-probabilities are precomputed."""
     m, tr = sc.model, sc.training
-    tokens = lay.global_batch_size * tr.seq_len
+    pref = tr.preference
+    tokens = lay.global_batch_size * tr.seq_len * (2 if pref else 1)
     per_layer_attn = 12 * tr.seq_len * m.attention_width      # 3 passes x 4*s*(heads*head_dim) per token
-    return 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+    policy = 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+    if pref is None or pref.reference == "precomputed":
+        return policy
+    return policy * 4 / 3
 
 
 def links_for(sc: Scenario, lay: Layout) -> dict:
@@ -402,7 +410,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     ct = compute_times(sc, pc)
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     gpn = c.gpus_per_node
-    sbh = tr.micro_batch_size * tr.seq_len * m.hidden_size
+    sbh = tr.sequences_per_micro_batch * tr.seq_len * m.hidden_size
     links = links_for(sc, lay)
     # Where each group's ranks sit (TP innermost, then data parallel; collectives module)
     shard, dp, reps = lay.shard_degree, lay.data_parallel, lay.replica_groups
@@ -639,7 +647,7 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
         return 0.0
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
-    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    act_bytes = 2.0 * tr.sequences_per_micro_batch * tr.seq_len * m.hidden_size
     cross = lay.num_gpus // p >= c.gpus_per_node
     send_s = (nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
               + act_bytes / t / links["nic" if cross else "nvlink"])
@@ -658,7 +666,7 @@ def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
         return {}
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
-    act_bytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    act_bytes = 2.0 * tr.sequences_per_micro_batch * tr.seq_len * m.hidden_size
     out = {"nic" if lay.num_gpus // p >= c.gpus_per_node else "nvlink": 2 * v * act_bytes / t}
     if t > 1 and not tr.sequence_parallel:
         out["nvlink"] = out.get("nvlink", 0.0) + 2 * v * (t - 1) / t * act_bytes
@@ -742,8 +750,55 @@ def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
     n = 2 if lay.pipeline_parallel == 1 else 1
     nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
     bus = links["nvlink"] if nodes == 1 else links["nic"]
-    nbytes = 2.0 * tr.micro_batch_size * tr.seq_len * m.hidden_size
+    nbytes = 2.0 * tr.sequences_per_micro_batch * tr.seq_len * m.hidden_size
     return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)
+
+
+def reference_forward_s(sc: Scenario, pc: ParamCount, lay: Layout, links: dict) -> dict:
+    """Seconds of one micro-batch's reference-model forward under preference tuning
+    (``training.preference``), and the part of them that is communication.
+
+    TRL's ``DPOTrainer._compute_loss`` (v1.9.0) runs the reference after the policy's
+    forward, under ``torch.no_grad``, on the same concatenated batch (chosen + rejected:
+    ``sequences_per_micro_batch``): forward FLOPs only. Per layer the policy's forward
+    seconds ``fwd_s`` (the same shapes; the adapters' small GEMMs are not taken off for
+    ``adapters_off``), plus with tensor parallelism the layer's 2 TP all-reduces of ``A
+    tok h`` bytes each; under ZeRO-3 / FSDP each layer is all-gathered first (``A`` bytes a
+    parameter over the shard group; prefetched one layer ahead, so a layer takes
+    max(compute, gather) and the first gather is exposed). The output layer's forward is
+    its forward share of ``head_s`` (``layer_flops``: head_fwd / (head_fwd + head_bwd)).
+    ``precomputed``: 0 (one forward over the data set before training, not per step).
+    Returns ``{"total_s", "comm_s"}``; the step graph does not hold these tasks (the
+    timeline shows the policy's micro-batch), the step time adds them per micro-batch.
+    """
+    tr, m, c = sc.training, sc.model, sc.cluster
+    pref = tr.preference
+    if pref is None or pref.reference == "precomputed":
+        return {"total_s": 0.0, "comm_s": 0.0}
+    ct = compute_times(sc, pc)
+    fl = layer_flops(sc, pc)
+    A = 4 if tr.precision == "fp32" else 2
+    t = lay.tensor_parallel
+    tok = tr.sequences_per_micro_batch * tr.seq_len
+    layer_s, comm = ct["fwd_s"], 0.0
+    if t > 1:
+        tp_nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
+        bus = links["nvlink"] if tp_nodes == 1 else links["nic"]
+        tp = 2 * nccl.collective_time_s("allreduce", A * tok * m.hidden_size, t, tp_nodes, bus)
+        layer_s += tp
+        comm += tp * m.num_layers
+    gather = 0.0
+    shard = lay.shard_degree
+    if sc.strategy.zero_stage >= 3 and shard > 1:
+        k = nccl.ranks_per_node(shard, t, c.gpus_per_node)
+        nodes = nccl.nodes_spanned(shard, k)
+        bus = nccl.bus_bandwidth(k, nodes > 1, links["nvlink"], links["nic"])
+        gather = nccl.collective_time_s("allgather", A * pc.per_layer / t, shard, nodes, bus)
+    per_layer = max(layer_s, gather)
+    comm += (per_layer - layer_s) * m.num_layers + gather
+    head_share = fl["head_fwd"] / (fl["head_fwd"] + fl["head_bwd"]) if fl["head_fwd"] else 0.0
+    total = gather + per_layer * m.num_layers + ct["head_s"] * head_share
+    return {"total_s": float(total), "comm_s": float(comm)}
 
 
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
@@ -792,8 +847,13 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
              + optimizer_extra_s(sc, pc, lay, sb))
     parts["compute"] += acc_s
-    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s)
-    tokens = lay.global_batch_size * sc.training.seq_len
+    ref = reference_forward_s(sc, pc, lay, links)
+    parts["compute"] += m * (ref["total_s"] - ref["comm_s"])
+    parts["exposed_comm"] += m * ref["comm_s"]
+    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s
+                   + m * ref["total_s"])
+    # sequences, not examples: a preference example is two (chosen, rejected)
+    tokens = lay.global_batch_size * sc.training.seq_len * (2 if sc.training.preference else 1)
     mflops = model_flops_per_step(sc, pc, lay)
     mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0
     link_rows = [dict(name=n, bytes_per_s=float(links[n]), busy_s=float(link_busy[n]),
@@ -806,6 +866,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
         optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc))
+    if sc.training.preference is not None:
+        report["reference_forward_s"] = m * ref["total_s"]
     if sc.strategy.offload_optimizer != "none":
         report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
