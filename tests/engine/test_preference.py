@@ -167,3 +167,10 @@ def test_exports_name_trl_dpo_config():
     assert "2 sequences a micro-batch" in notes
     text = fsdp_snippet(Scenario.from_dict(scenario("adapters_off", lora={"rank": 8}, kind="fsdp_full_shard")))
     assert "DPOTrainer" in text and "peft_config" in text
+
+
+def test_the_report_says_what_it_counts():
+    for ref, lora in (("separate", None), ("adapters_off", {"rank": 8}), ("precomputed", None)):
+        notes = " ".join(evaluate_dict(scenario(ref, lora=lora))["notes"])
+        assert "chosen and a rejected" in notes
+        assert ("not counted in memory or step time" in notes) == (ref == "precomputed")
