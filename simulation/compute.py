@@ -309,7 +309,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     # full: every checkpointed layer re-runs its forward before its backward; with
     # layer-selective recomputation only n of a stage's L layers do, and the step graph's
     # uniform layers each carry the mean n / L of a forward (recompute_fraction)
-    extra = {"full": fwd * recompute_fraction(tr, m), "selective": a_fwd, "none": 0.0,
+    extra = {"full": fwd * (recompute_fraction(tr, m) if tr.recompute == "full" else 0.0),
+             "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
              + mb_fwd}[tr.recompute]
     bwd = g_bwd + a_bwd + mb_bwd + extra

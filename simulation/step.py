@@ -132,12 +132,13 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     f = m.ffn_hidden_size or 4 * h
     # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
-    extra = {"full": fwd * compute.recompute_fraction(tr, m), "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
+    rerun = compute.recompute_fraction(tr, m) if tr.recompute == "full" else 0.0
+    extra = {"full": fwd * rerun, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
     if tr.lora is not None:
         adapter = sum(2 * M * N * K * c for M, N, K, c in adapter_gemms(m, tr.lora, b * s, t))
         wgrad = 2 * matmul * b * s / t             # the frozen matrices' weight gradients
-        extra += adapter * compute.recompute_fraction(tr, m) if tr.recompute == "full" else 0.0
+        extra += adapter * rerun
         return dict(fwd=fwd + adapter, bwd=2 * fwd - wgrad + 2 * adapter + extra,
                     head_fwd=head, head_bwd=head)
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
