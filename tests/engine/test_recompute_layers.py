@@ -177,19 +177,49 @@ def test_exports_say_which_layers():
 def test_activation_offload_copies_run_beside_the_next_layers_compute():
     # 3 layers, forward 1 s, backward 2 s; each layer's checkpoint 0.5e9 B over PCIe at
     # 1e9 B/s: 0.5 s a copy each way. By hand:
-    #   f0 [0,1] f1 [1,2] f2 [2,3]; copies out o0 [1,1.5] o1 [2,2.5] o2 [3,3.5] (beside f1, f2)
-    #   back in: i2 [3.5,4] (after o2), i1 [4,4.5], i0 [4.5,5], each ahead of its backward
-    #   b2 [4,6] b1 [6,8] b0 [8,10]; the GPU waits only for layer 2's round trip, 1 s
+    #   f0 [0,1] f1 [1,2] f2 [2,3]; copies out o0 [1,1.5] o1 [2,2.5], beside f1 and f2;
+    #   layer 2's checkpoint stays on the GPU (DeepSpeed 0.19.6 keep_last_count=1: its
+    #   backward comes first), so b2 [3,5] waits for nothing;
+    #   two HBM slots: i1 may come back once the backward starts, [3,3.5] beside b2;
+    #   i0 once b2 is done, [5,5.5] beside b1 [5,7]; b0 [7,9]. Nothing exposed.
     r = tiny(layers=3, stage=0, shard=1, dp=1, offload_activations="cpu", act_ckpt_bytes=0.5e9,
              params_per_rank=1e6, unit_params=1e6)
+    names = task_names(r, True)[0]
+    assert "L2 activations to DDR" not in names and "L2 activations from DDR" not in names
     for engine in ("python", "c"):
         a = graph_arrays(r, LINKS, True, engine)
         s = simulate(a, engine)
-        at = {n: (float(b), float(e)) for n, b, e in zip(task_names(r, True)[0], s.start_s, s.end_s)}
+        at = {n: (float(b), float(e)) for n, b, e in zip(names, s.start_s, s.end_s)}
         assert at["forward L1"] == pytest.approx((1.0, 2.0))         # not held up by o0
         assert at["L0 activations to DDR"] == pytest.approx((1.0, 1.5))
+        assert at["L1 activations to DDR"] == pytest.approx((2.0, 2.5))
+        assert at["backward L2"] == pytest.approx((3.0, 5.0))
+        assert at["L1 activations from DDR"] == pytest.approx((3.0, 3.5))
+        assert at["L0 activations from DDR"] == pytest.approx((5.0, 5.5))
+        assert at["backward L1"] == pytest.approx((5.0, 7.0))
+        assert at["backward L0"] == pytest.approx((7.0, 9.0))
+        assert attribute(a, s, engine)["exposed_offload"] == pytest.approx(0.0)
+
+
+def test_activation_copies_back_are_exposed_when_pcie_is_slower_than_backward():
+    # the same with 3e9 B checkpoints: 3 s a copy each way alone on its link. o0 runs alone
+    # on PCIe d2h from 1 to 2 (1e9 B), then shares it with o1 at 0.5e9 B/s each: o0's last
+    # 2e9 B end at 6; o1 has 2e9 B by then, its last 1e9 B alone: 7. b2 [3,5] needs none.
+    # i1 after o1: [7,10] (h2d is a link of its own); b1 waits for it: [10,12]; i0 after
+    # o0, i1 and b2: [10,13]; b0 [13,15]. The GPU waits [5,10] and [12,13]: 6 s exposed,
+    # and the forward is never held up by the copies.
+    r = tiny(layers=3, stage=0, shard=1, dp=1, offload_activations="cpu", act_ckpt_bytes=3e9,
+             params_per_rank=1e6, unit_params=1e6)
+    names = task_names(r, True)[0]
+    for engine in ("python", "c"):
+        a = graph_arrays(r, LINKS, True, engine)
+        s = simulate(a, engine)
+        at = {n: (float(b), float(e)) for n, b, e in zip(names, s.start_s, s.end_s)}
         assert at["forward L2"] == pytest.approx((2.0, 3.0))
-        assert at["L1 activations from DDR"] == pytest.approx((4.0, 4.5))   # during b2
-        assert at["backward L1"] == pytest.approx((6.0, 8.0))
-        assert at["backward L0"] == pytest.approx((8.0, 10.0))
-        assert attribute(a, s, engine)["exposed_offload"] == pytest.approx(1.0)
+        assert at["L0 activations to DDR"] == pytest.approx((1.0, 6.0))
+        assert at["L1 activations to DDR"] == pytest.approx((2.0, 7.0))
+        assert at["L1 activations from DDR"] == pytest.approx((7.0, 10.0))
+        assert at["backward L1"] == pytest.approx((10.0, 12.0))
+        assert at["L0 activations from DDR"] == pytest.approx((10.0, 13.0))
+        assert at["backward L0"] == pytest.approx((13.0, 15.0))
+        assert attribute(a, s, engine)["exposed_offload"] == pytest.approx(6.0)
