@@ -167,6 +167,12 @@ def deepspeed_config(sc: Scenario) -> dict:
         "zero_optimization": zero,
         "gradient_clipping": 1.0,
     }
+    if st.offload_activations == "cpu" and tr.tensor_parallel > 1:
+        notes.append("With partition_activations (tensor parallelism) DeepSpeed's "
+                     "cpu_checkpointing copies each checkpoint to the host with a blocking "
+                     ".cpu() (activation_checkpointing/checkpointing.py, 0.19.6); only the "
+                     "unpartitioned path uses its side-stream offload engine, which the plan's "
+                     "overlapped copies follow")
     if tr.recompute != "none":
         cfg["activation_checkpointing"] = {"partition_activations": tr.tensor_parallel > 1,
                                            "cpu_checkpointing": st.offload_activations == "cpu",

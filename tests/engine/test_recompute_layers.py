@@ -223,3 +223,13 @@ def test_activation_copies_back_are_exposed_when_pcie_is_slower_than_backward():
         assert at["L0 activations from DDR"] == pytest.approx((10.0, 13.0))
         assert at["backward L0"] == pytest.approx((13.0, 15.0))
         assert attribute(a, s, engine)["exposed_offload"] == pytest.approx(6.0)
+
+
+def test_deepspeed_export_says_partitioned_cpu_checkpoints_are_blocking_copies():
+    sc = Scenario.from_dict({**scenario(gpus=2, tensor_parallel=2),
+                             "strategy": {"kind": "zero1", "offload_activations": "cpu"}})
+    cfg = deepspeed_config(sc)
+    assert cfg["activation_checkpointing"]["cpu_checkpointing"] is True
+    assert any("blocking" in n for n in cfg["_tierlab_notes"])
+    one = Scenario.from_dict({**scenario(), "strategy": {"kind": "zero1", "offload_activations": "cpu"}})
+    assert not any("blocking" in n for n in deepspeed_config(one).get("_tierlab_notes", []))
