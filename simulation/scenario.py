@@ -746,12 +746,16 @@ def _preference(d, path: str) -> PreferenceSpec | None:
 def checkpointed_layers(tr: "TrainingSpec", layers: float) -> float:
     """How many of a pipeline stage's ``layers`` are checkpointed (their input kept, their
     forward re-run in backward): all of them under ``recompute: full`` unless
-    ``recompute_layers`` (Megatron ``block``: min(k, layers)) or ``recompute_every``
-    (torchtitan: floor(layers / k), layers k, 2k, ...) says fewer; 0 otherwise."""
+    ``recompute_layers`` (Megatron ``block``: min(k, layers), per model chunk with
+    ``interleave_stages``: v x min(k, layers / v)) or ``recompute_every`` (torchtitan:
+    floor(layers / k), layers k, 2k, ... of the rank's blocks) says fewer; 0 otherwise."""
     if tr.recompute != "full":
         return 0
     if tr.recompute_layers is not None:
-        return min(tr.recompute_layers, layers)
+        # per model chunk: with interleave_stages v each chunk is a TransformerBlock of its
+        # own (len(self.layers) = layers / v), and each checkpoints its first k
+        v = tr.interleave_stages or 1
+        return v * min(tr.recompute_layers, layers / v)
     if tr.recompute_every is not None:
         return math.floor(layers / tr.recompute_every)
     return layers
@@ -764,7 +768,7 @@ def last_layer_checkpointed(tr: "TrainingSpec", layers: int) -> bool:
     if tr.recompute != "full":
         return False
     if tr.recompute_layers is not None:
-        return tr.recompute_layers >= layers
+        return tr.recompute_layers >= layers / (tr.interleave_stages or 1)
     if tr.recompute_every is not None:
         return layers % tr.recompute_every == 0
     return True

@@ -233,3 +233,13 @@ def test_deepspeed_export_says_partitioned_cpu_checkpoints_are_blocking_copies()
     assert any("blocking" in n for n in cfg["_tierlab_notes"])
     one = Scenario.from_dict({**scenario(), "strategy": {"kind": "zero1", "offload_activations": "cpu"}})
     assert not any("blocking" in n for n in deepspeed_config(one).get("_tierlab_notes", []))
+
+
+def test_megatron_block_counts_per_model_chunk_with_interleaving():
+    # core_r0.11.0 get_num_layers_to_build: with a virtual pipeline each model chunk is a
+    # TransformerBlock of num_layers / pp / vp layers, and _checkpointed_forward checkpoints
+    # the first k of each: 32 layers, pp 2, vp 4 -> chunks of 4; k = 3 -> 4 x 3 = 12 of 16
+    sc = Scenario.from_dict({**scenario({**GPT, "num_layers": 32}, gpus=2, recompute_layers=3,
+                                        pipeline_parallel=2, interleave_stages=4,
+                                        global_batch_size=16)})
+    assert checkpointed_layers(sc.training, 16) == 12
