@@ -419,7 +419,7 @@ static void build_graph(B *b) {
             prev_c = layer_compute(b, b->fwd_s / nu + fwd_x, deps, nd, release, u == nu - 1 ? 2 : 0);
         }
         act_out[i] = NONE;
-        if (b->off_act != T_NONE) {
+        if (b->off_act != T_NONE && i < b->layers - 1) {    /* the last layer's stays on the GPU */
             int path[2] = {b->link[K_DDR], b->link[K_PCIE_D2H]};
             if (path[0] == NONE || path[1] == NONE) { missing(b, path[0] == NONE ? K_DDR : K_PCIE_D2H); break; }
             act_out[i] = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, &prev_c, 1, NONE,
@@ -428,15 +428,17 @@ static void build_graph(B *b) {
     }
     if (b->head_s != 0 && !b->oom && !b->bad_link)
         prev_c = compute(b, S_GPU, b->head_s, &prev_c, 1, NONE, NONE, L_COMPUTE);
+    /* two activation slots: layer i's copy back waits for layer i+2's backward (stepgraph.build) */
+    int done1 = prev_c, done2 = prev_c;
     for (int i = b->layers - 1; i >= 0 && !b->oom && !b->bad_link; i--) {
         for (int u = nu - 1; u >= 0 && !b->oom && !b->bad_link; u--) {
             int deps[3] = {prev_c, NONE, NONE}, nd = 1;
             if (zero3) deps[nd++] = fetch(b, i * nu + u, 1, &prev_fetch, prev_c);
-            if (b->off_act != T_NONE && u == nu - 1) {
+            if (act_out[i] != NONE && u == nu - 1) {
                 int path[2] = {b->link[K_DDR], b->link[K_PCIE_H2D]};
-                int d[2] = {act_out[i], prev_act};
+                int d[3] = {act_out[i], prev_act, done2};
                 if (path[1] == NONE) { missing(b, K_PCIE_H2D); break; }
-                prev_act = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, d, 2, NONE, NONE,
+                prev_act = add(b, TRANSFER, 0, 0.0, b->act_ckpt_bytes, path, 2, d, 3, NONE, NONE,
                                L_OFFLOAD);
                 deps[nd++] = prev_act;
             }
@@ -444,6 +446,8 @@ static void build_graph(B *b) {
                                    u == 0 ? b->bwd_allreduces : 0);
         }
         if (b->oom || b->bad_link) break;
+        done2 = done1;
+        done1 = prev_c;
         if (!deferred) grad_sync(b, prev_c, grad_bytes);
     }
     /* no overlap: every layer's sync after the last backward (stepgraph.build) */

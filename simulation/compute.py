@@ -39,7 +39,7 @@ from . import fp8 as fp8_model
 from .lora import adapter_gemms
 from .memo import ByIdentity
 from .params import ParamCount
-from .scenario import Scenario
+from .scenario import Scenario, checkpointed_layers
 
 DEFAULT_COMPUTE_EFFICIENCY = 0.55   # the constant model's figure (scenario.TrainingSpec)
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
@@ -352,7 +352,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     # 1-byte operands; attention and the output head stay 16-bit.
     g_lin = g if fp8 is None else GpuFigures(fp8_gemm_flops(acc, g), g.sms, g.source, g.hbm_fraction)
     lin_eb = 2 if fp8 is None else 1
-    b, s, h, t = tr.micro_batch_size, tr.seq_len, m.hidden_size, tr.tensor_parallel
+    b, s, h, t = tr.sequences_per_micro_batch, tr.seq_len, m.hidden_size, tr.tensor_parallel
     cp = tr.context_parallel      # each CP rank computes its s / cp tokens (context_parallel.py)
     a = m.num_attention_heads or max(1, h // 128)
     kv = m.num_kv_heads or a
@@ -468,7 +468,11 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         c_fwd, c_bwd, w_step = _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d,
                                           fe * t / et if routed else fe, t, up_n, e_tok, local)
     fwd = g_fwd + a_fwd + mb_fwd + c_fwd
-    extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
+    # full: every checkpointed layer re-runs its forward before its backward; with
+    # layer-selective recomputation only n of a stage's L layers do, and the step graph's
+    # uniform layers each carry the mean n / L of a forward (recompute_fraction)
+    extra = {"full": fwd * (recompute_fraction(tr, m) if tr.recompute == "full" else 0.0),
+             "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h,
                                                  fe * t / et if routed else fe, t,
                                                  local, e_tok, g_lin, hbm)
@@ -553,6 +557,14 @@ def mlp_gemms(m, tok: float, t: int, moe: bool) -> list:
     if fs:
         out += [(tok, n_up * fs / t, h, 1), (tok, h, fs / t, 1)]
     return out
+
+
+def recompute_fraction(tr, m) -> float:
+    """Share of a pipeline stage's layers whose forward is re-run in backward under
+    ``recompute: full``: 1, or n / L with ``recompute_layers`` / ``recompute_every``
+    (:func:`simulation.scenario.checkpointed_layers`)."""
+    layers = m.num_layers / tr.pipeline_parallel
+    return checkpointed_layers(tr, layers) / layers if layers else 1.0
 
 
 def op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm) -> float:

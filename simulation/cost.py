@@ -199,7 +199,8 @@ def step_graph_size(r: RankModel, last: bool) -> GraphSize:
     gather = (_collective_tasks(r, r.dp_link, r.dp_per_node, r.dp_gather_latency_s)
               if last and r.overlap_param_gather and r.stage in (1, 2) and r.dp > 1 else 0)
     per_layer = units * fetch + fwd_compute + bwd_compute + 2 * act + sync + gather
-    n = r.layers * per_layer + (1 if r.head_s else 0)
+    # the last layer's activations are not offloaded (stepgraph.build): 2 copies fewer
+    n = r.layers * per_layer - (2 * act if r.layers else 0) + (1 if r.head_s else 0)
     opt = groups = extra_edges = 0
     io = r.offload_optimizer in ("nvme", "cxl")
     if last:

@@ -66,6 +66,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     notes += _advice(sc, per_gpu["hbm"], lay)
     if sc.training.lora is not None:
         notes.append(LORA_NOTE)
+    if sc.training.preference is not None:
+        notes.append(PREFERENCE_NOTE[sc.training.preference.reference])
 
     model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
@@ -133,6 +135,27 @@ LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimize
              "optimizer. Stored activations are counted as for full fine-tuning plus the "
              "adapters' (an upper bound: a frozen matmul's input is kept only where something "
              "else needs it); model FLOPs and MFU keep 6 x parameters x tokens.")
+
+
+_PREFERENCE_COMMON = (
+    "DPO as TRL's DPOTrainer runs it (v1.9.0): each example is a chosen and a rejected "
+    "sequence concatenated into one batch, so the policy's activations, logits and compute are "
+    "those of twice the micro-batch (tokens per second count both); the policy's log-probs are "
+    "counted with the scenario's loss kernel. ")
+PREFERENCE_NOTE = {
+    "separate": _PREFERENCE_COMMON + (
+        "The reference model is a frozen 16-bit copy (sharded like the policy under ZeRO-3 / "
+        "FSDP, whole otherwise), run forward only after the policy's forward: its weights, one "
+        "layer's working set and its logits are counted; its forward is added to each "
+        "micro-batch's time (not drawn in the timeline)."),
+    "adapters_off": _PREFERENCE_COMMON + (
+        "The reference is the policy's frozen base with the LoRA adapters switched off: no "
+        "weights of its own; its forward (one layer's working set, its logits) is counted and "
+        "added to each micro-batch's time (not drawn in the timeline)."),
+    "precomputed": _PREFERENCE_COMMON + (
+        "The reference log-probabilities are precomputed (precompute_ref_log_probs): one "
+        "forward pass over the data set before training, not counted in memory or step time."),
+}
 
 
 def _cost(sc: Scenario, lay, perf: dict) -> dict:

@@ -124,6 +124,43 @@ def _domain_note(sc: Scenario) -> str | None:
             "on GB200 from version 2.25.2 (NVIDIA Multi-Node NVLink tuning guide, NCCL "
             "section), with the IMEX service up on the hosts. Launch with "
             f"--nproc_per_node {c.gpus_per_node} (the host's GPUs).")
+def _recompute_layers_note(tr) -> str | None:
+    """Layer-selective full recomputation in framework terms: Megatron-LM's arguments for
+    ``recompute_layers``, torchtitan's for ``recompute_every``."""
+    if tr.recompute != "full":
+        return None
+    if tr.recompute_layers is not None:
+        return (f"Only the first {tr.recompute_layers} layers of each pipeline stage are "
+                "checkpointed (Megatron-LM --recompute-granularity full --recompute-method block "
+                f"--recompute-num-layers {tr.recompute_layers}); this config's "
+                "activation-checkpointing settings do not choose layers: call the checkpoint "
+                "function on those blocks only")
+    if tr.recompute_every is not None:
+        return (f"Only every {tr.recompute_every}-th layer is checkpointed (torchtitan "
+                f'[activation_checkpoint] mode = "selective", selective_ac_option = '
+                f'"{tr.recompute_every}"); this config\'s activation-checkpointing settings do '
+                "not choose layers: call the checkpoint function on those blocks only")
+    return None
+
+
+def _preference_note(sc: Scenario) -> str | None:
+    """``training.preference`` as TRL's ``DPOConfig`` / ``DPOTrainer`` arguments (TRL v1.9.0,
+    trl/trainer/dpo_config.py); no DeepSpeed or FSDP key carries it."""
+    pref, tr = sc.training.preference, sc.training
+    if pref is None:
+        return None
+    ref = {"separate": "ref_model=<a second copy of the model, loaded in the compute dtype> "
+                       "(or None without PEFT: DPOTrainer loads one)",
+           "adapters_off": "ref_model=None with peft_config (the base with adapters off is "
+                           "the reference)",
+           "precomputed": "ref_model=None"}[pref.reference]
+    return (f"Preference tuning is not part of this config: run TRL's DPOTrainer with "
+            f"DPOConfig(per_device_train_batch_size={tr.micro_batch_size}, "
+            f"max_length={tr.seq_len}, precompute_ref_log_probs="
+            f"{pref.reference == 'precomputed'}, gradient_checkpointing="
+            f"{tr.recompute == 'full'}) and {ref}; each example is a chosen and a rejected "
+            f"sequence, so the policy runs {tr.sequences_per_micro_batch} sequences a "
+            "micro-batch (the plan counts the same)")
 
 
 def _need_transformer(sc: Scenario) -> None:
@@ -165,6 +202,7 @@ def deepspeed_config(sc: Scenario) -> dict:
         notes.append(_fp8_note(sc, "DeepSpeed config"))
     if _domain_note(sc):
         notes.append(_domain_note(sc))
+    notes += [n for n in (_recompute_layers_note(tr), _preference_note(sc)) if n]
     placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
                                            "plans memory and time, not the learning rate"}
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
@@ -214,6 +252,12 @@ def deepspeed_config(sc: Scenario) -> dict:
         "zero_optimization": zero,
         "gradient_clipping": 1.0,
     }
+    if st.offload_activations == "cpu" and tr.tensor_parallel > 1:
+        notes.append("With partition_activations (tensor parallelism) DeepSpeed's "
+                     "cpu_checkpointing copies each checkpoint to the host with a blocking "
+                     ".cpu() (activation_checkpointing/checkpointing.py, 0.19.6); only the "
+                     "unpartitioned path uses its side-stream offload engine, which the plan's "
+                     "overlapped copies follow")
     if tr.recompute != "none":
         cfg["activation_checkpointing"] = {"partition_activations": tr.tensor_parallel > 1,
                                            "cpu_checkpointing": st.offload_activations == "cpu",
@@ -313,6 +357,8 @@ def fsdp_snippet(sc: Scenario) -> str:
         notes.append(_fp8_note(sc, "FSDP module"))
     if _domain_note(sc):
         notes.append(_domain_note(sc))
+    if _preference_note(sc):
+        notes.append(_preference_note(sc))
     if st.kind in _FSDP_KIND_NOTES:
         notes.append(_FSDP_KIND_NOTES[st.kind])
     if lay.context_parallel > 1:
@@ -465,13 +511,26 @@ def fsdp_snippet(sc: Scenario) -> str:
         lines.append("        device_mesh=mesh,")
     lines.append("    )")
     if tr.recompute == "full":
+        check = "lambda module: isinstance(module, block_cls)"
+        if tr.recompute_layers is not None or tr.recompute_every is not None:
+            chosen = (f"blocks[:{tr.recompute_layers}]" if tr.recompute_layers is not None
+                      else f"blocks[{tr.recompute_every} - 1::{tr.recompute_every}]")
+            what = (f"the first {tr.recompute_layers} blocks (Megatron --recompute-method block)"
+                    if tr.recompute_layers is not None else
+                    f"every {tr.recompute_every}-th block (torchtitan selective_ac_option)")
+            lines += [
+                f"    # layer-selective recomputation: {what}",
+                "    blocks = [m for m in model.modules() if isinstance(m, block_cls)]",
+                f"    chosen = {{id(m) for m in {chosen}}}",
+            ]
+            check = "lambda module: id(module) in chosen"
         lines += [
             "    # full recomputation, one block at a time: only the blocks are checkpointed",
             "    apply_activation_checkpointing(",
             "        model,",
             "        checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper,",
             "                                                checkpoint_impl=CheckpointImpl.NO_REENTRANT),",
-            "        check_fn=lambda module: isinstance(module, block_cls))",
+            f"        check_fn={check})",
         ]
     lines.append("    return model")
     return "\n".join(lines) + "\n"

@@ -67,7 +67,7 @@ from .params import ParamCount
 from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
 from .context_parallel import ring_buffer_bytes
-from .scenario import ModelSpec, Scenario, TrainingSpec
+from .scenario import ModelSpec, Scenario, TrainingSpec, checkpointed_layers, last_layer_checkpointed
 from .states import DTYPE_BYTES, StateBytes
 from . import fp8 as fp8_model
 from .fp8 import uses_torchao
@@ -275,6 +275,11 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     layers_held = act.layers_held if not last else sc.model.num_layers / tr.pipeline_parallel
     layers_bytes = act.layers_bytes if not last else act.per_layer_bytes * layers_held
     note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})" + _layout_note(sc.model, tr)
+    n_ckpt = checkpointed_layers(tr, sc.model.num_layers / tr.pipeline_parallel)
+    partial = tr.recompute == "full" and n_ckpt < sc.model.num_layers / tr.pipeline_parallel
+    if partial:
+        note += (f"; mean of {n_ckpt:g} checkpointed layers (input only) and "
+                 f"{sc.model.num_layers / tr.pipeline_parallel - n_ckpt:g} whole layers per stage")
     if st.offload_activations == "cpu" and layers_held > 2:
         # Activation checkpoints live in DDR; HBM keeps the layer being computed and the
         # one in flight to or from the host (ZeRO-R's Pa+cpu, ZeRO Sec. 6.1).
@@ -284,13 +289,19 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         add(f"offloaded activations ({layers_held - 2:g} layers)", "activations", "ddr",
             layers_bytes - on_hbm, note="pinned host copies of activation checkpoints")
     else:
-        add(f"activations ({layers_held:g} layers x {tr.recompute} recompute)",
+        add(f"activations ({layers_held:g} layers x {tr.recompute} recompute"
+            + (f" of {n_ckpt:g} per stage)" if partial else ")"),
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
-        per_layer = adapter_activation_bytes(sc.model, lora, tr.local_seq_len * tr.micro_batch_size,
+        per_layer = adapter_activation_bytes(sc.model, lora, tr.local_seq_len * tr.sequences_per_micro_batch,
                                              ab, tr.tensor_parallel)
-        if tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
+        if tr.recompute == "full" and partial:   # the plain layers keep theirs
+            plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
+            add(f"LoRA adapter activations ({plain:g} plain layers, +1 re-run)", "activations",
+                "hbm", per_layer * (plain + 1), phase="fwd_bwd",
+                note="lora_A outputs of the layers not checkpointed, and one rebuilt")
+        elif tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
             add("LoRA adapter activations (1 layer re-run in backward)", "activations", "hbm",
                 per_layer, phase="backward", note="lora_A outputs (and dropout copies)")
         else:
@@ -298,6 +309,8 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 per_layer * layers_held, phase="fwd_bwd",
                 note=f"{per_layer / 1e6:.2f} MB per layer: lora_A outputs (b x s x r)"
                      + (" and each adapter's dropout output and mask" if lora.dropout else ""))
+    if tr.preference is not None:
+        _reference_model(add, sc, pc, lay, par_tier)
     if realistic:
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
         if tr.fp8 is not None:
@@ -403,6 +416,83 @@ def _expert_tokens(add, sc: Scenario, lay: Layout, layers_held: float) -> None:
 IMBALANCE_PART = experts.IMBALANCE_PART
 
 
+def reference_forward_working_bytes(m: ModelSpec, tr: TrainingSpec) -> float:
+    """Bytes one layer's forward holds at its peak under ``torch.no_grad`` (the reference
+    model's DPO forward), per GPU: nothing is saved for backward, each tensor is freed
+    when its last user has run. For ``n`` sequences of ``s`` tokens (``tok = n s``), width
+    ``h``, FFN width ``f``, ``a`` query and ``kv`` key/value heads of width ``d``, TP
+    degree ``t``, ``A`` bytes per activation element:
+
+    * MLP (transformers ``LlamaMLP.forward``: ``down_proj(act_fn(gate_proj(x)) *
+      up_proj(x))``): the residual input, x, act(gate(x)), up(x) and their product live
+      at once: ``A tok (2h + 3f/t)``; without a gate, fc1's and the activation's outputs:
+      ``A tok (2h + 2f/t)``;
+    * attention: the residual input, x and q, k, v: ``A tok (2h + (a + 2kv) d / t)``; in
+      eager attention also the scores and their fp32 softmax, ``n (a/t) s^2 (A + 4)``.
+
+    The larger of the two (shapes as :func:`simulation.compute` uses them)."""
+    A = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+    tok = tr.sequences_per_micro_batch * tr.seq_len
+    t, h = tr.tensor_parallel, m.hidden_size
+    f = m.ffn_hidden_size or 4 * h
+    a = m.num_attention_heads or max(1, h // 128)
+    kv = m.num_kv_heads or a
+    d = m.head_dim or h / a
+    mlp = A * tok * (2 * h + (3 if m.gated_mlp else 2) * f / t)
+    attn = A * tok * (2 * h + (a + 2 * kv) * d / t)
+    if not tr.flash_attention:
+        attn += tr.sequences_per_micro_batch * (a / t) * tr.seq_len ** 2 * (A + 4)
+    return max(mlp, attn)
+
+
+def _reference_model(add, sc: Scenario, pc: ParamCount, lay: Layout, par_tier: str) -> None:
+    """The frozen reference model of preference tuning (``training.preference``), as TRL's
+    ``DPOTrainer`` holds it (TRL v1.9.0).
+
+    * ``separate``: its weights in the compute dtype (bf16/fp16: 2 B, fp32: 4 B per
+      parameter), per model-parallel rank; under ZeRO-3 / FSDP sharded over the shard
+      group like the policy and placed where the policy's parameters are (trl/models/
+      utils.py ``prepare_deepspeed``: the policy's DeepSpeed config, stage 3 kept, any
+      other stage set to 0; ``prepare_fsdp``: the policy's FSDP plugin), whole on every
+      rank otherwise; under ZeRO-3 / FSDP one layer gathered at a time during its forward.
+      ``adapters_off`` (the policy's base, LoRA switched off) and ``precomputed``
+      (``precompute_ref_log_probs``) hold no weights.
+    * its forward (``separate``, ``adapters_off``) runs under ``torch.no_grad`` after the
+      policy's forward, while the policy's activations and logits are held
+      (``DPOTrainer._compute_loss``): one layer's working set
+      (:func:`reference_forward_working_bytes`) and its logits, ``tok x V`` in the compute
+      dtype (transformers' ``lm_head`` output, divided by t), with one sequence's
+      ``log_softmax`` row of ``s x V`` (``selective_log_softmax`` loops over rows in
+      16-bit). Counted in the loss phase beside the policy's loss buffers: an upper bound,
+      since the policy's backward allocates its loss gradients after the reference ran.
+    """
+    tr, st, m = sc.training, sc.strategy, sc.model
+    ref = tr.preference.reference
+    if ref == "precomputed":
+        return
+    A = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+    t = lay.tensor_parallel
+    sharded = st.zero_stage >= 3
+    d = lay.shard_degree if sharded else 1
+    if ref == "separate":
+        add(f"reference model weights ({'fp32' if A == 4 else '16-bit'}, "
+            + (f"sharded over {d} ranks)" if d > 1 else "whole copy)"), "params",
+            par_tier if sharded else "hbm", A * pc.total / t / d, A / d,
+            note="DPO reference: a frozen copy, forward only (TRL prepare_deepspeed / "
+                 "prepare_fsdp shard it like the policy under ZeRO-3 / FSDP, stage 0 otherwise)")
+        if sharded and d > 1:
+            add("reference model gathered layer", "buffers", "hbm", A * pc.per_layer / t,
+                phase="loss", note="one layer all-gathered for the reference forward")
+    tok = tr.sequences_per_micro_batch * tr.seq_len
+    add(f"reference forward: one layer's working set ({tr.sequences_per_micro_batch} sequences)",
+        "activations", "hbm", reference_forward_working_bytes(m, tr), phase="loss",
+        note="torch.no_grad: nothing kept for backward")
+    if m.vocab_size:
+        add("reference forward: logits and one row's log-softmax", "activations", "hbm",
+            A * (tok + tr.seq_len) * m.vocab_size / t, phase="loss",
+            note=f"{tok:,} tokens x vocab in the compute dtype (TRL selective_log_softmax)")
+
+
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
     """Parameters with gradients, optimizer states and a place in the checkpoint: all of
     them, or under LoRA the adapters (:func:`simulation.lora.adapter_params`)."""
@@ -452,16 +542,25 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
       first re-runs its forward, so one layer's activations as without recomputation sit
       on top of the stored checkpoints (``torch.utils.checkpoint``; Megatron
       ``tensor_parallel/random.py`` ``CheckpointFunction.backward``). The peak is in
-      backward, not in forward.
+      backward, not in forward. With layer-selective full recomputation the rebuild
+      comes on top of everything stored only when the stage's last layer (the first in
+      backward) is checkpointed; otherwise a plain layer's backward has freed at least
+      one whole layer of this micro-batch before a checkpointed one is rebuilt, and the
+      rebuild (whole minus input) fits in what it freed.
     * Loss and logits on the last stage (:mod:`simulation.loss`, ``training.loss_kernel``),
       live at the end of forward and the start of backward, plus the head's input.
     * The embedding's dropout mask on the first stage (Korthikanti Sec. 4.3).
     """
     tr, m = sc.training, sc.model
     t = tr.tensor_parallel
-    sbh = tr.local_seq_len * tr.micro_batch_size * m.hidden_size       # this CP rank's tokens
-    if tr.recompute != "none":
-        working = _unrecomputed_layer(m, tr) - act.per_layer_bytes
+    sbh = tr.local_seq_len * tr.sequences_per_micro_batch * m.hidden_size       # this CP rank's tokens
+    layers = m.num_layers / tr.pipeline_parallel
+    partial = tr.recompute == "full" and checkpointed_layers(tr, layers) < layers
+    if partial and not last_layer_checkpointed(tr, int(layers)):
+        pass        # a plain layer's backward frees a whole layer before any rebuild
+    elif tr.recompute != "none":
+        kept = layer_bytes(_shape(m, tr, "full")) if partial else act.per_layer_bytes
+        working = _unrecomputed_layer(m, tr) - kept
         if working > 0:
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",
@@ -478,7 +577,7 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
         add("embedding dropout mask", "activations", "hbm", sbh * tr.pipeline_parallel / t,
             phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
     if stage != "first" and m.vocab_size:
-        tokens = tr.local_seq_len * tr.micro_batch_size
+        tokens = tr.local_seq_len * tr.sequences_per_micro_batch
         act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
             phase="fwd_bwd", note="saved for the head's weight gradient")
@@ -503,7 +602,7 @@ _unrecomputed_layer = ByIdentity(lambda m, tr: layer_bytes(_shape(m, tr, "none")
 def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
     heads = m.num_attention_heads or max(1, m.hidden_size // 128)
     return ActivationShape(
-        seq_len=tr.local_seq_len, micro_batch=tr.micro_batch_size, hidden=m.hidden_size,
+        seq_len=tr.local_seq_len, micro_batch=tr.sequences_per_micro_batch, hidden=m.hidden_size,
         heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
         top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
         flash_attention=tr.flash_attention, tensor_parallel=tr.tensor_parallel,
@@ -545,9 +644,24 @@ def _dense_share(m: ModelSpec, tr: TrainingSpec) -> float:
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
                  realistic: bool) -> StageActivations:
     """The first pipeline stage's stored per-layer activations (Korthikanti Eq. 5-6; the
-    logits and loss are counted by :mod:`simulation.loss`, not here)."""
-    return first_stage(_shape(m, tr, tr.recompute), m.num_layers, tr.pipeline_parallel,
-                       grad_accumulation_steps, tr.interleave_stages, None)
+    logits and loss are counted by :mod:`simulation.loss`, not here).
+
+    Layer-selective full recomputation (``training.recompute_layers`` /
+    ``recompute_every``, :func:`simulation.scenario.checkpointed_layers`): of a stage's L
+    layers the n checkpointed keep their 16-bit input only and the other L - n all their
+    activations (Megatron ``block``: ``chunk_runner(l, l + 1, use_checkpoint)`` runs the
+    layers past k plainly; torchtitan returns the unwrapped block), so ``per_layer_bytes``
+    is the stage's mean, (n x input + (L - n) x whole) / L bytes."""
+    st = first_stage(_shape(m, tr, tr.recompute), m.num_layers, tr.pipeline_parallel,
+                     grad_accumulation_steps, tr.interleave_stages, None)
+    layers = m.num_layers / tr.pipeline_parallel
+    n = checkpointed_layers(tr, layers)
+    if tr.recompute != "full" or n >= layers:
+        return st
+    whole = _unrecomputed_layer(m, tr)
+    per = (n * st.per_layer_bytes + (layers - n) * whole) / layers
+    return dataclasses.replace(st, per_layer_bytes=per,
+                               layers_bytes=per * st.layers_held * st.interleave_factor)
 
 
 _stage_activations = ByIdentity(_activations)

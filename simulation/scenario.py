@@ -26,6 +26,7 @@ Every bad value raises :class:`ScenarioError` naming its dotted field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from . import calibrate, cpu_adam, presets
@@ -779,6 +780,29 @@ class TrainingSpec:
     def expert_tp(self) -> int:
         """Expert tensor-parallel degree: ``expert_tensor_parallel``, else tensor_parallel."""
         return self.tensor_parallel if self.expert_tensor_parallel is None else self.expert_tensor_parallel
+    # Layer-selective full recomputation (``recompute: full`` only; at most one of the two;
+    # None: every layer checkpointed). ``recompute_layers`` = k: the first k layers of each
+    # pipeline stage are checkpointed, the rest keep their activations (Megatron-LM
+    # ``--recompute-method block --recompute-num-layers k``: megatron/core/transformer/
+    # transformer_block.py _checkpointed_forward, core_r0.11.0; megatron/core/recompute.py
+    # at d98e8a6). ``recompute_every`` = k: every k-th layer of each stage, counted from 1
+    # (torchtitan ``ac.mode = "selective"``, ``selective_ac_option = "k"``: torchtitan/models/
+    # llama3/infra/parallelize.py _apply_ac_to_transformer_block at 55e42c0,
+    # ``ptd_checkpoint_wrapper._count % ac_freq == 0``). See :func:`checkpointed_layers`.
+    recompute_layers: int | None = None
+    recompute_every: int | None = None
+    # Preference tuning (DPO): each example a chosen and a rejected sequence, a frozen
+    # reference model (:class:`PreferenceSpec`). None: plain next-token training.
+    preference: "PreferenceSpec | None" = None
+
+    @property
+    def sequences_per_micro_batch(self) -> int:
+        """Sequences one micro-batch runs through the policy: ``micro_batch_size``, twice
+        that under preference tuning (TRL's DPO collator concatenates the chosen and the
+        rejected completions along the batch: trl/trainer/dpo_trainer.py
+        DataCollatorForPreference, ``torch.cat(pad([chosen_ids, rejected_ids]))``, v1.9.0;
+        ``concatenated_forward`` up to v0.24)."""
+        return self.micro_batch_size * (2 if self.preference is not None else 1)
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -822,10 +846,15 @@ class TrainingSpec:
             moe_pad_to_capacity=_bool(d, "moe_pad_to_capacity", path, False),
             moe_routing_imbalance=_num(d, "moe_routing_imbalance", path, 1.0, minimum=1.0,
                                        maximum=100_000.0),
-            moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False)))
+            moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False),
+            recompute_layers=_int(d, "recompute_layers", path, maximum=100_000),
+            recompute_every=_int(d, "recompute_every", path, maximum=100_000),
+            preference=_preference(d.get("preference"), f"{path}.preference")))
 
     def to_dict(self) -> dict:
         out = _given(self)
+        if self.preference is not None:
+            out["preference"] = _given(self.preference)
         if self.dtypes is not None:
             out["dtypes"] = _given(self.dtypes)
         if self.fp8 is not None:
@@ -952,6 +981,75 @@ def _lora(d, path: str) -> LoraSpec | None:
                     alpha=_num(d, "alpha", path, None, strict=True, maximum=1e6),
                     dropout=_num(d, "dropout", path, 0.0, maximum=0.99),
                     targets=tuple(t for t in LORA_TARGETS if t in targets))
+
+
+PREFERENCE_METHODS = ("dpo",)
+PREFERENCE_REFERENCES = ("separate", "adapters_off", "precomputed")
+
+
+@dataclass(frozen=True)
+class PreferenceSpec:
+    """``training.preference``: preference tuning as TRL's ``DPOTrainer`` runs it (v1.9.0).
+
+    ``method``: ``dpo`` (Rafailov et al. 2023). ``reference``: where the frozen reference
+    model's log-probabilities come from:
+
+    * ``separate``: a second copy of the model (``DPOTrainer(ref_model=...)`` or the copy
+      it loads itself), in the compute dtype, sharded like the policy under ZeRO-3 / FSDP
+      and whole on every rank otherwise (trl/models/utils.py ``prepare_deepspeed``: "If
+      ZeRO-3 is used, we shard both the active and reference model", else stage 0;
+      ``prepare_fsdp``: the policy's FSDP plugin settings), run forward only;
+    * ``adapters_off``: the policy's frozen base with the LoRA adapters switched off
+      (``ref_model=None`` with a PEFT model: ``use_adapter(model, None)``); needs
+      ``training.lora``;
+    * ``precomputed``: ``precompute_ref_log_probs=True``: one forward pass over the data
+      set before training; nothing in memory or step time during training.
+    """
+    method: str = "dpo"
+    reference: str = "separate"
+
+
+def _preference(d, path: str) -> PreferenceSpec | None:
+    """``training.preference``: ``{"method": "dpo", "reference": "separate" |
+    "adapters_off" | "precomputed"}``; null or absent: no preference tuning."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise ScenarioError(path, f"must be an object or null, got {type(d).__name__}")
+    _no_unknown(d, field_names(PreferenceSpec), path)
+    return PreferenceSpec(method=_choice(d, "method", path, PREFERENCE_METHODS, "dpo"),
+                          reference=_choice(d, "reference", path, PREFERENCE_REFERENCES, "separate"))
+
+
+def checkpointed_layers(tr: "TrainingSpec", layers: float) -> float:
+    """How many of a pipeline stage's ``layers`` are checkpointed (their input kept, their
+    forward re-run in backward): all of them under ``recompute: full`` unless
+    ``recompute_layers`` (Megatron ``block``: min(k, layers), per model chunk with
+    ``interleave_stages``: v x min(k, layers / v)) or ``recompute_every`` (torchtitan:
+    floor(layers / k), layers k, 2k, ... of the rank's blocks) says fewer; 0 otherwise."""
+    if tr.recompute != "full":
+        return 0
+    if tr.recompute_layers is not None:
+        # per model chunk: with interleave_stages v each chunk is a TransformerBlock of its
+        # own (len(self.layers) = layers / v), and each checkpoints its first k
+        v = tr.interleave_stages or 1
+        return v * min(tr.recompute_layers, layers / v)
+    if tr.recompute_every is not None:
+        return math.floor(layers / tr.recompute_every)
+    return layers
+
+
+def last_layer_checkpointed(tr: "TrainingSpec", layers: int) -> bool:
+    """Whether the stage's last layer (the first in backward) is checkpointed, so that its
+    rebuilt activations come on top of every stored one; a later plain layer's backward
+    frees at least one full layer first otherwise (see memory._realistic_activations)."""
+    if tr.recompute != "full":
+        return False
+    if tr.recompute_layers is not None:
+        return tr.recompute_layers >= layers / (tr.interleave_stages or 1)
+    if tr.recompute_every is not None:
+        return layers % tr.recompute_every == 0
+    return True
 
 
 _ZERO_STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2, "megatron_dist_opt": 1}
@@ -1148,6 +1246,9 @@ class Scenario:
             _check_lora(sc)
         if tr.fp8 is not None:
             _check_fp8(sc)
+        _check_recompute_layers(tr)
+        if tr.preference is not None:
+            _check_preference(sc)
         if tr.tp_comm_overlap and not tr.sequence_parallel:
             raise ScenarioError("training.tp_comm_overlap",
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "
@@ -1510,6 +1611,32 @@ def _check_experts(sc) -> None:
                if tr.pipeline_parallel > 1 and tr.interleave_stages is None else None)
         if why:
             raise ScenarioError("training.moe_a2a_overlap", why)
+
+
+def _check_recompute_layers(tr: TrainingSpec) -> None:
+    """``recompute_layers`` / ``recompute_every`` choose layers for full recomputation."""
+    for name in ("recompute_layers", "recompute_every"):
+        if getattr(tr, name) is not None and tr.recompute != "full":
+            raise ScenarioError(f"training.{name}",
+                                "chooses the layers of full recomputation: needs recompute "
+                                f"full, not {tr.recompute}")
+    if tr.recompute_layers is not None and tr.recompute_every is not None:
+        raise ScenarioError("training.recompute_every",
+                            "give recompute_layers (Megatron block) or recompute_every "
+                            "(torchtitan every k-th layer), not both")
+
+
+def _check_preference(sc) -> None:
+    """``training.preference`` against the rest of the scenario."""
+    tr = sc.training
+    if tr.preference.reference == "adapters_off" and tr.lora is None:
+        raise ScenarioError("training.preference.reference",
+                            "adapters_off uses the policy's frozen base as the reference: "
+                            "needs training.lora (or choose separate or precomputed)")
+    if tr.pipeline_parallel > 1:
+        raise ScenarioError("training.preference",
+                            "TRL's DPOTrainer runs no pipeline parallelism: needs "
+                            "pipeline_parallel 1")
 
 
 def _check_lora(sc) -> None:

@@ -203,7 +203,7 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     a token forward and twice that backward. The output head is frozen too.
     """
     m, tr = sc.model, sc.training
-    b, s, h, t = tr.micro_batch_size, tr.local_seq_len, m.hidden_size, tr.tensor_parallel
+    b, s, h, t = tr.sequences_per_micro_batch, tr.local_seq_len, m.hidden_size, tr.tensor_parallel
     norms = m.block_norms * (2 if m.norm == "layernorm" else 1) * h
     if m.uses_mla:                                # kv_a_layernorm, q_a_layernorm
         norms += m.kv_lora_rank + (m.q_lora_rank or 0)
@@ -223,12 +223,13 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     f = (m.expert_ffn_size if m.num_experts > 1 else m.ffn_hidden_size) or 4 * h
     # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
-    extra = {"full": fwd, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
+    rerun = compute.recompute_fraction(tr, m) if tr.recompute == "full" else 0.0
+    extra = {"full": fwd * rerun, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
     if tr.lora is not None:
         adapter = sum(2 * M * N * K * c for M, N, K, c in adapter_gemms(m, tr.lora, b * s, t))
         wgrad = 2 * matmul * b * s / t             # the frozen matrices' weight gradients
-        extra += adapter if tr.recompute == "full" else 0.0
+        extra += adapter * rerun
         return dict(fwd=fwd + adapter, bwd=2 * fwd - wgrad + 2 * adapter + extra,
                     head_fwd=head, head_bwd=head)
     return dict(fwd=fwd, bwd=2 * fwd + extra, head_fwd=head, head_bwd=2 * head)
@@ -265,13 +266,21 @@ def context_parallel_exchange(sc: Scenario, pc: ParamCount, lay: Layout, links: 
 
 
 def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
-    """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7."""
+    """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7.
+
+    Preference tuning: the policy's on twice the sequences (chosen and rejected), and the
+    reference model's forward on them (a third: 2 x parameters + one attention pass a
+    token) unless its log-probabilities are precomputed."""
     m, tr = sc.model, sc.training
-    tokens = lay.global_batch_size * tr.seq_len
+    pref = tr.preference
+    tokens = lay.global_batch_size * tr.seq_len * (2 if pref else 1)
     # 3 passes x 4*s*(heads*head_dim) per token (MLA: 2*s*heads*(qk + v)); a sliding
     # window's layers attend to its keys only (compute.window_share)
     per_layer_attn = 3 * attention_core_flops(m, 1, tr.seq_len) / tr.seq_len * compute.window_share(m, tr.seq_len)
-    return 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+    policy = 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+    if pref is None or pref.reference == "precomputed":
+        return policy
+    return policy * 4 / 3
 
 
 def attention_core_flops(m, b: int, s: int) -> float:
@@ -496,11 +505,12 @@ def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
     st = sc.strategy
     if st.zero_stage < 3 or st.is_fsdp or sc.training.recompute != "full":
         return 0.0
-    if is_deepspeed_2021(sc):
-        return 1.0
     n = weight_tensors_per_layer(sc)
     tensor = pc.per_layer / t / n
-    return sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
+    frac = compute.recompute_fraction(sc.training, sc.model)    # only checkpointed layers rerun
+    if is_deepspeed_2021(sc):
+        return frac
+    return frac * sum(2 * (n - 1 - j) * tensor >= DEEPSPEED_MAX_REUSE_ELEMENTS for j in range(n)) / n
 
 
 def reduce_bytes_per_param(sc: Scenario, sb: StateBytes) -> int:
@@ -562,7 +572,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
     ct = compute_times(sc, pc)
     t, p = lay.tensor_parallel, lay.pipeline_parallel
-    sbh = tr.micro_batch_size * tr.local_seq_len * m.hidden_size      # this CP rank's tokens
+    sbh = tr.sequences_per_micro_batch * tr.local_seq_len * m.hidden_size      # this CP rank's tokens
     links = links_for(sc, lay)
     # Where each group's ranks sit (TP innermost, then context and data parallel, whose
     # ranks reduce the gradients together; collectives module)
@@ -610,7 +620,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         replica_link="nic" if rep_nodes > 1 else "nvlink", replica_per_node=rep_k,
         gpus_per_node=nccl.scaleup_gpus(c),      # the NVLink domain: a ring's hops per "node"
         stage=st.zero_stage, tp=t, tp_bytes=2.0 * sbh,
-        bwd_allreduces=4 if tr.recompute == "full" else 2,
+        # a checkpointed layer's rerun forward has its 2 TP all-reduces again: the mean
+        # over the stage's layers, to the nearest whole (the graph's layers are alike)
+        bwd_allreduces=2 + round(2 * compute.recompute_fraction(tr, m)) if tr.recompute == "full" else 2,
         act_ckpt_bytes=2.0 * sbh / t, offload_params=st.offload_params,
         offload_optimizer=st.offload_optimizer, offload_activations=st.offload_activations,
         prefetch_depth=layers_ahead, miss_rate=st.prefetch_miss_rate,
@@ -805,7 +817,7 @@ def pipeline_p2p_s(sc: Scenario, lay: Layout, links: dict) -> float:
         return 0.0
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
-    act_bytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
+    act_bytes = 2.0 * tr.sequences_per_micro_batch * tr.local_seq_len * m.hidden_size
     cross = pipeline_crosses_domains(sc, lay)
     send_s = (nccl.ring_latency_s("allgather", 2, 2 if cross else 1)
               + act_bytes / t / links["nic" if cross else "nvlink"])
@@ -832,7 +844,7 @@ def pipeline_p2p_bytes(sc: Scenario, lay: Layout) -> dict:
         return {}
     m, tr, c = sc.model, sc.training, sc.cluster
     t, v = lay.tensor_parallel, tr.interleave_stages or 1
-    act_bytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
+    act_bytes = 2.0 * tr.sequences_per_micro_batch * tr.local_seq_len * m.hidden_size
     out = {"nic" if pipeline_crosses_domains(sc, lay) else "nvlink": 2 * v * act_bytes / t}
     if t > 1 and not tr.sequence_parallel:
         out["nvlink"] = out.get("nvlink", 0.0) + 2 * v * (t - 1) / t * act_bytes
@@ -916,8 +928,55 @@ def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
     n = 2 if lay.pipeline_parallel == 1 else 1
     nodes = nccl.group_span(t, 1, c)[1]
     bus = links["nvlink"] if nodes == 1 else links["nic"]
-    nbytes = 2.0 * tr.micro_batch_size * tr.local_seq_len * m.hidden_size
+    nbytes = 2.0 * tr.sequences_per_micro_batch * tr.local_seq_len * m.hidden_size
     return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)
+
+
+def reference_forward_s(sc: Scenario, pc: ParamCount, lay: Layout, links: dict) -> dict:
+    """Seconds of one micro-batch's reference-model forward under preference tuning
+    (``training.preference``), and the part of them that is communication.
+
+    TRL's ``DPOTrainer._compute_loss`` (v1.9.0) runs the reference after the policy's
+    forward, under ``torch.no_grad``, on the same concatenated batch (chosen + rejected:
+    ``sequences_per_micro_batch``): forward FLOPs only. Per layer the policy's forward
+    seconds ``fwd_s`` (the same shapes; the adapters' small GEMMs are not taken off for
+    ``adapters_off``), plus with tensor parallelism the layer's 2 TP all-reduces of ``A
+    tok h`` bytes each; under ZeRO-3 / FSDP each layer is all-gathered first (``A`` bytes a
+    parameter over the shard group; prefetched one layer ahead, so a layer takes
+    max(compute, gather) and the first gather is exposed). The output layer's forward is
+    its forward share of ``head_s`` (``layer_flops``: head_fwd / (head_fwd + head_bwd)).
+    ``precomputed``: 0 (one forward over the data set before training, not per step).
+    Returns ``{"total_s", "comm_s"}``; the step graph does not hold these tasks (the
+    timeline shows the policy's micro-batch), the step time adds them per micro-batch.
+    """
+    tr, m, c = sc.training, sc.model, sc.cluster
+    pref = tr.preference
+    if pref is None or pref.reference == "precomputed":
+        return {"total_s": 0.0, "comm_s": 0.0}
+    ct = compute_times(sc, pc)
+    fl = layer_flops(sc, pc)
+    A = 4 if tr.precision == "fp32" else 2
+    t = lay.tensor_parallel
+    tok = tr.sequences_per_micro_batch * tr.seq_len
+    layer_s, comm = ct["fwd_s"], 0.0
+    if t > 1:
+        tp_nodes = nccl.nodes_spanned(t, min(t, c.gpus_per_node))
+        bus = links["nvlink"] if tp_nodes == 1 else links["nic"]
+        tp = 2 * nccl.collective_time_s("allreduce", A * tok * m.hidden_size, t, tp_nodes, bus)
+        layer_s += tp
+        comm += tp * m.num_layers
+    gather = 0.0
+    shard = lay.shard_degree
+    if sc.strategy.zero_stage >= 3 and shard > 1:
+        k = nccl.ranks_per_node(shard, t, c.gpus_per_node)
+        nodes = nccl.nodes_spanned(shard, k)
+        bus = nccl.bus_bandwidth(k, nodes > 1, links["nvlink"], links["nic"])
+        gather = nccl.collective_time_s("allgather", A * pc.per_layer / t, shard, nodes, bus)
+    per_layer = max(layer_s, gather)
+    comm += (per_layer - layer_s) * m.num_layers + gather
+    head_share = fl["head_fwd"] / (fl["head_fwd"] + fl["head_bwd"]) if fl["head_fwd"] else 0.0
+    total = gather + per_layer * m.num_layers + ct["head_s"] * head_share
+    return {"total_s": float(total), "comm_s": float(comm)}
 
 
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
@@ -983,8 +1042,13 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
              + optimizer_extra_s(sc, pc, lay, sb))
     parts["compute"] += acc_s
-    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s)
-    tokens = lay.global_batch_size * sc.training.seq_len
+    ref = reference_forward_s(sc, pc, lay, links)
+    parts["compute"] += m * (ref["total_s"] - ref["comm_s"])
+    parts["exposed_comm"] += m * ref["comm_s"]
+    step_s = float((m - 1 + bubble_mb) * t_mb + s_last.makespan_s + p2p_s + acc_s
+                   + m * ref["total_s"])
+    # sequences, not examples: a preference example is two (chosen, rejected)
+    tokens = lay.global_batch_size * sc.training.seq_len * (2 if sc.training.preference else 1)
     mflops = model_flops_per_step(sc, pc, lay)
     mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0
     link_rows = [dict(name=n, bytes_per_s=float(links[n]), busy_s=float(link_busy[n]),
@@ -997,6 +1061,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
         optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc))
+    if sc.training.preference is not None:
+        report["reference_forward_s"] = m * ref["total_s"]
     if sc.strategy.offload_optimizer != "none":
         report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
     if cpx:

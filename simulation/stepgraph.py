@@ -317,22 +317,32 @@ def build(r: RankModel, links: dict, last: bool) -> TaskGraph:
                 deps.append(gathers[i])
             state["prev_c"] = layer_compute(unit_name("forward", i, u), r.fwd_s / n_units + fwd_x,
                                             deps, release, 2 if u == n_units - 1 else 0)
-        if r.offload_activations != "none":
+        if r.offload_activations != "none" and i < r.layers - 1:
+            # the last layer's checkpoint stays on the GPU: its backward comes first, before
+            # a copy out and back could finish (DeepSpeed 0.19.6 activation_checkpointing/
+            # offload_activations.py _ActivationOffloadEngine, keep_last_count=1)
             act_out[i] = g.transfer(f"L{i} activations to DDR", r.act_ckpt_bytes,
                                     ["ddr", "pcie_d2h"], deps=[state["prev_c"]], label="offload")
     if r.head_s:
         state["prev_c"] = g.compute("embedding + logits", "gpu", r.head_s, deps=[state["prev_c"]])
     prev_act = None
     deferred = not r.overlap_grad_reduce and r.stage < 2
+    # Two activation slots in HBM (memory.build_parts: the layer in backward and the one
+    # coming back): layer i's copy back starts once layer i+2's backward is done, i.e.
+    # while layer i+1's runs (DeepSpeed 0.19.6 restores each checkpoint as its backward
+    # is issued, on a side stream, while the GPU still works on the layer before).
+    done = [state["prev_c"], state["prev_c"]]      # backward of layers i+1 and i+2 done
     for i in reversed(range(r.layers)):
         for u in reversed(range(n_units)):
             deps = [state["prev_c"]] + ([fetch("bwd", i, u)] if zero3 else [])
             if i in act_out and u == n_units - 1:
                 prev_act = g.transfer(f"L{i} activations from DDR", r.act_ckpt_bytes,
-                                      ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act], label="offload")
+                                      ["ddr", "pcie_h2d"], deps=[act_out[i], prev_act, done[1]],
+                                      label="offload")
                 deps.append(prev_act)
             state["prev_c"] = layer_compute(unit_name("backward", i, u), r.bwd_s / n_units + bwd_x,
                                             deps, release, r.bwd_allreduces if u == 0 else 0)
+        done = [state["prev_c"], done[0]]
         if deferred:
             continue
         syncs += _grad_sync(g, r, i, state["prev_c"], grad_bytes, last, state)
@@ -602,17 +612,17 @@ def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
     def unit_name(tag, i, u):
         return f"{tag} L{i}" if n_units == 1 else f"{tag} L{i}.{u}"
 
-    def forward(i, u, miss):
+    def forward(i, u, miss, kept=False):
         if zero3:
             fetch("fwd", i, u, miss)
         layer_compute(unit_name("forward", i, u), 2 if u == n_units - 1 else 0)
-        if offload_act and u == n_units - 1:
+        if offload_act and u == n_units - 1 and not kept:
             xfer(f"L{i} activations to DDR", "offload")
 
-    def backward(i, u, miss):
+    def backward(i, u, miss, kept=False):
         if zero3:
             fetch("bwd", i, u, miss)
-        if offload_act and u == n_units - 1:
+        if offload_act and u == n_units - 1 and not kept:
             xfer(f"L{i} activations from DDR", "offload")
         layer_compute(unit_name("backward", i, u), r.bwd_allreduces if u == 0 else 0)
 
@@ -624,14 +634,18 @@ def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
         t = template("gather", param_gather)
         plan += [(s, t) for s in index]
     deferred = not r.overlap_grad_reduce and r.stage < 2
+    # the last layer's activations are not offloaded (build: they stay on the GPU)
+    kept = [offload_act and i == n - 1 for i in range(n)]
     if n and rate > 0:      # prefetch misses: each unit's fetch by itself
         for i in range(n):
             for u in units:
                 miss = is_miss(i * n_units + u, rate)
-                plan.append((index[i], template(("fwd", u, miss), forward, u, miss)))
+                plan.append((index[i], template(("fwd", u, miss, kept[i]), forward, u, miss, kept[i])))
     elif n:
-        fwd = [template(("fwd", u, False), forward, u, False) for u in units]
-        plan += [(s, t) for s in index for t in fwd]
+        fwd = [template(("fwd", u, False, False), forward, u, False) for u in units]
+        plan += [(s, t) for s in index[:n - 1] for t in fwd]
+        fwd = [template(("fwd", u, False, kept[-1]), forward, u, False, kept[-1]) for u in units]
+        plan += [(index[n - 1], t) for t in fwd]
     direct()
     if r.head_s:
         comp("embedding + logits", "gpu")
@@ -639,14 +653,18 @@ def task_name_plan(r: RankModel, last: bool) -> tuple[list, list]:
         for i in reversed(range(n)):
             for u in reversed(units):
                 miss = is_miss(i * n_units + u, rate)
-                plan.append((index[i], template(("bwd", u, miss), backward, u, miss)))
+                plan.append((index[i], template(("bwd", u, miss, kept[i]), backward, u, miss, kept[i])))
             if not deferred:
                 plan.append((index[i], template("sync", grad_sync)))
     elif n:
-        bwd = [template(("bwd", u, False), backward, u, False) for u in reversed(units)]
+        first = [template(("bwd", u, False, kept[-1]), backward, u, False, kept[-1])
+                 for u in reversed(units)]
+        bwd = [template(("bwd", u, False, False), backward, u, False) for u in reversed(units)]
         if not deferred:
+            first.append(template("sync", grad_sync))
             bwd.append(template("sync", grad_sync))
-        plan += [(s, t) for s in reversed(index) for t in bwd]
+        plan += [(index[n - 1], t) for t in first]
+        plan += [(s, t) for s in reversed(index[:n - 1]) for t in bwd]
     if n and deferred:      # every layer's sync after the last backward
         t = template("sync", grad_sync)
         plan += [(s, t) for s in reversed(index)]

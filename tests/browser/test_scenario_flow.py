@@ -303,3 +303,35 @@ def test_expert_parallel_inputs_make_mixtral_fit_and_a_bad_degree_is_marked(page
     assert "moe_a2a_overlap" not in spec["training"]
     assert page.js_errors == []
 
+
+def test_preference_and_layer_selective_recompute_inputs(page, live_url, user_admin, catalog, settings):
+    """Issues #14 and #15: DPO with the base as its reference needs LoRA (the error sits by
+    the input); with LoRA it is sent, with every 4th layer checkpointed."""
+    import uuid
+
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    page.select_option("select[name='model.preset']", "llama2-7b")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.fill("input[name='cluster.num_nodes']", "1")
+    page.select_option("select[name='strategy.kind']", "ddp")
+    page.fill("input[name='training.seq_len']", "2048")
+    page.select_option("select[name='training.preference.reference']", "adapters_off")
+    error = page.locator("[data-error-for='training.preference.reference']")
+    error.wait_for(state="visible")
+    assert "training.lora" in error.inner_text()
+    page.fill("input[name='training.lora.rank']", "16")
+    error.wait_for(state="hidden")
+    page.select_option("select[name='training.recompute']", "full")
+    page.fill("input[name='training.recompute_every']", "4")
+    page.wait_for_selector("#live-estimate[data-fits='true']")
+    page.fill("input[name='name']", "issue 14 dpo")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    spec = Scenario.objects.get(name="issue 14 dpo").spec
+    assert spec["training"]["preference"] == {"method": "dpo", "reference": "adapters_off"}
+    assert spec["training"]["recompute_every"] == 4
+    assert page.js_errors == []
+

@@ -78,3 +78,13 @@ def test_fp32_zero2_runs_as_shard_grad_op(tmp_path):
     assert_trained(ranks)
     assert ranks[0]["sharding_strategy"] == "SHARD_GRAD_OP"
     assert ranks[0]["compute_dtypes"] == ["torch.float32"]
+
+
+@pytest.mark.parametrize("training, wrapped", [({"recompute_every": 2}, 1),     # block 2 of 3
+                                               ({"recompute_layers": 2}, 2)])   # blocks 1, 2
+def test_layer_selective_checkpointing_wraps_the_chosen_blocks(tmp_path, training, wrapped):
+    # issue #15: torchtitan's every k-th block (counted from 1) / Megatron's first k blocks
+    text = fsdp_snippet(scenario({"recompute": "full", **training}, kind="fsdp_full_shard"))
+    ranks = run_snippet(text, tmp_path)
+    assert_trained(ranks)
+    assert ranks[0]["checkpointed"] == ["Block"] * wrapped

@@ -213,7 +213,7 @@ def test_head_dim_lifts_the_divisibility_rule():
 class _Sc:
     def __init__(self, m, **tr):
         self.model = m
-        self.training = type("T", (), dict(micro_batch_size=1, seq_len=8, local_seq_len=8, context_parallel=1,
+        self.training = type("T", (), dict(micro_batch_size=1, sequences_per_micro_batch=1, seq_len=8, local_seq_len=8, context_parallel=1,
                                            tensor_parallel=1, recompute="none", lora=None,
                                            flash_attention=False, **tr))()
 

@@ -143,3 +143,32 @@ def test_it_accepts_fp8_and_names_a_bad_fp8_field(owner_api, example_spec):
     example_spec["cluster"] = {"accelerator": "a100-sxm4-80gb", "gpus_per_node": 1}
     r = owner_api.post(URL, {"scenario": example_spec}, format="json")
     assert r.status_code == 400 and list(r.json()) == ["scenario.training.fp8"]
+
+
+def test_it_accepts_preference_tuning_and_names_a_bad_reference(owner_api, example_spec):
+    """issue #14: ``training.preference`` (DPO): a separate reference copies the model in
+    16-bit; adapters_off without LoRA is a 400 naming the field."""
+    example_spec["strategy"] = {"kind": "ddp"}
+    example_spec["training"]["preference"] = {"method": "dpo", "reference": "separate"}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200, r.json()
+    body = r.json()
+    ref = [p for p in body["memory"]["per_gpu"]["hbm"]["parts"]
+           if p["name"].startswith("reference model weights")]
+    assert len(ref) == 1 and ref[0]["bytes"] == 2 * body["model"]["num_params"]
+    example_spec["training"]["preference"]["reference"] = "adapters_off"
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["scenario.training.preference.reference"]
+
+
+def test_it_accepts_layer_selective_recompute_and_names_a_bad_one(owner_api, example_spec):
+    """issue #15: ``training.recompute_every`` (torchtitan every k-th layer)."""
+    example_spec["training"].update(recompute="full", recompute_every=2)
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200, r.json()
+    assert r.json()["scenario"]["training"]["recompute_every"] == 2
+    example_spec["training"]["recompute"] = "none"
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["scenario.training.recompute_every"]

@@ -432,3 +432,28 @@ describe("FP8 inputs (training.fp8, issue #15)", () => {
     expect(inputNameForErrorKey("scenario.training.fp8.format")).toBe("training.fp8.format");
   });
 });
+
+describe("preference tuning and layer-selective recomputation (issues #14, #15)", () => {
+  it("sends no preference section while the reference is blank, and a DPO one when chosen", () => {
+    const t = (v: Record<string, string | boolean>) => buildRequest({ ...values, ...v }).scenario.training as Record<string, unknown>;
+    expect(t({})).not.toHaveProperty("preference");
+    expect(t({ "training.preference.reference": "adapters_off" }).preference).toEqual({ method: "dpo", reference: "adapters_off" });
+  });
+
+  it("sends recompute_layers / recompute_every as whole numbers, nothing when blank", () => {
+    const t = buildRequest({ ...values, "training.recompute": "full", "training.recompute_every": "4" }).scenario.training;
+    expect(t).toMatchObject({ recompute: "full", recompute_every: 4 });
+    expect(t).not.toHaveProperty("recompute_layers");
+  });
+
+  it("loads both back from a scenario, with nothing left off the form", () => {
+    const sc = { schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" },
+                 training: { recompute: "full", recompute_layers: 3, preference: { method: "dpo", reference: "separate" } } };
+    const v = valuesFromScenario(sc);
+    expect(v["training.recompute_layers"]).toBe("3");
+    expect(v["training.preference.reference"]).toBe("separate");
+    expect(settingsNotOnForm(sc)).toEqual([]);
+    expect(inputNameForErrorKey("scenario.training.preference.reference")).toBe("training.preference.reference");
+    expect(inputNameForErrorKey("scenario.training.preference")).toBe("training.preference.reference");
+  });
+});

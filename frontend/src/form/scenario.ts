@@ -51,6 +51,14 @@ export const OPTIMIZERS: [string, string][] = [
   ["adafactor", "Adafactor"],
 ];
 
+/** training.preference.reference (simulation/scenario.py PreferenceSpec): blank = no preference tuning. */
+export const PREFERENCE_REFERENCES: [string, string][] = [
+  ["", "none (next-token training)"],
+  ["separate", "DPO, separate reference copy"],
+  ["adapters_off", "DPO, the base with LoRA adapters off"],
+  ["precomputed", "DPO, reference log-probs precomputed"],
+];
+
 export const RECOMPUTE: [string, string][] = [
   ["none", "none"],
   ["selective", "selective (attention)"],
@@ -175,6 +183,8 @@ export const INTEGER_FIELDS = [
   "training.pipeline_parallel",
   "training.context_parallel",
   "training.expert_parallel",
+  "training.recompute_layers",
+  "training.recompute_every",
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
   "cluster.cpu_cores",
@@ -239,6 +249,9 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.precision": "Precision",
   "training.optimizer": "Optimizer",
   "training.recompute": "Activation recomputation",
+  "training.recompute_layers": "Checkpoint first k layers",
+  "training.recompute_every": "Checkpoint every k-th layer",
+  "training.preference.reference": "Preference tuning",
   "training.loss_kernel": "Loss kernel",
   "training.flash_attention": "Flash attention",
   "training.sequence_parallel": "Sequence parallel",
@@ -303,6 +316,9 @@ export const DEFAULT_VALUES: FormValues = {
   "training.precision": "bf16",
   "training.optimizer": "adam",
   "training.recompute": "none",
+  "training.recompute_layers": "",
+  "training.recompute_every": "",
+  "training.preference.reference": "",
   "training.loss_kernel": "torch",
   // On for a new scenario (nearly every current training stack runs SDPA / FlashAttention; eager
   // attention's s x s fp32 scores overflow the default Llama-2-7B on 8 H100 by 81 GiB); the
@@ -356,6 +372,8 @@ export const DEFAULT_VALUES: FormValues = {
 /** The engine's defaults of the inputs that may be left blank, shown as placeholders. */
 export const PLACEHOLDERS: Record<string, string> = {
   "training.lora.rank": "blank = full fine-tuning",
+  "training.recompute_layers": "all (full)",
+  "training.recompute_every": "1 (every layer)",
   "training.lora.dropout": "0",
   "training.lora.targets": "q, v",
   "training.fp8.amax_history_len": "1024",
@@ -514,6 +532,10 @@ export function buildRequest(
   const fp8 = fp8Section(values, isObject(baseTraining.fp8) ? baseTraining.fp8 : undefined);
   if (fp8) training.fp8 = fp8;
   else delete training.fp8;
+  // DPO (issue #14): blank = none, left out so the JSON (and its hash) is as before
+  const reference = str(values["training.preference.reference"], "");
+  if (reference !== "") training.preference = { method: "dpo", reference };
+  else delete training.preference;
 
   const kind = str(values["strategy.kind"], "zero3");
   const baseStrategy = isObject(base?.strategy) ? base.strategy : {};
@@ -637,6 +659,10 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
     }
     v["training.fp8.param"] = fp8.param === true;
   }
+  const preference = isObject(scenario.training) ? scenario.training.preference : undefined;
+  if (isObject(preference) && typeof preference.reference === "string") {
+    v["training.preference.reference"] = preference.reference;
+  }
   // Strategies that imply an offload target when none is written.
   const kind = String(v["strategy.kind"]);
   const strategy = isObject(scenario.strategy) ? scenario.strategy : {};
@@ -663,7 +689,8 @@ export function settingsNotOnForm(scenario: ScenarioJSON): string[] {
   } else {
     walk(scenario, "");
   }
-  return out.filter((p) => p !== "model" && !p.startsWith("model.preset"));
+  // the form's preference input writes method "dpo", the only method
+  return out.filter((p) => p !== "model" && !p.startsWith("model.preset") && p !== "training.preference.method");
 }
 
 /**
@@ -685,6 +712,7 @@ export function inputNameForErrorKey(key: string): string {
   };
   if (k === "training.lora") return "training.lora.rank";
   if (k === "training.fp8") return "training.fp8.recipe";
+  if (k.startsWith("training.preference")) return "training.preference.reference";
   if (k.startsWith("training.lora.targets")) return "training.lora.targets";   // targets[1]
   return sectionMain[k] ?? recsysInputForErrorKey(k) ?? k;
 }

@@ -22,6 +22,7 @@ import {
   OPTIMIZERS,
   PRECISIONS,
   RECOMPUTE,
+  PREFERENCE_REFERENCES,
   LOSS_KERNELS,
   FP8_FORMATS,
   FP8_RECIPES,
@@ -87,6 +88,9 @@ function mount(root: HTMLElement): void {
     precision: select(PRECISIONS),
     optimizer: select(OPTIMIZERS),
     recompute: select(RECOMPUTE),
+    recomputeLayers: integer({ placeholder: PLACEHOLDERS["training.recompute_layers"] }),
+    recomputeEvery: integer({ placeholder: PLACEHOLDERS["training.recompute_every"] }),
+    preference: select(PREFERENCE_REFERENCES),
     lossKernel: select(LOSS_KERNELS),
     flash: h("input", { type: "checkbox", role: "switch" }),
     seqParallel: h("input", { type: "checkbox", role: "switch" }),
@@ -303,6 +307,22 @@ function mount(root: HTMLElement): void {
         f("training.precision", c.precision, { unit: "bytes per value" }),
         f("training.optimizer", c.optimizer, { unit: "sets bytes/param" }),
         f("training.recompute", c.recompute, { unit: "activations" }),
+      ),
+      grid(
+        f("training.recompute_layers", c.recomputeLayers, {
+          unit: "per stage; with full",
+          help: "Megatron-LM --recompute-method block --recompute-num-layers k: the first k layers of " +
+            "each pipeline stage keep only their input; the others keep all their activations.",
+        }),
+        f("training.recompute_every", c.recomputeEvery, {
+          unit: "k; with full",
+          help: "torchtitan selective_ac_option = \"k\": every k-th layer (k, 2k, ...) is checkpointed.",
+        }),
+        f("training.preference.reference", c.preference, {
+          unit: "chosen + rejected: 2 sequences per example",
+          help: "DPO as TRL runs it: the policy runs twice the sequences; the reference model is a " +
+            "separate 16-bit copy, the base with LoRA switched off, or precomputed log-probs.",
+        }),
       ),
       grid(
         f("training.flash_attention", c.flash, { unit: "no s × s scores kept" }),
