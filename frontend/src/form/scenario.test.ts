@@ -397,7 +397,6 @@ describe("context parallelism", () => {
     const req = buildRequest(values).scenario as ScenarioJSON & Record<string, any>;
     expect(req.training).not.toHaveProperty("context_parallel");
     expect(valuesFromScenario(req)["training.context_parallel"]).toBe("1");
-    });
   });
 });
 
