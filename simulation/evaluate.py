@@ -12,7 +12,8 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries, trained_params
+from .memory import (MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, stage_plans_for,
+                     tier_summaries, trained_params)
 from .params import model_params
 from .parallel import layout
 from .recsys import moe_designs
@@ -111,9 +112,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     memory = dict(per_gpu=per_gpu, per_node=per_node, band=band, tight=tight)
     if len(stages) > 1:
         memory["stage"] = worst[0]
-        memory["per_stage"] = [dict(stage=name, hbm_total_bytes=tiers[0]["hbm"]["total_bytes"],
-                                    hbm_peak_phase=tiers[0]["hbm"]["peak_phase"])
-                               for name, _p, tiers in stages]
+        memory["stage_index"] = worst[3].index        # the worst rank (0: first), the verdict's
+        memory["per_stage"] = _per_stage(stages)
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=state != "does_not_fit",
                   fit_state=state,
                   violations=tuple(violations), model=model, parallelism=lay.to_dict(), **extra,
@@ -242,19 +242,50 @@ def _offloaded(sc: Scenario) -> bool:
 
 
 def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None) -> list[tuple]:
-    """``[(stage, parts, (per_gpu, per_node))]``: one entry without a pipeline, else the
-    first stage (embedding, most micro batches in flight) and the last (head, loss).
-    ``counted`` gets the model states' rows of the first (the same on every stage)."""
-    names = ("only",) if lay.pipeline_parallel == 1 else ("first", "last")
-    out = []
-    for i, name in enumerate(names):
-        parts = build_parts(sc, pc, lay, sb, name, counted if i == 0 else None)
-        tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
-        if sc.convention == "realistic":
-            add_fragmentation(parts, tiers[0]["hbm"],
-                              sc.runtime.fragmentation_for(sc.strategy.zero_stage))
-        out.append((name, parts, tiers))
+    """``[(stage, parts, (per_gpu, per_node), plan)]``: one entry without a pipeline, else
+    one per pipeline rank (:func:`simulation.memory.stage_plans_for`): the first
+    (embedding, the most micro-batches in flight: ``p - i`` on rank i under 1F1B), the
+    middle ones (their layers) and the last (head, loss and logits). Ranks whose plans
+    are equal share one breakdown. ``counted`` gets the model states' rows of the first
+    (bytes per parameter: the same on every stage)."""
+    plans = stage_plans_for(sc, lay)
+    out, made = [], {}
+    for i, plan in enumerate(plans):
+        key = (plan.name, plan.layers, plan.activation_layers, plan.embedding, plan.head)
+        if key not in made:
+            parts = build_parts(sc, pc, lay, sb, plan, counted if i == 0 else None)
+            tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
+            if sc.convention == "realistic":
+                add_fragmentation(parts, tiers[0]["hbm"],
+                                  sc.runtime.fragmentation_for(sc.strategy.zero_stage))
+            made[key] = (parts, tiers)
+        out.append((plan.name, *made[key], plan))
     return out
+
+
+def _per_stage(stages: list[tuple]) -> list[dict]:
+    """The report's ``memory.per_stage``: consecutive pipeline ranks with the same layers
+    and the same HBM total grouped into one row (``stages``: ``"2-15"``), each row with
+    its ranks, layers, micro-batches in flight, HBM total, model states, activations and
+    peak phase."""
+    rows: list[dict] = []
+    for name, _parts, tiers, plan in stages:
+        hbm = tiers[0]["hbm"]
+        row = dict(stage=name, first_index=plan.index, last_index=plan.index, layers=plan.layers,
+                   micro_batches_in_flight=plan.in_flight, hbm_total_bytes=hbm["total_bytes"],
+                   hbm_model_state_bytes=hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],
+                   hbm_activation_bytes=hbm["activations_bytes"], hbm_peak_phase=hbm["peak_phase"])
+        prev = rows[-1] if rows else None
+        if prev and prev["stage"] == name and prev["layers"] == plan.layers and \
+                prev["hbm_total_bytes"] == row["hbm_total_bytes"]:
+            prev["last_index"] = plan.index
+            continue
+        rows.append(row)
+    for r in rows:
+        a, b = r.pop("first_index"), r.pop("last_index")
+        r["stages"] = str(a) if a == b else f"{a}-{b}"
+        r["num_stages"] = b - a + 1
+    return rows
 
 
 def evaluate_dict(d: dict, include_step: bool = True, detail: bool = True, **lookups) -> dict:

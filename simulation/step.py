@@ -50,7 +50,9 @@ from . import cpu_adam
 from .lora import adapter_gemms, adapter_params
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
-from .parallel import Layout
+from . import pipeline as pipe
+from .params import model_params
+from .parallel import Layout, pipeline_stage_layers
 from .scenario import Scenario
 from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
@@ -429,14 +431,16 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     grad_layer_bytes = pc.per_layer / t * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
+    slow = pipeline_stage_times(sc, lay, ct)
     kw = dict(
-        layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
+        layers=slow["layers"], fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
         # The last pipeline stage also runs the output layer and the loss (Megatron-LM
         # get_model: post_process on is_pipeline_last_stage; gpt_model.py
         # post_language_model_processing), and the slowest stage paces 1F1B: the rank
-        # stands for that stage.
-        head_s=ct["head_s"],
-        unit_params=pc.per_layer / t, params_per_rank=trained / (t * p),
+        # stands for that stage (pipeline_stage_times), with the head when it is the last.
+        head_s=ct["head_s"] if slow["head"] else 0.0,
+        unit_params=pc.per_layer / t,
+        params_per_rank=trained / (t * p) * (2 if sc.training.pipeline_schedule == "dualpipe" else 1),
         param_bytes=sb.params, grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
@@ -743,6 +747,65 @@ def embedding_tp_allreduce_s(sc: Scenario, lay: Layout, links: dict) -> float:
     return n * nccl.collective_time_s("allreduce", nbytes, t, nodes, bus)
 
 
+HEAD_FWD_SHARE = 1 / 3       # the output layer's forward of its forward + backward (2 GEMMs back)
+
+
+def pipeline_stage_times(sc: Scenario, lay: Layout, ct: dict | None = None) -> dict:
+    """Per pipeline stage, compute seconds of one micro-batch, and the slowest stage.
+
+    Stage i runs its ``layers[i]`` (:func:`simulation.parallel.pipeline_stage_layers`) at
+    ``fwd_s`` + ``bwd_s`` each, the last also the output layer and loss (``head_s``, a
+    third of it forward). Returns ``{"fwd_s": [...], "bwd_s": [...], "slowest": k,
+    "layers": layers[k], "head": k is the last}``; DualPipe pairs stages i and p-1-i on
+    a rank, and the slowest chunk paces it.
+    """
+    ct = ct or compute_times(sc, model_params(sc.model))
+    layers = pipeline_stage_layers(sc)
+    p = len(layers)
+    f = [n * ct["fwd_s"] + (ct["head_s"] * HEAD_FWD_SHARE if i == p - 1 else 0.0)
+         for i, n in enumerate(layers)]
+    b = [n * ct["bwd_s"] + (ct["head_s"] * (1 - HEAD_FWD_SHARE) if i == p - 1 else 0.0)
+         for i, n in enumerate(layers)]
+    # the last among equals: an even split keeps the rank that also runs the head
+    k = max(range(p), key=lambda i: (f[i] + b[i], i))
+    return dict(fwd_s=f, bwd_s=b, slowest=k, layers=layers[k], head=k == p - 1)
+
+
+def pipeline_bubble_mb(sc: Scenario, lay: Layout, ct: dict | None = None) -> float:
+    """The pipeline bubble in micro-batches of the slowest stage (its ``f + b``).
+
+    * 1F1B, an even split of the layers: ``p - 1`` (Narayanan et al. 2021 Sec. 2.2.1);
+      interleaved with ``v`` chunks per rank ``(p - 1) / v`` (Sec. 2.2.2). Every stage
+      is taken as long as the simulated rank, the last, which also runs the head (the
+      figures validated against Narayanan Table 1 and Korthikanti Table 5 use this; the
+      head's share of a stage bounds what it over-counts).
+    * 1F1B, an uneven split: the exact makespan of the schedule with each stage's time
+      (its layers, the head on the last) minus the slowest stage's ``m (f + b)``
+      (:func:`simulation.pipeline.bubble_stage_times`, derivation there); divided by
+      ``v`` when interleaved, as for equal stages.
+    * DualPipe: ``(PP/2 - 1)(F&B + B - 3W)`` (:func:`simulation.pipeline.dualpipe_bubble_s`)
+      with F, B the slowest chunk's forward and backward, F&B = F + B (two chunks'
+      computation in sequence; what overlaps is their communication) and W its
+      weight-gradient part: as many FLOPs as the forward's GEMMs (each forward GEMM has
+      one input-gradient and one weight-gradient GEMM of its size in backward), W = F,
+      with or without recomputation (which adds to B, not to W).
+    """
+    p = lay.pipeline_parallel
+    if p <= 1:
+        return 0.0
+    st = pipeline_stage_times(sc, lay, ct)
+    k = st["slowest"]
+    F, B = st["fwd_s"][k], st["bwd_s"][k]
+    if not F + B:
+        return 0.0
+    if sc.training.pipeline_schedule == "dualpipe":
+        return pipe.dualpipe_bubble_s(p, F, B, F) / (F + B)
+    if len(set(pipeline_stage_layers(sc))) == 1:
+        return (p - 1) / (sc.training.interleave_stages or 1)
+    return pipe.bubble_stage_times(st["fwd_s"], st["bwd_s"], lay.grad_accumulation_steps,
+                                   sc.training.interleave_stages or 1)
+
+
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 engine: str = "auto", detail: bool = True) -> dict:
     """Step time, its breakdown, throughput, MFU, link use, the verdict and (``detail``)
@@ -762,8 +825,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     a_last = graph_arrays(r, links, True, engine)
     s_last = simulate(a_last, engine)
     m = lay.grad_accumulation_steps
-    p, v = lay.pipeline_parallel, (sc.training.interleave_stages or 1)
-    bubble_mb = (p - 1) / v
+    p = lay.pipeline_parallel
+    bubble_mb = pipeline_bubble_mb(sc, lay)
     parts = attribute(a_last, s_last, engine)
     link_busy = dict(zip(a_last["links"], s_last.link_busy_s))
     link_bytes = dict(zip(a_last["links"], s_last.link_bytes))
@@ -778,7 +841,10 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
-    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    # DualPipe overlaps each chunk pair's pipeline sends with the other chunk's computation
+    # (DeepSeek-V3 Sec. 3.2.1): their bytes stay on the links, their time leaves the path.
+    hidden = sc.training.pipeline_schedule == "dualpipe"
+    p2p_s = (0.0 if hidden else pipeline_p2p_s(sc, lay, links)) + embedding_tp_allreduce_s(sc, lay, links)
     for name, nbytes in pipeline_p2p_bytes(sc, lay).items():
         if name in link_bytes:
             link_bytes[name] += m * nbytes
