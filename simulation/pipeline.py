@@ -296,14 +296,17 @@ def dualpipe_bubble_s(p: int, f_s: float, b_s: float, w_s: float, fb_s: float | 
     return max(0.0, (p / 2 - 1) * (fb + b_s - 3 * w_s))
 
 
-def megatron_layout(layers: tuple[int, ...]) -> str:
+def megatron_layout(layers: tuple[int, ...], v: int = 1) -> str:
     """``--pipeline-model-parallel-layout`` for a per-stage split: ``E`` the embedding,
-    ``t`` a decoder layer, ``L`` the loss, stages split by ``|`` (Megatron-LM
-    ``pipeline_parallel_layer_layout.py`` ``parse_str_to_list``)."""
+    ``t`` a decoder layer, ``L`` the loss, virtual stages split by ``|`` in Megatron-LM's
+    order (``pipeline_parallel_layer_layout.py``: entry ``vpp_rank * p + pp_rank``, parsed
+    by ``parse_str_to_list``); with ``v`` chunks each stage's layers split evenly."""
+    p = len(layers)
+    chunks = [layers[i] // v for _r in range(v) for i in range(p)]
     parts = []
-    for i, n in enumerate(layers):
-        s = ("E" if i == 0 else "") + (f"t*{n}" if n > 1 else "t" if n == 1 else "")
-        if i == len(layers) - 1:
+    for j, n in enumerate(chunks):
+        s = ("E" if j == 0 else "") + (f"t*{n}" if n > 1 else "t" if n == 1 else "")
+        if j == len(chunks) - 1:
             s += ("," if n else "") + "L"
         parts.append(s)
     return "|".join(parts)
