@@ -23,6 +23,7 @@ import {
   PRECISIONS,
   RECOMPUTE,
   LOSS_KERNELS,
+  PIPELINE_SCHEDULES,
   PLACEHOLDERS,
   QUANTIZE_BITS,
   SOFTWARE_STACKS,
@@ -93,6 +94,10 @@ function mount(root: HTMLElement): void {
     loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
     loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
     pp: integer({ required: true }),
+    ppFirst: integer({ placeholder: PLACEHOLDERS["training.first_pipeline_layers"] }),
+    ppLast: integer({ placeholder: PLACEHOLDERS["training.last_pipeline_layers"] }),
+    ppLayers: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.pipeline_layers"] }),
+    ppSchedule: select(PIPELINE_SCHEDULES),
     convention: select(CONVENTIONS),
     // advanced
     computeEff: decimal("training.compute_efficiency", { min: 0, max: 1 }),
@@ -317,6 +322,28 @@ function mount(root: HTMLElement): void {
       grid(
         f("training.tensor_parallel", c.tp, { unit: "GPUs per group" }),
         f("training.pipeline_parallel", c.pp, { unit: "pipeline stages" }),
+      ),
+      grid(
+        f("training.first_pipeline_layers", c.ppFirst, {
+          unit: "layers",
+          help: "Megatron --decoder-first-pipeline-num-layers: the rest split evenly over the other stages.",
+        }),
+        f("training.last_pipeline_layers", c.ppLast, {
+          unit: "layers",
+          help: "Megatron --decoder-last-pipeline-num-layers (Llama 3 405B: 7 on the first and last of 16).",
+        }),
+      ),
+      grid(
+        f("training.pipeline_layers", c.ppLayers, {
+          unit: "one count per stage",
+          help: "An explicit split, e.g. 7, 8*14, 7 (Megatron --pipeline-model-parallel-layout). " +
+            "It must add up to the model's layers.",
+        }),
+        f("training.pipeline_schedule", c.ppSchedule, {
+          unit: "with pipeline parallel",
+          help: "DualPipe holds stages i and p-1-i on each GPU: twice the parameters, p+1 micro-batches " +
+            "of activations, a smaller bubble.",
+        }),
       ),
     ),
     h(
