@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, humanizeKey, partsRows, PHASE_LABELS, stageRows, tierSummaryRows, trainableLine, verdict } from "./report";
 import { formatCount } from "./units";
 import { fittingReport, sampleReport } from "./testdata/report";
 
@@ -152,5 +152,26 @@ describe("trainableLine (LoRA)", () => {
     expect(trainableLine({ num_params: 6738415616, trainable_params: 4194304 })).toBe(
       `LoRA: ${formatCount(4194304)} trained (0.062 %), the rest frozen`);
     expect(trainableLine({ num_params: 6738415616 })).toBeNull();
+  });
+});
+
+describe("stageRows", () => {
+  it("lists every pipeline stage, groups and marks the verdict's", () => {
+    const report = sampleReport();
+    report.memory.stage = "middle";
+    report.memory.stage_index = 1;
+    report.memory.per_stage = [
+      { stage: "first", stages: "0", num_stages: 1, layers: 7, micro_batches_in_flight: 16, hbm_total_bytes: 8.7e10,
+        hbm_model_state_bytes: 2.0e10, hbm_activation_bytes: 5.9e10, hbm_peak_phase: "loss" },
+      { stage: "middle", stages: "1-14", num_stages: 14, layers: 8, micro_batches_in_flight: 15, hbm_total_bytes: 9.3e10,
+        hbm_peak_phase: "loss" },
+      { stage: "last", stages: "15", num_stages: 1, layers: 7, micro_batches_in_flight: 1, hbm_total_bytes: 2.8e10 },
+    ];
+    const rows = stageRows(report);
+    expect(rows.map((r) => [r.stages, r.role, r.worst])).toEqual([
+      ["0", "first", false], ["1-14 (14)", "middle", true], ["15", "last", false]]);
+    expect(rows[0]).toMatchObject({ layers: 7, inFlight: 16, stateBytes: 2.0e10, phase: PHASE_LABELS.loss });
+    expect(rows[1].stateBytes).toBeNull();
+    expect(stageRows(sampleReport())).toEqual([]);          // no pipeline: no rows
   });
 });

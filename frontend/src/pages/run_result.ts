@@ -10,7 +10,7 @@ import { absentTiers } from "../charts/series";
 import { ganttLayout, timelineHeight } from "../charts/timeline_series";
 import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
-import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, tierSummaryRows, trainableLine, verdict } from "../report";
+import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, stageRows, tierSummaryRows, trainableLine, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
 import { breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
@@ -330,6 +330,29 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     ),
   );
 
+  const stages = stageRows(report);
+  const worstStage = report.memory?.stage_index;
+  const stagesTable = stages.length
+    ? table(
+        "stages-table",
+        `HBM per GPU on each pipeline stage (GiB = 2^30 bytes); the verdict is the worst stage's` +
+          (worstStage !== undefined ? `: stage ${worstStage} (${report.memory?.stage ?? ""})` : ""),
+        ["Stages", "Role", "Layers", "Micro-batches in flight", "Model states", "Activations", "HBM total", "Peak"],
+        stages.map((r) => [
+          r.worst ? h("strong", null, `${r.stages} (worst)`) : r.stages,
+          r.role,
+          String(r.layers),
+          formatNumber(r.inFlight, r.inFlight % 1 ? 2 : 0),
+          r.stateBytes === null ? "—" : formatGiB(r.stateBytes, 2),
+          r.activationBytes === null ? "—" : formatGiB(r.activationBytes, 2),
+          formatGiB(r.totalBytes, 2),
+          r.phase,
+        ]),
+        [2, 3, 4, 5, 6],
+        [0],
+      )
+    : null;
+
   const parts = partsRows(report);
   const partsTable = table(
     "parts-table",
@@ -351,7 +374,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     ["step", "Step time", stepSection(report)],
     ...recsysSections(report),
     ["timeline", "Timeline", timelineSection(report)],
-    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable, reservedNote)],
+    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable, reservedNote, stagesTable)],
     ["offload-bandwidth", "Offload bandwidth", bandwidthSection(report)],
     ["checkpoint", "Checkpoint", checkpointSection(report)],
     ["parts", "Parts", h("section", { id: "parts" }, h("h2", null, "Parts"), parts.length ? partsTable : h("p", { id: "parts-table" }, "The report lists no parts."))],
