@@ -264,17 +264,20 @@ def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None) -> list
 
 
 def _per_stage(stages: list[tuple]) -> list[dict]:
-    """The report's ``memory.per_stage``: consecutive pipeline ranks with the same layers
-    and the same HBM total grouped into one row (``stages``: ``"2-15"``), each row with
-    its ranks, layers, micro-batches in flight, HBM total, model states, activations and
-    peak phase."""
+    """The report's ``memory.per_stage``: consecutive pipeline ranks with the same role,
+    layers and HBM peak grouped into one row (``stages``: ``"2-15"``, ``num_stages``),
+    each row with its layers, the micro-batches in flight (the group's first rank's, the
+    most), the HBM peak (bytes) and its phase, the model states (bytes) and the stored
+    activations (bytes: the forward/backward activation parts, whatever the peak phase)."""
     rows: list[dict] = []
-    for name, _parts, tiers, plan in stages:
+    for name, parts, tiers, plan in stages:
         hbm = tiers[0]["hbm"]
+        stored = sum(p["bytes"] for p in parts
+                     if p["tier"] == "hbm" and p["category"] == "activations" and p["phase"] == "fwd_bwd")
         row = dict(stage=name, first_index=plan.index, last_index=plan.index, layers=plan.layers,
                    micro_batches_in_flight=plan.in_flight, hbm_total_bytes=hbm["total_bytes"],
                    hbm_model_state_bytes=hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],
-                   hbm_activation_bytes=hbm["activations_bytes"], hbm_peak_phase=hbm["peak_phase"])
+                   hbm_activation_bytes=stored, hbm_peak_phase=hbm["peak_phase"])
         prev = rows[-1] if rows else None
         if prev and prev["stage"] == name and prev["layers"] == plan.layers and \
                 prev["hbm_total_bytes"] == row["hbm_total_bytes"]:

@@ -114,3 +114,15 @@ def test_the_schema_lists_the_dashboard_endpoints(client):
               "/api/v1/scenarios/{id}/duplicate/", "/api/v1/scenarios/{id}/variants/"):
         assert p in paths, p
     assert "security" in paths["/api/v1/comparisons/"]["get"]
+
+
+def test_deepspeed_config_carries_an_uneven_pipeline_as_megatron_arguments(owner, owner_api):
+    s = spec(**{"strategy.kind": "zero1"})
+    s["model"] = {"preset": "llama2-70b"}
+    s["cluster"] = {"node": "dgx-h100", "num_nodes": 4}
+    s["training"].update(tensor_parallel=8, pipeline_parallel=4, pipeline_layers=[18, 22, 22, 18],
+                         global_batch_size=64)
+    sc = Scenario.objects.create(owner=owner, name="70B PP4 uneven", spec=s)
+    cfg = json.loads(owner_api.get(f"/api/v1/scenarios/{sc.pk}/deepspeed.json").content)
+    assert "--pipeline-model-parallel-layout 'Et*18|t*22|t*22|t*18,L'" in cfg["_tierlab_megatron_args"]
+    assert any("partition_method" in n for n in cfg["_tierlab_notes"])
