@@ -241,14 +241,22 @@ def _offloaded(sc: Scenario) -> bool:
     return "none" != s.offload_optimizer or "none" != s.offload_params or s.offload_activations != "none"
 
 
-def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None) -> list[tuple]:
+def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None,
+                 worst_only: bool = False) -> list[tuple]:
     """``[(stage, parts, (per_gpu, per_node), plan)]``: one entry without a pipeline, else
     one per pipeline rank (:func:`simulation.memory.stage_plans_for`): the first
     (embedding, the most micro-batches in flight: ``p - i`` on rank i under 1F1B), the
     middle ones (their layers) and the last (head, loss and logits). Ranks whose plans
     are equal share one breakdown. ``counted`` gets the model states' rows of the first
-    (bytes per parameter: the same on every stage)."""
+    (bytes per parameter: the same on every stage).
+
+    ``worst_only`` (the planner): with an even 1F1B split only the first and the last
+    rank, one of which is the worst: a middle rank holds the first's layers without the
+    embedding and fewer micro-batches in flight, so no term of it is larger."""
     plans = stage_plans_for(sc, lay)
+    if worst_only and len(plans) > 2 and sc.training.pipeline_schedule == "1f1b" and \
+            len({pl.layers for pl in plans}) == 1:
+        plans = (plans[0], plans[-1])
     out, made = [], {}
     for i, plan in enumerate(plans):
         key = (plan.name, plan.layers, plan.activation_layers, plan.embedding, plan.head)

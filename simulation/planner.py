@@ -605,7 +605,8 @@ def memory_tiers(sc: Scenario, lay) -> dict:
     included) without the rest of the report (notes, cross-checks, the scenario's JSON)."""
     from .evaluate import _stage_parts
     tr = sc.training
-    stages = _stage_parts(sc, model_params(sc.model), lay, state_bytes(tr.precision, tr.optimizer, tr.dtypes))
+    stages = _stage_parts(sc, model_params(sc.model), lay, state_bytes(tr.precision, tr.optimizer, tr.dtypes),
+                          worst_only=True)
     per_gpu, per_node = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])[2]
     return {"per_gpu": per_gpu, "per_node": per_node}
 

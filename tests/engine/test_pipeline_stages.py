@@ -341,3 +341,18 @@ def test_exports_carry_the_split_as_megatron_arguments():
     assert megatron_layout((4, 6), 2) == "Et*2|t*3|t*2|t*3,L"
     dual = deepspeed_config(Scenario.from_dict(base(pipeline_schedule="dualpipe")))
     assert any("DualPipe" in a for a in dual["_tierlab_megatron_args"])
+
+
+@pytest.mark.parametrize("kind", ["zero1", "zero3", "fsdp_full_shard", "megatron_dist_opt", "ddp"])
+@pytest.mark.parametrize("v", [1, 2])
+def test_the_planners_first_and_last_shortcut_finds_the_worst_stage(kind, v):
+    """The planner builds only the first and last rank of an even 1F1B split; the
+    report's worst rank over all of them must be one of the two."""
+    from simulation import planner
+    d = base(interleave_stages=v, recompute="none")
+    d["strategy"] = {"kind": kind}
+    sc = Scenario.from_dict(d)
+    r = evaluate_dict(d, include_step=False)
+    assert len(r["memory"]["per_stage"]) >= 3
+    assert planner.memory_tiers(sc, layout(sc))["per_gpu"]["hbm"]["total_bytes"] == \
+        r["memory"]["per_gpu"]["hbm"]["total_bytes"]
