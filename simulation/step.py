@@ -806,6 +806,18 @@ def pipeline_bubble_mb(sc: Scenario, lay: Layout, ct: dict | None = None) -> flo
                                    sc.training.interleave_stages or 1)
 
 
+def pipeline_summary(sc: Scenario, lay: Layout, bubble_mb: float) -> dict:
+    """The step's pipeline: ``schedule`` (1f1b | interleaved | dualpipe), ``stage_layers``
+    (layers per stage), ``slowest_stage`` (the rank the step graph simulates: it paces the
+    steady state) and ``bubble_micro_batches`` (the bubble in that stage's micro-batches,
+    :func:`pipeline_bubble_mb`)."""
+    tr = sc.training
+    schedule = tr.pipeline_schedule if (tr.interleave_stages or 1) == 1 else "interleaved"
+    times = pipeline_stage_times(sc, lay)
+    return dict(schedule=schedule, stage_layers=list(pipeline_stage_layers(sc)),
+                slowest_stage=times["slowest"], bubble_micro_batches=float(bubble_mb))
+
+
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 engine: str = "auto", detail: bool = True) -> dict:
     """Step time, its breakdown, throughput, MFU, link use, the verdict and (``detail``)
@@ -871,6 +883,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         compute=compute_summary(sc, pc))
     if sc.strategy.offload_optimizer != "none":
         report["cpu_optimizer"] = cpu_optimizer_summary(sc, r, links)
+    if p > 1:
+        report["pipeline"] = pipeline_summary(sc, lay, bubble_mb)
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows,

@@ -127,6 +127,8 @@ export interface Step {
   model_flops?: number;
   /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */
   cpu_optimizer?: CpuOptimizer;
+  /** With a pipeline: its schedule, layers per stage, the stage that paces it, the bubble. */
+  pipeline?: { schedule: string; stage_layers: number[]; slowest_stage: number; bubble_micro_batches: number };
   /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
   time_band_s?: [number, number];
   band?: StepBand;

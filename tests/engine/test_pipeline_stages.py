@@ -317,6 +317,12 @@ def test_llama3_405b_pp16_with_lighter_end_stages_reports_every_stage():
 def test_llama3_405b_step_runs_with_the_slowest_stage():
     r = evaluate_dict(LLAMA3_405B, detail=False)
     assert r["step"]["time_s"] > 0 and r["step"]["breakdown_s"]["pipeline_bubble"] > 0
+    pl = r["step"]["pipeline"]
+    assert pl["schedule"] == "1f1b" and pl["stage_layers"] == [7] + [8] * 14 + [7]
+    # an 8-layer stage paces it (the last has 7 layers and the head, lighter than 8 layers)
+    assert pl["stage_layers"][pl["slowest_stage"]] == 8
+    # 14 stages as slow as the pacing one and two lighter ones: a bubble of less than p - 1
+    assert 14 < pl["bubble_micro_batches"] < 15
 
 
 def test_stages_with_equal_memory_are_grouped():

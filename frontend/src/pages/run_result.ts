@@ -12,7 +12,7 @@ import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, partsRows, stageRows, tierSummaryRows, trainableLine, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
+import { breakdownSegments, linkRows, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
@@ -143,8 +143,10 @@ function stepSection(report: Report): HTMLElement | null {
         h("strong", null, "✗ As if it ran: "),
         "this scenario does not fit, so the run cannot start. The step time, throughput and checkpoint figures on this page are what it would take with enough memory.")
     : null;
+  const pipe = pipelineLine(report);
+  const pipeEl = pipe ? h("p", { id: "step-pipeline", class: "hint" }, pipe) : null;
   return h("section", { id: "step", "data-unfit": report.fits === false ? "true" : null },
-    h("h2", null, "Step time"), unfit, stats, bandEl, verdictEl, chart, breakdown, linksTable);
+    h("h2", null, "Step time"), unfit, stats, bandEl, verdictEl, chart, breakdown, pipeEl, linksTable);
 }
 
 /** The Gantt chart of the simulated micro-batch. */
