@@ -37,7 +37,8 @@ _TIER_LABEL = {"hbm": "HBM per GPU", "ddr": "DDR per node", "nvme": "NVMe per no
 
 
 def evaluate(sc: Scenario, include_step: bool = True,
-             progress: Callable[[float], None] | None = None, detail: bool = True) -> Report:
+             progress: Callable[[float], None] | None = None, detail: bool = True,
+             every_stage: bool = True) -> Report:
     """Memory per tier and (unless ``include_step`` is false) the simulated step.
 
     An overflow is a result (``fits`` false), not an exception. The memory-only form is
@@ -45,7 +46,9 @@ def evaluate(sc: Scenario, include_step: bool = True,
     is called as the stages finish (memory, step simulation, checkpoint). Without
     ``detail`` (sweeps) the report has every number but no step timeline and no
     checkpoint Monte-Carlo: the same step time, breakdown, goodput and verdict, several
-    times faster.
+    times faster. Without ``every_stage`` (the planner, sweeps) an even 1F1B pipeline's
+    ``memory.per_stage`` has its first and last rank only, one of which is the worst
+    (:func:`_stage_parts`): the same verdict and memory, at two ranks' cost.
     """
     tick = progress or (lambda _f: None)
     if sc.model is None:
@@ -54,7 +57,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     counted: list = []
-    stages = _stage_parts(sc, pc, lay, sb, counted)
+    stages = _stage_parts(sc, pc, lay, sb, counted, worst_only=not every_stage)
     worst = stages[0] if len(stages) == 1 else max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
 

@@ -629,7 +629,7 @@ def _fit_refusal(spec: dict, sc: Scenario, lay, bound: bool) -> tuple[str, str] 
 def _row(spec: dict, out: dict, sc: Scenario) -> dict:
     """Step 5: the step model on a candidate that fits; its row (feasible or not)."""
     margin = spec["constraints"]["memory_margin"]
-    r = evaluate(sc, detail=False).to_dict()
+    r = evaluate(sc, detail=False, every_stage=False).to_dict()
     tier = _tier_over(r, margin)
     if tier is not None:
         return dict(out, status=f"does_not_fit_{tier}", message=_over_message(r, tier, margin))

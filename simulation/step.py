@@ -431,7 +431,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     grad_layer_bytes = pc.per_layer / t * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
-    slow = pipeline_stage_times(sc, lay, ct)
+    slow = pipeline_stage_times(sc, lay, ct) if len(set(pipeline_stage_layers(sc))) > 1 else dict(
+        layers=m.num_layers // p, head=True)           # an even split: the last stage
     kw = dict(
         layers=slow["layers"], fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
         # The last pipeline stage also runs the output layer and the loss (Megatron-LM
@@ -793,15 +794,16 @@ def pipeline_bubble_mb(sc: Scenario, lay: Layout, ct: dict | None = None) -> flo
     p = lay.pipeline_parallel
     if p <= 1:
         return 0.0
+    dual = sc.training.pipeline_schedule == "dualpipe"
+    if not dual and len(set(pipeline_stage_layers(sc))) == 1:
+        return (p - 1) / (sc.training.interleave_stages or 1)
     st = pipeline_stage_times(sc, lay, ct)
     k = st["slowest"]
     F, B = st["fwd_s"][k], st["bwd_s"][k]
     if not F + B:
         return 0.0
-    if sc.training.pipeline_schedule == "dualpipe":
+    if dual:
         return pipe.dualpipe_bubble_s(p, F, B, F) / (F + B)
-    if len(set(pipeline_stage_layers(sc))) == 1:
-        return (p - 1) / (sc.training.interleave_stages or 1)
     return pipe.bubble_stage_times(st["fwd_s"], st["bwd_s"], lay.grad_accumulation_steps,
                                    sc.training.interleave_stages or 1)
 
@@ -813,9 +815,10 @@ def pipeline_summary(sc: Scenario, lay: Layout, bubble_mb: float) -> dict:
     :func:`pipeline_bubble_mb`)."""
     tr = sc.training
     schedule = tr.pipeline_schedule if (tr.interleave_stages or 1) == 1 else "interleaved"
-    times = pipeline_stage_times(sc, lay)
-    return dict(schedule=schedule, stage_layers=list(pipeline_stage_layers(sc)),
-                slowest_stage=times["slowest"], bubble_micro_batches=float(bubble_mb))
+    layers = pipeline_stage_layers(sc)
+    slowest = lay.pipeline_parallel - 1 if len(set(layers)) == 1 else pipeline_stage_times(sc, lay)["slowest"]
+    return dict(schedule=schedule, stage_layers=list(layers), slowest_stage=slowest,
+                bubble_micro_batches=float(bubble_mb))
 
 
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
