@@ -146,13 +146,14 @@ class StagePlan:
 def in_flight_chunks(i: int, p: int, v: int, m: int) -> int:
     """Model chunks whose forward activations stage ``i`` holds at its peak (1F1B).
 
-    Megatron-LM ``core/pipeline_parallel/schedules.py``: without interleaving rank i runs
-    ``p - i - 1`` warm-up forwards, then one more forward before its first backward:
-    ``min(p - i, m)`` micro-batches in flight. Interleaved
-    (``forward_backward_pipelining_with_interleaving``): ``(p - i - 1) * 2 + (v - 1) * p``
-    warm-up chunks plus one, at most ``m * v``. Rank 0 then holds ``p + (p-1)/v``
-    micro-batches of its layers, Korthikanti et al. 2022 Sec. 4.2.3's ``1 + (p-1)/(p v)``
-    times the non-interleaved L layers.
+    Megatron-LM ``megatron/core/pipeline_parallel/schedules.py`` (core, 2025-08)
+    ``get_pp_rank_microbatches``: without interleaving rank i runs ``p - i - 1`` warm-up
+    forwards, then one more forward before its first backward: ``min(p - i, m)``
+    micro-batches in flight. Interleaved: ``(p - i - 1) * 2 + (v - 1) *
+    microbatch_group_size_per_vp_stage`` (default ``p``) warm-up chunks plus one, at most
+    ``m * v``. Rank 0 then holds ``p + (p-1)/v`` micro-batches of its layers, Korthikanti
+    et al. 2022 Sec. 4.2.3's ``1 + (p-1)/(p v)`` times the non-interleaved L layers; the
+    last rank ``(v - 1) p + 1`` chunks, more than the one micro-batch of plain 1F1B.
     """
     if v <= 1:
         return min(p - i, max(m, 1))
