@@ -71,6 +71,10 @@ def stage_layers(num_layers: int | None, p: int, v: int = 1, first: int | None =
                                 f"must divide the model's {num_layers} layers, got {p} "
                                 "(or give training.pipeline_layers / first_pipeline_layers / "
                                 "last_pipeline_layers)")
+        if num_layers and v > 1 and p > 1 and (num_layers // p) % v:
+            raise ScenarioError("training.interleave_stages",
+                                f"must divide the {num_layers // p} layers of each pipeline stage, "
+                                f"got {v}")
         return (num_layers // p if num_layers else 0,) * p
     if p < 2:
         name = "first_pipeline_layers" if first is not None else "last_pipeline_layers"

@@ -28,6 +28,10 @@ def test_first_and_last_counts_split_the_rest_evenly_as_megatron_does():
     assert stage_layers(14, 2, first=7, last=7) == (7, 7)                # no middle stage
     assert stage_layers(32, 4) == (8, 8, 8, 8)                            # the even split
     assert stage_layers(32, 1) == (32,)
+    # interleaved: Megatron allows uneven end stages whose counts divide by v and whose
+    # middle stages' layers do too (6 + 10 + 10 + 6, two chunks each)
+    assert stage_layers(32, 4, v=2, first=6, last=6) == (6, 10, 10, 6)
+    assert stage_layers(32, 4, v=2) == (8, 8, 8, 8)
 
 
 @pytest.mark.parametrize("kw, field, words", [
@@ -40,6 +44,10 @@ def test_first_and_last_counts_split_the_rest_evenly_as_megatron_does():
     (dict(num_layers=16, p=2, explicit=(8, 8), first=8), "training.pipeline_layers", "cannot be combined"),
     (dict(num_layers=12, p=2, v=2, explicit=(5, 7)), "training.pipeline_layers[0]", "multiple"),
     (dict(num_layers=12, p=1, first=6), "training.first_pipeline_layers", "pipeline_parallel > 1"),
+    # transformer_block.py: num_layers_per_pipeline_rank % vp_size == 0 (18 / 2 = 9 layers per
+    # middle stage, not two equal chunks; 32 / 4 = 8 layers, not three)
+    (dict(num_layers=30, p=4, v=2, first=6, last=6), "training.interleave_stages", "must divide"),
+    (dict(num_layers=32, p=4, v=3), "training.interleave_stages", "must divide"),
 ])
 def test_splits_megatron_refuses_are_refused_naming_the_field(kw, field, words):
     with pytest.raises(ScenarioError) as e:
