@@ -173,6 +173,10 @@ def stage_plans(layers: tuple[int, ...], m: int, v: int = 1,
     table "Parameter Per Device 2x, Activation Per Device PP+1"; the example places
     stages ``rank`` and ``pp - 1 - rank`` on a rank): each rank holds the parameters of
     stages i and p-1-i and ``p + 1`` chunks of activations, half of each direction.
+    Every stage so lives on two ranks ("two copies of the model parameters", V3 Sec.
+    3.2.1); each rank keeps the gradients and optimizer states of both its stages, not
+    sharded with the other copy (the conservative reading; the copies' gradient
+    all-reduce is not in the step time).
     """
     p = len(layers)
     if p == 1:
