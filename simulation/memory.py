@@ -297,15 +297,15 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 
 
 def _has_embedding(stage: str) -> bool:
-    """Whether a rank of this stage name holds the input embedding (the first stage; under
-    DualPipe ranks 0 and p-1, both named ``first``, hold stage 0)."""
-    return stage in ("only", "first")
+    """Whether a rank of this stage name holds the input embedding: the first stage, and
+    under DualPipe the two end ranks (``ends``: stages 0 and p-1 on each)."""
+    return stage in ("only", "first", "ends")
 
 
 def _has_head(sc: Scenario, stage: str) -> bool:
-    """Whether it holds the output head and the loss (the last stage; under DualPipe the
-    two end ranks, which hold stage p-1 as their second stage)."""
-    return stage in ("only", "last") or (stage == "first" and sc.training.pipeline_schedule == "dualpipe")
+    """Whether it holds the final norm, the output head and the loss (the last stage, or a
+    DualPipe end rank)."""
+    return stage in ("only", "last", "ends")
 
 
 def stage_plans_for(sc: Scenario, lay: Layout) -> tuple[StagePlan, ...]:

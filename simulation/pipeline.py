@@ -130,8 +130,9 @@ def check_schedule(schedule: str, p: int, v: int, m: int) -> None:
 class StagePlan:
     """What one pipeline rank holds.
 
-    ``index``: the rank (0 first); ``name``: ``only`` | ``first`` | ``middle`` | ``last``
-    (under DualPipe ranks 0 and p-1 are ``first`` and hold both ends); ``layers``: the
+    ``index``: the rank (0 first); ``name``: ``only`` | ``first`` | ``middle`` | ``last``,
+    or under DualPipe ``ends`` (ranks 0 and p-1, each holding stages 0 and p-1) and
+    ``middle``; ``layers``: the
     transformer layers whose parameters it holds (DualPipe: its two stages', i and
     p-1-i); ``activation_layers``: layer-equivalents of stored activations at the peak
     (the layers of one micro-batch times the micro-batches in flight); ``embedding`` /
@@ -188,7 +189,7 @@ def stage_plans(layers: tuple[int, ...], m: int, v: int = 1,
         if schedule == "dualpipe":
             j = p - 1 - i
             ends = i in (0, p - 1)
-            out.append(StagePlan(i, "first" if ends else "middle", n + layers[j],
+            out.append(StagePlan(i, "ends" if ends else "middle", n + layers[j],
                                  (p + 1) * (n + layers[j]) / 2, ends, ends, p + 1))
             continue
         chunks = in_flight_chunks(i, p, v, m)

@@ -34,7 +34,7 @@ export interface TierUsage {
 
 /** One row of memory.per_stage: consecutive pipeline ranks with the same layers and HBM total. */
 export interface PipelineStage {
-  /** first | middle | last (DualPipe: the two end ranks are "first"). */
+  /** first | middle | last (DualPipe: "ends", the two ranks holding stages 0 and p-1, and "middle"). */
   stage: string;
   /** The ranks, "0" or "2-15". */
   stages: string;

@@ -207,6 +207,7 @@ def test_dualpipe_memory_two_stages_of_parameters_and_pp_plus_one_activations():
     assert [pl.layers for pl in plans] == [16, 16, 16, 16]
     assert [pl.activation_layers for pl in plans] == [40, 40, 40, 40]
     assert [pl.embedding for pl in plans] == [True, False, False, True]
+    assert [pl.name for pl in plans] == ["ends", "middle", "middle", "ends"]
     one = evaluate_dict(base(), include_step=False)["memory"]["per_stage"]
     two = evaluate_dict(base(pipeline_schedule="dualpipe"), include_step=False)["memory"]["per_stage"]
     mid1 = next(s for s in one if s["stage"] == "middle")
