@@ -63,7 +63,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
 
     band = memory_band(scenario_kind(sc.strategy.zero_stage, _offloaded(sc),
                                      lay.pipeline_parallel))
-    violations, tight, states = _violations(per_gpu, per_node, band)
+    violations, tight, states = _violations(per_gpu, per_node, band,
+                                            _stage_note(worst[3], lay.pipeline_parallel) if len(stages) > 1 else "")
     state = fit_state(states)
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
@@ -199,9 +200,11 @@ def find_violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[l
     return _violations(per_gpu, per_node, band)[:2]
 
 
-def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list, list, list]:
+def _violations(per_gpu: dict, per_node: dict, band: float = 0.0,
+                stage_note: str = "") -> tuple[list, list, list]:
     """:func:`find_violations`' two lists and every tier's state (HBM first, then the node
-    tiers in order), each tier's state made once."""
+    tiers in order), each tier's state made once. ``stage_note`` (a pipeline's worst
+    rank, :func:`_stage_note`) ends the per-GPU messages."""
     out, tight, states = [], [], []
     for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
         for t, s in tiers.items():
@@ -217,7 +220,8 @@ def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list,
                     message=f"Tight: {label} needs {fmt_bytes(s['total_bytes'])} of "
                             f"{fmt_bytes(s['capacity_bytes'])}, within the engine's +-{band:.0%} "
                             f"memory error; the peak is at {s['peak_phase']}"
-                            + (f", where the largest term is {term}" if term else "") + "."))
+                            + (f", where the largest term is {term}" if term else "")
+                            + (stage_note if scope == "per_gpu" else "") + "."))
                 continue
             if state == "fits":
                 continue
@@ -229,7 +233,7 @@ def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list,
                 message=f"{label} needs {fmt_bytes(s['total_bytes'])} "
                         f"but has {fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)})"
                         + (f" at {s['peak_phase']}" if s["peak_phase"] != "persistent" else "")
-                        + where))
+                        + where + (stage_note if scope == "per_gpu" else "")))
     return out, tight, states
 
 
@@ -272,6 +276,14 @@ def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None,
             made[key] = (parts, tiers)
         out.append((plan.name, *made[key], plan))
     return out
+
+
+def _stage_note(plan, num_stages: int) -> str:
+    """``", on pipeline stage 1 (middle: 8 layers, 15 micro-batches in flight), the worst of
+    16"``: where a per-GPU verdict comes from."""
+    inflight = f"{plan.in_flight:g} micro-batch{'es' if plan.in_flight != 1 else ''} in flight"
+    return (f", on pipeline stage {plan.index} ({plan.name}: {plan.layers} layers, {inflight}), "
+            f"the worst of {num_stages}")
 
 
 def _per_stage(stages: list[tuple]) -> list[dict]:

@@ -256,6 +256,9 @@ def test_uneven_step_bubble_is_the_schedule_of_its_stage_times():
     # an explicit even list is the even split
     same = evaluate_dict(base(pipeline_layers=[20, 20, 20, 20]))["step"]
     assert same["time_s"] == even["time_s"]
+    # interleaved, v = 2 chunks per stage (each count divides by 2): the bubble over v
+    vi = Scenario.from_dict(base(pipeline_layers=[18, 22, 22, 18], interleave_stages=2))
+    assert pipeline_bubble_mb(vi, layout(vi)) == pytest.approx(pipeline_bubble_mb(sc, lay) / 2)
 
 
 def brute_force_ticks(f, b, m, scale=200):
@@ -307,6 +310,10 @@ def test_llama3_405b_pp16_with_lighter_end_stages_reports_every_stage():
     assert stage_param_share(sc, pc, layout(sc), plans[5]) == pytest.approx(8 * pc.per_layer / pc.total)
     assert per["0"]["hbm_model_state_bytes"] / per["5"]["hbm_model_state_bytes"] == pytest.approx(
         (7 * pc.per_layer + pc.embedding) / (8 * pc.per_layer))
+    # the verdict says which stage it is
+    (tight,) = r["memory"]["tight"]
+    assert tight["message"].endswith(
+        ", on pipeline stage 1 (middle: 8 layers, 15 micro-batches in flight), the worst of 16.")
     # the logits and loss only on the last stage
     last = r["memory"]["per_gpu"]["hbm"]["parts"]
     assert not any(p["name"].startswith("logits") for p in last)     # the worst is stage 1
