@@ -32,6 +32,9 @@ def test_first_and_last_counts_split_the_rest_evenly_as_megatron_does():
     # middle stages' layers do too (6 + 10 + 10 + 6, two chunks each)
     assert stage_layers(32, 4, v=2, first=6, last=6) == (6, 10, 10, 6)
     assert stage_layers(32, 4, v=2) == (8, 8, 8, 8)
+    # an explicit layout may leave a stage without decoder layers (Megatron's "E|t*16|t*16|L")
+    assert stage_layers(32, 4, explicit=(0, 16, 16, 0)) == (0, 16, 16, 0)
+    assert megatron_layout((0, 16, 16, 0)) == "E|t*16|t*16|L"
 
 
 @pytest.mark.parametrize("kw, field, words", [
