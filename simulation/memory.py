@@ -331,12 +331,15 @@ def stage_layers_held(sc: Scenario, lay: Layout, stage) -> int:
 def stage_param_share(sc: Scenario, pc: ParamCount, lay: Layout, plan: StagePlan) -> float:
     """Share of the model's parameters a pipeline rank holds (before tensor parallelism).
 
-    Megatron-LM ``get_model`` builds the embedding on the first stage (``pre_process``)
-    and the final norm and output layer on the last (``post_process``, gpt_model.py),
-    each stage its own layers (``get_num_layers_to_build``): ``(layers x per_layer +
-    embedding [first] + final norm + head [last]) / total``. A tied head is a second
-    copy of the embedding on the last stage (Megatron ``shared_embedding_or_output_weight``,
-    all-reduced between the two): counted on both. Without a pipeline, 1; without an
+    Megatron-LM (core, 2025-08) ``megatron/training/training.py`` ``get_model``:
+    ``pre_process = is_pp_first_stage``, ``post_process = is_pp_last_stage``; in
+    ``megatron/core/models/gpt/gpt_model.py`` the embedding is built with
+    ``pre_process``, the final norm and output layer with ``post_process``, each stage
+    its own layers (``get_num_layers_to_build``): ``(layers x per_layer + embedding
+    [first] + final norm + head [last]) / total``. A tied head is a second copy of the
+    embedding on the last stage (the output layer allocates its weight unless
+    ``pre_process and share_embeddings_and_output_weights``:
+    ``skip_weight_param_allocation``): counted on both. Without a pipeline, 1; without an
     architecture (only ``num_params``) or with an explicit ``num_params``, the layers'
     share."""
     m = sc.model
