@@ -757,8 +757,10 @@ def pipeline_stage_times(sc: Scenario, lay: Layout, ct: dict | None = None) -> d
     Stage i runs its ``layers[i]`` (:func:`simulation.parallel.pipeline_stage_layers`) at
     ``fwd_s`` + ``bwd_s`` each, the last also the output layer and loss (``head_s``, a
     third of it forward). Returns ``{"fwd_s": [...], "bwd_s": [...], "slowest": k,
-    "layers": layers[k], "head": k is the last}``; DualPipe pairs stages i and p-1-i on
-    a rank, and the slowest chunk paces it.
+    "layers": layers[k], "head": k is the last}``. Under DualPipe a rank alternates its
+    two stages i and p-1-i, so the pair's mean paces it; the slowest single stage taken
+    here is an upper bound on that (equal to it for a split symmetric about the middle,
+    as Llama 3's 7 + 14 x 8 + 7).
     """
     ct = ct or compute_times(sc, model_params(sc.model))
     layers = pipeline_stage_layers(sc)
