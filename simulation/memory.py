@@ -59,7 +59,7 @@ import dataclasses
 import math
 
 from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
-from .parallel import _split
+from .parallel import split_of
 from .pipeline import StagePlan, stage_plans
 from .loss import loss_bytes
 from .lora import adapter_activation_bytes, adapter_params
@@ -314,7 +314,7 @@ def stage_plans_for(sc: Scenario, lay: Layout) -> tuple[StagePlan, ...]:
 
 
 _plans = ByIdentity(lambda m, tr, lay: stage_plans(
-    _split(m, tr), lay.grad_accumulation_steps, tr.interleave_stages or 1, tr.pipeline_schedule))
+    split_of(m, tr), lay.grad_accumulation_steps, tr.interleave_stages or 1, tr.pipeline_schedule))
 
 
 def _named_plan(sc: Scenario, lay: Layout, name: str) -> StagePlan:

@@ -86,6 +86,11 @@ def _split(model: ModelSpec, t: TrainingSpec) -> tuple[int, ...]:
 _stage_layers = ByIdentity(_split)
 
 
+def split_of(model: ModelSpec, training: TrainingSpec) -> tuple[int, ...]:
+    """:func:`pipeline_stage_layers` of the two sections (remembered per identity)."""
+    return _stage_layers(model, training)
+
+
 def pipeline_stage_layers(sc: Scenario) -> tuple[int, ...]:
     """Transformer layers on each pipeline stage (:func:`simulation.pipeline.stage_layers`;
     ``(num_layers,)`` without a pipeline), remembered per (model, training) section."""
@@ -93,6 +98,6 @@ def pipeline_stage_layers(sc: Scenario) -> tuple[int, ...]:
 
 
 def is_uneven(sc: Scenario) -> bool:
-    """Whether the stages hold different numbers of layers (or DualPipe pairs them)."""
+    """Whether the pipeline stages hold different numbers of layers."""
     split = pipeline_stage_layers(sc)
     return len(set(split)) > 1
