@@ -381,3 +381,18 @@ def test_the_planners_first_and_last_shortcut_finds_the_worst_stage(kind, v):
     assert len(r["memory"]["per_stage"]) >= 3
     assert planner.memory_tiers(sc, layout(sc))["per_gpu"]["hbm"]["total_bytes"] == \
         r["memory"]["per_gpu"]["hbm"]["total_bytes"]
+
+
+@pytest.mark.parametrize("training", [
+    {"pipeline_layers": [18, 22, 22, 18]}, {"pipeline_layers": [0, 40, 40, 0]},
+    {"first_pipeline_layers": 14}, {"pipeline_schedule": "dualpipe"},
+    {"pipeline_layers": [18, 22, 22, 18], "lora": {"rank": 16}},
+])
+@pytest.mark.parametrize("kind", ["zero1", "zero3", "megatron_dist_opt"])
+def test_the_planners_hbm_floor_stays_under_every_uneven_or_dualpipe_report(training, kind):
+    from simulation import planner
+    d = base(**training)
+    d["strategy"] = {"kind": kind}
+    sc = Scenario.from_dict(d)
+    r = evaluate_dict(d, include_step=False)
+    assert planner.hbm_lower_bound_bytes(sc, layout(sc)) <= r["memory"]["per_gpu"]["hbm"]["total_bytes"]
