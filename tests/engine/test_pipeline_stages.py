@@ -12,7 +12,7 @@ from simulation.export import deepspeed_config, megatron_pipeline_args
 from simulation.memory import stage_param_share, stage_plans_for
 from simulation.parallel import layout
 from simulation.params import model_params
-from simulation.pipeline import (bubble_stage_times, dualpipe_bubble_s, in_flight_chunks,
+from simulation.pipeline import (bubble_micro_batch_cap, bubble_stage_times, dualpipe_bubble_s, in_flight_chunks,
                                  megatron_layout, one_f_one_b_s, stage_layers, stage_plans)
 from simulation.scenario import Scenario
 from simulation.step import compute_times, pipeline_bubble_mb
@@ -191,6 +191,19 @@ def test_one_f_one_b_matches_a_brute_force_simulation_and_its_bounds():
         f = [rng.randint(1, 4) for _ in range(p)]
         b = [rng.randint(1, 8) for _ in range(p)]
         assert one_f_one_b_s(f, b, m) == brute_force_1f1b(f, b, m)
+
+
+def test_the_bubble_stops_changing_past_the_cap():
+    rng = random.Random(11)
+    for _ in range(12):
+        p = rng.randint(2, 12)
+        r = rng.uniform(1.5, 3)
+        f = [rng.uniform(0.5, 2) for _ in range(p)]
+        b = [r * x for x in f]
+        top = max(x + y for x, y in zip(f, b))
+        cap = bubble_micro_batch_cap(p)
+        far = (one_f_one_b_s(f, b, 4 * cap) - 4 * cap * top) / top
+        assert bubble_stage_times(f, b, 10 ** 6) == pytest.approx(far, abs=1e-9)
 
 
 # ---- DualPipe ---------------------------------------------------------------------------
