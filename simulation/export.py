@@ -147,8 +147,10 @@ def deepspeed_config(sc: Scenario) -> dict:
 def megatron_pipeline_args(sc: Scenario) -> list[str]:
     """Megatron-LM command-line arguments of the scenario's model parallelism and pipeline
     split (``megatron/training/arguments.py``): ``--tensor-model-parallel-size``,
-    ``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` when
-    interleaved, ``--decoder-first-pipeline-num-layers`` /
+    ``--pipeline-model-parallel-size``, when interleaved
+    ``--num-layers-per-virtual-pipeline-stage`` (even) or
+    ``--num-virtual-stages-per-pipeline-rank`` (uneven first/last stages; a layout string
+    has its virtual stages in it), ``--decoder-first-pipeline-num-layers`` /
     ``--decoder-last-pipeline-num-layers`` for a first/last split, or
     ``--pipeline-model-parallel-layout`` for an explicit list
     (:func:`simulation.pipeline.megatron_layout`). Megatron-LM has no DualPipe schedule:
@@ -161,9 +163,12 @@ def megatron_pipeline_args(sc: Scenario) -> list[str]:
     args = [f"--tensor-model-parallel-size {tr.tensor_parallel}",
             f"--pipeline-model-parallel-size {tr.pipeline_parallel}"]
     v = tr.interleave_stages or 1
-    if v > 1:
+    # arguments.py: at most one of --num-layers-per-virtual-pipeline-stage,
+    # --num-virtual-stages-per-pipeline-rank (the one for uneven first/last stages) and
+    # --pipeline-model-parallel-layout (which carries the virtual stages itself)
+    if v > 1 and tr.pipeline_layers is None:
         args.append(f"--num-layers-per-virtual-pipeline-stage {max(layers) // v}"
-                    if len(set(layers)) == 1 else f"--virtual-pipeline-model-parallel-size {v}")
+                    if len(set(layers)) == 1 else f"--num-virtual-stages-per-pipeline-rank {v}")
     if tr.sequence_parallel:
         args.append("--sequence-parallel")
     if tr.pipeline_layers is not None:

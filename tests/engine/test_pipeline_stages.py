@@ -377,6 +377,15 @@ def test_exports_carry_the_split_as_megatron_arguments():
     assert any("partition_method" in n and "[18, 22, 22, 18]" in n for n in cfg["_tierlab_notes"])
     # with v = 2 chunks per stage the layout lists p x v virtual stages, vpp-rank major
     assert megatron_layout((4, 6), 2) == "Et*2|t*3|t*2|t*3,L"
+    # interleaved: Megatron takes one of the three ways to say v (arguments.py asserts it)
+    assert "--num-layers-per-virtual-pipeline-stage 10" in megatron_pipeline_args(
+        Scenario.from_dict(base(interleave_stages=2)))
+    uneven_v = megatron_pipeline_args(Scenario.from_dict(base(interleave_stages=2, first_pipeline_layers=18,
+                                                              last_pipeline_layers=18)))
+    assert "--num-virtual-stages-per-pipeline-rank 2" in uneven_v
+    listed = megatron_pipeline_args(Scenario.from_dict(base(interleave_stages=2, pipeline_layers=[18, 22, 22, 18])))
+    assert not any("virtual" in a for a in listed)
+    assert "--pipeline-model-parallel-layout 'Et*9|t*11|t*11|t*9|t*9|t*11|t*11|t*9,L'" in listed
     dual = deepspeed_config(Scenario.from_dict(base(pipeline_schedule="dualpipe")))
     assert any("DualPipe" in a for a in dual["_tierlab_megatron_args"])
 
