@@ -12,7 +12,8 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, tier_summaries, trained_params
+from .memory import (MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, stage_plans_for,
+                     tier_summaries, trained_params)
 from .params import model_params
 from .parallel import layout
 from . import experts
@@ -37,7 +38,8 @@ _TIER_LABEL = {"hbm": "HBM per GPU", "ddr": "DDR per node", "nvme": "NVMe per no
 
 
 def evaluate(sc: Scenario, include_step: bool = True,
-             progress: Callable[[float], None] | None = None, detail: bool = True) -> Report:
+             progress: Callable[[float], None] | None = None, detail: bool = True,
+             every_stage: bool = True) -> Report:
     """Memory per tier and (unless ``include_step`` is false) the simulated step.
 
     An overflow is a result (``fits`` false), not an exception. The memory-only form is
@@ -45,7 +47,9 @@ def evaluate(sc: Scenario, include_step: bool = True,
     is called as the stages finish (memory, step simulation, checkpoint). Without
     ``detail`` (sweeps) the report has every number but no step timeline and no
     checkpoint Monte-Carlo: the same step time, breakdown, goodput and verdict, several
-    times faster.
+    times faster. Without ``every_stage`` (the planner, sweeps) an even 1F1B pipeline's
+    ``memory.per_stage`` has its first and last rank only, one of which is the worst
+    (:func:`_stage_parts`): the same verdict and memory, at two ranks' cost.
     """
     tick = progress or (lambda _f: None)
     if sc.model is None:
@@ -54,13 +58,14 @@ def evaluate(sc: Scenario, include_step: bool = True,
     lay = layout(sc)
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     counted: list = []
-    stages = _stage_parts(sc, pc, lay, sb, counted)
+    stages = _stage_parts(sc, pc, lay, sb, counted, worst_only=not every_stage)
     worst = stages[0] if len(stages) == 1 else max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
     parts, (per_gpu, per_node) = worst[1], worst[2]
 
     band = memory_band(scenario_kind(sc.strategy.zero_stage, _offloaded(sc),
                                      lay.pipeline_parallel))
-    violations, tight, states = _violations(per_gpu, per_node, band)
+    violations, tight, states = _violations(per_gpu, per_node, band,
+                                            _stage_note(worst[3], lay.pipeline_parallel) if len(stages) > 1 else "")
     state = fit_state(states)
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
@@ -114,9 +119,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     memory = dict(per_gpu=per_gpu, per_node=per_node, band=band, tight=tight)
     if len(stages) > 1:
         memory["stage"] = worst[0]
-        memory["per_stage"] = [dict(stage=name, hbm_total_bytes=tiers[0]["hbm"]["total_bytes"],
-                                    hbm_peak_phase=tiers[0]["hbm"]["peak_phase"])
-                               for name, _p, tiers in stages]
+        memory["stage_index"] = worst[3].index        # the worst rank (0: first), the verdict's
+        memory["per_stage"] = _per_stage(stages)
     return Report(schema=1, engine_version=ENGINE_VERSION, fits=state != "does_not_fit",
                   fit_state=state,
                   violations=tuple(violations), model=model, parallelism=lay.to_dict(), **extra,
@@ -220,9 +224,11 @@ def find_violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[l
     return _violations(per_gpu, per_node, band)[:2]
 
 
-def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list, list, list]:
+def _violations(per_gpu: dict, per_node: dict, band: float = 0.0,
+                stage_note: str = "") -> tuple[list, list, list]:
     """:func:`find_violations`' two lists and every tier's state (HBM first, then the node
-    tiers in order), each tier's state made once."""
+    tiers in order), each tier's state made once. ``stage_note`` (a pipeline's worst
+    rank, :func:`_stage_note`) ends the per-GPU messages."""
     out, tight, states = [], [], []
     for scope, tiers in (("per_gpu", per_gpu), ("per_node", per_node)):
         for t, s in tiers.items():
@@ -238,7 +244,8 @@ def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list,
                     message=f"Tight: {label} needs {fmt_bytes(s['total_bytes'])} of "
                             f"{fmt_bytes(s['capacity_bytes'])}, within the engine's +-{band:.0%} "
                             f"memory error; the peak is at {s['peak_phase']}"
-                            + (f", where the largest term is {term}" if term else "") + "."))
+                            + (f", where the largest term is {term}" if term else "")
+                            + (stage_note if scope == "per_gpu" else "") + "."))
                 continue
             if state == "fits":
                 continue
@@ -250,7 +257,7 @@ def _violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list,
                 message=f"{label} needs {fmt_bytes(s['total_bytes'])} "
                         f"but has {fmt_bytes(s['capacity_bytes'])} (over by {fmt_bytes(over)})"
                         + (f" at {s['peak_phase']}" if s["peak_phase"] != "persistent" else "")
-                        + where))
+                        + where + (stage_note if scope == "per_gpu" else "")))
     return out, tight, states
 
 
@@ -265,20 +272,70 @@ def _offloaded(sc: Scenario) -> bool:
     return "none" != s.offload_optimizer or "none" != s.offload_params or s.offload_activations != "none"
 
 
-def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None) -> list[tuple]:
-    """``[(stage, parts, (per_gpu, per_node))]``: one entry without a pipeline, else the
-    first stage (embedding, most micro batches in flight) and the last (head, loss).
-    ``counted`` gets the model states' rows of the first (the same on every stage)."""
-    names = ("only",) if lay.pipeline_parallel == 1 else ("first", "last")
-    out = []
-    for i, name in enumerate(names):
-        parts = build_parts(sc, pc, lay, sb, name, counted if i == 0 else None)
-        tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
-        if sc.convention == "realistic":
-            add_fragmentation(parts, tiers[0]["hbm"],
-                              sc.runtime.fragmentation_for(sc.strategy.zero_stage))
-        out.append((name, parts, tiers))
+def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None,
+                 worst_only: bool = False) -> list[tuple]:
+    """``[(stage, parts, (per_gpu, per_node), plan)]``: one entry without a pipeline, else
+    one per pipeline rank (:func:`simulation.memory.stage_plans_for`): the first
+    (embedding, the most micro-batches in flight: ``p - i`` on rank i under 1F1B), the
+    middle ones (their layers) and the last (head, loss and logits). Ranks whose plans
+    are equal share one breakdown. ``counted`` gets the model states' rows of the first
+    (bytes per parameter: the same on every stage).
+
+    ``worst_only`` (the planner): with an even 1F1B split only the first and the last
+    rank, one of which is the worst: a middle rank holds the first's layers without the
+    embedding and fewer micro-batches in flight, so no term of it is larger."""
+    plans = stage_plans_for(sc, lay)
+    if worst_only and len(plans) > 2 and sc.training.pipeline_schedule == "1f1b" and \
+            len({pl.layers for pl in plans}) == 1:
+        plans = (plans[0], plans[-1])
+    out, made = [], {}
+    for i, plan in enumerate(plans):
+        key = (plan.name, plan.layers, plan.activation_layers, plan.embedding, plan.head)
+        if key not in made:
+            parts = build_parts(sc, pc, lay, sb, plan, counted if i == 0 else None)
+            tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
+            if sc.convention == "realistic":
+                add_fragmentation(parts, tiers[0]["hbm"],
+                                  sc.runtime.fragmentation_for(sc.strategy.zero_stage))
+            made[key] = (parts, tiers)
+        out.append((plan.name, *made[key], plan))
     return out
+
+
+def _stage_note(plan, num_stages: int) -> str:
+    """``", on pipeline stage 1 (middle: 8 layers, 15 micro-batches in flight), the worst of
+    16"``: where a per-GPU verdict comes from."""
+    inflight = f"{plan.in_flight:g} micro-batch{'es' if plan.in_flight != 1 else ''} in flight"
+    return (f", on pipeline stage {plan.index} ({plan.name}: {plan.layers} layers, {inflight}), "
+            f"the worst of {num_stages}")
+
+
+def _per_stage(stages: list[tuple]) -> list[dict]:
+    """The report's ``memory.per_stage``: consecutive pipeline ranks with the same role,
+    layers and HBM peak grouped into one row (``stages``: ``"2-15"``, ``num_stages``),
+    each row with its layers, the micro-batches in flight (the group's first rank's, the
+    most), the HBM peak (bytes) and its phase, the model states (bytes) and the stored
+    activations (bytes: the forward/backward activation parts, whatever the peak phase)."""
+    rows: list[dict] = []
+    for name, parts, tiers, plan in stages:
+        hbm = tiers[0]["hbm"]
+        stored = sum(p["bytes"] for p in parts
+                     if p["tier"] == "hbm" and p["category"] == "activations" and p["phase"] == "fwd_bwd")
+        row = dict(stage=name, first_index=plan.index, last_index=plan.index, layers=plan.layers,
+                   micro_batches_in_flight=plan.in_flight, hbm_total_bytes=hbm["total_bytes"],
+                   hbm_model_state_bytes=hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],
+                   hbm_activation_bytes=stored, hbm_peak_phase=hbm["peak_phase"])
+        prev = rows[-1] if rows else None
+        if prev and prev["stage"] == name and prev["layers"] == plan.layers and \
+                prev["hbm_total_bytes"] == row["hbm_total_bytes"]:
+            prev["last_index"] = plan.index
+            continue
+        rows.append(row)
+    for r in rows:
+        a, b = r.pop("first_index"), r.pop("last_index")
+        r["stages"] = str(a) if a == b else f"{a}-{b}"
+        r["num_stages"] = b - a + 1
+    return rows
 
 
 def evaluate_dict(d: dict, include_step: bool = True, detail: bool = True, **lookups) -> dict:

@@ -276,6 +276,9 @@ def deepspeed_config(sc: Scenario) -> dict:
                      "the plan's expert_parallel); the routing imbalance the plan counts is a "
                      "property of the data, not a setting. _tierlab_megatron_args are the same "
                      "choices as Megatron-LM arguments.")
+    if lay.pipeline_parallel > 1:
+        notes.append(_deepspeed_pipeline_note(sc))
+        cfg["_tierlab_megatron_args"] = megatron_pipeline_args(sc) + cfg.get("_tierlab_megatron_args", [])
     cfg["_tierlab_placeholders"] = placeholders
     if notes:
         cfg["_tierlab_notes"] = notes
@@ -318,6 +321,69 @@ def megatron_moe_args(sc: Scenario) -> list[str]:
     if tr.moe_a2a_overlap:
         out.append("--overlap-moe-expert-parallel-comm")
     return out
+
+
+def megatron_pipeline_args(sc: Scenario) -> list[str]:
+    """Megatron-LM command-line arguments of the scenario's model parallelism and pipeline
+    split (``megatron/training/arguments.py``): ``--tensor-model-parallel-size``,
+    ``--pipeline-model-parallel-size``, when interleaved
+    ``--num-layers-per-virtual-pipeline-stage`` (even) or
+    ``--num-virtual-stages-per-pipeline-rank`` (uneven first/last stages; a layout string
+    has its virtual stages in it), ``--decoder-first-pipeline-num-layers`` /
+    ``--decoder-last-pipeline-num-layers`` for a first/last split, or
+    ``--pipeline-model-parallel-layout`` for an explicit list
+    (:func:`simulation.pipeline.megatron_layout`). Megatron-LM has no DualPipe schedule:
+    for ``pipeline_schedule = dualpipe`` the arguments describe the split, and the last
+    one is a comment saying so."""
+    from .parallel import pipeline_stage_layers
+    from .pipeline import megatron_layout
+    tr = sc.training
+    layers = pipeline_stage_layers(sc)
+    args = [f"--tensor-model-parallel-size {tr.tensor_parallel}",
+            f"--pipeline-model-parallel-size {tr.pipeline_parallel}"]
+    v = tr.interleave_stages or 1
+    # arguments.py: at most one of --num-layers-per-virtual-pipeline-stage,
+    # --num-virtual-stages-per-pipeline-rank (the one for uneven first/last stages) and
+    # --pipeline-model-parallel-layout (which carries the virtual stages itself)
+    if v > 1 and tr.pipeline_layers is None:
+        args.append(f"--num-layers-per-virtual-pipeline-stage {max(layers) // v}"
+                    if len(set(layers)) == 1 else f"--num-virtual-stages-per-pipeline-rank {v}")
+    if tr.sequence_parallel:
+        args.append("--sequence-parallel")
+    if tr.pipeline_layers is not None:
+        args.append(f"--pipeline-model-parallel-layout '{megatron_layout(layers, v)}'")
+    if tr.first_pipeline_layers is not None:
+        args.append(f"--decoder-first-pipeline-num-layers {tr.first_pipeline_layers}")
+    if tr.last_pipeline_layers is not None:
+        args.append(f"--decoder-last-pipeline-num-layers {tr.last_pipeline_layers}")
+    if tr.pipeline_schedule == "dualpipe":
+        args.append("# DualPipe (deepseek-ai/DualPipe) is not a Megatron-LM schedule: run it "
+                    "with that library; each rank holds stages i and p-1-i")
+    return args
+
+
+def _deepspeed_pipeline_note(sc: Scenario) -> str:
+    """What DeepSpeed's pipeline engine can express of the split (``deepspeed/runtime/pipe/
+    module.py`` ``PipelineModule._partition_layers``: ``partition_method`` ``uniform``,
+    ``parameters``, ``type:<regex>``; no list of layers per stage; the 1F1B ``TrainSchedule``
+    in ``runtime/pipe/schedule.py``, no interleaving, no DualPipe)."""
+    from .parallel import pipeline_stage_layers
+    tr = sc.training
+    layers = pipeline_stage_layers(sc)
+    out = (f"Pipeline parallelism is set in code, not in this JSON: deepspeed.pipe.PipelineModule("
+           f"num_stages={tr.pipeline_parallel}, partition_method=...). ")
+    if len(set(layers)) > 1:
+        out += (f"The plan's uneven split {list(layers)} has no partition_method: 'uniform' splits "
+                "the layers evenly, 'parameters' balances parameter counts (which, with the "
+                "embedding and head counted as layers, also takes layers off the end stages, but "
+                "not to a given count); override _partition_layers to set it exactly. ")
+    else:
+        out += "partition_method='type:<block class>' gives the even split of blocks the plan counts. "
+    if (tr.interleave_stages or 1) > 1 or tr.pipeline_schedule != "1f1b":
+        out += ("DeepSpeed's TrainSchedule is plain 1F1B: the plan's "
+                + ("interleaved" if tr.pipeline_schedule == "1f1b" else "DualPipe")
+                + " schedule is not available in it. ")
+    return out + "The Megatron-LM arguments are under _tierlab_megatron_args."
 
 
 _DTYPE = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}

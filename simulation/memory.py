@@ -59,6 +59,8 @@ import dataclasses
 import math
 
 from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
+from .parallel import split_of
+from .pipeline import StagePlan, stage_plans
 from .loss import loss_bytes
 from . import experts
 from .lora import adapter_activation_bytes, adapter_params
@@ -108,12 +110,16 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
 
 
 def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                pipeline_stage: str = "only", counted: list | None = None) -> list[dict]:
+                pipeline_stage="only", counted: list | None = None) -> list[dict]:
     """Every allocation of one rank (HBM) and of one node (other tiers).
 
-    ``pipeline_stage`` is the pipeline stage the rank runs: ``only`` (no pipeline), ``first``
-    (embedding, the most micro batches in flight) or ``last`` (output head and loss, one
-    micro batch in flight).
+    ``pipeline_stage`` is the pipeline stage the rank runs: a
+    :class:`simulation.pipeline.StagePlan` (:func:`stage_plans_for`), or by name ``only``
+    (no pipeline), ``first`` (embedding, the most micro batches in flight) or ``last``
+    (output head and loss). A stage's model states are its own parameters
+    (:func:`stage_param_share`: its layers, plus the embedding on the first stage and
+    the final norm and head on the last), its activations its layers times the
+    micro-batches in flight on it (:func:`simulation.pipeline.in_flight_chunks`).
 
     ``counted``, a list, gets ``(state, dtype, bytes_per_param, tier)`` for each model-state
     part, its bytes per parameter before sharding (:func:`counted_bytes_per_param`).
@@ -121,17 +127,20 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     st, tr = sc.strategy, sc.training
     realistic = sc.convention == "realistic"
     gpn = sc.cluster.gpus_per_node
-    # params per model-parallel rank; with expert parallelism the experts over ETP x EP
-    # (simulation/experts.py rank_params), and ``d`` the divisor that shards the dense part
-    # over the shard group and the experts over its expert-data-parallel ranks
-    psi = experts.rank_params(sc.model, pc.total, lay)
+    plan = pipeline_stage if isinstance(pipeline_stage, StagePlan) else _named_plan(sc, lay, pipeline_stage)
+    pipeline_stage = plan.name
+    share = stage_param_share(sc, pc, lay, plan)
+    # params per model-parallel rank: the stage's share; with expert parallelism the experts
+    # over ETP x EP (simulation/experts.py rank_params), and ``d`` the divisor that shards the
+    # dense part over the shard group and the experts over its expert-data-parallel ranks
+    psi = experts.rank_params(sc.model, pc.total, lay) * share * lay.pipeline_parallel
     base_psi = psi
     lora = tr.lora
     if lora is not None:
         # LoRA (simulation/lora.py): the base is frozen in its dtype, no gradients, no
         # master copy, no optimizer states; gradients, master weights and moments below
         # are the adapters' (psi: their count per model-parallel rank).
-        psi = adapter_params(sc.model, lora)["total"] / (lay.tensor_parallel * lay.pipeline_parallel)
+        psi = adapter_params(sc.model, lora)["total"] * share / lay.tensor_parallel
     d = experts.sharded_divisor(sc.model, pc.total, lay, lay.shard_degree) if lora is None else lay.shard_degree
     stage = st.zero_stage
     shard_note = (f"sharded over {lay.shard_degree} ranks" if lay.shard_degree > 1
@@ -271,9 +280,12 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 
     # ---- activations
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
-    last = pipeline_stage == "last"
-    layers_held = act.layers_held if not last else sc.model.num_layers / tr.pipeline_parallel
-    layers_bytes = act.layers_bytes if not last else act.per_layer_bytes * layers_held
+    if plan.index == 0 and tr.pipeline_schedule == "1f1b" and plan.layers * lay.pipeline_parallel == (
+            sc.model.num_layers or 0):
+        layers_held, layers_bytes = act.layers_held, act.layers_bytes     # Korthikanti Eq. 5-6
+    else:
+        layers_held = plan.activation_layers
+        layers_bytes = act.per_layer_bytes * layers_held
     note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})" + _layout_note(sc.model, tr)
     n_ckpt = checkpointed_layers(tr, sc.model.num_layers / tr.pipeline_parallel)
     partial = tr.recompute == "full" and n_ckpt < sc.model.num_layers / tr.pipeline_parallel
@@ -493,6 +505,68 @@ def _reference_model(add, sc: Scenario, pc: ParamCount, lay: Layout, par_tier: s
             note=f"{tok:,} tokens x vocab in the compute dtype (TRL selective_log_softmax)")
 
 
+def _has_embedding(stage: str) -> bool:
+    """Whether a rank of this stage name holds the input embedding: the first stage, and
+    under DualPipe the two end ranks (``ends``: stages 0 and p-1 on each)."""
+    return stage in ("only", "first", "ends")
+
+
+def _has_head(sc: Scenario, stage: str) -> bool:
+    """Whether it holds the final norm, the output head and the loss (the last stage, or a
+    DualPipe end rank)."""
+    return stage in ("only", "last", "ends")
+
+
+def stage_plans_for(sc: Scenario, lay: Layout) -> tuple[StagePlan, ...]:
+    """Every pipeline rank's :class:`simulation.pipeline.StagePlan` for this scenario."""
+    return _plans(sc.model, sc.training, lay)
+
+
+_plans = ByIdentity(lambda m, tr, lay: stage_plans(
+    split_of(m, tr), lay.grad_accumulation_steps, tr.interleave_stages or 1, tr.pipeline_schedule))
+
+
+def _named_plan(sc: Scenario, lay: Layout, name: str) -> StagePlan:
+    plans = stage_plans_for(sc, lay)
+    return plans[-1] if name == "last" else plans[0]
+
+
+def stage_layers_held(sc: Scenario, lay: Layout, stage) -> int:
+    """Transformer layers whose parameters a rank of ``stage`` (a name or a plan) holds."""
+    plan = stage if isinstance(stage, StagePlan) else _named_plan(sc, lay, stage)
+    return plan.layers
+
+
+def stage_param_share(sc: Scenario, pc: ParamCount, lay: Layout, plan: StagePlan) -> float:
+    """Share of the model's parameters a pipeline rank holds (before tensor parallelism).
+
+    Megatron-LM (core, 2025-08) ``megatron/training/training.py`` ``get_model``:
+    ``pre_process = is_pp_first_stage``, ``post_process = is_pp_last_stage``; in
+    ``megatron/core/models/gpt/gpt_model.py`` the embedding is built with
+    ``pre_process``, the final norm and output layer with ``post_process``, each stage
+    its own layers (``get_num_layers_to_build``): ``(layers x per_layer + embedding
+    [first] + final norm + head [last]) / total``. A tied head is a second copy of the
+    embedding on the last stage (the output layer allocates its weight unless
+    ``pre_process and share_embeddings_and_output_weights``:
+    ``skip_weight_param_allocation``): counted on both. Without a pipeline, 1; without an
+    architecture (only ``num_params``) or with an explicit ``num_params``, the layers'
+    share."""
+    m = sc.model
+    if lay.pipeline_parallel == 1:
+        return 1.0
+    L = m.num_layers or 0
+    derived = L * pc.per_layer
+    rest = pc.total - derived - pc.embedding        # final norm + untied head
+    if not m.has_architecture or m.num_params is not None or rest < 0 or not pc.total:
+        return plan.layers / L if L else 1.0 / lay.pipeline_parallel
+    own = plan.layers * pc.per_layer
+    if plan.embedding:
+        own += pc.embedding
+    if plan.head:
+        own += rest + (pc.embedding if pc.output_head == 0 and not plan.embedding else 0)
+    return own / pc.total
+
+
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
     """Parameters with gradients, optimizer states and a place in the checkpoint: all of
     them, or under LoRA the adapters (:func:`simulation.lora.adapter_params`)."""
@@ -573,10 +647,10 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
                  f"({ring['forward_bytes'] / 1e6:.1f} MB) and the backward's K/V + dK/dV "
                  f"send/receive buffers and dQ ({ring['backward_bytes'] / 1e6:.1f} MB); "
                  "Transformer Engine AttnFuncWithCPAndKVP2P")
-    if stage != "last" and m.hidden_dropout:
+    if _has_embedding(stage) and m.hidden_dropout:
         add("embedding dropout mask", "activations", "hbm", sbh * tr.pipeline_parallel / t,
             phase="fwd_bwd", note="Korthikanti Sec. 4.3: s*b*h*p/t")
-    if stage != "first" and m.vocab_size:
+    if _has_head(sc, stage) and m.vocab_size:
         tokens = tr.local_seq_len * tr.sequences_per_micro_batch
         act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
@@ -759,9 +833,9 @@ def _ds_live_parameters(sc: Scenario, pc: ParamCount, lay: Layout, unit: float,
     none is kept, the one layer in backward.
     """
     m, tr = sc.model, sc.training
-    layers = m.num_layers / max(lay.pipeline_parallel, 1)
+    layers = stage_layers_held(sc, lay, pipeline_stage)
     head = pc.output_head or pc.embedding           # a tied head is the embedding
-    head = head / lay.tensor_parallel if pipeline_stage != "first" else 0.0
+    head = head / lay.tensor_parallel if _has_head(sc, pipeline_stage) else 0.0
     per = 3 if tr.recompute == "full" else 2
     keep = 0
     while keep < layers and (per * keep + 1) * unit + 2 * head < DS_MAX_REUSE_DISTANCE:
@@ -791,7 +865,7 @@ def _ds_reduce_scatter_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, s
     """
     bucket = min(DS_BUCKET_ELEMENTS, psi)
     head = pc.output_head / lay.tensor_parallel if (
-        pipeline_stage != "first" and sc.model is not None and sc.model.has_architecture) else 0.0
+        _has_head(sc, pipeline_stage) and sc.model is not None and sc.model.has_architecture) else 0.0
     add("reduce-scatter staging copy (DeepSpeed reduce_scatter_coalesced)", "buffers", "hbm",
         max(0.0, bucket - head) * sb.grads, phase="backward",
         note="torch.cat of a full bucket's rank chunks, beyond the head's gradient")
@@ -817,9 +891,9 @@ def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateB
     """
     m = sc.model
     tp = lay.tensor_parallel
-    head = pc.output_head / tp if pipeline_stage != "first" else 0.0
-    emb = pc.embedding / tp if pipeline_stage != "last" else 0.0
-    if pc.output_head == 0 and pipeline_stage != "first":
+    head = pc.output_head / tp if _has_head(sc, pipeline_stage) else 0.0
+    emb = pc.embedding / tp if _has_embedding(pipeline_stage) else 0.0
+    if pc.output_head == 0 and _has_head(sc, pipeline_stage):
         emb = pc.embedding / tp          # tied: the head is the embedding
     if not m.has_architecture or head + emb <= 0:
         return

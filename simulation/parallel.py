@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .fields import made_once, plain
 
 from .errors import ScenarioError
+from .pipeline import check_schedule, stage_layers
 from .memo import ByIdentity
 from .units import plural
 from .scenario import ClusterSpec, ModelSpec, Scenario, StrategySpec, TrainingSpec
@@ -91,10 +92,7 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
                             f"{t.pipeline_parallel} = {mp} must divide the {plural(n, 'GPU')} "
                             f"({nodes} x {c.gpus_per_node})")
     dp = n // mp
-    if model.num_layers and model.num_layers % t.pipeline_parallel:
-        raise ScenarioError("training.pipeline_parallel",
-                            f"must divide the model's {model.num_layers} layers, "
-                            f"got {t.pipeline_parallel}")
+    _stage_layers(model, t)           # raises naming the field when the split is not built
     if model.num_attention_heads and model.num_attention_heads % t.tensor_parallel:
         raise ScenarioError("training.tensor_parallel",
                             f"must divide the {model.num_attention_heads} attention heads, "
@@ -117,6 +115,8 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
     else:
         shard = dcp
     ep, etp, edp, eshard = _expert_degrees(model, t, s, dp, shard)
+    gas = (t.global_batch_size if t.global_batch_size is not None else per_step) // per_step
+    check_schedule(t.pipeline_schedule, t.pipeline_parallel, t.interleave_stages or 1, gas)
     return Layout(num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
                   pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
                   replica_groups=dcp // shard, micro_batch_size=t.micro_batch_size,
@@ -159,3 +159,28 @@ def _expert_degrees(model: ModelSpec, t: TrainingSpec, s: StrategySpec, dp: int,
 
 
 _layout = ByIdentity(_derive)
+
+
+def _split(model: ModelSpec, t: TrainingSpec) -> tuple[int, ...]:
+    return stage_layers(model.num_layers, t.pipeline_parallel, t.interleave_stages or 1,
+                        t.first_pipeline_layers, t.last_pipeline_layers, t.pipeline_layers)
+
+
+_stage_layers = ByIdentity(_split)
+
+
+def split_of(model: ModelSpec, training: TrainingSpec) -> tuple[int, ...]:
+    """:func:`pipeline_stage_layers` of the two sections (remembered per identity)."""
+    return _stage_layers(model, training)
+
+
+def pipeline_stage_layers(sc: Scenario) -> tuple[int, ...]:
+    """Transformer layers on each pipeline stage (:func:`simulation.pipeline.stage_layers`;
+    ``(num_layers,)`` without a pipeline), remembered per (model, training) section."""
+    return _stage_layers(sc.model, sc.training)
+
+
+def is_uneven(sc: Scenario) -> bool:
+    """Whether the pipeline stages hold different numbers of layers."""
+    split = pipeline_stage_layers(sc)
+    return len(set(split)) > 1

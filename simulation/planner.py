@@ -77,6 +77,7 @@ restarts included, s) and ``cost_to_train`` (that time x USD per hour).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from typing import Callable
 
@@ -94,7 +95,8 @@ from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Sc
                        resolve, resolve_cluster)
 from .checkpoint import TARGET_KINDS
 from .states import state_bytes
-from .memory import _stage_activations
+from .memory import _stage_activations, stage_param_share, stage_plans_for
+from .parallel import is_uneven, pipeline_stage_layers
 
 PLAN_SCHEMA = 1
 # product of the space's lists, per plan request; the search itself took a 14.7-million space
@@ -266,6 +268,14 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
         raise ScenarioError("training.context_parallel",
                             "the planner does not search context parallelism yet: evaluate CP "
                             "layouts as scenarios (or compare them)")
+    for k in ("pipeline_layers", "first_pipeline_layers", "last_pipeline_layers"):
+        if training.get(k) is not None:
+            raise ScenarioError(f"training.{k}", "the planner searches even splits of the layers "
+                                                "over pipeline_parallel; evaluate an uneven split "
+                                                "as a scenario")
+    if training.get("pipeline_schedule", "1f1b") != "1f1b":
+        raise ScenarioError("training.pipeline_schedule", "the planner searches 1F1B (and "
+                                                          "interleaved) schedules only")
     total_tokens = _num(training, "total_tokens", "training", lo=1)
     tps = training.pop("tokens_per_step", None)
     training.pop("total_tokens", None)
@@ -403,11 +413,31 @@ def hbm_lower_bound_bytes(sc: Scenario, lay) -> float:
     tr = sc.training
     sb = state_bytes(tr.precision, tr.optimizer, tr.dtypes)
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, sc.convention == "realistic")
+    plans = stage_plans_for(sc, lay)
+    if len(plans) > 1 and (is_uneven(sc) or tr.pipeline_schedule != "1f1b"):
+        # uneven stages / DualPipe: the least-loaded rank's states and the most activations
+        # any rank stores (the worst rank holds at least both)
+        share = min(stage_param_share(sc, pc, lay, pl) for pl in plans)
+        most = max(pl.activation_layers for pl in plans) * act.per_layer_bytes
+        act = dataclasses.replace(act, layers_bytes=most, layers_held=0.0)
+        return _hbm_floor_bytes(sc.strategy, sb, pc.total * share * lay.pipeline_parallel,
+                                0, lay.tensor_parallel, lay.pipeline_parallel, lay.shard_degree, act,
+                                sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0,
+                                _trained(sc.model, tr) and _trained(sc.model, tr) * share * lay.pipeline_parallel)
     return _hbm_floor_bytes(sc.strategy, sb, experts.floor_params(sc.model, pc.total, tr),
                             sc.model.num_layers, lay.tensor_parallel,
                             lay.pipeline_parallel, lay.shard_degree, act,
                             sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0,
-                            _trained(sc.model, tr))
+                            _trained(sc.model, tr), _layer_params(sc.model, pc))
+
+
+def _layer_params(model, pc) -> float | None:
+    """The transformer layers' parameters (every pipeline stage holds its share of them;
+    the embedding, final norm and head sit on one stage each:
+    :func:`simulation.memory.stage_param_share`), or None when only ``num_params`` is known."""
+    if not model.has_architecture or model.num_params is not None:
+        return None
+    return (model.num_layers or 0) * pc.per_layer
 
 
 def _trained(model, tr) -> float | None:
@@ -417,12 +447,15 @@ def _trained(model, tr) -> float | None:
 
 
 def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: int, shard: int,
-                     act, runtime_bytes: float, trained_params: float | None = None) -> float:
+                     act, runtime_bytes: float, trained_params: float | None = None,
+                     layer_params: float | None = None) -> float:
     """A lower bound on one GPU's HBM bytes, from the terms of
     :func:`simulation.memory.build_parts` that are always there, each at its smallest:
 
-    * ``psi`` = the parameters per model-parallel rank, ``num_params / (tp x pp)`` (the
-      memory model's own ``psi``: every stage holds that share of the states);
+    * ``psi`` = the parameters per model-parallel rank, ``num_params / (tp x pp)``, with a
+      pipeline ``layer_params / (tp x pp)`` where given (the layers every stage holds; the
+      embedding and head sit on the first and last stage only,
+      :func:`simulation.memory.stage_param_share`);
     * 16-bit parameters ``params x psi / d`` (``d`` the shard degree under ZeRO-3 / FSDP,
       else 1; FSDP's fp32 flat shards are larger), none with parameters offloaded;
     * gradients ``min(grads, params, 4) x psi / d`` (``d`` from ZeRO-2 on; Megatron's and
@@ -444,6 +477,9 @@ def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: in
     """
     stage = st.zero_stage
     psi = num_params / (tp * pp)
+    if layer_params is not None:
+        psi = np.where(pp > 1, layer_params / (tp * pp), psi) if isinstance(pp, np.ndarray) else (
+            layer_params / (tp * pp) if pp > 1 else psi)
     p_div = shard if stage >= 3 else 1
     g_div = shard if stage >= 2 else 1
     o_div = shard if stage >= 1 else 1
@@ -453,6 +489,9 @@ def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: in
         out += (min(sb.params, sb.master_weights) if fsdp_master else sb.params) * psi / p_div
     if trained_params is not None:
         psi = trained_params / (tp * pp)
+        if layer_params is not None and num_params:       # the memory model's stage share
+            psi = np.where(pp > 1, psi * layer_params / num_params, psi) if isinstance(pp, np.ndarray) \
+                else (psi * layer_params / num_params if pp > 1 else psi)
     if st.offload_optimizer == "none":
         out += min(sb.grads, sb.params, 4.0) * psi / g_div
         out += ((0.0 if fsdp_master else sb.master_weights) + sb.optimizer_states) * psi / o_div
@@ -574,7 +613,8 @@ def memory_tiers(sc: Scenario, lay) -> dict:
     included) without the rest of the report (notes, cross-checks, the scenario's JSON)."""
     from .evaluate import _stage_parts
     tr = sc.training
-    stages = _stage_parts(sc, model_params(sc.model), lay, state_bytes(tr.precision, tr.optimizer, tr.dtypes))
+    stages = _stage_parts(sc, model_params(sc.model), lay, state_bytes(tr.precision, tr.optimizer, tr.dtypes),
+                          worst_only=True)
     per_gpu, per_node = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])[2]
     return {"per_gpu": per_gpu, "per_node": per_node}
 
@@ -597,7 +637,7 @@ def _fit_refusal(spec: dict, sc: Scenario, lay, bound: bool) -> tuple[str, str] 
 def _row(spec: dict, out: dict, sc: Scenario) -> dict:
     """Step 5: the step model on a candidate that fits; its row (feasible or not)."""
     margin = spec["constraints"]["memory_margin"]
-    r = evaluate(sc, detail=False).to_dict()
+    r = evaluate(sc, detail=False, every_stage=False).to_dict()
     tier = _tier_over(r, margin)
     if tier is not None:
         return dict(out, status=f"does_not_fit_{tier}", message=_over_message(r, tier, margin))
@@ -841,10 +881,15 @@ def step_lower_bound_s(sc: Scenario, lay) -> float:
     ct = compute_times(sc, pc)
     m, p, v = lay.grad_accumulation_steps, lay.pipeline_parallel, (tr.interleave_stages or 1)
     links = links_for(sc, lay)
-    p2p_s = pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    dual = tr.pipeline_schedule == "dualpipe"
+    p2p_s = (0.0 if dual else pipeline_p2p_s(sc, lay, links)) + embedding_tp_allreduce_s(sc, lay, links)
     acc_s = ((m - 1) * grad_accumulation_s(sc, pc, lay, sb) + ddp_bucket_copy_s(sc, pc, lay, sb)
              + optimizer_extra_s(sc, pc, lay, sb))
-    return (m + (p - 1) / v) * (sc.model.num_layers // p) * (ct["fwd_s"] + ct["bwd_s"]) + p2p_s + acc_s
+    # uneven stages: no stage is faster than the least-loaded one, and a schedule of
+    # slower stages never ends earlier (each op starts no sooner); DualPipe: no bubble
+    fewest = min(pipeline_stage_layers(sc))
+    bubble = 0.0 if dual else (p - 1) / v
+    return (m + bubble) * fewest * (ct["fwd_s"] + ct["bwd_s"]) + p2p_s + acc_s
 
 
 def _missing_tier(sc: Scenario) -> str | None:
@@ -912,6 +957,7 @@ class _Space:
         # with expert parallelism a rank holds fewer parameters than num_params / (tp pp):
         # the floor takes the fewest it may hold (experts.floor_params)
         self.num_params = experts.floor_params(self.model, model_params(self.model).total, probe.training)
+        self.layer_params = _layer_params(self.model, model_params(self.model))
         self.layers, self.heads = self.model.num_layers, self.model.num_attention_heads or 0
         sp = spec["space"]
         self.arr = {k: np.asarray(sp[k], dtype=np.int64) for k in
@@ -1019,7 +1065,8 @@ class _Space:
                 shard = 1 if st.zero_stage == 0 else (int(group[f]) if st.kind == "fsdp_hybrid_shard"
                                                       else int(dp[f]))
                 lb_u[j] = _hbm_floor_bytes(st, sb, self.num_params, self.layers, int(tp[f]), int(pp[f]),
-                                           shard, act, self.runtime_bytes, _trained(self.model, tr))
+                                           shard, act, self.runtime_bytes, _trained(self.model, tr),
+                                           self.layer_params)
             floor[alive] = lb_u[linv]
             over = floor[alive] > self.cap[ni[alive]]
             code[alive[over]] = 5

@@ -70,6 +70,7 @@ OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
 # reduce-scatters, and recomputes the even matmuls and every element-wise op
 # (simulation.compute.op_sac_recompute_s, activations.layer_terms).
 RECOMPUTE = ("none", "selective", "full", "selective_ops")
+PIPELINE_SCHEDULES = ("1f1b", "dualpipe")     # simulation/pipeline.py
 CONVENTIONS = ("realistic", "zero_paper")
 FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
@@ -803,6 +804,18 @@ class TrainingSpec:
         DataCollatorForPreference, ``torch.cat(pad([chosen_ids, rejected_ids]))``, v1.9.0;
         ``concatenated_forward`` up to v0.24)."""
         return self.micro_batch_size * (2 if self.preference is not None else 1)
+    # Uneven pipeline stages (simulation/pipeline.py stage_layers): an explicit count of
+    # layers per stage (Megatron --pipeline-model-parallel-layout), or the first and/or
+    # last stage's count with the rest split evenly (Megatron
+    # --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers). None:
+    # num_layers / pipeline_parallel on every stage.
+    pipeline_layers: tuple | None = None
+    first_pipeline_layers: int | None = None
+    last_pipeline_layers: int | None = None
+    # The pipeline schedule: "1f1b" (with interleave_stages > 1 Megatron's interleaved
+    # 1F1B) or "dualpipe" (DeepSeek-V3 Sec. 3.2.1: two stages' parameters per rank, a
+    # bidirectional schedule; simulation/pipeline.py).
+    pipeline_schedule: str = "1f1b"
 
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
@@ -849,12 +862,20 @@ class TrainingSpec:
             moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False),
             recompute_layers=_int(d, "recompute_layers", path, maximum=100_000),
             recompute_every=_int(d, "recompute_every", path, maximum=100_000),
-            preference=_preference(d.get("preference"), f"{path}.preference")))
+            preference=_preference(d.get("preference"), f"{path}.preference"),
+            pipeline_layers=_int_list(d, "pipeline_layers", path, minimum=0, maximum=10_000),
+            first_pipeline_layers=_int(d, "first_pipeline_layers", path, maximum=10_000),
+            last_pipeline_layers=_int(d, "last_pipeline_layers", path, maximum=10_000),
+            pipeline_schedule=_choice(d, "pipeline_schedule", path, PIPELINE_SCHEDULES, "1f1b")))
 
     def to_dict(self) -> dict:
         out = _given(self)
         if self.preference is not None:
             out["preference"] = _given(self.preference)
+        if self.pipeline_layers is not None:
+            out["pipeline_layers"] = list(self.pipeline_layers)
+        if self.pipeline_schedule == "1f1b":     # the default: older scenarios' JSON unchanged
+            del out["pipeline_schedule"]
         if self.dtypes is not None:
             out["dtypes"] = _given(self.dtypes)
         if self.fp8 is not None:
@@ -878,6 +899,27 @@ class TrainingSpec:
     def local_seq_len(self) -> int:
         """Tokens of each sequence one rank holds: ``seq_len / context_parallel``."""
         return self.seq_len // self.context_parallel
+
+
+def _int_list(d: dict, key: str, path: str, minimum: int = 0, maximum: int | None = None):
+    """A list of whole numbers (``training.pipeline_layers``), or None when absent; errors
+    name the element (``training.pipeline_layers[3]``)."""
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)) or not v:
+        raise ScenarioError(f"{path}.{key}", "must be a non-empty list of whole numbers")
+    return tuple(_int_item(x, f"{path}.{key}[{i}]", minimum, maximum) for i, x in enumerate(v))
+
+
+def _int_item(x, where: str, minimum: int, maximum: int | None) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise ScenarioError(where, f"must be a whole number, got {x!r}")
+    if x < minimum:
+        raise ScenarioError(where, f"must be at least {minimum}, got {x}")
+    if maximum is not None and x > maximum:
+        raise ScenarioError(where, f"must be at most {maximum:,}, got {x}")
+    return x
 
 
 _PARAM_DTYPES = ("bf16", "fp16", "fp32")

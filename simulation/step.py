@@ -60,8 +60,10 @@ from . import experts
 from .lora import adapter_gemms, adapter_params
 from .memory import OFFLOAD_TIER
 from .params import ParamCount
-from .parallel import Layout, layout
 from . import fp8 as fp8_model
+from . import pipeline as pipe
+from .params import model_params
+from .parallel import Layout, layout, pipeline_stage_layers
 from .scenario import Scenario
 from .scheduler import COMPUTE, path_weights, simulate
 from .states import StateBytes
@@ -600,19 +602,23 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     grad_layer_bytes = experts.layer_params_per_rank(m, pc.per_layer, lay) * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
+    slow = pipeline_stage_times(sc, lay, ct) if len(set(pipeline_stage_layers(sc))) > 1 else dict(
+        layers=m.num_layers // p, head=True)           # an even split: the last stage
     kw = dict(
-        layers=m.num_layers // p, fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
+        layers=slow["layers"], fwd_s=ct["fwd_s"], bwd_s=ct["bwd_s"],
         # The last pipeline stage also runs the output layer and the loss (Megatron-LM
         # get_model: post_process on is_pipeline_last_stage; gpt_model.py
         # post_language_model_processing), and the slowest stage paces 1F1B: the rank
-        # stands for that stage.
-        head_s=ct["head_s"],
+        # stands for that stage (pipeline_stage_times), with the head when it is the last.
+        head_s=ct["head_s"] if slow["head"] else 0.0,
         # with expert parallelism a block's experts are over ETP x EP (experts.py); the
         # states a rank updates stay trained / (t p shard) when sharded (EP is carved out
-        # of the data-parallel ranks), its own experts' count when not
+        # of the data-parallel ranks), its own experts' count when not; DualPipe: two
+        # stages' states on each rank
         unit_params=experts.layer_params_per_rank(m, pc.per_layer, lay),
         params_per_rank=(experts.rank_params(m, trained, lay)
-                         if st.zero_stage == 0 and tr.lora is None else trained / (t * p)),
+                         if st.zero_stage == 0 and tr.lora is None else trained / (t * p))
+        * (2 if sc.training.pipeline_schedule == "dualpipe" else 1),
         param_bytes=gathered_param_bytes(sc, pc, sb), grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
@@ -979,6 +985,81 @@ def reference_forward_s(sc: Scenario, pc: ParamCount, lay: Layout, links: dict) 
     return {"total_s": float(total), "comm_s": float(comm)}
 
 
+HEAD_FWD_SHARE = 1 / 3       # the output layer's forward of its forward + backward (2 GEMMs back)
+
+
+def pipeline_stage_times(sc: Scenario, lay: Layout, ct: dict | None = None) -> dict:
+    """Per pipeline stage, compute seconds of one micro-batch, and the slowest stage.
+
+    Stage i runs its ``layers[i]`` (:func:`simulation.parallel.pipeline_stage_layers`) at
+    ``fwd_s`` + ``bwd_s`` each, the last also the output layer and loss (``head_s``, a
+    third of it forward). Returns ``{"fwd_s": [...], "bwd_s": [...], "slowest": k,
+    "layers": layers[k], "head": k is the last}``. Under DualPipe a rank alternates its
+    two stages i and p-1-i, so the pair's mean paces it; the slowest single stage taken
+    here is an upper bound on that (equal to it for a split symmetric about the middle,
+    as Llama 3's 7 + 14 x 8 + 7).
+    """
+    ct = ct or compute_times(sc, model_params(sc.model))
+    layers = pipeline_stage_layers(sc)
+    p = len(layers)
+    f = [n * ct["fwd_s"] + (ct["head_s"] * HEAD_FWD_SHARE if i == p - 1 else 0.0)
+         for i, n in enumerate(layers)]
+    b = [n * ct["bwd_s"] + (ct["head_s"] * (1 - HEAD_FWD_SHARE) if i == p - 1 else 0.0)
+         for i, n in enumerate(layers)]
+    # the last among equals: an even split keeps the rank that also runs the head
+    k = max(range(p), key=lambda i: (f[i] + b[i], i))
+    return dict(fwd_s=f, bwd_s=b, slowest=k, layers=layers[k], head=k == p - 1)
+
+
+def pipeline_bubble_mb(sc: Scenario, lay: Layout, ct: dict | None = None) -> float:
+    """The pipeline bubble in micro-batches of the slowest stage (its ``f + b``).
+
+    * 1F1B, an even split of the layers: ``p - 1`` (Narayanan et al. 2021 Sec. 2.2.1);
+      interleaved with ``v`` chunks per rank ``(p - 1) / v`` (Sec. 2.2.2). Every stage
+      is taken as long as the simulated rank, the last, which also runs the head (the
+      figures validated against Narayanan Table 1 and Korthikanti Table 5 use this; the
+      head's share of a stage bounds what it over-counts).
+    * 1F1B, an uneven split: the exact makespan of the schedule with each stage's time
+      (its layers, the head on the last) minus the slowest stage's ``m (f + b)``
+      (:func:`simulation.pipeline.bubble_stage_times`, derivation there); divided by
+      ``v`` when interleaved, as for equal stages.
+    * DualPipe: ``(PP/2 - 1)(F&B + B - 3W)`` (:func:`simulation.pipeline.dualpipe_bubble_s`)
+      with F, B the slowest chunk's forward and backward, F&B = F + B (two chunks'
+      computation in sequence; what overlaps is their communication) and W its
+      weight-gradient part: as many FLOPs as the forward's GEMMs (each forward GEMM has
+      one input-gradient and one weight-gradient GEMM of its size in backward), W = F,
+      with or without recomputation (which adds to B, not to W).
+    """
+    p = lay.pipeline_parallel
+    if p <= 1:
+        return 0.0
+    dual = sc.training.pipeline_schedule == "dualpipe"
+    if not dual and len(set(pipeline_stage_layers(sc))) == 1:
+        return (p - 1) / (sc.training.interleave_stages or 1)
+    st = pipeline_stage_times(sc, lay, ct)
+    k = st["slowest"]
+    F, B = st["fwd_s"][k], st["bwd_s"][k]
+    if not F + B:
+        return 0.0
+    if dual:
+        return pipe.dualpipe_bubble_s(p, F, B, F) / (F + B)
+    return pipe.bubble_stage_times(st["fwd_s"], st["bwd_s"], lay.grad_accumulation_steps,
+                                   sc.training.interleave_stages or 1)
+
+
+def pipeline_summary(sc: Scenario, lay: Layout, bubble_mb: float) -> dict:
+    """The step's pipeline: ``schedule`` (1f1b | interleaved | dualpipe), ``stage_layers``
+    (layers per stage), ``slowest_stage`` (the rank the step graph simulates: it paces the
+    steady state) and ``bubble_micro_batches`` (the bubble in that stage's micro-batches,
+    :func:`pipeline_bubble_mb`)."""
+    tr = sc.training
+    schedule = tr.pipeline_schedule if (tr.interleave_stages or 1) == 1 else "interleaved"
+    layers = pipeline_stage_layers(sc)
+    slowest = lay.pipeline_parallel - 1 if len(set(layers)) == 1 else pipeline_stage_times(sc, lay)["slowest"]
+    return dict(schedule=schedule, stage_layers=list(layers), slowest_stage=slowest,
+                bubble_micro_batches=float(bubble_mb))
+
+
 def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 engine: str = "auto", detail: bool = True) -> dict:
     """Step time, its breakdown, throughput, MFU, link use, the verdict and (``detail``)
@@ -998,8 +1079,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     a_last = graph_arrays(r, links, True, engine)
     s_last = simulate(a_last, engine)
     m = lay.grad_accumulation_steps
-    p, v = lay.pipeline_parallel, (sc.training.interleave_stages or 1)
-    bubble_mb = (p - 1) / v
+    p = lay.pipeline_parallel
+    bubble_mb = pipeline_bubble_mb(sc, lay)
     parts = attribute(a_last, s_last, engine)
     link_busy = dict(zip(a_last["links"], s_last.link_busy_s))
     link_bytes = dict(zip(a_last["links"], s_last.link_bytes))
@@ -1014,9 +1095,12 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         for name, busy, nbytes in zip(a_mb["links"], s_mb.link_busy_s, s_mb.link_bytes):
             link_busy[name] += (m - 1) * busy
             link_bytes[name] += (m - 1) * nbytes
+    # DualPipe overlaps each chunk pair's pipeline sends with the other chunk's computation
+    # (DeepSeek-V3 Sec. 3.2.1): their bytes stay on the links, their time leaves the path.
+    hidden = sc.training.pipeline_schedule == "dualpipe"
     cpx = context_parallel_exchange(sc, pc, lay, links)
     cp_slow_s = cpx.get("contention_s", 0.0)        # compute, on the critical path
-    p2p_s = (pipeline_p2p_s(sc, lay, links) + embedding_tp_allreduce_s(sc, lay, links)
+    p2p_s = ((0.0 if hidden else pipeline_p2p_s(sc, lay, links)) + embedding_tp_allreduce_s(sc, lay, links)
              + cpx.get("exposed_s", 0.0) + cp_slow_s)
     extra_bytes = pipeline_p2p_bytes(sc, lay)
     if cpx:
@@ -1071,6 +1155,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if lay.expert_parallel > 1 or (sc.model.num_experts > 1 and sc.training.moe_capacity_factor is not None):
         gemm = ct.get("parts", {}).get("expert_gemm", 0.0) * r.layers
         report["expert_parallel"] = experts.summary(sc, lay, a2a, gemm)
+    if p > 1:
+        report["pipeline"] = pipeline_summary(sc, lay, bubble_mb)
     out = dict(step=report, throughput={"tokens_per_s": tokens / step_s if step_s else 0.0,
                                         "samples_per_s": lay.global_batch_size / step_s if step_s else 0.0},
                mfu=float(mfu), links=link_rows,

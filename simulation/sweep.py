@@ -113,7 +113,7 @@ def summarize(point: dict, **lookups) -> dict:
     try:
         sc = Scenario.from_dict(point["scenario"], **lookups)
         validate(sc)
-        r = evaluate(sc, detail=False).to_dict()
+        r = evaluate(sc, detail=False, every_stage=False).to_dict()
     except ScenarioError as e:
         return dict(out, valid=False, fits=False, error=str(e))
     step = r.get("step", {})

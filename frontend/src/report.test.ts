@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, expertsLine, fp8Line, humanizeKey, partsRows, PHASE_LABELS, tierSummaryRows, trainableLine, verdict } from "./report";
+import { CROSS_CHECK_NOTES, crossCheckRows, estimateNotesSummary, estimateStepSummary, estimateSummary, expertsLine, fp8Line, humanizeKey, partsRows, PHASE_LABELS, stageRows, tierSummaryRows, trainableLine, verdict } from "./report";
 import { formatCount, formatSeconds } from "./units";
 import { fittingReport, sampleReport } from "./testdata/report";
 import type { Report } from "./types";
@@ -178,5 +178,26 @@ describe("expertsLine (expert parallelism)", () => {
     expect(expertsLine({ expert_parallel: 4, expert_data_parallel: 1 })).toBe(
       "EP 4: experts split 4 ways, expert tensor parallel 1, 1 expert-data-parallel replica");
     expect(expertsLine({ num_gpus: 8, tensor_parallel: 1 })).toBeNull();
+  });
+});
+
+describe("stageRows", () => {
+  it("lists every pipeline stage, groups and marks the verdict's", () => {
+    const report = sampleReport();
+    report.memory.stage = "middle";
+    report.memory.stage_index = 1;
+    report.memory.per_stage = [
+      { stage: "first", stages: "0", num_stages: 1, layers: 7, micro_batches_in_flight: 16, hbm_total_bytes: 8.7e10,
+        hbm_model_state_bytes: 2.0e10, hbm_activation_bytes: 5.9e10, hbm_peak_phase: "loss" },
+      { stage: "middle", stages: "1-14", num_stages: 14, layers: 8, micro_batches_in_flight: 15, hbm_total_bytes: 9.3e10,
+        hbm_peak_phase: "loss" },
+      { stage: "last", stages: "15", num_stages: 1, layers: 7, micro_batches_in_flight: 1, hbm_total_bytes: 2.8e10 },
+    ];
+    const rows = stageRows(report);
+    expect(rows.map((r) => [r.stages, r.role, r.worst])).toEqual([
+      ["0", "first", false], ["1-14 (14)", "middle", true], ["15", "last", false]]);
+    expect(rows[0]).toMatchObject({ layers: 7, inFlight: 16, stateBytes: 2.0e10, phase: PHASE_LABELS.loss });
+    expect(rows[1].stateBytes).toBeNull();
+    expect(stageRows(sampleReport())).toEqual([]);          // no pipeline: no rows
   });
 });

@@ -339,3 +339,36 @@ export function expertsLine(p: NonNullable<Report["parallelism"]>, numExperts?: 
   return `EP ${ep}: ${per}, expert tensor parallel ${p.expert_tensor_parallel ?? 1}, ` +
     `${edp} expert-data-parallel ${edp === 1 ? "replica" : "replicas"}`;
 }
+
+export interface StageRow {
+  stages: string;
+  role: string;
+  layers: number;
+  inFlight: number;
+  stateBytes: number | null;
+  activationBytes: number | null;
+  totalBytes: number;
+  phase: string;
+  /** The row holding the stage whose memory is the verdict's. */
+  worst: boolean;
+}
+
+/** memory.per_stage as table rows ("first", "middle", "last"); empty without a pipeline. */
+export function stageRows(report: Report): StageRow[] {
+  const rows = report.memory?.per_stage ?? [];
+  const worst = report.memory?.stage_index;
+  return rows.map((r) => {
+    const [a, b] = r.stages.split("-").map(Number);
+    return {
+      stages: r.num_stages > 1 ? `${r.stages} (${r.num_stages})` : r.stages,
+      role: r.stage,
+      layers: r.layers,
+      inFlight: r.micro_batches_in_flight,
+      stateBytes: r.hbm_model_state_bytes ?? null,
+      activationBytes: r.hbm_activation_bytes ?? null,
+      totalBytes: r.hbm_total_bytes,
+      phase: PHASE_LABELS[r.hbm_peak_phase ?? ""] ?? r.hbm_peak_phase ?? "",
+      worst: worst !== undefined && worst >= a && worst <= (b ?? a),
+    };
+  });
+}

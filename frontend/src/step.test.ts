@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { breakdownSegments, expertParallelNote, linkLabel, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
+import { breakdownSegments, expertParallelNote, linkLabel, linkRows, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
 import { sampleReport, stepReport } from "./testdata/report";
 
 describe("breakdownSegments", () => {
@@ -182,5 +182,16 @@ describe("expert parallelism", () => {
 
   it("is empty without expert parallelism", () => {
     expect(expertParallelNote(stepReport(), "exposed_comm")).toBe("");
+  });
+});
+
+describe("pipelineLine", () => {
+  it("says the split, the schedule, the pacing stage and the bubble", () => {
+    const r = stepReport();
+    expect(pipelineLine(r)).toBeNull();                       // no pipeline
+    r.step!.pipeline = { schedule: "1f1b", stage_layers: [7, ...Array(14).fill(8), 7], slowest_stage: 1,
+      bubble_micro_batches: 14.5 };
+    expect(pipelineLine(r)).toBe("16 pipeline stages of 7, 8 ×14, 7 layers, 1F1B: stage 1 paces it; " +
+      "the bubble is 14.50 of its micro-batches");
   });
 });

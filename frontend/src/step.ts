@@ -298,3 +298,22 @@ export function stepBandText(report: Report): StepBandText | null {
     outside: step.validated === false && why.length ? `Outside what was validated: ${why.join("; ")}.` : null,
   };
 }
+
+const SCHEDULE_NAMES: Record<string, string> = { "1f1b": "1F1B", interleaved: "interleaved 1F1B", dualpipe: "DualPipe" };
+
+/** "16 stages (7, 8 ×14, 7), 1F1B: stage 1 paces it; bubble 15.2 micro-batches", or null. */
+export function pipelineLine(report: Report): string | null {
+  const pl = report.step?.pipeline;
+  if (!pl || !pl.stage_layers.length) return null;
+  const runs: string[] = [];
+  let i = 0;
+  while (i < pl.stage_layers.length) {
+    let j = i;
+    while (j + 1 < pl.stage_layers.length && pl.stage_layers[j + 1] === pl.stage_layers[i]) j++;
+    runs.push(j > i ? `${pl.stage_layers[i]} ×${j - i + 1}` : String(pl.stage_layers[i]));
+    i = j + 1;
+  }
+  const n = pl.stage_layers.length;
+  return `${n} pipeline stages of ${runs.join(", ")} layers, ${SCHEDULE_NAMES[pl.schedule] ?? pl.schedule}: ` +
+    `stage ${pl.slowest_stage} paces it; the bubble is ${pl.bubble_micro_batches.toFixed(2)} of its micro-batches`;
+}

@@ -32,6 +32,21 @@ export interface TierUsage {
   parts?: Part[];
 }
 
+/** One row of memory.per_stage: consecutive pipeline ranks with the same layers and HBM total. */
+export interface PipelineStage {
+  /** first | middle | last (DualPipe: "ends", the two ranks holding stages 0 and p-1, and "middle"). */
+  stage: string;
+  /** The ranks, "0" or "2-15". */
+  stages: string;
+  num_stages: number;
+  layers: number;
+  micro_batches_in_flight: number;
+  hbm_total_bytes: number;
+  hbm_model_state_bytes?: number;
+  hbm_activation_bytes?: number;
+  hbm_peak_phase?: string;
+}
+
 export interface Violation {
   tier: string;
   scope: string;
@@ -75,6 +90,10 @@ export interface Report {
     /** Half-width of the tight band (fraction of capacity) and the tiers inside it. */
     band?: number;
     tight?: { tier: string; scope: string; peak_phase: string; largest_part?: string | null; message: string }[];
+    /** With a pipeline: the worst stage's role and rank (the verdict is its), and every stage. */
+    stage?: string;
+    stage_index?: number;
+    per_stage?: PipelineStage[];
   };
   cross_checks?: Record<string, unknown>;
   notes?: string[];
@@ -117,6 +136,8 @@ export interface Step {
   context_parallel?: ContextParallelExchange;
   /** MoE with expert parallelism (simulation/experts.py): the all-to-alls and the busiest rank. */
   expert_parallel?: ExpertParallel;
+  /** With a pipeline: its schedule, layers per stage, the stage that paces it, the bubble. */
+  pipeline?: { schedule: string; stage_layers: number[]; slowest_stage: number; bubble_micro_batches: number };
   /** Where measured steps of this kind lay around the prediction [lo, hi] (s): simulation/errormodel.py. */
   time_band_s?: [number, number];
   band?: StepBand;

@@ -80,7 +80,8 @@ def test_pipeline_reports_every_stage_and_the_last_holds_the_loss():
     r = run(model="llama2-70b", kind="zero1", nodes=2,
             training={"pipeline_parallel": 4, "tensor_parallel": 4, "global_batch_size": 8})
     stages = {s["stage"]: s for s in r["memory"]["per_stage"]}
-    assert set(stages) == {"first", "last"}
+    assert set(stages) == {"first", "middle", "last"}
+    assert sum(s["num_stages"] for s in r["memory"]["per_stage"]) == 4
     worst = max(stages.values(), key=lambda s: s["hbm_total_bytes"])
     assert r["memory"]["stage"] == worst["stage"]
     assert r["memory"]["per_gpu"]["hbm"]["total_bytes"] == worst["hbm_total_bytes"]

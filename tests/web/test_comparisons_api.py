@@ -235,3 +235,10 @@ def test_the_bottleneck_is_in_words():
     rows = {r["key"]: r for r in output_rows([{"verdict": {"bottleneck": "exposed_offload"}},
                                                {"verdict": {"bottleneck": "cpu_optimizer"}}])}
     assert rows["verdict.bottleneck"]["values"] == ["exposed offload I/O", "the CPU optimizer step"]
+
+
+def test_the_worst_pipeline_stage_is_a_row_only_with_a_pipeline():
+    from tierlab.dashboard.table import output_rows
+    rows = {r["key"]: r for r in output_rows([{"memory": {"stage_index": 1}}, {"memory": {}}])}
+    assert rows["memory.stage_index"]["values"] == [1, None]
+    assert "memory.stage_index" not in {r["key"] for r in output_rows([{"memory": {}}])}

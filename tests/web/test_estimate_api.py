@@ -172,3 +172,25 @@ def test_it_accepts_layer_selective_recompute_and_names_a_bad_one(owner_api, exa
     r = owner_api.post(URL, {"scenario": example_spec}, format="json")
     assert r.status_code == 400
     assert list(r.json()) == ["scenario.training.recompute_every"]
+
+
+def test_uneven_pipeline_stages_through_the_api(owner_api, example_spec):
+    """Issue #15: an uneven split (Megatron --decoder-first/last-pipeline-num-layers) is
+    accepted and every stage's memory comes back; a bad list names its element."""
+    example_spec["model"] = {"preset": "llama2-70b"}
+    example_spec["cluster"] = {"node": "dgx-h100", "num_nodes": 4}
+    example_spec["strategy"] = {"kind": "zero1"}
+    example_spec["training"] = {"micro_batch_size": 1, "seq_len": 4096, "global_batch_size": 64,
+                                "tensor_parallel": 8, "pipeline_parallel": 4, "sequence_parallel": True,
+                                "recompute": "selective", "flash_attention": True,
+                                "first_pipeline_layers": 18, "last_pipeline_layers": 18}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200
+    rows = r.json()["memory"]["per_stage"]
+    # the two 22-layer middle stages peak in the optimizer step with the same bytes: one row
+    assert [(s["stages"], s["layers"]) for s in rows] == [("0", 18), ("1-2", 22), ("3", 18)]
+    assert r.json()["memory"]["stage_index"] == 1
+    del example_spec["training"]["first_pipeline_layers"], example_spec["training"]["last_pipeline_layers"]
+    example_spec["training"]["pipeline_layers"] = [20, 20, "x", 20]
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400 and list(r.json()) == ["scenario.training.pipeline_layers[2]"]

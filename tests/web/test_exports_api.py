@@ -129,3 +129,15 @@ def test_megatron_arguments_carry_the_layout_and_fp8(owner_api, owner):
     assert "--fp8-param-gather" in line
     ds = json.loads(owner_api.get(f"/api/v1/scenarios/{fp8.pk}/deepspeed.json").content)
     assert any(n.startswith("FP8 is not part of this DeepSpeed config") for n in ds["_tierlab_notes"])
+
+
+def test_deepspeed_config_carries_an_uneven_pipeline_as_megatron_arguments(owner, owner_api):
+    s = spec(**{"strategy.kind": "zero1"})
+    s["model"] = {"preset": "llama2-70b"}
+    s["cluster"] = {"node": "dgx-h100", "num_nodes": 4}
+    s["training"].update(tensor_parallel=8, pipeline_parallel=4, pipeline_layers=[18, 22, 22, 18],
+                         global_batch_size=64)
+    sc = Scenario.objects.create(owner=owner, name="70B PP4 uneven", spec=s)
+    cfg = json.loads(owner_api.get(f"/api/v1/scenarios/{sc.pk}/deepspeed.json").content)
+    assert "--pipeline-model-parallel-layout 'Et*18|t*22|t*22|t*18,L'" in cfg["_tierlab_megatron_args"]
+    assert any("partition_method" in n for n in cfg["_tierlab_notes"])

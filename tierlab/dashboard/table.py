@@ -31,6 +31,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("fits", "Fits in every tier", "bool", "max"),
     Output("memory.per_gpu.hbm.total_bytes", "HBM used per GPU", "bytes", "min"),
     Output("memory.per_gpu.hbm.capacity_bytes", "HBM capacity per GPU", "bytes"),
+    # with a pipeline: the rank whose HBM is the verdict's (0 = the first stage)
+    Output("memory.stage_index", "Worst pipeline stage (HBM per GPU is its)", "count"),
     Output("memory.per_node.ddr.total_bytes", "DDR used per node", "bytes", "min"),
     Output("memory.per_node.ddr.capacity_bytes", "DDR capacity per node", "bytes"),
     Output("memory.per_node.nvme.total_bytes", "NVMe used per node", "bytes", "min"),

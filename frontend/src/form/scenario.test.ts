@@ -8,6 +8,7 @@ import {
   modelOptionLabel,
   nodeOptionLabel,
   offloadAfterStrategyChange,
+  pipelineLayers,
   settingsNotOnForm,
   STRATEGIES,
   suggestName,
@@ -284,6 +285,40 @@ describe("compute model, framework options and host CPU (issue #13's fields)", (
     expect(buildRequest(valuesFromScenario(req.scenario, req.name), scenario).scenario).toEqual(req.scenario);
     expect(req.scenario.training).toMatchObject(scenario.training);
     expect(req.scenario.strategy).toMatchObject(scenario.strategy);
+  });
+});
+
+describe("uneven pipeline stages and the schedule (issue #15)", () => {
+  it("reads a per-stage list with repeats, sends first/last counts as numbers", () => {
+    expect(pipelineLayers("7, 8*14, 7")).toEqual([7, ...Array(14).fill(8), 7]);
+    expect(pipelineLayers("19 21 21 19")).toEqual([19, 21, 21, 19]);
+    expect(pipelineLayers("  ")).toBeUndefined();
+    expect(pipelineLayers("8, x, 8")).toEqual([8, "x", 8]);      // the engine names training.pipeline_layers[1]
+    const req = buildRequest({
+      ...values, "training.pipeline_parallel": "16", "training.first_pipeline_layers": "7",
+      "training.last_pipeline_layers": "7", "training.pipeline_schedule": "dualpipe",
+    }).scenario;
+    expect(req.training).toMatchObject({ pipeline_parallel: 16, first_pipeline_layers: 7, last_pipeline_layers: 7,
+      pipeline_schedule: "dualpipe" });
+    expect(inputNameForErrorKey("scenario.training.pipeline_layers[3]")).toBe("training.pipeline_layers");
+  });
+
+  it("leaves the defaults out (old scenarios' JSON unchanged) and round-trips an example", () => {
+    const req = buildRequest(values).scenario;
+    for (const k of ["pipeline_layers", "first_pipeline_layers", "last_pipeline_layers", "pipeline_schedule"]) {
+      expect(req.training).not.toHaveProperty(k);
+    }
+    const scenario = {
+      model: { preset: "llama2-70b" }, cluster: { node: "dgx-h100", num_nodes: 4 },
+      training: { pipeline_parallel: 4, pipeline_layers: [19, 21, 21, 19] }, strategy: { kind: "zero1" },
+    };
+    const v = valuesFromScenario(scenario);
+    expect(v["training.pipeline_layers"]).toBe("19, 21, 21, 19");
+    expect(settingsNotOnForm(scenario)).toEqual([]);
+    const again = buildRequest(v, scenario).scenario;
+    expect(again.training).toMatchObject({ pipeline_layers: [19, 21, 21, 19] });
+    expect(buildRequest({ ...v, "training.pipeline_layers": "" }, scenario).scenario.training)
+      .not.toHaveProperty("pipeline_layers");
   });
 });
 

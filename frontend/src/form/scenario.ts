@@ -66,6 +66,12 @@ export const RECOMPUTE: [string, string][] = [
   ["selective_ops", "selective ops (torchtitan: every other matmul + element-wise)"],
 ];
 
+/** Pipeline schedules (training.pipeline_schedule; simulation/pipeline.py SCHEDULES). */
+export const PIPELINE_SCHEDULES: [string, string][] = [
+  ["1f1b", "1F1B (interleaved with virtual stages)"],
+  ["dualpipe", "DualPipe (DeepSeek-V3: two stages per GPU)"],
+];
+
 /** How the output layer's cross-entropy runs: it decides how many tokens × vocab copies are live. */
 export const LOSS_KERNELS: [string, string][] = [
   ["torch", "PyTorch / Hugging Face (fp32 logits, 12 B per logit)"],
@@ -185,6 +191,8 @@ export const INTEGER_FIELDS = [
   "training.expert_parallel",
   "training.recompute_layers",
   "training.recompute_every",
+  "training.first_pipeline_layers",
+  "training.last_pipeline_layers",
   "strategy.shard_group_size",
   "strategy.prefetch_depth",
   "cluster.cpu_cores",
@@ -263,6 +271,10 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.moe_capacity_factor": "Expert capacity factor",
   "training.moe_routing_imbalance": "Routing imbalance",
   "training.moe_a2a_overlap": "Overlap expert all-to-all",
+  "training.first_pipeline_layers": "Layers on the first pipeline stage",
+  "training.last_pipeline_layers": "Layers on the last pipeline stage",
+  "training.pipeline_layers": "Layers per pipeline stage",
+  "training.pipeline_schedule": "Pipeline schedule",
   "training.compute_efficiency": "Compute efficiency",
   "training.network_efficiency": "Network efficiency",
   "training.compute_model": "Compute model",
@@ -333,6 +345,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.moe_capacity_factor": "",
   "training.moe_routing_imbalance": "",
   "training.moe_a2a_overlap": false,
+  "training.first_pipeline_layers": "",
+  "training.last_pipeline_layers": "",
+  "training.pipeline_layers": "",
+  "training.pipeline_schedule": "1f1b",
   "training.compute_efficiency": "",
   "training.network_efficiency": "",
   "training.compute_model": "",
@@ -377,6 +393,9 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.lora.dropout": "0",
   "training.lora.targets": "q, v",
   "training.fp8.amax_history_len": "1024",
+  "training.first_pipeline_layers": "blank = an even split",
+  "training.last_pipeline_layers": "blank = an even split",
+  "training.pipeline_layers": "e.g. 7, 8, 8, 7 (blank = an even split)",
   "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
   "training.expert_parallel": "1",
@@ -526,6 +545,13 @@ export function buildRequest(
   setOrDelete(training, "moe_routing_imbalance", values["training.moe_routing_imbalance"]);
   if (values["training.moe_a2a_overlap"] === true) training.moe_a2a_overlap = true;
   else delete training.moe_a2a_overlap;
+  // An uneven pipeline split and the schedule; the defaults (even, 1F1B) are left out.
+  const stages = pipelineLayers(values["training.pipeline_layers"]);
+  if (stages === undefined) delete training.pipeline_layers;
+  else training.pipeline_layers = stages;
+  const schedule = str(values["training.pipeline_schedule"], "1f1b");
+  if (schedule === "1f1b") delete training.pipeline_schedule;
+  else training.pipeline_schedule = schedule;
   const lora = loraSection(values);
   if (lora) training.lora = lora;
   else delete training.lora;
@@ -581,6 +607,26 @@ export function buildRequest(
   // An example with a transformer and a recommendation model keeps the latter as it is.
   if (isObject(base?.recsys)) scenario.recsys = base.recsys;
   return { name: str(values.name, "").trim(), scenario };
+}
+
+/**
+ * `training.pipeline_layers` from its input: "7, 8, 8, 7" (commas or spaces) -> [7, 8, 8, 7];
+ * "8*14" repeats a count. Blank: undefined (an even split). An entry that is not a whole number
+ * is sent as typed, so the engine's error names it (training.pipeline_layers[2]).
+ */
+export function pipelineLayers(value: string | boolean | undefined): unknown[] | undefined {
+  const text = str(value, "").trim();
+  if (text === "") return undefined;
+  const out: unknown[] = [];
+  for (const tok of text.split(/[\s,]+/).filter((t) => t !== "")) {
+    const rep = /^(\d+)\s*[*x×]\s*(\d+)$/.exec(tok);
+    if (rep) {
+      for (let i = 0; i < Number(rep[2]); i++) out.push(Number(rep[1]));
+    } else {
+      out.push(/^\d+$/.test(tok) ? Number(tok) : tok);
+    }
+  }
+  return out;
 }
 
 /** The LoRA modules the engine knows (simulation/lora.py LORA_TARGETS). */
@@ -645,6 +691,8 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
     }
   }
   if (typeof scenario.convention === "string") v.convention = scenario.convention;
+  const stages = isObject(scenario.training) ? scenario.training.pipeline_layers : undefined;
+  if (Array.isArray(stages)) v["training.pipeline_layers"] = stages.join(", ");
   const lora = isObject(scenario.training) ? scenario.training.lora : undefined;
   if (isObject(lora)) {
     for (const k of ["rank", "alpha", "dropout"]) {
@@ -714,6 +762,7 @@ export function inputNameForErrorKey(key: string): string {
   if (k === "training.fp8") return "training.fp8.recipe";
   if (k.startsWith("training.preference")) return "training.preference.reference";
   if (k.startsWith("training.lora.targets")) return "training.lora.targets";   // targets[1]
+  if (k.startsWith("training.pipeline_layers")) return "training.pipeline_layers";   // [3]
   return sectionMain[k] ?? recsysInputForErrorKey(k) ?? k;
 }
 

@@ -10,9 +10,9 @@ import { absentTiers } from "../charts/series";
 import { ganttLayout, timelineHeight } from "../charts/timeline_series";
 import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
-import { BYTES_PER_PARAM_LABELS, crossCheckRows, expertsLine, partsRows, tierSummaryRows, trainableLine, verdict } from "../report";
+import { BYTES_PER_PARAM_LABELS, crossCheckRows, expertsLine, partsRows, stageRows, tierSummaryRows, trainableLine, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { breakdownSegments, linkRows, partHelp, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
+import { breakdownSegments, linkRows, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
@@ -143,8 +143,10 @@ function stepSection(report: Report): HTMLElement | null {
         h("strong", null, "✗ As if it ran: "),
         "this scenario does not fit, so the run cannot start. The step time, throughput and checkpoint figures on this page are what it would take with enough memory.")
     : null;
+  const pipe = pipelineLine(report);
+  const pipeEl = pipe ? h("p", { id: "step-pipeline", class: "hint" }, pipe) : null;
   return h("section", { id: "step", "data-unfit": report.fits === false ? "true" : null },
-    h("h2", null, "Step time"), unfit, stats, bandEl, verdictEl, chart, breakdown, linksTable);
+    h("h2", null, "Step time"), unfit, stats, bandEl, verdictEl, chart, breakdown, pipeEl, linksTable);
 }
 
 /** The Gantt chart of the simulated micro-batch. */
@@ -333,6 +335,29 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     ),
   );
 
+  const stages = stageRows(report);
+  const worstStage = report.memory?.stage_index;
+  const stagesTable = stages.length
+    ? table(
+        "stages-table",
+        `HBM per GPU on each pipeline stage (GiB = 2^30 bytes); the verdict is the worst stage's` +
+          (worstStage !== undefined ? `: stage ${worstStage} (${report.memory?.stage ?? ""})` : ""),
+        ["Stages", "Role", "Layers", "Micro-batches in flight", "Model states", "Activations", "HBM total", "Peak"],
+        stages.map((r) => [
+          r.worst ? h("strong", null, `${r.stages} (worst)`) : r.stages,
+          r.role,
+          String(r.layers),
+          formatNumber(r.inFlight, r.inFlight % 1 ? 2 : 0),
+          r.stateBytes === null ? "—" : formatGiB(r.stateBytes, 2),
+          r.activationBytes === null ? "—" : formatGiB(r.activationBytes, 2),
+          formatGiB(r.totalBytes, 2),
+          r.phase,
+        ]),
+        [2, 3, 4, 5, 6],
+        [0],
+      )
+    : null;
+
   const parts = partsRows(report);
   const partsTable = table(
     "parts-table",
@@ -354,7 +379,7 @@ function renderReport(report: Report, runUrl: string): HTMLElement {
     ["step", "Step time", stepSection(report)],
     ...recsysSections(report),
     ["timeline", "Timeline", timelineSection(report)],
-    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable, reservedNote)],
+    ["memory", "Memory", h("section", { id: "memory" }, h("h2", null, "Memory per tier"), figure, tiersTable, reservedNote, stagesTable)],
     ["offload-bandwidth", "Offload bandwidth", bandwidthSection(report)],
     ["checkpoint", "Checkpoint", checkpointSection(report)],
     ["parts", "Parts", h("section", { id: "parts" }, h("h2", null, "Parts"), parts.length ? partsTable : h("p", { id: "parts-table" }, "The report lists no parts."))],

@@ -26,6 +26,7 @@ import {
   LOSS_KERNELS,
   FP8_FORMATS,
   FP8_RECIPES,
+  PIPELINE_SCHEDULES,
   PLACEHOLDERS,
   QUANTIZE_BITS,
   SOFTWARE_STACKS,
@@ -109,6 +110,10 @@ function mount(root: HTMLElement): void {
     capacity: decimal("training.moe_capacity_factor", { min: 0 }),
     imbalance: decimal("training.moe_routing_imbalance", { min: 1 }),
     a2aOverlap: h("input", { type: "checkbox", role: "switch" }),
+    ppFirst: integer({ placeholder: PLACEHOLDERS["training.first_pipeline_layers"] }),
+    ppLast: integer({ placeholder: PLACEHOLDERS["training.last_pipeline_layers"] }),
+    ppLayers: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.pipeline_layers"] }),
+    ppSchedule: select(PIPELINE_SCHEDULES),
     convention: select(CONVENTIONS),
     // advanced
     computeEff: decimal("training.compute_efficiency", { min: 0, max: 1 }),
@@ -398,6 +403,28 @@ function mount(root: HTMLElement): void {
           help: "Context parallelism (ring attention): each rank holds seq_len / CP tokens; needs flash attention and seq_len a multiple of 2 x CP.",
         }),
         f("training.context_parallel_comm", c.cpComm, { unit: "Megatron --cp-comm-type" }),
+      ),
+      grid(
+        f("training.first_pipeline_layers", c.ppFirst, {
+          unit: "layers",
+          help: "Megatron --decoder-first-pipeline-num-layers: the rest split evenly over the other stages.",
+        }),
+        f("training.last_pipeline_layers", c.ppLast, {
+          unit: "layers",
+          help: "Megatron --decoder-last-pipeline-num-layers (Llama 3 405B: 7 on the first and last of 16).",
+        }),
+      ),
+      grid(
+        f("training.pipeline_layers", c.ppLayers, {
+          unit: "one count per stage",
+          help: "An explicit split, e.g. 7, 8*14, 7 (Megatron --pipeline-model-parallel-layout). " +
+            "It must add up to the model's layers.",
+        }),
+        f("training.pipeline_schedule", c.ppSchedule, {
+          unit: "with pipeline parallel",
+          help: "DualPipe holds stages i and p-1-i on each GPU: twice the parameters, p+1 micro-batches " +
+            "of activations, a smaller bubble.",
+        }),
       ),
     ),
     h(
