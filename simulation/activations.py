@@ -142,6 +142,7 @@ class ActivationShape:
     norm: str = "layernorm"         # layernorm | rmsnorm
     eager_softmax_fp32: bool | None = None
     activation_bytes: int = ACT
+    frozen: bool = False            # every weight frozen (LoRA's base): see _frozen_note
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -256,6 +257,19 @@ def _op_sac_terms(x: ActivationShape) -> dict[str, float]:
     return terms
 
 
+_frozen_note = """A frozen weight (LoRA's base, ``requires_grad=False``) needs no weight
+gradient, and autograd then does not save what only that gradient needs: ``F.linear``
+(``mm`` / ``addmm``) saves its input only if the weight requires grad, ``weight * x``
+(RMSNorm's scale) saves ``x`` only for the weight's gradient. What goes: the inputs of
+every projection (q/k/v's shared input, the out-projection's, the MLP's input and fc2's
+input, i.e. the activation's output), RMSNorm's 16-bit normalised value and a routed
+token's gathered expert input; what stays is what the input gradient needs (RMSNorm's
+fp32 input and rstd, LayerNorm's input and statistics, Q, K, V, the scores, the
+activation's inputs, a fused attention kernel's own output). Measured on a frozen
+``LlamaDecoderLayer`` (``tests/data/saved_tensors_lora_hf.json``,
+``scripts/measure_saved_tensors_lora.py``): the ``frozen`` points equal these terms."""
+
+
 def _mlp_per_token(x: ActivationShape) -> float:
     """Bytes one token's MLP keeps past its input, per unit of f.
 
@@ -269,9 +283,10 @@ def _mlp_per_token(x: ActivationShape) -> float:
     activations (``activation_bytes`` 4) each of these tensors is fp32: twice the bytes.
     """
     scale = x.activation_bytes / ACT
+    fc2_input = 2 if x.frozen else 0       # a frozen fc2 does not keep its input
     if x.gated_mlp:
-        return (6 if x.fused else 8) * scale
-    return (4 if x.fused else 10) * scale
+        return ((6 if x.fused else 8) - fc2_input) * scale
+    return ((4 if x.fused else 10) - fc2_input) * scale
 
 
 def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
@@ -282,16 +297,17 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     f = x.ffn or 4 * h
     A = x.activation_bytes
     mask = k.mask_bytes(A)
+    fz = 0 if x.frozen else 1                 # frozen projections keep no input (_frozen_note)
     replicated = {
         "LayerNorm inputs": 2 * A * sbh,
-        "QKV projection input": A * sbh,
-        "MLP input": A * sbh,
+        "QKV projection input": fz * A * sbh,
+        "MLP input": fz * A * sbh,
         "residual dropout masks": 2 * mask * sbh if x.resid_dropout else 0,
     }
     split = {
         "Q, K (Q K^T inputs)": A * sbh + A * r * sbh,
         "V": A * r * sbh,
-        "attention output (out-projection input)": A * sbh,
+        "attention output (out-projection input)": A * sbh if fz or x.flash_attention else 0,
         "MLP activations": _mlp_per_token(x) * s * b * f * x.top_k,
     }
     if not x.flash_attention and x.recompute != "selective":
@@ -327,13 +343,15 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     sb, sbh = s * b, s * b * h
     f = x.ffn or 4 * h
     A = x.activation_bytes
+    fz = 0 if x.frozen else 1                 # frozen weights (_frozen_note)
     if x.norm == "rmsnorm":
-        norm = (FP32 + A) * sbh + FP32 * sb
+        # frozen: the scale (weight * x) keeps no normalised value
+        norm = (FP32 + fz * A) * sbh + FP32 * sb
     else:
         norm = A * sbh + 2 * k.stat_bytes(A) * sb
     replicated = {
         "norms (2)": 2 * norm,
-        "attention and MLP block inputs": 2 * A * sbh,
+        "attention and MLP block inputs": fz * 2 * A * sbh,
         "residual dropout masks": 2 * k.mask_bytes(A) * sbh if x.resid_dropout else 0,
     }
     split = _hf_attention(x, k)
@@ -342,7 +360,7 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         e, kk = x.num_experts, x.top_k
         replicated["router (fp32 probabilities, top-k, renormalisation)"] = (
             (FP32 * e + INDEX * kk + FP32 + FP32 * kk) * sb)
-        split["routed tokens (gathered input, expert output, scatter source)"] = 3 * A * h * sb * kk
+        split["routed tokens (gathered input, expert output, scatter source)"] = (2 + fz) * A * h * sb * kk
         split["routing weights and indices"] = (FP32 + 2 * INDEX) * sb * kk
     split["MLP activations"] = _mlp_per_token(x) * sb * f * x.top_k
     return replicated, split
@@ -372,10 +390,11 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     sbh, asb, as2b = s * b * h, a * s * b, a * s * s * b
     r = (x.kv_heads or a) / a
     scores_kept = x.recompute != "selective"
+    out_proj = 0 if x.frozen else A * sbh    # a frozen out-projection keeps no input
     if x.flash_attention and x.attn_dropout and k.sdpa_dropout_math_fp32:
         return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbh,
                 "attention scores (fp32 softmax, mask, dropout)": 3 * FP32 * as2b if scores_kept else 0,
-                "attention output (out-projection input)": A * sbh}
+                "attention output (out-projection input)": out_proj}
     if x.flash_attention:
         return {"Q, K, V": A * sbh * (1 + 2 * r),
                 "attention output (out-projection input)": A * sbh,
@@ -388,7 +407,7 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     else:
         per = softmax + (A if upcast else 0)
     return {"Q, K, V (K and V repeated to every head)": 3 * A * sbh,
-            "attention output (out-projection input)": A * sbh,
+            "attention output (out-projection input)": out_proj,
             "attention scores (softmax, dropout)": per * as2b if scores_kept else 0}
 
 

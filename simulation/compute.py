@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .lora import adapter_gemms
+from .lora import adapter_gemms, base_weight_bytes, quantised_elements
 from .memo import ByIdentity
 from .params import ParamCount
 from .scenario import Scenario
@@ -305,6 +305,16 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         mb = [mb[i] + st["rope"][i] * qk for i in (0, 1)]
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
+    # QLoRA: bitsandbytes dequantises each frozen matrix to 16-bit before its matmul, in
+    # the forward and again for the backward's data gradient (MatMul4Bit / MatMul8bitLt):
+    # a memory-bound kernel that reads the packed weights and constants and writes 2 B a
+    # weight (simulation/memory.py _quantised_base).
+    dq = 0.0
+    if lora is not None and lora.quantised:
+        wb = base_weight_bytes(m, lora)
+        dq = quantised_elements(m) / t * (wb["weights"] + wb["constants"] + eb) / hbm
+    mb_fwd += dq
+    mb_bwd += dq
     fwd = g_fwd + a_fwd + mb_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
@@ -318,7 +328,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
-                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head))
+                parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head,
+                           dequant=dq))
 
 
 _layer_times = ByIdentity(_layer_times_of)

@@ -60,13 +60,14 @@ import math
 
 from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
 from .loss import loss_bytes
-from .lora import adapter_activation_bytes, adapter_params
+from .lora import (adapter_activation_bytes, adapter_params, adapter_tensors, base_weight_bytes,
+                   largest_base_matrix, quantised_elements)
 from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
 from .scenario import ModelSpec, Scenario, TrainingSpec
-from .states import DTYPE_BYTES, StateBytes
+from .states import DTYPE_BYTES, PAGED_OPTIMIZERS, StateBytes
 
 CATEGORIES = ("params", "grads", "optimizer", "activations", "buffers")
 _CATEGORY_KEYS = {c: f"{c}_bytes" for c in CATEGORIES}
@@ -157,16 +158,39 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # mixed precision is on (HF Accelerate upcasts a bf16-loaded model, "Upcasted low
     # precision parameters"), and then they double as the master weights.
     fsdp_master = realistic and st.is_fsdp and sb.master_weights > 0 and lora is None
+    # PEFT keeps the adapters in fp32 when the base is 16-bit (autocast_adapter_dtype=True,
+    # peft tuners_utils.cast_adapter_dtype, peft 0.20.1.dev0): under torch AMP (DDP, FSDP)
+    # the fp32 adapters are what the optimizer updates, no separate master copy. DeepSpeed
+    # casts the whole module to its 16-bit dtype and keeps fp32 masters of its own.
+    amp = realistic and lora is not None and (st.kind == "ddp" or st.is_fsdp)
+    peft_fp32 = (amp and lora.adapter_dtype in (None, "fp32") and pdt in ("bf16", "fp16")
+                 and sb.master_weights == 4)
+    base_sb = sb
+    if amp and lora.adapter_dtype in ("bf16", "fp16"):
+        # qlora.py's recipe: 16-bit adapters updated in place (no master copy), 16-bit
+        # gradients (the parameters' dtype), the optimizer's own fp32 states
+        adt = lora.adapter_dtype
+        sb = dataclasses.replace(sb, params=2, grads=2, master_weights=0, params_dtype=adt,
+                                 grads_dtype=adt, master_dtype="none", grads_explicit=True)
+        pdt = adt
 
     # ---- parameters
-    if lora is not None:
-        add(f"{pdt} frozen base parameters" + (" (shard)" if p_div > 1 else ""), "params",
-            par_tier, sb.params * base_psi / p_div, sb.params / p_div,
+    if lora is not None and lora.quantised:
+        _quantised_base(add, sc, lay, sb, base_psi, p_div, par_tier, peft_fp32)
+    elif lora is not None:
+        bdt = lora.base_dtype or base_sb.params_dtype
+        bb = DTYPE_BYTES[bdt]
+        add(f"{bdt} frozen base parameters" + (" (shard)" if p_div > 1 else ""), "params",
+            par_tier, bb * base_psi / p_div, bb / p_div,
             note="LoRA: frozen, no gradients or optimizer states (Hu et al. 2021 Sec. 4.2)",
-            state=("params", pdt, sb.params))
-        add(f"{pdt} LoRA adapter parameters (r={lora.rank}: {', '.join(lora.targets)})",
-            "params", par_tier, sb.params * psi / p_div,
-            note=f"{psi:,.0f} trainable parameters per rank, r x (d_in + d_out) per matrix")
+            state=("params", bdt, bb))
+    if lora is not None:
+        adt, ab = ("fp32", 4) if peft_fp32 else (pdt, sb.params)
+        add(f"{adt} LoRA adapter parameters (r={lora.rank}: {', '.join(lora.targets)})"
+            + (", also the master weights" if peft_fp32 else ""),
+            "params", par_tier, ab * psi / p_div,
+            note=f"{psi:,.0f} trainable parameters per rank, r x (d_in + d_out) per matrix"
+                 + ("; PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype)" if peft_fp32 else ""))
     elif fsdp_master:
         add(f"{mdt} parameters (FSDP shard, also the master weights)", "params", par_tier,
             sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note,
@@ -234,11 +258,14 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             state=("grads", sb.grads_dtype, sb.grads))
 
     # ---- optimizer: master weights and moments
-    if sb.master_weights and not fsdp_master:
+    if sb.master_weights and not fsdp_master and not peft_fp32:
         add(f"{mdt} master weights" + (" (shard)" if o_div > 1 else ""), "optimizer", opt_tier,
             sb.master_weights * psi / o_div, sb.master_weights / o_div,
             note=shard_note if o_div > 1 else "", state=("master_weights", mdt, sb.master_weights))
-    if sb.optimizer_states:
+    paged = tr.optimizer in PAGED_OPTIMIZERS and opt_tier == "hbm"
+    if sb.optimizer_states and paged:
+        _paged_states(add, sc, pc, lay, sb, psi, o_div)
+    elif sb.optimizer_states:
         add(f"{tr.optimizer} optimizer states ({sb.optimizer_dtype})" + (" (shard)" if o_div > 1 else ""),
             "optimizer", opt_tier, sb.optimizer_states * psi / o_div,
             sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "",
@@ -267,12 +294,14 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                                              ab, tr.tensor_parallel)
         if tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
             add("LoRA adapter activations (1 layer re-run in backward)", "activations", "hbm",
-                per_layer, phase="backward", note="lora_A outputs (and dropout copies)")
+                per_layer, phase="backward",
+                note="each adapter's input copy, lora_A output (and dropout mask)")
         else:
             add(f"LoRA adapter activations ({layers_held:g} layers)", "activations", "hbm",
                 per_layer * layers_held, phase="fwd_bwd",
-                note=f"{per_layer / 1e6:.2f} MB per layer: lora_A outputs (b x s x r)"
-                     + (" and each adapter's dropout output and mask" if lora.dropout else ""))
+                note=f"{per_layer / 1e6:.2f} MB per layer: each adapter's 16-bit copy of its "
+                     "input (PEFT casts it to the fp32 adapters' dtype, autocast back) and "
+                     "lora_A output (b x s x r)" + (", dropout mask" if lora.dropout else ""))
     if realistic:
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
 
@@ -282,6 +311,93 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         _host_staging(add, sc, pc, lay, sb)
         _model_load(add, sc, pc, lay, sb)
     return parts
+
+
+PAGE_MIN_ELEMENTS = 1e5       # bitsandbytes get_state_buffer: smaller tensors are not paged
+
+
+def _paged_states(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi: float,
+                  o_div: float) -> None:
+    """bitsandbytes' paged optimizer states (``paged_adamw``, ``paged_adamw_8bit``).
+
+    ``bitsandbytes/optim/optimizer.py`` (0.50.2.dev0): ``get_state_buffer`` puts a
+    tensor's states in CUDA unified memory (``F.get_paged``) unless it has fewer than 1e5
+    elements (then an ordinary GPU buffer); ``step`` walks the parameters one at a time,
+    ``prefetch_state(p)`` then the update, so under memory pressure the driver keeps the
+    pages in host RAM and brings one tensor's states to the GPU at a time. Counted: the
+    unpaged states resident on the GPU, the largest paged tensor's states on the GPU in
+    the step, and every paged state in host RAM (its backing pages). The paging traffic
+    (PCIe) only happens when the GPU runs short and is not timed here."""
+    m, lora = sc.model, sc.training.lora
+    t = lay.tensor_parallel
+    if lora is not None:
+        sizes = adapter_tensors(m, lora, t)
+    else:
+        sizes = [(pc.largest_module / t, psi * t / max(pc.largest_module, 1))]
+    paged_el = sum(e * c for e, c in sizes if e >= PAGE_MIN_ELEMENTS)
+    paged_el = min(paged_el * psi / max(sum(e * c for e, c in sizes), 1), psi)
+    largest = max((e for e, _ in sizes if e >= PAGE_MIN_ELEMENTS), default=0.0)
+    b = sb.optimizer_states
+    name = f"{sc.training.optimizer} optimizer states ({sb.optimizer_dtype})"
+    if psi - paged_el > 0:
+        add(f"{name}, tensors under 1e5 elements (not paged)", "optimizer", "hbm",
+            b * (psi - paged_el) / o_div, note="ordinary GPU buffers",
+            state=("optimizer_states", sb.optimizer_dtype, b * (psi - paged_el) / psi))
+    if paged_el > 0:
+        add(f"{name}, paged in one tensor at a time for the step", "optimizer", "hbm",
+            b * largest / o_div, phase="step",
+            note="CUDA unified memory (F.get_paged): prefetch_state(p), then p's update")
+        add(f"{name}, host pages (paged out under GPU memory pressure)", "optimizer", "ddr",
+            b * paged_el / o_div, note="where the paged states live while the GPU is short",
+            state=("optimizer_states", sb.optimizer_dtype, b * paged_el / psi))
+
+
+def _quantised_base(add, sc: Scenario, lay: Layout, sb: StateBytes, base_psi: float,
+                    p_div: float, tier: str, peft_fp32: bool) -> None:
+    """QLoRA's frozen base (``training.lora.base_dtype`` nf4 / fp4 / int8), per rank.
+
+    The blocks' matrices (:func:`simulation.lora.base_matrices`) in 4 or 8 bits with
+    their quantisation constants (:func:`simulation.lora.base_weight_bytes`); every other
+    base parameter (embeddings, output head, norms, biases) unquantised, in fp32 where
+    PEFT's ``prepare_model_for_kbit_training`` ran (``peft/utils/other.py``: "cast all non
+    INT8 parameters to fp32", every fp16/bf16 parameter that is not ``Params4bit``), the
+    usual QLoRA recipe; under DeepSpeed (which casts the module to 16-bit) in the
+    training dtype. bitsandbytes dequantises one matrix at a time to the compute dtype
+    for the matmul, forward and backward (``autograd/_functions.py`` ``MatMul4Bit``:
+    ``F.dequantize_4bit(B, ctx.state).to(grad_output.dtype)`` in backward;
+    ``MatMul8bitLt`` likewise ``CB * SCB / 127``): a transient 16-bit copy of the largest
+    matrix. Under ZeRO-3 / FSDP the packed storage is sharded like any parameter (FSDP
+    needs ``bnb_4bit_quant_storage`` set to the 16-bit dtype, bitsandbytes >= 0.43)."""
+    m, lo = sc.model, sc.training.lora
+    mp = lay.tensor_parallel * lay.pipeline_parallel
+    q = m.num_layers * quantised_elements(m) / mp
+    rest = max(base_psi - q, 0.0)
+    wb = base_weight_bytes(m, lo)
+    sh = " (shard)" if p_div > 1 else ""
+    add(f"{lo.base_dtype} frozen base matrices{sh}", "params", tier, wb["weights"] * q / p_div,
+        note=f"{q:,.0f} weights per rank, {wb['weights'] * 8:g} bits each (bitsandbytes "
+             + ("Linear8bitLt)" if lo.base_dtype == "int8" else "Linear4bit)"),
+        state=("params", lo.base_dtype, wb["weights"] * q / base_psi))
+    if lo.base_dtype == "int8":
+        cname, cnote = "int8 row scales (fp32 SCB)", "one fp32 scale per output row"
+    elif lo.double_quant:
+        cname = f"quantisation constants (double-quantised, block {lo.quant_block_size})"
+        cnote = (f"8-bit absmax per {lo.quant_block_size} weights + fp32 per 256 absmax: "
+                 f"{wb['constants'] * 8:.3f} bits a weight (QLoRA Sec. 3)")
+    else:
+        cname = f"quantisation constants (fp32 absmax per {lo.quant_block_size})"
+        cnote = f"{wb['constants'] * 8:.3f} bits a weight"
+    add(cname + sh, "params", tier, wb["constants"] * q / p_div, note=cnote,
+        state=("params", "fp32", wb["constants"] * q / base_psi))
+    rdt = "fp32" if peft_fp32 else sb.params_dtype
+    add(f"{rdt} unquantised base parameters (embeddings, head, norms){sh}", "params", tier,
+        DTYPE_BYTES[rdt] * rest / p_div,
+        note=("PEFT prepare_model_for_kbit_training upcasts them to fp32" if peft_fp32
+              else "left in the training dtype"),
+        state=("params", rdt, DTYPE_BYTES[rdt] * rest / base_psi))
+    add("16-bit dequantised weight (one Linear at a time)", "buffers", "hbm",
+        2 * largest_base_matrix(m) / lay.tensor_parallel, phase="fwd_bwd",
+        note="bitsandbytes dequantises each matrix for its matmul, forward and backward")
 
 
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
@@ -384,7 +500,8 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         framework=tr.framework, attention_dropout=m.attention_dropout,
         hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
         num_experts=m.num_experts, norm=m.norm,
-        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2)
+        activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2,
+        frozen=tr.lora is not None)
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,

@@ -49,6 +49,8 @@ export const OPTIMIZERS: [string, string][] = [
   ["adam_8bit", "8-bit Adam"],
   ["sgd_momentum", "SGD with momentum"],
   ["adafactor", "Adafactor"],
+  ["paged_adamw", "paged AdamW (bitsandbytes)"],
+  ["paged_adamw_8bit", "paged 8-bit AdamW (bitsandbytes)"],
 ];
 
 export const RECOMPUTE: [string, string][] = [
