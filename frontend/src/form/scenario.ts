@@ -226,6 +226,10 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.lora.alpha": "LoRA alpha",
   "training.lora.dropout": "LoRA dropout",
   "training.lora.targets": "LoRA target modules",
+  "training.lora.base_dtype": "Frozen base storage",
+  "training.lora.double_quant": "Double quantisation",
+  "training.lora.quant_block_size": "Quantisation block size",
+  "training.lora.adapter_dtype": "Adapter dtype",
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
   "cluster.cpu_cores": "Host CPU cores",
@@ -282,6 +286,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.lora.alpha": "",
   "training.lora.dropout": "",
   "training.lora.targets": "",
+  "training.lora.base_dtype": "",
+  "training.lora.double_quant": false,
+  "training.lora.quant_block_size": "",
+  "training.lora.adapter_dtype": "",
   "strategy.deepspeed_release": "current",
   "strategy.cpu_optimizer_cores_per_gpu": "",
   "cluster.cpu_cores": "",
@@ -307,6 +315,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.lora.rank": "blank = full fine-tuning",
   "training.lora.dropout": "0",
   "training.lora.targets": "q, v",
+  "training.lora.quant_block_size": "64",
   "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
   "strategy.prefetch_depth": "1",
@@ -507,8 +516,37 @@ export function loraSection(values: FormValues): Record<string, unknown> | null 
   setOrDelete(lora, "dropout", values["training.lora.dropout"]);
   const text = str(values["training.lora.targets"], "").trim();
   if (text !== "") lora.targets = text.split(/[\s,]+/).filter((t) => t !== "");
+  // QLoRA: the frozen base's storage; double quantisation and block size for a 4-bit base
+  const base = str(values["training.lora.base_dtype"], "");
+  if (base !== "") lora.base_dtype = base;
+  if (base === "nf4" || base === "fp4") {
+    if (values["training.lora.double_quant"] === true) lora.double_quant = true;
+    const block = intOrRaw(values["training.lora.quant_block_size"]);
+    if (block !== undefined) lora.quant_block_size = block;
+  }
+  const adapter = str(values["training.lora.adapter_dtype"], "");
+  if (adapter !== "") lora.adapter_dtype = adapter;
   return lora;
 }
+
+/** `training.lora.base_dtype` choices (simulation/lora.py BASE_DTYPES); blank = the
+ *  training precision's 16-bit weights. */
+export const LORA_BASE_DTYPES: [string, string][] = [
+  ["", "16-bit (the training precision)"],
+  ["bf16", "bf16"],
+  ["fp16", "fp16"],
+  ["nf4", "4-bit NormalFloat (QLoRA, bitsandbytes)"],
+  ["fp4", "4-bit float (bitsandbytes)"],
+  ["int8", "int8 (LLM.int8, bitsandbytes)"],
+];
+
+/** `training.lora.adapter_dtype` choices; blank = PEFT's fp32 adapters. */
+export const LORA_ADAPTER_DTYPES: [string, string][] = [
+  ["", "PEFT default (fp32)"],
+  ["fp32", "fp32"],
+  ["bf16", "bf16 (the QLoRA paper's qlora.py)"],
+  ["fp16", "fp16"],
+];
 
 /** Where the new-scenario form's default differs from the engine's (simulation/scenario.py):
  *  a scenario that leaves the setting out means the engine's. */
@@ -542,6 +580,11 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
       if (typeof lora[k] === "number") v[`training.lora.${k}`] = String(lora[k]);
     }
     if (Array.isArray(lora.targets)) v["training.lora.targets"] = lora.targets.join(", ");
+    for (const k of ["base_dtype", "adapter_dtype"]) {
+      if (typeof lora[k] === "string") v[`training.lora.${k}`] = lora[k] as string;
+    }
+    if (typeof lora.quant_block_size === "number") v["training.lora.quant_block_size"] = String(lora.quant_block_size);
+    v["training.lora.double_quant"] = lora.double_quant === true;
   }
   // Strategies that imply an offload target when none is written.
   const kind = String(v["strategy.kind"]);

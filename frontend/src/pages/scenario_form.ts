@@ -20,6 +20,8 @@ import {
   FIELD_LABELS,
   OFFLOAD_TARGETS,
   OPTIMIZERS,
+  LORA_ADAPTER_DTYPES,
+  LORA_BASE_DTYPES,
   PRECISIONS,
   RECOMPUTE,
   LOSS_KERNELS,
@@ -92,6 +94,10 @@ function mount(root: HTMLElement): void {
     loraAlpha: decimal("training.lora.alpha", { min: 0 }),
     loraDropout: decimal("training.lora.dropout", { min: 0, max: 0.99 }),
     loraTargets: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.lora.targets"] }),
+    loraBase: select(LORA_BASE_DTYPES),
+    loraDoubleQuant: h("input", { type: "checkbox", role: "switch" }),
+    loraBlock: integer({ min: 32, placeholder: PLACEHOLDERS["training.lora.quant_block_size"] }),
+    loraAdapterDtype: select(LORA_ADAPTER_DTYPES),
     pp: integer({ required: true }),
     convention: select(CONVENTIONS),
     // advanced
@@ -300,6 +306,17 @@ function mount(root: HTMLElement): void {
           unit: "q, k, v, o, gate, up, down, embeddings",
           help: "The matrices that get adapters, separated by commas. Blank = q, v.",
         }),
+      ),
+      grid(
+        f("training.lora.base_dtype", c.loraBase, {
+          unit: "QLoRA: nf4 / fp4 / int8",
+          help: "QLoRA (Dettmers et al. 2023): the frozen base's matrices stored in 4 bits (bitsandbytes " +
+            "NF4 or FP4, an absmax per block) or 8 bits, dequantised to 16-bit for each matmul; " +
+            "embeddings, head and norms stay unquantised (fp32 after PEFT's prepare_model_for_kbit_training).",
+        }),
+        f("training.lora.double_quant", c.loraDoubleQuant, { unit: "4-bit: 0.5 → 0.127 bits a weight" }),
+        f("training.lora.quant_block_size", c.loraBlock, { unit: "weights per absmax (4-bit)" }),
+        f("training.lora.adapter_dtype", c.loraAdapterDtype, { unit: "bf16: no fp32 master copy" }),
       ),
     ),
     h(
