@@ -301,3 +301,21 @@ def test_exports_carry_the_bitsandbytes_config():
     d["training"]["lora"] = {"rank": 16, "base_dtype": "fp4", "quant_block_size": 128}
     assert "quant_block_size 128 has no BitsAndBytesConfig field" in " ".join(
         fsdp_snippet(Scenario.from_dict(d)).split())
+
+
+@pytest.mark.parametrize("lora,optimizer", [
+    ({"rank": 64, "targets": ALL, "base_dtype": "nf4", "double_quant": True}, "adamw"),
+    ({"rank": 64, "targets": ALL, "base_dtype": "int8"}, "paged_adamw_8bit"),
+    ({"rank": 64, "targets": ALL, "base_dtype": "nf4", "adapter_dtype": "bf16"}, "paged_adamw"),
+])
+def test_the_planner_s_hbm_floor_stays_under_the_qlora_memory(lora, optimizer):
+    """The planner drops a candidate whose floor is over the card: a 4-bit base (0.5 B a
+    weight, not 2), 16-bit adapters without a master copy and paged states must lower it,
+    or a QLoRA plan that fits would be rejected."""
+    from simulation import planner
+    from simulation.parallel import layout
+    d = _guanaco(33, optimizer)
+    d["training"]["lora"] = lora
+    sc = Scenario.from_dict(d)
+    floor = planner.hbm_lower_bound_bytes(sc, layout(sc))
+    assert floor <= evaluate_dict(d, include_step=False)["memory"]["per_gpu"]["hbm"]["total_bytes"]
