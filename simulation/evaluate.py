@@ -65,6 +65,12 @@ def evaluate(sc: Scenario, include_step: bool = True,
     notes += _advice(sc, per_gpu["hbm"], lay)
     if sc.training.lora is not None:
         notes.append(LORA_NOTE)
+        if sc.training.lora.quantised:
+            lo = sc.training.lora
+            notes.append(QLORA_NOTE.format(dtype="in int8" if lo.base_dtype == "int8" else
+                                           f"in 4-bit {lo.base_dtype.upper()}, an absmax per "
+                                           f"{lo.quant_block_size} weights"
+                                           + (" (double-quantised)" if lo.double_quant else "")))
 
     model = dict(name=sc.model.name, num_params=pc.total, num_active_params=pc.active,
                  params_per_layer=pc.per_layer, embedding_params=pc.embedding,
@@ -129,9 +135,12 @@ def evaluate(sc: Scenario, include_step: bool = True,
 
 LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimizer states; "
              "no weight-gradient GEMMs) and the adapters train with the scenario's precision and "
-             "optimizer. Stored activations are counted as for full fine-tuning plus the "
-             "adapters' (an upper bound: a frozen matmul's input is kept only where something "
-             "else needs it); model FLOPs and MFU keep 6 x parameters x tokens.")
+             "optimizer (under torch AMP in fp32, as PEFT keeps them). The frozen base keeps no "
+             "projection inputs for backward; each adapter keeps its own 16-bit copy of its "
+             "input (PEFT's cast); model FLOPs and MFU keep 6 x parameters x tokens.")
+QLORA_NOTE = ("QLoRA: the frozen base's matrices are stored {dtype} (bitsandbytes) and "
+              "dequantised to 16-bit one at a time for each matmul, forward and backward; "
+              "embeddings, head and norms stay unquantised.")
 
 
 def _cost(sc: Scenario, lay, perf: dict) -> dict:
