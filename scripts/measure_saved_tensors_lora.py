@@ -17,7 +17,15 @@ separate environment::
     HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors_lora.py \
         --out tests/data/saved_tensors_lora_hf.json
 
-It is a tool, not a test: ``tests/engine/test_lora_activations.py`` reads the JSON.
+The ``autocast`` points run the forward under ``torch.autocast("cpu", bfloat16)`` with
+fp32 adapters, as HF Trainer (``bf16=True``) runs PEFT's default (``autocast_adapter_dtype``
+upcasts the adapters to fp32). Recorded with peft 0.4.0 (its ``Linear.forward`` does
+``x = x.to(self.lora_A[...].weight.dtype)`` before ``lora_A(dropout(x))``, as peft
+0.20's ``self._cast_input_dtype(x, lora_A.weight.dtype)`` does), transformers 4.31 and
+torch 2.13 on the CPU; peft went in with ``pip install --no-deps --target`` beside the
+environment's torch and transformers.
+
+It is a tool, not a test: ``tests/engine/test_qlora.py`` reads the JSON.
 """
 
 from __future__ import annotations
