@@ -316,6 +316,20 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 PAGE_MIN_ELEMENTS = 1e5       # bitsandbytes get_state_buffer: smaller tensors are not paged
 
 
+def _unit_param_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
+    """Bytes a gathered transformer block holds per parameter under ZeRO-3 / FSDP: the
+    parameters' dtype, or with a quantised base (QLoRA) its packed weights and constants
+    plus the block's unquantised norms (FSDP-QLoRA flattens the packed ``Params4bit``
+    storage, ``bnb_4bit_quant_storage`` a 16-bit dtype, and gathers those bytes)."""
+    lora = sc.training.lora
+    if lora is None or not lora.quantised or not pc.per_layer:
+        return sb.params
+    q = quantised_elements(sc.model)
+    wb = base_weight_bytes(sc.model, lora)
+    rest = max(pc.per_layer - q, 0)
+    return (q * (wb["weights"] + wb["constants"]) + rest * sb.params) / pc.per_layer
+
+
 def _paged_states(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi: float,
                   o_div: float) -> None:
     """bitsandbytes' paged optimizer states (``paged_adamw``, ``paged_adamw_8bit``).
@@ -522,6 +536,7 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     d, stage = lay.shard_degree, st.zero_stage
     unit = pc.per_layer / lay.tensor_parallel     # one transformer block = one FSDP unit
     k_fp32 = sb.master_weights + sb.optimizer_states
+    ub = _unit_param_bytes(sc, pc, sb)            # a gathered block's bytes per parameter
 
     if st.kind == "megatron_dist_opt":
         pass            # Megatron's buckets are views into the main_grad buffer
@@ -538,15 +553,16 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
         _gathered_modules(add, sc, pc, lay, sb, pipeline_stage)
     if stage == 3 and st.is_fsdp:
         add(f"unsharded parameters ({1 + st.prefetch_depth} FSDP units)", "buffers", "hbm",
-            (1 + st.prefetch_depth) * unit * sb.params, phase="fwd_bwd",
-            note="current unit + prefetched units, all-gathered")
+            (1 + st.prefetch_depth) * unit * ub, phase="fwd_bwd",
+            note="current unit + prefetched units, all-gathered"
+                 + (" (the packed 4/8-bit storage and its constants)" if ub < sb.params else ""))
         add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
             unit * sb.grads * trainable_fraction(sc, pc),
             phase="backward", note="before reduce-scatter")
     elif stage == 3:
         n, ahead = _ds_live_parameters(sc, pc, lay, unit, pipeline_stage)
         add(f"gathered parameters ({n} layer{'s' if n > 1 else ''} + prefetch bucket)", "buffers",
-            "hbm", (n * unit + ahead) * sb.params, phase="fwd_bwd",
+            "hbm", (n * unit + ahead) * ub, phase="fwd_bwd",
             note="the layer in backward and those stage3_max_reuse_distance (1e9) keeps "
                  "from forward, plus stage3_prefetch_bucket_size (5e7) ahead")
         add("reduce bucket (DeepSpeed reduce_bucket_size)", "buffers", "hbm",

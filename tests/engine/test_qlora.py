@@ -346,3 +346,14 @@ def test_torchtune_s_published_llama31_8b_lora_and_qlora_memory(base, published_
                  loss_kernel="fused_linear_cross_entropy", dtypes={"optimizer_states": "bf16"})
     hbm = evaluate_dict(d, include_step=False)["memory"]["per_gpu"]["hbm"]
     assert hbm["allocated_bytes"] == pytest.approx(published_gib * GIB, rel=0.10)
+
+
+def test_fsdp_gathers_the_packed_4_bit_block():
+    """FSDP-QLoRA: the unsharded unit is the block's packed NF4 storage and constants
+    (bnb_4bit_quant_storage bf16 lets FSDP flatten it), not 16-bit weights. Llama-2-7B
+    block: 202,375,168 matrix weights x (0.5 + 4/64) B + 2 x 4096 norm weights x 2 B."""
+    two = {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 2}
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4"}, cluster=two, kind="fsdp_full_shard"),
+                      include_step=False)
+    block = 202_375_168 * (0.5 + 4 / 64) + 2 * 4096 * 2
+    assert part_bytes(r, "unsharded parameters (2 FSDP units)") == pytest.approx(2 * block)
