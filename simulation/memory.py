@@ -316,7 +316,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 PAGE_MIN_ELEMENTS = 1e5       # bitsandbytes get_state_buffer: smaller tensors are not paged
 
 
-def _unit_param_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
+def unit_param_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
     """Bytes a gathered transformer block holds per parameter under ZeRO-3 / FSDP: the
     parameters' dtype, or with a quantised base (QLoRA) its packed weights and constants
     plus the block's unquantised norms (FSDP-QLoRA flattens the packed ``Params4bit``
@@ -536,7 +536,7 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     d, stage = lay.shard_degree, st.zero_stage
     unit = pc.per_layer / lay.tensor_parallel     # one transformer block = one FSDP unit
     k_fp32 = sb.master_weights + sb.optimizer_states
-    ub = _unit_param_bytes(sc, pc, sb)            # a gathered block's bytes per parameter
+    ub = unit_param_bytes(sc, pc, sb)            # a gathered block's bytes per parameter
 
     if st.kind == "megatron_dist_opt":
         pass            # Megatron's buckets are views into the main_grad buffer

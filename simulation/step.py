@@ -48,7 +48,7 @@ from . import collectives as nccl
 from . import compute
 from . import cpu_adam
 from .lora import adapter_gemms, adapter_params
-from .memory import OFFLOAD_TIER
+from .memory import OFFLOAD_TIER, unit_param_bytes
 from .params import ParamCount
 from .parallel import Layout
 from .scenario import Scenario
@@ -439,7 +439,10 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         # stands for that stage.
         head_s=ct["head_s"],
         unit_params=pc.per_layer / t, params_per_rank=trained / (t * p),
-        param_bytes=sb.params, grad_bytes=grad_bytes,
+        # ZeRO-3 / FSDP gather a quantised base (QLoRA) as its packed storage
+        # (memory.unit_param_bytes); the other uses of param_bytes move adapters
+        param_bytes=unit_param_bytes(sc, pc, sb) if st.zero_stage == 3 else sb.params,
+        grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink", gpus_per_node=gpn,
@@ -451,7 +454,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         hbm_bytes_per_s=compute.sustained_hbm_bytes_per_s(c.accelerator),
         shard_per_node=shard_k, dp_per_node=dp_k,
         gather_latency_s=(units * nccl.ring_latency_s("allgather", shard, shard_nodes)
-                          + list_collective_copy_s(sc, pc.per_layer / t * sb.params, "allgather")),
+                          + list_collective_copy_s(sc, pc.per_layer / t * unit_param_bytes(sc, pc, sb),
+                                                   "allgather")),
         reduce_latency_s=(n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes)
                           + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter")),
         dp_allreduce_latency_s=dp_ar_lat,
