@@ -305,16 +305,22 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         mb = [mb[i] + st["rope"][i] * qk for i in (0, 1)]
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
-    # QLoRA: bitsandbytes dequantises each frozen matrix to 16-bit before its matmul, in
-    # the forward and again for the backward's data gradient (MatMul4Bit / MatMul8bitLt):
-    # a memory-bound kernel that reads the packed weights and constants and writes 2 B a
-    # weight (simulation/memory.py _quantised_base).
-    dq = 0.0
+    # QLoRA: a memory-bound dequantisation of each frozen matrix (bitsandbytes
+    # autograd/_functions.py, 0.50.2.dev0). 4-bit (MatMul4Bit): the forward's gemm_4bit
+    # and the backward's F.dequantize_4bit each read the packed weights and constants
+    # and write 2 B a weight. int8 (MatMul8bitLt): the forward runs int8_scaled_mm on
+    # the int8 weights (the activations quantised, not timed here), the backward makes
+    # CB.to(dtype) (1 B read, 2 B written) and scales it in place by SCB (2 + 2 B).
+    dq = dq_bwd = 0.0
     if lora is not None and lora.quantised:
         wb = base_weight_bytes(m, lora)
-        dq = quantised_elements(m) / t * (wb["weights"] + wb["constants"] + eb) / hbm
+        n_q = quantised_elements(m) / t
+        if lora.base_dtype == "int8":
+            dq_bwd = n_q * (wb["weights"] + eb + 2 * eb) / hbm
+        else:
+            dq = dq_bwd = n_q * (wb["weights"] + wb["constants"] + eb) / hbm
     mb_fwd += dq
-    mb_bwd += dq
+    mb_bwd += dq_bwd
     fwd = g_fwd + a_fwd + mb_fwd
     extra = {"full": fwd, "selective": a_fwd, "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm)
@@ -329,7 +335,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
     return dict(fwd_s=fwd, bwd_s=bwd, head_s=head,
                 parts=dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head,
-                           dequant=dq))
+                           dequant=dq, dequant_bwd=dq_bwd))
 
 
 _layer_times = ByIdentity(_layer_times_of)

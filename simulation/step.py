@@ -95,8 +95,9 @@ def compute_summary(sc: Scenario, pc: ParamCount) -> dict:
         out.update(software_stack=compute.software_stack(sc), gemm_s=float(parts["gemm"]),
                    attention_s=float(parts["attention"]),
                    memory_bound_s=float(parts["memory_bound"]))
-        if parts.get("dequant"):        # QLoRA: the frozen matrices' dequantisation, fwd
+        if parts.get("dequant_bwd"):    # QLoRA: the frozen matrices' dequantisation
             out["dequant_s"] = float(parts["dequant"])
+            out["dequant_bwd_s"] = float(parts["dequant_bwd"])
     else:
         out["compute_efficiency"] = sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY
     return out

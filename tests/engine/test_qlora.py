@@ -357,3 +357,17 @@ def test_fsdp_gathers_the_packed_4_bit_block():
                       include_step=False)
     block = 202_375_168 * (0.5 + 4 / 64) + 2 * 4096 * 2
     assert part_bytes(r, "unsharded parameters (2 FSDP units)") == pytest.approx(2 * block)
+
+
+def test_an_int8_base_dequantises_in_the_backward_only():
+    """LLM.int8 (MatMul8bitLt): the forward multiplies int8 weights (int8_scaled_mm), the
+    backward dequantises CB to 16-bit (read 1 B, write 2 B) and scales it by SCB in place
+    (read 2 B, write 2 B): 7 B a weight, backward only."""
+    bf = Scenario.from_dict(scenario({"rank": 8}))
+    i8 = Scenario.from_dict(scenario({"rank": 8, "base_dtype": "int8"}))
+    pc = model_params(bf.model)
+    tb, ti = layer_times(bf, pc), layer_times(i8, pc)
+    hbm = 3350e9 * GPU_FIGURES["h100-sxm5-80gb"].hbm_fraction
+    elems = 4 * 4096 * 4096 + 3 * 4096 * 11008
+    assert ti["fwd_s"] == pytest.approx(tb["fwd_s"])
+    assert ti["bwd_s"] - tb["bwd_s"] == pytest.approx(elems * 7 / hbm)
