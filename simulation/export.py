@@ -32,7 +32,7 @@ _PEFT_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "ga
                  "up": "up_proj", "down": "down_proj", "embeddings": "embed_tokens"}
 
 
-def _lora_note(lora) -> str:
+def _lora_note(lora, precision: str = "bf16") -> str:
     """What a framework config cannot carry of ``training.lora``: the adapters are made
     by PEFT before the model is wrapped (Llama module names)."""
     targets = ", ".join(repr(_PEFT_MODULES[t]) for t in lora.targets)
@@ -41,7 +41,7 @@ def _lora_note(lora) -> str:
             f"peft.get_peft_model(model, LoraConfig(r={lora.rank}{alpha}, "
             f"lora_dropout={lora.dropout:g}, target_modules=[{targets}])); the plan counts a "
             "frozen base with gradients and optimizer states for the adapters only"
-            + _quant_note(lora))
+            + _quant_note(lora, precision))
 
 
 _PAGED_NOTES = {
@@ -72,8 +72,8 @@ def bnb_config(lora, compute_dtype: str = "bf16") -> str | None:
             f"bnb_4bit_quant_storage={dt})")
 
 
-def _quant_note(lora) -> str:
-    cfg = bnb_config(lora)
+def _quant_note(lora, precision: str = "bf16") -> str:
+    cfg = bnb_config(lora, precision)
     if cfg is None:
         return ""
     block = ("" if lora.quant_block_size == 64 else
@@ -118,7 +118,7 @@ def deepspeed_config(sc: Scenario) -> dict:
     lay, tr, st = layout(sc), sc.training, sc.strategy
     notes: list[str] = []
     if tr.lora is not None:
-        notes.append(_lora_note(tr.lora))
+        notes.append(_lora_note(tr.lora, tr.precision))
     if tr.optimizer in _PAGED_NOTES:
         notes.append(_PAGED_NOTES[tr.optimizer])
     placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
@@ -216,7 +216,7 @@ def fsdp_snippet(sc: Scenario) -> str:
     hybrid = strategy == "HYBRID_SHARD"
     notes: list[str] = []                       # what FSDP cannot express, for the docstring
     if tr.lora is not None:
-        notes.append(_lora_note(tr.lora))
+        notes.append(_lora_note(tr.lora, tr.precision))
     if tr.optimizer in _PAGED_NOTES:
         notes.append(_PAGED_NOTES[tr.optimizer])
     if st.kind in _FSDP_KIND_NOTES:

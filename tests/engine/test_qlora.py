@@ -371,3 +371,9 @@ def test_an_int8_base_dequantises_in_the_backward_only():
     elems = 4 * 4096 * 4096 + 3 * 4096 * 11008
     assert ti["fwd_s"] == pytest.approx(tb["fwd_s"])
     assert ti["bwd_s"] - tb["bwd_s"] == pytest.approx(elems * 7 / hbm)
+
+
+def test_the_bitsandbytes_compute_dtype_is_the_training_precision():
+    d = scenario({"rank": 16, "base_dtype": "nf4"}, kind="zero2", precision="fp16")
+    notes = " ".join(deepspeed_config(Scenario.from_dict(d))["_tierlab_notes"])
+    assert "bnb_4bit_compute_dtype=torch.float16" in notes
