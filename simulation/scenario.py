@@ -680,8 +680,8 @@ def _lora(d, path: str) -> LoraSpec | None:
     base_dtype = _choice(d, "base_dtype", path, (None, *BASE_DTYPES), None)
     adapter_dtype = _choice(d, "adapter_dtype", path, (None, "fp32", "bf16", "fp16"), None)
     four_bit = base_dtype in ("nf4", "fp4")
-    for name in ("double_quant", "quant_block_size"):
-        if d.get(name) is not None and not four_bit:
+    for name, default in (("double_quant", False), ("quant_block_size", 64)):
+        if d.get(name) not in (None, default) and not four_bit:      # the default is harmless
             raise ScenarioError(f"{path}.{name}", "applies to a 4-bit base: set base_dtype to "
                                                    "nf4 or fp4")
     block = _int(d, "quant_block_size", path, 64)

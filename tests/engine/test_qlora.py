@@ -260,7 +260,7 @@ def test_dequantisation_adds_a_memory_bound_kernel_forward_and_backward():
     ({"base_dtype": "nf3"}, "training.lora.base_dtype"),
     ({"base_dtype": "bf16", "double_quant": True}, "training.lora.double_quant"),
     ({"double_quant": True}, "training.lora.double_quant"),
-    ({"base_dtype": "int8", "quant_block_size": 64}, "training.lora.quant_block_size"),
+    ({"base_dtype": "int8", "quant_block_size": 128}, "training.lora.quant_block_size"),
     ({"base_dtype": "nf4", "quant_block_size": 100}, "training.lora.quant_block_size"),
     ({"base_dtype": "nf4", "double_quant": "yes"}, "training.lora.double_quant"),
     ({"adapter_dtype": "int8"}, "training.lora.adapter_dtype"),
@@ -269,6 +269,13 @@ def test_bad_qlora_fields_are_named(lora, field):
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(scenario(lora))
     assert e.value.field == field
+
+
+def test_the_4_bit_defaults_may_be_sent_with_any_base():
+    sc = Scenario.from_dict(scenario({"base_dtype": "int8", "double_quant": False,
+                                      "quant_block_size": 64}))
+    assert sc.to_dict()["training"]["lora"]["base_dtype"] == "int8"
+    assert "double_quant" not in sc.to_dict()["training"]["lora"]
 
 
 def test_paged_optimizers_are_named_values_of_training_optimizer():
