@@ -267,7 +267,10 @@ token's gathered expert input; what stays is what the input gradient needs (RMSN
 fp32 input and rstd, LayerNorm's input and statistics, Q, K, V, the scores, the
 activation's inputs, a fused attention kernel's own output). Measured on a frozen
 ``LlamaDecoderLayer`` (``tests/data/saved_tensors_lora_hf.json``,
-``scripts/measure_saved_tensors_lora.py``): the ``frozen`` points equal these terms."""
+``scripts/measure_saved_tensors_lora.py``): the ``frozen`` points equal these terms.
+Not measured: GPT-2's Conv1D (``addmm``, the same rule), Mixtral's experts (transformers
+4.31 has no Mixtral) and Megatron's stack (Transformer Engine's linears are assumed to
+follow the same rule)."""
 
 
 def _mlp_per_token(x: ActivationShape) -> float:
