@@ -162,11 +162,10 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # peft tuners_utils.cast_adapter_dtype, peft 0.20.1.dev0): under torch AMP (DDP, FSDP)
     # the fp32 adapters are what the optimizer updates, no separate master copy. DeepSpeed
     # casts the whole module to its 16-bit dtype and keeps fp32 masters of its own.
-    amp = realistic and lora is not None and (st.kind == "ddp" or st.is_fsdp)
-    peft_fp32 = (amp and lora.adapter_dtype in (None, "fp32") and pdt in ("bf16", "fp16")
-                 and sb.master_weights == 4)
+    regime = adapter_regime(sc, sb)
+    peft_fp32 = regime == "peft_fp32"
     base_sb = sb
-    if amp and lora.adapter_dtype in ("bf16", "fp16"):
+    if regime == "16bit":
         # qlora.py's recipe: 16-bit adapters updated in place (no master copy), 16-bit
         # gradients (the parameters' dtype), the optimizer's own fp32 states
         adt = lora.adapter_dtype
@@ -314,6 +313,36 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 
 
 PAGE_MIN_ELEMENTS = 1e5       # bitsandbytes get_state_buffer: smaller tensors are not paged
+
+
+def adapter_regime(sc: Scenario, sb: StateBytes) -> str | None:
+    """How the LoRA adapters are kept (realistic convention): ``"peft_fp32"`` under torch
+    AMP (DDP, FSDP) with a 16-bit base and fp32 masters (PEFT's ``autocast_adapter_dtype``:
+    fp32 adapters, their own master copy), ``"16bit"`` with ``adapter_dtype`` bf16/fp16
+    under AMP (qlora.py: no master copy, 16-bit gradients), else None (the scenario's
+    precision and optimizer: DeepSpeed casts the module to 16-bit and keeps fp32 masters)."""
+    lora, st = sc.training.lora, sc.strategy
+    if lora is None or sc.convention != "realistic" or not (st.kind == "ddp" or st.is_fsdp):
+        return None
+    if lora.adapter_dtype in ("bf16", "fp16"):
+        return "16bit"
+    if sb.params_dtype in ("bf16", "fp16") and sb.master_weights == 4:
+        return "peft_fp32"
+    return None
+
+
+def adapter_checkpoint_bytes(sc: Scenario, sb: StateBytes) -> dict:
+    """Bytes per adapter parameter of a LoRA checkpoint (PEFT ``save_pretrained`` writes
+    the adapters in their dtype; the trainer the optimizer's states), in
+    :meth:`StateBytes.to_dict`'s keys: fp32 adapters and no master (``peft_fp32``),
+    16-bit adapters and no master (``16bit``), else the scenario's states."""
+    regime = adapter_regime(sc, sb)
+    d = dict(sb.to_dict())
+    if regime == "peft_fp32":
+        d.update(params=4, master_weights=0)
+    elif regime == "16bit":
+        d.update(params=2, master_weights=0)
+    return d
 
 
 def unit_param_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:

@@ -225,8 +225,9 @@ def test_exports_say_lora_is_left_to_peft():
 def test_a_lora_checkpoint_holds_the_adapters_only():
     r = evaluate_dict(scenario({"rank": 8, "targets": ["q", "v"]}))
     full = evaluate_dict(scenario())
-    # bf16 params + fp32 master + Adam m, v: 14 B per adapter parameter (4,194,304)
-    assert r["checkpoint"]["size_bytes"] == pytest.approx(14 * 4_194_304)
+    # PEFT's fp32 adapters (adapter_model.safetensors) + Adam m, v: 12 B per adapter
+    # parameter (4,194,304); no separate master copy
+    assert r["checkpoint"]["size_bytes"] == pytest.approx(12 * 4_194_304)
     assert full["checkpoint"]["size_bytes"] == pytest.approx(14 * P7)
     assert any(n.startswith("LoRA: the base is frozen") for n in r["notes"])
     assert r["model"]["trainable_params"] == 4_194_304

@@ -384,3 +384,10 @@ def test_the_bitsandbytes_compute_dtype_is_the_training_precision():
     d = scenario({"rank": 16, "base_dtype": "nf4"}, kind="zero2", precision="fp16")
     notes = " ".join(deepspeed_config(Scenario.from_dict(d))["_tierlab_notes"])
     assert "bnb_4bit_compute_dtype=torch.float16" in notes
+
+
+def test_a_qlora_checkpoint_holds_the_adapters_in_their_dtype():
+    """PEFT save_pretrained writes the adapters as they are (bf16 under qlora.py), the
+    trainer the fp32 Adam m, v: 10 B per adapter parameter, no master copy, no base."""
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4", "adapter_dtype": "bf16"}))
+    assert r["checkpoint"]["size_bytes"] == pytest.approx(10 * 4_194_304)
