@@ -14,6 +14,13 @@ calculate the gradients or maintain the optimizer states for most parameters").
 
 The module names are Llama's (``q_proj`` ... ``down_proj``); ``gate`` needs a gated MLP.
 A MoE model's ``gate``/``up``/``down`` are targeted in every expert.
+
+QLoRA (Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs", Sec. 3)
+stores the frozen base's matrices in 4 bits (NF4 or FP4, bitsandbytes ``Linear4bit``) with
+one absmax per block, optionally double-quantised, or in int8 (``Linear8bitLt``), and
+dequantises them to 16-bit for each matmul: :func:`base_matrices`,
+:func:`base_weight_bytes`; the memory parts are :func:`simulation.memory._quantised_base`,
+the step's dequantisation kernel ``simulation.compute`` (``dequant``).
 """
 
 from __future__ import annotations
@@ -38,7 +45,10 @@ DQ_BLOCK = 256
 class LoraSpec:
     """``training.lora``: ``rank`` (r), ``alpha`` (the update is scaled by alpha / r; no
     effect on memory or time), ``dropout`` (PEFT ``lora_dropout``), ``targets`` (of
-    :data:`LORA_TARGETS`, in that order)."""
+    :data:`LORA_TARGETS`, in that order); QLoRA: ``base_dtype`` (of :data:`BASE_DTYPES`;
+    None: the training precision's 16-bit weights), ``double_quant`` and
+    ``quant_block_size`` (4-bit bases, of :data:`QUANT_BLOCK_SIZES`), and
+    ``adapter_dtype`` (None: PEFT's fp32 adapters; bf16/fp16: qlora.py's)."""
     rank: int = 8
     alpha: float | None = None
     dropout: float = 0.0
