@@ -41,7 +41,16 @@ def _lora_note(lora, precision: str = "bf16") -> str:
             f"peft.get_peft_model(model, LoraConfig(r={lora.rank}{alpha}, "
             f"lora_dropout={lora.dropout:g}, target_modules=[{targets}])); the plan counts a "
             "frozen base with gradients and optimizer states for the adapters only"
-            + _quant_note(lora, precision))
+            + _quant_note(lora, precision) + _adapter_dtype_note(lora))
+
+
+def _adapter_dtype_note(lora) -> str:
+    """``adapter_dtype``: PEFT's default upcasts the adapters to fp32; 16-bit adapters
+    need ``autocast_adapter_dtype=False`` (or qlora.py's cast after get_peft_model)."""
+    if lora.adapter_dtype not in ("bf16", "fp16"):
+        return ""
+    return (f"; {lora.adapter_dtype} adapters: get_peft_model(..., autocast_adapter_dtype=False) "
+            f"on a {lora.adapter_dtype} model (PEFT upcasts them to fp32 by default)")
 
 
 _PAGED_NOTES = {

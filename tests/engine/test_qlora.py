@@ -381,6 +381,11 @@ def test_an_int8_base_dequantises_in_the_backward_only():
     assert ti["bwd_s"] - tb["bwd_s"] == pytest.approx(elems * 7 / hbm)
 
 
+def test_exports_say_how_to_keep_16_bit_adapters():
+    d = scenario({"rank": 16, "base_dtype": "nf4", "adapter_dtype": "bf16"}, kind="fsdp_full_shard")
+    assert "autocast_adapter_dtype=False" in " ".join(fsdp_snippet(Scenario.from_dict(d)).split())
+
+
 def test_the_bitsandbytes_compute_dtype_is_the_training_precision():
     d = scenario({"rank": 16, "base_dtype": "nf4"}, kind="zero2", precision="fp16")
     notes = " ".join(deepspeed_config(Scenario.from_dict(d))["_tierlab_notes"])
