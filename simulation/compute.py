@@ -192,6 +192,23 @@ def figures(acc) -> GpuFigures | None:
     return table
 
 
+def dequant_seconds(m, lora, tensor_parallel: int, hbm_bytes_per_s: float,
+                    compute_bytes: int = 2) -> tuple[float, float]:
+    """Seconds of one block's dequantisation under QLoRA, ``(forward, backward)``, on one
+    GPU (memory-bound: bytes moved over ``hbm_bytes_per_s``); ``(0, 0)`` without a
+    quantised base. 4-bit: read the packed weights and constants, write ``compute_bytes``
+    a weight, forward and backward; int8: backward only, 1 B read and 2 written for
+    ``CB.to(dtype)`` and 2 + 2 for the in-place scaling by SCB (see the caller's note)."""
+    if lora is None or not lora.quantised:
+        return 0.0, 0.0
+    wb = base_weight_bytes(m, lora)
+    n_q = quantised_elements(m) / tensor_parallel
+    if lora.base_dtype == "int8":
+        return 0.0, n_q * (wb["weights"] + 3 * compute_bytes) / hbm_bytes_per_s
+    per = n_q * (wb["weights"] + wb["constants"] + compute_bytes) / hbm_bytes_per_s
+    return per, per
+
+
 def sustained_hbm_bytes_per_s(acc) -> float:
     """HBM bandwidth memory-bound kernels reach on ``acc`` (bytes/s): the datasheet figure
     times the accelerator's measured share (``GpuFigures.hbm_fraction``; 1 without
@@ -311,14 +328,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     # and write 2 B a weight. int8 (MatMul8bitLt): the forward runs int8_scaled_mm on
     # the int8 weights (the activations quantised, not timed here), the backward makes
     # CB.to(dtype) (1 B read, 2 B written) and scales it in place by SCB (2 + 2 B).
-    dq = dq_bwd = 0.0
-    if lora is not None and lora.quantised:
-        wb = base_weight_bytes(m, lora)
-        n_q = quantised_elements(m) / t
-        if lora.base_dtype == "int8":
-            dq_bwd = n_q * (wb["weights"] + eb + 2 * eb) / hbm
-        else:
-            dq = dq_bwd = n_q * (wb["weights"] + wb["constants"] + eb) / hbm
+    dq, dq_bwd = dequant_seconds(m, lora, t, hbm, eb)
     mb_fwd += dq
     mb_bwd += dq_bwd
     fwd = g_fwd + a_fwd + mb_fwd

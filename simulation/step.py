@@ -78,7 +78,13 @@ def compute_times(sc: Scenario, pc: ParamCount) -> dict:
         return compute.layer_times(sc, pc)
     fl = layer_flops(sc, pc)
     rate = peak_flops(sc) * (sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY)
-    return dict(fwd_s=fl["fwd"] / rate, bwd_s=fl["bwd"] / rate,
+    tr = sc.training
+    # QLoRA's dequantisation is memory traffic, not FLOPs: its seconds come on top
+    # (compute.dequant_seconds; the forward again under full recomputation)
+    dq_f, dq_b = compute.dequant_seconds(sc.model, tr.lora, tr.tensor_parallel,
+                                         compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator))
+    dq_b += dq_f if tr.recompute == "full" else 0.0
+    return dict(fwd_s=fl["fwd"] / rate + dq_f, bwd_s=fl["bwd"] / rate + dq_b,
                 head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate)
 
 

@@ -397,3 +397,19 @@ def test_a_qlora_checkpoint_holds_the_adapters_in_their_dtype():
     trainer the fp32 Adam m, v: 10 B per adapter parameter, no master copy, no base."""
     r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4", "adapter_dtype": "bf16"}))
     assert r["checkpoint"]["size_bytes"] == pytest.approx(10 * 4_194_304)
+
+
+def test_the_constant_compute_model_adds_the_dequantisation_seconds():
+    """compute_efficiency set: FLOPs at peak x efficiency, and the dequantisation (memory
+    traffic, no FLOPs) on top: 4-bit, 0.5 + 4/64 + 2 B a weight over the sustained HBM
+    bandwidth, forward and backward (the forward twice with full recomputation)."""
+    from simulation.step import compute_times
+    bf = Scenario.from_dict(scenario({"rank": 8}, compute_efficiency=0.5, recompute="full"))
+    q4 = Scenario.from_dict(scenario({"rank": 8, "base_dtype": "nf4"}, compute_efficiency=0.5,
+                                     recompute="full"))
+    pc = model_params(bf.model)
+    tb, tq = compute_times(bf, pc), compute_times(q4, pc)
+    hbm = 3350e9 * GPU_FIGURES["h100-sxm5-80gb"].hbm_fraction
+    dq = (4 * 4096 * 4096 + 3 * 4096 * 11008) * (0.5 + 4 / 64 + 2) / hbm
+    assert tq["fwd_s"] - tb["fwd_s"] == pytest.approx(dq)
+    assert tq["bwd_s"] - tb["bwd_s"] == pytest.approx(2 * dq)
