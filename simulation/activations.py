@@ -363,7 +363,8 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         e, kk = x.num_experts, x.top_k
         replicated["router (fp32 probabilities, top-k, renormalisation)"] = (
             (FP32 * e + INDEX * kk + FP32 + FP32 * kk) * sb)
-        split["routed tokens (gathered input, expert output, scatter source)"] = (2 + fz) * A * h * sb * kk
+        split["routed tokens (gathered input, expert output, scatter source)"] = (
+            (2 + fz) * A * h * sb * kk)
         split["routing weights and indices"] = (FP32 + 2 * INDEX) * sb * kk
     split["MLP activations"] = _mlp_per_token(x) * sb * f * x.top_k
     return replicated, split

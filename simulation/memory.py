@@ -189,7 +189,8 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             + (", also the master weights" if peft_fp32 else ""),
             "params", par_tier, ab * psi / p_div,
             note=f"{psi:,.0f} trainable parameters per rank, r x (d_in + d_out) per matrix"
-                 + ("; PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype)" if peft_fp32 else ""))
+                 + ("; PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype)"
+                    if peft_fp32 else ""))
     elif fsdp_master:
         add(f"{mdt} parameters (FSDP shard, also the master weights)", "params", par_tier,
             sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note,

@@ -627,7 +627,8 @@ class TrainingSpec:
         if self.lora is not None:
             lo = {**_given(self.lora), "targets": list(self.lora.targets)}
             for name, default in (("double_quant", False), ("quant_block_size", 64)):
-                if lo.get(name) == default:     # QLoRA's defaults: older LoRA JSON (and hashes) unchanged
+                # QLoRA's defaults: older LoRA JSON (and hashes) unchanged
+                if lo.get(name) == default:
                     del lo[name]
             out["lora"] = lo
         for name in ("overlap_param_gather", "tp_comm_overlap"):

@@ -159,8 +159,9 @@ def test_the_paper_s_7b_4_bit_base_model_consumes_5048_mb():
     (LLaMA 7B). The paragraph is about a plain 4-bit base (double quantisation comes in
     Sec. 3): transformers' ``load_in_4bit`` defaults (``BitsAndBytesConfig`` in
     transformers 4.31 ``utils/quantization_config.py``: bnb_4bit_quant_type="fp4",
-    bnb_4bit_use_double_quant=False; bitsandbytes' block 64) and PEFT's prepare_model_for_kbit_training (fp32 embeddings,
-    head, norms). The engine's frozen-base parts within 10 %."""
+    bnb_4bit_use_double_quant=False; bitsandbytes' block 64) and PEFT's
+    prepare_model_for_kbit_training (fp32 embeddings, head, norms). The engine's
+    frozen-base parts within 10 %."""
     r = evaluate_dict(scenario({"rank": 8, "base_dtype": "fp4"}, model=llama1(7)))
     base = sum(p["bytes"] for p in parts(r) if p["category"] == "params" and "LoRA" not in p["name"])
     assert base == pytest.approx(5048e6, rel=0.10)        # 3,238 + 405 + 1,050 = 4,693 MB
