@@ -161,6 +161,7 @@ class ActivationShape:
     # Transformer Engine FP8 GEMMs (simulation/fp8.py, megatron stack only): each FP8
     # Linear saves its input as a 1-byte FP8 cast instead of the 16-bit tensor.
     fp8_linear_inputs: bool = False
+    frozen: bool = False            # every weight frozen (LoRA's base): see _frozen_note
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -368,6 +369,22 @@ def _op_sac_terms(x: ActivationShape) -> dict[str, float]:
     return terms
 
 
+_frozen_note = """A frozen weight (LoRA's base, ``requires_grad=False``) needs no weight
+gradient, and autograd then does not save what only that gradient needs: ``F.linear``
+(``mm`` / ``addmm``) saves its input only if the weight requires grad, ``weight * x``
+(RMSNorm's scale) saves ``x`` only for the weight's gradient. What goes: the inputs of
+every projection (q/k/v's shared input, the out-projection's, the MLP's input and fc2's
+input, i.e. the activation's output), RMSNorm's 16-bit normalised value and a routed
+token's gathered expert input; what stays is what the input gradient needs (RMSNorm's
+fp32 input and rstd, LayerNorm's input and statistics, Q, K, V, the scores, the
+activation's inputs, a fused attention kernel's own output). Measured on a frozen
+``LlamaDecoderLayer`` (``tests/data/saved_tensors_lora_hf.json``,
+``scripts/measure_saved_tensors_lora.py``): the ``frozen`` points equal these terms.
+Not measured: GPT-2's Conv1D (``addmm``, the same rule), Mixtral's experts (transformers
+4.31 has no Mixtral) and Megatron's stack (Transformer Engine's linears are assumed to
+follow the same rule)."""
+
+
 def _mlp_per_token(x: ActivationShape) -> float:
     """Bytes one token's MLP keeps past its input, per unit of f.
 
@@ -381,9 +398,10 @@ def _mlp_per_token(x: ActivationShape) -> float:
     activations (``activation_bytes`` 4) each of these tensors is fp32: twice the bytes.
     """
     scale = x.activation_bytes / ACT
+    fc2_input = 2 if x.frozen else 0       # a frozen fc2 does not keep its input
     if x.gated_mlp:
-        return (6 if x.fused else 8) * scale
-    return (4 if x.fused else 10) * scale
+        return ((6 if x.fused else 8) - fc2_input) * scale
+    return ((4 if x.fused else 10) - fc2_input) * scale
 
 
 def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
@@ -394,6 +412,7 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     f = x.ffn or 4 * h
     A = x.activation_bytes
     mask = k.mask_bytes(A)
+    fz = 0 if x.frozen else 1                 # frozen projections keep no input (_frozen_note)
     # FP8 (Transformer Engine, simulation/fp8.py): the QKV, out-projection, fc1 and fc2
     # inputs are saved as their 1-byte FP8 casts; FlashAttention still keeps its own
     # 16-bit output for its backward beside the out-projection's FP8 copy; fc2's input
@@ -403,14 +422,15 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     mlp = _mlp_per_token(x) - ((A - 1) if x.fp8_linear_inputs else 0)
     replicated = {
         "LayerNorm inputs": 2 * A * sbh,
-        "QKV projection input" + (" (FP8)" if x.fp8_linear_inputs else ""): lin * sbh,
-        "MLP input" + (" (FP8)" if x.fp8_linear_inputs else ""): lin * sbh,
+        "QKV projection input" + (" (FP8)" if x.fp8_linear_inputs else ""): fz * lin * sbh,
+        "MLP input" + (" (FP8)" if x.fp8_linear_inputs else ""): fz * lin * sbh,
         "residual dropout masks": 2 * mask * sbh if x.resid_dropout else 0,
     }
     split = {
         "Q, K (Q K^T inputs)": A * sbh + A * r * sbh,
         "V": A * r * sbh,
-        "attention output (out-projection input)": out_proj * sbh,
+        "attention output (out-projection input)": (out_proj * sbh if fz else
+                                                     A * sbh if x.flash_attention else 0),
         "MLP activations": mlp * s * b * _routed_ffn(x) * x.top_k,
     }
     if x.shared_ffn and x.num_experts > 1:
@@ -448,13 +468,15 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     sb, sbh = s * b, s * b * h
     f = x.ffn or 4 * h
     A = x.activation_bytes
+    fz = 0 if x.frozen else 1                 # frozen weights (_frozen_note)
     if x.norm == "rmsnorm":
-        norm = (FP32 + A) * sbh + FP32 * sb
+        # frozen: the scale (weight * x) keeps no normalised value
+        norm = (FP32 + fz * A) * sbh + FP32 * sb
     else:
         norm = A * sbh + 2 * k.stat_bytes(A) * sb
     replicated = {
         "norms (2)": 2 * norm,
-        "attention and MLP block inputs": 2 * A * sbh,
+        "attention and MLP block inputs": fz * 2 * A * sbh,
         "residual dropout masks": 2 * k.mask_bytes(A) * sbh if x.resid_dropout else 0,
     }
     split = _hf_attention(x, k)
@@ -469,7 +491,8 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         e, kk = x.num_experts, x.top_k
         replicated["router (fp32 probabilities, top-k, renormalisation)"] = (
             (FP32 * e + INDEX * kk + FP32 + FP32 * kk) * sb)
-        split["routed tokens (gathered input, expert output, scatter source)"] = 3 * A * h * sb * kk
+        split["routed tokens (gathered input, expert output, scatter source)"] = (
+            (2 + fz) * A * h * sb * kk)
         split["routing weights and indices"] = (FP32 + 2 * INDEX) * sb * kk
     split["MLP activations"] = _mlp_per_token(x) * sb * _routed_ffn(x) * x.top_k
     if x.shared_ffn and moe:
@@ -526,10 +549,11 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     sbh, asb, as2b = s * b * h, a * s * b, a * s * s * b
     r = (x.kv_heads or a) / a
     scores_kept = x.recompute != "selective"
+    out_proj = 0 if x.frozen else A * sbh    # a frozen out-projection keeps no input
     if x.flash_attention and x.attn_dropout and k.sdpa_dropout_math_fp32:
         return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbh,
                 "attention scores (fp32 softmax, mask, dropout)": 3 * FP32 * as2b if scores_kept else 0,
-                "attention output (out-projection input)": A * sbh}
+                "attention output (out-projection input)": out_proj}
     if x.flash_attention:
         return {"Q, K, V": A * sbh * (1 + 2 * r),
                 "attention output (out-projection input)": A * sbh,
@@ -542,7 +566,7 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     else:
         per = softmax + (A if upcast else 0)
     return {"Q, K, V (K and V repeated to every head)": 3 * A * sbh,
-            "attention output (out-projection input)": A * sbh,
+            "attention output (out-projection input)": out_proj,
             "attention scores (softmax, dropout)": per * as2b if scores_kept else 0}
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from . import experts as _experts
 from . import fp8 as fp8_model
-from .lora import adapter_gemms
+from .lora import adapter_gemms, base_weight_bytes, quantised_elements
 from .memo import ByIdentity
 from .params import ParamCount
 from .scenario import Scenario, checkpointed_layers
@@ -218,6 +218,23 @@ def fp8_gemm_flops(acc, g: GpuFigures) -> float:
     if g.fp8_gemm_flops and not acc.gemm_flops:
         return g.fp8_gemm_flops
     return g.gemm_flops * acc.peak_flops_fp8 / acc.peak_flops_bf16
+
+
+def dequant_seconds(m, lora, tensor_parallel: int, hbm_bytes_per_s: float,
+                    compute_bytes: int = 2) -> tuple[float, float]:
+    """Seconds of one block's dequantisation under QLoRA, ``(forward, backward)``, on one
+    GPU (memory-bound: bytes moved over ``hbm_bytes_per_s``); ``(0, 0)`` without a
+    quantised base. 4-bit: read the packed weights and constants, write ``compute_bytes``
+    a weight, forward and backward; int8: backward only, 1 B read and 2 written for
+    ``CB.to(dtype)`` and 2 + 2 for the in-place scaling by SCB (see the caller's note)."""
+    if lora is None or not lora.quantised:
+        return 0.0, 0.0
+    wb = base_weight_bytes(m, lora)
+    n_q = quantised_elements(m) / tensor_parallel
+    if lora.base_dtype == "int8":
+        return 0.0, n_q * (wb["weights"] + 3 * compute_bytes) / hbm_bytes_per_s
+    per = n_q * (wb["weights"] + wb["constants"] + compute_bytes) / hbm_bytes_per_s
+    return per, per
 
 
 def sustained_hbm_bytes_per_s(acc) -> float:
@@ -463,6 +480,15 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         mb = [mb[i] + st["rmsnorm"][i] * lat for i in (0, 1)]
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
+    # QLoRA: a memory-bound dequantisation of each frozen matrix (bitsandbytes
+    # autograd/_functions.py, 0.50.2.dev0). 4-bit (MatMul4Bit): the forward's gemm_4bit
+    # and the backward's F.dequantize_4bit each read the packed weights and constants
+    # and write 2 B a weight. int8 (MatMul8bitLt): the forward runs int8_scaled_mm on
+    # the int8 weights (the activations quantised, not timed here), the backward makes
+    # CB.to(dtype) (1 B read, 2 B written) and scales it in place by SCB (2 + 2 B).
+    dq, dq_bwd = dequant_seconds(m, lora, t, hbm, eb)
+    mb_fwd += dq
+    mb_bwd += dq_bwd
     c_fwd = c_bwd = w_step = 0.0
     if fp8 is not None:
         c_fwd, c_bwd, w_step = _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d,
@@ -485,7 +511,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         wgrad = gemm_s(h, v / t, tok, g, hbm) if lora is None else 0.0     # LoRA: frozen head
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
-    parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head, attention_bwd=a_bwd)
+    parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head, attention_bwd=a_bwd,
+                 dequant=dq, dequant_bwd=dq_bwd)
     if fp8 is not None:
         parts.update(fp8_cast=c_fwd, fp8_cast_bwd=c_bwd, fp8_weight_cast_per_step=w_step)
     if routed:                    # expert parallelism: the rank's expert GEMMs, fwd + bwd

@@ -12,8 +12,8 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import (MOMENTS, add_fragmentation, build_parts, counted_bytes_per_param, stage_plans_for,
-                     tier_summaries, trained_params)
+from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, build_parts,
+                     counted_bytes_per_param, stage_plans_for, tier_summaries, trained_params)
 from .params import model_params
 from .parallel import layout
 from . import experts
@@ -71,6 +71,12 @@ def evaluate(sc: Scenario, include_step: bool = True,
     notes += _advice(sc, per_gpu["hbm"], lay)
     if sc.training.lora is not None:
         notes.append(LORA_NOTE)
+        if sc.training.lora.quantised:
+            lo = sc.training.lora
+            notes.append(QLORA_NOTE.format(dtype="in int8" if lo.base_dtype == "int8" else
+                                           f"in 4-bit {lo.base_dtype.upper()}, an absmax per "
+                                           f"{lo.quant_block_size} weights"
+                                           + (" (double-quantised)" if lo.double_quant else "")))
     if sc.training.preference is not None:
         notes.append(PREFERENCE_NOTE[sc.training.preference.reference])
 
@@ -136,9 +142,12 @@ def evaluate(sc: Scenario, include_step: bool = True,
 
 LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimizer states; "
              "no weight-gradient GEMMs) and the adapters train with the scenario's precision and "
-             "optimizer. Stored activations are counted as for full fine-tuning plus the "
-             "adapters' (an upper bound: a frozen matmul's input is kept only where something "
-             "else needs it); model FLOPs and MFU keep 6 x parameters x tokens.")
+             "optimizer (under torch AMP in fp32, as PEFT keeps them). The frozen base keeps no "
+             "projection inputs for backward; each adapter keeps its own 16-bit copy of its "
+             "input (PEFT's cast); model FLOPs and MFU keep 6 x parameters x tokens.")
+QLORA_NOTE = ("QLoRA: the frozen base's matrices are stored {dtype} (bitsandbytes) and "
+              "dequantised to 16-bit one at a time for each matmul, forward and backward; "
+              "embeddings, head and norms stay unquantised.")
 
 
 _PREFERENCE_COMMON = (
@@ -195,8 +204,9 @@ def _checkpoint(sc: Scenario, spec, pc, lay, sb, step_s) -> dict:
     checkpoint section, or it without the Monte-Carlo) on this cluster's tiers."""
     # LoRA: a checkpoint holds the adapters and their optimizer states (PEFT
     # save_pretrained writes adapter_model.safetensors; the frozen base is not saved)
+    states = sb.to_dict() if sc.training.lora is None else adapter_checkpoint_bytes(sc, sb)
     return evaluate_checkpoint(spec, num_params=trained_params(sc, pc), num_gpus=lay.num_gpus,
-                               state_bytes_per_param=sb.to_dict(), step_time_s=step_s,
+                               state_bytes_per_param=states, step_time_s=step_s,
                                target=checkpoint_target(sc), **node_figures(sc))
 
 

@@ -32,7 +32,7 @@ _PEFT_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "ga
                  "up": "up_proj", "down": "down_proj", "embeddings": "embed_tokens"}
 
 
-def _lora_note(lora) -> str:
+def _lora_note(lora, precision: str = "bf16") -> str:
     """What a framework config cannot carry of ``training.lora``: the adapters are made
     by PEFT before the model is wrapped (Llama module names)."""
     targets = ", ".join(repr(_PEFT_MODULES[t]) for t in lora.targets)
@@ -40,7 +40,57 @@ def _lora_note(lora) -> str:
     return (f"LoRA is not part of this config: apply it with PEFT before wrapping, "
             f"peft.get_peft_model(model, LoraConfig(r={lora.rank}{alpha}, "
             f"lora_dropout={lora.dropout:g}, target_modules=[{targets}])); the plan counts a "
-            "frozen base with gradients and optimizer states for the adapters only")
+            "frozen base with gradients and optimizer states for the adapters only"
+            + _quant_note(lora, precision) + _adapter_dtype_note(lora))
+
+
+def _adapter_dtype_note(lora) -> str:
+    """``adapter_dtype``: PEFT's default upcasts the adapters to fp32; 16-bit adapters
+    need ``autocast_adapter_dtype=False`` (or qlora.py's cast after get_peft_model)."""
+    if lora.adapter_dtype not in ("bf16", "fp16"):
+        return ""
+    return (f"; {lora.adapter_dtype} adapters: get_peft_model(..., autocast_adapter_dtype=False) "
+            f"on a {lora.adapter_dtype} model (PEFT upcasts them to fp32 by default)")
+
+
+_PAGED_NOTES = {
+    o: (f"{o} is bitsandbytes' {cls} (CUDA unified memory for the states), which this "
+        f"config cannot name: build it, bitsandbytes.optim.{cls}(model.parameters(), lr=...), "
+        "and pass it to the framework (deepspeed.initialize(optimizer=...), or the FSDP "
+        "model's optimizer); the optimizer entry here is a plain AdamW stand-in")
+    for o, cls in (("paged_adamw", "PagedAdamW"), ("paged_adamw_8bit", "PagedAdamW8bit"))}
+
+_TORCH_DTYPE = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp32": "torch.float32"}
+
+
+def bnb_config(lora, compute_dtype: str = "bf16") -> str | None:
+    """``transformers.BitsAndBytesConfig(...)`` for a quantised base (``training.lora
+    .base_dtype`` nf4 / fp4 / int8), as Python source; None for a 16-bit base. 4-bit:
+    ``load_in_4bit``, ``bnb_4bit_quant_type``, ``bnb_4bit_use_double_quant``,
+    ``bnb_4bit_compute_dtype`` (the training precision) and, for FSDP / ZeRO-3,
+    ``bnb_4bit_quant_storage`` in the same 16-bit dtype so the packed weights can be
+    flattened with the rest (transformers' ``BitsAndBytesConfig``; bitsandbytes >= 0.43).
+    The block size has no ``BitsAndBytesConfig`` field: a size other than 64 is said."""
+    if not lora.quantised:
+        return None
+    dt = _TORCH_DTYPE.get(compute_dtype, "torch.bfloat16")
+    if lora.base_dtype == "int8":
+        return "BitsAndBytesConfig(load_in_8bit=True)"
+    return (f"BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type={lora.base_dtype!r}, "
+            f"bnb_4bit_use_double_quant={lora.double_quant}, bnb_4bit_compute_dtype={dt}, "
+            f"bnb_4bit_quant_storage={dt})")
+
+
+def _quant_note(lora, precision: str = "bf16") -> str:
+    cfg = bnb_config(lora, precision)
+    if cfg is None:
+        return ""
+    block = ("" if lora.quant_block_size == 64 else
+             f"; quant_block_size {lora.quant_block_size} has no BitsAndBytesConfig field "
+             "(transformers quantises with bitsandbytes' default 64)")
+    return (f"; QLoRA: load the base with AutoModelForCausalLM.from_pretrained(..., "
+            f"quantization_config={cfg}), then peft.prepare_model_for_kbit_training(model)"
+            + block)
 
 
 def megatron_fp8_args(fp8) -> list[str]:
@@ -169,7 +219,7 @@ def _need_transformer(sc: Scenario) -> None:
                                      "this scenario has only a recommendation model")
 
 _DS_OPT = {"adam": "Adam", "adamw": "AdamW", "sgd_momentum": "SGD", "adafactor": "Adafactor",
-           "adam_8bit": "AdamW"}
+           "adam_8bit": "AdamW", "paged_adamw": "AdamW", "paged_adamw_8bit": "AdamW"}
 _FSDP = {"ddp": "NO_SHARD", "zero1": "SHARD_GRAD_OP", "zero2": "SHARD_GRAD_OP",
          "zero_offload": "SHARD_GRAD_OP", "zero3": "FULL_SHARD", "zero_infinity": "FULL_SHARD",
          "fsdp_full_shard": "FULL_SHARD", "fsdp_hybrid_shard": "HYBRID_SHARD",
@@ -197,7 +247,9 @@ def deepspeed_config(sc: Scenario) -> dict:
     lay, tr, st = layout(sc), sc.training, sc.strategy
     notes: list[str] = []
     if tr.lora is not None:
-        notes.append(_lora_note(tr.lora))
+        notes.append(_lora_note(tr.lora, tr.precision))
+    if tr.optimizer in _PAGED_NOTES:
+        notes.append(_PAGED_NOTES[tr.optimizer])
     if tr.fp8 is not None:
         notes.append(_fp8_note(sc, "DeepSpeed config"))
     if _domain_note(sc):
@@ -418,7 +470,9 @@ def fsdp_snippet(sc: Scenario) -> str:
     hybrid = strategy == "HYBRID_SHARD"
     notes: list[str] = []                       # what FSDP cannot express, for the docstring
     if tr.lora is not None:
-        notes.append(_lora_note(tr.lora))
+        notes.append(_lora_note(tr.lora, tr.precision))
+    if tr.optimizer in _PAGED_NOTES:
+        notes.append(_PAGED_NOTES[tr.optimizer])
     if tr.fp8 is not None:
         notes.append(_fp8_note(sc, "FSDP module"))
     if _domain_note(sc):

@@ -14,6 +14,13 @@ calculate the gradients or maintain the optimizer states for most parameters").
 
 The module names are Llama's (``q_proj`` ... ``down_proj``); ``gate`` needs a gated MLP.
 A MoE model's ``gate``/``up``/``down`` are targeted in every expert.
+
+QLoRA (Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs", Sec. 3)
+stores the frozen base's matrices in 4 bits (NF4 or FP4, bitsandbytes ``Linear4bit``) with
+one absmax per block, optionally double-quantised, or in int8 (``Linear8bitLt``), and
+dequantises them to 16-bit for each matmul: :func:`base_matrices`,
+:func:`base_weight_bytes`; the memory parts are :func:`simulation.memory._quantised_base`,
+the step's dequantisation kernel ``simulation.compute`` (``dequant``).
 """
 
 from __future__ import annotations
@@ -22,17 +29,47 @@ from dataclasses import dataclass
 
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down", "embeddings")
 LAYER_TARGETS = LORA_TARGETS[:-1]
+# The frozen base's storage: 16-bit as trained ("bf16" / "fp16"), or quantised by
+# bitsandbytes for QLoRA: 4-bit NormalFloat or 4-bit float (``Linear4bit``,
+# ``bnb_4bit_quant_type`` "nf4" | "fp4") or LLM.int8 (``Linear8bitLt``).
+BASE_DTYPES = ("bf16", "fp16", "nf4", "fp4", "int8")
+QUANTISED = ("nf4", "fp4", "int8")
+# bitsandbytes/functional.py quantize_4bit (0.50.2.dev0): "Valid values are 32, 64, 128,
+# 256, 512, 1024, 2048, and 4096", default 64; double quantisation quantises the absmax
+# values again with quantize_blockwise(..., blocksize=256) (8-bit, one fp32 absmax per 256).
+QUANT_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+DQ_BLOCK = 256
 
 
 @dataclass(frozen=True)
 class LoraSpec:
     """``training.lora``: ``rank`` (r), ``alpha`` (the update is scaled by alpha / r; no
     effect on memory or time), ``dropout`` (PEFT ``lora_dropout``), ``targets`` (of
-    :data:`LORA_TARGETS`, in that order)."""
+    :data:`LORA_TARGETS`, in that order); QLoRA: ``base_dtype`` (of :data:`BASE_DTYPES`;
+    None: the training precision's 16-bit weights), ``double_quant`` and
+    ``quant_block_size`` (4-bit bases, of :data:`QUANT_BLOCK_SIZES`), and
+    ``adapter_dtype`` (None: PEFT's fp32 adapters; bf16/fp16: qlora.py's)."""
     rank: int = 8
     alpha: float | None = None
     dropout: float = 0.0
     targets: tuple = ("q", "v")
+    # QLoRA (Dettmers et al. 2023): the frozen base's storage dtype (None: the training
+    # precision's 16-bit weights), double quantisation of the 4-bit absmax constants and
+    # the 4-bit block size (elements per absmax); see :func:`base_weight_bytes`.
+    base_dtype: str | None = None
+    double_quant: bool = False
+    quant_block_size: int = 64
+    # The adapters' dtype under torch AMP (DDP / FSDP). None: PEFT's default, fp32
+    # (``autocast_adapter_dtype=True``), with the base's unquantised parameters in fp32
+    # (``prepare_model_for_kbit_training``). "bf16" / "fp16": the QLoRA paper's
+    # ``qlora.py`` (artidoro/qlora at 7f4e95a, ``get_accelerate_model``: LoraLayer,
+    # ``embed_tokens`` and ``lm_head`` cast back to bf16 after PEFT, norms kept in fp32):
+    # 16-bit adapters and gradients, fp32 optimizer states, no master copy.
+    adapter_dtype: str | None = None
+
+    @property
+    def quantised(self) -> bool:
+        return self.base_dtype in QUANTISED
 
 
 def target_shapes(m) -> dict:
@@ -67,30 +104,99 @@ def adapter_params(m, lora: LoraSpec) -> dict:
 
 
 def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
-                             tensor_parallel: int = 1) -> float:
+                             tensor_parallel: int = 1, mask_bytes: int = 1) -> float:
     """Bytes one block's adapters save for backward, for ``tokens`` = b x s of one
-    micro-batch.
+    micro-batch, as PEFT runs them under mixed precision (HF Trainer ``bf16=True``:
+    ``torch.autocast``), measured in ``tests/data/saved_tensors_lora_hf.json``.
 
-    Per targeted matrix (PEFT ``Linear.forward``): ``lora_B`` saves its input, the
-    ``r``-wide output of ``lora_A`` (``tokens x r x act_bytes``); ``lora_A`` saves its
-    input, which is the base layer's own input ``x`` when ``lora_dropout`` is 0 (the
-    ``nn.Identity`` returns the same tensor: nothing new), else the dropout output
-    (``tokens x d_in x act_bytes``) and its 1-byte mask (``tokens x d_in``): every
-    adapter has its own dropout, so q, k and v each keep their own copy. ``d_in`` is
-    divided by ``tensor_parallel``.
+    PEFT keeps the adapters in fp32 (``autocast_adapter_dtype=True``:
+    ``tuners_utils.cast_adapter_dtype`` upcasts bf16/fp16 adapter weights) and casts each
+    target's input to that dtype (``lora/layer.py`` ``Linear.forward``:
+    ``x = self._cast_input_dtype(x, lora_A.weight.dtype)``, peft 0.20.1.dev0 at 5d602fd);
+    autocast then casts it back to 16-bit for ``lora_A``'s matmul, which saves that copy.
+    So per targeted matrix, every one its own: the input copy (``tokens x d_in x
+    act_bytes``), ``lora_A``'s ``r``-wide output that ``lora_B`` saves (``tokens x r x
+    act_bytes``), the 16-bit casts of the two adapter weights that autocast makes for the
+    matmuls (``r (d_in + d_out) x act_bytes``); with ``lora_dropout`` > 0 the dropout runs
+    on the fp32 copy and keeps its mask (``mask_bytes`` per element: a bool on CUDA, the
+    fp32 input's dtype on CPU). ``d_in`` / ``d_out`` are divided by ``tensor_parallel``.
     """
     shapes = target_shapes(m)
     total = 0.0
     for t in lora.targets:
         if t not in shapes:
             continue
-        d_in, _, count = shapes[t]
+        d_in, d_out, count = shapes[t]
         n = _tokens(m, t, tokens)
-        per = n * lora.rank * act_bytes
+        d_in, d_out = d_in / tensor_parallel, d_out / tensor_parallel
+        per = n * (d_in + lora.rank) * act_bytes + lora.rank * (d_in + d_out) * act_bytes
         if lora.dropout > 0:
-            per += n * d_in / tensor_parallel * (act_bytes + 1)
+            per += n * d_in * mask_bytes
         total += count * per
     return total
+
+
+def adapter_tensors(m, lora: LoraSpec, tensor_parallel: int = 1) -> list:
+    """Every adapter weight of the model as ``(elements, count)``: ``lora_A`` (``r x
+    d_in``) and ``lora_B`` (``d_out x r``) per targeted matrix and layer, the embedding's
+    ``r x vocab`` and ``h x r``; widths divided by ``tensor_parallel``."""
+    shapes = target_shapes(m)
+    out = []
+    for t in lora.targets:
+        if t in shapes:
+            d_in, d_out, c = shapes[t]
+            n = c * m.num_layers
+            out += [(lora.rank * d_in / tensor_parallel, n), (lora.rank * d_out / tensor_parallel, n)]
+    if "embeddings" in lora.targets:
+        out += [(lora.rank * (m.vocab_size or 0), 1), (lora.rank * m.hidden_size, 1)]
+    return out
+
+
+def base_matrices(m) -> list:
+    """The frozen base's matrices of one block that bitsandbytes quantises, ``(d_in,
+    d_out, count)``: every ``nn.Linear`` of the block (transformers
+    ``replace_with_bnb_linear`` converts each ``nn.Linear`` but ``modules_to_not_convert``,
+    which ``get_keys_to_not_convert`` fills with the output head): q, k, v, o, the MLP's
+    (gate only with a gated MLP; per expert) and a MoE router (h -> experts). Embeddings,
+    the head, norms and biases stay unquantised."""
+    shapes = target_shapes(m)
+    out = [shapes[t] for t in ("q", "k", "v", "o")]
+    out += [shapes[t] for t in (("gate", "up", "down") if m.gated_mlp else ("up", "down"))]
+    if m.num_experts > 1:
+        out.append((m.hidden_size, m.num_experts, 1))
+    return out
+
+
+def quantised_elements(m) -> int:
+    """Weight elements of one block that a quantised base stores in 4 or 8 bits."""
+    return sum(int(d_in * d_out * c) for d_in, d_out, c in base_matrices(m))
+
+
+def base_weight_bytes(m, lora: LoraSpec) -> dict:
+    """Bytes per quantised element of one block's frozen matrices, by part.
+
+    ``nf4`` / ``fp4`` (bitsandbytes ``Params4bit`` / ``quantize_4bit``): two 4-bit codes a
+    byte (0.5 B); one fp32 absmax per ``quant_block_size`` elements (4 / B B); with
+    ``double_quant`` (``compress_statistics``) the absmax values are quantised again to
+    8 bits in blocks of 256 with one fp32 absmax each: 1 / B + 4 / (256 B). At B = 64:
+    0.5 bits and 8/64 + 32/(64 x 256) = 0.127 bits per parameter (Dettmers et al. 2023
+    Sec. 3, "Double Quantization"). ``int8`` (``Int8Params``: ``int8_vectorwise_quant``):
+    1 B a weight and one fp32 scale (``SCB``) per output row (4 / d_in a weight, averaged
+    over the block's matrices). Returns ``{"weights": B/elem, "constants": B/elem}``; the
+    per-tensor codebook (256 fp32 values) and offset are left out (1 KiB a matrix).
+    """
+    if lora.base_dtype == "int8":
+        rows = sum(d_out * c for _, d_out, c in base_matrices(m))
+        return {"weights": 1.0, "constants": 4.0 * rows / quantised_elements(m)}
+    b = lora.quant_block_size
+    const = (1.0 / b + 4.0 / (DQ_BLOCK * b)) if lora.double_quant else 4.0 / b
+    return {"weights": 0.5, "constants": const}
+
+
+def largest_base_matrix(m) -> int:
+    """Elements of the largest quantised matrix (the dequantised 16-bit copy that
+    bitsandbytes makes per Linear at a time)."""
+    return int(max(d_in * d_out for d_in, d_out, _ in base_matrices(m)))
 
 
 def _tokens(m, target: str, tokens: float) -> float:

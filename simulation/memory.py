@@ -63,14 +63,15 @@ from .parallel import split_of
 from .pipeline import StagePlan, stage_plans
 from .loss import loss_bytes
 from . import experts
-from .lora import adapter_activation_bytes, adapter_params
+from .lora import (adapter_activation_bytes, adapter_params, adapter_tensors, base_weight_bytes,
+                   largest_base_matrix, quantised_elements)
 from .memo import ByIdentity
 from .params import ParamCount
 from .parallel import Layout
 from .checkpoint import TARGET_DEFAULTS, checkpoint_size_bytes
 from .context_parallel import ring_buffer_bytes
 from .scenario import ModelSpec, Scenario, TrainingSpec, checkpointed_layers, last_layer_checkpointed
-from .states import DTYPE_BYTES, StateBytes
+from .states import DTYPE_BYTES, PAGED_OPTIMIZERS, StateBytes
 from . import fp8 as fp8_model
 from .fp8 import uses_torchao
 
@@ -178,16 +179,39 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # mixed precision is on (HF Accelerate upcasts a bf16-loaded model, "Upcasted low
     # precision parameters"), and then they double as the master weights.
     fsdp_master = realistic and st.is_fsdp and sb.master_weights > 0 and lora is None
+    # PEFT keeps the adapters in fp32 when the base is 16-bit (autocast_adapter_dtype=True,
+    # peft tuners_utils.cast_adapter_dtype, peft 0.20.1.dev0): under torch AMP (DDP, FSDP)
+    # the fp32 adapters are what the optimizer updates, no separate master copy. DeepSpeed
+    # casts the whole module to its 16-bit dtype and keeps fp32 masters of its own.
+    regime = adapter_regime(sc, sb)
+    peft_fp32 = regime == "peft_fp32"
+    base_sb = sb
+    if regime == "16bit":
+        # qlora.py's recipe: 16-bit adapters updated in place (no master copy), 16-bit
+        # gradients (the parameters' dtype), the optimizer's own fp32 states
+        adt = lora.adapter_dtype
+        sb = dataclasses.replace(sb, params=2, grads=2, master_weights=0, params_dtype=adt,
+                                 grads_dtype=adt, master_dtype="none", grads_explicit=True)
+        pdt = adt
 
     # ---- parameters
-    if lora is not None:
-        add(f"{pdt} frozen base parameters" + (" (shard)" if p_div > 1 else ""), "params",
-            par_tier, sb.params * base_psi / p_div, sb.params / p_div,
+    if lora is not None and lora.quantised:
+        _quantised_base(add, sc, lay, sb, base_psi, p_div, par_tier, peft_fp32)
+    elif lora is not None:
+        bdt = lora.base_dtype or base_sb.params_dtype
+        bb = DTYPE_BYTES[bdt]
+        add(f"{bdt} frozen base parameters" + (" (shard)" if p_div > 1 else ""), "params",
+            par_tier, bb * base_psi / p_div, bb / p_div,
             note="LoRA: frozen, no gradients or optimizer states (Hu et al. 2021 Sec. 4.2)",
-            state=("params", pdt, sb.params))
-        add(f"{pdt} LoRA adapter parameters (r={lora.rank}: {', '.join(lora.targets)})",
-            "params", par_tier, sb.params * psi / p_div,
-            note=f"{psi:,.0f} trainable parameters per rank, r x (d_in + d_out) per matrix")
+            state=("params", bdt, bb))
+    if lora is not None:
+        adt, ab = ("fp32", 4) if peft_fp32 else (pdt, sb.params)
+        add(f"{adt} LoRA adapter parameters (r={lora.rank}: {', '.join(lora.targets)})"
+            + (", also the master weights" if peft_fp32 else ""),
+            "params", par_tier, ab * psi / p_div,
+            note=f"{psi:,.0f} trainable parameters per rank, r x (d_in + d_out) per matrix"
+                 + ("; PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype)"
+                    if peft_fp32 else ""))
     elif fsdp_master:
         add(f"{mdt} parameters (FSDP shard, also the master weights)", "params", par_tier,
             sb.master_weights * psi / p_div, sb.master_weights / p_div, note=shard_note,
@@ -268,11 +292,14 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             state=("grads", sb.grads_dtype, sb.grads))
 
     # ---- optimizer: master weights and moments
-    if sb.master_weights and not fsdp_master:
+    if sb.master_weights and not fsdp_master and not peft_fp32:
         add(f"{mdt} master weights" + (" (shard)" if o_div > 1 else ""), "optimizer", opt_tier,
             sb.master_weights * psi / o_div, sb.master_weights / o_div,
             note=shard_note if o_div > 1 else "", state=("master_weights", mdt, sb.master_weights))
-    if sb.optimizer_states:
+    paged = tr.optimizer in PAGED_OPTIMIZERS and opt_tier == "hbm"
+    if sb.optimizer_states and paged:
+        _paged_states(add, sc, pc, lay, sb, psi, o_div)
+    elif sb.optimizer_states:
         add(f"{tr.optimizer} optimizer states ({sb.optimizer_dtype})" + (" (shard)" if o_div > 1 else ""),
             "optimizer", opt_tier, sb.optimizer_states * psi / o_div,
             sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "",
@@ -315,12 +342,14 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 note="lora_A outputs of the layers not checkpointed, and one rebuilt")
         elif tr.recompute == "full":       # only block inputs stored: one block rebuilt at a time
             add("LoRA adapter activations (1 layer re-run in backward)", "activations", "hbm",
-                per_layer, phase="backward", note="lora_A outputs (and dropout copies)")
+                per_layer, phase="backward",
+                note="each adapter's input copy, lora_A output (and dropout mask)")
         else:
             add(f"LoRA adapter activations ({layers_held:g} layers)", "activations", "hbm",
                 per_layer * layers_held, phase="fwd_bwd",
-                note=f"{per_layer / 1e6:.2f} MB per layer: lora_A outputs (b x s x r)"
-                     + (" and each adapter's dropout output and mask" if lora.dropout else ""))
+                note=f"{per_layer / 1e6:.2f} MB per layer: each adapter's 16-bit copy of its "
+                     "input (PEFT casts it to the fp32 adapters' dtype, autocast back) and "
+                     "lora_A output (b x s x r)" + (", dropout mask" if lora.dropout else ""))
     if tr.preference is not None:
         _reference_model(add, sc, pc, lay, par_tier)
     if realistic:
@@ -567,6 +596,137 @@ def stage_param_share(sc: Scenario, pc: ParamCount, lay: Layout, plan: StagePlan
     return own / pc.total
 
 
+PAGE_MIN_ELEMENTS = 1e5       # bitsandbytes get_state_buffer: smaller tensors are not paged
+
+
+def adapter_regime(sc: Scenario, sb: StateBytes) -> str | None:
+    """How the LoRA adapters are kept (realistic convention): ``"peft_fp32"`` under torch
+    AMP (DDP, FSDP) with a 16-bit base and fp32 masters (PEFT's ``autocast_adapter_dtype``:
+    fp32 adapters, their own master copy), ``"16bit"`` with ``adapter_dtype`` bf16/fp16
+    under AMP (qlora.py: no master copy, 16-bit gradients), else None (the scenario's
+    precision and optimizer: DeepSpeed casts the module to 16-bit and keeps fp32 masters)."""
+    lora, st = sc.training.lora, sc.strategy
+    if lora is None or sc.convention != "realistic" or not (st.kind == "ddp" or st.is_fsdp):
+        return None
+    if lora.adapter_dtype in ("bf16", "fp16"):
+        return "16bit"
+    if sb.params_dtype in ("bf16", "fp16") and sb.master_weights == 4:
+        return "peft_fp32"
+    return None
+
+
+def adapter_checkpoint_bytes(sc: Scenario, sb: StateBytes) -> dict:
+    """Bytes per adapter parameter of a LoRA checkpoint (PEFT ``save_pretrained`` writes
+    the adapters in their dtype; the trainer the optimizer's states), in
+    :meth:`StateBytes.to_dict`'s keys: fp32 adapters and no master (``peft_fp32``),
+    16-bit adapters and no master (``16bit``), else the scenario's states."""
+    regime = adapter_regime(sc, sb)
+    d = dict(sb.to_dict())
+    if regime == "peft_fp32":
+        d.update(params=4, master_weights=0)
+    elif regime == "16bit":
+        d.update(params=2, master_weights=0)
+    return d
+
+
+def unit_param_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
+    """Bytes a gathered transformer block holds per parameter under ZeRO-3 / FSDP: the
+    parameters' dtype, or with a quantised base (QLoRA) its packed weights and constants
+    plus the block's unquantised norms (FSDP-QLoRA flattens the packed ``Params4bit``
+    storage, ``bnb_4bit_quant_storage`` a 16-bit dtype, and gathers those bytes)."""
+    lora = sc.training.lora
+    if lora is None or not lora.quantised or not pc.per_layer:
+        return sb.params
+    q = quantised_elements(sc.model)
+    wb = base_weight_bytes(sc.model, lora)
+    rest = max(pc.per_layer - q, 0)
+    return (q * (wb["weights"] + wb["constants"]) + rest * sb.params) / pc.per_layer
+
+
+def _paged_states(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi: float,
+                  o_div: float) -> None:
+    """bitsandbytes' paged optimizer states (``paged_adamw``, ``paged_adamw_8bit``).
+
+    ``bitsandbytes/optim/optimizer.py`` (0.50.2.dev0): ``get_state_buffer`` puts a
+    tensor's states in CUDA unified memory (``F.get_paged``) unless it has fewer than 1e5
+    elements (then an ordinary GPU buffer); ``step`` walks the parameters one at a time,
+    ``prefetch_state(p)`` then the update, so under memory pressure the driver keeps the
+    pages in host RAM and brings one tensor's states to the GPU at a time. Counted: the
+    unpaged states resident on the GPU, the largest paged tensor's states on the GPU in
+    the step, and every paged state in host RAM (its backing pages). The paging traffic
+    (PCIe) only happens when the GPU runs short and is not timed here."""
+    m, lora = sc.model, sc.training.lora
+    t = lay.tensor_parallel
+    if lora is not None:
+        sizes = adapter_tensors(m, lora, t)
+    else:
+        sizes = [(pc.largest_module / t, psi * t / max(pc.largest_module, 1))]
+    paged_el = sum(e * c for e, c in sizes if e >= PAGE_MIN_ELEMENTS)
+    paged_el = min(paged_el * psi / max(sum(e * c for e, c in sizes), 1), psi)
+    largest = max((e for e, _ in sizes if e >= PAGE_MIN_ELEMENTS), default=0.0)
+    b = sb.optimizer_states
+    name = f"{sc.training.optimizer} optimizer states ({sb.optimizer_dtype})"
+    if psi - paged_el > 0:
+        add(f"{name}, tensors under 1e5 elements (not paged)", "optimizer", "hbm",
+            b * (psi - paged_el) / o_div, note="ordinary GPU buffers",
+            state=("optimizer_states", sb.optimizer_dtype, b * (psi - paged_el) / psi))
+    if paged_el > 0:
+        add(f"{name}, paged in one tensor at a time for the step", "optimizer", "hbm",
+            b * largest / o_div, phase="step",
+            note="CUDA unified memory (F.get_paged): prefetch_state(p), then p's update")
+        add(f"{name}, host pages (paged out under GPU memory pressure)", "optimizer", "ddr",
+            b * paged_el / o_div, note="where the paged states live while the GPU is short",
+            state=("optimizer_states", sb.optimizer_dtype, b * paged_el / psi))
+
+
+def _quantised_base(add, sc: Scenario, lay: Layout, sb: StateBytes, base_psi: float,
+                    p_div: float, tier: str, peft_fp32: bool) -> None:
+    """QLoRA's frozen base (``training.lora.base_dtype`` nf4 / fp4 / int8), per rank.
+
+    The blocks' matrices (:func:`simulation.lora.base_matrices`) in 4 or 8 bits with
+    their quantisation constants (:func:`simulation.lora.base_weight_bytes`); every other
+    base parameter (embeddings, output head, norms, biases) unquantised, in fp32 where
+    PEFT's ``prepare_model_for_kbit_training`` ran (``peft/utils/other.py``: "cast all non
+    INT8 parameters to fp32", every fp16/bf16 parameter that is not ``Params4bit``), the
+    usual QLoRA recipe; under DeepSpeed (which casts the module to 16-bit) in the
+    training dtype. bitsandbytes dequantises one matrix at a time to the compute dtype
+    for the matmul, forward and backward (``autograd/_functions.py`` ``MatMul4Bit``:
+    ``F.dequantize_4bit(B, ctx.state).to(grad_output.dtype)`` in backward;
+    ``MatMul8bitLt`` likewise ``CB * SCB / 127``): a transient 16-bit copy of the largest
+    matrix. Under ZeRO-3 / FSDP the packed storage is sharded like any parameter (FSDP
+    needs ``bnb_4bit_quant_storage`` set to the 16-bit dtype, bitsandbytes >= 0.43)."""
+    m, lo = sc.model, sc.training.lora
+    mp = lay.tensor_parallel * lay.pipeline_parallel
+    q = m.num_layers * quantised_elements(m) / mp
+    rest = max(base_psi - q, 0.0)
+    wb = base_weight_bytes(m, lo)
+    sh = " (shard)" if p_div > 1 else ""
+    add(f"{lo.base_dtype} frozen base matrices{sh}", "params", tier, wb["weights"] * q / p_div,
+        note=f"{q:,.0f} weights per rank, {wb['weights'] * 8:g} bits each (bitsandbytes "
+             + ("Linear8bitLt)" if lo.base_dtype == "int8" else "Linear4bit)"),
+        state=("params", lo.base_dtype, wb["weights"] * q / base_psi))
+    if lo.base_dtype == "int8":
+        cname, cnote = "int8 row scales (fp32 SCB)", "one fp32 scale per output row"
+    elif lo.double_quant:
+        cname = f"quantisation constants (double-quantised, block {lo.quant_block_size})"
+        cnote = (f"8-bit absmax per {lo.quant_block_size} weights + fp32 per 256 absmax: "
+                 f"{wb['constants'] * 8:.3f} bits a weight (QLoRA Sec. 3)")
+    else:
+        cname = f"quantisation constants (fp32 absmax per {lo.quant_block_size})"
+        cnote = f"{wb['constants'] * 8:.3f} bits a weight"
+    add(cname + sh, "params", tier, wb["constants"] * q / p_div, note=cnote,
+        state=("params", "fp32", wb["constants"] * q / base_psi))
+    rdt = "fp32" if peft_fp32 else sb.params_dtype
+    add(f"{rdt} unquantised base parameters (embeddings, head, norms){sh}", "params", tier,
+        DTYPE_BYTES[rdt] * rest / p_div,
+        note=("PEFT prepare_model_for_kbit_training upcasts them to fp32" if peft_fp32
+              else "left in the training dtype"),
+        state=("params", rdt, DTYPE_BYTES[rdt] * rest / base_psi))
+    add("16-bit dequantised weight (one Linear at a time)", "buffers", "hbm",
+        2 * largest_base_matrix(m) / lay.tensor_parallel, phase="fwd_bwd",
+        note="bitsandbytes dequantises each matrix for its matmul, forward and backward")
+
+
 def trained_params(sc: Scenario, pc: ParamCount) -> float:
     """Parameters with gradients, optimizer states and a place in the checkpoint: all of
     them, or under LoRA the adapters (:func:`simulation.lora.adapter_params`)."""
@@ -690,7 +850,8 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         q_lora_rank=m.q_lora_rank, kv_lora_rank=m.kv_lora_rank,
         qk_head_dim=m.qk_head_dim if m.uses_mla else None,
         qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim,
-        fp8_linear_inputs=tr.fp8 is not None and not uses_torchao(tr))
+        fp8_linear_inputs=tr.fp8 is not None and not uses_torchao(tr),
+        frozen=tr.lora is not None)
 
 
 def _layout_note(m: ModelSpec, tr: TrainingSpec) -> str:
@@ -752,6 +913,7 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
     # its experts over ETP x EP with EP
     unit = experts.layer_params_per_rank(sc.model, max(pc.per_layer, pc.largest_layer), lay)
     k_fp32 = sb.master_weights + sb.optimizer_states
+    ub = unit_param_bytes(sc, pc, sb)            # a gathered block's bytes per parameter
 
     if st.kind == "megatron_dist_opt":
         pass            # Megatron's buckets are views into the main_grad buffer
@@ -766,12 +928,16 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
                 4 * psi / d, 4 / d, phase="step", note="DeepSpeed converts grads to fp32")
     if stage == 3:
         _gathered_modules(add, sc, pc, lay, sb, pipeline_stage)
-    gathered = _block_gather_bytes(sc, pc, sb)
+    # bytes a gathered block holds per parameter: FP8 weights gathered as 1 B, or
+    # QLoRA's packed storage (each is sb.params where it does not apply)
+    gathered = min(_block_gather_bytes(sc, pc, sb), ub)
     if stage == 3 and st.is_fsdp:
         add(f"unsharded parameters ({1 + st.prefetch_depth} FSDP units)", "buffers", "hbm",
             (1 + st.prefetch_depth) * unit * gathered, phase="fwd_bwd",
             note="current unit + prefetched units, all-gathered"
-                 + (" (FP8 weights gathered as 1 B)" if gathered != sb.params else ""))
+                 + ("" if gathered == sb.params else
+                    " (the packed 4/8-bit storage and its constants)" if ub < sb.params else
+                    " (FP8 weights gathered as 1 B)"))
         add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
             unit * sb.grads * trainable_fraction(sc, pc),
             phase="backward", note="before reduce-scatter")

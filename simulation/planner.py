@@ -94,7 +94,7 @@ from .lora import adapter_params
 from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Scenario, TrainingSpec,
                        resolve, resolve_cluster)
 from .checkpoint import TARGET_KINDS
-from .states import state_bytes
+from .states import PAGED_OPTIMIZERS, state_bytes
 from .memory import _stage_activations, stage_param_share, stage_plans_for
 from .parallel import is_uneven, pipeline_stage_layers
 
@@ -423,12 +423,13 @@ def hbm_lower_bound_bytes(sc: Scenario, lay) -> float:
         return _hbm_floor_bytes(sc.strategy, sb, pc.total * share * lay.pipeline_parallel,
                                 0, lay.tensor_parallel, lay.pipeline_parallel, lay.shard_degree, act,
                                 sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0,
-                                _trained(sc.model, tr) and _trained(sc.model, tr) * share * lay.pipeline_parallel)
+                                _trained(sc.model, tr) and _trained(sc.model, tr) * share * lay.pipeline_parallel,
+                                None, tr)
     return _hbm_floor_bytes(sc.strategy, sb, experts.floor_params(sc.model, pc.total, tr),
                             sc.model.num_layers, lay.tensor_parallel,
                             lay.pipeline_parallel, lay.shard_degree, act,
                             sc.runtime.runtime_bytes if sc.convention == "realistic" else 0.0,
-                            _trained(sc.model, tr), _layer_params(sc.model, pc))
+                            _trained(sc.model, tr), _layer_params(sc.model, pc), tr)
 
 
 def _layer_params(model, pc) -> float | None:
@@ -448,7 +449,7 @@ def _trained(model, tr) -> float | None:
 
 def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: int, shard: int,
                      act, runtime_bytes: float, trained_params: float | None = None,
-                     layer_params: float | None = None) -> float:
+                     layer_params: float | None = None, training=None) -> float:
     """A lower bound on one GPU's HBM bytes, from the terms of
     :func:`simulation.memory.build_parts` that are always there, each at its smallest:
 
@@ -474,6 +475,10 @@ def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: in
     out: each is zero somewhere. Units: bytes; ``st`` a StrategySpec, ``sb`` StateBytes.
     ``trained_params``: under LoRA the adapters' count, which the gradients and optimizer
     states are counted on (the frozen base has neither); None: ``num_params``.
+    ``training`` (the TrainingSpec, optional): under LoRA the adapters may have no master
+    copy (PEFT's fp32 adapters, qlora.py's bf16 ones), a quantised base (QLoRA) stores
+    at least 0.5 B (4-bit) or 1 B (int8) a parameter, and paged optimizer states
+    (``paged_adamw*``) can leave the GPU: each at its smallest.
     """
     stage = st.zero_stage
     psi = num_params / (tp * pp)
@@ -485,16 +490,24 @@ def _hbm_floor_bytes(st, sb, num_params: float, num_layers: int, tp: int, pp: in
     o_div = shard if stage >= 1 else 1
     fsdp_master = st.is_fsdp and sb.master_weights > 0 and trained_params is None
     out = runtime_bytes
+    lora = getattr(training, "lora", None)
+    base_bpp = sb.params
+    if lora is not None and lora.quantised:
+        base_bpp = 1.0 if lora.base_dtype == "int8" else 0.5
+    elif lora is not None and lora.base_dtype is not None:
+        base_bpp = 2.0
     if st.offload_params == "none":
-        out += (min(sb.params, sb.master_weights) if fsdp_master else sb.params) * psi / p_div
+        out += (min(sb.params, sb.master_weights) if fsdp_master else base_bpp) * psi / p_div
     if trained_params is not None:
         psi = trained_params / (tp * pp)
         if layer_params is not None and num_params:       # the memory model's stage share
             psi = np.where(pp > 1, psi * layer_params / num_params, psi) if isinstance(pp, np.ndarray) \
                 else (psi * layer_params / num_params if pp > 1 else psi)
+    master = 0.0 if fsdp_master or lora is not None else sb.master_weights
+    moments = 0.0 if getattr(training, "optimizer", None) in PAGED_OPTIMIZERS else sb.optimizer_states
     if st.offload_optimizer == "none":
         out += min(sb.grads, sb.params, 4.0) * psi / g_div
-        out += ((0.0 if fsdp_master else sb.master_weights) + sb.optimizer_states) * psi / o_div
+        out += (master + moments) * psi / o_div
     if st.offload_activations != "cpu":
         out += (act.layers_bytes if pp == 1 else
                 max(act.layers_bytes, act.per_layer_bytes * num_layers / pp))
@@ -1066,7 +1079,7 @@ class _Space:
                                                       else int(dp[f]))
                 lb_u[j] = _hbm_floor_bytes(st, sb, self.num_params, self.layers, int(tp[f]), int(pp[f]),
                                            shard, act, self.runtime_bytes, _trained(self.model, tr),
-                                           self.layer_params)
+                                           self.layer_params, tr)
             floor[alive] = lb_u[linv]
             over = floor[alive] > self.cap[ni[alive]]
             code[alive[over]] = 5

@@ -38,7 +38,7 @@ from .fp8 import (AMAX_ALGOS as _FP8_AMAX_ALGOS, FORMATS as _FP8_FORMATS, RECIPE
                   TE_RECIPES as _FP8_TE_RECIPES, TORCHAO_RECIPES as _FP8_TORCHAO_RECIPES,
                   Fp8Spec, default_format as _fp8_default_format)
 from .states import STATE_DTYPES, StateDtypes
-from .lora import LORA_TARGETS, LoraSpec
+from .lora import BASE_DTYPES, LORA_TARGETS, QUANT_BLOCK_SIZES, LoraSpec
 from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      field_names, frozen_new as _new, given as _given, int_field as _int,
@@ -63,7 +63,8 @@ MAX_TIER_BYTES = 1e18             # one node's tier
 MAX_BYTES_PER_S = 1e15            # any link or memory bandwidth
 MAX_FLOPS = 1e18                  # one accelerator
 PRECISIONS = ("bf16", "fp16", "fp32")
-OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor")
+OPTIMIZERS = ("adam", "adamw", "adam_8bit", "sgd_momentum", "adafactor", "paged_adamw",
+              "paged_adamw_8bit")
 # "selective_ops": op-level selective activation checkpointing as torchtitan applies it
 # (torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block, 9dec370,
 # selective_ac_option = "op"): a block saves every odd matmul output, SDPA and the
@@ -881,7 +882,12 @@ class TrainingSpec:
         if self.fp8 is not None:
             out["fp8"] = self.fp8.to_dict()
         if self.lora is not None:
-            out["lora"] = {**_given(self.lora), "targets": list(self.lora.targets)}
+            lo = {**_given(self.lora), "targets": list(self.lora.targets)}
+            for name, default in (("double_quant", False), ("quant_block_size", 64)):
+                # QLoRA's defaults: older LoRA JSON (and hashes) unchanged
+                if lo.get(name) == default:
+                    del lo[name]
+            out["lora"] = lo
         for name in ("overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
                      "moe_a2a_overlap"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
@@ -1003,7 +1009,9 @@ def _check_fp8(sc) -> None:
 
 def _lora(d, path: str) -> LoraSpec | None:
     """``training.lora``: ``{"rank": 16, "alpha": 32, "dropout": 0.05, "targets": ["q",
-    "k", "v", "o"]}`` (see :class:`simulation.lora.LoraSpec`); null or absent: no LoRA."""
+    "k", "v", "o"]}`` (see :class:`simulation.lora.LoraSpec`); null or absent: no LoRA.
+    QLoRA: ``"base_dtype": "nf4"`` (or ``fp4``, ``int8``; ``bf16``/``fp16``: a 16-bit
+    base), ``"double_quant": true`` and ``"quant_block_size": 64`` (4-bit only)."""
     if d is None:
         return None
     if not isinstance(d, dict):
@@ -1019,10 +1027,25 @@ def _lora(d, path: str) -> LoraSpec | None:
                                 f"must be one of {', '.join(LORA_TARGETS)}; got {t!r}")
     if len(set(targets)) != len(targets):
         raise ScenarioError(f"{path}.targets", "names a module twice")
+    base_dtype = _choice(d, "base_dtype", path, (None, *BASE_DTYPES), None)
+    adapter_dtype = _choice(d, "adapter_dtype", path, (None, "fp32", "bf16", "fp16"), None)
+    four_bit = base_dtype in ("nf4", "fp4")
+    for name, default in (("double_quant", False), ("quant_block_size", 64)):
+        if d.get(name) not in (None, default) and not four_bit:      # the default is harmless
+            raise ScenarioError(f"{path}.{name}", "applies to a 4-bit base: set base_dtype to "
+                                                   "nf4 or fp4")
+    block = _int(d, "quant_block_size", path, 64)
+    if block not in QUANT_BLOCK_SIZES:
+        raise ScenarioError(f"{path}.quant_block_size",
+                            f"must be one of {', '.join(map(str, QUANT_BLOCK_SIZES))} "
+                            f"(bitsandbytes quantize_4bit); got {block}")
     return LoraSpec(rank=_int(d, "rank", path, 8, maximum=65_536),
                     alpha=_num(d, "alpha", path, None, strict=True, maximum=1e6),
                     dropout=_num(d, "dropout", path, 0.0, maximum=0.99),
-                    targets=tuple(t for t in LORA_TARGETS if t in targets))
+                    targets=tuple(t for t in LORA_TARGETS if t in targets),
+                    base_dtype=base_dtype,
+                    double_quant=_bool(d, "double_quant", path, False),
+                    quant_block_size=block, adapter_dtype=adapter_dtype)
 
 
 PREFERENCE_METHODS = ("dpo",)

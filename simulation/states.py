@@ -12,7 +12,16 @@ adam / adamw   8 (fp32 m, v)                       4
 adam_8bit      2 (int8 m, v; Dettmers et al. 2022) 4
 sgd_momentum   4 (fp32 momentum)                   4
 adafactor      ~0 (factored 2nd moment, no m)      4
+paged_adamw    8 (fp32 m, v in unified memory)     4
+paged_adamw_8bit 2 (int8 m, v in unified memory)   4
 =============  =================================  ======================
+
+The paged optimizers are bitsandbytes' ``PagedAdamW`` / ``PagedAdamW8bit``
+(``bitsandbytes/optim/optimizer.py``: ``get_state_buffer`` allocates the states with
+``F.get_paged``, CUDA unified memory, when ``is_paged``; QLoRA Sec. 3 "Paged
+Optimizers"): the same bytes as AdamW / 8-bit AdamW, but the driver evicts their pages
+to host RAM when the GPU runs short and pages them back for the update, so they need
+HBM only in the optimizer step (:mod:`simulation.memory` puts them in that phase).
 
 In pure fp32 training there is no separate master copy (the parameters are fp32).
 """
@@ -27,7 +36,9 @@ from .fields import made_once
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 # Moments an optimizer keeps per parameter (Adam: m and v; SGD: momentum; Adafactor's
 # factored second moment is O(rows + cols), counted as none).
-OPTIMIZER_MOMENTS = {"adam": 2, "adamw": 2, "adam_8bit": 2, "sgd_momentum": 1, "adafactor": 0}
+OPTIMIZER_MOMENTS = {"adam": 2, "adamw": 2, "adam_8bit": 2, "sgd_momentum": 1, "adafactor": 0,
+                     "paged_adamw": 2, "paged_adamw_8bit": 2}
+PAGED_OPTIMIZERS = ("paged_adamw", "paged_adamw_8bit")
 STATE_DTYPES = ("params", "grads", "master_weights", "optimizer_states")
 
 
@@ -88,7 +99,7 @@ def state_bytes(precision: str, optimizer: str, dtypes: StateDtypes | None = Non
     pdt = d.params or precision
     gdt = d.grads or pdt
     mdt = d.master_weights or ("none" if pdt == "fp32" else "fp32")
-    odt = d.optimizer_states or ("int8" if optimizer == "adam_8bit" else "fp32")
+    odt = d.optimizer_states or ("int8" if optimizer in ("adam_8bit", "paged_adamw_8bit") else "fp32")
     moments = OPTIMIZER_MOMENTS[optimizer] * DTYPE_BYTES[odt]
     if d.kahan_summation:
         moments += DTYPE_BYTES[pdt]

@@ -58,7 +58,7 @@ from . import context_parallel
 from . import cpu_adam
 from . import experts
 from .lora import adapter_gemms, adapter_params
-from .memory import OFFLOAD_TIER
+from .memory import OFFLOAD_TIER, unit_param_bytes
 from .params import ParamCount
 from . import fp8 as fp8_model
 from . import pipeline as pipe
@@ -97,7 +97,7 @@ def compute_times(sc: Scenario, pc: ParamCount) -> dict:
             # the projections' and MLP's GEMMs at the FP8 peak x the same efficiency:
             # their FLOPs count (16-bit peak / FP8 peak) of a 16-bit FLOP
             acc, m = sc.cluster.accelerator, sc.model
-            tok = sc.training.micro_batch_size * sc.training.seq_len
+            tok = sc.training.sequences_per_micro_batch * sc.training.local_seq_len
             lin = 2 * fp8_model.linear_params_per_layer(m, pc) * tok / sc.training.tensor_parallel
             if m.num_experts > 1:
                 lin *= pc.per_layer_active / pc.per_layer
@@ -109,7 +109,13 @@ def compute_times(sc: Scenario, pc: ParamCount) -> dict:
             redo = {"full": lin, "selective_ops": 2 * tok * (h * h * kv + h * h + h * f * max(
                 m.moe_top_k, 1)) / sc.training.tensor_parallel}.get(sc.training.recompute, 0.0)
             fwd, bwd = fwd - saved * lin, bwd - saved * (2 * lin + redo)
-        out = dict(fwd_s=fwd / rate, bwd_s=bwd / rate,
+        tr = sc.training
+        # QLoRA's dequantisation is memory traffic, not FLOPs: its seconds come on top
+        # (compute.dequant_seconds; the forward again under full recomputation)
+        dq_f, dq_b = compute.dequant_seconds(sc.model, tr.lora, tr.tensor_parallel,
+                                             compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator))
+        dq_b += dq_f if tr.recompute == "full" else 0.0
+        out = dict(fwd_s=fwd / rate + dq_f, bwd_s=bwd / rate + dq_b,
                    head_s=(fl["head_fwd"] + fl["head_bwd"]) / rate)
     amax = fp8_amax_reduction_s(sc)
     if amax:
@@ -165,6 +171,9 @@ def compute_summary(sc: Scenario, pc: ParamCount) -> dict:
         if "fp8_cast" in parts:
             out.update(fp8_cast_fwd_s=float(parts["fp8_cast"]),
                        fp8_cast_bwd_s=float(parts["fp8_cast_bwd"]))
+        if parts.get("dequant_bwd"):    # QLoRA: the frozen matrices' dequantisation
+            out["dequant_s"] = float(parts["dequant"])
+            out["dequant_bwd_s"] = float(parts["dequant_bwd"])
     else:
         out["compute_efficiency"] = sc.training.compute_efficiency or compute.DEFAULT_COMPUTE_EFFICIENCY
     fp8 = sc.training.fp8
@@ -619,7 +628,11 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         params_per_rank=(experts.rank_params(m, trained, lay)
                          if st.zero_stage == 0 and tr.lora is None else trained / (t * p))
         * (2 if sc.training.pipeline_schedule == "dualpipe" else 1),
-        param_bytes=gathered_param_bytes(sc, pc, sb), grad_bytes=grad_bytes,
+        # FP8 primary weights gathered as 1 B (gathered_param_bytes); ZeRO-3 / FSDP gather a
+        # quantised base (QLoRA) as its packed storage (memory.unit_param_bytes)
+        param_bytes=min(gathered_param_bytes(sc, pc, sb),
+                        unit_param_bytes(sc, pc, sb) if st.zero_stage == 3 else sb.params),
+        grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink",
@@ -635,7 +648,8 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         hbm_bytes_per_s=compute.sustained_hbm_bytes_per_s(c.accelerator),
         shard_per_node=shard_k, dp_per_node=dp_k,
         gather_latency_s=(units * nccl.ring_latency_s("allgather", shard, shard_nodes)
-                          + list_collective_copy_s(sc, pc.per_layer / t * sb.params, "allgather")),
+                          + list_collective_copy_s(sc, pc.per_layer / t * unit_param_bytes(sc, pc, sb),
+                                                   "allgather")),
         reduce_latency_s=(n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes)
                           + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter")),
         dp_allreduce_latency_s=dp_ar_lat,

@@ -335,3 +335,35 @@ def test_preference_and_layer_selective_recompute_inputs(page, live_url, user_ad
     assert spec["training"]["recompute_every"] == 4
     assert page.js_errors == []
 
+
+def test_qlora_inputs_fit_a_70b_on_one_h100(page, live_url, user_admin, catalog, settings):
+    """Issue #14: QLoRA. Llama-2-70B, DDP, r = 16 on q, k, v, o, full recomputation: with a
+    bf16 base (138 GB of frozen weights a GPU) it does not fit an 80 GB H100; with the base
+    in 4-bit NF4, double-quantised (0.5 B + 0.127 bits a weight), it fits. The 4-bit inputs
+    reach the scenario as the engine's fields."""
+    import uuid
+
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    page.select_option("select[name='model.preset']", "llama2-70b")
+    page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.fill("input[name='cluster.num_nodes']", "1")
+    page.select_option("select[name='strategy.kind']", "ddp")
+    page.fill("input[name='training.seq_len']", "2048")
+    page.select_option("select[name='training.recompute']", "full")
+    page.fill("input[name='training.lora.rank']", "16")
+    page.fill("input[name='training.lora.targets']", "q, k, v, o")
+    page.wait_for_selector("#live-estimate[data-fits='false']")
+    page.select_option("select[name='training.lora.base_dtype']", "nf4")
+    page.check("input[name='training.lora.double_quant']")
+    page.wait_for_selector("#live-estimate[data-fits='true']")
+    page.fill("input[name='name']", "issue 14 qlora")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    spec = Scenario.objects.get(name="issue 14 qlora").spec
+    assert spec["training"]["lora"] == {"rank": 16, "targets": ["q", "k", "v", "o"],
+                                        "base_dtype": "nf4", "double_quant": True}
+    assert page.js_errors == []
+

@@ -194,3 +194,20 @@ def test_uneven_pipeline_stages_through_the_api(owner_api, example_spec):
     example_spec["training"]["pipeline_layers"] = [20, 20, "x", 20]
     r = owner_api.post(URL, {"scenario": example_spec}, format="json")
     assert r.status_code == 400 and list(r.json()) == ["scenario.training.pipeline_layers[2]"]
+
+
+def test_it_accepts_qlora_and_names_a_bad_qlora_field(owner_api, example_spec):
+    """issue #14: a 4-bit NF4 base with double quantisation and a paged 8-bit optimizer."""
+    example_spec["strategy"] = {"kind": "ddp"}
+    example_spec["training"]["optimizer"] = "paged_adamw_8bit"
+    example_spec["training"]["lora"] = {"rank": 16, "targets": ["q", "v"], "base_dtype": "nf4",
+                                        "double_quant": True}
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 200
+    names = [p["name"] for p in r.json()["memory"]["per_gpu"]["hbm"]["parts"]]
+    assert "nf4 frozen base matrices" in names
+    assert any(n.startswith("quantisation constants (double-quantised") for n in names)
+    example_spec["training"]["lora"]["quant_block_size"] = 100
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["scenario.training.lora.quant_block_size"]

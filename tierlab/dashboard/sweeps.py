@@ -66,7 +66,7 @@ PARAMETERS: tuple[tuple[str, str, str], ...] = (
     ("training.expert_parallel", "Expert-parallel degree (MoE)", "GPUs"),
     ("training.recompute", "Activation recomputation", "none, selective, full, selective_ops"),
     ("training.precision", "Precision", "bf16, fp16, fp32"),
-    ("training.optimizer", "Optimizer", "adam, adamw, adam_8bit, sgd_momentum, adafactor"),
+    ("training.optimizer", "Optimizer", "adam, adamw, adam_8bit, sgd_momentum, adafactor, paged_adamw, paged_adamw_8bit"),
     ("strategy.kind", "Strategy", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_hybrid_shard, "
                                   "zero_offload, zero_infinity, megatron_dist_opt"),
     ("strategy.offload_optimizer", "Offload optimizer states to", "none, cpu, nvme, cxl"),

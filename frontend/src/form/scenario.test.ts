@@ -405,6 +405,33 @@ describe("LoRA inputs (training.lora, issue #14)", () => {
     expect(settingsNotOnForm({ schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, training: { lora } })).toEqual([]);
   });
 
+  it("sends the QLoRA inputs: base storage, double quantisation and block size for 4-bit only", () => {
+    const req = buildRequest({
+      ...values, "training.lora.rank": "64", "training.lora.base_dtype": "nf4",
+      "training.lora.double_quant": true, "training.lora.quant_block_size": "128",
+      "training.lora.adapter_dtype": "bf16",
+    });
+    expect((req.scenario.training as Record<string, unknown>).lora).toEqual({
+      rank: 64, base_dtype: "nf4", double_quant: true, quant_block_size: 128, adapter_dtype: "bf16",
+    });
+    const int8 = buildRequest({
+      ...values, "training.lora.rank": "8", "training.lora.base_dtype": "int8",
+      "training.lora.double_quant": true, "training.lora.quant_block_size": "128",
+    });
+    // the engine refuses double_quant / quant_block_size for an int8 base: not sent
+    expect((int8.scenario.training as Record<string, unknown>).lora).toEqual({ rank: 8, base_dtype: "int8" });
+  });
+
+  it("shows an example's QLoRA settings on the form and sends them back unchanged", () => {
+    const lora = { rank: 16, targets: ["q", "v"], base_dtype: "nf4", double_quant: true, quant_block_size: 64 };
+    const sc = { schema: 1, model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, training: { lora } };
+    const v = valuesFromScenario(sc);
+    expect(v["training.lora.base_dtype"]).toBe("nf4");
+    expect(v["training.lora.double_quant"]).toBe(true);
+    expect((buildRequest(v).scenario.training as Record<string, unknown>).lora).toEqual(lora);
+    expect(settingsNotOnForm(sc)).toEqual([]);
+  });
+
   it("puts the engine's LoRA errors next to their inputs", () => {
     expect(inputNameForErrorKey("scenario.training.lora.targets[1]")).toBe("training.lora.targets");
     expect(inputNameForErrorKey("scenario.training.lora")).toBe("training.lora.rank");

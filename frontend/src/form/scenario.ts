@@ -49,6 +49,8 @@ export const OPTIMIZERS: [string, string][] = [
   ["adam_8bit", "8-bit Adam"],
   ["sgd_momentum", "SGD with momentum"],
   ["adafactor", "Adafactor"],
+  ["paged_adamw", "paged AdamW (bitsandbytes)"],
+  ["paged_adamw_8bit", "paged 8-bit AdamW (bitsandbytes)"],
 ];
 
 /** training.preference.reference (simulation/scenario.py PreferenceSpec): blank = no preference tuning. */
@@ -290,6 +292,10 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.fp8.format": "FP8 format",
   "training.fp8.amax_history_len": "FP8 amax history length",
   "training.fp8.param": "FP8 primary weights",
+  "training.lora.base_dtype": "Frozen base storage",
+  "training.lora.double_quant": "Double quantisation",
+  "training.lora.quant_block_size": "Quantisation block size",
+  "training.lora.adapter_dtype": "Adapter dtype",
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
   "cluster.cpu_cores": "Host CPU cores",
@@ -364,6 +370,10 @@ export const DEFAULT_VALUES: FormValues = {
   "training.fp8.format": "",
   "training.fp8.amax_history_len": "",
   "training.fp8.param": false,
+  "training.lora.base_dtype": "",
+  "training.lora.double_quant": false,
+  "training.lora.quant_block_size": "",
+  "training.lora.adapter_dtype": "",
   "strategy.deepspeed_release": "current",
   "strategy.cpu_optimizer_cores_per_gpu": "",
   "cluster.cpu_cores": "",
@@ -396,6 +406,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.first_pipeline_layers": "blank = an even split",
   "training.last_pipeline_layers": "blank = an even split",
   "training.pipeline_layers": "e.g. 7, 8, 8, 7 (blank = an even split)",
+  "training.lora.quant_block_size": "64",
   "training.compute_efficiency": "from the work",
   "training.network_efficiency": "0.8",
   "training.expert_parallel": "1",
@@ -644,6 +655,16 @@ export function loraSection(values: FormValues): Record<string, unknown> | null 
   setOrDelete(lora, "dropout", values["training.lora.dropout"]);
   const text = str(values["training.lora.targets"], "").trim();
   if (text !== "") lora.targets = text.split(/[\s,]+/).filter((t) => t !== "");
+  // QLoRA: the frozen base's storage; double quantisation and block size for a 4-bit base
+  const base = str(values["training.lora.base_dtype"], "");
+  if (base !== "") lora.base_dtype = base;
+  if (base === "nf4" || base === "fp4") {
+    if (values["training.lora.double_quant"] === true) lora.double_quant = true;
+    const block = intOrRaw(values["training.lora.quant_block_size"]);
+    if (block !== undefined) lora.quant_block_size = block;
+  }
+  const adapter = str(values["training.lora.adapter_dtype"], "");
+  if (adapter !== "") lora.adapter_dtype = adapter;
   return lora;
 }
 
@@ -664,6 +685,26 @@ export function fp8Section(values: FormValues, base?: Record<string, unknown>): 
   else delete fp8.param;
   return fp8;
 }
+
+
+/** `training.lora.base_dtype` choices (simulation/lora.py BASE_DTYPES); blank = the
+ *  training precision's 16-bit weights. */
+export const LORA_BASE_DTYPES: [string, string][] = [
+  ["", "16-bit (the training precision)"],
+  ["bf16", "bf16"],
+  ["fp16", "fp16"],
+  ["nf4", "4-bit NormalFloat (QLoRA, bitsandbytes)"],
+  ["fp4", "4-bit float (bitsandbytes)"],
+  ["int8", "int8 (LLM.int8, bitsandbytes)"],
+];
+
+/** `training.lora.adapter_dtype` choices; blank = PEFT's fp32 adapters. */
+export const LORA_ADAPTER_DTYPES: [string, string][] = [
+  ["", "PEFT default (fp32)"],
+  ["fp32", "fp32"],
+  ["bf16", "bf16 (the QLoRA paper's qlora.py)"],
+  ["fp16", "fp16"],
+];
 
 /** Where the new-scenario form's default differs from the engine's (simulation/scenario.py):
  *  a scenario that leaves the setting out means the engine's. */
@@ -699,6 +740,11 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
       if (typeof lora[k] === "number") v[`training.lora.${k}`] = String(lora[k]);
     }
     if (Array.isArray(lora.targets)) v["training.lora.targets"] = lora.targets.join(", ");
+    for (const k of ["base_dtype", "adapter_dtype"]) {
+      if (typeof lora[k] === "string") v[`training.lora.${k}`] = lora[k] as string;
+    }
+    if (typeof lora.quant_block_size === "number") v["training.lora.quant_block_size"] = String(lora.quant_block_size);
+    v["training.lora.double_quant"] = lora.double_quant === true;
   }
   const fp8 = isObject(scenario.training) ? scenario.training.fp8 : undefined;
   if (isObject(fp8)) {

@@ -20,6 +20,8 @@ import {
   FIELD_LABELS,
   OFFLOAD_TARGETS,
   OPTIMIZERS,
+  LORA_ADAPTER_DTYPES,
+  LORA_BASE_DTYPES,
   PRECISIONS,
   RECOMPUTE,
   PREFERENCE_REFERENCES,
@@ -104,6 +106,10 @@ function mount(root: HTMLElement): void {
     fp8Format: select(FP8_FORMATS),
     fp8History: integer({ placeholder: PLACEHOLDERS["training.fp8.amax_history_len"] }),
     fp8Param: h("input", { type: "checkbox", role: "switch" }),
+    loraBase: select(LORA_BASE_DTYPES),
+    loraDoubleQuant: h("input", { type: "checkbox", role: "switch" }),
+    loraBlock: integer({ min: 32, placeholder: PLACEHOLDERS["training.lora.quant_block_size"] }),
+    loraAdapterDtype: select(LORA_ADAPTER_DTYPES),
     pp: integer({ required: true }),
     cp: integer({ required: true, min: 1 }),
     ep: integer({ min: 1, placeholder: PLACEHOLDERS["training.expert_parallel"] }),
@@ -357,6 +363,15 @@ function mount(root: HTMLElement): void {
         f("training.fp8.format", c.fp8Format, { unit: "E4M3 / E5M2" }),
         f("training.fp8.amax_history_len", c.fp8History, { unit: "steps; delayed scaling only" }),
         f("training.fp8.param", c.fp8Param, { unit: "1-byte weights (--fp8-param-gather)" }),
+        f("training.lora.base_dtype", c.loraBase, {
+          unit: "QLoRA: nf4 / fp4 / int8",
+          help: "QLoRA (Dettmers et al. 2023): the frozen base's matrices stored in 4 bits (bitsandbytes " +
+            "NF4 or FP4, an absmax per block) or 8 bits, dequantised to 16-bit for each matmul; " +
+            "embeddings, head and norms stay unquantised (fp32 after PEFT's prepare_model_for_kbit_training).",
+        }),
+        f("training.lora.double_quant", c.loraDoubleQuant, { unit: "4-bit: 0.5 → 0.127 bits a weight" }),
+        f("training.lora.quant_block_size", c.loraBlock, { unit: "weights per absmax (4-bit)" }),
+        f("training.lora.adapter_dtype", c.loraAdapterDtype, { unit: "bf16: no fp32 master copy" }),
       ),
     ),
     h(

@@ -1,0 +1,444 @@
+"""QLoRA and LoRA memory fidelity (issue #14): a quantised frozen base, what a frozen base
+and PEFT's adapters save for backward, paged optimizers, dequantisation time, exports.
+
+Sources: Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs" (arXiv
+2305.14314; Sec. 1-3 as quoted in each test); bitsandbytes 0.50.2.dev0 (``functional.py``
+``quantize_4bit``, ``nn/modules.py`` ``Params4bit`` / ``Int8Params``, ``optim/optimizer.py``);
+peft 0.20.1.dev0 (``utils/other.py`` ``prepare_model_for_kbit_training``,
+``tuners/tuners_utils.py`` ``cast_adapter_dtype``, ``tuners/lora/layer.py``); the QLoRA
+code, artidoro/qlora at 7f4e95a (``qlora.py``, ``scripts/finetune_guanaco_*.sh``);
+measurements in ``tests/data/saved_tensors_lora_hf.json`` (``scripts/measure_saved_tensors_lora.py``).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulation import evaluate_dict
+from simulation.activations import CPU, ActivationShape, layer_bytes
+from simulation.compute import GPU_FIGURES, layer_times
+from simulation.errors import ScenarioError
+from simulation.export import deepspeed_config, fsdp_snippet
+from simulation.lora import adapter_activation_bytes, base_weight_bytes, quantised_elements
+from simulation.params import model_params
+from simulation.scenario import Scenario
+
+DATA = json.loads((Path(__file__).parent.parent / "data" / "saved_tensors_lora_hf.json").read_text())
+CASES = {c["id"]: c for c in DATA["cases"]}
+GIB = 2**30
+ALL = ["q", "k", "v", "o", "gate", "up", "down"]
+
+# LLaMA (Touvron et al. 2023, arXiv 2302.13971, Table 2; huggyllama config.json): layers,
+# hidden, heads, ffn; vocabulary 32,000, untied head, RMSNorm, SwiGLU.
+LLAMA1 = {7: (32, 4096, 32, 11008), 13: (40, 5120, 40, 13824), 33: (60, 6656, 52, 17920),
+          65: (80, 8192, 64, 22016)}
+
+
+def llama1(n):
+    layers, h, a, f = LLAMA1[n]
+    return dict(name=f"LLaMA-{n}B", num_layers=layers, hidden_size=h, num_attention_heads=a,
+                num_kv_heads=a, ffn_hidden_size=f, vocab_size=32000, gated_mlp=True,
+                tied_embeddings=False, position_embedding="rope", norm="rmsnorm",
+                linear_bias=False, dropout=False, max_seq_len=2048)
+
+
+def card(gb):
+    """One workstation card of ``gb`` GB (RTX A6000-class for 48 GB: 768 GB/s GDDR6;
+    RTX 3090/4090-class for 24 GB), PCIe 4.0 x16, 256 GB of host DDR."""
+    return {"num_nodes": 1, "gpus_per_node": 1,
+            "accelerator": {"name": f"{gb} GB card", "hbm_capacity_bytes": gb * 1e9,
+                            "hbm_bytes_per_s": 768e9, "peak_flops_bf16": 150e12,
+                            "peak_flops_fp32": 38e12, "host_link_bytes_per_s": 25e9,
+                            "scaleup_bytes_per_s": 25e9},
+            "tiers": {"ddr": {"capacity_bytes": 256e9, "read_bytes_per_s": 40e9,
+                              "write_bytes_per_s": 40e9}}}
+
+
+def scenario(lora=None, model=None, cluster=None, kind="ddp", **training):
+    tr = {"micro_batch_size": 1, "seq_len": 2048, "recompute": "none", **training}
+    if lora is not None:
+        tr["lora"] = lora
+    return {"model": model or {"preset": "llama2-7b"},
+            "cluster": cluster or {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 1},
+            "training": tr, "strategy": {"kind": kind}}
+
+
+def parts(report, prefix=""):
+    return [p for p in report["memory"]["per_gpu"]["hbm"]["parts"] if p["name"].startswith(prefix)]
+
+
+def part_bytes(report, prefix):
+    hits = parts(report, prefix)
+    assert len(hits) == 1, [p["name"] for p in parts(report)]
+    return hits[0]["bytes"]
+
+
+# ---------------------------------------------------------------- measured activations
+
+def _shape(cfg, frozen):
+    return ActivationShape(seq_len=cfg["s"], micro_batch=cfg["b"], hidden=cfg["h"], heads=cfg["a"],
+                           kv_heads=cfg["kv"], ffn=cfg["ffn"], gated_mlp=True, dropout=False,
+                           framework="huggingface", norm="rmsnorm", frozen=frozen)
+
+
+def test_the_lora_data_says_what_it_was_measured_with():
+    assert set(DATA["versions"]) >= {"torch", "transformers", "peft"}
+    assert DATA["device"] == "cpu" and DATA["dtype"] == "bfloat16"
+
+
+@pytest.mark.parametrize("case_id", [i for i in CASES if "-frozen-" in i or "-trained-" in i])
+def test_a_frozen_layer_saves_what_the_engine_counts(case_id):
+    """A LlamaDecoderLayer with every weight frozen (LoRA's base) keeps neither the
+    projections' inputs nor RMSNorm's normalised value: equal to the byte."""
+    c = CASES[case_id]
+    frozen = c["config"]["mode"] == "frozen"
+    assert layer_bytes(_shape(c["config"], frozen), CPU) == c["layer_bytes"]
+    if frozen:   # and the old count (the trained layer's) is wrong for it
+        assert layer_bytes(_shape(c["config"], False), CPU) > 1.2 * c["layer_bytes"]
+
+
+def _small_model(cfg):
+    return Scenario.from_dict(scenario(model=dict(
+        name="small", num_layers=1, hidden_size=cfg["h"], num_attention_heads=cfg["a"],
+        num_kv_heads=cfg["kv"], ffn_hidden_size=cfg["ffn"], vocab_size=128, gated_mlp=True,
+        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False,
+        dropout=False, max_seq_len=1024))).model
+
+
+@pytest.mark.parametrize("case_id", [i for i in CASES if "-lora-" in i and i.endswith("-autocast")])
+def test_peft_adapters_under_autocast_save_what_the_engine_counts(case_id):
+    """PEFT's LoraModel (fp32 adapters, bf16 base, torch.autocast bf16): the layer's bytes
+    minus the frozen layer's are the adapters' (each target's bf16 input copy, lora_A's
+    output, autocast's bf16 weight copies; CPU dropout masks take the fp32 input's dtype)."""
+    c, frozen = CASES[case_id], CASES["llama-eager-frozen-b2-s64-h128-a4-kv4-ffn344-autocast"]
+    cfg = c["config"]
+    assert c["adapter_dtypes"] == ["float32"]
+    from simulation.lora import LoraSpec
+    lora = LoraSpec(rank=cfg["r"], dropout=cfg["dropout"], targets=tuple(cfg["targets"]))
+    added = adapter_activation_bytes(_small_model(cfg), lora, cfg["b"] * cfg["s"], 2, mask_bytes=4)
+    assert added == c["layer_bytes"] - frozen["layer_bytes"]
+
+
+# ---------------------------------------------------------------- quantised base
+
+def test_quantisation_constants_by_hand():
+    """QLoRA Sec. 3: "using 32-bit constants and a blocksize of 64 for W, quantization
+    constants add 32/64 = 0.5 bits per parameter"; double quantisation "reduces the memory
+    footprint per parameter from 32/64 = 0.5 bits, to 8/64 + 32/(64 * 256) = 0.127 bits"."""
+    m = Scenario.from_dict(scenario()).model
+    lo = Scenario.from_dict(scenario({"base_dtype": "nf4"})).training.lora
+    dq = Scenario.from_dict(scenario({"base_dtype": "nf4", "double_quant": True})).training.lora
+    assert base_weight_bytes(m, lo) == {"weights": 0.5, "constants": 0.5 / 8}
+    assert base_weight_bytes(m, dq)["constants"] * 8 == pytest.approx(0.127, abs=5e-4)
+    b128 = Scenario.from_dict(scenario({"base_dtype": "fp4", "quant_block_size": 128})).training.lora
+    assert base_weight_bytes(m, b128)["constants"] == 4 / 128
+    # int8 (LLM.int8, Int8Params): 1 B a weight, an fp32 scale per output row
+    i8 = Scenario.from_dict(scenario({"base_dtype": "int8"})).training.lora
+    rows = 4 * 4096 + 2 * 11008 + 4096                 # q, k, v, o; gate, up; down
+    elems = 4 * 4096 * 4096 + 3 * 4096 * 11008
+    assert base_weight_bytes(m, i8) == {"weights": 1.0, "constants": 4 * rows / elems}
+
+
+def test_a_4_bit_base_of_llama2_7b_by_hand():
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4", "double_quant": True}))
+    q = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)      # 6,476,005,376 quantised weights
+    assert quantised_elements(Scenario.from_dict(scenario()).model) * 32 == q
+    assert part_bytes(r, "nf4 frozen base matrices") == q / 2
+    assert part_bytes(r, "quantisation constants") == pytest.approx(q * (1 / 64 + 4 / (64 * 256)))
+    # embeddings, head and norms: 6,738,415,616 - q = 262,410,240, fp32 after
+    # prepare_model_for_kbit_training ("cast all non INT8 parameters to fp32")
+    assert part_bytes(r, "fp32 unquantised base parameters") == 4 * (6738415616 - q)
+    # bitsandbytes dequantises one matrix at a time: the largest, gate/up/down, 4096 x 11008
+    assert part_bytes(r, "16-bit dequantised weight") == 2 * 4096 * 11008
+    assert not parts(r, "bf16 frozen base parameters")
+
+
+def test_the_paper_s_7b_4_bit_base_model_consumes_5048_mb():
+    """QLoRA Sec. 2: "In comparison, the 4-bit base model consumes 5,048 MB of memory"
+    (LLaMA 7B). The paragraph is about a plain 4-bit base (double quantisation comes in
+    Sec. 3): transformers' ``load_in_4bit`` defaults (``BitsAndBytesConfig`` in
+    transformers 4.31 ``utils/quantization_config.py``: bnb_4bit_quant_type="fp4",
+    bnb_4bit_use_double_quant=False; bitsandbytes' block 64) and PEFT's
+    prepare_model_for_kbit_training (fp32 embeddings, head, norms). The engine's
+    frozen-base parts within 10 %."""
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "fp4"}, model=llama1(7)))
+    base = sum(p["bytes"] for p in parts(r) if p["category"] == "params" and "LoRA" not in p["name"])
+    assert base == pytest.approx(5048e6, rel=0.10)        # 3,238 + 405 + 1,050 = 4,693 MB
+
+
+def test_double_quantisation_saves_about_3_gb_on_65b():
+    """QLoRA Sec. 1: Double Quantization saves "an average of about 0.37 bits per parameter
+    (approximately 3 GB for a 65B model)". LLaMA-65B, NF4, block 64, with and without."""
+    m = llama1(65)
+    plain = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4"}, model=m), include_step=False)
+    dq = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4", "double_quant": True}, model=m),
+                       include_step=False)
+    saved = part_bytes(plain, "quantisation constants") - part_bytes(dq, "quantisation constants")
+    assert saved == pytest.approx(3e9, rel=0.10)
+
+
+def _guanaco(n, optimizer):
+    """The Guanaco runs (artidoro/qlora scripts/finetune_guanaco_{33,65}b.sh): NF4, double
+    quantisation, bf16, LoRA r = 64 (alpha 16, dropout 0.05) on every linear layer
+    (find_all_linear_names), per_device_train_batch_size 1, source_max_len 16 +
+    target_max_len 512 tokens, gradient checkpointing; qlora.py casts the LoRA layers,
+    embed_tokens and lm_head to bf16; its default optim is paged_adamw_32bit."""
+    return scenario({"rank": 64, "alpha": 16, "dropout": 0.05, "targets": ALL, "base_dtype": "nf4",
+                     "double_quant": True, "adapter_dtype": "bf16"},
+                    model=llama1(n), cluster=card(48 if n == 65 else 24), seq_len=528,
+                    recompute="full", optimizer=optimizer)
+
+
+def test_65b_fits_one_48_gb_gpu_and_33b_one_24_gb_gpu_with_paged_optimizers():
+    """QLoRA abstract: "finetune a 65B parameter model on a single 48GB GPU"; Sec. 4:
+    "paged optimizers are critical to do 33B/65B QLoRA tuning on a single 24/48GB GPU";
+    Figure 3 caption: it "allows ... to fit models of certain size (33B/65B) into certain
+    GPUs (24/48GB)". With the Guanaco scripts' settings (_guanaco)."""
+    r65 = evaluate_dict(_guanaco(65, "paged_adamw"), include_step=False)
+    r33 = evaluate_dict(_guanaco(33, "paged_adamw"), include_step=False)
+    assert r65["fits"] and r33["fits"]
+    # without paging the 33B run's fp32 Adam states (2 x 4 B x 488M adapters) stay on the GPU
+    unpaged = evaluate_dict(_guanaco(33, "adamw"), include_step=False)
+    assert not unpaged["fits"]
+    # and the 65B run is under 48 GB with some room, not by an accident of rounding
+    assert r65["memory"]["per_gpu"]["hbm"]["total_bytes"] < 0.9 * 48e9
+    # the paged states live in host RAM; the GPU holds one tensor's at a time in the step
+    ddr = r33["memory"]["per_node"]["ddr"]["parts"] if "per_node" in r33["memory"] else None
+    paged = parts(r33, "paged_adamw optimizer states (fp32), paged in")
+    assert len(paged) == 1 and paged[0]["phase"] == "step"
+    assert paged[0]["bytes"] == 8 * 64 * 17920         # the largest adapter: B of up/gate, 17920 x 64
+    assert ddr is None or any("host pages" in p["name"] for p in ddr)
+
+
+def test_small_adapters_are_not_paged():
+    """bitsandbytes get_state_buffer: tensors under 1e5 elements get ordinary GPU buffers.
+    r = 8 on q, v of Llama-2-7B: A is 8 x 4096 = 32,768 elements, B 4096 x 8: none paged."""
+    r = evaluate_dict(scenario({"rank": 8}, optimizer="paged_adamw_8bit"), include_step=False)
+    resident = parts(r, "paged_adamw_8bit optimizer states (int8), tensors under 1e5")
+    assert len(resident) == 1 and resident[0]["bytes"] == 2 * 4_194_304
+    assert not parts(r, "paged_adamw_8bit optimizer states (int8), paged in")
+
+
+def test_qlora_py_adapters_are_16_bit_without_a_master_copy():
+    r = evaluate_dict(scenario({"rank": 16, "base_dtype": "nf4", "adapter_dtype": "bf16"}))
+    n = 32 * 2 * 16 * 8192
+    hbm = r["memory"]["per_gpu"]["hbm"]
+    assert part_bytes(r, "bf16 LoRA adapter parameters") == 2 * n
+    assert hbm["grads_bytes"] == 2 * n and hbm["optimizer_bytes"] == 8 * n
+    assert part_bytes(r, "bf16 unquantised base parameters") == 2 * (6738415616 - 6476005376)
+
+
+def test_deepspeed_keeps_its_own_masters_for_16_bit_adapters():
+    two = {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 2}
+    r = evaluate_dict(scenario({"rank": 16}, cluster=two, kind="zero2"), include_step=False)
+    n = 32 * 2 * 16 * 8192
+    assert part_bytes(r, "bf16 LoRA adapter parameters") == 2 * n
+    assert part_bytes(r, "fp32 master weights") == 4 * n / 2
+
+
+# ---------------------------------------------------------------- step time
+
+def test_dequantisation_adds_a_memory_bound_kernel_forward_and_backward():
+    bf = Scenario.from_dict(scenario({"rank": 8}))
+    q4 = Scenario.from_dict(scenario({"rank": 8, "base_dtype": "nf4"}))
+    pc = model_params(bf.model)
+    tb, tq = layer_times(bf, pc), layer_times(q4, pc)
+    g = GPU_FIGURES["h100-sxm5-80gb"]
+    hbm = 3350e9 * g.hbm_fraction
+    elems = 4 * 4096 * 4096 + 3 * 4096 * 11008        # one block's matrices
+    # read 0.5 B + 4/64 B of constants, write 2 B a weight, once forward, once backward
+    dq = elems * (0.5 + 4 / 64 + 2) / hbm
+    assert tq["parts"]["dequant"] == pytest.approx(dq)
+    assert tq["fwd_s"] - tb["fwd_s"] == pytest.approx(dq)
+    assert tq["bwd_s"] - tb["bwd_s"] == pytest.approx(dq)
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4"}))
+    assert r["step"]["compute"]["dequant_s"] == pytest.approx(dq)
+
+
+# ---------------------------------------------------------------- scenario, exports
+
+@pytest.mark.parametrize("lora,field", [
+    ({"base_dtype": "nf3"}, "training.lora.base_dtype"),
+    ({"base_dtype": "bf16", "double_quant": True}, "training.lora.double_quant"),
+    ({"double_quant": True}, "training.lora.double_quant"),
+    ({"base_dtype": "int8", "quant_block_size": 128}, "training.lora.quant_block_size"),
+    ({"base_dtype": "nf4", "quant_block_size": 100}, "training.lora.quant_block_size"),
+    ({"base_dtype": "nf4", "double_quant": "yes"}, "training.lora.double_quant"),
+    ({"adapter_dtype": "int8"}, "training.lora.adapter_dtype"),
+])
+def test_bad_qlora_fields_are_named(lora, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(scenario(lora))
+    assert e.value.field == field
+
+
+def test_the_4_bit_defaults_may_be_sent_with_any_base():
+    sc = Scenario.from_dict(scenario({"base_dtype": "int8", "double_quant": False,
+                                      "quant_block_size": 64}))
+    assert sc.to_dict()["training"]["lora"]["base_dtype"] == "int8"
+    assert "double_quant" not in sc.to_dict()["training"]["lora"]
+
+
+def test_paged_optimizers_are_named_values_of_training_optimizer():
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(scenario(optimizer="paged_adam_4bit"))
+    assert e.value.field == "training.optimizer"
+
+
+def test_qlora_fields_round_trip_and_old_lora_json_is_unchanged():
+    old = {"rank": 16, "alpha": 32.0, "dropout": 0.0, "targets": ["q", "v"]}
+    assert Scenario.from_dict(scenario(old)).to_dict()["training"]["lora"] == old
+    q = {"rank": 16, "dropout": 0.0, "targets": ["q", "v"], "base_dtype": "nf4",
+         "double_quant": True, "quant_block_size": 128, "adapter_dtype": "bf16"}
+    sc = Scenario.from_dict(scenario(q))
+    assert sc.to_dict()["training"]["lora"] == q
+    assert Scenario.from_dict(sc.to_dict()) == sc
+
+
+def test_exports_carry_the_bitsandbytes_config():
+    d = scenario({"rank": 16, "base_dtype": "nf4", "double_quant": True}, kind="zero2",
+                 optimizer="paged_adamw_8bit")
+    notes = " ".join(deepspeed_config(Scenario.from_dict(d))["_tierlab_notes"])
+    assert ("BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
+            "bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16") in notes
+    assert "prepare_model_for_kbit_training" in notes and "PagedAdamW8bit" in notes
+    d["strategy"]["kind"] = "fsdp_full_shard"
+    d["training"]["lora"] = {"rank": 16, "base_dtype": "int8"}
+    snippet = fsdp_snippet(Scenario.from_dict(d))
+    assert "BitsAndBytesConfig(load_in_8bit=True)" in snippet
+    d["training"]["lora"] = {"rank": 16, "base_dtype": "fp4", "quant_block_size": 128}
+    assert "quant_block_size 128 has no BitsAndBytesConfig field" in " ".join(
+        fsdp_snippet(Scenario.from_dict(d)).split())
+
+
+@pytest.mark.parametrize("lora,optimizer", [
+    ({"rank": 64, "targets": ALL, "base_dtype": "nf4", "double_quant": True}, "adamw"),
+    ({"rank": 64, "targets": ALL, "base_dtype": "int8"}, "paged_adamw_8bit"),
+    ({"rank": 64, "targets": ALL, "base_dtype": "nf4", "adapter_dtype": "bf16"}, "paged_adamw"),
+])
+def test_the_planner_s_hbm_floor_stays_under_the_qlora_memory(lora, optimizer):
+    """The planner drops a candidate whose floor is over the card: a 4-bit base (0.5 B a
+    weight, not 2), 16-bit adapters without a master copy and paged states must lower it,
+    or a QLoRA plan that fits would be rejected."""
+    from simulation import planner
+    from simulation.parallel import layout
+    d = _guanaco(33, optimizer)
+    d["training"]["lora"] = lora
+    sc = Scenario.from_dict(d)
+    floor = planner.hbm_lower_bound_bytes(sc, layout(sc))
+    assert floor <= evaluate_dict(d, include_step=False)["memory"]["per_gpu"]["hbm"]["total_bytes"]
+
+
+@pytest.mark.parametrize("base,published_gib", [(None, 16.2), ("nf4", 7.4)])
+def test_torchtune_s_published_llama31_8b_lora_and_qlora_memory(base, published_gib):
+    """torchtune README ("Memory and training speed", pytorch/torchtune at bd2a0fc): Llama
+    3.1 8B on 1x 4090, LoRA 16.2 GiB and QLoRA 7.4 GiB peak memory per GPU, "batch size 2
+    (without gradient accumulation), a dataset packed to sequence length 2048, and torch
+    compile enabled"; recipes/configs/llama3_1/8B_{lora,qlora}_single_device.yaml: r = 8
+    (alpha 16, dropout 0) on q_proj, v_proj, output_proj and the MLP, dtype bf16 (adapters,
+    gradients and torch AdamW's states in bf16: no master copy), activation checkpointing,
+    LinearCrossEntropyLoss (chunked: no full logits); QLoRA's base is torchao NF4 (block
+    64, its scalers quantised in blocks of 256: double quantisation), embeddings and head
+    in bf16. The README does not name the statistic; compared: the engine's allocated
+    bytes (torch.cuda.max_memory_allocated, no CUDA context), within 10 %. Not modelled:
+    torch.compile's fusions, and torchtune's LoRALinear keeps no input copy per adapter
+    (PEFT's does: 0.27 GiB in the one re-run layer, inside the tolerance)."""
+    lora = {"rank": 8, "alpha": 16, "targets": ["q", "v", "o", "gate", "up", "down"],
+            "adapter_dtype": "bf16"}
+    if base:
+        lora.update(base_dtype=base, double_quant=True)
+    from tests.engine.test_lora import RTX4090
+    d = scenario(lora, model={"preset": "llama3.1-8b"},
+                 cluster={"num_nodes": 1, "gpus_per_node": 1, "accelerator": RTX4090},
+                 micro_batch_size=2, recompute="full", flash_attention=True,
+                 loss_kernel="fused_linear_cross_entropy", dtypes={"optimizer_states": "bf16"})
+    hbm = evaluate_dict(d, include_step=False)["memory"]["per_gpu"]["hbm"]
+    assert hbm["allocated_bytes"] == pytest.approx(published_gib * GIB, rel=0.10)
+
+
+def test_fsdp_gathers_the_packed_4_bit_block():
+    """FSDP-QLoRA: the unsharded unit is the block's packed NF4 storage and constants
+    (bnb_4bit_quant_storage bf16 lets FSDP flatten it), not 16-bit weights. Llama-2-7B
+    block: 202,375,168 matrix weights x (0.5 + 4/64) B + 2 x 4096 norm weights x 2 B."""
+    two = {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 2}
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4"}, cluster=two, kind="fsdp_full_shard"),
+                      include_step=False)
+    block = 202_375_168 * (0.5 + 4 / 64) + 2 * 4096 * 2
+    assert part_bytes(r, "unsharded parameters (2 FSDP units)") == pytest.approx(2 * block)
+
+
+def test_an_int8_base_dequantises_in_the_backward_only():
+    """LLM.int8 (MatMul8bitLt): the forward multiplies int8 weights (int8_scaled_mm), the
+    backward dequantises CB to 16-bit (read 1 B, write 2 B) and scales it by SCB in place
+    (read 2 B, write 2 B): 7 B a weight, backward only."""
+    bf = Scenario.from_dict(scenario({"rank": 8}))
+    i8 = Scenario.from_dict(scenario({"rank": 8, "base_dtype": "int8"}))
+    pc = model_params(bf.model)
+    tb, ti = layer_times(bf, pc), layer_times(i8, pc)
+    hbm = 3350e9 * GPU_FIGURES["h100-sxm5-80gb"].hbm_fraction
+    elems = 4 * 4096 * 4096 + 3 * 4096 * 11008
+    assert ti["fwd_s"] == pytest.approx(tb["fwd_s"])
+    assert ti["bwd_s"] - tb["bwd_s"] == pytest.approx(elems * 7 / hbm)
+
+
+def test_exports_say_how_to_keep_16_bit_adapters():
+    d = scenario({"rank": 16, "base_dtype": "nf4", "adapter_dtype": "bf16"}, kind="fsdp_full_shard")
+    assert "autocast_adapter_dtype=False" in " ".join(fsdp_snippet(Scenario.from_dict(d)).split())
+
+
+def test_the_bitsandbytes_compute_dtype_is_the_training_precision():
+    d = scenario({"rank": 16, "base_dtype": "nf4"}, kind="zero2", precision="fp16")
+    notes = " ".join(deepspeed_config(Scenario.from_dict(d))["_tierlab_notes"])
+    assert "bnb_4bit_compute_dtype=torch.float16" in notes
+
+
+def test_a_qlora_checkpoint_holds_the_adapters_in_their_dtype():
+    """PEFT save_pretrained writes the adapters as they are (bf16 under qlora.py), the
+    trainer the fp32 Adam m, v: 10 B per adapter parameter, no master copy, no base."""
+    r = evaluate_dict(scenario({"rank": 8, "base_dtype": "nf4", "adapter_dtype": "bf16"}))
+    assert r["checkpoint"]["size_bytes"] == pytest.approx(10 * 4_194_304)
+
+
+def test_the_constant_compute_model_adds_the_dequantisation_seconds():
+    """compute_efficiency set: FLOPs at peak x efficiency, and the dequantisation (memory
+    traffic, no FLOPs) on top: 4-bit, 0.5 + 4/64 + 2 B a weight over the sustained HBM
+    bandwidth, forward and backward (the forward twice with full recomputation)."""
+    from simulation.step import compute_times
+    bf = Scenario.from_dict(scenario({"rank": 8}, compute_efficiency=0.5, recompute="full"))
+    q4 = Scenario.from_dict(scenario({"rank": 8, "base_dtype": "nf4"}, compute_efficiency=0.5,
+                                     recompute="full"))
+    pc = model_params(bf.model)
+    tb, tq = compute_times(bf, pc), compute_times(q4, pc)
+    hbm = 3350e9 * GPU_FIGURES["h100-sxm5-80gb"].hbm_fraction
+    dq = (4 * 4096 * 4096 + 3 * 4096 * 11008) * (0.5 + 4 / 64 + 2) / hbm
+    assert tq["fwd_s"] - tb["fwd_s"] == pytest.approx(dq)
+    assert tq["bwd_s"] - tb["bwd_s"] == pytest.approx(2 * dq)
+
+
+UNSLOTH_HF_FA2_MAX_CONTEXT = {12: 932, 16: 2551, 24: 5789, 40: 12264, 48: 15502, 80: 28454}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: at the Hugging Face + FA2 maximum context lengths the engine's HBM total is "
+    "0.99, 0.93, 0.87, 0.82, 0.81 and 0.79 of the card (12 ... 80 GB): low by more than "
+    "10 % from 24 GB on, growing with the context, i.e. a per-token term is short (the "
+    "logits and loss of a 128,256-token vocabulary are 12 B per token x vocab here; the "
+    "benchmark's optimizer, gradient checkpointing and loss settings are not stated)"))
+def test_unsloth_s_published_hf_qlora_context_lengths():
+    """Unsloth README ("Llama 3.1 (8B) max. context length", unslothai/unsloth before
+    c606366): 4-bit QLoRA on q, k, v, o, gate, up, down, rank 32, batch size 1, sequences
+    padded to the length; the Hugging Face + FA2 column is the longest context that fit a
+    card of that VRAM, so the memory at that length is about the card's. Assumed: NF4 with
+    double quantisation, PEFT defaults, gradient checkpointing, AdamW, FlashAttention-2."""
+    for gb, ctx in UNSLOTH_HF_FA2_MAX_CONTEXT.items():
+        cluster = {"num_nodes": 1, "gpus_per_node": 1,
+                   "accelerator": {"name": f"{gb} GB card", "hbm_capacity_bytes": gb * GIB,
+                                   "hbm_bytes_per_s": 2000e9, "peak_flops_bf16": 300e12,
+                                   "peak_flops_fp32": 60e12, "host_link_bytes_per_s": 25e9,
+                                   "scaleup_bytes_per_s": 25e9}}
+        d = scenario({"rank": 32, "targets": ALL, "base_dtype": "nf4", "double_quant": True},
+                     model={"preset": "llama3.1-8b"}, cluster=cluster, seq_len=ctx,
+                     recompute="full", flash_attention=True, optimizer="adamw")
+        total = evaluate_dict(d, include_step=False)["memory"]["per_gpu"]["hbm"]["total_bytes"]
+        assert total == pytest.approx(gb * GIB, rel=0.10), gb
