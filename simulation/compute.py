@@ -349,7 +349,7 @@ def _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts):
     fwd = inputs * two
     bwd = grads * two
     if fp8.param:
-        w_bytes = weights * (1 + 1 + fp8_model.block_scale_bytes(fp8.recipe))
+        w_bytes = weights * (1 + 1 + fp8_model.block_scale_bytes(fp8.recipe, weight=True))
     else:
         w_bytes = weights * two
     hist = fp8.history_len

@@ -96,12 +96,16 @@ def rank_params(m: ModelSpec, total: float, lay) -> float:
     return (total - e) / mp + e / (lay.expert_tensor_parallel * lay.expert_parallel * lay.pipeline_parallel)
 
 
-def layer_params_per_rank(m: ModelSpec, per_layer: float, lay) -> float:
+def layer_params_per_rank(m: ModelSpec, per_layer: float, lay, mean: bool = False) -> float:
     """One block's parameters on one rank (elements): its dense part over TP, its experts
-    over ETP x EP (``per_layer / TP`` without EP)."""
+    over ETP x EP (``per_layer / TP`` without EP). ``per_layer`` is an MoE block's count,
+    or with ``mean`` the mean over the model's blocks (``ParamCount.per_layer``: dense first
+    layers included), whose routed experts are the MoE blocks' share of them."""
     e = routed_expert_params_per_layer(m) if lay.expert_parallel > 1 or lay.expert_tensor_parallel != lay.tensor_parallel else 0
     if not e:
         return per_layer / lay.tensor_parallel
+    if mean and m.num_layers:
+        e *= moe_layers(m) / m.num_layers
     return (per_layer - e) / lay.tensor_parallel + e / (lay.expert_tensor_parallel * lay.expert_parallel)
 
 

@@ -121,10 +121,15 @@ def default_format(recipe: str) -> str:
     return "hybrid" if recipe in ("delayed", "tensorwise") else "e4m3"
 
 
-def block_scale_bytes(recipe: str) -> float:
-    """Bytes of scale per FP8 element of one layout: fp32 per 128 (blockwise), one E8M0
-    byte per 32 (mxfp8), none stored per element otherwise."""
-    return {"blockwise": FP32 / 128, "mxfp8": 1 / 32}.get(recipe, 0.0)
+def block_scale_bytes(recipe: str, weight: bool = False) -> float:
+    """Bytes of scale per FP8 element of one layout: blockwise fp32 per 1 x 128 block of
+    an activation or gradient and per 128 x 128 block of a weight (TE ``Float8BlockScaling``:
+    ``x_block_scaling_dim`` 1, ``w_block_scaling_dim`` 2, ``grad_block_scaling_dim`` 1; the
+    DeepSeek-V3 report Sec. 3.3.2 groups weights the same way), one E8M0 byte per 32
+    (mxfp8), none stored per element otherwise."""
+    if recipe == "blockwise":
+        return FP32 / (128 * 128) if weight else FP32 / 128
+    return {"mxfp8": 1 / 32}.get(recipe, 0.0)
 
 
 def cast_bytes_per_element(recipe: str, layouts: int, torchao: bool, act_bytes: int = 2,
@@ -150,7 +155,7 @@ def weight_copy_bytes_per_param(fp8: Fp8Spec) -> float:
     """Bytes per Linear weight of TE's FP8 weight copies beyond the primary weight: the
     row-wise and column-wise FP8 data (2) plus block scales; with FP8 primary weights only
     the column-wise copy (1) and its scales."""
-    per_layout = 1.0 + block_scale_bytes(fp8.recipe)
+    per_layout = 1.0 + block_scale_bytes(fp8.recipe, weight=True)
     return per_layout * (1 if fp8.param else 2)
 
 

@@ -355,7 +355,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if realistic:
         _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
         if tr.fp8 is not None:
-            _fp8_parts(add, sc, pc, lay)
+            _fp8_parts(add, sc, pc, lay, plan.layers)
     _expert_tokens(add, sc, lay, layers_held)
 
     # ---- working buffers (realistic only)
@@ -385,7 +385,7 @@ def _block_gather_bytes(sc: Scenario, pc: ParamCount, sb: StateBytes) -> float:
     return lin + (1 - lin) * sb.params
 
 
-def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout) -> None:
+def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout, layers: float) -> None:
     """What Transformer Engine's FP8 keeps beside the model states (:mod:`simulation.fp8`):
 
     * the FP8 weight copies, row-wise and column-wise (transposed) data of every FP8 GEMM
@@ -404,9 +404,9 @@ def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout) -> None:
     fp8 = tr.fp8
     if fp8_model.uses_torchao(tr):
         return
-    t, p = lay.tensor_parallel, lay.pipeline_parallel
-    per_layer = fp8_model.linear_params_per_layer(m, pc) / t
-    layers = m.num_layers / p
+    # the rank's FP8 GEMM weights of a block (its experts over ETP x EP), over the
+    # ``layers`` of its pipeline stage
+    per_layer = experts.layer_params_per_rank(m, fp8_model.linear_params_per_layer(m, pc), lay, mean=True)
     bpp = fp8_model.weight_copy_bytes_per_param(fp8)
     what = "transposed copy" if fp8.param else "row-wise and transposed copies"
     if sc.strategy.zero_stage >= 3:

@@ -608,7 +608,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         ad = adapter_params(m, tr.lora)
         grad_bytes = grad_bytes * ad["per_layer"] / pc.per_layer
         trained = ad["total"]
-    grad_layer_bytes = experts.layer_params_per_rank(m, pc.per_layer, lay) * grad_bytes
+    grad_layer_bytes = experts.layer_params_per_rank(m, pc.per_layer, lay, mean=True) * grad_bytes
     dp_bus = nccl.bus_bandwidth(dp_k, dp_nodes > 1, links["nvlink"], links["nic"])
     _, dp_ar_lat, dp_ar_bytes = gradient_reduction(sc, grad_layer_bytes, dp, dp_nodes, dp_bus)
     slow = pipeline_stage_times(sc, lay, ct) if len(set(pipeline_stage_layers(sc))) > 1 else dict(
@@ -624,7 +624,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         # states a rank updates stay trained / (t p shard) when sharded (EP is carved out
         # of the data-parallel ranks), its own experts' count when not; DualPipe: two
         # stages' states on each rank
-        unit_params=experts.layer_params_per_rank(m, pc.per_layer, lay),
+        unit_params=experts.layer_params_per_rank(m, pc.per_layer, lay, mean=True),
         params_per_rank=(experts.rank_params(m, trained, lay)
                          if st.zero_stage == 0 and tr.lora is None else trained / (t * p))
         * (2 if sc.training.pipeline_schedule == "dualpipe" else 1),

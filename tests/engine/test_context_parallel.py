@@ -301,17 +301,19 @@ def test_exports_carry_context_parallelism_or_say_they_leave_it_out():
 # Dubey et al. 2024, Table 4: 16,384 H100 GPUs; TP 8, CP 1, PP 16, DP 128 at 8,192 tokens,
 # 16 sequences per DP rank: 400 TFLOP/s per GPU; TP 8, CP 16, PP 16, DP 8 at 131,072 tokens,
 # 16 sequences per DP rank: 380 TFLOP/s per GPU (16M tokens a batch each). Llama 3 405B has
-# 126 layers: Sec. 3.3.2 takes one layer off the first and off the last of the 16 stages,
-# which the layout cannot express yet (uneven stages); the middle stages hold 8 layers, so
-# a 128-layer stand-in (8 a stage) stands for them below. Sec. 3.3.2: CP "all-gather based":
-# K and V all-gathered, then the local queries' attention (context_parallel_comm all_gather).
-def llama3(cp, seq, dp, layers=128):
+# 126 layers: Sec. 3.3.2 takes one layer off the first and off the last of the 16 stages
+# (training.first_pipeline_layers / last_pipeline_layers 7). The middle stages hold 8
+# layers, so a 128-layer stand-in (8 a stage) holds what they hold. Sec. 3.3.2: CP
+# "all-gather based": K and V all-gathered, then the local queries' attention
+# (context_parallel_comm all_gather).
+def llama3(cp, seq, dp, layers=128, per_dp=16):
+    split = {"first_pipeline_layers": 7, "last_pipeline_layers": 7} if layers == 126 else {}
     return Scenario.from_dict({
         "model": {"preset": "llama3.1-405b", "num_layers": layers},
         "cluster": {"node": "dgx-h100", "num_nodes": 8 * cp * 16 * dp // 8},
-        "training": {"micro_batch_size": 1, "global_batch_size": 16 * dp, "seq_len": seq,
+        "training": {"micro_batch_size": 1, "global_batch_size": per_dp * dp, "seq_len": seq,
                      "tensor_parallel": 8, "pipeline_parallel": 16, "context_parallel": cp,
-                     "sequence_parallel": True, "flash_attention": True,
+                     "sequence_parallel": True, "flash_attention": True, **split,
                      **({"context_parallel_comm": "all_gather"} if cp > 1 else {})},
         "strategy": {"kind": "megatron_dist_opt"}})
 
@@ -343,17 +345,42 @@ def test_llama3_405b_cp16_costs_what_table_4_reports_relative_to_cp1():
     assert ratio == pytest.approx(380 / 400, rel=0.10)
 
 
-@pytest.mark.xfail(raises=ScenarioError, strict=True,
-                   reason="126 layers over PP 16 need uneven first/last stages (Llama 3 Sec. 3.3.2); "
-                          "the layout refuses them until uneven pipeline stages land")
-def test_llama3_405b_cp16_row_as_published():
-    try:
-        sc = llama3(16, 131072, 8, layers=126)
-        st = evaluate(sc).to_dict()["step"]
-    except ScenarioError as e:       # the reason it fails today, and no other
-        assert e.field == "training.pipeline_parallel" and "126 layers" in str(e), e
-        raise
-    assert st["model_flops"] / st["time_s"] / sc.cluster.num_gpus == pytest.approx(380e12, rel=0.25)
+# Table 4's rows as published (tests/data/reference/llama3_herd_2024.json): GPUs, CP,
+# sequence, batch per data-parallel group; TP 8 and PP 16 in all three. The CP 16 row's
+# printed DP 4 makes 8,192 GPUs and 8M tokens, not its 16,384 GPUs and 16M tokens: DP 8
+# (8 x 16 x 16 x 8 = 16,384; 16 x 131,072 x 8 = 16.8M tokens) is taken.
+TABLE4 = [("8192gpus_cp1", 1, 8192, 64, 32, 430e12), ("16384gpus_cp1", 1, 8192, 128, 16, 400e12),
+          ("16384gpus_cp16", 16, 131072, 8, 16, 380e12)]
+
+
+@pytest.mark.parametrize("row", TABLE4, ids=[r[0] for r in TABLE4])
+def test_llama3_405b_table4_layouts_fit_where_they_ran(row):
+    # 126 layers, 7 on the first and last stage: a run that fit must never come out
+    # does_not_fit (issue #12: fits or tight)
+    _, cp, seq, dp, per_dp, _ = row
+    rep = evaluate(llama3(cp, seq, dp, layers=126, per_dp=per_dp)).to_dict()
+    assert rep["fit_state"] in ("fits", "tight"), rep["memory"]["per_gpu"]["hbm"]["total_bytes"]
+    assert rep["step"]["pipeline"]["stage_layers"] == [7] + [8] * 14 + [7]
+
+
+def test_llama3_405b_8192_gpu_row_within_10_percent():
+    # 32 micro-batches per pipeline: 430 TFLOP/s per GPU in Table 4
+    sc = llama3(1, 8192, 64, layers=126, per_dp=32)
+    st = evaluate(sc).to_dict()["step"]
+    assert st["model_flops"] / st["time_s"] / sc.cluster.num_gpus == pytest.approx(430e12, rel=0.10)
+
+
+@pytest.mark.xfail(strict=True, reason="the 16-micro-batch rows (16,384 GPUs) come out 25 % "
+                   "slow (about 300 and 280 TFLOP/s a GPU against 400 and 380): the engine runs "
+                   "plain 1F1B, whose bubble is 15 of 16 micro-batches here; Llama 3 ran its own "
+                   "interleaved schedule with a tunable number of contiguous micro-batches "
+                   "(Sec. 3.3.2), which an uneven 7/8/7 split cannot express as interleave_stages")
+@pytest.mark.parametrize("row", TABLE4[1:], ids=[r[0] for r in TABLE4[1:]])
+def test_llama3_405b_16384_gpu_rows_as_published(row):
+    _, cp, seq, dp, per_dp, tflops = row
+    sc = llama3(cp, seq, dp, layers=126, per_dp=per_dp)
+    st = evaluate(sc).to_dict()["step"]
+    assert st["model_flops"] / st["time_s"] / sc.cluster.num_gpus == pytest.approx(tflops, rel=0.10)
 
 
 def test_the_planner_says_it_does_not_search_context_parallelism():

@@ -1,0 +1,67 @@
+"""Published pretraining layouts written as scenarios (issue #15): DeepSeek-V3 on 2,048
+H800s (DeepSeek-V3 technical report, arXiv 2412.19437, Sec. 3.1-3.3: PP 16 with DualPipe,
+EP 64 over 8 nodes, ZeRO-1 data parallelism, no tensor parallelism, FP8 with 1x128 /
+128x128 blockwise scaling, sequences of 4,096 tokens, batch 15,360). Llama 3's Table 4
+rows are in ``test_context_parallel.py``."""
+
+import pytest
+
+from simulation.evaluate import evaluate
+from simulation.scenario import Scenario
+
+# 61 layers (3 dense, 58 MoE) over 16 stages; DualPipe pairs stage i with 15 - i
+SPLIT = [4] * 13 + [3] * 3
+
+
+def deepseek_v3(ep, recompute="none"):
+    return Scenario.from_dict({
+        "model": {"preset": "deepseek-v3"},
+        "cluster": {"node": "hgx-h800", "num_nodes": 256},
+        "training": {"micro_batch_size": 1, "global_batch_size": 15360, "seq_len": 4096,
+                     "tensor_parallel": 1, "pipeline_parallel": 16, "expert_parallel": ep,
+                     "flash_attention": True, "framework": "megatron", "recompute": recompute,
+                     "pipeline_layers": SPLIT, "pipeline_schedule": "dualpipe",
+                     "fp8": {"recipe": "blockwise"}},
+        "strategy": {"kind": "zero1"}})
+
+
+def hbm_part(rep, prefix):
+    return sum(p["bytes"] for p in rep["memory"]["per_gpu"]["hbm"]["parts"] if p["name"].startswith(prefix))
+
+
+def test_ep64_evaluates_and_its_fp8_weight_copies_hold_the_rank_s_experts():
+    # EP 64 used to build a step graph with a negative unit (the mean block, dense first
+    # layers included, has fewer parameters than one MoE block's routed experts).
+    e8, e64 = (evaluate(deepseek_v3(ep)).to_dict() for ep in (8, 64))
+    assert e64["step"]["time_s"] > 0
+    assert e8["memory"]["stage_index"] == e64["memory"]["stage_index"] == 3     # 4 + 4 layers
+    # Hand calculation: a routed expert is 3 x 7168 x 2048 = 44,040,192 weights; a mean
+    # block holds 256 of them x 58/61 (58 of the 61 blocks have experts). The worst rank
+    # holds 8 blocks; TE keeps 2 B per FP8 GEMM weight (row-wise + transposed), each with an
+    # fp32 scale per 128 x 128 block (blockwise). EP 8 keeps 1/8 of the experts, EP 64 1/64.
+    routed_mean = 256 * 44_040_192 * 58 / 61
+    diff = 2 * (1 + 4 / (128 * 128)) * 8 * routed_mean * (1 / 8 - 1 / 64)
+    got = hbm_part(e8, "FP8 weight") - hbm_part(e64, "FP8 weight")
+    assert got == pytest.approx(diff, rel=1e-9)
+
+
+def test_more_expert_parallelism_holds_less_per_gpu_and_all_to_alls_cross_nodes():
+    e8, e16 = (evaluate(deepseek_v3(ep, "full")).to_dict() for ep in (8, 16))
+    assert e16["memory"]["per_gpu"]["hbm"]["total_bytes"] < e8["memory"]["per_gpu"]["hbm"]["total_bytes"]
+    # EP 8 stays inside an 8-GPU node, EP 16 spans two (TP 1: the EP group is 16 GPUs in a row)
+    assert e8["step"]["expert_parallel"]["link"] == "nvlink"
+    assert e16["step"]["expert_parallel"]["link"] == "nic"
+
+
+@pytest.mark.xfail(strict=True, reason="DeepSeek-V3 trained in 80 GB without full recomputation; "
+                   "the engine's worst rank needs about 130 GiB: 17 micro-batches in flight "
+                   "(DualPipe's PP + 1) x 8 blocks of Megatron-style MoE activations (each token's "
+                   "top-8 copies permuted, expert outputs, scatter source, 16-bit). The report's "
+                   "own savings are not modelled: RMSNorm and MLA up-projection recomputed, the "
+                   "dispatched activations cached in FP8, its HAI-LLM framework's kernels (Sec. 3.3)")
+def test_deepseek_v3_fits_as_it_ran():
+    assert evaluate(deepseek_v3(64)).to_dict()["fit_state"] in ("fits", "tight")
+
+
+def test_with_full_recomputation_the_ep64_layout_fits():
+    assert evaluate(deepseek_v3(64, "full")).to_dict()["fit_state"] == "fits"
