@@ -33,6 +33,16 @@ OUTPUTS: tuple[Output, ...] = (
     Output("memory.per_gpu.hbm.capacity_bytes", "HBM capacity per GPU", "bytes"),
     # with a pipeline: the rank whose HBM is the verdict's (0 = the first stage)
     Output("memory.stage_index", "Worst pipeline stage (HBM per GPU is its)", "count"),
+    # with a pipeline: the first stage (embedding, most micro-batches in flight) and the last
+    # (head, logits), side by side with the worst above (memory.per_stage, simulation/memory.py)
+    Output("memory.per_stage.0.hbm_total_bytes", "HBM per GPU, first pipeline stage", "bytes", "min"),
+    Output("memory.per_stage.-1.hbm_total_bytes", "HBM per GPU, last pipeline stage", "bytes", "min"),
+    # the worst stage's HBM by part (simulation/memory.py CATEGORIES)
+    Output("memory.per_gpu.hbm.params_bytes", "HBM per GPU: parameters", "bytes", "min"),
+    Output("memory.per_gpu.hbm.grads_bytes", "HBM per GPU: gradients", "bytes", "min"),
+    Output("memory.per_gpu.hbm.optimizer_bytes", "HBM per GPU: optimizer states", "bytes", "min"),
+    Output("memory.per_gpu.hbm.activations_bytes", "HBM per GPU: activations", "bytes", "min"),
+    Output("memory.per_gpu.hbm.buffers_bytes", "HBM per GPU: buffers", "bytes", "min"),
     Output("memory.per_node.ddr.total_bytes", "DDR used per node", "bytes", "min"),
     Output("memory.per_node.ddr.capacity_bytes", "DDR capacity per node", "bytes"),
     Output("memory.per_node.nvme.total_bytes", "NVMe used per node", "bytes", "min"),
@@ -50,6 +60,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("step.breakdown_s.pipeline_bubble", "Step: pipeline bubble", "s", "min"),
     Output("step.context_parallel.exposed_per_step_s", "Step: context-parallel K/V exchange exposed",
            "s", "min"),
+    Output("step.expert_parallel.alltoall_exposed_s",
+           "Step: expert-parallel all-to-alls exposed, per micro-batch", "s", "min"),
     Output("throughput.tokens_per_s", "Throughput", "tokens_per_s", "max"),
     Output("mfu", "Model FLOPs utilization", "fraction", "max"),
     Output("verdict.bottleneck", "Bottleneck", "text"),
@@ -65,11 +77,11 @@ OUTPUTS: tuple[Output, ...] = (
 
 
 def dig(data, path: str):
-    """``data["a"]["b"]`` for ``"a.b"`` (``"a.0"``: a list's first item); None where a step
-    is missing."""
+    """``data["a"]["b"]`` for ``"a.b"`` (``"a.0"``: a list's first item, ``"a.-1"`` its
+    last); None where a step is missing."""
     node = data
     for key in path.split("."):
-        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        if isinstance(node, list) and key.lstrip("-").isdigit() and -len(node) <= int(key) < len(node):
             node = node[int(key)]
         elif not isinstance(node, dict) or key not in node:
             return None
