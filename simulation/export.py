@@ -125,28 +125,32 @@ def _fp8_note(sc: Scenario, what: str) -> str:
 
 def megatron_args(sc: Scenario) -> list[str]:
     """Megatron-LM (``pretrain_gpt.py``) command-line arguments for the scenario's batch,
-    parallel layout, precision, recomputation and FP8 (a list; join with spaces). What the
+    parallel layout (tensor, pipeline with its split and schedule, context and expert
+    parallelism), precision, recomputation and FP8 (a list; join with spaces). What the
     arguments do not decide (model size flags come from the model's own script, data,
-    learning rate) is left out. Raises ScenarioError for a scenario without a transformer."""
+    learning rate) is left out. Raises ScenarioError for a scenario without a transformer.
+    The pieces: :func:`megatron_pipeline_args`, :func:`megatron_moe_args`,
+    :func:`megatron_fp8_args`; ``--context-parallel-size`` / ``--cp-comm-type`` as
+    :func:`megatron_parallel_args` writes them."""
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
-    args = ["--tensor-model-parallel-size", str(lay.tensor_parallel),
-            "--pipeline-model-parallel-size", str(lay.pipeline_parallel),
-            "--micro-batch-size", str(tr.micro_batch_size),
-            "--global-batch-size", str(lay.global_batch_size),
-            "--seq-length", str(tr.seq_len)]
-    if tr.sequence_parallel:
-        args.append("--sequence-parallel")
-    if tr.interleave_stages:
-        args += ["--num-layers-per-virtual-pipeline-stage",
-                 str(max(1, sc.model.num_layers // (lay.pipeline_parallel * tr.interleave_stages)))]
+    args = megatron_pipeline_args(sc)        # TP, PP, virtual stages, the split, SP
+    args += ["--micro-batch-size", str(tr.micro_batch_size),
+             "--global-batch-size", str(lay.global_batch_size),
+             "--seq-length", str(tr.seq_len)]
+    if lay.context_parallel > 1:
+        args += ["--context-parallel-size", str(lay.context_parallel),
+                 "--cp-comm-type", tr.context_parallel_comm]
+    args += megatron_moe_args(sc)
     if tr.precision in ("bf16", "fp16"):
         args.append(f"--{tr.precision}")
     if tr.recompute == "selective":
         args += ["--recompute-granularity", "selective"]
     elif tr.recompute == "full":
-        args += ["--recompute-granularity", "full", "--recompute-method", "uniform",
-                 "--recompute-num-layers", "1"]
+        # block: the first k layers of each stage (recompute_layers); uniform 1: every layer
+        method, k = ("block", tr.recompute_layers) if tr.recompute_layers is not None else ("uniform", 1)
+        args += ["--recompute-granularity", "full", "--recompute-method", method,
+                 "--recompute-num-layers", str(k)]
     if st.kind == "megatron_dist_opt":
         args.append("--use-distributed-optimizer")
     if tr.overlap_grad_reduce:

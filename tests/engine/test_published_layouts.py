@@ -65,3 +65,21 @@ def test_deepseek_v3_fits_as_it_ran():
 
 def test_with_full_recomputation_the_ep64_layout_fits():
     assert evaluate(deepseek_v3(64, "full")).to_dict()["fit_state"] == "fits"
+
+
+def test_the_megatron_arguments_carry_the_whole_layout():
+    # the megatron.txt download: split, CP, EP, FP8 and layer-selective recomputation in
+    # one command line (megatron/training/arguments.py names)
+    from simulation.export import megatron_args
+    from tests.engine.test_context_parallel import llama3
+    line = " ".join(megatron_args(llama3(2, 8192, 8, layers=126)))
+    for arg in ("--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 16",
+                "--decoder-first-pipeline-num-layers 7", "--decoder-last-pipeline-num-layers 7",
+                "--context-parallel-size 2", "--cp-comm-type all_gather", "--sequence-parallel"):
+        assert arg in line, arg
+    d = deepseek_v3(16, "full").to_dict()
+    d["training"]["recompute_layers"] = 2
+    line = " ".join(megatron_args(Scenario.from_dict(d)))
+    for arg in ("--expert-model-parallel-size 16", "--num-experts 256", "--moe-router-topk 8",
+                "--fp8-recipe blockwise", "--recompute-method block --recompute-num-layers 2"):
+        assert arg in line, arg
