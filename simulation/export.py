@@ -217,6 +217,21 @@ def _preference_note(sc: Scenario) -> str | None:
             "micro-batch (the plan counts the same)")
 
 
+def _shared_notes(sc: Scenario, what: str) -> list[str]:
+    """What a DeepSpeed config or an FSDP module (``what``) leaves to the user, alike for
+    both: the adapter setup, paged optimizers, FP8, an NVLink domain wider than a host,
+    the DPO reference model."""
+    tr = sc.training
+    notes = []
+    if tr.lora is not None:
+        notes.append(_lora_note(tr.lora, tr.precision))
+    if tr.optimizer in _PAGED_NOTES:
+        notes.append(_PAGED_NOTES[tr.optimizer])
+    if tr.fp8 is not None:
+        notes.append(_fp8_note(sc, what))
+    return notes + [n for n in (_domain_note(sc), _preference_note(sc)) if n]
+
+
 def _need_transformer(sc: Scenario) -> None:
     if sc.model is None:
         raise ScenarioError("model", "framework configs are exported for transformer models; "
@@ -249,16 +264,7 @@ def deepspeed_config(sc: Scenario) -> dict:
     """
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
-    notes: list[str] = []
-    if tr.lora is not None:
-        notes.append(_lora_note(tr.lora, tr.precision))
-    if tr.optimizer in _PAGED_NOTES:
-        notes.append(_PAGED_NOTES[tr.optimizer])
-    if tr.fp8 is not None:
-        notes.append(_fp8_note(sc, "DeepSpeed config"))
-    if _domain_note(sc):
-        notes.append(_domain_note(sc))
-    notes += [n for n in (_recompute_layers_note(tr), _preference_note(sc)) if n]
+    notes = _shared_notes(sc, "DeepSpeed config") + [n for n in (_recompute_layers_note(tr),) if n]
     placeholders = {"optimizer.params.lr": f"{LR_PLACEHOLDER:g} is a placeholder: tierlab "
                                            "plans memory and time, not the learning rate"}
     zero = {"stage": st.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
@@ -472,17 +478,7 @@ def fsdp_snippet(sc: Scenario) -> str:
     gpn = sc.cluster.gpus_per_node
     strategy = _FSDP[st.kind]
     hybrid = strategy == "HYBRID_SHARD"
-    notes: list[str] = []                       # what FSDP cannot express, for the docstring
-    if tr.lora is not None:
-        notes.append(_lora_note(tr.lora, tr.precision))
-    if tr.optimizer in _PAGED_NOTES:
-        notes.append(_PAGED_NOTES[tr.optimizer])
-    if tr.fp8 is not None:
-        notes.append(_fp8_note(sc, "FSDP module"))
-    if _domain_note(sc):
-        notes.append(_domain_note(sc))
-    if _preference_note(sc):
-        notes.append(_preference_note(sc))
+    notes = _shared_notes(sc, "FSDP module")   # what FSDP cannot express, for the docstring
     if st.kind in _FSDP_KIND_NOTES:
         notes.append(_FSDP_KIND_NOTES[st.kind])
     if lay.context_parallel > 1:
