@@ -276,22 +276,28 @@ def context_parallel_exchange(sc: Scenario, pc: ParamCount, lay: Layout, links: 
                 contention_s=n * x["contention_s"], bytes=n * x["bytes"], hidden_s=n * x["hidden_s"])
 
 
-def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> float:
+def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> int:
     """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7.
 
     Preference tuning: the policy's on twice the sequences (chosen and rejected), and the
     reference model's forward on them (a third: 2 x parameters + one attention pass a
-    token) unless its log-probabilities are precomputed."""
+    token) unless its log-probabilities are precomputed. A whole number: exact in integer
+    arithmetic where the terms are, else rounded (a float above 2^53 would come back from a
+    JSON column as another number)."""
     m, tr = sc.model, sc.training
     pref = tr.preference
     tokens = lay.global_batch_size * tr.seq_len * (2 if pref else 1)
     # 3 passes x 4*s*(heads*head_dim) per token (MLA: 2*s*heads*(qk + v)); a sliding
     # window's layers attend to its keys only (compute.window_share)
-    per_layer_attn = 3 * attention_core_flops(m, 1, tr.seq_len) / tr.seq_len * compute.window_share(m, tr.seq_len)
-    policy = 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
-    if pref is None or pref.reference == "precomputed":
-        return policy
-    return policy * 4 / 3
+    core = attention_core_flops(m, 1, tr.seq_len)
+    per_layer_attn = 3 * core // tr.seq_len if isinstance(core, int) else 3 * core / tr.seq_len
+    share = compute.window_share(m, tr.seq_len)
+    if share != 1.0:
+        per_layer_attn *= share
+    total = 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+    if pref is not None and pref.reference != "precomputed":
+        total = total * 4 // 3 if isinstance(total, int) else total * 4 / 3
+    return total if isinstance(total, int) else int(round(total))
 
 
 def attention_core_flops(m, b: int, s: int) -> float:
