@@ -146,6 +146,8 @@ def megatron_args(sc: Scenario) -> list[str]:
         args.append(f"--{tr.precision}")
     if tr.recompute == "selective":
         args += ["--recompute-granularity", "selective"]
+        if tr.recompute_modules is not None:
+            args += ["--recompute-modules", *tr.recompute_modules]
     elif tr.recompute == "full":
         # block: the first k layers of each stage (recompute_layers); uniform 1: every layer
         method, k = ("block", tr.recompute_layers) if tr.recompute_layers is not None else ("uniform", 1)
