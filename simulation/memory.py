@@ -354,7 +354,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if tr.preference is not None:
         _reference_model(add, sc, pc, lay, par_tier)
     if realistic:
-        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
+        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage, plan)
         if tr.fp8 is not None:
             _fp8_parts(add, sc, pc, lay, plan.layers)
     _expert_tokens(add, sc, lay, layers_held, plan)
@@ -774,7 +774,7 @@ def counted_bytes_per_param(counted: list) -> dict:
 
 
 def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                           act: StageActivations, stage: str) -> None:
+                           act: StageActivations, stage: str, plan: StagePlan | None = None) -> None:
     """What the frameworks hold beyond the stored per-layer activations.
 
     * Recompute working set: with selective or full recomputation the backward of a layer
@@ -799,7 +799,10 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
         pass        # a plain layer's backward frees a whole layer before any rebuild
     elif tr.recompute != "none":
         kept = layer_bytes(_shape(m, tr, "full")) if partial else act.per_layer_bytes
-        working = _unrecomputed_layer(m, tr) - kept
+        share = _dense_share(m, tr, plan)          # the rank's own blocks (plan_activations)
+        whole = (_unrecomputed_layer(m, tr) if share == _dense_share(m, tr)
+                 else layer_bytes(_shape(m, tr, "none", share)))
+        working = whole - kept
         if working > 0:
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",

@@ -235,7 +235,8 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
     rerun = compute.recompute_fraction(tr, m) if tr.recompute == "full" else 0.0
-    mods = tr.recompute_modules or ("core_attn",)
+    mods = (getattr(tr, "recompute_modules", None) or ("core_attn",)
+            if tr.recompute == "selective" else ())
     selective = attn / t if "core_attn" in mods else 0.0
     if "mla_up_proj" in mods and m.uses_mla:      # compute.selective_recompute_s
         a = m.num_attention_heads or 1
