@@ -69,6 +69,17 @@ FRAMEWORKS = ("huggingface", "megatron")
 SOURCES = {"megatron": "Korthikanti et al. 2022",
            "huggingface": "what PyTorch saves in transformers' layers"}
 NORMS = ("rmsnorm", "layernorm")
+# Megatron-Core ``--recompute-modules`` (megatron/core/transformer/transformer_config.py
+# ``recompute_modules``, core 0.20 at d98e8a6) that change what a layer keeps:
+# ``core_attn`` (the default: the attention core is checkpointed, its s^2 scores not kept),
+# ``layernorm`` (input_layernorm and pre_mlp_layernorm run under ``CheckpointWithoutOutput``:
+# their outputs are freed after use and rebuilt in backward; the consumers are told to
+# keep that 16-bit output, ``set_save_original_input``, not an FP8 cast of it),
+# ``mla_up_proj`` (multi_latent_attention.py: the q/kv up-projections and RoPE under
+# ``CheckpointWithoutOutput``: Q, K, V are freed once the attention core ran and rebuilt
+# from the latents in backward) and ``moe_act`` (moe/experts.py: the experts' activation
+# output is freed and rebuilt; fc2 keeps the original input, i.e. nothing of its own).
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "moe_act")
 ACT = 2                             # bytes of a 16-bit activation
 FP32 = 4
 INDEX = 8                           # int64
@@ -162,12 +173,25 @@ class ActivationShape:
     # Linear saves its input as a 1-byte FP8 cast instead of the 16-bit tensor.
     fp8_linear_inputs: bool = False
     frozen: bool = False            # every weight frozen (LoRA's base): see _frozen_note
+    # Megatron-Core selective recomputation (``recompute: selective``): the modules of
+    # ``--recompute-modules`` (None: its default, ``core_attn``); see :data:`RECOMPUTE_MODULES`.
+    recompute_modules: tuple | None = None
+    # Megatron-Core ``activation_func_fp8_input_store``: fused SwiGLU keeps its input as
+    # an FP8 (E4M3) cast, 1 B an element (megatron/core/fusions/fused_bias_swiglu.py).
+    activation_fp8_input_store: bool = False
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
             raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, got {self.framework!r}")
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {self.norm!r}")
+
+    def recomputes(self, module: str) -> bool:
+        """Whether Megatron's selective recomputation re-runs ``module`` (one of
+        :data:`RECOMPUTE_MODULES`); ``core_attn`` alone unless ``recompute_modules`` says."""
+        if self.recompute != "selective":
+            return False
+        return module in (self.recompute_modules or ("core_attn",))
 
     @property
     def attn_dropout(self) -> bool:
@@ -263,6 +287,8 @@ def _mla_attention(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     keeps Q, K (the QK^T inputs), the scores as for multi-head attention and V; the
     o_proj keeps its heads x v_head_dim input. Shapes: s*b tokens, a heads.
     """
+    if x.framework == "megatron":
+        return _megatron_mla(x)
     s, b, a = x.seq_len, x.micro_batch, x.heads
     sb, A = s * b, x.activation_bytes
     qk, vd = x.qk_head_dim, x.v_head_dim
@@ -279,7 +305,7 @@ def _mla_attention(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         (x.attn_dropout and k.sdpa_dropout_math_fp32) or (qk != vd and k.sdpa_unequal_heads_math_fp32))
     if math_fp32:
         split["Q, K, V (fp32, math kernel)"] = FP32 * a * (2 * qk + vd) * sb
-        if x.recompute != "selective":
+        if not x.recomputes("core_attn"):
             per = 3 * FP32 if x.attn_dropout else FP32      # scores (mask, dropped scores)
             split["attention scores (fp32 softmax, mask, dropout)"] = per * a * s * s * b
         return whole, split
@@ -295,7 +321,7 @@ def _mla_attention(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
             split["attention kernel output"] = A * a * vd * sb
         return whole, split
     split["Q, K, V"] = A * a * (2 * qk + vd) * sb
-    if x.recompute != "selective":
+    if not x.recomputes("core_attn"):
         mask = k.mask_bytes(A)
         if x.framework == "megatron":
             per = (A + mask + A) if x.attn_dropout else A
@@ -304,6 +330,44 @@ def _mla_attention(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
             softmax = FP32 if upcast else A
             per = softmax + mask + A if x.attn_dropout else softmax + (A if upcast else 0)
         split["attention scores (softmax, dropout)"] = per * a * s * s * b
+    return whole, split
+
+
+def _megatron_mla(x: ActivationShape) -> tuple[dict, dict]:
+    """What Megatron-Core's ``MLASelfAttention`` keeps, per GPU: ``(whole, split)`` bytes
+    (megatron/core/transformer/multi_latent_attention.py and gpt_layer_specs.py, core 0.20
+    at d98e8a6; Transformer Engine layers, FlashAttention-style fused core attention).
+
+    * The latents: ``linear_q_down_proj`` gives q_lora_rank, ``linear_kv_down_proj``
+      kv_lora_rank + qk_rope_head_dim, split (views) into the kv latent and the shared
+      rope key. The latent norms are fused into the up-projections
+      (``TELayerNormColumnParallelLinear``), which keep the norm's 16-bit input (the
+      latent: the split view keeps the whole kv_lora_rank + rope storage alive) and their
+      own normalised input (``ln_out``: 1 B with FP8, the FP8 cast kept for wgrad).
+    * ``qkv_up_proj_and_rope_apply``: Q is ``cat([q_nope, q_rope])`` and K
+      ``cat([k_nope, k_rope expanded])``, heads x (qk_nope + qk_rope) each, V
+      ``value.contiguous()`` of heads x v_head_dim (a copy: the up-projection's output
+      itself is not kept). The fused core attention keeps Q, K, V, its output and the
+      fp32 logsumexp; ``linear_proj`` keeps the output (with FP8 and a non-delayed recipe
+      it is told to keep that 16-bit tensor, ``set_save_original_input``).
+    * ``mla_up_proj`` recomputation (``CheckpointWithoutOutput``): Q, K, V are freed
+      after the core attention ran and the checkpoint keeps its inputs, the latents (the
+      norms fused into the up-projections are re-run with them): the normalised latents
+      and Q, K, V go.
+    Shapes: s*b tokens, a heads; the up-projections and attention split over t ranks.
+    """
+    s, b, a = x.seq_len, x.micro_batch, x.heads
+    sb, A = s * b, x.activation_bytes
+    qk, vd = x.qk_head_dim, x.v_head_dim
+    up = x.recomputes("mla_up_proj")
+    stored = (x.q_lora_rank or 0) + x.kv_lora_rank + (x.qk_rope_head_dim or 0)
+    normalised = (1 if x.fp8_linear_inputs else A) * (x.kv_lora_rank + (x.q_lora_rank or 0))
+    whole = {"latents (up-projection norm inputs)": A * stored * sb,
+             "normalised latents (up-projection inputs)"
+             + (" (FP8)" if x.fp8_linear_inputs else ""): 0 if up else normalised * sb}
+    split = {"attention output (out-projection input)": A * a * vd * sb,
+             "Q, K, V": 0 if up else A * a * (2 * qk + vd) * sb,
+             "logsumexp (fp32)": FP32 * a * sb}
     return whole, split
 
 
@@ -420,10 +484,32 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     lin = 1 if x.fp8_linear_inputs else A
     out_proj = (A + 1 if x.flash_attention else 1) if x.fp8_linear_inputs else A
     mlp = _mlp_per_token(x) - ((A - 1) if x.fp8_linear_inputs else 0)
+    moe = x.num_experts > 1
+    routed_mlp = shared_mlp = mlp
+    if x.gated_mlp and x.fused and not x.frozen:
+        # fused SwiGLU keeps its input, gate and up (2 per f; 1 B each with
+        # activation_func_fp8_input_store), fc2 its input (the product: FP8 with FP8,
+        # nothing with moe_act, which frees it and fc2 keeps the original input)
+        swiglu = 2 * (1 if x.activation_fp8_input_store else A)
+        fc2 = lin
+        shared_mlp = swiglu + fc2
+        routed_mlp = swiglu + (0 if moe and x.recomputes("moe_act") else fc2)
+        mlp = shared_mlp
+    # layernorm recomputation: the norm's output is freed and its consumers keep nothing of
+    # their own; it applies where the norm is a module apart (gpt_layer_specs.py: MLA's
+    # input_layernorm, an MoE layer's pre_mlp_layernorm), not where TE fuses it into the
+    # next Linear (LayerNormLinear: the norm is an IdentityOp there)
+    ln = x.recomputes("layernorm")
+    qkv_in = 0 if ln and x.kv_lora_rank is not None else fz * lin
+    # an MoE layer's router keeps the 16-bit norm output (moe_utils.py
+    # RouterGatingLinearFunction saves its input); the shared experts' fc1 keeps that
+    # tensor too with FP8 (shared_experts.py set_save_original_input)
+    mlp_in = (0 if ln else A) if moe else fz * lin
+    fp8_tag = " (FP8)" if x.fp8_linear_inputs else ""
     replicated = {
         "LayerNorm inputs": 2 * A * sbh,
-        "QKV projection input" + (" (FP8)" if x.fp8_linear_inputs else ""): fz * lin * sbh,
-        "MLP input" + (" (FP8)" if x.fp8_linear_inputs else ""): fz * lin * sbh,
+        "QKV projection input" + fp8_tag: qkv_in * sbh,
+        "MLP input" + ("" if moe else fp8_tag): mlp_in * sbh,
         "residual dropout masks": 2 * mask * sbh if x.resid_dropout else 0,
     }
     split = {
@@ -431,11 +517,11 @@ def _megatron(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
         "V": A * r * sbh,
         "attention output (out-projection input)": (out_proj * sbh if fz else
                                                      A * sbh if x.flash_attention else 0),
-        "MLP activations": mlp * s * b * _routed_ffn(x) * x.top_k,
+        "MLP activations": (routed_mlp if moe else mlp) * s * b * _routed_ffn(x) * x.top_k,
     }
-    if x.shared_ffn and x.num_experts > 1:
-        split["shared experts' MLP activations"] = mlp * s * b * x.shared_ffn
-    if not x.flash_attention and x.recompute != "selective":
+    if x.shared_ffn and moe:
+        split["shared experts' MLP activations"] = shared_mlp * s * b * x.shared_ffn
+    if not x.flash_attention and not x.recomputes("core_attn"):
         # softmax output 2, dropout mask 1, dropout output 2 (without dropout: softmax only)
         per = (A + mask + A) if x.attn_dropout else A
         split["attention scores (softmax, dropout)"] = per * a * s * s * b
@@ -548,7 +634,7 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     A = x.activation_bytes
     sbh, asb, as2b = s * b * h, a * s * b, a * s * s * b
     r = (x.kv_heads or a) / a
-    scores_kept = x.recompute != "selective"
+    scores_kept = not x.recomputes("core_attn")
     out_proj = 0 if x.frozen else A * sbh    # a frozen out-projection keeps no input
     if x.flash_attention and x.attn_dropout and k.sdpa_dropout_math_fp32:
         return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbh,

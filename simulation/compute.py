@@ -498,7 +498,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     # layer-selective recomputation only n of a stage's L layers do, and the step graph's
     # uniform layers each carry the mean n / L of a forward (recompute_fraction)
     extra = {"full": fwd * (recompute_fraction(tr, m) if tr.recompute == "full" else 0.0),
-             "selective": a_fwd, "none": 0.0,
+             "selective": selective_recompute_s(m, tr, a_fwd, tok, t, g, hbm), "none": 0.0,
              "selective_ops": op_sac_recompute_s(m, tok, a, kv, d, h,
                                                  fe * t / et if routed else fe, t,
                                                  local, e_tok, g_lin, hbm)
@@ -609,3 +609,22 @@ def op_sac_recompute_s(m, tok, a, kv, d, h, f, t, experts, e_tok, g, hbm) -> flo
     else:
         mlp = experts * gemm_s(e_tok, h, f / t, g, hbm)        # the down projection
     return wk + wo + mlp
+
+
+def selective_recompute_s(m, tr, a_fwd: float, tok: float, t: int, g, hbm) -> float:
+    """Seconds one layer re-runs in backward under Megatron's selective recomputation
+    (``training.recompute_modules``, :data:`simulation.activations.RECOMPUTE_MODULES`):
+    ``core_attn`` the attention core's forward ``a_fwd`` (the default); ``mla_up_proj`` the
+    q and kv up-projection GEMMs of the ``tok`` tokens (q_lora_rank x heads x qk_head_dim
+    and kv_lora_rank x heads x (qk_nope + v_head_dim), split over t), RoPE being
+    element-wise and not timed; ``layernorm`` and ``moe_act`` re-run element-wise kernels,
+    not timed either (their HBM traffic is small beside the layer's GEMMs)."""
+    mods = tr.recompute_modules or ("core_attn",)
+    out = a_fwd if "core_attn" in mods else 0.0
+    if "mla_up_proj" in mods and m.uses_mla:
+        heads = (m.num_attention_heads or 1) / t
+        if m.q_lora_rank:
+            out += gemm_s(tok, heads * m.qk_head_dim, m.q_lora_rank, g, hbm)
+        out += gemm_s(tok, heads * (m.qk_head_dim - m.qk_rope_head_dim + m.v_head_dim),
+                      m.kv_lora_rank, g, hbm)
+    return out

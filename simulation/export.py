@@ -131,7 +131,10 @@ def megatron_args(sc: Scenario) -> list[str]:
     learning rate) is left out. Raises ScenarioError for a scenario without a transformer.
     The pieces: :func:`megatron_pipeline_args`, :func:`megatron_moe_args`,
     :func:`megatron_fp8_args`; ``--context-parallel-size`` / ``--cp-comm-type`` as
-    :func:`megatron_parallel_args` writes them."""
+    :func:`megatron_parallel_args` writes them; ``training.recompute_modules`` as
+    ``--recompute-modules``. ``training.activation_func_fp8_input_store`` has no argument
+    (megatron/training/arguments.py excludes that TransformerConfig field from the command
+    line): it is left out, to be set in the model's TransformerConfig."""
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
     args = megatron_pipeline_args(sc)        # TP, PP, virtual stages, the split, SP
@@ -146,6 +149,8 @@ def megatron_args(sc: Scenario) -> list[str]:
         args.append(f"--{tr.precision}")
     if tr.recompute == "selective":
         args += ["--recompute-granularity", "selective"]
+        if tr.recompute_modules is not None:
+            args += ["--recompute-modules", *tr.recompute_modules]
     elif tr.recompute == "full":
         # block: the first k layers of each stage (recompute_layers); uniform 1: every layer
         method, k = ("block", tr.recompute_layers) if tr.recompute_layers is not None else ("uniform", 1)

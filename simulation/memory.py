@@ -312,8 +312,9 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         layers_held, layers_bytes = act.layers_held, act.layers_bytes     # Korthikanti Eq. 5-6
     else:
         layers_held = plan.activation_layers
+        act = plan_activations(sc.model, tr, lay, plan, act)
         layers_bytes = act.per_layer_bytes * layers_held
-    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})" + _layout_note(sc.model, tr)
+    note = f"{act.per_layer_bytes / 1e6:.1f} MB per layer ({act.source})" + _layout_note(sc.model, tr, plan)
     n_ckpt = checkpointed_layers(tr, sc.model.num_layers / tr.pipeline_parallel)
     partial = tr.recompute == "full" and n_ckpt < sc.model.num_layers / tr.pipeline_parallel
     if partial:
@@ -353,10 +354,10 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if tr.preference is not None:
         _reference_model(add, sc, pc, lay, par_tier)
     if realistic:
-        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage)
+        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage, plan)
         if tr.fp8 is not None:
             _fp8_parts(add, sc, pc, lay, plan.layers)
-    _expert_tokens(add, sc, lay, layers_held)
+    _expert_tokens(add, sc, lay, layers_held, plan)
 
     # ---- working buffers (realistic only)
     if realistic:
@@ -423,7 +424,8 @@ def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout, layers: float) ->
     hist = f"amax history {fp8.history_len} x fp32, " if fp8.history_len else ""
     add("FP8 scaling state (amax history and scales)", "buffers", "hbm", state,
         note=f"{hist}5 quantizers per GEMM (TE quantization.py DelayedScalingRecipeState)")
-def _expert_tokens(add, sc: Scenario, lay: Layout, layers_held: float) -> None:
+def _expert_tokens(add, sc: Scenario, lay: Layout, layers_held: float,
+                   plan: StagePlan | None = None) -> None:
     """The busiest expert-parallel rank's routed tokens (simulation/experts.py).
 
     * Imbalance or capacity: the stored per-layer activations count each rank's experts
@@ -445,6 +447,8 @@ def _expert_tokens(add, sc: Scenario, lay: Layout, layers_held: float) -> None:
         shape = _shape(m, tr, tr.recompute)
         routed = layer_bytes(shape) - layer_bytes(dataclasses.replace(shape, top_k=0))
         moe_share = experts.moe_layers(m) / m.num_layers
+        if plan is not None and plan.activation_layers and m.first_dense_layers:
+            moe_share = 1 - plan.dense_activation_layers / plan.activation_layers
         add(IMBALANCE_PART, "activations", "hbm", (f - 1) * routed * layers_held * moe_share,
             phase="fwd_bwd",
             note=f"x{f:g} the mean routed tokens (moe_routing_imbalance, moe_capacity_factor)")
@@ -552,7 +556,8 @@ def stage_plans_for(sc: Scenario, lay: Layout) -> tuple[StagePlan, ...]:
 
 
 _plans = ByIdentity(lambda m, tr, lay: stage_plans(
-    split_of(m, tr), lay.grad_accumulation_steps, tr.interleave_stages or 1, tr.pipeline_schedule))
+    split_of(m, tr), lay.grad_accumulation_steps, tr.interleave_stages or 1, tr.pipeline_schedule,
+    (m.first_dense_layers or 0) if m.num_experts > 1 else 0))
 
 
 def _named_plan(sc: Scenario, lay: Layout, name: str) -> StagePlan:
@@ -769,7 +774,7 @@ def counted_bytes_per_param(counted: list) -> dict:
 
 
 def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                           act: StageActivations, stage: str) -> None:
+                           act: StageActivations, stage: str, plan: StagePlan | None = None) -> None:
     """What the frameworks hold beyond the stored per-layer activations.
 
     * Recompute working set: with selective or full recomputation the backward of a layer
@@ -794,7 +799,10 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
         pass        # a plain layer's backward frees a whole layer before any rebuild
     elif tr.recompute != "none":
         kept = layer_bytes(_shape(m, tr, "full")) if partial else act.per_layer_bytes
-        working = _unrecomputed_layer(m, tr) - kept
+        share = _dense_share(m, tr, plan)          # the rank's own blocks (plan_activations)
+        whole = (_unrecomputed_layer(m, tr) if share == _dense_share(m, tr)
+                 else layer_bytes(_shape(m, tr, "none", share)))
+        working = whole - kept
         if working > 0:
             add(f"recompute working set (1 layer re-run in backward, {tr.recompute} recompute)",
                 "activations", "hbm", working, phase="backward",
@@ -833,7 +841,8 @@ _unrecomputed_layer = ByIdentity(lambda m, tr: layer_bytes(_shape(m, tr, "none")
 """One layer's activations without recomputation, per (model, training) section."""
 
 
-def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
+def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str,
+           dense_share: float | None = None) -> ActivationShape:
     heads = m.num_attention_heads or max(1, m.hidden_size // 128)
     return ActivationShape(
         seq_len=tr.local_seq_len, micro_batch=tr.sequences_per_micro_batch, hidden=m.hidden_size,
@@ -846,7 +855,10 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         num_experts=m.num_experts, norm=m.norm,
         activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2,
         moe_ffn=m.expert_ffn_size if m.num_experts > 1 else None,
-        shared_ffn=m.shared_expert_ffn_size, dense_share=_dense_share(m, tr),
+        shared_ffn=m.shared_expert_ffn_size,
+        dense_share=_dense_share(m, tr) if dense_share is None else dense_share,
+        recompute_modules=tr.recompute_modules,
+        activation_fp8_input_store=tr.activation_func_fp8_input_store,
         q_lora_rank=m.q_lora_rank, kv_lora_rank=m.kv_lora_rank,
         qk_head_dim=m.qk_head_dim if m.uses_mla else None,
         qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim,
@@ -854,10 +866,10 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str) -> ActivationShape:
         frozen=tr.lora is not None)
 
 
-def _layout_note(m: ModelSpec, tr: TrainingSpec) -> str:
+def _layout_note(m: ModelSpec, tr: TrainingSpec, plan: StagePlan | None = None) -> str:
     """What the per-layer figure is made of where the block is not plain attention + MLP."""
     bits = []
-    share = _dense_share(m, tr)
+    share = _dense_share(m, tr, plan)
     if share:
         bits.append(f"mean over the stage's blocks, {share:.0%} dense (first_dense_layers)")
     if m.num_shared_experts and m.num_experts > 1:
@@ -867,13 +879,57 @@ def _layout_note(m: ModelSpec, tr: TrainingSpec) -> str:
     return "; " + "; ".join(bits) if bits else ""
 
 
-def _dense_share(m: ModelSpec, tr: TrainingSpec) -> float:
+def _dense_share(m: ModelSpec, tr: TrainingSpec, plan: StagePlan | None = None) -> float:
     """Share of the first pipeline stage's layers that are dense (``first_dense_layers``
-    lead the model, so the first stage holds them): min(k, L/p) / (L/p)."""
+    lead the model, so the first stage holds them): min(k, L/p) / (L/p); for a given
+    pipeline rank's ``plan``, the dense share of the activations it holds
+    (:attr:`simulation.pipeline.StagePlan.dense_activation_layers`)."""
     if m.num_experts <= 1 or not m.first_dense_layers or not m.num_layers:
         return 0.0
+    if plan is not None and plan.activation_layers:
+        return plan.dense_activation_layers / plan.activation_layers
     per_stage = m.num_layers / max(tr.pipeline_parallel, 1)
     return min(m.first_dense_layers, per_stage) / per_stage
+
+
+def plan_activations(m: ModelSpec, tr: TrainingSpec, lay: Layout, plan: StagePlan,
+                     act: StageActivations) -> StageActivations:
+    """``act`` (the first stage's, :func:`_activations`) with the per-layer bytes of the
+    blocks pipeline rank ``plan`` holds: where an MoE model's leading dense blocks make
+    the rank's dense share differ from the first stage's, the mean layer is weighed by
+    the rank's own share (a DualPipe middle rank holds no dense block; rank 0 holds p
+    chunks of stage 0). Unchanged otherwise."""
+    share = _dense_share(m, tr, plan)
+    if share == _dense_share(m, tr):
+        return act
+    return _share_activations(m, tr, lay.grad_accumulation_steps, share)
+
+
+def _share_activations_fn(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,
+                          share: float) -> StageActivations:
+    st = first_stage(_shape(m, tr, tr.recompute, share), m.num_layers, tr.pipeline_parallel,
+                     grad_accumulation_steps, tr.interleave_stages, None)
+    layers = m.num_layers / tr.pipeline_parallel
+    n = checkpointed_layers(tr, layers)
+    if tr.recompute != "full" or n >= layers:
+        return st
+    whole = layer_bytes(_shape(m, tr, "none", share))
+    per = (n * st.per_layer_bytes + (layers - n) * whole) / layers
+    return dataclasses.replace(st, per_layer_bytes=per,
+                               layers_bytes=per * st.layers_held * st.interleave_factor)
+
+
+_share_memo: dict = {}
+
+
+def _share_activations(m, tr, gas, share):
+    key = (id(m), id(tr), gas, share)
+    hit = _share_memo.get(key)
+    if hit is None or hit[0] is not m or hit[1] is not tr:
+        if len(_share_memo) > 4096:
+            _share_memo.clear()
+        hit = _share_memo[key] = (m, tr, _share_activations_fn(m, tr, gas, share))
+    return hit[2]
 
 
 def _activations(m: ModelSpec, tr: TrainingSpec, grad_accumulation_steps: int,

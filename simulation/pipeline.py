@@ -137,7 +137,9 @@ class StagePlan:
     p-1-i); ``activation_layers``: layer-equivalents of stored activations at the peak
     (the layers of one micro-batch times the micro-batches in flight); ``embedding`` /
     ``head``: whether it holds the input embedding / the output head and the loss;
-    ``in_flight``: micro-batches (chunks) whose activations it holds.
+    ``in_flight``: micro-batches (chunks) whose activations it holds;
+    ``dense_activation_layers``: how many of ``activation_layers`` are dense blocks (an
+    MoE model's ``first_dense_layers``, which lead the model and so sit on stage 0 and on).
     """
     index: int
     name: str
@@ -146,6 +148,7 @@ class StagePlan:
     embedding: bool
     head: bool
     in_flight: float
+    dense_activation_layers: float = 0.0
 
 
 def in_flight_chunks(i: int, p: int, v: int, m: int) -> int:
@@ -165,8 +168,28 @@ def in_flight_chunks(i: int, p: int, v: int, m: int) -> int:
     return min((p - i - 1) * 2 + (v - 1) * p + 1, max(m, 1) * v)
 
 
+def dualpipe_in_flight(i: int, p: int) -> tuple[int, int]:
+    """``(shallow, deep)``: micro-batch chunks of each of its two stages that DualPipe rank
+    ``i`` holds at its peak; rank i holds stages ``lo = min(i, p-1-i)`` and ``p-1-lo``.
+
+    Counted from deepseek-ai/DualPipe ``dualpipe/dualpipe.py`` ``DualPipe.step`` (commit
+    3da1bbe): phase 0 of a rank is its shallow stage ``lo`` (the forward direction on the
+    first half of the ranks, the reverse one on the second), phase 1 its deep stage. With
+    ``half_rank = lo`` and ``H = p/2``: step 1 runs ``2(H - lo - 1)`` phase-0 forwards,
+    step 2 ``lo + 1`` pairs of phase-0 and phase-1 forwards, step 3 ``H - lo - 1`` phase-1
+    backward + forward pairs (a backward frees one, a forward adds one), and from step 4
+    each ``_forward_backward_chunk`` adds one and frees one. The peak, before step 4's
+    first backward, is ``2(H - lo - 1) + lo + 1 + 1 = p - lo`` chunks of the shallow stage
+    and ``lo + 1`` of the deep one: ``p + 1`` in all on every rank (the README's
+    "Activation Per Device PP+1"), but split unevenly: rank 0 holds p chunks of stage 0 and
+    one of stage p-1. A deferred weight-gradient chunk (zero bubble) is counted as freed
+    with its backward."""
+    lo = min(i, p - 1 - i)
+    return p - lo, lo + 1
+
+
 def stage_plans(layers: tuple[int, ...], m: int, v: int = 1,
-                schedule: str = "1f1b") -> tuple[StagePlan, ...]:
+                schedule: str = "1f1b", dense_layers: int = 0) -> tuple[StagePlan, ...]:
     """Every pipeline rank's :class:`StagePlan` (one ``only`` plan without a pipeline).
 
     1F1B: rank i holds its layers and ``in_flight_chunks(i)`` chunks of them (chunk =
@@ -177,23 +200,37 @@ def stage_plans(layers: tuple[int, ...], m: int, v: int = 1,
     Every stage so lives on two ranks ("two copies of the model parameters", V3 Sec.
     3.2.1); each rank keeps the gradients and optimizer states of both its stages, not
     sharded with the other copy (the conservative reading; the copies' gradient
-    all-reduce is not in the step time).
+    all-reduce is not in the step time). The p + 1 chunks split as
+    :func:`dualpipe_in_flight` counts them: ``(p - lo) x layers[lo] + (lo + 1) x
+    layers[p-1-lo]`` layer-equivalents.
+
+    ``dense_layers``: the model's leading dense blocks (``first_dense_layers``); each plan's
+    ``dense_activation_layers`` counts the held chunks' dense blocks (with interleaving,
+    the stage's dense share of its held chunks).
     """
     p = len(layers)
+    starts = [sum(layers[:i]) for i in range(p)]
+    dense = [max(0, min(dense_layers - starts[i], layers[i])) for i in range(p)]
     if p == 1:
-        return (StagePlan(0, "only", layers[0], float(layers[0]) * min(1, max(m, 1)),
-                          True, True, 1),)
+        held = float(layers[0]) * min(1, max(m, 1))
+        return (StagePlan(0, "only", layers[0], held, True, True, 1,
+                          held * dense[0] / layers[0] if layers[0] else 0.0),)
     out = []
     for i, n in enumerate(layers):
         name = "first" if i == 0 else "last" if i == p - 1 else "middle"
         if schedule == "dualpipe":
             j = p - 1 - i
             ends = i in (0, p - 1)
+            lo, hi = min(i, j), max(i, j)
+            c_lo, c_hi = dualpipe_in_flight(i, p)
             out.append(StagePlan(i, "ends" if ends else "middle", n + layers[j],
-                                 (p + 1) * (n + layers[j]) / 2, ends, ends, p + 1))
+                                 float(c_lo * layers[lo] + c_hi * layers[hi]), ends, ends, p + 1,
+                                 float(c_lo * dense[lo] + c_hi * dense[hi])))
             continue
         chunks = in_flight_chunks(i, p, v, m)
-        out.append(StagePlan(i, name, n, chunks * n / v, i == 0, i == p - 1, chunks / v))
+        held = chunks * n / v
+        out.append(StagePlan(i, name, n, held, i == 0, i == p - 1, chunks / v,
+                             held * dense[i] / n if n else 0.0))
     return tuple(out)
 
 

@@ -95,7 +95,7 @@ from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Sc
                        resolve, resolve_cluster)
 from .checkpoint import TARGET_KINDS
 from .states import PAGED_OPTIMIZERS, state_bytes
-from .memory import _stage_activations, stage_param_share, stage_plans_for
+from .memory import _stage_activations, plan_activations, stage_param_share, stage_plans_for
 from .parallel import is_uneven, pipeline_stage_layers
 
 PLAN_SCHEMA = 1
@@ -418,7 +418,8 @@ def hbm_lower_bound_bytes(sc: Scenario, lay) -> float:
         # uneven stages / DualPipe: the least-loaded rank's states and the most activations
         # any rank stores (the worst rank holds at least both)
         share = min(stage_param_share(sc, pc, lay, pl) for pl in plans)
-        most = max(pl.activation_layers for pl in plans) * act.per_layer_bytes
+        most = max(pl.activation_layers * plan_activations(sc.model, tr, lay, pl, act).per_layer_bytes
+                   for pl in plans)
         act = dataclasses.replace(act, layers_bytes=most, layers_held=0.0)
         return _hbm_floor_bytes(sc.strategy, sb, pc.total * share * lay.pipeline_parallel,
                                 0, lay.tensor_parallel, lay.pipeline_parallel, lay.shard_degree, act,

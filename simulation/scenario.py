@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from . import calibrate, cpu_adam, presets
 from .checkpoint import CheckpointSpec, resolve_target
 from .recsys import RecModelSpec
+from .activations import RECOMPUTE_MODULES
 from .errors import Collect, ScenarioError
 from .loss import LOSS_KERNELS
 from .fp8 import (AMAX_ALGOS as _FP8_AMAX_ALGOS, FORMATS as _FP8_FORMATS, RECIPES as _FP8_RECIPES,
@@ -793,6 +794,15 @@ class TrainingSpec:
     # ``ptd_checkpoint_wrapper._count % ac_freq == 0``). See :func:`checkpointed_layers`.
     recompute_layers: int | None = None
     recompute_every: int | None = None
+    # Megatron-Core selective recomputation's modules (``recompute: selective`` and
+    # framework megatron only; None: Megatron's default, ``["core_attn"]``):
+    # ``--recompute-granularity selective --recompute-modules ...`` of
+    # simulation.activations.RECOMPUTE_MODULES (core_attn, layernorm, mla_up_proj,
+    # moe_act), as megatron/core/transformer/transformer_config.py (core 0.20, d98e8a6)
+    # checks them. ``activation_func_fp8_input_store``: Megatron's TransformerConfig field
+    # of that name, fused SwiGLU keeps its input in FP8 (fused_bias_swiglu.py; SwiGLU only).
+    recompute_modules: tuple | None = None
+    activation_func_fp8_input_store: bool = False
     # Preference tuning (DPO): each example a chosen and a rejected sequence, a frozen
     # reference model (:class:`PreferenceSpec`). None: plain next-token training.
     preference: "PreferenceSpec | None" = None
@@ -863,6 +873,8 @@ class TrainingSpec:
             moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False),
             recompute_layers=_int(d, "recompute_layers", path, maximum=100_000),
             recompute_every=_int(d, "recompute_every", path, maximum=100_000),
+            recompute_modules=_recompute_modules(d, path),
+            activation_func_fp8_input_store=_bool(d, "activation_func_fp8_input_store", path, False),
             preference=_preference(d.get("preference"), f"{path}.preference"),
             pipeline_layers=_int_list(d, "pipeline_layers", path, minimum=0, maximum=10_000),
             first_pipeline_layers=_int(d, "first_pipeline_layers", path, maximum=10_000),
@@ -875,6 +887,8 @@ class TrainingSpec:
             out["preference"] = _given(self.preference)
         if self.pipeline_layers is not None:
             out["pipeline_layers"] = list(self.pipeline_layers)
+        if self.recompute_modules is not None:
+            out["recompute_modules"] = list(self.recompute_modules)
         if self.pipeline_schedule == "1f1b":     # the default: older scenarios' JSON unchanged
             del out["pipeline_schedule"]
         if self.dtypes is not None:
@@ -889,7 +903,7 @@ class TrainingSpec:
                     del lo[name]
             out["lora"] = lo
         for name in ("overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
-                     "moe_a2a_overlap"):
+                     "moe_a2a_overlap", "activation_func_fp8_input_store"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
                 del out[name]
         if self.context_parallel == 1:
@@ -905,6 +919,27 @@ class TrainingSpec:
     def local_seq_len(self) -> int:
         """Tokens of each sequence one rank holds: ``seq_len / context_parallel``."""
         return self.seq_len // self.context_parallel
+
+
+def _recompute_modules(d: dict, path: str):
+    """``training.recompute_modules``: a non-empty list of distinct names of
+    :data:`RECOMPUTE_MODULES` (errors name the element), or None when absent."""
+    v = d.get("recompute_modules")
+    if v is None:
+        return None
+    where = f"{path}.recompute_modules"
+    if not isinstance(v, (list, tuple)) or not v:
+        raise ScenarioError(where, "must be a non-empty list of module names "
+                                   f"({', '.join(RECOMPUTE_MODULES)})")
+    out = []
+    for i, x in enumerate(v):
+        if x not in RECOMPUTE_MODULES:
+            raise ScenarioError(f"{where}[{i}]", f"must be one of {', '.join(RECOMPUTE_MODULES)}, "
+                                                 f"got {x!r}")
+        if x in out:
+            raise ScenarioError(f"{where}[{i}]", f"{x} is listed twice")
+        out.append(x)
+    return tuple(out)
 
 
 def _int_list(d: dict, key: str, path: str, minimum: int = 0, maximum: int | None = None):
@@ -1312,6 +1347,7 @@ class Scenario:
         if tr.fp8 is not None:
             _check_fp8(sc)
         _check_recompute_layers(tr)
+        _check_recompute_modules(sc)
         if tr.preference is not None:
             _check_preference(sc)
         if tr.tp_comm_overlap and not tr.sequence_parallel:
@@ -1676,6 +1712,42 @@ def _check_experts(sc) -> None:
                if tr.pipeline_parallel > 1 and tr.interleave_stages is None else None)
         if why:
             raise ScenarioError("training.moe_a2a_overlap", why)
+
+
+def _check_recompute_modules(sc) -> None:
+    """``recompute_modules`` and ``activation_func_fp8_input_store`` as Megatron-Core checks
+    them (transformer_config.py ``__post_init__``, core 0.20 at d98e8a6): modules with
+    selective granularity; ``mla_up_proj`` only with multi-latent attention; FP8 with
+    ``moe_act`` or ``layernorm`` not with delayed scaling; FP8 input store for SwiGLU only.
+    Both are Megatron-Core's, so framework megatron; ``moe_act`` needs a model with experts
+    (the grouped experts it applies to)."""
+    tr, m = sc.training, sc.model
+    mods = tr.recompute_modules
+    if mods is not None:
+        f = "training.recompute_modules"
+        if tr.framework != "megatron":
+            raise ScenarioError(f, "are Megatron-Core's --recompute-modules: needs framework megatron")
+        if tr.recompute != "selective":
+            raise ScenarioError(f, f"apply to selective recomputation (Megatron "
+                                   f"--recompute-granularity selective): needs recompute "
+                                   f"selective, not {tr.recompute}")
+        if "mla_up_proj" in mods and not m.uses_mla:
+            raise ScenarioError(f, "mla_up_proj is only supported with multi-latent attention "
+                                   "(model.kv_lora_rank)")
+        if "moe_act" in mods and m.num_experts <= 1:
+            raise ScenarioError(f, "moe_act recomputes the experts' activation: needs a model "
+                                   "with experts (model.num_experts > 1)")
+        if tr.fp8 is not None and tr.fp8.recipe == "delayed" and ({"moe_act", "layernorm"} & set(mods)):
+            raise ScenarioError(f, "delayed scaling does not support moe_act and layernorm "
+                                   "recompute for FP8 (Megatron-Core): use training.fp8.recipe "
+                                   "tensorwise, blockwise or mxfp8")
+    if tr.activation_func_fp8_input_store:
+        f = "training.activation_func_fp8_input_store"
+        if tr.framework != "megatron":
+            raise ScenarioError(f, "is Megatron-Core's fused SwiGLU option: needs framework megatron")
+        if not m.gated_mlp:
+            raise ScenarioError(f, "storing the activation input in FP8 is supported only for "
+                                   "SwiGLU (model.gated_mlp)")
 
 
 def _check_recompute_layers(tr: TrainingSpec) -> None:

@@ -235,7 +235,14 @@ def layer_flops(sc: Scenario, pc: ParamCount) -> dict:
     # selective_ops reruns wk, wo and one MLP matmul of h x f (compute.op_sac_recompute_s)
     ops = 2 * b * s * (h * h * kv + h * h + h * f * max(m.moe_top_k, 1)) / t
     rerun = compute.recompute_fraction(tr, m) if tr.recompute == "full" else 0.0
-    extra = {"full": fwd * rerun, "selective": attn / t, "none": 0.0, "selective_ops": ops}[tr.recompute]
+    mods = (getattr(tr, "recompute_modules", None) or ("core_attn",)
+            if tr.recompute == "selective" else ())
+    selective = attn / t if "core_attn" in mods else 0.0
+    if "mla_up_proj" in mods and m.uses_mla:      # compute.selective_recompute_s
+        a = m.num_attention_heads or 1
+        selective += 2 * b * s * a * ((m.q_lora_rank or 0) * m.qk_head_dim + m.kv_lora_rank
+                                      * (m.qk_head_dim - m.qk_rope_head_dim + m.v_head_dim)) / t
+    extra = {"full": fwd * rerun, "selective": selective, "none": 0.0, "selective_ops": ops}[tr.recompute]
     head = 2 * b * s * h * (m.vocab_size or 0) / t
     if tr.lora is not None:
         adapter = sum(2 * M * N * K * c for M, N, K, c in adapter_gemms(m, tr.lora, b * s, t))

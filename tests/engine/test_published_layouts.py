@@ -53,14 +53,41 @@ def test_more_expert_parallelism_holds_less_per_gpu_and_all_to_alls_cross_nodes(
     assert e16["step"]["expert_parallel"]["link"] == "nic"
 
 
-@pytest.mark.xfail(strict=True, reason="DeepSeek-V3 trained in 80 GB without full recomputation; "
-                   "the engine's worst rank needs about 130 GiB: 17 micro-batches in flight "
-                   "(DualPipe's PP + 1) x 8 blocks of Megatron-style MoE activations (each token's "
-                   "top-8 copies permuted, expert outputs, scatter source, 16-bit). The report's "
-                   "own savings are not modelled: RMSNorm and MLA up-projection recomputed, the "
-                   "dispatched activations cached in FP8, its HAI-LLM framework's kernels (Sec. 3.3)")
+# The report's own memory savings (Sec. 3.2.3, 3.3.3) written as the Megatron-Core settings
+# that do the same: RMSNorm and the MLA up-projections recomputed in backward
+# (--recompute-modules layernorm mla_up_proj), the SwiGLU inputs of the MoE cached in FP8
+# and its output recomputed (moe_act + activation_func_fp8_input_store), the Linear inputs
+# and the dispatched tokens in FP8 (TE's FP8 GEMMs save their FP8 casts: fp8), BF16 AdamW
+# moments with FP32 master weights and FP32 gradients for the accumulation (dtypes), ZeRO-1
+# as Megatron's distributed optimizer (framework megatron: no DeepSpeed buckets).
+REPORT_MODULES = ["layernorm", "mla_up_proj", "moe_act"]
+
+
+def deepseek_v3_as_reported():
+    d = deepseek_v3(64).to_dict()
+    d["training"].update(recompute="selective", recompute_modules=REPORT_MODULES,
+                         activation_func_fp8_input_store=True,
+                         dtypes={"grads": "fp32", "optimizer_states": "bf16"})
+    d["strategy"] = {"kind": "megatron_dist_opt"}
+    return Scenario.from_dict(d)
+
+
 def test_deepseek_v3_fits_as_it_ran():
-    assert evaluate(deepseek_v3(64)).to_dict()["fit_state"] in ("fits", "tight")
+    # Without the report's savings the worst rank (stages 3 and 12: 13 + 4 chunks of 4
+    # MoE blocks in flight) needs far more than an H800 holds.
+    assert evaluate(deepseek_v3(64)).to_dict()["fit_state"] == "does_not_fit"
+    rep = evaluate(deepseek_v3_as_reported()).to_dict()
+    assert rep["fit_state"] in ("fits", "tight")
+    hbm = rep["memory"]["per_gpu"]["hbm"]
+    # tight, not comfortable: within 5 % of the usable HBM either way (the engine: about
+    # 81 GiB of 79.3 usable, inside its 10 % band). Not modelled, and left: the MTP module on
+    # the ranks holding the last stage (the ends ranks, about 5 GiB under the worst rank),
+    # the EMA (on the CPU in the report: nothing on the GPU), and whether HAI-LLM caches FP8
+    # weight copies for the step as Transformer Engine does (6.2 GiB counted here).
+    assert abs(hbm["total_bytes"] / hbm["capacity_bytes"] - 1) < 0.05
+    # the activations are what the settings cut: 68 layer-equivalents of MoE blocks
+    act = hbm_part(rep, "activations (68 layers")
+    assert act < 0.5 * hbm_part(evaluate(deepseek_v3(64)).to_dict(), "activations (68 layers")
 
 
 def test_with_full_recomputation_the_ep64_layout_fits():

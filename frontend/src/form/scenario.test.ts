@@ -9,6 +9,7 @@ import {
   nodeOptionLabel,
   offloadAfterStrategyChange,
   pipelineLayers,
+  recomputeModules,
   settingsNotOnForm,
   STRATEGIES,
   suggestName,
@@ -491,6 +492,27 @@ describe("FP8 inputs (training.fp8, issue #15)", () => {
     expect(settingsNotOnForm(sc)).toEqual(["training.fp8.amax_compute_algo"]);
     expect(inputNameForErrorKey("scenario.training.fp8")).toBe("training.fp8.recipe");
     expect(inputNameForErrorKey("scenario.training.fp8.format")).toBe("training.fp8.format");
+  });
+});
+
+describe("recomputation by module and the SwiGLU FP8 input store (issue #15)", () => {
+  it("sends recompute_modules as a list of names and the store as true, nothing when blank / off", () => {
+    const t = (v: Record<string, string | boolean>) => buildRequest({ ...values, ...v }).scenario.training as Record<string, unknown>;
+    expect(t({})).not.toHaveProperty("recompute_modules");
+    expect(t({})).not.toHaveProperty("activation_func_fp8_input_store");
+    const on = t({ "training.recompute": "selective", "training.recompute_modules": "layernorm, mla_up_proj moe_act",
+                   "training.activation_func_fp8_input_store": true });
+    expect(on).toMatchObject({ recompute: "selective", recompute_modules: ["layernorm", "mla_up_proj", "moe_act"],
+                               activation_func_fp8_input_store: true });
+  });
+
+  it("loads them back from a scenario and points the engine's element error at the input", () => {
+    const v = valuesFromScenario({ schema: 1, model: { preset: "deepseek-v3" }, cluster: { node: "hgx-h800" },
+      training: { recompute: "selective", recompute_modules: ["layernorm", "moe_act"], activation_func_fp8_input_store: true } });
+    expect(v["training.recompute_modules"]).toBe("layernorm, moe_act");
+    expect(v["training.activation_func_fp8_input_store"]).toBe(true);
+    expect(recomputeModules("")).toBeUndefined();
+    expect(inputNameForErrorKey("training.recompute_modules[1]")).toBe("training.recompute_modules");
   });
 });
 

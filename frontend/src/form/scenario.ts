@@ -216,7 +216,7 @@ export const DECIMAL_FIELDS = [
 ] as const;
 
 export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "training.overlap_param_gather",
-  "training.moe_a2a_overlap", "checkpoint.sharded"] as const;
+  "training.moe_a2a_overlap", "training.activation_func_fp8_input_store", "checkpoint.sharded"] as const;
 
 /** On / off / blank (the framework's default) selects, sent as JSON booleans. */
 export const TRI_STATE_FIELDS = ["training.overlap_grad_reduce", "training.gradient_accumulation_fusion"] as const;
@@ -261,6 +261,8 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.recompute": "Activation recomputation",
   "training.recompute_layers": "Checkpoint first k layers",
   "training.recompute_every": "Checkpoint every k-th layer",
+  "training.recompute_modules": "Modules recomputed (selective)",
+  "training.activation_func_fp8_input_store": "SwiGLU inputs stored in FP8",
   "training.preference.reference": "Preference tuning",
   "training.loss_kernel": "Loss kernel",
   "training.flash_attention": "Flash attention",
@@ -336,6 +338,8 @@ export const DEFAULT_VALUES: FormValues = {
   "training.recompute": "none",
   "training.recompute_layers": "",
   "training.recompute_every": "",
+  "training.recompute_modules": "",
+  "training.activation_func_fp8_input_store": false,
   "training.preference.reference": "",
   "training.loss_kernel": "torch",
   // On for a new scenario (nearly every current training stack runs SDPA / FlashAttention; eager
@@ -400,6 +404,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.lora.rank": "blank = full fine-tuning",
   "training.recompute_layers": "all (full)",
   "training.recompute_every": "1 (every layer)",
+  "training.recompute_modules": "e.g. layernorm, mla_up_proj, moe_act (blank = core_attn)",
   "training.lora.dropout": "0",
   "training.lora.targets": "q, v",
   "training.fp8.amax_history_len": "1024",
@@ -556,6 +561,13 @@ export function buildRequest(
   setOrDelete(training, "moe_routing_imbalance", values["training.moe_routing_imbalance"]);
   if (values["training.moe_a2a_overlap"] === true) training.moe_a2a_overlap = true;
   else delete training.moe_a2a_overlap;
+  // Megatron's selective recomputation by module and SwiGLU's FP8 input store; blank / off
+  // are the engine's defaults (core_attn; 16-bit), left out
+  const modules = recomputeModules(values["training.recompute_modules"]);
+  if (modules === undefined) delete training.recompute_modules;
+  else training.recompute_modules = modules;
+  if (values["training.activation_func_fp8_input_store"] === true) training.activation_func_fp8_input_store = true;
+  else delete training.activation_func_fp8_input_store;
   // An uneven pipeline split and the schedule; the defaults (even, 1F1B) are left out.
   const stages = pipelineLayers(values["training.pipeline_layers"]);
   if (stages === undefined) delete training.pipeline_layers;
@@ -638,6 +650,17 @@ export function pipelineLayers(value: string | boolean | undefined): unknown[] |
     }
   }
   return out;
+}
+
+/**
+ * `training.recompute_modules` from its input: "layernorm, mla_up_proj" (commas or spaces) ->
+ * ["layernorm", "mla_up_proj"]; blank: undefined (Megatron's default, core_attn). Names are
+ * sent as typed, so the engine's error names a wrong one (training.recompute_modules[1]).
+ */
+export function recomputeModules(value: string | boolean | undefined): string[] | undefined {
+  const text = str(value, "").trim();
+  if (text === "") return undefined;
+  return text.split(/[\s,]+/).filter((t) => t !== "");
 }
 
 /** The LoRA modules the engine knows (simulation/lora.py LORA_TARGETS). */
@@ -734,6 +757,8 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
   if (typeof scenario.convention === "string") v.convention = scenario.convention;
   const stages = isObject(scenario.training) ? scenario.training.pipeline_layers : undefined;
   if (Array.isArray(stages)) v["training.pipeline_layers"] = stages.join(", ");
+  const modules = isObject(scenario.training) ? scenario.training.recompute_modules : undefined;
+  if (Array.isArray(modules)) v["training.recompute_modules"] = modules.join(", ");
   const lora = isObject(scenario.training) ? scenario.training.lora : undefined;
   if (isObject(lora)) {
     for (const k of ["rank", "alpha", "dropout"]) {
@@ -809,6 +834,7 @@ export function inputNameForErrorKey(key: string): string {
   if (k.startsWith("training.preference")) return "training.preference.reference";
   if (k.startsWith("training.lora.targets")) return "training.lora.targets";   // targets[1]
   if (k.startsWith("training.pipeline_layers")) return "training.pipeline_layers";   // [3]
+  if (k.startsWith("training.recompute_modules")) return "training.recompute_modules";   // [1]
   return sectionMain[k] ?? recsysInputForErrorKey(k) ?? k;
 }
 

@@ -93,6 +93,8 @@ function mount(root: HTMLElement): void {
     recompute: select(RECOMPUTE),
     recomputeLayers: integer({ placeholder: PLACEHOLDERS["training.recompute_layers"] }),
     recomputeEvery: integer({ placeholder: PLACEHOLDERS["training.recompute_every"] }),
+    recomputeModules: h("input", { type: "text", autocomplete: "off", placeholder: PLACEHOLDERS["training.recompute_modules"] }),
+    fp8ActStore: h("input", { type: "checkbox", role: "switch" }),
     preference: select(PREFERENCE_REFERENCES),
     lossKernel: select(LOSS_KERNELS),
     flash: h("input", { type: "checkbox", role: "switch" }),
@@ -328,6 +330,17 @@ function mount(root: HTMLElement): void {
         f("training.recompute_every", c.recomputeEvery, {
           unit: "k; with full",
           help: "torchtitan selective_ac_option = \"k\": every k-th layer (k, 2k, ...) is checkpointed.",
+        }),
+        f("training.recompute_modules", c.recomputeModules, {
+          unit: "with selective; Megatron",
+          help: "Megatron-Core --recompute-modules: core_attn (the default), layernorm (norm outputs freed " +
+            "and rebuilt), mla_up_proj (latent attention's Q, K, V rebuilt from the latents), moe_act " +
+            "(the experts' SwiGLU output rebuilt), as DeepSeek-V3 trained (report Sec. 3.2.3).",
+        }),
+        f("training.activation_func_fp8_input_store", c.fp8ActStore, {
+          unit: "SwiGLU; Megatron",
+          help: "Megatron-Core activation_func_fp8_input_store: fused SwiGLU keeps its input as an FP8 " +
+            "cast (1 B an element instead of 2), as DeepSeek-V3 cached the MoE SwiGLU inputs (Sec. 3.3.3).",
         }),
         f("training.preference.reference", c.preference, {
           unit: "chosen + rejected: 2 sequences per example",
