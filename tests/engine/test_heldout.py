@@ -52,9 +52,10 @@ def test_torchtitan_conversion_by_hand():
     "simulation/compute.py), --tp-comm-overlap (each TP collective beside its compute, the SMs "
     "it holds slowing it), the distributed optimizer's fp32 reduce-scatter and the H100's "
     "measured HBM share (2903 of 3350 GB/s). Causes left: the 1.7B and 7.1B rows are 22-24 % too "
-    "fast, i.e. their small GEMMs (hidden 2048 / 4096 with TP 2, 4,096 tokens), which the wave "
-    "model runs near the full rate while XLA's measured sm_90 GEMM table (matmul_interpolator_"
-    "data.h) has 2048^3 at 632 TFLOP/s (the README puts the 1.7B row's 41 % MFU down to them); the unstated micro-batch (1 "
+    "fast, and not by their GEMM shapes: XLA's measured sm_90 table runs shapes of theirs "
+    "(every dimension >= 2048) at 0.94-1.0 of its fastest, as the wave model does "
+    "(test_compute.py), though the source puts their lower MFU down to smaller GEMMs; cause not "
+    "identified. The unstated micro-batch (1 "
     "assumed) decides the 32B row's exposed data-parallel reduce-scatter (16 GB fp32 over one "
     "NIC a GPU) and the pipeline bubble of the PP rows (-3..-9 % now)"))
 def test_megatron_core_h100_within_8_percent_on_average():
