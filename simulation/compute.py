@@ -77,10 +77,10 @@ _VP = "; HBM: aigatech/vpbenchmarking D2D 2903 of 3350 GB/s"
 # to back for seconds (so the clocks are those a long run sustains under the power limit),
 # from a published benchmark's results table. Hugging Face gpu-fryer (github.com/huggingface/
 # gpu-fryer, README reference table added in commit c12f710, release 1.1.0, 2025-07-31, CUDA
-# 12.9): cuBLASLt BF16 GEMMs of 8192 x 8192 x 8192, FP32 accumulation, run for the test's
-# duration (60 s by default, at least 10 s) and averaged per second; "NVIDIA H100 80GB HBM3"
-# ~730 TFLOP/s, 92 % of the 794.5 best-of-sweep MAMF. Its own A100-SXM4-80GB row is ~270
-# (its MAMF 271.2): with current software the A100 sustains its best-of-sweep rate and the
+# 12.9; src/main.rs): cuBLASLt BF16 GEMMs of 8192 x 8192 x 8192 (operands from random 32-bit
+# integers) back to back for the test's duration (60 s by default, at least 10 s), averaged
+# per second; "NVIDIA H100 80GB HBM3" ~730 TFLOP/s, 92 % of the 794.5 best-of-sweep MAMF. Its
+# A100-SXM4-80GB row (added in 59ad16a, 2025-08-06) is ~270 (MAMF 271.2): with current software the A100 sustains its best-of-sweep rate and the
 # H100 does not, the power-limited clocks Horace He describes ("Strangely, Matrix
 # Multiplications on GPUs Run Faster When Given 'Predictable' Data", thonking.ai, 2024). The
 # A100 keeps mli's 230 (2022 software, the era of its validation data). Caveat: this figure
