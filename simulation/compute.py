@@ -5,8 +5,9 @@ tensor-parallel split (Megatron's column/row-parallel layout, Shoeybi et al. 201
 
 * **GEMMs** (QKV, attention output, MLP up/gate/down, output layer; backward: a data-gradient
   and a weight-gradient GEMM of the same size each) take ``max(math, memory)``: the math time
-  is ``2 M N K`` FLOPs at the accelerator's maximum achievable dense matmul throughput
-  (``GEMM_FLOPS``, measured with large shapes) divided by the wave efficiency of the output
+  is ``2 M N K`` FLOPs at the accelerator's achievable dense matmul rate (``GPU_FIGURES``:
+  a square 8192 matmul sustained for seconds for the A100 and H100 / H200, the best-of-sweep
+  MAMF elsewhere) divided by the wave efficiency of the output
   tiles over the SMs; the memory time is the operands' and the result's bytes over HBM
   bandwidth (NVIDIA, *Matrix Multiplication Background User's Guide*, DU-09799-001, 2023:
   Sec. 2 math and memory bounds, Sec. 3.2 wave quantization; cuBLAS picks among tiles,
