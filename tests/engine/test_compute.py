@@ -1,10 +1,14 @@
 """Compute time from the work (simulation.compute): GEMMs, attention, memory-bound kernels.
 
 Each formula against a hand calculation or a published figure: wave quantization (NVIDIA,
-Matrix Multiplication Background), the maximum achievable matmul rate (Bekman's MAMF
-table), FlashAttention-2's fractions of peak (Dao 2023), and Korthikanti et al. 2022
+Matrix Multiplication Background), the achievable matmul rate (mli/transformers-benchmarks
+for the A100, Hugging Face gpu-fryer for the H100: sustained square 8192 burns), the rates of
+GEMMs against their shape (XLA's measured sm_90 table), FlashAttention-2's fractions of peak (Dao 2023), and Korthikanti et al. 2022
 Table 4's sequence-parallel saving on a 22B layer.
 """
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +51,61 @@ def test_full_wave_gemm_runs_at_the_sustained_matmul_rate():
     # 0.25 ms > 70 MB over 1616 GB/s = 0.04 ms)
     m, n, k = 9 * 256, 12 * 128, 8192
     assert gemm_s(m, n, k, A100, A100_HBM) == pytest.approx(2 * m * n * k / 230e12)
+
+
+def test_h100_gemms_run_at_the_sustained_rate_of_a_long_square_8192_burn():
+    # The A100's rule applied to the H100 SXM5: Hugging Face gpu-fryer's README reference table
+    # (commit c12f710, CUDA 12.9), cuBLASLt 8192^3 BF16 GEMMs held for the test's duration:
+    # "NVIDIA H100 80GB HBM3" ~730 TFLOP/s, not Bekman's best-of-sweep 794.5. H200 (the same
+    # die and 700 W limit) and H800 (the same SMs and clocks) take it too. 11 x 12 = 132
+    # tiles of 256x128: one full wave on 132 SMs, compute-bound.
+    h100 = GPU_FIGURES["h100-sxm5-80gb"]
+    m, n, k = 11 * 256, 12 * 128, 8192
+    assert gemm_s(m, n, k, h100, 2903e9) == pytest.approx(2 * m * n * k / 730e12)
+    for preset in ("h200-sxm-141gb", "h800-sxm5-80gb"):
+        assert GPU_FIGURES[preset].gemm_flops == 730e12
+    # FP8: the MAMF table's FP8 / BF16 ratio on the sustained figure (H100 1402.6 / 794.5,
+    # H200 1453.4 / 794.5), as gpu-fryer's FP8 burn feeds near-constant operands
+    assert h100.fp8_gemm_flops == pytest.approx(730e12 * 1402.6 / 794.5)
+    assert GPU_FIGURES["h200-sxm-141gb"].fp8_gemm_flops == pytest.approx(730e12 * 1453.4 / 794.5)
+
+
+XLA_SM90 = json.loads((Path(__file__).parents[1] / "data" / "xla_sm90_gemm_bf16.json").read_text())
+
+
+def _shape_factors(rows):
+    """(measured, modelled) rate of each row over the first row's (tests/data/
+    xla_sm90_gemm_bf16.json: XLA's short-run sm_90 table, so only ratios between shapes)."""
+    h100 = GPU_FIGURES["h100-sxm5-80gb"]
+
+    def rate(r):
+        b, m, n, k = r["b"], r["m"], r["n"], r["k"]
+        return 2 * b * m * n * k / gemm_s(m, n, k, h100, 2903e9, b)
+    ref = XLA_SM90["rows"][0]
+    return [(r["bf16_flops_per_s"] / ref["bf16_flops_per_s"], rate(r) / rate(ref)) for r in rows]
+
+
+def test_wave_model_follows_measured_h100_shapes_for_gemms_of_training_size():
+    # GEMMs whose every dimension is at least 2048, as each GEMM of the Megatron-Core H100
+    # 1.7B and 7.1B rows is per GPU (4096 tokens; hidden 2048, and 4096 with TP 2: o 2048
+    # wide, the rest wider): XLA's measured sm_90 rates lie at 0.94-1.0 of the fastest row, the wave model's
+    # at 1.0. So those rows' shapes are not what makes them come out fast (test_heldout.py).
+    big = [r for r in XLA_SM90["rows"] if min(r["m"], r["n"], r["k"]) >= 2048]
+    assert len(big) >= 3
+    for meas, model in _shape_factors(big):
+        assert model / meas == pytest.approx(1.0, abs=0.10)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: the wave model runs small GEMMs near the full rate; in XLA's measured sm_90 table "
+    "GEMMs with a dimension under 2048 reach 0.31-0.97 of the fastest row while the model "
+    "gives them 0.5-1.0 (up to 3.2x too fast: 4096 x 512 x 512 at 0.31 measured, 0.99 "
+    "modelled; K 512-1024 at 2^35-2^36 FLOPs 12-23 % too fast); no per-tile prologue / "
+    "epilogue or launch cost is modelled"))
+def test_wave_model_follows_measured_h100_shapes_for_small_gemms():
+    small = [r for r in XLA_SM90["rows"] if min(r["m"], r["n"], r["k"]) < 2048]
+    for meas, model in _shape_factors(small):
+        assert model / meas == pytest.approx(1.0, abs=0.15)
 
 
 def test_thin_gemm_is_bound_by_hbm_bandwidth():
