@@ -136,10 +136,15 @@ GPU_FIGURES: dict[str, GpuFigures] = {
 GPU_FIGURES["h800-sxm5-80gb"] = GpuFigures(
     **{**GPU_FIGURES["h100-sxm5-80gb"].__dict__,
        "source": GPU_FIGURES["h100-sxm5-80gb"].source + " (H800: the H100's SMs and clocks)"})
-# The Blackwell GPU of GB200 NVL72: the B200 die (148 SMs) at 1.2 kW; its MAMF row in the
-# same table, 1822.0 TFLOP/s (as the shipped hardware catalog's GB200 row records it).
+# The Blackwell GPU of GB200 NVL72: the B200 die (148 SMs) at 1.2 kW. By the H100's rule
+# (a sustained 8192^3 cuBLAS matmul from a published table), gpu-fryer's "GB200-NVL72
+# 186GB HBM3e" row, ~1550 TFLOP/s BF16 (85 % of its 1822.0 best-of-sweep MAMF, the figure
+# the shipped hardware catalog's row records); FP8 from the FP8 / BF16 peak ratio (no FP8
+# MAMF row for it; gpu-fryer's FP8 figure is not used, as for the H100). HGX B200 has no
+# gpu-fryer row and keeps its MAMF figure, like MI300X / MI325X.
 GPU_FIGURES["b200-gb200-186gb"] = GpuFigures(
-    1822.0e12, 148, _MAMF + ": GB200 1822.0 TFLOP/s; 148 SMs (the B200 die)")
+    1550e12, 148, "HF gpu-fryer README (c12f710): GB200-NVL72 186GB HBM3e BF16 ~1550 TFLOP/s "
+    "sustained (MAMF 1822.0); 148 SMs (the B200 die)")
 GPU_FIGURES["a800-sxm4-80gb"] = GpuFigures(
     **{**GPU_FIGURES["a100-sxm4-80gb"].__dict__,
        "source": GPU_FIGURES["a100-sxm4-80gb"].source + " (A800: the A100's SMs and clocks)"})
