@@ -400,8 +400,8 @@ def megatron_pipeline_args(sc: Scenario) -> list[str]:
     ``--decoder-last-pipeline-num-layers`` for a first/last split, or
     ``--pipeline-model-parallel-layout`` for an explicit list
     (:func:`simulation.pipeline.megatron_layout`). Megatron-LM has no DualPipe schedule:
-    for ``pipeline_schedule = dualpipe`` the arguments describe the split, and the last
-    one is a comment saying so."""
+    for ``pipeline_schedule = dualpipe`` the arguments describe the split and
+    :func:`megatron_notes` says so."""
     from .parallel import pipeline_stage_layers
     from .pipeline import megatron_layout
     tr = sc.training
@@ -423,10 +423,17 @@ def megatron_pipeline_args(sc: Scenario) -> list[str]:
         args.append(f"--decoder-first-pipeline-num-layers {tr.first_pipeline_layers}")
     if tr.last_pipeline_layers is not None:
         args.append(f"--decoder-last-pipeline-num-layers {tr.last_pipeline_layers}")
-    if tr.pipeline_schedule == "dualpipe":
-        args.append("# DualPipe (deepseek-ai/DualPipe) is not a Megatron-LM schedule: run it "
-                    "with that library; each rank holds stages i and p-1-i")
     return args
+
+
+def megatron_notes(sc: Scenario) -> list[str]:
+    """What the Megatron-LM arguments (:func:`megatron_args`) cannot say, one sentence each
+    (the download writes them as comment lines after the arguments, not among them)."""
+    notes = []
+    if sc.training.pipeline_schedule == "dualpipe":
+        notes.append("DualPipe (deepseek-ai/DualPipe) is not a Megatron-LM schedule: run it with "
+                     "that library; each rank holds stages i and p-1-i")
+    return notes
 
 
 def _deepspeed_pipeline_note(sc: Scenario) -> str:

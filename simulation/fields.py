@@ -28,7 +28,9 @@ def show(v) -> str:
 
 def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False,
               maximum: int | None = None):
-    v = d.get(key, default)
+    v = d.get(key)
+    if v is None:                         # absent or null: the default
+        v = default
     if type(v) is int and v >= minimum and (maximum is None or v <= maximum):
         return v                          # the common case, checked first: same result
     if v is None:
@@ -52,7 +54,9 @@ _INF = math.inf
 
 def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
          maximum: float | None = None):
-    v = d.get(key, default)
+    v = d.get(key)
+    if v is None:                         # absent or null: the default
+        v = default
     if v is None:
         return None
     t = type(v)

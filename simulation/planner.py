@@ -263,7 +263,7 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
     for k in _SPACE_TRAINING:
         if k in training:
             raise ScenarioError(f"training.{k}", f"is chosen by the planner: list its values in space.{k}")
-    if training.get("context_parallel", 1) != 1:
+    if training.get("context_parallel") not in (None, 1):
         # its prefilters and bounds (GPUs per model replica, the HBM floor) count TP x PP
         raise ScenarioError("training.context_parallel",
                             "the planner does not search context parallelism yet: evaluate CP "
@@ -273,7 +273,7 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
             raise ScenarioError(f"training.{k}", "the planner searches even splits of the layers "
                                                 "over pipeline_parallel; evaluate an uneven split "
                                                 "as a scenario")
-    if training.get("pipeline_schedule", "1f1b") != "1f1b":
+    if training.get("pipeline_schedule") not in (None, "1f1b"):
         raise ScenarioError("training.pipeline_schedule", "the planner searches 1F1B (and "
                                                           "interleaved) schedules only")
     total_tokens = _num(training, "total_tokens", "training", lo=1)

@@ -571,8 +571,10 @@ ACCELERATORS.update({
         name="NVIDIA Blackwell GPU in GB200 NVL72", hbm_capacity_bytes=int(186 * GIB * _USABLE),
         hbm_bytes_per_s=8000 * GB, peak_flops_bf16=2500e12, peak_flops_fp32=80e12,
         host_link_bytes_per_s=_C2C_PER_GPU, scaleup_bytes_per_s=900 * GB,
+        peak_flops_fp8=5000e12, mxfp8=True,
         source=(f"{_NVL72_PAGE}: rack totals / 72: 186 GB HBM3e at 8 TB/s, 2.5 PFLOP/s dense "
-                "bf16 (360 PFLOPS with sparsity / 2 / 72), 80 TFLOP/s fp32, NVLink 5 1.8 TB/s "
+                "bf16 (360 PFLOPS with sparsity / 2 / 72), 5 PFLOP/s dense FP8 (720 PFLOPS "
+                "with sparsity / 2 / 72; Blackwell's MX formats), 80 TFLOP/s fp32, NVLink 5 1.8 TB/s "
                 "(900 GB/s each way); host link NVLink-C2C to Grace, 450 GB/s each way shared "
                 "by 2 GPUs (225 GB/s each)")),
 })

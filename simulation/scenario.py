@@ -86,10 +86,13 @@ def _framework(training: dict, path: str) -> str:
     """``training.framework``; by default Megatron where its parallelism is asked for
     (tensor or pipeline parallel, sequence parallel: transformers' modules do none of
     them), transformers otherwise. Read after the parallel degrees are validated."""
-    megatron = (training.get("tensor_parallel", 1) != 1 or training.get("pipeline_parallel", 1) != 1
-                or training.get("context_parallel", 1) != 1
+    def degree(k):                      # absent or null: 1
+        v = training.get(k)
+        return 1 if v is None else v
+    megatron = (degree("tensor_parallel") != 1 or degree("pipeline_parallel") != 1
+                or degree("context_parallel") != 1
                 or training.get("sequence_parallel") is True
-                or training.get("expert_parallel", 1) != 1)
+                or degree("expert_parallel") != 1)
     return _choice(training, "framework", path, FRAMEWORKS, "megatron" if megatron else "huggingface")
 
 
@@ -1506,6 +1509,9 @@ def _expand(value, table: dict, path: str, what: str) -> dict:
     name = value.get("preset")
     if name is None:
         return dict(value)
+    if not isinstance(name, str):
+        raise ScenarioError(f"{path}.preset", f"must be a {what} preset name (a string), got "
+                                              f"{type(name).__name__}")
     if name not in table:
         if set(value) - {"preset", "name", "source"}:
             return dict(value)   # already resolved: the preset is provenance only
@@ -1553,6 +1559,9 @@ def resolve_cluster(cluster_in, nodes=None, accelerators=None, path: str = "clus
         raise ScenarioError(path, "must be an object")
     cluster = {}
     node_id = cluster_in.get("node")
+    if node_id is not None and not isinstance(node_id, str):
+        raise ScenarioError(f"{path}.node", f"must be a node template name (a string), got "
+                                            f"{type(node_id).__name__}")
     explicit = cluster_in.get("accelerator") is not None and cluster_in.get("gpus_per_node") is not None
     if node_id is not None and not (node_id not in nodes and explicit):
         if node_id not in nodes:

@@ -325,3 +325,16 @@ def test_float8_all_gather_halves_the_unsharded_units():
     r = evaluate_dict(scenario({"recipe": "tensorwise", "param": True}, **kw), include_step=False)
     assert part(bf, "unsharded parameters") == 2 * (LIN + 2 * H) * 2
     assert part(r, "unsharded parameters") == pytest.approx(2 * (LIN * 1 + 2 * H * 2))
+
+
+def test_gb200_runs_fp8_at_twice_its_sustained_bf16_rate():
+    # NVIDIA's GB200 NVL72 page: 720 PFLOPS FP8 and 360 PFLOPS BF16 with sparsity a rack;
+    # / 2 (dense) / 72 GPUs = 5.0 and 2.5 PFLOP/s a GPU. No FP8 GEMM was measured on it, so
+    # the FP8 rate is gpu-fryer's sustained 1550 TFLOP/s BF16 x 5.0 / 2.5 = 3100 TFLOP/s.
+    from simulation.evaluate import evaluate_dict
+    r = evaluate_dict({"model": {"preset": "llama3.1-8b"}, "cluster": {"node": "gb200-nvl72", "num_nodes": 2},
+                       "training": {"tensor_parallel": 2, "seq_len": 4096, "flash_attention": True,
+                                    "fp8": {"recipe": "mxfp8"}},
+                       "strategy": {"kind": "megatron_dist_opt"}})
+    assert r["step"]["compute"]["fp8"]["gemm_flops"] == pytest.approx(3100e12)
+    assert r["step"]["compute"]["fp8"]["peak_flops_fp8"] == 5000e12

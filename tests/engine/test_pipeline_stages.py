@@ -387,7 +387,10 @@ def test_exports_carry_the_split_as_megatron_arguments():
     assert not any("virtual" in a for a in listed)
     assert "--pipeline-model-parallel-layout 'Et*9|t*11|t*11|t*9|t*9|t*11|t*11|t*9,L'" in listed
     dual = deepspeed_config(Scenario.from_dict(base(pipeline_schedule="dualpipe")))
-    assert any("DualPipe" in a for a in dual["_tierlab_megatron_args"])
+    assert not any("#" in a for a in dual["_tierlab_megatron_args"])     # arguments only
+    assert any("DualPipe" in n for n in dual["_tierlab_notes"])
+    from simulation.export import megatron_notes
+    assert "DualPipe" in megatron_notes(Scenario.from_dict(base(pipeline_schedule="dualpipe")))[0]
 
 
 @pytest.mark.parametrize("kind", ["zero1", "zero3", "fsdp_full_shard", "megatron_dist_opt", "ddp"])

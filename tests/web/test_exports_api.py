@@ -141,3 +141,15 @@ def test_deepspeed_config_carries_an_uneven_pipeline_as_megatron_arguments(owner
     cfg = json.loads(owner_api.get(f"/api/v1/scenarios/{sc.pk}/deepspeed.json").content)
     assert "--pipeline-model-parallel-layout 'Et*18|t*22|t*22|t*18,L'" in cfg["_tierlab_megatron_args"]
     assert any("partition_method" in n for n in cfg["_tierlab_notes"])
+
+
+def test_megatron_arguments_of_a_dualpipe_plan_are_one_shell_line_then_comments(owner_api, owner):
+    # a '#' among the arguments would end the shell command there (found by a newcomer:
+    # every argument after the DualPipe note was dropped)
+    from tests.web.test_pretraining_comparisons import deepseek_v3
+    sc = Scenario.objects.create(owner=owner, name="DeepSeek-V3 DualPipe", spec=deepseek_v3(16))
+    text = owner_api.get(f"/api/v1/scenarios/{sc.pk}/megatron.txt").content.decode()
+    first, *rest = text.splitlines()
+    assert "#" not in first
+    assert "--expert-model-parallel-size 16" in first and "--global-batch-size 15360" in first
+    assert rest and all(line.startswith("# ") for line in rest) and "DualPipe" in rest[0]

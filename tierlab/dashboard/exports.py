@@ -36,8 +36,12 @@ def fsdp_snippet(spec: dict) -> str:
 
 
 def megatron_args(spec: dict) -> str:
-    """Megatron-LM arguments for the scenario, one line (``simulation.export.megatron_args``)."""
-    return " ".join(engine_export.megatron_args(_scenario(spec))) + "\n"
+    """Megatron-LM arguments for the scenario on one line (``simulation.export.megatron_args``),
+    then what they cannot say as ``#`` comment lines (``megatron_notes``): a shell running the
+    first line runs every argument."""
+    sc = _scenario(spec)
+    return (" ".join(engine_export.megatron_args(sc)) + "\n"
+            + "".join(f"# {n}\n" for n in engine_export.megatron_notes(sc)))
 
 
 def filename(stem: str, ext: str) -> str:
