@@ -1349,7 +1349,7 @@ class Scenario:
             _check_lora(sc)
         if tr.fp8 is not None:
             _check_fp8(sc)
-        _check_recompute_layers(tr)
+        _check_recompute_layers(tr, sc.strategy)
         _check_recompute_modules(sc)
         if tr.preference is not None:
             _check_preference(sc)
@@ -1759,8 +1759,12 @@ def _check_recompute_modules(sc) -> None:
                                    "SwiGLU (model.gated_mlp)")
 
 
-def _check_recompute_layers(tr: TrainingSpec) -> None:
-    """``recompute_layers`` / ``recompute_every`` choose layers for full recomputation."""
+def _check_recompute_layers(tr: TrainingSpec, st=None) -> None:
+    """``recompute_layers`` / ``recompute_every`` choose layers for full recomputation.
+    Not with ``strategy.offload_activations: cpu``: DeepSpeed's CPU checkpointing moves the
+    checkpoints of full recomputation to the host (``checkpointing.py``
+    ``CheckpointFunction``), and which of a partly checkpointed stage's tensors would go
+    (the checkpoints only, or the plain layers' activations too) is not modelled."""
     for name in ("recompute_layers", "recompute_every"):
         if getattr(tr, name) is not None and tr.recompute != "full":
             raise ScenarioError(f"training.{name}",
@@ -1770,6 +1774,14 @@ def _check_recompute_layers(tr: TrainingSpec) -> None:
         raise ScenarioError("training.recompute_every",
                             "give recompute_layers (Megatron block) or recompute_every "
                             "(torchtitan every k-th layer), not both")
+    partial = tr.recompute_layers is not None or tr.recompute_every is not None
+    if partial and st is not None and st.offload_activations != "none":
+        name = "recompute_layers" if tr.recompute_layers is not None else "recompute_every"
+        raise ScenarioError(f"training.{name}",
+                            "layer-selective recomputation with strategy.offload_activations "
+                            f"{st.offload_activations} is not modelled: CPU checkpointing offloads "
+                            "the checkpoints of full recomputation (checkpoint every layer, or "
+                            "keep the activations on the GPU)")
 
 
 def _check_preference(sc) -> None:

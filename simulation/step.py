@@ -288,7 +288,8 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> int:
 
     Preference tuning: the policy's on twice the sequences (chosen and rejected), and the
     reference model's forward on them (a third: 2 x parameters + one attention pass a
-    token) unless its log-probabilities are precomputed. A whole number: exact in integer
+    token) unless its log-probabilities are precomputed. LoRA: a frozen parameter needs no
+    weight gradient (4 FLOPs a token, not 6), an adapter 6. A whole number: exact in integer
     arithmetic where the terms are, else rounded (a float above 2^53 would come back from a
     JSON column as another number)."""
     m, tr = sc.model, sc.training
@@ -301,7 +302,15 @@ def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> int:
     share = compute.window_share(m, tr.seq_len)
     if share != 1.0:
         per_layer_attn *= share
-    total = 6 * pc.active * tokens + m.num_layers * per_layer_attn * tokens
+    # 2 FLOPs a parameter forward, 2 for the input gradient, 2 for the weight gradient; a
+    # frozen base (LoRA) needs no weight gradient: 4 a frozen parameter, 6 an adapter's
+    # (the FLOPs the training needs, Korthikanti Sec. 6's MFU, not those of full training)
+    if tr.lora is None:
+        weights = 6 * pc.active
+    else:
+        from .lora import adapter_params
+        weights = 4 * pc.active + 6 * adapter_params(m, tr.lora)["total"]
+    total = weights * tokens + m.num_layers * per_layer_attn * tokens
     if pref is not None and pref.reference != "precomputed":
         total = total * 4 // 3 if isinstance(total, int) else total * 4 / 3
     return total if isinstance(total, int) else int(round(total))

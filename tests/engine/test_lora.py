@@ -284,3 +284,18 @@ def test_a_lora_plan_finds_the_single_card_fit():
             "objective": "step_time", "top_k": 1}
     rows = planner.plan(spec)["top"]
     assert rows, "LoRA Llama-2-7B with DDP fits an H100; full fine-tuning (18 B/param) does not"
+
+
+def test_mfu_counts_the_flops_lora_needs_no_weight_gradient_of_the_frozen_base():
+    # Hand calculation, Llama-3.1-8B (8,030,261,248 parameters), r = 16 on q, k, v, o:
+    # adapters per layer 16 x ((4096 + 4096) + 2 x (4096 + 1024) + (4096 + 4096)) = 425,984,
+    # x 32 layers = 13,631,488. Per token: 4 FLOPs a frozen parameter (forward + input
+    # gradient), 6 an adapter's, plus attention 3 passes x 4 x s x heads x head_dim = 12 x
+    # 2048 x 4096 a layer, x 32 layers; one sequence of 2,048 tokens a step.
+    from simulation.evaluate import evaluate_dict
+    r = evaluate_dict({"model": {"preset": "llama3.1-8b"}, "cluster": {"node": "rtx4090-workstation", "num_nodes": 1},
+                       "training": {"seq_len": 2048, "recompute": "full", "flash_attention": True,
+                                    "lora": {"rank": 16, "targets": ["q", "k", "v", "o"]}},
+                       "strategy": {"kind": "ddp"}})
+    per_token = 4 * 8_030_261_248 + 6 * 13_631_488 + 32 * 12 * 2048 * 4096
+    assert r["step"]["model_flops"] == pytest.approx(per_token * 2048, rel=1e-12)

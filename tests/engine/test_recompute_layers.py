@@ -243,3 +243,17 @@ def test_megatron_block_counts_per_model_chunk_with_interleaving():
                                         pipeline_parallel=2, interleave_stages=4,
                                         global_batch_size=16)})
     assert checkpointed_layers(sc.training, 16) == 12
+
+
+def test_layer_selective_recompute_with_cpu_activation_offload_is_refused_naming_the_field():
+    # found by a newcomer: recompute_layers 8 with offload_activations cpu offloaded 30 whole
+    # layers and the step did not change; which tensors CPU checkpointing would move from a
+    # partly checkpointed stage is not modelled, so it is refused, not guessed
+    from simulation.errors import ScenarioError
+    from simulation.scenario import Scenario
+    for key in ("recompute_layers", "recompute_every"):
+        with pytest.raises(ScenarioError) as e:
+            Scenario.from_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 1},
+                                "training": {"recompute": "full", key: 8},
+                                "strategy": {"kind": "zero3", "offload_activations": "cpu"}})
+        assert e.value.field == f"training.{key}" and "offload_activations" in e.value.message

@@ -32,7 +32,8 @@ from simulation.scenario import (AcceleratorSpec, ClusterSpec, ModelSpec, Runtim
 
 # ------------------------------------------------------------------ the checks as they were
 def int_spec(d, key, path, default=None, minimum=1, required=False, maximum=None):
-    v = d.get(key, default)
+    v = d.get(key)
+    v = default if v is None else v          # absent or null: the default
     if v is None:
         if required:
             raise ScenarioError(f"{path}.{key}", "is required")
@@ -47,7 +48,8 @@ def int_spec(d, key, path, default=None, minimum=1, required=False, maximum=None
 
 
 def num_spec(d, key, path, default=None, minimum=0.0, strict=False, maximum=None):
-    v = d.get(key, default)
+    v = d.get(key)
+    v = default if v is None else v          # absent or null: the default
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):

@@ -281,7 +281,8 @@ describe("compute model, framework options and host CPU (issue #13's fields)", (
       "strategy.cpu_optimizer_cores_per_gpu": "6", "training.overlap_param_gather": false,
     });
     expect(hasAdvancedValues(v)).toBe(true);
-    expect(settingsNotOnForm(scenario)).toEqual(["training.framework"]);
+    expect(settingsNotOnForm(scenario)).toEqual([]);           // the framework has an input
+    expect(v["training.framework"]).toBe("megatron");
     const req = buildRequest(v, scenario);
     expect(buildRequest(valuesFromScenario(req.scenario, req.name), scenario).scenario).toEqual(req.scenario);
     expect(req.scenario.training).toMatchObject(scenario.training);
@@ -538,5 +539,14 @@ describe("preference tuning and layer-selective recomputation (issues #14, #15)"
     expect(settingsNotOnForm(sc)).toEqual([]);
     expect(inputNameForErrorKey("scenario.training.preference.reference")).toBe("training.preference.reference");
     expect(inputNameForErrorKey("scenario.training.preference")).toBe("training.preference.reference");
+  });
+});
+
+describe("a quantised base without a rank (newcomer: nf4 was dropped silently)", () => {
+  it("sends the LoRA section with the engine's default rank, and nothing for a 16-bit base", () => {
+    const q = buildRequest({ ...values, "training.lora.base_dtype": "nf4" }).scenario.training as Record<string, unknown>;
+    expect(q.lora).toEqual({ base_dtype: "nf4" });
+    const plain = buildRequest({ ...values, "training.lora.base_dtype": "bf16" }).scenario.training as Record<string, unknown>;
+    expect(plain).not.toHaveProperty("lora");
   });
 });

@@ -124,6 +124,13 @@ export const COMPUTE_MODELS: [string, string][] = [
   ["constant", "constant: every FLOP at peak × compute efficiency"],
 ];
 
+/** Whose modules the model is built from (training.framework; simulation/scenario.py FRAMEWORKS). */
+export const FRAMEWORKS: [string, string][] = [
+  ["", "default: Megatron with TP, PP, CP, EP or SP; transformers otherwise"],
+  ["megatron", "Megatron-LM / Megatron-Core (Transformer Engine)"],
+  ["huggingface", "Hugging Face transformers (torchao FP8)"],
+];
+
 /** Whose kernels run the element-wise work (training.software_stack; SOFTWARE_STACKS). */
 export const SOFTWARE_STACKS: [string, string][] = [
   ["", "default: Megatron's for the Megatron framework, eager PyTorch otherwise"],
@@ -283,6 +290,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.network_efficiency": "Network efficiency",
   "training.compute_model": "Compute model",
   "training.software_stack": "Software stack",
+  "training.framework": "Framework",
   "training.overlap_grad_reduce": "Overlap gradient reduction",
   "training.gradient_accumulation_fusion": "Gradient accumulation fusion",
   "training.overlap_param_gather": "Overlap parameter all-gather",
@@ -363,6 +371,7 @@ export const DEFAULT_VALUES: FormValues = {
   "training.network_efficiency": "",
   "training.compute_model": "",
   "training.software_stack": "",
+  "training.framework": "",
   "training.overlap_grad_reduce": "",
   "training.gradient_accumulation_fusion": "",
   "training.overlap_param_gather": false,
@@ -401,7 +410,7 @@ export const DEFAULT_VALUES: FormValues = {
 
 /** The engine's defaults of the inputs that may be left blank, shown as placeholders. */
 export const PLACEHOLDERS: Record<string, string> = {
-  "training.lora.rank": "blank = full fine-tuning",
+  "training.lora.rank": "blank = full fine-tuning (QLoRA: 8)",
   "training.recompute_layers": "all (full)",
   "training.recompute_every": "1 (every layer)",
   "training.recompute_modules": "e.g. layernorm, mla_up_proj, moe_act (blank = core_attn)",
@@ -544,6 +553,7 @@ export function buildRequest(
   setOrDelete(training, "network_efficiency", values["training.network_efficiency"]);
   setOrDelete(training, "compute_model", str(values["training.compute_model"], ""));
   setOrDelete(training, "software_stack", str(values["training.software_stack"], ""));
+  setOrDelete(training, "framework", str(values["training.framework"], ""));
   setOrDelete(training, "context_parallel_comm", str(values["training.context_parallel_comm"], ""));
   for (const f of TRI_STATE_FIELDS) {
     const key = f.slice("training.".length);
@@ -667,13 +677,15 @@ export function recomputeModules(value: string | boolean | undefined): string[] 
 export const LORA_TARGETS = ["q", "k", "v", "o", "gate", "up", "down", "embeddings"] as const;
 
 /**
- * `training.lora` from the LoRA inputs: none while the rank is blank (full fine-tuning).
+ * `training.lora` from the LoRA inputs: none while the rank is blank (full fine-tuning),
+ * unless a quantised base is chosen (QLoRA trains adapters: the engine's rank 8 then).
  * Targets are typed as a list ("q, k, v, o" or "q k v o"); blank = the engine's q, v.
  */
 export function loraSection(values: FormValues): Record<string, unknown> | null {
   const rank = intOrRaw(values["training.lora.rank"]);
-  if (rank === undefined) return null;
-  const lora: Record<string, unknown> = { rank };
+  const quantised = ["nf4", "fp4", "int8"].includes(str(values["training.lora.base_dtype"], ""));
+  if (rank === undefined && !quantised) return null;
+  const lora: Record<string, unknown> = rank === undefined ? {} : { rank };
   setOrDelete(lora, "alpha", values["training.lora.alpha"]);
   setOrDelete(lora, "dropout", values["training.lora.dropout"]);
   const text = str(values["training.lora.targets"], "").trim();

@@ -27,6 +27,7 @@ import {
   PREFERENCE_REFERENCES,
   LOSS_KERNELS,
   FP8_FORMATS,
+  FRAMEWORKS,
   FP8_RECIPES,
   PIPELINE_SCHEDULES,
   PLACEHOLDERS,
@@ -108,6 +109,7 @@ function mount(root: HTMLElement): void {
     fp8Format: select(FP8_FORMATS),
     fp8History: integer({ placeholder: PLACEHOLDERS["training.fp8.amax_history_len"] }),
     fp8Param: h("input", { type: "checkbox", role: "switch" }),
+    framework: select(FRAMEWORKS),
     loraBase: select(LORA_BASE_DTYPES),
     loraDoubleQuant: h("input", { type: "checkbox", role: "switch" }),
     loraBlock: integer({ min: 32, placeholder: PLACEHOLDERS["training.lora.quant_block_size"] }),
@@ -376,6 +378,14 @@ function mount(root: HTMLElement): void {
         f("training.fp8.format", c.fp8Format, { unit: "E4M3 / E5M2" }),
         f("training.fp8.amax_history_len", c.fp8History, { unit: "steps; delayed scaling only" }),
         f("training.fp8.param", c.fp8Param, { unit: "1-byte weights (--fp8-param-gather)" }),
+        f("training.framework", c.framework, {
+          unit: "whose modules: TE or torchao FP8",
+          help: "Megatron-LM / Megatron-Core (Transformer Engine: delayed, tensorwise, blockwise, MXFP8 " +
+            "recipes; fused kernels) or Hugging Face transformers (torchao float8: tensorwise, rowwise). " +
+            "Blank = Megatron with tensor, pipeline, context, expert or sequence parallelism, transformers otherwise.",
+        }),
+      ),
+      grid(
         f("training.lora.base_dtype", c.loraBase, {
           unit: "QLoRA: nf4 / fp4 / int8",
           help: "QLoRA (Dettmers et al. 2023): the frozen base's matrices stored in 4 bits (bitsandbytes " +
