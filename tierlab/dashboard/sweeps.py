@@ -64,6 +64,12 @@ PARAMETERS: tuple[tuple[str, str, str], ...] = (
     ("training.tensor_parallel", "Tensor-parallel degree", "GPUs"),
     ("training.pipeline_parallel", "Pipeline-parallel degree", "stages"),
     ("training.expert_parallel", "Expert-parallel degree (MoE)", "GPUs"),
+    ("training.context_parallel", "Context-parallel degree", "ranks per sequence"),
+    ("training.pipeline_schedule", "Pipeline schedule", "1f1b, dualpipe"),
+    ("training.fp8.recipe", "FP8 recipe", "delayed, tensorwise, blockwise, mxfp8 (Transformer Engine); "
+                                          "tensorwise, rowwise (torchao)"),
+    ("training.lora.rank", "LoRA rank", "r"),
+    ("training.lora.base_dtype", "LoRA base storage", "bf16, fp16, nf4, fp4, int8"),
     ("training.recompute", "Activation recomputation", "none, selective, full, selective_ops"),
     ("training.precision", "Precision", "bf16, fp16, fp32"),
     ("training.optimizer", "Optimizer", "adam, adamw, adam_8bit, sgd_momentum, adafactor, paged_adamw, paged_adamw_8bit"),
