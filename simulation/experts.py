@@ -214,7 +214,11 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
     layers = moe_layers(m) / lay.pipeline_parallel
     time_s = layers * count * (per_a2a + etp_s)
     exposed = time_s
-    if tr.moe_a2a_overlap:
+    # Megatron's --overlap-moe-expert-parallel-comm, or DualPipe, whose rank runs a forward
+    # and a backward chunk side by side so that each one's all-to-alls hide behind the
+    # other's computation (DeepSeek-V3 report Sec. 3.2.1, Figure 4: "both all-to-all and PP
+    # communication can be fully hidden"): hidden up to the compute
+    if tr.moe_a2a_overlap or getattr(tr, "pipeline_schedule", "1f1b") == "dualpipe":
         exposed = max(0.0, time_s - compute_s)
     return dict(time_s=time_s, exposed_s=exposed, per_a2a_s=per_a2a, etp_collective_s=etp_s,
                 count=count, layers=layers, ranks_per_node=k, nodes=nodes,

@@ -110,3 +110,36 @@ def test_the_megatron_arguments_carry_the_whole_layout():
     for arg in ("--expert-model-parallel-size 16", "--num-experts 256", "--moe-router-topk 8",
                 "--fp8-recipe blockwise", "--recompute-method block --recompute-num-layers 2"):
         assert arg in line, arg
+
+
+def test_dualpipe_hides_the_all_to_alls_behind_the_paired_chunk_s_compute():
+    # DeepSeek-V3 Sec. 3.2.1 / Figure 4: DualPipe runs a forward and a backward chunk side by
+    # side, each one's all-to-alls beside the other's computation: exposed = max(0, a2a -
+    # compute); under 1F1B (no moe_a2a_overlap) every all-to-all is on the path
+    from simulation import experts
+    from simulation.parallel import layout
+    from simulation.step import links_for
+    dual = deepseek_v3(64)
+    d = dual.to_dict()
+    d["training"].pop("pipeline_schedule")
+    d["training"]["pipeline_layers"] = [4] * 13 + [3] * 3
+    d["training"]["global_batch_size"] = 15360
+    plain = Scenario.from_dict(d)
+    for sc, hides in ((dual, True), (plain, False)):
+        lay = layout(sc)
+        a = experts.alltoall(sc, lay, links_for(sc, lay), 0.0)
+        assert a["exposed_s"] == a["time_s"] > 0
+        half = experts.alltoall(sc, lay, links_for(sc, lay), a["time_s"] / 2)
+        assert half["exposed_s"] == pytest.approx(a["time_s"] / 2 if hides else a["time_s"])
+
+
+@pytest.mark.xfail(strict=True, reason="about 24 % slow (24.7 s a step against 19.9 s): the report's "
+                   "node-limited routing (each token sent to at most 4 nodes, Sec. 2.1.2 / 3.2.2, "
+                   "with NVLink forwarding inside a node) is not modelled, so EP 64's all-to-alls "
+                   "over the NIC outlast the paired chunk's compute; H800 GEMMs run at the H100's "
+                   "sustained rate")
+def test_deepseek_v3_step_time_as_reported():
+    # 180K H800 GPU hours per trillion tokens (report Sec. 1, Table 1): 2,048 GPUs take
+    # 180,000 / 2048 h = 316,406 s per 1e12 tokens; a step is 15,360 x 4,096 = 62.9M tokens
+    per_step = 180_000 * 3600 / 2048 * 15360 * 4096 / 1e12
+    assert evaluate(deepseek_v3_as_reported()).to_dict()["step"]["time_s"] == pytest.approx(per_step, rel=0.10)
