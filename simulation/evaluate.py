@@ -13,7 +13,8 @@ from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
 from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, build_parts,
-                     counted_bytes_per_param, stage_plans_for, tier_summaries, trained_params)
+                     counted_bytes_per_param, hbm_summary, in_flight_variant, stage_plans_for,
+                     tier_summaries, trained_params)
 from .params import model_params
 from .parallel import layout
 from . import experts
@@ -298,15 +299,29 @@ def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None,
     if worst_only and len(plans) > 2 and sc.training.pipeline_schedule == "1f1b" and \
             len({pl.layers for pl in plans}) == 1:
         plans = (plans[0], plans[-1])
-    out, made = [], {}
+    out, made, roles = [], {}, {}
+    cap, node_tiers = sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers
+    frag = sc.runtime.fragmentation_for(sc.strategy.zero_stage) if sc.convention == "realistic" else None
     for i, plan in enumerate(plans):
         key = (plan.name, plan.layers, plan.activation_layers, plan.embedding, plan.head)
         if key not in made:
-            parts = build_parts(sc, pc, lay, sb, plan, counted if i == 0 else None)
-            tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
-            if sc.convention == "realistic":
-                add_fragmentation(parts, tiers[0]["hbm"],
-                                  sc.runtime.fragmentation_for(sc.strategy.zero_stage))
+            # ranks of one role (name, layers, embedding, head; rank 0 apart) differ only in
+            # the micro-batches in flight: the first is built, the others made from it
+            role = (plan.name, plan.layers, plan.embedding, plan.head, plan.index == 0)
+            like = roles.get(role)
+            if like is None:
+                spans = [] if len(plans) > 1 else None
+                parts = build_parts(sc, pc, lay, sb, plan, counted if i == 0 else None, spans)
+                tiers = tier_summaries(parts, cap, node_tiers)
+                if spans is not None:
+                    roles[role] = (parts.copy(), spans, tiers[1])
+            else:
+                parts, hbm_only = in_flight_variant(like[0], like[1], sc, lay, plan)
+                # only HBM parts changed: the node tiers are the first rank's of the role
+                tiers = (hbm_summary(parts, cap), like[2]) if hbm_only else \
+                    tier_summaries(parts, cap, node_tiers)
+            if frag is not None:
+                add_fragmentation(parts, tiers[0]["hbm"], frag)
             made[key] = (parts, tiers)
         out.append((plan.name, *made[key], plan))
     return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .fields import frozen_new
 from .memo import ByIdentity
 from .scenario import ModelSpec
 
@@ -83,10 +84,11 @@ def count_params(m: ModelSpec) -> ParamCount:
     largest = max(token_emb, head, *weight_shapes_largest(m))
     if m.num_params is not None:          # an explicit count wins over the derived one
         total = active = int(m.num_params)
-    return ParamCount(total=total, active=active, per_layer=per_layer,
-                      per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
-                      largest_module=largest, exact=m.num_params is None,
-                      first_layer=first, largest_layer=max(dense if n_dense else 0, moe_total if n_moe else 0))
+    return frozen_new(ParamCount, dict(
+        total=total, active=active, per_layer=per_layer,
+        per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
+        largest_module=largest, exact=m.num_params is None,
+        first_layer=first, largest_layer=max(dense if n_dense else 0, moe_total if n_moe else 0)))
 
 
 def attention_params(m: ModelSpec) -> int:
