@@ -344,8 +344,8 @@ def _per_stage(stages: list[tuple]) -> list[dict]:
     rows: list[dict] = []
     for name, parts, tiers, plan in stages:
         hbm = tiers[0]["hbm"]
-        stored = sum(p["bytes"] for p in parts
-                     if p["tier"] == "hbm" and p["category"] == "activations" and p["phase"] == "fwd_bwd")
+        stored = sum(p["bytes"] for p in hbm["parts"]     # the HBM parts, in order
+                     if p["category"] == "activations" and p["phase"] == "fwd_bwd")
         row = dict(stage=name, first_index=plan.index, last_index=plan.index, layers=plan.layers,
                    micro_batches_in_flight=plan.in_flight, hbm_total_bytes=hbm["total_bytes"],
                    hbm_model_state_bytes=hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],

@@ -1283,8 +1283,14 @@ def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -
 
 
 def hbm_summary(parts: list[dict], hbm_capacity_bytes: float) -> dict:
-    """``{"hbm": summary}``: :func:`tier_summaries`' per-GPU half alone."""
-    return {"hbm": _summary([p for p in parts if p["tier"] == "hbm"], hbm_capacity_bytes, True)}
+    """``{"hbm": summary}``: :func:`tier_summaries`' per-GPU half alone (the same pass)."""
+    mine, by_phase = [], {}
+    for p in parts:
+        if p["tier"] == "hbm":
+            mine.append(p)
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    return {"hbm": _summary(mine, hbm_capacity_bytes, True, by_phase)}
 
 
 def tier_summaries(parts: list[dict], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:

@@ -61,8 +61,11 @@ def count_params(m: ModelSpec) -> ParamCount:
     attn = attention_params(m)
     norms = m.block_norms * norm
     dense = attn + mlp_params(m, m.ffn_hidden_size) + norms
-    moe_total = attn + moe_params(m, active=False) + norms
-    moe_active = attn + moe_params(m, active=True) + norms
+    if m.num_experts > 1:
+        moe_total = attn + moe_params(m, active=False) + norms
+        moe_active = attn + moe_params(m, active=True) + norms
+    else:                       # moe_params is the dense MLP then
+        moe_total = moe_active = dense
     n_moe = m.moe_layers
     n_dense = m.num_layers - n_moe
     if m.num_experts > 1 and n_moe == m.num_layers:
