@@ -1282,6 +1282,54 @@ def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -
     return _summary([p for p in parts if p["tier"] == tier], capacity, present)
 
 
+def stage_figures(hbm: dict) -> tuple:
+    """``(total_bytes, model_state_bytes, stored_activation_bytes, peak_phase)`` of an HBM
+    summary (:func:`tier_summaries`, after :func:`add_fragmentation`): its total, its
+    parameters + gradients + optimizer states, the bytes of its ``fwd_bwd`` activation
+    parts (whatever the peak phase) and its peak phase: a pipeline rank's row."""
+    return (hbm["total_bytes"], hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],
+            sum(p["bytes"] for p in hbm["parts"] if p["category"] == "activations"
+                and p["phase"] == "fwd_bwd"), hbm["peak_phase"])
+
+
+def hbm_figures(parts: list[dict], fragmentation: float | None) -> tuple:
+    """:func:`stage_figures` of the HBM summary ``parts`` would have, ``fragmentation``
+    (:func:`add_fragmentation`'s fraction, None for none) added, made without the summary:
+    the same additions in the same order as :func:`_summary` (its by-phase pass, the peak
+    moment, the live parts by category, their total) and :func:`add_fragmentation`, so
+    the figures are the summary's to the last bit (``tests/engine/test_stage_parts_fast.py``)."""
+    mine, by_phase = [], {}
+    for p in parts:
+        if p["tier"] == "hbm":
+            mine.append(p)
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    if not mine:
+        return 0, 0, 0, "persistent"
+    per = _moments_of(by_phase)
+    peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
+    if per[peak] <= 0:
+        peak = None
+    if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
+        peak = "load"
+    live = _LIVE_AT[peak]
+    cats = dict.fromkeys(CATEGORIES, 0)           # _NO_BYTES' order
+    stored = 0
+    for p in mine:
+        ph = p["phase"]
+        if ph in live:
+            cats[p["category"]] += p["bytes"]
+        if ph == "fwd_bwd" and p["category"] == "activations":
+            stored += p["bytes"]
+    total = sum(cats.values())
+    phase = peak or "persistent"
+    if fragmentation is not None and fragmentation > 0 and phase in MOMENTS and phase != "load":
+        extra = fragmentation * per[phase]
+        if extra > 0:
+            total = total + extra
+    return total, cats["params"] + cats["grads"] + cats["optimizer"], stored, phase
+
+
 def hbm_summary(parts: list[dict], hbm_capacity_bytes: float) -> dict:
     """``{"hbm": summary}``: :func:`tier_summaries`' per-GPU half alone (the same pass)."""
     mine, by_phase = [], {}
