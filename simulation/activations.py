@@ -63,7 +63,9 @@ returned separately, since the paper's totals leave them out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields
+
+from .fields import frozen_new
 
 FRAMEWORKS = ("huggingface", "megatron")
 SOURCES = {"megatron": "Korthikanti et al. 2022",
@@ -193,6 +195,26 @@ class ActivationShape:
             return False
         return module in (self.recompute_modules or ("core_attn",))
 
+    @classmethod
+    def made(cls, values: dict) -> "ActivationShape":
+        """``ActivationShape(**values)`` made without the frozen ``__init__``, which sets
+        each of the 30 fields through ``object.__setattr__`` (7 us against 0.4 us; a
+        quick estimate makes one or two), then checked by ``__post_init__``. An unknown
+        or a missing field goes to the ``__init__`` (its ``TypeError``); the result
+        equals the ``__init__``'s (``tests/engine/test_stage_parts_fast.py``)."""
+        if not (_SHAPE_REQUIRED <= values.keys() and values.keys() <= _SHAPE_DEFAULTS.keys()):
+            return cls(**values)
+        x = object.__new__(cls)
+        d = x.__dict__
+        d.update(_SHAPE_DEFAULTS)
+        d.update(values)
+        x.__post_init__()
+        return x
+
+    def replaced(self, **changes) -> "ActivationShape":
+        """``dataclasses.replace(self, **changes)`` by :meth:`made`."""
+        return ActivationShape.made({**{k: self.__dict__[k] for k in _SHAPE_DEFAULTS}, **changes})
+
     @property
     def attn_dropout(self) -> bool:
         return self.dropout if self.attention_dropout is None else self.attention_dropout
@@ -206,6 +228,11 @@ class ActivationShape:
         if self.fused_mlp_activation is None:
             return self.framework == "megatron"
         return self.fused_mlp_activation
+
+
+# every field with its default (MISSING for the four required ones), in field order
+_SHAPE_DEFAULTS = {f.name: f.default for f in fields(ActivationShape)}
+_SHAPE_REQUIRED = frozenset(k for k, v in _SHAPE_DEFAULTS.items() if v is MISSING)
 
 
 def layer_bytes(x: ActivationShape, kernels: Kernels = CUDA) -> float:
@@ -252,9 +279,9 @@ def _mixed_terms(x: ActivationShape, kernels: Kernels) -> dict[str, float]:
     first_k_dense_replace blocks: an MLP of ``ffn``, no experts) and the rest have experts:
     each term weighed by its layers."""
     w = x.dense_share
-    dense = layer_terms(replace(x, num_experts=1, top_k=1, moe_ffn=None, shared_ffn=0,
-                                dense_share=0.0), kernels)
-    moe = layer_terms(replace(x, dense_share=0.0), kernels)
+    dense = layer_terms(x.replaced(num_experts=1, top_k=1, moe_ffn=None, shared_ffn=0,
+                                   dense_share=0.0), kernels)
+    moe = layer_terms(x.replaced(dense_share=0.0), kernels)
     out = {k: (1 - w) * v for k, v in moe.items()}
     for k, v in dense.items():
         out[k] = out.get(k, 0.0) + w * v
@@ -687,6 +714,6 @@ def first_stage(x: ActivationShape, num_layers: int, pipeline_parallel: int = 1,
     extras = (sbh * p / t) if x.dropout else 0.0
     if p == 1 and vocab:
         extras += 4 * sbh / t * (1 + vocab / x.hidden)
-    return StageActivations(per_layer_bytes=per, layers_held=layers_held,
-                            layers_bytes=per * layers_held * factor, extras_bytes=extras,
-                            interleave_factor=factor, source=SOURCES[x.framework])
+    return frozen_new(StageActivations, dict(
+        per_layer_bytes=per, layers_held=layers_held, layers_bytes=per * layers_held * factor,
+        extras_bytes=extras, interleave_factor=factor, source=SOURCES[x.framework]))

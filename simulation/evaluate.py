@@ -13,7 +13,8 @@ from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
 from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, build_parts,
-                     counted_bytes_per_param, stage_plans_for, tier_summaries, trained_params)
+                     counted_bytes_per_param, hbm_figures, hbm_summary, in_flight_variant,
+                     stage_figures, stage_plans_for, tier_summaries, trained_params)
 from .params import model_params
 from .parallel import layout
 from . import experts
@@ -59,7 +60,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
     sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     counted: list = []
     stages = _stage_parts(sc, pc, lay, sb, counted, worst_only=not every_stage)
-    worst = stages[0] if len(stages) == 1 else max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])
+    worst = worst_stage(stages)
     parts, (per_gpu, per_node) = worst[1], worst[2]
 
     band = memory_band(scenario_kind(sc.strategy.zero_stage, _offloaded(sc),
@@ -284,12 +285,22 @@ def _offloaded(sc: Scenario) -> bool:
 
 def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None,
                  worst_only: bool = False) -> list[tuple]:
-    """``[(stage, parts, (per_gpu, per_node), plan)]``: one entry without a pipeline, else
-    one per pipeline rank (:func:`simulation.memory.stage_plans_for`): the first
-    (embedding, the most micro-batches in flight: ``p - i`` on rank i under 1F1B), the
-    middle ones (their layers) and the last (head, loss and logits). Ranks whose plans
+    """``[(stage, parts, (per_gpu, per_node), plan, figures)]``: one entry without a
+    pipeline, else one per pipeline rank (:func:`simulation.memory.stage_plans_for`): the
+    first (embedding, the most micro-batches in flight: ``p - i`` on rank i under 1F1B),
+    the middle ones (their layers) and the last (head, loss and logits). Ranks whose plans
     are equal share one breakdown. ``counted`` gets the model states' rows of the first
     (bytes per parameter: the same on every stage).
+
+    ``figures`` (None without a pipeline): the rank's HBM ``(total_bytes,
+    model_state_bytes, stored_activation_bytes, peak_phase)``, fragmentation included
+    (:func:`simulation.memory.hbm_figures`). Ranks of one role (name, layers, embedding,
+    head; rank 0 apart) differ only in the micro-batches in flight: the first of each is
+    built and summed (:func:`simulation.memory.build_parts`, ``tier_summaries``), the
+    others' parts are made from it (:func:`simulation.memory.in_flight_variant`) and only
+    their figures taken, unless one is the worst (:func:`worst_stage`): its breakdown is
+    then made too. Entries without a breakdown have ``parts`` and the tiers None.
+    ``tests/engine/test_stage_parts_fast.py`` holds all of it to building every rank.
 
     ``worst_only`` (the planner): with an even 1F1B split only the first and the last
     rank, one of which is the worst: a middle rank holds the first's layers without the
@@ -298,18 +309,55 @@ def _stage_parts(sc: Scenario, pc, lay, sb, counted: list | None = None,
     if worst_only and len(plans) > 2 and sc.training.pipeline_schedule == "1f1b" and \
             len({pl.layers for pl in plans}) == 1:
         plans = (plans[0], plans[-1])
-    out, made = [], {}
+    cap, node_tiers = sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers
+    frag = sc.runtime.fragmentation_for(sc.strategy.zero_stage) if sc.convention == "realistic" else None
+    if len(plans) == 1:
+        parts = build_parts(sc, pc, lay, sb, plans[0], counted)
+        tiers = tier_summaries(parts, cap, node_tiers)
+        if frag is not None:
+            add_fragmentation(parts, tiers[0]["hbm"], frag)
+        return [(plans[0].name, parts, tiers, plans[0], None)]
+    made, roles, keys = {}, {}, []
     for i, plan in enumerate(plans):
-        key = (plan.name, plan.layers, plan.activation_layers, plan.embedding, plan.head)
-        if key not in made:
-            parts = build_parts(sc, pc, lay, sb, plan, counted if i == 0 else None)
-            tiers = tier_summaries(parts, sc.cluster.accelerator.hbm_capacity_bytes, sc.cluster.tiers)
-            if sc.convention == "realistic":
-                add_fragmentation(parts, tiers[0]["hbm"],
-                                  sc.runtime.fragmentation_for(sc.strategy.zero_stage))
-            made[key] = (parts, tiers)
-        out.append((plan.name, *made[key], plan))
-    return out
+        key = (plan.name, plan.layers, plan.activation_layers, plan.embedding, plan.head,
+               plan.dense_activation_layers)
+        keys.append(key)
+        if key in made:
+            continue
+        # the dense blocks' share of the stored activations (first_dense_layers) enters the
+        # rank's other parts too (memory._dense_share): a role holds ranks alike in it
+        dense = plan.dense_activation_layers / plan.activation_layers if plan.activation_layers else 0.0
+        role = (plan.name, plan.layers, plan.embedding, plan.head, plan.index == 0, dense)
+        like = roles.get(role)
+        if like is None:
+            spans: list = []
+            parts = build_parts(sc, pc, lay, sb, plan, counted if i == 0 else None, spans)
+            tiers = tier_summaries(parts, cap, node_tiers)
+            roles[role] = (parts.copy(), spans, tiers[1])
+            if frag is not None:
+                add_fragmentation(parts, tiers[0]["hbm"], frag)
+            made[key] = (parts, tiers, stage_figures(tiers[0]["hbm"]))
+        else:
+            parts, hbm_only = in_flight_variant(like[0], like[1], sc, lay, plan)
+            made[key] = (None, None, hbm_figures(parts, frag), parts, hbm_only, like[2])
+    worst = max(range(len(plans)), key=lambda j: made[keys[j]][2][0])
+    m = made[keys[worst]]
+    if m[0] is None:                     # the worst is a rank made from its role's first
+        parts, hbm_only, node = m[3], m[4], m[5]
+        # only HBM parts changed: the node tiers are the first rank's of the role
+        tiers = (hbm_summary(parts, cap), node) if hbm_only else tier_summaries(parts, cap, node_tiers)
+        if frag is not None:
+            add_fragmentation(parts, tiers[0]["hbm"], frag)
+        made[keys[worst]] = (parts, tiers, m[2])
+    return [(plan.name, *made[key][:2], plan, made[key][2]) for plan, key in zip(plans, keys)]
+
+
+def worst_stage(stages: list[tuple]) -> tuple:
+    """The entry of :func:`_stage_parts` with the most HBM (the first of equals), the one
+    the verdict and the report's memory come from."""
+    if len(stages) == 1:
+        return stages[0]
+    return max(stages, key=lambda st: st[4][0])
 
 
 def _stage_note(plan, num_stages: int) -> str:
@@ -327,14 +375,10 @@ def _per_stage(stages: list[tuple]) -> list[dict]:
     most), the HBM peak (bytes) and its phase, the model states (bytes) and the stored
     activations (bytes: the forward/backward activation parts, whatever the peak phase)."""
     rows: list[dict] = []
-    for name, parts, tiers, plan in stages:
-        hbm = tiers[0]["hbm"]
-        stored = sum(p["bytes"] for p in parts
-                     if p["tier"] == "hbm" and p["category"] == "activations" and p["phase"] == "fwd_bwd")
+    for name, _parts, _tiers, plan, (total, states, stored, peak) in stages:
         row = dict(stage=name, first_index=plan.index, last_index=plan.index, layers=plan.layers,
-                   micro_batches_in_flight=plan.in_flight, hbm_total_bytes=hbm["total_bytes"],
-                   hbm_model_state_bytes=hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],
-                   hbm_activation_bytes=stored, hbm_peak_phase=hbm["peak_phase"])
+                   micro_batches_in_flight=plan.in_flight, hbm_total_bytes=total,
+                   hbm_model_state_bytes=states, hbm_activation_bytes=stored, hbm_peak_phase=peak)
         prev = rows[-1] if rows else None
         if prev and prev["stage"] == name and prev["layers"] == plan.layers and \
                 prev["hbm_total_bytes"] == row["hbm_total_bytes"]:

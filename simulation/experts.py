@@ -128,8 +128,10 @@ def sharded_divisor(m: ModelSpec, total: float, lay, d: int) -> float:
     the dense part over ``d`` ranks and the experts over ``lay.expert_shard_degree``,
     ``rank_params / (D / (TP PP d) + E / (ETP EP PP d_e))``; ``d`` itself without EP or
     when nothing is sharded (``d`` = 1)."""
+    if d <= 1 or (lay.expert_parallel == 1 and lay.expert_tensor_parallel == lay.tensor_parallel):
+        return d                  # rank_params is total / (TP x PP) then
     held = rank_params(m, total, lay)
-    if d <= 1 or held == total / (lay.tensor_parallel * lay.pipeline_parallel):
+    if held == total / (lay.tensor_parallel * lay.pipeline_parallel):
         return d
     e = expert_params_total(m)
     mp = lay.tensor_parallel * lay.pipeline_parallel

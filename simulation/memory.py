@@ -111,7 +111,8 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
 
 
 def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
-                pipeline_stage="only", counted: list | None = None) -> list[dict]:
+                pipeline_stage="only", counted: list | None = None,
+                spans: list | None = None) -> list[dict]:
     """Every allocation of one rank (HBM) and of one node (other tiers).
 
     ``pipeline_stage`` is the pipeline stage the rank runs: a
@@ -124,6 +125,9 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
 
     ``counted``, a list, gets ``(state, dtype, bytes_per_param, tier)`` for each model-state
     part, its bytes per parameter before sharding (:func:`counted_bytes_per_param`).
+    ``spans``, a list, gets the two ``(start, stop)`` index ranges of the parts that depend
+    on the micro-batches in flight (the stored activations, the busiest expert rank's
+    routed tokens): :func:`in_flight_variant` rebuilds those alone for another rank.
     """
     st, tr = sc.strategy, sc.training
     realistic = sc.convention == "realistic"
@@ -151,22 +155,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                        f"(EP {lay.expert_parallel}), states over "
                        f"{lay.expert_shard_degree} expert-data-parallel ranks")
     parts: list[dict] = []
-
-    def add(name, category, tier, per_rank_bytes, bpp=None, phase="persistent", note="",
-            state=None):
-        if per_rank_bytes <= 0:
-            return
-        if state is not None and counted is not None:
-            if lora is not None and state[0] != "params":     # per parameter of the model
-                state = (state[0], state[1], state[2] * psi / base_psi)
-            counted.append((*state, tier))
-        # node tiers hold every local rank's share; the dict is part()'s, made inline
-        p = {"name": name, "category": category, "tier": tier,
-             "bytes": per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn,
-             "phase": phase, "note": note}
-        if bpp is not None:
-            p["bytes_per_param"] = bpp
-        parts.append(p)
+    add = _adder(parts, gpn, counted, (psi, base_psi) if lora is not None else None)
 
     opt_tier = OFFLOAD_TIER.get(st.offload_optimizer, "hbm")
     par_tier = OFFLOAD_TIER.get(st.offload_params, "hbm")
@@ -305,8 +294,61 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
             sb.optimizer_states / o_div, note=shard_note if o_div > 1 else "",
             state=("optimizer_states", sb.optimizer_dtype, sb.optimizer_states))
 
-    # ---- activations
+    # ---- activations (what depends on the micro-batches in flight is recorded in
+    # ``spans``: :func:`in_flight_variant` rebuilds only those parts for another rank)
     act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, realistic)
+    first = len(parts)
+    layers_held = _stored_activations(add, sc, lay, plan, act)
+    held_span = (first, len(parts))
+    if tr.preference is not None:
+        _reference_model(add, sc, pc, lay, par_tier)
+    if realistic:
+        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage, plan)
+        if tr.fp8 is not None:
+            _fp8_parts(add, sc, pc, lay, plan.layers)
+    first = len(parts)
+    _expert_tokens(add, sc, lay, layers_held, plan)
+    if spans is not None:
+        spans.extend((held_span, (first, len(parts))))
+
+    # ---- working buffers (realistic only)
+    if realistic:
+        _buffers(add, sc, pc, lay, sb, psi, pipeline_stage)
+        _host_staging(add, sc, pc, lay, sb)
+        _model_load(add, sc, pc, lay, sb)
+    return parts
+
+
+def _adder(parts: list, gpn: int, counted: list | None = None, adapters: tuple | None = None):
+    """``add(name, category, tier, per_rank_bytes, bpp=None, phase, note, state)``: appends
+    one part to ``parts`` (nothing for bytes <= 0; a node tier's part holds the ``gpn``
+    local ranks' shares) and, with ``counted``, the model state's ``state`` row
+    (:func:`counted_bytes_per_param`); ``adapters`` ``(psi, base_psi)``: LoRA's adapter
+    and base counts, which turn an adapter state's bytes per parameter into the model's."""
+    def add(name, category, tier, per_rank_bytes, bpp=None, phase="persistent", note="",
+            state=None):
+        if per_rank_bytes <= 0:
+            return
+        if state is not None and counted is not None:
+            if adapters is not None and state[0] != "params":     # per parameter of the model
+                state = (state[0], state[1], state[2] * adapters[0] / adapters[1])
+            counted.append((*state, tier))
+        # node tiers hold every local rank's share; the dict is part()'s, made inline
+        p = {"name": name, "category": category, "tier": tier,
+             "bytes": per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn,
+             "phase": phase, "note": note}
+        if bpp is not None:
+            p["bytes_per_param"] = bpp
+        parts.append(p)
+    return add
+
+
+def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
+                        act: StageActivations) -> float:
+    """The stored activations of ``plan``'s rank (and LoRA's adapter activations); returns
+    the layer-equivalents held (``plan.activation_layers``, or on the first rank of an even
+    1F1B split Korthikanti's Eq. 5-6 count)."""
+    tr, st, lora = sc.training, sc.strategy, sc.training.lora
     if plan.index == 0 and tr.pipeline_schedule == "1f1b" and plan.layers * lay.pipeline_parallel == (
             sc.model.num_layers or 0):
         layers_held, layers_bytes = act.layers_held, act.layers_bytes     # Korthikanti Eq. 5-6
@@ -351,20 +393,34 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                 note=f"{per_layer / 1e6:.2f} MB per layer: each adapter's 16-bit copy of its "
                      "input (PEFT casts it to the fp32 adapters' dtype, autocast back) and "
                      "lora_A output (b x s x r)" + (", dropout mask" if lora.dropout else ""))
-    if tr.preference is not None:
-        _reference_model(add, sc, pc, lay, par_tier)
-    if realistic:
-        _realistic_activations(add, sc, pc, lay, sb, act, pipeline_stage, plan)
-        if tr.fp8 is not None:
-            _fp8_parts(add, sc, pc, lay, plan.layers)
-    _expert_tokens(add, sc, lay, layers_held, plan)
+    return layers_held
 
-    # ---- working buffers (realistic only)
-    if realistic:
-        _buffers(add, sc, pc, lay, sb, psi, pipeline_stage)
-        _host_staging(add, sc, pc, lay, sb)
-        _model_load(add, sc, pc, lay, sb)
-    return parts
+
+def in_flight_variant(parts: list[dict], spans: list, sc: Scenario, lay: Layout,
+                      plan: StagePlan) -> tuple[list[dict], bool]:
+    """``(parts, hbm_only)``: :func:`build_parts` of ``plan``'s rank made from ``parts``,
+    another rank's whose plan differs from ``plan`` only in the micro-batches in flight
+    (the same name, layers, embedding, head, and both or neither rank 0). The parts in
+    ``spans`` (what that :func:`build_parts` call recorded) are made again for ``plan`` by
+    the same functions; the others are the same dicts, in the same order, so the list
+    equals ``build_parts(..., plan)`` (``tests/engine/test_stage_parts_fast.py``).
+    ``hbm_only``: every part made again, the old ones and the new, is on HBM, so both
+    ranks' node tiers hold the same parts (the same :func:`tier_summaries` per node)."""
+    (a0, a1), (e0, e1) = spans
+    tr = sc.training
+    act = _stage_activations(sc.model, tr, lay.grad_accumulation_steps, sc.convention == "realistic")
+    out = parts[:a0]
+    add = _adder(out, sc.cluster.gpus_per_node)
+    held = _stored_activations(add, sc, lay, plan, act)
+    b1 = len(out)
+    out += parts[a1:e0]
+    f0 = len(out)
+    _expert_tokens(add, sc, lay, held, plan)
+    f1 = len(out)
+    out += parts[e1:]
+    hbm_only = all(p["tier"] == "hbm" for p in
+                   (*parts[a0:a1], *parts[e0:e1], *out[a0:b1], *out[f0:f1]))
+    return out, hbm_only
 
 
 def fp8_linear_fraction(m: ModelSpec, pc: ParamCount) -> float:
@@ -445,7 +501,7 @@ def _expert_tokens(add, sc: Scenario, lay: Layout, layers_held: float,
     f = experts.token_factor(tr)
     if f > 1.0 and tr.recompute != "full":
         shape = _shape(m, tr, tr.recompute)
-        routed = layer_bytes(shape) - layer_bytes(dataclasses.replace(shape, top_k=0))
+        routed = layer_bytes(shape) - layer_bytes(shape.replaced(top_k=0))
         moe_share = experts.moe_layers(m) / m.num_layers
         if plan is not None and plan.activation_layers and m.first_dense_layers:
             moe_share = 1 - plan.dense_activation_layers / plan.activation_layers
@@ -844,7 +900,7 @@ _unrecomputed_layer = ByIdentity(lambda m, tr: layer_bytes(_shape(m, tr, "none")
 def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str,
            dense_share: float | None = None) -> ActivationShape:
     heads = m.num_attention_heads or max(1, m.hidden_size // 128)
-    return ActivationShape(
+    return ActivationShape.made(dict(
         seq_len=tr.local_seq_len, micro_batch=tr.sequences_per_micro_batch, hidden=m.hidden_size,
         heads=heads, kv_heads=m.num_kv_heads, ffn=m.ffn_hidden_size, gated_mlp=m.gated_mlp,
         top_k=m.moe_top_k if m.num_experts > 1 else 1, dropout=m.dropout,
@@ -863,7 +919,7 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str,
         qk_head_dim=m.qk_head_dim if m.uses_mla else None,
         qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim,
         fp8_linear_inputs=tr.fp8 is not None and not uses_torchao(tr),
-        frozen=tr.lora is not None)
+        frozen=tr.lora is not None))
 
 
 def _layout_note(m: ModelSpec, tr: TrainingSpec, plan: StagePlan | None = None) -> str:
@@ -1280,6 +1336,65 @@ def add_fragmentation(parts: list[dict], hbm: dict, fraction: float) -> None:
 def tier_summary(parts: list[dict], tier: str, capacity: float, present: bool) -> dict:
     """Category totals of one tier at its peak phase, with capacity and the parts."""
     return _summary([p for p in parts if p["tier"] == tier], capacity, present)
+
+
+def stage_figures(hbm: dict) -> tuple:
+    """``(total_bytes, model_state_bytes, stored_activation_bytes, peak_phase)`` of an HBM
+    summary (:func:`tier_summaries`, after :func:`add_fragmentation`): its total, its
+    parameters + gradients + optimizer states, the bytes of its ``fwd_bwd`` activation
+    parts (whatever the peak phase) and its peak phase: a pipeline rank's row."""
+    return (hbm["total_bytes"], hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"],
+            sum(p["bytes"] for p in hbm["parts"] if p["category"] == "activations"
+                and p["phase"] == "fwd_bwd"), hbm["peak_phase"])
+
+
+def hbm_figures(parts: list[dict], fragmentation: float | None) -> tuple:
+    """:func:`stage_figures` of the HBM summary ``parts`` would have, ``fragmentation``
+    (:func:`add_fragmentation`'s fraction, None for none) added, made without the summary:
+    the same additions in the same order as :func:`_summary` (its by-phase pass, the peak
+    moment, the live parts by category, their total) and :func:`add_fragmentation`, so
+    the figures are the summary's to the last bit (``tests/engine/test_stage_parts_fast.py``)."""
+    mine, by_phase = [], {}
+    for p in parts:
+        if p["tier"] == "hbm":
+            mine.append(p)
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    if not mine:
+        return 0, 0, 0, "persistent"
+    per = _moments_of(by_phase)
+    peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
+    if per[peak] <= 0:
+        peak = None
+    if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
+        peak = "load"
+    live = _LIVE_AT[peak]
+    cats = dict.fromkeys(CATEGORIES, 0)           # _NO_BYTES' order
+    stored = 0
+    for p in mine:
+        ph = p["phase"]
+        if ph in live:
+            cats[p["category"]] += p["bytes"]
+        if ph == "fwd_bwd" and p["category"] == "activations":
+            stored += p["bytes"]
+    total = sum(cats.values())
+    phase = peak or "persistent"
+    if fragmentation is not None and fragmentation > 0 and phase in MOMENTS and phase != "load":
+        extra = fragmentation * per[phase]
+        if extra > 0:
+            total = total + extra
+    return total, cats["params"] + cats["grads"] + cats["optimizer"], stored, phase
+
+
+def hbm_summary(parts: list[dict], hbm_capacity_bytes: float) -> dict:
+    """``{"hbm": summary}``: :func:`tier_summaries`' per-GPU half alone (the same pass)."""
+    mine, by_phase = [], {}
+    for p in parts:
+        if p["tier"] == "hbm":
+            mine.append(p)
+            ph = p["phase"]
+            by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
+    return {"hbm": _summary(mine, hbm_capacity_bytes, True, by_phase)}
 
 
 def tier_summaries(parts: list[dict], hbm_capacity_bytes: float, node_tiers: dict) -> tuple[dict, dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fields import made_once, plain
+from .fields import frozen_new, made_once, plain
 
 from .errors import ScenarioError
 from .pipeline import check_schedule, stage_layers
@@ -117,13 +117,14 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
     ep, etp, edp, eshard = _expert_degrees(model, t, s, dp, shard)
     gas = (t.global_batch_size if t.global_batch_size is not None else per_step) // per_step
     check_schedule(t.pipeline_schedule, t.pipeline_parallel, t.interleave_stages or 1, gas)
-    return Layout(num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
-                  pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
-                  replica_groups=dcp // shard, micro_batch_size=t.micro_batch_size,
-                  global_batch_size=gbs, grad_accumulation_steps=gbs // per_step,
-                  context_parallel=cp,
-                  expert_parallel=ep, expert_tensor_parallel=etp, expert_data_parallel=edp,
-                  expert_shard_degree=eshard)
+    return frozen_new(Layout, dict(
+        num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
+        pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
+        replica_groups=dcp // shard, micro_batch_size=t.micro_batch_size,
+        global_batch_size=gbs, grad_accumulation_steps=gbs // per_step,
+        context_parallel=cp,
+        expert_parallel=ep, expert_tensor_parallel=etp, expert_data_parallel=edp,
+        expert_shard_degree=eshard))
 
 
 def _expert_degrees(model: ModelSpec, t: TrainingSpec, s: StrategySpec, dp: int,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .fields import frozen_new
 from .memo import ByIdentity
 from .scenario import ModelSpec
 
@@ -60,8 +61,11 @@ def count_params(m: ModelSpec) -> ParamCount:
     attn = attention_params(m)
     norms = m.block_norms * norm
     dense = attn + mlp_params(m, m.ffn_hidden_size) + norms
-    moe_total = attn + moe_params(m, active=False) + norms
-    moe_active = attn + moe_params(m, active=True) + norms
+    if m.num_experts > 1:
+        moe_total = attn + moe_params(m, active=False) + norms
+        moe_active = attn + moe_params(m, active=True) + norms
+    else:                       # moe_params is the dense MLP then
+        moe_total = moe_active = dense
     n_moe = m.moe_layers
     n_dense = m.num_layers - n_moe
     if m.num_experts > 1 and n_moe == m.num_layers:
@@ -83,10 +87,11 @@ def count_params(m: ModelSpec) -> ParamCount:
     largest = max(token_emb, head, *weight_shapes_largest(m))
     if m.num_params is not None:          # an explicit count wins over the derived one
         total = active = int(m.num_params)
-    return ParamCount(total=total, active=active, per_layer=per_layer,
-                      per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
-                      largest_module=largest, exact=m.num_params is None,
-                      first_layer=first, largest_layer=max(dense if n_dense else 0, moe_total if n_moe else 0))
+    return frozen_new(ParamCount, dict(
+        total=total, active=active, per_layer=per_layer,
+        per_layer_active=per_layer_active, embedding=token_emb + pos_emb, output_head=head,
+        largest_module=largest, exact=m.num_params is None,
+        first_layer=first, largest_layer=max(dense if n_dense else 0, moe_total if n_moe else 0)))
 
 
 def attention_params(m: ModelSpec) -> int:

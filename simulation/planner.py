@@ -625,11 +625,11 @@ def memory_tiers(sc: Scenario, lay) -> dict:
     """``{"per_gpu": {tier: summary}, "per_node": {...}}``: the memory section of
     ``evaluate(sc, include_step=False)`` (its worst pipeline stage, fragmentation
     included) without the rest of the report (notes, cross-checks, the scenario's JSON)."""
-    from .evaluate import _stage_parts
+    from .evaluate import _stage_parts, worst_stage
     tr = sc.training
     stages = _stage_parts(sc, model_params(sc.model), lay, state_bytes(tr.precision, tr.optimizer, tr.dtypes),
                           worst_only=True)
-    per_gpu, per_node = max(stages, key=lambda st: st[2][0]["hbm"]["total_bytes"])[2]
+    per_gpu, per_node = worst_stage(stages)[2]
     return {"per_gpu": per_gpu, "per_node": per_node}
 
 

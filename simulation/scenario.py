@@ -268,7 +268,9 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, d: dict, path: str = "model") -> "ModelSpec":
         _no_unknown(d, field_names(cls), path)
-        # fields checked in order (the first bad one is named); kv heads default to heads
+        # fields checked in order (the first bad one is named); kv heads default to heads.
+        # ``x if "k" in d else v``: a field left out is what its check gives on an empty
+        # section, without the call (tests/engine/test_stage_parts_fast.py holds v to it)
         m = _new(cls, dict(
             name=_str(d, "name", path, "custom") or "custom",
             num_layers=_int(d, "num_layers", path, maximum=10_000),
@@ -282,31 +284,43 @@ class ModelSpec:
             position_embedding=_choice(d, "position_embedding", path, ("rope", "learned"), "rope"),
             norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
             linear_bias=_bool(d, "linear_bias", path, False),
-            head_dim=_int(d, "head_dim", path, minimum=1, maximum=100_000),
+            head_dim=(_int(d, "head_dim", path, minimum=1, maximum=100_000)
+                      if "head_dim" in d else None),
             qkv_bias=None if d.get("qkv_bias") is None else _bool(d, "qkv_bias", path, False),
-            norms_per_block=_int(d, "norms_per_block", path, minimum=0, maximum=16),
+            norms_per_block=(_int(d, "norms_per_block", path, minimum=0, maximum=16)
+                             if "norms_per_block" in d else None),
             fused_projections=(None if d.get("fused_projections") is None
                                else _bool(d, "fused_projections", path, False)),
             dropout=(dropout := _bool(d, "dropout", path, True)),
             attention_dropout=_bool(d, "attention_dropout", path, dropout),
             hidden_dropout=_bool(d, "hidden_dropout", path, dropout),
-            num_experts=_int(d, "num_experts", path, 1, maximum=1_000_000),
-            moe_top_k=_int(d, "moe_top_k", path, 1),
-            moe_ffn_hidden_size=_int(d, "moe_ffn_hidden_size", path, maximum=10_000_000),
-            num_shared_experts=_int(d, "num_shared_experts", path, minimum=0, maximum=1_000_000),
-            first_dense_layers=_int(d, "first_dense_layers", path, minimum=0, maximum=10_000),
-            q_lora_rank=_int(d, "q_lora_rank", path, maximum=1_000_000),
-            kv_lora_rank=_int(d, "kv_lora_rank", path, maximum=1_000_000),
-            qk_nope_head_dim=_int(d, "qk_nope_head_dim", path, minimum=0, maximum=100_000),
-            qk_rope_head_dim=_int(d, "qk_rope_head_dim", path, minimum=0, maximum=100_000),
-            v_head_dim=_int(d, "v_head_dim", path, maximum=100_000),
-            sliding_window=_int(d, "sliding_window", path, maximum=MAX_SEQ_LEN),
+            num_experts=(_int(d, "num_experts", path, 1, maximum=1_000_000)
+                         if "num_experts" in d else 1),
+            moe_top_k=(_int(d, "moe_top_k", path, 1) if "moe_top_k" in d else 1),
+            moe_ffn_hidden_size=(_int(d, "moe_ffn_hidden_size", path, maximum=10_000_000)
+                                 if "moe_ffn_hidden_size" in d else None),
+            num_shared_experts=(_int(d, "num_shared_experts", path, minimum=0, maximum=1_000_000)
+                                if "num_shared_experts" in d else None),
+            first_dense_layers=(_int(d, "first_dense_layers", path, minimum=0, maximum=10_000)
+                                if "first_dense_layers" in d else None),
+            q_lora_rank=(_int(d, "q_lora_rank", path, maximum=1_000_000)
+                         if "q_lora_rank" in d else None),
+            kv_lora_rank=(_int(d, "kv_lora_rank", path, maximum=1_000_000)
+                          if "kv_lora_rank" in d else None),
+            qk_nope_head_dim=(_int(d, "qk_nope_head_dim", path, minimum=0, maximum=100_000)
+                              if "qk_nope_head_dim" in d else None),
+            qk_rope_head_dim=(_int(d, "qk_rope_head_dim", path, minimum=0, maximum=100_000)
+                              if "qk_rope_head_dim" in d else None),
+            v_head_dim=(_int(d, "v_head_dim", path, maximum=100_000)
+                        if "v_head_dim" in d else None),
+            sliding_window=(_int(d, "sliding_window", path, maximum=MAX_SEQ_LEN)
+                            if "sliding_window" in d else None),
             sliding_window_layers=(None if d.get("sliding_window_layers") is None else _choice(
                 d, "sliding_window_layers", path, SLIDING_WINDOW_LAYERS, "all")),
-            max_seq_len=_int(d, "max_seq_len", path),
-            num_params=_int(d, "num_params", path, maximum=10**16),
+            max_seq_len=(_int(d, "max_seq_len", path) if "max_seq_len" in d else None),
+            num_params=(_int(d, "num_params", path, maximum=10**16) if "num_params" in d else None),
             preset=_str(d, "preset", path),
-            source=_str(d, "source", path)))
+            source=(_str(d, "source", path) if "source" in d else None)))
         if m.num_params is None and not m.has_architecture:
             missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads",
                                    "ffn_hidden_size", "vocab_size") if getattr(m, k) is None]
@@ -574,7 +588,9 @@ class ClusterSpec:
             if type(spec) is not dict or name not in presets.TIER_NAMES:
                 _missing()
             tiers[name] = TierSpec._direct(spec, f"{path}.tiers.{name}")
-        kw = {k: f(d, k, path, *a, **o) for k, f, a, o in _CLUSTER_FIELDS}
+        # an absent field is its check's result on an empty section (made once, below)
+        kw = {k: f(d, k, path, *a, **o) if k in d or absent is _CALL else absent
+              for k, f, a, o, absent in _CLUSTER_DIRECT}
         if _domain_error(kw["nvlink_domain_gpus"], kw["gpus_per_node"]):
             _missing()
         kw["accelerator"] = AcceleratorSpec._direct(acc, f"{path}.accelerator")
@@ -834,55 +850,83 @@ class TrainingSpec:
     @classmethod
     def from_dict(cls, d: dict, path: str = "training") -> "TrainingSpec":
         _no_unknown(d, field_names(cls), path)
+        # ``x if "k" in d else v``: a field left out is what its check gives on an empty
+        # section, without the call (tests/engine/test_stage_parts_fast.py holds v to it)
         return _new(cls, dict(
             micro_batch_size=_int(d, "micro_batch_size", path, 1, maximum=10_000_000),
-            global_batch_size=_int(d, "global_batch_size", path, maximum=1_000_000_000),
+            global_batch_size=(_int(d, "global_batch_size", path, maximum=1_000_000_000)
+                               if "global_batch_size" in d else None),
             seq_len=_int(d, "seq_len", path, 4096, maximum=MAX_SEQ_LEN),
-            precision=_choice(d, "precision", path, PRECISIONS, "bf16"),
-            optimizer=_choice(d, "optimizer", path, OPTIMIZERS, "adam"),
-            recompute=_choice(d, "recompute", path, RECOMPUTE, "none"),
-            tensor_parallel=_int(d, "tensor_parallel", path, 1, maximum=100_000),
-            pipeline_parallel=_int(d, "pipeline_parallel", path, 1, maximum=100_000),
-            sequence_parallel=_bool(d, "sequence_parallel", path, False),
-            flash_attention=_bool(d, "flash_attention", path, False),
-            loss_kernel=_choice(d, "loss_kernel", path, LOSS_KERNELS, "torch"),
+            precision=(_choice(d, "precision", path, PRECISIONS, "bf16")
+                       if "precision" in d else 'bf16'),
+            optimizer=(_choice(d, "optimizer", path, OPTIMIZERS, "adam")
+                       if "optimizer" in d else 'adam'),
+            recompute=(_choice(d, "recompute", path, RECOMPUTE, "none")
+                       if "recompute" in d else 'none'),
+            tensor_parallel=(_int(d, "tensor_parallel", path, 1, maximum=100_000)
+                             if "tensor_parallel" in d else 1),
+            pipeline_parallel=(_int(d, "pipeline_parallel", path, 1, maximum=100_000)
+                               if "pipeline_parallel" in d else 1),
+            sequence_parallel=(_bool(d, "sequence_parallel", path, False)
+                               if "sequence_parallel" in d else False),
+            flash_attention=(_bool(d, "flash_attention", path, False)
+                             if "flash_attention" in d else False),
+            loss_kernel=(_choice(d, "loss_kernel", path, LOSS_KERNELS, "torch")
+                         if "loss_kernel" in d else 'torch'),
             dtypes=_state_dtypes(_section(d, "dtypes", path), f"{path}.dtypes"),
             framework=(framework := _framework(d, path)),
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, framework == "megatron"),
-            interleave_stages=_int(d, "interleave_stages", path),
+            interleave_stages=(_int(d, "interleave_stages", path)
+                               if "interleave_stages" in d else None),
             compute_efficiency=_num(d, "compute_efficiency", path,
                                     0.55 if d.get("compute_model") == "constant" else None,
                                     strict=True, maximum=1.0),
             compute_model=_choice(d, "compute_model", path, COMPUTE_MODELS,
                                   "constant" if d.get("compute_efficiency") is not None else "work"),
-            software_stack=_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None),
-            network_efficiency=_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0),
+            software_stack=(_choice(d, "software_stack", path, SOFTWARE_STACKS + (None,), None)
+                            if "software_stack" in d else None),
+            network_efficiency=(_num(d, "network_efficiency", path, 0.8, strict=True, maximum=1.0)
+                                if "network_efficiency" in d else 0.8),
             overlap_grad_reduce=_bool(d, "overlap_grad_reduce", path, framework != "megatron"),
             gradient_accumulation_fusion=_bool(d, "gradient_accumulation_fusion", path,
                                                framework == "megatron"),
-            overlap_param_gather=_bool(d, "overlap_param_gather", path, False),
-            tp_comm_overlap=_bool(d, "tp_comm_overlap", path, False),
-            context_parallel=_int(d, "context_parallel", path, 1, maximum=100_000),
-            context_parallel_comm=_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p"),
+            overlap_param_gather=(_bool(d, "overlap_param_gather", path, False)
+                                  if "overlap_param_gather" in d else False),
+            tp_comm_overlap=(_bool(d, "tp_comm_overlap", path, False)
+                             if "tp_comm_overlap" in d else False),
+            context_parallel=(_int(d, "context_parallel", path, 1, maximum=100_000)
+                              if "context_parallel" in d else 1),
+            context_parallel_comm=(_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p")
+                                   if "context_parallel_comm" in d else 'p2p'),
             lora=_lora(d.get("lora"), f"{path}.lora"),
             fp8=_fp8(d.get("fp8"), f"{path}.fp8", framework),
-            expert_parallel=_int(d, "expert_parallel", path, 1, maximum=100_000),
-            expert_tensor_parallel=_int(d, "expert_tensor_parallel", path, maximum=100_000),
-            moe_capacity_factor=_num(d, "moe_capacity_factor", path, None, strict=True,
-                                     maximum=1000.0),
-            moe_pad_to_capacity=_bool(d, "moe_pad_to_capacity", path, False),
-            moe_routing_imbalance=_num(d, "moe_routing_imbalance", path, 1.0, minimum=1.0,
-                                       maximum=100_000.0),
-            moe_a2a_overlap=_bool(d, "moe_a2a_overlap", path, False),
-            recompute_layers=_int(d, "recompute_layers", path, maximum=100_000),
-            recompute_every=_int(d, "recompute_every", path, maximum=100_000),
+            expert_parallel=(_int(d, "expert_parallel", path, 1, maximum=100_000)
+                             if "expert_parallel" in d else 1),
+            expert_tensor_parallel=(_int(d, "expert_tensor_parallel", path, maximum=100_000)
+                                    if "expert_tensor_parallel" in d else None),
+            moe_capacity_factor=(_num(d, "moe_capacity_factor", path, None, strict=True,
+                                     maximum=1000.0) if "moe_capacity_factor" in d else None),
+            moe_pad_to_capacity=(_bool(d, "moe_pad_to_capacity", path, False)
+                                 if "moe_pad_to_capacity" in d else False),
+            moe_routing_imbalance=(_num(d, "moe_routing_imbalance", path, 1.0, minimum=1.0,
+                                       maximum=100_000.0) if "moe_routing_imbalance" in d else 1.0),
+            moe_a2a_overlap=(_bool(d, "moe_a2a_overlap", path, False)
+                             if "moe_a2a_overlap" in d else False),
+            recompute_layers=(_int(d, "recompute_layers", path, maximum=100_000)
+                              if "recompute_layers" in d else None),
+            recompute_every=(_int(d, "recompute_every", path, maximum=100_000)
+                             if "recompute_every" in d else None),
             recompute_modules=_recompute_modules(d, path),
             activation_func_fp8_input_store=_bool(d, "activation_func_fp8_input_store", path, False),
             preference=_preference(d.get("preference"), f"{path}.preference"),
-            pipeline_layers=_int_list(d, "pipeline_layers", path, minimum=0, maximum=10_000),
-            first_pipeline_layers=_int(d, "first_pipeline_layers", path, maximum=10_000),
-            last_pipeline_layers=_int(d, "last_pipeline_layers", path, maximum=10_000),
-            pipeline_schedule=_choice(d, "pipeline_schedule", path, PIPELINE_SCHEDULES, "1f1b")))
+            pipeline_layers=(_int_list(d, "pipeline_layers", path, minimum=0, maximum=10_000)
+                             if "pipeline_layers" in d else None),
+            first_pipeline_layers=(_int(d, "first_pipeline_layers", path, maximum=10_000)
+                                   if "first_pipeline_layers" in d else None),
+            last_pipeline_layers=(_int(d, "last_pipeline_layers", path, maximum=10_000)
+                                  if "last_pipeline_layers" in d else None),
+            pipeline_schedule=(_choice(d, "pipeline_schedule", path, PIPELINE_SCHEDULES, "1f1b")
+                               if "pipeline_schedule" in d else '1f1b')))
 
     def to_dict(self) -> dict:
         out = _given(self)
@@ -1859,6 +1903,14 @@ _CLUSTER_FIELDS = (
     ("leaf_switch_ports", _int, (), dict(minimum=1, maximum=100_000)),
     ("spine_oversubscription", _num, (1.0,), dict(minimum=1.0, maximum=64.0)),
     ("nvlink_domain_gpus", _int, (), dict(minimum=1, maximum=MAX_DOMAIN_GPUS)))
+
+
+# The direct parse's table: each field with what its check gives when the section leaves
+# it out (the check on an empty section: a constant, as the defaults it returns are), or
+# _CALL where leaving it out is an error (a required field).
+_CALL = object()
+_CLUSTER_DIRECT = tuple((k, f, a, o, _CALL if o.get("required") else f({}, k, "cluster", *a, **o))
+                        for k, f, a, o in _CLUSTER_FIELDS)
 
 
 def _domain_error(domain, gpus_per_node) -> str | None:
