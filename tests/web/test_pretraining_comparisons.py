@@ -92,6 +92,7 @@ def test_deepseek_v3_ep8_vs_ep16_side_by_side(owner_api):
     assert hbm[1] < hbm[0]                     # EP 16 holds half the routed experts a GPU
     assert outputs["memory.per_gpu.hbm.total_bytes"]["best"] == [False, True] or hbm[1] == min(hbm)
     a2a = outputs["step.expert_parallel.alltoall_exposed_s"]["values"]
-    assert all(v is not None and v > 0 for v in a2a)
+    # DualPipe hides the all-to-alls behind the paired chunk's compute: exposed >= 0
+    assert all(v is not None and v >= 0 for v in a2a)
     assert all(v > 0 for v in outputs["step.time_s"]["values"])
     assert all(v is not None for v in outputs["memory.per_stage.0.hbm_total_bytes"]["values"])
