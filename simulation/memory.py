@@ -1280,6 +1280,18 @@ def moment_bytes(parts: list[dict]) -> dict:
     return _moments_of(by_phase)
 
 
+def _peak_moment(per: dict, by_phase: dict) -> str | None:
+    """The moment whose bytes peak: the largest training moment (None when nothing but
+    persistent bytes), or ``load`` when loading holds more than the persistent states plus
+    that moment (training's moments stack on the persistent states; loading comes first)."""
+    peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
+    if per[peak] <= 0:
+        peak = None
+    if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
+        peak = "load"
+    return peak
+
+
 def _moments_of(by_phase: dict) -> dict:
     both = by_phase.get("fwd_bwd", 0.0)
     return {"loss": both + by_phase.get("loss", 0.0),
@@ -1363,11 +1375,7 @@ def hbm_figures(parts: list[dict], fragmentation: float | None) -> tuple:
     if not mine:
         return 0, 0, 0, "persistent"
     per = _moments_of(by_phase)
-    peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
-    if per[peak] <= 0:
-        peak = None
-    if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
-        peak = "load"
+    peak = _peak_moment(per, by_phase)
     live = _LIVE_AT[peak]
     cats = dict.fromkeys(CATEGORIES, 0)           # _NO_BYTES' order
     stored = 0
@@ -1454,12 +1462,7 @@ def _summary(mine: list[dict], capacity: float, present: bool, by_phase: dict | 
             ph = p["phase"]
             by_phase[ph] = by_phase.get(ph, 0.0) + p["bytes"]
     per = _moments_of(by_phase)
-    # training's moments stack on the persistent states; loading comes before them
-    peak = max(_TRAINING_MOMENTS, key=per.__getitem__)
-    if per[peak] <= 0:
-        peak = None
-    if per["load"] > by_phase.get("persistent", 0.0) + (per[peak] if peak else 0.0):
-        peak = "load"
+    peak = _peak_moment(per, by_phase)
     live = _LIVE_AT[peak]
     out = _NO_BYTES.copy()
     reserve = 0.0
