@@ -70,7 +70,11 @@ def test_megatron_core_h100_within_8_percent_on_average():
     "source (HBM per GPU then within 7 % of the benchmark's, test_op_sac.py). Cause left: the "
     "benchmark's H100s are 96 GB HBM2e parts at a 500 W power limit whose peak lies 'between SXM "
     "and NVL' (835-989 TFLOP/s) by the benchmark's own footnote, unknown; the engine runs them at "
-    "the 700 W part's sustained rate"))
+    "the 700 W part's sustained rate. That alone does not close it: the eager minus compile gap is "
+    "as measured (0.398 vs 0.386 s on 8 GPUs, test below), so the shortfall is in what both stacks "
+    "share, and even the NVL's 835/989 on every GEMM and attention leaves about -19 % (hand "
+    "estimate); FlashAttention-2's H100 rate is not it either (FlashAttention-3 paper, H100 SXM5, "
+    "head dim 128, seq 8k: 370 TFLOP/s forward, 318 backward, against the engine's 335 both ways)"))
 def test_torchtitan_h100_within_8_percent_on_average():
     e = errors("torchtitan_llama3_h100_2024")
     assert sum(map(abs, e.values())) / len(e) < 0.08
@@ -92,3 +96,18 @@ def test_torch_compile_is_faster_than_eager_as_measured():
 def test_held_out_mean_error_under_8_percent():
     es = [v for name in HELD_OUT for v in errors(name).values()]
     assert sum(map(abs, es)) / len(es) < 0.08
+
+
+def test_eager_minus_compile_gap_as_measured():
+    # Where the torchtitan gap is not: the step-time difference of eager and torch.compile
+    # (Tables 1 and 3: 2 x 8192 / 5762 - 2 x 8192 / 6667 = 0.386 s on 8 GPUs) is the
+    # element-wise / memory-bound work TorchInductor fuses; the engine's difference
+    # (simulation.compute PASSES, pytorch_eager vs torch_compile) is within 10 % of it on
+    # 8 and 128 GPUs. So the rows' common ~30 % shortfall lies in what both stacks share
+    # (GEMM and attention rate of the 500 W part, FSDP2 overheads), not in the eager terms.
+    e = {c["id"]: evaluate_dict(c["scenario"], detail=False)["step"]["time_s"]
+         for c in cases("torchtitan_llama3_h100_2024")}
+    m = {c["id"]: c["expected_step_time_s"] for c in cases("torchtitan_llama3_h100_2024")}
+    for n in ("8gpu", "128gpu"):
+        eager, comp = f"titan_8b_{n}_fsdp", f"titan_8b_{n}_fsdp_compile"
+        assert e[eager] - e[comp] == pytest.approx(m[eager] - m[comp], rel=0.10)
