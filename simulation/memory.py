@@ -343,6 +343,22 @@ def _adder(parts: list, gpn: int, counted: list | None = None, adapters: tuple |
     return add
 
 
+def _peft_fp32_residual(sc: Scenario) -> bool:
+    """Whether the residual stream (each decoder layer's input) is fp32: a quantised QLoRA
+    base under torch AMP (DDP / FSDP, realistic convention) with PEFT's fp32 adapters,
+    i.e. where ``prepare_model_for_kbit_training`` left the embeddings, norms and head in
+    fp32 (:func:`_quantised_base`). The fp32 embedding output is the first layer's input;
+    bitsandbytes ``Linear4bit.forward`` / ``Linear8bitLt`` return ``out.to(inp_dtype)``
+    and ``residual + branch`` promotes to fp32, so every block input is fp32 (measured with
+    a CPU stand-in: ``tests/data/qlora_residual_dtype.json``,
+    ``scripts/measure_qlora_residual_dtype.py``). qlora.py (``adapter_dtype`` bf16/fp16)
+    casts ``embed_tokens`` back to bf16: a 16-bit residual."""
+    tr, st, lora = sc.training, sc.strategy, sc.training.lora
+    return (lora is not None and lora.quantised and lora.adapter_dtype is None
+            and sc.convention == "realistic" and (st.kind == "ddp" or st.is_fsdp)
+            and tr.precision in ("bf16", "fp16"))
+
+
 def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
                         act: StageActivations) -> float:
     """The stored activations of ``plan``'s rank (and LoRA's adapter activations); returns
@@ -374,6 +390,13 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
         add(f"activations ({layers_held:g} layers x {tr.recompute} recompute"
             + (f" of {n_ckpt:g} per stage)" if partial else ")"),
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
+        if tr.recompute == "full" and _peft_fp32_residual(sc):
+            ckpt = n_ckpt / (sc.model.num_layers / tr.pipeline_parallel) * layers_held
+            add("fp32 residual stream (checkpointed layer inputs: the other 2 B)", "activations",
+                "hbm", 2 * tr.local_seq_len * tr.sequences_per_micro_batch * sc.model.hidden_size
+                * ckpt, phase="fwd_bwd",
+                note="PEFT's fp32 embeddings make the residual fp32 (bitsandbytes returns "
+                     "out.to(inp_dtype)); tests/data/qlora_residual_dtype.json")
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         per_layer = adapter_activation_bytes(sc.model, lora, tr.local_seq_len * tr.sequences_per_micro_batch,

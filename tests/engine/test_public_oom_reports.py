@@ -18,6 +18,18 @@ CASES = cases("public_oom_reports")
 # DeepSpeed 0.16.5, nothing else of size stays on the GPU with offload (stage3.py puts
 # grad_partitions_flat_buffer and the fp32 sub-group gradients on the host, self.device =
 # cpu); the rest is likely the caching allocator's reserve, which needs a GPU measurement.
+# The thread's run: DeepSpeed 0.15.3, transformers 4.46.1, torch 2.5.1+cu124, fp16,
+# LlamaFactory's ds_z3_offload_config.json ("auto" buckets: HF's trainer_config_finalize
+# fills reduce_bucket_size = h x h = 16.8M elements, stage3_prefetch_bucket_size = 0.9 h x h,
+# stage3_param_persistence_threshold = 10 h; the engine's 5e8-element reduce bucket, 0.93
+# GiB, is then an over-count, so a cause of ~7 GiB more is missing, oom-03a shares it). A GPU
+# measurement (8 ranks, or 1 rank with the 8-rank partition sizes) must record per rank:
+# torch.cuda.memory_allocated / max_memory_allocated / memory_reserved /
+# max_memory_reserved after deepspeed.initialize, after the first forward, at the loss,
+# after backward and after optimizer.step; nvidia-smi's figure at the same points (the
+# context + NCCL outside the allocator); memory_stats()["num_alloc_retries"]; and which
+# tensors are live at max_memory_allocated (torch.cuda.memory._record_memory_history +
+# _snapshot), with the config DeepSpeed printed (the filled "auto" values).
 KNOWN_MISSES = {"oom-03b"}
 
 
