@@ -456,7 +456,8 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
       name: i === 0 ? STORED_AXIS_NAME : "GB",
       nameTextStyle: { align: "left" as const },
       min: 0,
-      axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
+      // ECharts' tick text (distinct at any interval), with the unit
+      axisLabel: { formatter: "{value} GB" },
       splitLine: { lineStyle: { opacity: 0.4 } },
     })),
   ];
