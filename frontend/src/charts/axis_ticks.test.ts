@@ -31,7 +31,7 @@ function valueAxisLabels(option: object): string[][] {
 describe("memory panel ticks", () => {
   it("are distinct and carry the unit on a small DDR panel (1.5 GB of 2.2 GB)", () => {
     const r = sampleReport();
-    const ddr = r.memory.per_node.ddr!;
+    const ddr = r.memory.per_node!.ddr!;
     Object.assign(ddr, { buffers_bytes: 1.5e9, total_bytes: 1.5e9, capacity_bytes: 2.2e9, free_bytes: 0.7e9 });
     ddr.parts = [{ name: "pinned staging buffers", category: "buffers", bytes: 1.5e9, note: null, phase: "persistent" }];
     const axes = valueAxisLabels(memoryChartOption(r));
