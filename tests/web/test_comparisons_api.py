@@ -229,6 +229,17 @@ def test_inputs_left_at_their_default_show_the_default():
     assert {r["key"]: r for r in same}["training.expert_parallel"]["values"] == [1, 8]
 
 
+def test_an_fp8_run_s_mfu_over_the_16_bit_peak_is_a_row_only_with_fp8():
+    from tierlab.dashboard.table import output_rows
+    bf = {"fits": True, "mfu": 0.40, "step": {"mfu_peak": {"precision": "16-bit", "flops_per_s": 989e12}}}
+    fp8 = {"fits": True, "mfu": 0.30, "step": {"mfu_peak": {"precision": "fp8", "flops_per_s": 1979e12,
+                                                            "mfu_16bit_peak": 0.60}}}
+    rows = {r["key"]: r for r in output_rows([bf, fp8])}
+    assert rows["mfu"]["values"] == [0.40, 0.30]
+    assert rows["step.mfu_peak.mfu_16bit_peak"]["values"] == [None, 0.60]
+    assert "step.mfu_peak.mfu_16bit_peak" not in {r["key"] for r in output_rows([bf, bf])}
+
+
 def test_a_tier_the_node_lacks_is_not_a_best_zero():
     from tierlab.dashboard.table import output_rows
 

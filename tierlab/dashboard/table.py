@@ -68,6 +68,9 @@ OUTPUTS: tuple[Output, ...] = (
            "Step: expert-parallel all-to-alls exposed, per micro-batch", "s", "min"),
     Output("throughput.tokens_per_s", "Throughput", "tokens_per_s", "max"),
     Output("mfu", "Model FLOPs utilization", "fraction", "max"),
+    # an FP8 run's MFU is over the FP8 peak; this row sets it on the 16-bit peak beside BF16 runs'
+    Output("step.mfu_peak.mfu_16bit_peak", "Model FLOPs utilization over the 16-bit peak (FP8 runs)",
+           "fraction", "max"),
     Output("verdict.bottleneck", "Bottleneck", "text"),
     Output("cost.usd_per_hour", "Cost per hour", "usd_per_hour", "min"),
     Output("cost.usd_per_million_tokens", "Cost per million tokens", "usd_per_mtok", "min"),
