@@ -26,6 +26,7 @@ Every bad value raises :class:`ScenarioError` naming its dotted field.
 
 from __future__ import annotations
 
+import dataclasses as _dc
 import math
 from dataclasses import dataclass, field
 
@@ -936,8 +937,6 @@ class TrainingSpec:
             out["pipeline_layers"] = list(self.pipeline_layers)
         if self.recompute_modules is not None:
             out["recompute_modules"] = list(self.recompute_modules)
-        if self.pipeline_schedule == "1f1b":     # the default: older scenarios' JSON unchanged
-            del out["pipeline_schedule"]
         if self.dtypes is not None:
             out["dtypes"] = _given(self.dtypes)
         if self.fp8 is not None:
@@ -949,16 +948,8 @@ class TrainingSpec:
                 if lo.get(name) == default:
                     del lo[name]
             out["lora"] = lo
-        for name in ("overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
-                     "moe_a2a_overlap", "activation_func_fp8_input_store"):
-            if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
-                del out[name]
-        if self.context_parallel == 1:
-            del out["context_parallel"]
-        if self.context_parallel_comm == "p2p":
-            del out["context_parallel_comm"]
-        for name, default in (("expert_parallel", 1), ("moe_routing_imbalance", 1.0)):
-            if out[name] == default:
+        for name in _TRAINING_OMITTED_AT_DEFAULT:
+            if out[name] == _TRAINING_DEFAULTS[name]:   # keep older scenarios' JSON (and hashes)
                 del out[name]
         return out
 
@@ -966,6 +957,17 @@ class TrainingSpec:
     def local_seq_len(self) -> int:
         """Tokens of each sequence one rank holds: ``seq_len / context_parallel``."""
         return self.seq_len // self.context_parallel
+
+
+# The training fields added after scenarios were first stored: to_dict leaves each out at
+# its dataclass default, so older scenarios' JSON (and their hashes) stay as they were. A
+# new such field is one name here (its default is the dataclass's).
+_TRAINING_OMITTED_AT_DEFAULT = (
+    "pipeline_schedule", "overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
+    "moe_a2a_overlap", "activation_func_fp8_input_store", "context_parallel",
+    "context_parallel_comm", "expert_parallel", "moe_routing_imbalance",
+)
+_TRAINING_DEFAULTS = {f.name: f.default for f in _dc.fields(TrainingSpec)}
 
 
 def _recompute_modules(d: dict, path: str):

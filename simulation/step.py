@@ -83,6 +83,15 @@ def peak_flops(sc: Scenario) -> float:
     return acc.peak_flops_fp32 if sc.training.precision == "fp32" else acc.peak_flops_bf16
 
 
+def mfu_peak(sc: Scenario) -> tuple[str, float]:
+    """The precision and dense peak (FLOP/s a GPU) that MFU divides by: that of the GEMMs,
+    the FP8 peak when ``training.fp8`` is set (the projections' and MLP's GEMMs run there),
+    else ``peak_flops``'s (fp32 or 16-bit)."""
+    if sc.training.fp8 is not None:
+        return "fp8", sc.cluster.accelerator.peak_flops_fp8
+    return ("fp32" if sc.training.precision == "fp32" else "16-bit"), peak_flops(sc)
+
+
 def compute_times(sc: Scenario, pc: ParamCount) -> dict:
     """Seconds of one layer's forward and backward and of the output layer (forward +
     backward) for one micro-batch on one GPU: from the work (``simulation.compute``) by
@@ -1170,7 +1179,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # sequences, not examples: a preference example is two (chosen, rejected)
     tokens = lay.global_batch_size * sc.training.seq_len * (2 if sc.training.preference else 1)
     mflops = model_flops_per_step(sc, pc, lay)
-    mfu = mflops / (step_s * lay.num_gpus * peak_flops(sc)) if step_s else 0.0
+    mfu_precision, mfu_peak_flops = mfu_peak(sc)
+    mfu = mflops / (step_s * lay.num_gpus * mfu_peak_flops) if step_s else 0.0
     link_rows = [dict(name=n, bytes_per_s=float(links[n]), busy_s=float(link_busy[n]),
                       bytes=float(link_bytes[n]),
                       utilization=float(link_busy[n] / step_s) if step_s else 0.0)
@@ -1180,7 +1190,12 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
         available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
         optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
-        compute=compute_summary(sc, pc))
+        compute=compute_summary(sc, pc),
+        mfu_peak=dict(precision=mfu_precision, flops_per_s=float(mfu_peak_flops)))
+    if sc.training.fp8 is not None:
+        # the same model FLOPs over the 16-bit peak, to set beside 16-bit runs' MFU
+        report["mfu_peak"]["mfu_16bit_peak"] = (
+            float(mflops / (step_s * lay.num_gpus * peak_flops(sc))) if step_s else 0.0)
     if sc.training.preference is not None:
         report["reference_forward_s"] = m * ref["total_s"]
     if sc.strategy.offload_optimizer != "none":

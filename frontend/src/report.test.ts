@@ -73,6 +73,14 @@ describe("estimateStepSummary", () => {
     expect(estimateStepSummary(r)).toBe(
       "Step 6.19 s · 5,300 tokens/s · MFU 41.0% · checkpoint every 30 min (12.00 s stall), goodput 97.1%");
   });
+
+  it("names the FP8 peak an FP8 run's MFU is over, with the 16-bit-peak figure", () => {
+    const r = {
+      ...fittingReport(), throughput: { tokens_per_s: 5300.4 }, mfu: 0.41,
+      step: { available: true, time_s: 6.19, mfu_peak: { precision: "fp8", flops_per_s: 1979e12, mfu_16bit_peak: 0.82 } },
+    };
+    expect(estimateStepSummary(r)).toBe("Step 6.19 s · 5,300 tokens/s · MFU 41.0% of the FP8 peak (82.0% of the 16-bit peak)");
+  });
   it("gives the step's error band and what the scenario lies outside of", () => {
     const step = {
       available: true, time_s: 12.3, time_band_s: [10.8, 15.3] as [number, number], validated: false,

@@ -221,7 +221,13 @@ export function estimateStepSummary(report: Report): string | null {
   if (report.fits === false) parts[0] = `If it fit (it does not, so it cannot start): s${parts[0].slice(1)}`;
   const tokens = report.throughput?.tokens_per_s;
   if (typeof tokens === "number") parts.push(`${formatNumber(tokens, 0)} tokens/s`);
-  if (typeof report.mfu === "number") parts.push(`MFU ${formatPercent(report.mfu)}`);
+  if (typeof report.mfu === "number") {
+    const mp = step.mfu_peak;
+    parts.push(mp?.precision === "fp8"
+      ? `MFU ${formatPercent(report.mfu)} of the FP8 peak` +
+        (typeof mp.mfu_16bit_peak === "number" ? ` (${formatPercent(mp.mfu_16bit_peak)} of the 16-bit peak)` : "")
+      : `MFU ${formatPercent(report.mfu)}`);
+  }
   const ck = report.checkpoint;
   if (ck && typeof ck.interval_s === "number" && typeof ck.goodput === "number") {
     parts.push(`checkpoint every ${formatDuration(ck.interval_s)} (${formatSeconds(ck.stall_s)} stall), ` +

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { breakdownSegments, expertParallelNote, linkLabel, linkRows, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
+import { breakdownSegments, expertParallelNote, linkLabel, linkRows, mfuNote, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "./step";
 import { sampleReport, stepReport } from "./testdata/report";
 
 describe("breakdownSegments", () => {
@@ -26,8 +26,21 @@ describe("stepHeadline", () => {
   it("reads step time, tokens/s, MFU and micro-batches", () => {
     expect(stepHeadline(stepReport())).toEqual({
       available: true, reason: "", timeS: 10, tokensPerS: 13107.2, samplesPerS: 3.2, mfu: 0.42,
-      microBatches: 2, microBatchS: 5, optimizerPhaseS: null,
+      mfuPrecision: null, mfu16bitPeak: null, microBatches: 2, microBatchS: 5, optimizerPhaseS: null,
     });
+  });
+
+  it("says which peak MFU is over, and with FP8 the 16-bit-peak figure", () => {
+    const r = stepReport();
+    // an FP8 run on H100: model FLOPs at 40 % of 1979 TFLOP/s are 80 % of the 16-bit 989
+    r.step = { ...r.step!, mfu_peak: { precision: "fp8", flops_per_s: 1979e12, mfu_16bit_peak: 0.8 } };
+    r.mfu = 0.4;
+    const head = stepHeadline(r);
+    expect(head).toMatchObject({ mfu: 0.4, mfuPrecision: "fp8", mfu16bitPeak: 0.8 });
+    expect(mfuNote(head)).toBe("model FLOPs / FP8 peak FLOP/s · 80.0% of the 16-bit peak");
+    const bf = stepReport();
+    bf.step = { ...bf.step!, mfu_peak: { precision: "16-bit", flops_per_s: 989e12 } };
+    expect(mfuNote(stepHeadline(bf))).toBe("model FLOPs / 16-bit peak FLOP/s");
   });
 });
 

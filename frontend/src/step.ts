@@ -114,9 +114,27 @@ export interface StepHeadline {
   tokensPerS: number | null;
   samplesPerS: number | null;
   mfu: number | null;
+  /** The precision of the peak MFU is over ("fp8", "16-bit", "fp32"), null when not given. */
+  mfuPrecision: string | null;
+  /** With FP8: the same model FLOPs over the 16-bit peak, to set beside 16-bit runs. */
+  mfu16bitPeak: number | null;
   microBatches: number | null;
   microBatchS: number | null;
   optimizerPhaseS: number | null;
+}
+
+/** The peak MFU is over, in words ("FP8 peak"), "" when the report does not say. */
+export function mfuPeakWords(head: StepHeadline): string {
+  if (!head.mfuPrecision) return "";
+  return `${head.mfuPrecision === "fp8" ? "FP8" : head.mfuPrecision === "fp32" ? "FP32" : "16-bit"} peak`;
+}
+
+/** The MFU stat's note: what it divides by, and with FP8 the 16-bit-peak figure. */
+export function mfuNote(head: StepHeadline): string {
+  const peak = mfuPeakWords(head);
+  let note = `model FLOPs / ${peak ? `${peak} FLOP/s` : "peak FLOP/s"}`;
+  if (head.mfu16bitPeak !== null) note += ` · ${formatPercent(head.mfu16bitPeak)} of the 16-bit peak`;
+  return note;
 }
 
 /** The step's headline numbers, or available=false with the engine's reason. */
@@ -131,6 +149,8 @@ export function stepHeadline(report: Report): StepHeadline {
     tokensPerS: num(report.throughput?.tokens_per_s),
     samplesPerS: num(report.throughput?.samples_per_s),
     mfu: num(report.mfu),
+    mfuPrecision: step?.mfu_peak?.precision ?? null,
+    mfu16bitPeak: num(step?.mfu_peak?.mfu_16bit_peak),
     microBatches: num(step?.micro_batches),
     microBatchS: num(step?.micro_batch_s),
     optimizerPhaseS: num(step?.optimizer_phase_s),

@@ -129,6 +129,9 @@ export interface Step {
   /** Seconds after the last micro-batch's last compute: exposed reduction, optimizer step, its offload I/O. */
   optimizer_phase_s?: number;
   micro_batches?: number;
+  /** The peak MFU divides by: that of the GEMMs' precision (FP8 with training.fp8); with FP8
+   * also the MFU over the 16-bit peak. */
+  mfu_peak?: { precision: string; flops_per_s: number; mfu_16bit_peak?: number };
   model_flops?: number;
   /** With the optimizer offloaded: what bounds the CPU optimizer step (the cores or DDR). */
   cpu_optimizer?: CpuOptimizer;

@@ -338,3 +338,20 @@ def test_gb200_runs_fp8_at_twice_its_sustained_bf16_rate():
                        "strategy": {"kind": "megatron_dist_opt"}})
     assert r["step"]["compute"]["fp8"]["gemm_flops"] == pytest.approx(3100e12)
     assert r["step"]["compute"]["fp8"]["peak_flops_fp8"] == 5000e12
+
+
+def test_mfu_of_an_fp8_run_is_over_the_fp8_peak_with_the_16_bit_figure_beside_it():
+    """MFU divides the model FLOPs by the peak of the precision the GEMMs run at: H100 SXM's
+    dense FP8 1979 TFLOP/s (NVIDIA H100 datasheet, 3958 with sparsity), not its BF16 989; the
+    16-bit-peak figure is labelled beside it (x 1979 / 989). A BF16 run keeps the BF16 peak."""
+    r = evaluate_dict(scenario({}, tensor_parallel=2, global_batch_size=32))
+    n = 8
+    flops_per_s = r["step"]["model_flops"] / (r["step"]["time_s"] * n)
+    assert r["mfu"] == pytest.approx(flops_per_s / 1979e12, rel=1e-9)
+    assert r["step"]["mfu_peak"]["precision"] == "fp8"
+    assert r["step"]["mfu_peak"]["flops_per_s"] == 1979e12
+    assert r["step"]["mfu_peak"]["mfu_16bit_peak"] == pytest.approx(flops_per_s / 989e12, rel=1e-9)
+    bf = evaluate_dict(scenario(tensor_parallel=2, global_batch_size=32))
+    assert bf["mfu"] == pytest.approx(bf["step"]["model_flops"] / (bf["step"]["time_s"] * n) / 989e12,
+                                      rel=1e-9)
+    assert bf["step"]["mfu_peak"] == {"precision": "16-bit", "flops_per_s": 989e12}

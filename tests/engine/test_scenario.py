@@ -293,3 +293,17 @@ def test_counts_in_messages_are_singular_for_one():
         checked_scenario({"model": {"preset": "llama2-7b"}, "training": {"tensor_parallel": 2},
                           "cluster": {"node": "dgx-h100", "gpus_per_node": 1}})
     assert "must divide the 1 GPU (1 node x 1)" in e.value.message
+
+
+def test_newer_training_fields_are_left_out_at_their_dataclass_default_only():
+    """to_dict leaves each of _TRAINING_OMITTED_AT_DEFAULT out at TrainingSpec's default
+    (older scenarios' JSON and hashes unchanged) and keeps it at any other value."""
+    from simulation.scenario import _TRAINING_DEFAULTS, _TRAINING_OMITTED_AT_DEFAULT, TrainingSpec
+    base = {"model": {"preset": "mixtral-8x7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2}}
+    out = Scenario.from_dict(base).to_dict()["training"]
+    assert not set(_TRAINING_OMITTED_AT_DEFAULT) & set(out)
+    assert _TRAINING_DEFAULTS["context_parallel"] == TrainingSpec().context_parallel == 1
+    given = {"context_parallel": 2, "flash_attention": True, "expert_parallel": 8,
+             "moe_routing_imbalance": 1.5, "moe_a2a_overlap": True, "context_parallel_comm": "all_gather"}
+    out = Scenario.from_dict({**base, "training": given}).to_dict()["training"]
+    assert {k: out[k] for k in given} == given

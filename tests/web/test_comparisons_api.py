@@ -207,6 +207,39 @@ def test_it_shows_nested_lists_of_inputs_as_text():
     assert row["differs"] is True
 
 
+def test_inputs_left_at_their_default_show_the_default():
+    """A resolved scenario (Scenario.to_dict) leaves out context_parallel 1, expert_parallel 1
+    and the other defaults; the table shows them (TrainingSpec's defaults: 1, 1, "1f1b")
+    rather than a blank, and a leaf of a section a column does not have (LoRA) stays blank."""
+    from simulation.scenario import Scenario as EngineScenario
+    from tierlab.dashboard.table import input_rows
+    base = {"model": {"preset": "mixtral-8x7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+            "training": {"micro_batch_size": 1, "seq_len": 4096, "global_batch_size": 64,
+                         "flash_attention": True}}
+    cp = {**base, "training": {**base["training"], "context_parallel": 2, "expert_parallel": 8,
+                               "lora": {"rank": 16}}}
+    a, b = (EngineScenario.from_dict(d).to_dict() for d in (base, cp))
+    assert "context_parallel" not in a["training"] and "expert_parallel" not in a["training"]
+    rows = {r["key"]: r for r in input_rows([a, b])}
+    assert rows["training.context_parallel"]["values"] == [1, 2]
+    assert rows["training.expert_parallel"]["values"] == [1, 8]
+    assert rows["training.lora.rank"]["values"] == [None, 16]
+    same = input_rows([a, EngineScenario.from_dict({**base, "training": {**base["training"],
+                                                                          "expert_parallel": 8}}).to_dict()])
+    assert {r["key"]: r for r in same}["training.expert_parallel"]["values"] == [1, 8]
+
+
+def test_an_fp8_run_s_mfu_over_the_16_bit_peak_is_a_row_only_with_fp8():
+    from tierlab.dashboard.table import output_rows
+    bf = {"fits": True, "mfu": 0.40, "step": {"mfu_peak": {"precision": "16-bit", "flops_per_s": 989e12}}}
+    fp8 = {"fits": True, "mfu": 0.30, "step": {"mfu_peak": {"precision": "fp8", "flops_per_s": 1979e12,
+                                                            "mfu_16bit_peak": 0.60}}}
+    rows = {r["key"]: r for r in output_rows([bf, fp8])}
+    assert rows["mfu"]["values"] == [0.40, 0.30]
+    assert rows["step.mfu_peak.mfu_16bit_peak"]["values"] == [None, 0.60]
+    assert "step.mfu_peak.mfu_16bit_peak" not in {r["key"] for r in output_rows([bf, bf])}
+
+
 def test_a_tier_the_node_lacks_is_not_a_best_zero():
     from tierlab.dashboard.table import output_rows
 

@@ -51,7 +51,8 @@ def test_a_comparison_of_cp_1_and_2_side_by_side(owner_api, owner):
     run_queued_runs()
     r = owner_api.get(f"/api/v1/comparisons/{comparison.pk}/export.csv")
     rows = {row[1]: row for row in csv.reader(io.StringIO(r.content.decode()))}
-    assert rows["training.context_parallel"][5:] == ["", "2"]
+    # CP 1: the default, which the resolved scenario leaves out, read as 1
+    assert rows["training.context_parallel"][5:] == ["1", "2"]
     assert rows["training.context_parallel"][4] == "differs"
     exposed = rows["step.context_parallel.exposed_per_step_s"]
     assert exposed[5] == "" and float(exposed[6]) >= 0

@@ -7,10 +7,14 @@ these rows, so they always agree.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from simulation.scenario import Scenario
 from tierlab.catalog.labels import axis_value_labels
 
 # Leaves of the resolved scenario that describe rather than configure (sources, names of
@@ -64,6 +68,9 @@ OUTPUTS: tuple[Output, ...] = (
            "Step: expert-parallel all-to-alls exposed, per micro-batch", "s", "min"),
     Output("throughput.tokens_per_s", "Throughput", "tokens_per_s", "max"),
     Output("mfu", "Model FLOPs utilization", "fraction", "max"),
+    # an FP8 run's MFU is over the FP8 peak; this row sets it on the 16-bit peak beside BF16 runs'
+    Output("step.mfu_peak.mfu_16bit_peak", "Model FLOPs utilization over the 16-bit peak (FP8 runs)",
+           "fraction", "max"),
     Output("verdict.bottleneck", "Bottleneck", "text"),
     Output("cost.usd_per_hour", "Cost per hour", "usd_per_hour", "min"),
     Output("cost.usd_per_million_tokens", "Cost per million tokens", "usd_per_mtok", "min"),
@@ -111,9 +118,51 @@ def flatten(data: dict, prefix: str = "") -> dict:
     return out
 
 
+_NO_DEFAULT = object()
+
+
+@lru_cache(maxsize=None)
+def scenario_default(path: str):
+    """The engine's default of a scenario leaf by dotted path (``training.context_parallel``
+    -> 1): the field default of the section's dataclass (``simulation.scenario``), which a
+    resolved scenario's ``to_dict`` leaves out. ``_NO_DEFAULT`` where the path is no
+    dataclass field, the field has no plain default, or the default is None (chosen from
+    other fields: nothing to show)."""
+    cls = Scenario
+    parts = path.split(".")
+    for i, name in enumerate(parts):
+        if not dataclasses.is_dataclass(cls):
+            return _NO_DEFAULT
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        f = fields.get(name)
+        if f is None:
+            return _NO_DEFAULT
+        if i == len(parts) - 1:
+            if f.default is dataclasses.MISSING or f.default is None:
+                return _NO_DEFAULT
+            return f.default
+        hint = typing.get_type_hints(cls).get(name)
+        inner = [a for a in typing.get_args(hint) if dataclasses.is_dataclass(a)]
+        cls = inner[0] if inner else hint
+    return _NO_DEFAULT
+
+
+def _has_parent(data: dict, path: str) -> bool:
+    """Whether ``data`` holds the section ``path``'s leaf sits in (``training.lora`` for
+    ``training.lora.double_quant``): a default is shown only inside a section given."""
+    node = data
+    for name in path.split(".")[:-1]:
+        node = node.get(name) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return False
+    return True
+
+
 def input_rows(inputs: list[dict | None]) -> list[dict]:
     """One row per input leaf of any column: ``{key, values, differs}`` (and ``labels``: the
-    values by display name, where some read otherwise); differing rows first."""
+    values by display name, where some read otherwise); differing rows first. A leaf a
+    column's resolved scenario leaves out because it is at its default (``to_dict`` omits
+    ``context_parallel`` 1, ``expert_parallel`` 1, ...) shows that default."""
     flat = [flatten(i) if isinstance(i, dict) else {} for i in inputs]
     keys: list[str] = []
     seen = set()
@@ -124,7 +173,11 @@ def input_rows(inputs: list[dict | None]) -> list[dict]:
                 keys.append(k)
     rows = []
     for k in keys:
-        values = [f.get(k) for f in flat]
+        default = scenario_default(k)
+        values = [f[k] if k in f else
+                  default if default is not _NO_DEFAULT and isinstance(i, dict) and _has_parent(i, k)
+                  else None
+                  for f, i in zip(flat, inputs)]
         row = {"key": k, "values": values, "differs": any(v != values[0] for v in values)}
         labels = axis_value_labels(k, values)
         if any(labels):

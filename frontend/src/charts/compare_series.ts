@@ -168,7 +168,7 @@ export function compareMemoryOption(columns: Column[], style: ChartStyle = {}): 
       color: textColor(style.dark),
     },
   }));
-  const yAxis = groups.map((g, i) => panelValueAxis(i, `${g.tier.label} — ${groupUnit(g).axis}`, true));
+  const yAxis = groups.map((g, i) => panelValueAxis(i, `${g.tier.label} — ${groupUnit(g).axis}`, groupUnit(g).symbol, true));
   const series: BarSeriesOption[] = [];
   groups.forEach((g, i) => {
     series.push(...categoryStack(`tier-${g.tier.key}`, i,

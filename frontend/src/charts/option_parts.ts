@@ -6,7 +6,6 @@ import type { BarSeriesOption } from "echarts/charts";
 
 import { CATEGORY_LABELS } from "../report";
 import { CATEGORIES, type Category } from "../types";
-import { formatNumber } from "../units";
 
 /** The start of every option: the page's background shows through, short transitions, and
  *  ECharts' generated ARIA description of the data for screen readers. */
@@ -18,14 +17,19 @@ export function chartFrame(animate = true) {
   };
 }
 
-/** The value axis of grid `gridIndex` (one per memory panel), named with its unit, whole-number ticks. */
-export function panelValueAxis(gridIndex: number, name: string, bold = false) {
+/**
+ * The value axis of grid `gridIndex` (one per memory panel), named with its unit, each tick
+ * labelled with `unitSymbol` ("GiB", "GB"). The tick text is ECharts' own (the `{value}`
+ * template: the tick rounded to the interval's precision, thousands separated), so ticks
+ * such as 0.5, 1, 1.5 stay distinct (a whole-number formatter printed "1, 1, 2").
+ */
+export function panelValueAxis(gridIndex: number, name: string, unitSymbol: string, bold = false) {
   return {
     type: "value" as const,
     gridIndex,
     name,
     nameTextStyle: { align: "left" as const, ...(bold ? { fontWeight: "bold" as const } : {}) },
-    axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
+    axisLabel: { formatter: `{value} ${unitSymbol}` },
     splitLine: { lineStyle: { opacity: 0.4 } },
   };
 }

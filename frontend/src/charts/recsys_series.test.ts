@@ -26,6 +26,7 @@ import {
   psDesignRows,
   psSummary,
   recsysParamBytesRows,
+  showsPsSection,
   storedAxisLabel,
   trafficGB,
   type RecsysReport,
@@ -328,5 +329,20 @@ describe("a step of milliseconds (a recommendation model) on the step chart and 
     expect(formatSecondsSig(0.005096403529866026)).toBe("0.00510 s");
     expect(formatSecondsSig(7.25e-4)).toBe("0.000725 s");
     expect(formatSecondsSig(1.5)).toBe("1.500 s");
+  });
+});
+
+describe("showsPsSection", () => {
+  it("shows parameter server vs all-to-all for a recommendation model only", () => {
+    expect(showsPsSection(recsysReport())).toBe(true);
+    // an MoE LLM's report (mixtral-8x7b, EP 8): the engine's expert-PS comparison in `ps`,
+    // `embedding` left empty ({}), as evaluate writes it for a model without recsys
+    const moe = {
+      ...recsysReport(), embedding: {} as RecsysReport["embedding"],
+      ps: { available: true, designs: [{ design: "expert_parameter_server", step_time_s: 36.1 }] },
+    } as unknown as RecsysReport;
+    expect(hasPsComparison(moe)).toBe(true);
+    expect(showsPsSection(moe)).toBe(false);
+    expect(showsPsSection({ ...moe, embedding: null })).toBe(false);
   });
 });

@@ -456,7 +456,8 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
       name: i === 0 ? STORED_AXIS_NAME : "GB",
       nameTextStyle: { align: "left" as const },
       min: 0,
-      axisLabel: { formatter: (v: number) => formatNumber(v, 0) },
+      // ECharts' tick text (distinct at any interval), with the unit
+      axisLabel: { formatter: "{value} GB" },
       splitLine: { lineStyle: { opacity: 0.4 } },
     })),
   ];
@@ -564,6 +565,22 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
 }
 
 // ------------------------------------------------------------------ parameter server vs all-to-all
+/**
+ * A recommendation-model (DLRM-style, ``recsys``) report: it has the embedding section. The
+ * engine also compares an expert parameter server with all-to-all for MoE LLMs in ``ps``,
+ * but the run page's "PS vs all-to-all" section speaks of embedding rows, so it is shown
+ * for recsys reports only.
+ */
+export function isRecsysReport(report: RecsysReport): boolean {
+  const e = report.embedding as Record<string, unknown> | undefined | null;
+  return !!e && typeof e === "object" && Object.keys(e).length > 0;
+}
+
+/** Whether the run page shows the parameter server vs all-to-all section: recsys only. */
+export function showsPsSection(report: RecsysReport): boolean {
+  return isRecsysReport(report) && !!report.ps;
+}
+
 export function hasPsComparison(report: RecsysReport): boolean {
   return !!report.ps && report.ps.available !== false && Array.isArray(report.ps.designs) && report.ps.designs.length > 0;
 }

@@ -154,7 +154,7 @@ export function memoryChartOption(report: Report, style: ChartStyle = {}): Memor
     },
   }));
 
-  const yAxis = bars.map((bar, i) => panelValueAxis(i, barUnit(bar).axis));
+  const yAxis = bars.map((bar, i) => panelValueAxis(i, barUnit(bar).axis, barUnit(bar).symbol));
 
   const series: BarSeriesOption[] = [];
   bars.forEach((bar, i) => {

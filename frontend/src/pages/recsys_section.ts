@@ -18,6 +18,7 @@ import {
   formatMsSig,
   formatUSD,
   hasEmbedding,
+  showsPsSection,
   hasPsComparison,
   lookupOverlap,
   psChartOption,
@@ -276,7 +277,7 @@ export function recsysSections(report: Report): [string, string, HTMLElement][] 
   const r = report as RecsysReport;
   const out: [string, string, HTMLElement | null][] = [
     ["embedding", "Embeddings", embeddingSection(r)],
-    ["ps", "PS vs all-to-all", psSection(r)],
+    ["ps", "PS vs all-to-all", showsPsSection(r) ? psSection(r) : null],
   ];
   return out.filter((s): s is [string, string, HTMLElement] => s[2] !== null);
 }
@@ -317,7 +318,7 @@ export function recsysBytesTable(report: Report): HTMLElement | null {
 /** Top-level notes that the embedding and PS sections do not already show. */
 export function otherNotes(report: Report): string[] {
   const r = report as RecsysReport;
-  const shown = new Set([...(r.embedding?.notes ?? []), ...(r.ps?.notes ?? [])]);
+  const shown = new Set([...(r.embedding?.notes ?? []), ...(showsPsSection(r) ? r.ps?.notes ?? [] : [])]);
   return (report.notes ?? []).filter((n) => !shown.has(n));
 }
 

@@ -12,7 +12,7 @@ import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, expertsLine, partsRows, stageRows, tierSummaryRows, trainableLine, verdict } from "../report";
 import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
-import { breakdownSegments, linkRows, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
+import { breakdownSegments, linkRows, mfuNote, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
 import { mountRecsysCharts, otherNotes, recsysBytesTable, recsysFacts, recsysSections } from "./recsys_section";
@@ -92,7 +92,7 @@ function stepSection(report: Report): HTMLElement | null {
       : head.samplesPerS !== null
         ? stat("Throughput", `${formatCount(head.samplesPerS)} samples/s`, "step-samples", `${formatNumber(head.samplesPerS, 0)} samples/s`)
         : null,
-    head.mfu !== null ? stat("MFU", formatPercent(head.mfu), "step-mfu", "model FLOPs / peak FLOP/s") : null,
+    head.mfu !== null ? stat(head.mfuPrecision === "fp8" ? "MFU (FP8 peak)" : "MFU", formatPercent(head.mfu), "step-mfu", mfuNote(head)) : null,
   );
   const band = stepBandText(report);
   const bandEl = band
