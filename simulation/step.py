@@ -498,26 +498,46 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
     return n, ahead, min(n, max(1, math.ceil(layer / DEEPSPEED_REDUCE_BUCKET_ELEMENTS)))
 
 
-def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str) -> float:
-    """Seconds of HBM traffic DeepSpeed v0.3-v0.5 adds to one collective of ``nbytes``
-    (the whole gathered tensor or unsharded gradient) on the communicator's stream: it
-    calls the list forms of ``torch.distributed.all_gather`` / ``reduce_scatter`` (one
-    view per rank), which ProcessGroupNCCL runs on a flat buffer of its own and copies
-    out of (all-gather) or into (reduce-scatter) on its NCCL stream: a read and a write
-    of the tensor (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``allgather``: a
-    ``copy_`` per output tensor after the collective; pytorch/pytorch PR #33924: "the rank inputs are collected into a flattened tensor and
-    then copied from there to the output tensors"; DeepSpeed PR #1188: "the
-    torch.distributed.all_gather will do implicit memcpy at the end of each
-    ncclAllgather"). The all-gather's output is also zero-filled first
-    (partition_parameters.py ``_allgather_param``: ``torch.zeros``): one more write.
-    Current DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0.
-    Not counted: the launch of each of the world-size copies (and DeepSpeed's Python loop
-    building the world-size views), a cost per rank per collective for which no
-    published measurement was found."""
+# Seconds the CPU takes to issue one tiny kernel back to back on a stream, each launch
+# waiting for none: 3.8 us a kernel of 2.9 us (NVIDIA Technical Blog, A. Gray, "Getting
+# Started with CUDA Graphs", 2019: 20 short kernels launched without a sync in between,
+# "3.8 us per kernel"). The floor of each of the world-size ``copy_`` kernels PyTorch's
+# list collectives launch one after another on the NCCL stream.
+KERNEL_LAUNCH_S = 3.8e-6
+
+
+def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str, ranks: int = 1,
+                           collectives: int = 1) -> float:
+    """Seconds DeepSpeed v0.3-v0.5 adds to ``collectives`` collectives over ``ranks``
+    ranks that together move ``nbytes`` (the whole gathered tensors or unsharded
+    gradients) on the communicator's stream: it calls the list forms of
+    ``torch.distributed.all_gather`` / ``reduce_scatter`` (one view per rank), which
+    ProcessGroupNCCL runs on a flat buffer of its own and copies out of (all-gather) or
+    into (reduce-scatter) on its NCCL stream with one ``copy_`` per rank
+    (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``allgather``: ``for j in
+    outputTensors[i]: outputTensors[i][j].copy_(outputFlattened[i][j], true)`` after the
+    collective, ``reduce_scatter`` the same into ``inputFlattened`` before it; pytorch/pytorch
+    PR #33924: "the rank inputs are collected into a flattened tensor and then copied from
+    there to the output tensors"; DeepSpeed PR #1188: "the torch.distributed.all_gather
+    will do implicit memcpy at the end of each ncclAllgather"). Those copies read and
+    write the tensor, 2 x nbytes of HBM traffic, but they are ``ranks`` kernels a
+    collective, each at least one launch (``KERNEL_LAUNCH_S``): a tensor's shard is
+    nbytes / ranks, 0.4-1.1 MB at 1536-2240 ranks, which the HBM copies in well under a
+    launch, so the copies take max(2 nbytes / HBM, collectives x ranks x launch). The
+    all-gather's output is also zero-filled first (partition_parameters.py
+    ``_allgather_param``: ``torch.zeros``): one more write, one kernel.
+
+    Taken over the layer's collectives at once (max of sums, not the sum of each tensor's
+    max: the same while every tensor is launch-bound or every one HBM-bound). Current
+    DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0. Not
+    counted: DeepSpeed's Python loop building the world-size views
+    (``flat_tensor.narrow`` a rank), on the host while the GPU waits in the synchronous
+    fetch, for which no published per-call figure was found."""
     if not is_deepspeed_2021(sc):
         return 0.0
-    passes = 3 if kind == "allgather" else 2
-    return passes * nbytes / sc.cluster.accelerator.hbm_bytes_per_s
+    hbm = sc.cluster.accelerator.hbm_bytes_per_s
+    fill_s = nbytes / hbm if kind == "allgather" else 0.0
+    return fill_s + max(2 * nbytes / hbm, collectives * ranks * KERNEL_LAUNCH_S)
 
 
 def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
@@ -671,9 +691,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         shard_per_node=shard_k, dp_per_node=dp_k,
         gather_latency_s=(units * nccl.ring_latency_s("allgather", shard, shard_nodes)
                           + list_collective_copy_s(sc, pc.per_layer / t * unit_param_bytes(sc, pc, sb),
-                                                   "allgather")),
+                                                   "allgather", shard, units)),
         reduce_latency_s=(n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes)
-                          + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter")),
+                          + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter", shard, n_rs)),
         dp_allreduce_latency_s=dp_ar_lat,
         dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
