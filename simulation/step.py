@@ -27,8 +27,10 @@ recomputation released (``deepspeed_regather_fraction``). Gradients are reduced 
 dtype the framework reduces in (``reduce_bytes_per_param``). ``strategy.deepspeed_release``
 "v0.3-v0.5" runs ZeRO-3 as DeepSpeed shipped it from March 2021 to January 2022: nothing
 prefetched, each fetch synchronous and after the reduce-scatters before it, everything
-gathered again in backward, a reduce-scatter per parameter tensor, and the HBM copies of
-PyTorch's list collectives (``zero3_granularity``, ``list_collective_copy_s``).
+gathered again in backward, a reduce-scatter per parameter tensor, and PyTorch's list
+collectives: their HBM copies, one ``copy_`` kernel a rank each, and DeepSpeed's Python
+view a rank before each gather, so their cost grows with the ranks
+(``zero3_granularity``, ``list_collective_copy_s``).
 
 Context parallelism (``training.context_parallel``, :mod:`simulation.context_parallel`):
 each rank computes its seq_len / cp tokens and a cp-th of the causal attention; each
@@ -504,6 +506,11 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
 # "3.8 us per kernel"). The floor of each of the world-size ``copy_`` kernels PyTorch's
 # list collectives launch one after another on the NCCL stream.
 KERNEL_LAUNCH_S = 3.8e-6
+# Seconds one eager view op called from Python takes, no kernel launched: torch.split of
+# an 8 x 8 tensor into 2 parts (two narrows), 2.261 us in PyTorch's operator
+# micro-benchmark after pytorch/pytorch PR #32194 (2020; 3.3 us before it, CPU and CUDA
+# tensors alike). The cost of each ``flat_tensor.narrow`` of DeepSpeed's world-size loop.
+PYTHON_VIEW_OP_S = 2.261e-6
 
 
 def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str, ranks: int = 1,
@@ -527,17 +534,26 @@ def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str, ranks: int = 
     all-gather's output is also zero-filled first (partition_parameters.py
     ``_allgather_param``: ``torch.zeros``): one more write, one kernel.
 
+    Before each all-gather DeepSpeed builds the world-size list in Python
+    (partition_parameters.py ``_allgather_param``, v0.3.14 and v0.5.0: ``for i in
+    range(self.world_size): partitions.append(flat_tensor.narrow(0, partition_size * i,
+    partition_size))``) after ``torch.cuda.synchronize()``, so the GPU waits for it:
+    ``ranks`` x ``PYTHON_VIEW_OP_S`` a gather. The reduce-scatter's loop of the same
+    shape (``_reduce_scatter_gradient``: ``param.grad.view(-1).narrow`` a rank) runs in
+    the gradient hook while the sub-module's backward kernels are still queued: not added.
+    Also not counted: the ``torch.distributed.get_rank(group=...)`` call in each
+    iteration of the gather loop.
+
     Taken over the layer's collectives at once (max of sums, not the sum of each tensor's
     max: the same while every tensor is launch-bound or every one HBM-bound). Current
-    DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0. Not
-    counted: DeepSpeed's Python loop building the world-size views
-    (``flat_tensor.narrow`` a rank), on the host while the GPU waits in the synchronous
-    fetch, for which no published per-call figure was found."""
+    DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0."""
     if not is_deepspeed_2021(sc):
         return 0.0
     hbm = sc.cluster.accelerator.hbm_bytes_per_s
-    fill_s = nbytes / hbm if kind == "allgather" else 0.0
-    return fill_s + max(2 * nbytes / hbm, collectives * ranks * KERNEL_LAUNCH_S)
+    gather = kind == "allgather"
+    fill_s = nbytes / hbm if gather else 0.0
+    views_s = collectives * ranks * PYTHON_VIEW_OP_S if gather else 0.0
+    return views_s + fill_s + max(2 * nbytes / hbm, collectives * ranks * KERNEL_LAUNCH_S)
 
 
 def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
