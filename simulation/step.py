@@ -27,8 +27,10 @@ recomputation released (``deepspeed_regather_fraction``). Gradients are reduced 
 dtype the framework reduces in (``reduce_bytes_per_param``). ``strategy.deepspeed_release``
 "v0.3-v0.5" runs ZeRO-3 as DeepSpeed shipped it from March 2021 to January 2022: nothing
 prefetched, each fetch synchronous and after the reduce-scatters before it, everything
-gathered again in backward, a reduce-scatter per parameter tensor, and the HBM copies of
-PyTorch's list collectives (``zero3_granularity``, ``list_collective_copy_s``).
+gathered again in backward, a reduce-scatter per parameter tensor, and PyTorch's list
+collectives: their HBM copies, one ``copy_`` kernel a rank each, and DeepSpeed's Python
+view a rank before each gather, so their cost grows with the ranks
+(``zero3_granularity``, ``list_collective_copy_s``).
 
 Context parallelism (``training.context_parallel``, :mod:`simulation.context_parallel`):
 each rank computes its seq_len / cp tokens and a cp-th of the causal attention; each
@@ -507,26 +509,60 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
     return n, ahead, min(n, max(1, math.ceil(layer / DEEPSPEED_REDUCE_BUCKET_ELEMENTS)))
 
 
-def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str) -> float:
-    """Seconds of HBM traffic DeepSpeed v0.3-v0.5 adds to one collective of ``nbytes``
-    (the whole gathered tensor or unsharded gradient) on the communicator's stream: it
-    calls the list forms of ``torch.distributed.all_gather`` / ``reduce_scatter`` (one
-    view per rank), which ProcessGroupNCCL runs on a flat buffer of its own and copies
-    out of (all-gather) or into (reduce-scatter) on its NCCL stream: a read and a write
-    of the tensor (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``allgather``: a
-    ``copy_`` per output tensor after the collective; pytorch/pytorch PR #33924: "the rank inputs are collected into a flattened tensor and
-    then copied from there to the output tensors"; DeepSpeed PR #1188: "the
-    torch.distributed.all_gather will do implicit memcpy at the end of each
-    ncclAllgather"). The all-gather's output is also zero-filled first
-    (partition_parameters.py ``_allgather_param``: ``torch.zeros``): one more write.
-    Current DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0.
-    Not counted: the launch of each of the world-size copies (and DeepSpeed's Python loop
-    building the world-size views), a cost per rank per collective for which no
-    published measurement was found."""
+# Seconds the CPU takes to issue one tiny kernel back to back on a stream, each launch
+# waiting for none: 3.8 us a kernel of 2.9 us (NVIDIA Technical Blog, A. Gray, "Getting
+# Started with CUDA Graphs", 2019: 20 short kernels launched without a sync in between,
+# "3.8 us per kernel"). The floor of each of the world-size ``copy_`` kernels PyTorch's
+# list collectives launch one after another on the NCCL stream.
+KERNEL_LAUNCH_S = 3.8e-6
+# Seconds one eager view op called from Python takes, no kernel launched: torch.split of
+# an 8 x 8 tensor into 2 parts (two narrows), 2.261 us in PyTorch's operator
+# micro-benchmark after pytorch/pytorch PR #32194 (2020; 3.3 us before it, CPU and CUDA
+# tensors alike). The cost of each ``flat_tensor.narrow`` of DeepSpeed's world-size loop.
+PYTHON_VIEW_OP_S = 2.261e-6
+
+
+def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str, ranks: int = 1,
+                           collectives: int = 1) -> float:
+    """Seconds DeepSpeed v0.3-v0.5 adds to ``collectives`` collectives over ``ranks``
+    ranks that together move ``nbytes`` (the whole gathered tensors or unsharded
+    gradients) on the communicator's stream: it calls the list forms of
+    ``torch.distributed.all_gather`` / ``reduce_scatter`` (one view per rank), which
+    ProcessGroupNCCL runs on a flat buffer of its own and copies out of (all-gather) or
+    into (reduce-scatter) on its NCCL stream with one ``copy_`` per rank
+    (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``allgather``: ``for j in
+    outputTensors[i]: outputTensors[i][j].copy_(outputFlattened[i][j], true)`` after the
+    collective, ``reduce_scatter`` the same into ``inputFlattened`` before it; pytorch/pytorch
+    PR #33924: "the rank inputs are collected into a flattened tensor and then copied from
+    there to the output tensors"; DeepSpeed PR #1188: "the torch.distributed.all_gather
+    will do implicit memcpy at the end of each ncclAllgather"). Those copies read and
+    write the tensor, 2 x nbytes of HBM traffic, but they are ``ranks`` kernels a
+    collective, each at least one launch (``KERNEL_LAUNCH_S``): a tensor's shard is
+    nbytes / ranks, 0.4-1.1 MB at 1536-2240 ranks, which the HBM copies in well under a
+    launch, so the copies take max(2 nbytes / HBM, collectives x ranks x launch). The
+    all-gather's output is also zero-filled first (partition_parameters.py
+    ``_allgather_param``: ``torch.zeros``): one more write, one kernel.
+
+    Before each all-gather DeepSpeed builds the world-size list in Python
+    (partition_parameters.py ``_allgather_param``, v0.3.14 and v0.5.0: ``for i in
+    range(self.world_size): partitions.append(flat_tensor.narrow(0, partition_size * i,
+    partition_size))``) after ``torch.cuda.synchronize()``, so the GPU waits for it:
+    ``ranks`` x ``PYTHON_VIEW_OP_S`` a gather. The reduce-scatter's loop of the same
+    shape (``_reduce_scatter_gradient``: ``param.grad.view(-1).narrow`` a rank) runs in
+    the gradient hook while the sub-module's backward kernels are still queued: not added.
+    Also not counted: the ``torch.distributed.get_rank(group=...)`` call in each
+    iteration of the gather loop.
+
+    Taken over the layer's collectives at once (max of sums, not the sum of each tensor's
+    max: the same while every tensor is launch-bound or every one HBM-bound). Current
+    DeepSpeed uses the flat ``*_base`` / ``*_into_tensor`` forms (PR #1453): 0."""
     if not is_deepspeed_2021(sc):
         return 0.0
-    passes = 3 if kind == "allgather" else 2
-    return passes * nbytes / sc.cluster.accelerator.hbm_bytes_per_s
+    hbm = sc.cluster.accelerator.hbm_bytes_per_s
+    gather = kind == "allgather"
+    fill_s = nbytes / hbm if gather else 0.0
+    views_s = collectives * ranks * PYTHON_VIEW_OP_S if gather else 0.0
+    return views_s + fill_s + max(2 * nbytes / hbm, collectives * ranks * KERNEL_LAUNCH_S)
 
 
 def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
@@ -680,9 +716,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
         shard_per_node=shard_k, dp_per_node=dp_k,
         gather_latency_s=(units * nccl.ring_latency_s("allgather", shard, shard_nodes)
                           + list_collective_copy_s(sc, pc.per_layer / t * unit_param_bytes(sc, pc, sb),
-                                                   "allgather")),
+                                                   "allgather", shard, units)),
         reduce_latency_s=(n_rs * nccl.ring_latency_s("reduce_scatter", shard, shard_nodes)
-                          + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter")),
+                          + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter", shard, n_rs)),
         dp_allreduce_latency_s=dp_ar_lat,
         dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),

@@ -38,10 +38,11 @@ def test_zero3_per_gpu_throughput_falls_as_gpus_double(model, gpus):
     assert meas[0] > meas[1] > meas[2]
     assert got[0] > got[1] > got[2], got
     # DeepSpeed v0.3-v0.5 (the file's caveat): every all-gather and reduce-scatter in
-    # series with compute. 175B: 141 -> 111 -> 66 TFLOP/s (measured 144 -> 88 -> 44);
-    # 530B: 144 -> 119 -> 80 (measured 138 -> 98 -> 48). Still short of the measured
-    # fall at 1536-2240 GPUs: not modelled are the per-rank copies of the list collectives
-    # (torch.distributed.all_gather / reduce_scatter with world-size lists).
+    # series with compute, and the list collectives' world-size copy_ launches
+    # and DeepSpeed's Python loop of a view a rank before each gather
+    # (list_collective_copy_s). 175B: 150 -> 102 -> 49 TFLOP/s (measured 144 -> 88 -> 44);
+    # 530B: 167 -> 125 -> 69 (measured 138 -> 98 -> 48). Still short of the measured fall
+    # at 1120-2240 GPUs.
     assert got[1] < 0.9 * got[0] and got[2] < 0.9 * got[1]
 
 
@@ -119,15 +120,22 @@ def test_deepspeed_v03_step_is_compute_plus_every_collective_by_hand():
     # (4 alphas + V/B), backward gather of the recomputed forward and the backward (8
     # alphas + 2 V/B), 12 reduce-scatters (12 alphas + V/B), each waited for by the next
     # fetch's torch.cuda.synchronize(): 24 alpha + 4 V/B = 264.6 ms; and PyTorch's list
-    # collectives pass the whole layer S through HBM (2039 GB/s) 3 times a gather (zero
-    # fill, copy out) and twice a reduce-scatter (copy in): 3 x 3 S + 2 S = 19.6 ms.
-    # 284.2 ms x 96 layers = 27.3 s.
+    # collectives zero-fill each gathered layer S (one HBM write at 2039 GB/s, 3 gathers)
+    # and launch one copy_ per rank on the NCCL stream, each at least 3.8 us (NVIDIA CUDA
+    # Graphs blog, 2019): a gather of 4 tensors 4 x 1536 copies = 23.3 ms (above the 2 S /
+    # HBM = 1.78 ms their bytes take), the 12 reduce-scatters 12 x 1536 = 70.0 ms; before
+    # each gather DeepSpeed's Python loop narrows a view a rank after its
+    # torch.cuda.synchronize(), 2.261 us each (PyTorch PR #32194's torch.split benchmark):
+    # 4 x 1536 = 13.9 ms a gather. 3 x (13.89 + 1.78 + 23.35) + 70.04 = 187.1 ms.
+    # 451.7 ms x 96 layers = 43.4 s.
     alpha_s = 8.4e-6 + 191 * 14e-6 + 1344 * 3.4e-6
     assert nccl.ring_latency_s("allgather", 1536, 192) == pytest.approx(alpha_s)
     s_bytes = (12 * 12288**2 + 13 * 12288) * 2
     v_bytes = 1535 / 1536 * s_bytes
-    layer_s = 24 * alpha_s + 4 * v_bytes / 160e9 + 11 * s_bytes / 2039e9
-    assert layer_s == pytest.approx(0.2842, rel=1e-3)
+    copies_s = 3 * (4 * 1536 * 2.261e-6 + s_bytes / 2039e9 + 4 * 1536 * 3.8e-6) + 12 * 1536 * 3.8e-6
+    assert copies_s == pytest.approx(0.1871, rel=1e-3)
+    layer_s = 24 * alpha_s + 4 * v_bytes / 160e9 + copies_s
+    assert layer_s == pytest.approx(0.4517, rel=1e-3)
     step = evaluate_dict(_gpt3(), detail=False)["step"]
     # the optimizer step and the embedding are compute; all else is the collectives
     assert step["time_s"] - step["breakdown_s"]["compute"] == pytest.approx(96 * layer_s, rel=0.01)
@@ -138,6 +146,26 @@ def test_list_collective_copies_only_in_deepspeed_v03():
     assert list_collective_copy_s(sc, 2039e9, "allgather") == pytest.approx(3.0)
     assert list_collective_copy_s(sc, 2039e9, "reduce_scatter") == pytest.approx(2.0)
     assert list_collective_copy_s(cur, 2039e9, "allgather") == 0.0
+
+
+def test_list_collective_copies_are_one_launch_a_rank():
+    # ProcessGroupNCCL's list all-gather copies each of the world-size outputs out of its
+    # flat buffer with its own copy_ kernel: 4 gathers over 1536 ranks of a 3.6 GB layer
+    # are 6144 launches of >= 3.8 us (NVIDIA CUDA Graphs blog: 3.8 us a kernel launched
+    # back to back) = 23.35 ms, more than the 2 x 3.6 GB / 2039 GB/s = 3.56 ms the bytes
+    # take; plus the zero fill, 1.78 ms, and DeepSpeed's Python loop of one narrow a rank
+    # before each gather, 6144 x 2.261 us (PyTorch PR #32194) = 13.89 ms. The 12
+    # reduce-scatters: 18432 copy_ launches, their loop hidden behind the queued backward.
+    # Over 8 ranks the bytes bind: 3 x 3.6 GB / 2039 GB/s, and 32 narrows.
+    sc = Scenario.from_dict(_gpt3())
+    layer_bytes = 3.6e9
+    assert list_collective_copy_s(sc, layer_bytes, "allgather", 1536, 4) == pytest.approx(
+        4 * 1536 * 2.261e-6 + layer_bytes / 2039e9 + 4 * 1536 * 3.8e-6)
+    assert list_collective_copy_s(sc, layer_bytes, "allgather", 1536, 4) == pytest.approx(0.03902, rel=1e-3)
+    assert list_collective_copy_s(sc, layer_bytes, "reduce_scatter", 1536, 12) == pytest.approx(
+        12 * 1536 * 3.8e-6)
+    assert list_collective_copy_s(sc, layer_bytes, "allgather", 8, 4) == pytest.approx(
+        32 * 2.261e-6 + 3 * layer_bytes / 2039e9)
 
 
 def test_deepspeed_release_is_checked():
