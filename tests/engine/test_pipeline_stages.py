@@ -544,3 +544,12 @@ def test_llama3_uneven_chunks_bubble_is_the_schedules():
     assert m == 32                               # 2048 sequences over data-parallel 64
     assert got == pytest.approx((interleaved_makespan_s(f, b, 16, 2, m) - m * top) / top)
     assert got < 7.5                             # below the equal chunks' (p - 1)/v
+
+
+def test_megatron_args_of_a_virtual_stage_layout():
+    # the layout string carries the virtual stages itself (arguments.py: no
+    # --num-virtual-stages-per-pipeline-rank with --pipeline-model-parallel-layout)
+    sc = Scenario.from_dict(base(pipeline_layers=[9, 11, 11, 9, 9, 11, 11, 9], interleave_stages=2))
+    args = megatron_pipeline_args(sc)
+    assert "--pipeline-model-parallel-layout 'Et*9|t*11|t*11|t*9|t*9|t*11|t*11|t*9,L'" in args
+    assert not any("virtual" in a for a in args)
