@@ -418,7 +418,9 @@ def megatron_pipeline_args(sc: Scenario) -> list[str]:
     if tr.sequence_parallel:
         args.append("--sequence-parallel")
     if tr.pipeline_layers is not None:
-        args.append(f"--pipeline-model-parallel-layout '{megatron_layout(layers, v)}'")
+        from .pipeline import chunk_layers
+        args.append("--pipeline-model-parallel-layout "
+                    f"'{megatron_layout(layers, v, chunk_layers(layers, v, tr.pipeline_layers))}'")
     if tr.first_pipeline_layers is not None:
         args.append(f"--decoder-first-pipeline-num-layers {tr.first_pipeline_layers}")
     if tr.last_pipeline_layers is not None:

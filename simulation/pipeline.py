@@ -17,9 +17,13 @@ Layer split (``training.pipeline_layers``, ``training.first_pipeline_layers``,
   ``pipeline_model_parallel_layout``.
 * An explicit list of layers per stage is Megatron's ``--pipeline-model-parallel-layout``
   (``pipeline_parallel_layer_layout.py``: ``"Et*7|t*8|...|t*7L"``), which lets a stage
-  hold no transformer layer; here with interleaving every stage's count must divide by
-  ``interleave_stages`` (equal chunks per stage: the layout string itself allows any
-  split of a stage over its chunks, which this engine does not model).
+  hold no transformer layer. With interleaving the list gives either one count per
+  rank, each split into ``interleave_stages`` equal chunks (so each must divide), or
+  one count per virtual stage (``p v`` entries in the layout's order, entry
+  ``vpp_rank * p + pp_rank``), as the layout string does: Llama 3's first and last
+  chunk one layer short (Sec. 3.3.2) is ``[3] + [4] * 30 + [3]`` for 126 layers at
+  p 16, v 2. The bubble is then the interleaved schedule's own makespan
+  (:func:`interleaved_makespan_s`).
 
 Without any of them every stage holds ``num_layers / pipeline_parallel`` layers (which
 must divide, ``get_num_layers_to_build``'s even split).
@@ -53,12 +57,18 @@ def stage_layers(num_layers: int | None, p: int, v: int = 1, first: int | None =
                                    "cannot be set with other pipeline layout arguments)")
         if not num_layers:
             raise ScenarioError(f, "needs the model's num_layers")
-        if len(explicit) != p:
+        if len(explicit) != p and not (v > 1 and len(explicit) == p * v):
             raise ScenarioError(f, f"must list one count per pipeline stage: "
-                                   f"pipeline_parallel is {p}, got {len(explicit)}")
+                                   f"pipeline_parallel is {p}, got {len(explicit)}"
+                                   + (f" (or one per virtual stage, pipeline_parallel x "
+                                      f"interleave_stages = {p * v})" if v > 1 else ""))
         if sum(explicit) != num_layers:
             raise ScenarioError(f, f"must add up to the model's {num_layers} layers, "
                                    f"got {sum(explicit)}")
+        if len(explicit) == p * v and v > 1:
+            # Megatron-LM's layout order: entry vpp_rank * p + pp_rank
+            # (pipeline_parallel_layer_layout.py), so rank i holds entries i, i + p, ...
+            return tuple(sum(explicit[r * p + i] for r in range(v)) for i in range(p))
         if v > 1:
             for i, n in enumerate(explicit):
                 if n % v:
@@ -109,6 +119,21 @@ def stage_layers(num_layers: int | None, p: int, v: int = 1, first: int | None =
         raise ScenarioError("training.interleave_stages",
                             f"must divide the {per} layers of each middle stage")
     return tuple(out)
+
+
+def chunk_layers(layers: tuple[int, ...], v: int = 1,
+                 explicit: tuple | None = None) -> tuple[int, ...]:
+    """Transformer layers of each of the ``p v`` virtual stages (model chunks), in
+    Megatron-LM's layout order (``pipeline_parallel_layer_layout.py``: entry
+    ``vpp_rank * p + pp_rank``). ``layers``: the per-rank counts of :func:`stage_layers`;
+    ``explicit``: ``training.pipeline_layers`` when it lists one count per virtual stage
+    (then returned as given), else each rank's layers split evenly over its ``v`` chunks
+    (``get_num_layers_to_build``'s ``num_layers_per_pipeline_rank // vp_size``)."""
+    v = v or 1
+    p = len(layers)
+    if explicit is not None and v > 1 and len(explicit) == p * v:
+        return tuple(explicit)
+    return tuple(layers[i] // v for _r in range(v) for i in range(p))
 
 
 def check_schedule(schedule: str, p: int, v: int, m: int) -> None:
@@ -358,13 +383,13 @@ def dualpipe_bubble_s(p: int, f_s: float, b_s: float, w_s: float, fb_s: float | 
     return max(0.0, (p / 2 - 1) * (fb + b_s - 3 * w_s))
 
 
-def megatron_layout(layers: tuple[int, ...], v: int = 1) -> str:
+def megatron_layout(layers: tuple[int, ...], v: int = 1, chunks: tuple | None = None) -> str:
     """``--pipeline-model-parallel-layout`` for a per-stage split: ``E`` the embedding,
     ``t`` a decoder layer, ``L`` the loss, virtual stages split by ``|`` in Megatron-LM's
     order (``pipeline_parallel_layer_layout.py``: entry ``vpp_rank * p + pp_rank``, parsed
-    by ``parse_str_to_list``); with ``v`` chunks each stage's layers split evenly."""
-    p = len(layers)
-    chunks = [layers[i] // v for _r in range(v) for i in range(p)]
+    by ``parse_str_to_list``); with ``v`` chunks each stage's layers split evenly, unless
+    ``chunks`` gives the ``p v`` virtual stages' counts (:func:`chunk_layers`)."""
+    chunks = list(chunks if chunks is not None else chunk_layers(layers, v))
     parts = []
     for j, n in enumerate(chunks):
         s = ("E" if j == 0 else "") + (f"t*{n}" if n > 1 else "t" if n == 1 else "")
@@ -372,3 +397,62 @@ def megatron_layout(layers: tuple[int, ...], v: int = 1) -> str:
             s += ("," if n else "") + "L"
         parts.append(s)
     return "|".join(parts)
+
+
+def interleaved_order(i: int, p: int, v: int, m: int) -> list[tuple[str, int, int]]:
+    """Rank ``i``'s operations under Megatron-LM's interleaved 1F1B, in order: ``("F" |
+    "B", micro_batch, chunk)``. Megatron-LM ``megatron/core/pipeline_parallel/schedules.py``
+    (core, 2025-08) ``forward_backward_pipelining_with_interleaving`` with the default
+    ``microbatch_group_size_per_vp_stage = p``: ``(p - i - 1) * 2 + (v - 1) * p`` warm-up
+    forwards (at most ``m v``), then one forward and one backward each until the
+    forwards run out, then the remaining backwards. The k-th forward runs chunk
+    ``(k // p) % v`` of micro-batch ``(k // (p v)) p + k % p``; the k-th backward the
+    same micro-batch of chunk ``v - 1 - (k // p) % v`` (``get_model_chunk_id``,
+    ``get_microbatch_id_in_model_chunk``). Needs ``m % p == 0``."""
+    n = m * v
+    warm = min((p - i - 1) * 2 + (v - 1) * p, n)
+
+    def op(kind, k):
+        chunk = (k // p) % v
+        return (kind, (k // (p * v)) * p + k % p, chunk if kind == "F" else v - 1 - chunk)
+
+    out = [op("F", k) for k in range(warm)]
+    for k in range(n - warm):
+        out += [op("F", warm + k), op("B", k)]
+    out += [op("B", k) for k in range(n - warm, n)]
+    return out
+
+
+def interleaved_makespan_s(f: list[float], b: list[float], p: int, v: int, m: int) -> float:
+    """Makespan (seconds) of Megatron-LM's interleaved 1F1B (:func:`interleaved_order`)
+    with ``f[s]`` / ``b[s]`` the forward / backward seconds of virtual stage ``s`` (Megatron's
+    layout order, ``s = chunk * p + rank``; ``p v`` entries), communication free. Each rank
+    runs its operations in its order, each as soon as the rank is free and its input is
+    ready: the forward of stage s after that micro-batch's forward of stage s - 1, the
+    backward after its backward of stage s + 1 (the last stage's after its own forward).
+    Raises ``ValueError`` when ``m`` is not a multiple of ``p``."""
+    if m % p:
+        raise ValueError(f"interleaving needs micro-batches a multiple of {p}, got {m}")
+    orders = [interleaved_order(i, p, v, m) for i in range(p)]
+    pos, free = [0] * p, [0.0] * p
+    done: dict = {}
+    last = p * v - 1
+    left = sum(len(o) for o in orders)
+    while left:
+        moved = False
+        for i in range(p):
+            while pos[i] < len(orders[i]):
+                kind, mb, c = orders[i][pos[i]]
+                s = c * p + i
+                dep = ((("F", mb, s - 1) if s else None) if kind == "F"
+                       else (("B", mb, s + 1) if s < last else ("F", mb, s)))
+                if dep is not None and dep not in done:
+                    break
+                start = max(free[i], done[dep] if dep is not None else 0.0)
+                free[i] = done[(kind, mb, s)] = start + (f[s] if kind == "F" else b[s])
+                pos[i] += 1
+                left -= 1
+                moved = True
+        if not moved:
+            raise RuntimeError("interleaved schedule deadlocked")
+    return max(free)

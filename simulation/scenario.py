@@ -836,7 +836,8 @@ class TrainingSpec:
         ``concatenated_forward`` up to v0.24)."""
         return self.micro_batch_size * (2 if self.preference is not None else 1)
     # Uneven pipeline stages (simulation/pipeline.py stage_layers): an explicit count of
-    # layers per stage (Megatron --pipeline-model-parallel-layout), or the first and/or
+    # layers per stage (Megatron --pipeline-model-parallel-layout; with interleave_stages
+    # v also one per virtual stage, p v counts in the layout's order), or the first and/or
     # last stage's count with the rest split evenly (Megatron
     # --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers). None:
     # num_layers / pipeline_parallel on every stage.

@@ -1115,9 +1115,15 @@ def pipeline_bubble_mb(sc: Scenario, lay: Layout, ct: dict | None = None) -> flo
     if p <= 1:
         return 0.0
     dual = sc.training.pipeline_schedule == "dualpipe"
-    if not dual and len(set(pipeline_stage_layers(sc))) == 1:
-        return (p - 1) / (sc.training.interleave_stages or 1)
+    v = sc.training.interleave_stages or 1
+    layers = pipeline_stage_layers(sc)
+    chunks = pipe.chunk_layers(layers, v, sc.training.pipeline_layers)
+    if not dual and len(set(chunks)) == 1:
+        return (p - 1) / v
     st = pipeline_stage_times(sc, lay, ct)
+    m = lay.grad_accumulation_steps
+    if not dual and v > 1 and m % p == 0:
+        return interleaved_bubble_mb(chunks, p, v, m, ct or compute_times(sc, model_params(sc.model)), st)
     k = st["slowest"]
     F, B = st["fwd_s"][k], st["bwd_s"][k]
     if not F + B:
@@ -1126,6 +1132,30 @@ def pipeline_bubble_mb(sc: Scenario, lay: Layout, ct: dict | None = None) -> flo
         return pipe.dualpipe_bubble_s(p, F, B, F) / (F + B)
     return pipe.bubble_stage_times(st["fwd_s"], st["bwd_s"], lay.grad_accumulation_steps,
                                    sc.training.interleave_stages or 1)
+
+
+def interleaved_bubble_mb(chunks: tuple[int, ...], p: int, v: int, m: int, ct: dict,
+                          st: dict) -> float:
+    """The interleaved schedule's bubble in micro-batches of the slowest rank (its
+    ``f + b``, ``st`` of :func:`pipeline_stage_times`): the exact makespan of Megatron-LM's
+    interleaved 1F1B (:func:`simulation.pipeline.interleaved_makespan_s`) with each of the
+    ``p v`` virtual stages at its layers' ``fwd_s`` / ``bwd_s`` (the head on the last
+    virtual stage), minus the ``m (f + b)`` the slowest rank works. Equal chunks give
+    ``(p - 1) / v`` (Narayanan et al. 2021 Sec. 2.2.2); uneven ones (Llama 3's first and
+    last chunk one layer short, Sec. 3.3.2) the schedule's own figure. At most
+    :func:`simulation.pipeline.bubble_micro_batch_cap` micro-batches (rounded down to a
+    multiple of ``p``) are simulated."""
+    last = p * v - 1
+    f = [n * ct["fwd_s"] + (ct["head_s"] * HEAD_FWD_SHARE if s == last else 0.0)
+         for s, n in enumerate(chunks)]
+    b = [n * ct["bwd_s"] + (ct["head_s"] * (1 - HEAD_FWD_SHARE) if s == last else 0.0)
+         for s, n in enumerate(chunks)]
+    k = st["slowest"]
+    top = st["fwd_s"][k] + st["bwd_s"][k]
+    if not top:
+        return 0.0
+    mm = min(m, max(p, pipe.bubble_micro_batch_cap(p) // p * p))
+    return max(0.0, (pipe.interleaved_makespan_s(f, b, p, v, mm) - mm * top) / top)
 
 
 def pipeline_summary(sc: Scenario, lay: Layout, bubble_mb: float) -> dict:

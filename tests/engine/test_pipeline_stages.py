@@ -13,9 +13,10 @@ from simulation.memory import stage_param_share, stage_plans_for
 from simulation.parallel import layout
 from simulation.params import model_params
 from simulation.pipeline import (bubble_micro_batch_cap, bubble_stage_times, dualpipe_bubble_s, in_flight_chunks,
-                                 megatron_layout, one_f_one_b_s, stage_layers, stage_plans)
+                                 chunk_layers, interleaved_makespan_s, megatron_layout, one_f_one_b_s,
+                                 stage_layers, stage_plans)
 from simulation.scenario import Scenario
-from simulation.step import compute_times, pipeline_bubble_mb
+from simulation.step import HEAD_FWD_SHARE, compute_times, pipeline_bubble_mb
 
 
 # ---- the split, as Megatron-LM builds and checks it --------------------------------------
@@ -272,9 +273,20 @@ def test_uneven_step_bubble_is_the_schedule_of_its_stage_times():
     # an explicit even list is the even split
     same = evaluate_dict(base(pipeline_layers=[20, 20, 20, 20]))["step"]
     assert same["time_s"] == even["time_s"]
-    # interleaved, v = 2 chunks per stage (each count divides by 2): the bubble over v
+    # interleaved, v = 2 chunks per stage (each count divides by 2): the interleaved
+    # schedule's own makespan over chunks of 9, 11, 11, 9 (the head on the last chunk),
+    # not the 1F1B bubble over v (which it was: 1.24 here against the schedule's 1.01)
     vi = Scenario.from_dict(base(pipeline_layers=[18, 22, 22, 18], interleave_stages=2))
-    assert pipeline_bubble_mb(vi, layout(vi)) == pytest.approx(pipeline_bubble_mb(sc, lay) / 2)
+    lv = layout(vi)
+    mv = lv.grad_accumulation_steps
+    assert mv % 4 == 0
+    fc = [n * ct["fwd_s"] for n in (9, 11, 11, 9) * 2]
+    bc = [n * ct["bwd_s"] for n in (9, 11, 11, 9) * 2]
+    fc[-1] += h / 3
+    bc[-1] += 2 * h / 3
+    want_v = (interleaved_makespan_s(fc, bc, 4, 2, mv) - mv * top) / top
+    assert pipeline_bubble_mb(vi, lv) == pytest.approx(want_v)
+    assert pipeline_bubble_mb(vi, lv) < pipeline_bubble_mb(sc, lay) / 2
 
 
 def brute_force_ticks(f, b, m, scale=200):
@@ -421,3 +433,123 @@ def test_the_planners_hbm_floor_stays_under_every_uneven_or_dualpipe_report(trai
     sc = Scenario.from_dict(d)
     r = evaluate_dict(d, include_step=False)
     assert planner.hbm_lower_bound_bytes(sc, layout(sc)) <= r["memory"]["per_gpu"]["hbm"]["total_bytes"]
+
+
+# ---- interleaved 1F1B with uneven virtual stages (Llama 3 Sec. 3.3.2) ------------------
+
+def brute_force_interleaved(f, b, p, v, m):
+    """An independent tick-by-tick simulation of Megatron-LM's interleaved order
+    (schedules.py forward_backward_pipelining_with_interleaving, group size p): f[s], b[s]
+    integer durations of virtual stage s = chunk * p + rank."""
+    def chunk(k, fwd):
+        c = (k % (p * v)) // p                       # get_model_chunk_id
+        return c if fwd else v - c - 1
+    orders = []
+    for i in range(p):
+        n, w = m * v, min((p - i - 1) * 2 + (v - 1) * p, m * v)
+        ops = [("F", k) for k in range(w)]
+        for k in range(n - w):
+            ops += [("F", w + k), ("B", k)]
+        ops += [("B", k) for k in range(n - w, n)]
+        orders.append([(kind, (k // (p * v)) * p + k % p, chunk(k, kind == "F") * p + i)
+                       for kind, k in ops])
+    done, busy_until, nxt, running, t = set(), [0] * p, [0] * p, [None] * p, 0
+    while any(nxt[i] < len(orders[i]) for i in range(p)) or any(running):
+        for i in range(p):
+            if running[i] and busy_until[i] == t:
+                done.add(running[i])
+                running[i] = None
+        for i in range(p):
+            if running[i] or nxt[i] >= len(orders[i]):
+                continue
+            kind, mb, s = orders[i][nxt[i]]
+            need = (("F", mb, s - 1) if s else None) if kind == "F" else (
+                ("B", mb, s + 1) if s < p * v - 1 else ("F", mb, s))
+            if need is None or need in done:
+                running[i] = (kind, mb, s)
+                busy_until[i] = t + (f[s] if kind == "F" else b[s])
+                nxt[i] += 1
+        t += 1
+    return t - 1
+
+
+def test_interleaved_makespan_by_hand():
+    # equal chunks, p 2, v 2, m 2, f 1, b 2: the m v (f + b) = 12 of work plus the bubble
+    # (p - 1)/v of a rank's v (f + b) (Narayanan et al. 2021 Sec. 2.2.2) = 3 -> 15
+    assert interleaved_makespan_s([1] * 4, [2] * 4, 2, 2, 2) == 15
+    # v = 1 is plain 1F1B
+    assert interleaved_makespan_s([1, 1.2, 0.9, 1.5], [2, 2.1, 1.9, 3], 4, 1, 8) == pytest.approx(
+        one_f_one_b_s([1, 1.2, 0.9, 1.5], [2, 2.1, 1.9, 3], 8))
+    with pytest.raises(ValueError):
+        interleaved_makespan_s([1] * 8, [2] * 8, 4, 2, 6)
+
+
+@pytest.mark.parametrize("p,v,m", [(2, 2, 4), (4, 2, 8), (4, 3, 8), (8, 2, 16), (16, 2, 16), (16, 4, 32)])
+def test_interleaved_equal_chunks_bubble_is_p_minus_1_over_v(p, v, m):
+    t = interleaved_makespan_s([1] * (p * v), [2] * (p * v), p, v, m)
+    assert (t - m * v * 3) / (v * 3) == pytest.approx((p - 1) / v)
+
+
+@pytest.mark.parametrize("p,v,m,seed", [(4, 2, 8, 0), (4, 3, 4, 1), (8, 2, 16, 2), (6, 2, 12, 3)])
+def test_interleaved_makespan_matches_brute_force(p, v, m, seed):
+    import random
+    rnd = random.Random(seed)
+    f = [rnd.randint(1, 4) for _ in range(p * v)]
+    b = [x * 2 + rnd.randint(0, 2) for x in f]
+    assert interleaved_makespan_s(f, b, p, v, m) == brute_force_interleaved(f, b, p, v, m)
+    # Llama 3's split: the first and last virtual stage one layer short
+    f = [3] * (p * v)
+    f[0] = f[-1] = 2
+    assert interleaved_makespan_s(f, [2 * x for x in f], p, v, m) == \
+        brute_force_interleaved(f, [2 * x for x in f], p, v, m)
+
+
+def test_pipeline_layers_per_virtual_stage():
+    # Megatron's layout lists p v virtual stages, entry vpp_rank * p + pp_rank
+    # (pipeline_parallel_layer_layout.py): 126 layers over p 16, v 2 with the first and
+    # last chunk 3 of 4 -> ranks 3 + 4 = 7, 14 x 8, 4 + 3 = 7 (Llama 3 Sec. 3.3.2)
+    lay = (3,) + (4,) * 30 + (3,)
+    assert stage_layers(126, 16, 2, explicit=lay) == (7,) + (8,) * 14 + (7,)
+    assert chunk_layers((7,) + (8,) * 14 + (7,), 2, lay) == lay
+    assert megatron_layout((7,) + (8,) * 14 + (7,), 2, lay).startswith("Et*3|t*4|")
+    assert megatron_layout((7,) + (8,) * 14 + (7,), 2, lay).endswith("|t*4|t*3,L")
+    with pytest.raises(ScenarioError) as e:
+        stage_layers(126, 16, 2, explicit=lay[:-1] + (4,))
+    assert e.value.field == "training.pipeline_layers"
+    with pytest.raises(ScenarioError) as e:
+        stage_layers(126, 16, 2, explicit=(3,) + (4,) * 29 + (3,))
+    assert e.value.field == "training.pipeline_layers" and "32" in str(e.value)
+
+
+def test_llama3_uneven_chunks_bubble_is_the_schedules():
+    # the engine's bubble for uneven chunks is the interleaved schedule's makespan, not
+    # the 1F1B one of the per-rank times divided by v
+    d = {"model": {"preset": "llama3.1-405b", "num_layers": 126},
+         "cluster": {"node": "dgx-h100", "num_nodes": 1024},
+         "training": {"micro_batch_size": 1, "global_batch_size": 2048, "seq_len": 8192,
+                      "tensor_parallel": 8, "pipeline_parallel": 16, "sequence_parallel": True,
+                      "flash_attention": True, "interleave_stages": 2,
+                      "pipeline_layers": [3] + [4] * 30 + [3]},
+         "strategy": {"kind": "megatron_dist_opt"}}
+    sc = Scenario.from_dict(d)
+    lay = layout(sc)
+    ct = compute_times(sc, model_params(sc.model))
+    got = pipeline_bubble_mb(sc, lay, ct)
+    last = 31
+    f = [n * ct["fwd_s"] + (ct["head_s"] * HEAD_FWD_SHARE if s == last else 0) for s, n in enumerate([3] + [4] * 30 + [3])]
+    b = [n * ct["bwd_s"] + (ct["head_s"] * (1 - HEAD_FWD_SHARE) if s == last else 0) for s, n in enumerate([3] + [4] * 30 + [3])]
+    # the slowest rank: a middle one's 8 layers or the last one's 7 and the head
+    top = max(8 * (ct["fwd_s"] + ct["bwd_s"]), f[15] + b[15] + f[31] + b[31])
+    m = lay.grad_accumulation_steps
+    assert m == 32                               # 2048 sequences over data-parallel 64
+    assert got == pytest.approx((interleaved_makespan_s(f, b, 16, 2, m) - m * top) / top)
+    assert got < 7.5                             # below the equal chunks' (p - 1)/v
+
+
+def test_megatron_args_of_a_virtual_stage_layout():
+    # the layout string carries the virtual stages itself (arguments.py: no
+    # --num-virtual-stages-per-pipeline-rank with --pipeline-model-parallel-layout)
+    sc = Scenario.from_dict(base(pipeline_layers=[9, 11, 11, 9, 9, 11, 11, 9], interleave_stages=2))
+    args = megatron_pipeline_args(sc)
+    assert "--pipeline-model-parallel-layout 'Et*9|t*11|t*11|t*9|t*9|t*11|t*11|t*9,L'" in args
+    assert not any("virtual" in a for a in args)
