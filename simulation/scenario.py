@@ -49,6 +49,9 @@ from .fields import (bool_field as _bool, choice_field as _choice, drop_none as 
 SCHEMA_VERSION = 1
 
 DEEPSPEED_RELEASES = ("current", "v0.3-v0.5")
+# PyTorch FSDP API (``strategy.fsdp_version``, as Hugging Face Accelerate names it):
+# 1 = ``FullyShardedDataParallel`` (flat parameters), 2 = ``fully_shard`` (per-parameter DTensor)
+FSDP_VERSIONS = (1, 2)
 STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
                   "zero_offload", "zero_infinity", "megatron_dist_opt")
 OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
@@ -1216,6 +1219,11 @@ class StrategySpec:
     deepspeed_release: str = "current"
     # Cores each GPU's CPU optimizer may use (default: the node's cpu_cores / GPUs per node)
     cpu_optimizer_cores_per_gpu: float | None = None
+    # PyTorch FSDP API of the fsdp_* kinds (``step.fsdp2_copy_s``): 1 = FSDP1
+    # ``FullyShardedDataParallel`` (one flat parameter per unit, gathered in place, views),
+    # 2 = FSDP2 ``fully_shard`` (per-parameter DTensor shards: a copy-out after each
+    # all-gather, a copy-in before each reduce-scatter). Accelerate's ``fsdp_version``.
+    fsdp_version: int = 1
 
     @property
     def zero_stage(self) -> int:
@@ -1242,7 +1250,11 @@ class StrategySpec:
                 prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0),
                 deepspeed_release=_choice(d, "deepspeed_release", path, DEEPSPEED_RELEASES, "current"),
                 cpu_optimizer_cores_per_gpu=_num(d, "cpu_optimizer_cores_per_gpu", path, None,
-                                                 strict=True, maximum=1_000_000)))
+                                                 strict=True, maximum=1_000_000),
+                fsdp_version=_choice(d, "fsdp_version", path, FSDP_VERSIONS, 1)))
+        if s.fsdp_version != 1 and not s.is_fsdp:
+            raise ScenarioError(f"{path}.fsdp_version",
+                                f"applies to PyTorch FSDP (fsdp_full_shard, fsdp_hybrid_shard), not {kind}")
         if s.deepspeed_release != "current" and (s.zero_stage < 3 or s.is_fsdp):
             raise ScenarioError(f"{path}.deepspeed_release",
                                 f"applies to DeepSpeed ZeRO-3 (zero3, zero_infinity), not {kind}")
@@ -1271,6 +1283,8 @@ class StrategySpec:
         d = _given(self)
         if d.get("deepspeed_release") == "current":     # the default: keep older scenarios' JSON
             del d["deepspeed_release"]
+        if d.get("fsdp_version") == 1:                  # the default: keep older scenarios' JSON
+            del d["fsdp_version"]
         return d
 
 
