@@ -757,6 +757,13 @@ class TrainingSpec:
     # FC2 GEMMs, bulk overlap in the backward) instead of between the GEMMs on the
     # critical path (stepgraph.build).
     tp_comm_overlap: bool = False
+    # GQA's K/V heads materialised to the query heads before the attention kernel
+    # (``step.repeat_kv_s``): torchtitan's ``repeat_kv`` (torchtitan/models/llama/model.py at
+    # 9dec370: ``expand`` + ``reshape`` of xk and xv, then ``F.scaled_dot_product_attention``
+    # without ``enable_gqa``) and Hugging Face's eager / SDPA attention
+    # (modeling_llama.py ``repeat_kv``). Off: the kernel reads the K/V heads as they are
+    # (FlashAttention, SDPA ``enable_gqa=True``, Transformer Engine).
+    repeat_kv: bool = False
     # Context parallelism (CP; Megatron-LM --context-parallel-size, torchtitan
     # context_parallel_degree): each sequence is split over ``context_parallel`` ranks, each
     # holding seq_len / cp of its tokens (in 2 cp chunks, rank r the r-th and the
@@ -897,6 +904,7 @@ class TrainingSpec:
                                   if "overlap_param_gather" in d else False),
             tp_comm_overlap=(_bool(d, "tp_comm_overlap", path, False)
                              if "tp_comm_overlap" in d else False),
+            repeat_kv=_bool(d, "repeat_kv", path, False),
             context_parallel=(_int(d, "context_parallel", path, 1, maximum=100_000)
                               if "context_parallel" in d else 1),
             context_parallel_comm=(_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p")
@@ -952,7 +960,7 @@ class TrainingSpec:
                 if lo.get(name) == default:
                     del lo[name]
             out["lora"] = lo
-        for name in ("overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
+        for name in ("overlap_param_gather", "tp_comm_overlap", "repeat_kv", "moe_pad_to_capacity",
                      "moe_a2a_overlap", "activation_func_fp8_input_store"):
             if not getattr(self, name):        # the default: keep older scenarios' JSON (and hashes)
                 del out[name]

@@ -520,6 +520,36 @@ def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str) -> float:
     return passes * nbytes / sc.cluster.accelerator.hbm_bytes_per_s
 
 
+def repeat_kv_s(sc: Scenario) -> dict:
+    """Seconds of HBM traffic of GQA's materialised K/V repeat in one block's forward
+    (``fwd_s``) and backward (``bwd_s``) per micro-batch (``training.repeat_kv``).
+
+    torchtitan (torchtitan/models/llama/model.py at 9dec370, ``Attention.forward``) and
+    Hugging Face's eager / SDPA attention (modeling_llama.py ``repeat_kv``) repeat each K/V
+    head ``n_rep = heads / kv_heads`` times with ``expand`` + ``reshape`` before
+    ``F.scaled_dot_product_attention`` (no ``enable_gqa``): the reshape of an expanded view
+    copies, reading the K and V of ``kv`` heads and writing them at ``heads``; its backward
+    sums the repeated gradients back (read ``heads``, write ``kv``). Bytes per block:
+    ``2 T d (kv + heads) b_a`` each way (K and V; ``T`` this rank's tokens, ``d`` head dim,
+    heads over TP, ``b_a`` the activation bytes), plus the forward's again in backward
+    where it is recomputed (``full``: the checkpointed share; ``selective_ops``: torchtitan's
+    op policy saves only ``_save_list``'s mm / SDPA outputs, so SDPA's repeated inputs are
+    rerun). 0 without GQA (``n_rep == 1`` returns x) or with ``repeat_kv`` off. Over the
+    sustained HBM bandwidth (``compute.sustained_hbm_bytes_per_s``)."""
+    m, tr = sc.model, sc.training
+    heads = m.num_attention_heads or 1
+    kv = m.num_kv_heads or heads
+    if not tr.repeat_kv or kv >= heads:
+        return dict(fwd_s=0.0, bwd_s=0.0)
+    d = m.hidden_size / heads
+    tok = tr.sequences_per_micro_batch * tr.local_seq_len
+    b_a = 4 if tr.precision == "fp32" else 2
+    once = 2 * tok * d * (kv + heads) / tr.tensor_parallel * b_a / compute.sustained_hbm_bytes_per_s(
+        sc.cluster.accelerator)
+    rerun = {"full": compute.recompute_fraction(tr, m), "selective_ops": 1.0}.get(tr.recompute, 0.0)
+    return dict(fwd_s=once, bwd_s=once * (1 + rerun))
+
+
 def fsdp2_copy_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> dict:
     """Seconds of HBM traffic FSDP2 (``strategy.fsdp_version`` 2, ``fully_shard``) adds to
     one block's forward (``fwd_s``) and backward (``bwd_s``) and to the output layer
@@ -654,6 +684,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
     fc = fsdp2_copy_s(sc, pc, lay, sb)      # FSDP2's copy-out / copy-in, on the compute stream
     if fc["fwd_s"]:
         ct = dict(ct, **{k: ct[k] + fc[k] for k in ("fwd_s", "bwd_s", "head_s")})
+    rk = repeat_kv_s(sc)                    # GQA's materialised K/V repeat (torchtitan, HF)
+    if rk["fwd_s"]:
+        ct = dict(ct, fwd_s=ct["fwd_s"] + rk["fwd_s"], bwd_s=ct["bwd_s"] + rk["bwd_s"])
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     sbh = tr.sequences_per_micro_batch * tr.local_seq_len * m.hidden_size      # this CP rank's tokens
     links = links_for(sc, lay)
