@@ -73,3 +73,21 @@ def test_fsdp_version_only_for_fsdp():
     d = _titan(3)
     with pytest.raises(ScenarioError, match="fsdp_version"):
         Scenario.from_dict(d)
+
+
+def _parts(d):
+    r = evaluate_dict(d, include_step=False)
+    return {p["name"]: p["bytes"] for p in r["memory"]["per_gpu"]["hbm"]["parts"]}
+
+
+def test_fsdp2_memory_by_hand_llama31_8b():
+    # fully_shard keeps the flat all-gather output beside the copied-out parameters (one
+    # block more, bf16: 218,112,000 x 2 B = 436 MB) and, at a block's copy-in, its bf16
+    # gradients beside the fp32 reduce-scatter input: 218,112,000 x (2 + 4) B = 1.309 GB
+    # where FSDP1 holds one fp32 flat gradient, 0.872 GB
+    u = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    p1, p2 = _parts(_titan(1)), _parts(_titan(2))
+    assert p2["all-gather output buffer (1 FSDP2 unit)"] == pytest.approx(u * 2, rel=1e-6)
+    assert p2["unsharded gradients + reduce-scatter input (1 FSDP2 unit)"] == pytest.approx(u * 6, rel=1e-6)
+    assert p1["unsharded gradients (1 FSDP unit)"] == pytest.approx(u * 4, rel=1e-6)
+    assert "all-gather output buffer (1 FSDP2 unit)" not in p1

@@ -75,7 +75,7 @@ def test_megatron_core_h100_within_8_percent_on_average():
     "the 700 W part's sustained rate. That alone does not close it: the eager minus compile gap is "
     "as measured (0.398 vs 0.386 s on 8 GPUs, test below), so the shortfall is in what both stacks "
     "share, and even GEMMs at the NVL's share (gemm_flops 730e12 x 835 / 989 = 616e12, sm_count 132) "
-    "leave every row -18..-24 % (engine run); FlashAttention-2's H100 rate is not it either (FlashAttention-3 paper, H100 SXM5, "
+    "leave every row -18..-24 % (engine run, before the FSDP2 and K/V repeat terms); FlashAttention-2's H100 rate is not it either (FlashAttention-3 paper, H100 SXM5, "
     "head dim 128, seq 8k: 370 TFLOP/s forward, 318 backward, against the engine's 335 both ways)"))
 def test_torchtitan_h100_within_8_percent_on_average():
     e = errors("torchtitan_llama3_h100_2024")
