@@ -564,6 +564,8 @@ def fsdp_snippet(sc: Scenario) -> str:
                      "param_init_fn=lambda m: m.to_empty(device=device, recurse=False); "
                      "sync_module_states=True broadcasts rank 0's weights.")
 
+    if st.fsdp_version == 2:
+        return _fully_shard_module(sc, lay, sb, notes, strategy, hybrid, build, rank0)
     doc = [f'"""PyTorch FSDP for this tierlab plan ({st.kind}, ShardingStrategy.{strategy}).',
            "",
            "Call wrap(model, block_cls) on every rank after torch.distributed.init_process_group",
@@ -667,6 +669,103 @@ def fsdp_snippet(sc: Scenario) -> str:
             f"        check_fn={check})",
         ]
     lines.append("    return model")
+    return "\n".join(lines) + "\n"
+
+
+def _fully_shard_module(sc: Scenario, lay, sb, notes: list, strategy: str, hybrid: bool,
+                        build: str, rank0: bool) -> str:
+    """``fsdp_snippet`` for FSDP2 (``strategy.fsdp_version`` 2): ``fully_shard`` on each
+    transformer block, then on the root (embedding, final norm, head), as torchtitan's
+    ``apply_fsdp`` (torchtitan/parallelisms/parallelize_llama.py at 9dec370) does;
+    ``MixedPrecisionPolicy(param_dtype, reduce_dtype)``, ``CPUOffloadPolicy`` for
+    parameter offload, a (replicate, shard) mesh for HYBRID_SHARD (HSDP)."""
+    tr, st = sc.training, sc.strategy
+    gpn = sc.cluster.gpus_per_node
+    notes = list(notes)
+    if rank0:
+        notes = [n for n in notes if not n.startswith("The plan loads the weights on rank 0")]
+        notes.append("The plan loads the weights on rank 0 only (runtime.model_load = rank0): "
+                     "fully_shard has no sync_module_states; build the model on the meta "
+                     "device, wrap it, then torch.distributed.checkpoint.state_dict."
+                     "set_model_state_dict(model, full_state_dict, options=StateDictOptions("
+                     "full_state_dict=True, broadcast_from_rank0=True)).")
+    if st.prefetch_depth == 0:
+        notes.append("The plan prefetches nothing; fully_shard always prefetches the next "
+                     "block (implicit forward and backward prefetch), so it overlaps more.")
+    if sb.params_dtype == "fp32" or sb.master_weights == 0:
+        mp = "MixedPrecisionPolicy()"
+    else:
+        mp = (f"MixedPrecisionPolicy(param_dtype={_DTYPE[sb.params_dtype]}, "
+              f"reduce_dtype={_DTYPE[sb.grads_dtype]})")
+    offload = st.offload_params != "none" or st.offload_optimizer != "none"
+    doc = [f'"""PyTorch FSDP2 (fully_shard) for this tierlab plan ({st.kind}, '
+           + ("HSDP" if hybrid else "full shard") + ").",
+           "",
+           "Call wrap(model, block_cls) on every rank after torch.distributed.init_process_group",
+           "and torch.cuda.set_device(local_rank), before creating the optimizer. block_cls is",
+           "your transformer block class (Hugging Face Llama: LlamaDecoderLayer). Build or load",
+           f"the model in {build}: the DTensor shards keep that dtype"
+           + (" and are the fp32 master copy." if build == "float32" and sb.params_dtype != "fp32" else "."),
+           ""]
+    if notes:
+        doc.append("What this plan counts and FSDP cannot express as such:")
+        for n in notes:
+            doc += _wrapped(n, "- ", "  ")
+    doc.append('"""')
+    lines = ["\n".join(doc),
+             "import functools",
+             "",
+             "import torch",
+             "import torch.distributed as dist",
+             "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (",
+             "    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)",
+             "from torch.distributed.device_mesh import init_device_mesh",
+             "from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard",
+             "",
+             f"MICRO_BATCH_SIZE = {tr.micro_batch_size}  # per GPU",
+             f"GRAD_ACCUMULATION_STEPS = {lay.grad_accumulation_steps}",
+             f"GLOBAL_BATCH_SIZE = {lay.global_batch_size}  # = {tr.micro_batch_size} x "
+             f"{lay.data_parallel} data-parallel ranks x {lay.grad_accumulation_steps}"]
+    if hybrid:
+        lines.append(f"SHARD_GROUP_SIZE = {lay.shard_degree}  # ranks one copy is sharded over"
+                     + (" (the plan: one node)" if lay.shard_degree == gpn else ""))
+    lines += ["", "",
+              "def wrap(model: torch.nn.Module, block_cls: type, device: torch.device | None = None):",
+              '    """Shard model as the plan counts it (in place); returns it."""',
+              "    if device is None:",
+              '        device = torch.device("cuda", torch.cuda.current_device())',
+              "    world = dist.get_world_size()"]
+    if hybrid:
+        lines += ["    if world % SHARD_GROUP_SIZE:",
+                  '        raise ValueError(f"{world} ranks do not split into shard groups of {SHARD_GROUP_SIZE}")',
+                  "    # rows: replicas of the model; columns: the ranks one replica is sharded over (HSDP)",
+                  "    mesh = init_device_mesh(device.type, (world // SHARD_GROUP_SIZE, SHARD_GROUP_SIZE),",
+                  '                            mesh_dim_names=("replicate", "shard"))']
+    else:
+        lines.append('    mesh = init_device_mesh(device.type, (world,), mesh_dim_names=("shard",))')
+    lines.append("    blocks = [m for m in model.modules() if isinstance(m, block_cls)]")
+    if tr.recompute == "full":
+        chosen = "blocks"
+        if tr.recompute_layers is not None:
+            chosen = f"blocks[:{tr.recompute_layers}]"
+        elif tr.recompute_every is not None:
+            chosen = f"blocks[{tr.recompute_every} - 1::{tr.recompute_every}]"
+        lines += ["    # full recomputation, one block at a time: only the blocks are checkpointed",
+                  f"    chosen = {{id(m) for m in {chosen}}}",
+                  "    apply_activation_checkpointing(",
+                  "        model,",
+                  "        checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper,",
+                  "                                                checkpoint_impl=CheckpointImpl.NO_REENTRANT),",
+                  "        check_fn=lambda module: id(module) in chosen)"]
+    lines += [f"    config = dict(mesh=mesh, mp_policy={mp}"
+              + (", offload_policy=CPUOffloadPolicy())" if offload else ")"),
+              "    # one unit per transformer block, as the plan counts: all-gathered before its",
+              "    # forward and again before its backward (reshard_after_forward=True)",
+              "    for block in blocks:",
+              "        fully_shard(block, **config, reshard_after_forward=True)",
+              "    # the root unit: embedding, final norm and output head",
+              "    fully_shard(model, **config)",
+              "    return model"]
     return "\n".join(lines) + "\n"
 
 

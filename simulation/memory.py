@@ -1073,9 +1073,26 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
                  + ("" if gathered == sb.params else
                     " (the packed 4/8-bit storage and its constants)" if ub < sb.params else
                     " (FP8 weights gathered as 1 B)"))
-        add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
-            unit * sb.grads * trainable_fraction(sc, pc),
-            phase="backward", note="before reduce-scatter")
+        if st.fsdp_version == 2:
+            # FSDP2 (torch/distributed/fsdp/_fully_shard/): the flat all-gather output is a
+            # buffer of its own beside the parameters copied out of it, and in forward the
+            # unit's is kept until the next unit's copy-out (_fsdp_param_group.py
+            # ``wait_for_unshard``: ``comm_ctx.all_gather_state`` "free after the next
+            # copy-out"): at that copy-out the previous output, the next one and its
+            # parameters live, one unit more than FSDP1's in-place flat parameter
+            add("all-gather output buffer (1 FSDP2 unit)", "buffers", "hbm",
+                unit * gathered, phase="fwd_bwd",
+                note="fully_shard: gathered flat, then copied out per parameter")
+            # foreach_reduce packs the parameter-dtype gradients into a reduce-scatter input
+            # of reduce_dtype and frees them only after that copy-in (_fsdp_collectives.py:
+            # "Only after the copy-in finishes can we free the gradients")
+            add("unsharded gradients + reduce-scatter input (1 FSDP2 unit)", "buffers", "hbm",
+                unit * (gathered + sb.grads) * trainable_fraction(sc, pc),
+                phase="backward", note="param-dtype gradients and the reduce_dtype copy-in")
+        else:
+            add("unsharded gradients (1 FSDP unit)", "buffers", "hbm",
+                unit * sb.grads * trainable_fraction(sc, pc),
+                phase="backward", note="before reduce-scatter")
     elif stage == 3:
         n, ahead = _ds_live_parameters(sc, pc, lay, unit, pipeline_stage)
         add(f"gathered parameters ({n} layer{'s' if n > 1 else ''} + prefetch bucket)", "buffers",

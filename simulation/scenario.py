@@ -50,6 +50,9 @@ from .fields import (bool_field as _bool, choice_field as _choice, drop_none as 
 SCHEMA_VERSION = 1
 
 DEEPSPEED_RELEASES = ("current", "v0.3-v0.5")
+# PyTorch FSDP API (``strategy.fsdp_version``, as Hugging Face Accelerate names it):
+# 1 = ``FullyShardedDataParallel`` (flat parameters), 2 = ``fully_shard`` (per-parameter DTensor)
+FSDP_VERSIONS = (1, 2)
 STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
                   "zero_offload", "zero_infinity", "megatron_dist_opt")
 OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
@@ -755,6 +758,13 @@ class TrainingSpec:
     # FC2 GEMMs, bulk overlap in the backward) instead of between the GEMMs on the
     # critical path (stepgraph.build).
     tp_comm_overlap: bool = False
+    # GQA's K/V heads materialised to the query heads before the attention kernel
+    # (``step.repeat_kv_s``): torchtitan's ``repeat_kv`` (torchtitan/models/llama/model.py at
+    # 9dec370: ``expand`` + ``reshape`` of xk and xv, then ``F.scaled_dot_product_attention``
+    # without ``enable_gqa``) and Hugging Face's eager / SDPA attention
+    # (modeling_llama.py ``repeat_kv``). Off: the kernel reads the K/V heads as they are
+    # (FlashAttention, SDPA ``enable_gqa=True``, Transformer Engine).
+    repeat_kv: bool = False
     # Context parallelism (CP; Megatron-LM --context-parallel-size, torchtitan
     # context_parallel_degree): each sequence is split over ``context_parallel`` ranks, each
     # holding seq_len / cp of its tokens (in 2 cp chunks, rank r the r-th and the
@@ -896,6 +906,7 @@ class TrainingSpec:
                                   if "overlap_param_gather" in d else False),
             tp_comm_overlap=(_bool(d, "tp_comm_overlap", path, False)
                              if "tp_comm_overlap" in d else False),
+            repeat_kv=_bool(d, "repeat_kv", path, False),
             context_parallel=(_int(d, "context_parallel", path, 1, maximum=100_000)
                               if "context_parallel" in d else 1),
             context_parallel_comm=(_choice(d, "context_parallel_comm", path, CP_COMM_TYPES, "p2p")
@@ -964,7 +975,7 @@ class TrainingSpec:
 # its dataclass default, so older scenarios' JSON (and their hashes) stay as they were. A
 # new such field is one name here (its default is the dataclass's).
 _TRAINING_OMITTED_AT_DEFAULT = (
-    "pipeline_schedule", "overlap_param_gather", "tp_comm_overlap", "moe_pad_to_capacity",
+    "pipeline_schedule", "overlap_param_gather", "tp_comm_overlap", "repeat_kv", "moe_pad_to_capacity",
     "moe_a2a_overlap", "activation_func_fp8_input_store", "context_parallel",
     "context_parallel_comm", "expert_parallel", "moe_routing_imbalance",
 )
@@ -1219,6 +1230,11 @@ class StrategySpec:
     deepspeed_release: str = "current"
     # Cores each GPU's CPU optimizer may use (default: the node's cpu_cores / GPUs per node)
     cpu_optimizer_cores_per_gpu: float | None = None
+    # PyTorch FSDP API of the fsdp_* kinds (``step.fsdp2_copy_s``): 1 = FSDP1
+    # ``FullyShardedDataParallel`` (one flat parameter per unit, gathered in place, views),
+    # 2 = FSDP2 ``fully_shard`` (per-parameter DTensor shards: a copy-out after each
+    # all-gather, a copy-in before each reduce-scatter). Accelerate's ``fsdp_version``.
+    fsdp_version: int = 1
 
     @property
     def zero_stage(self) -> int:
@@ -1245,7 +1261,11 @@ class StrategySpec:
                 prefetch_miss_rate=_num(d, "prefetch_miss_rate", path, 0.0, maximum=1.0),
                 deepspeed_release=_choice(d, "deepspeed_release", path, DEEPSPEED_RELEASES, "current"),
                 cpu_optimizer_cores_per_gpu=_num(d, "cpu_optimizer_cores_per_gpu", path, None,
-                                                 strict=True, maximum=1_000_000)))
+                                                 strict=True, maximum=1_000_000),
+                fsdp_version=_choice(d, "fsdp_version", path, FSDP_VERSIONS, 1)))
+        if s.fsdp_version != 1 and not s.is_fsdp:
+            raise ScenarioError(f"{path}.fsdp_version",
+                                f"applies to PyTorch FSDP (fsdp_full_shard, fsdp_hybrid_shard), not {kind}")
         if s.deepspeed_release != "current" and (s.zero_stage < 3 or s.is_fsdp):
             raise ScenarioError(f"{path}.deepspeed_release",
                                 f"applies to DeepSpeed ZeRO-3 (zero3, zero_infinity), not {kind}")
@@ -1274,6 +1294,8 @@ class StrategySpec:
         d = _given(self)
         if d.get("deepspeed_release") == "current":     # the default: keep older scenarios' JSON
             del d["deepspeed_release"]
+        if d.get("fsdp_version") == 1:                  # the default: keep older scenarios' JSON
+            del d["fsdp_version"]
         return d
 
 

@@ -565,6 +565,83 @@ def list_collective_copy_s(sc: Scenario, nbytes: float, kind: str, ranks: int = 
     return views_s + fill_s + max(2 * nbytes / hbm, collectives * ranks * KERNEL_LAUNCH_S)
 
 
+def repeat_kv_s(sc: Scenario) -> dict:
+    """Seconds of HBM traffic of GQA's materialised K/V repeat in one block's forward
+    (``fwd_s``) and backward (``bwd_s``) per micro-batch (``training.repeat_kv``).
+
+    torchtitan (torchtitan/models/llama/model.py at 9dec370, ``Attention.forward``) and
+    Hugging Face's eager / SDPA attention (modeling_llama.py ``repeat_kv``) repeat each K/V
+    head ``n_rep = heads / kv_heads`` times with ``expand`` + ``reshape`` before
+    ``F.scaled_dot_product_attention`` (no ``enable_gqa``): the reshape of an expanded view
+    copies, reading the K and V of ``kv`` heads and writing them at ``heads``; its backward
+    sums the repeated gradients back (read ``heads``, write ``kv``). Bytes per block:
+    ``2 T d (kv + heads) b_a`` each way (K and V; ``T`` this rank's tokens, ``d`` head dim,
+    heads over TP, ``b_a`` the activation bytes), plus the forward's again in backward
+    where it is recomputed (``full``: the checkpointed share; ``selective_ops``: torchtitan's
+    op policy saves only ``_save_list``'s mm / SDPA outputs, so SDPA's repeated inputs are
+    rerun). 0 without GQA (``n_rep == 1`` returns x) or with ``repeat_kv`` off. Over the
+    sustained HBM bandwidth (``compute.sustained_hbm_bytes_per_s``)."""
+    m, tr = sc.model, sc.training
+    heads = m.num_attention_heads or 1
+    kv = m.num_kv_heads or heads
+    if not tr.repeat_kv or kv >= heads:
+        return dict(fwd_s=0.0, bwd_s=0.0)
+    d = m.hidden_size / heads
+    tok = tr.sequences_per_micro_batch * tr.local_seq_len
+    b_a = 4 if tr.precision == "fp32" else 2
+    once = 2 * tok * d * (kv + heads) / tr.tensor_parallel * b_a / compute.sustained_hbm_bytes_per_s(
+        sc.cluster.accelerator)
+    rerun = {"full": compute.recompute_fraction(tr, m), "selective_ops": 1.0}.get(tr.recompute, 0.0)
+    return dict(fwd_s=once, bwd_s=once * (1 + rerun))
+
+
+def fsdp2_copy_s(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> dict:
+    """Seconds of HBM traffic FSDP2 (``strategy.fsdp_version`` 2, ``fully_shard``) adds to
+    one block's forward (``fwd_s``) and backward (``bwd_s``) and to the output layer
+    (``head_s``: the embedding and output units) per micro-batch, on the compute stream.
+
+    FSDP2 all-gathers a unit's per-parameter shards into one flat buffer and copies them out
+    into each parameter's own unsharded tensor (torch/distributed/fsdp/_fully_shard/
+    _fsdp_collectives.py ``foreach_all_gather_copy_out``: ``current_stream().wait_event(
+    all_gather_event)``, then ``torch.ops.fsdp.split_with_sizes_copy`` on the current
+    stream): a read and a write of the unit in its all-gather dtype, exposed, once in forward
+    and once in backward (``reshard_after_forward=True``, the default, gathers it again).
+    Before each reduce-scatter ``foreach_reduce`` packs the unsharded gradients into the
+    reduce-scatter input (``foreach_reduce_scatter_copy_in``: ``torch._chunk_cat`` into a
+    buffer of ``reduce_dtype``, on ``current_stream`` before ``reduce_scatter_stream.
+    wait_stream(current_stream)``): a read of the gradients in the parameter dtype and a
+    write in the reduce dtype (``reduce_bytes_per_param``), exposed, in backward. The
+    all-gather copy-in (``all_gather_copy_in``) copies only this rank's shard on its own
+    ``all_gather_copy_in_stream``, beside compute: not counted. FSDP1
+    (``FullyShardedDataParallel``) gathers straight into the flat parameter its views
+    read (``_flat_param.py``): 0, as for every other strategy.
+
+    Bytes: ``2 u b_p`` per copy-out and ``u_g (b_p + b_r)`` per copy-in, with ``u`` the
+    unit's parameters on this rank (a block over TP / ETP x EP, ``experts.
+    layer_params_per_rank``), ``b_p`` its all-gather bytes per parameter, ``u_g`` those
+    with gradients (LoRA: the adapters), ``b_r`` the reduce bytes; the embedding and output
+    layer in the root unit, gathered once (the root is not resharded after forward:
+    _fsdp_state.py ``post_forward_mesh_info = None``); over the sustained HBM
+    bandwidth (``compute.sustained_hbm_bytes_per_s``)."""
+    st = sc.strategy
+    if not st.is_fsdp or st.fsdp_version != 2:
+        return dict(fwd_s=0.0, bwd_s=0.0, head_s=0.0)
+    m, tr, t = sc.model, sc.training, lay.tensor_parallel
+    b_p = min(gathered_param_bytes(sc, pc, sb), unit_param_bytes(sc, pc, sb))
+    b_r = reduce_bytes_per_param(sc, sb)
+    unit = experts.layer_params_per_rank(m, pc.per_layer, lay, mean=True)
+    head = (pc.embedding + pc.output_head) / t
+    if tr.lora is not None:
+        ad = adapter_params(m, tr.lora)
+        unit_g, head_g = ad["per_layer"] / t, 0.0
+    else:
+        unit_g, head_g = unit, head
+    hbm = compute.sustained_hbm_bytes_per_s(sc.cluster.accelerator)
+    out = 2 * unit * b_p / hbm
+    return dict(fwd_s=out, bwd_s=out + unit_g * (b_p + b_r) / hbm,
+                head_s=(2 * head * b_p + head_g * (b_p + b_r)) / hbm)
+
+
 def deepspeed_regather_fraction(sc: Scenario, pc: ParamCount, t: int) -> float:
     """Share of a layer's tensors DeepSpeed all-gathers a third time with full recomputation.
 
@@ -649,6 +726,12 @@ def tp_allreduce_factor(sc: Scenario, t: int, tp_nodes: int) -> float:
 def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> RankModel:
     m, tr, st, c = sc.model, sc.training, sc.strategy, sc.cluster
     ct = compute_times(sc, pc)
+    fc = fsdp2_copy_s(sc, pc, lay, sb)      # FSDP2's copy-out / copy-in, on the compute stream
+    if fc["fwd_s"]:
+        ct = dict(ct, **{k: ct[k] + fc[k] for k in ("fwd_s", "bwd_s", "head_s")})
+    rk = repeat_kv_s(sc)                    # GQA's materialised K/V repeat (torchtitan, HF)
+    if rk["fwd_s"]:
+        ct = dict(ct, fwd_s=ct["fwd_s"] + rk["fwd_s"], bwd_s=ct["bwd_s"] + rk["bwd_s"])
     t, p = lay.tensor_parallel, lay.pipeline_parallel
     sbh = tr.sequences_per_micro_batch * tr.local_seq_len * m.hidden_size      # this CP rank's tokens
     links = links_for(sc, lay)

@@ -174,6 +174,7 @@ def test_the_compute_model_framework_and_host_cpu_inputs_are_saved(page, live_ur
     # options of another framework's strategy are greyed out
     assert page.locator("select[name='strategy.deepspeed_release']").is_disabled()
     assert page.locator("input[name='training.overlap_param_gather']").is_disabled()
+    assert page.locator("select[name='strategy.fsdp_version']").is_disabled()     # PyTorch FSDP only
     page.select_option("select[name='training.software_stack']", "torch_compile")
     page.select_option("select[name='training.overlap_grad_reduce']", "false")
     page.fill("input[name='cluster.cpu_cores']", "64")
@@ -190,7 +191,8 @@ def test_the_compute_model_framework_and_host_cpu_inputs_are_saved(page, live_ur
     assert spec["strategy"]["cpu_optimizer_cores_per_gpu"] == 4
     for left_blank in ("compute_model", "gradient_accumulation_fusion", "overlap_param_gather"):
         assert left_blank not in spec["training"]
-    assert "deepspeed_release" not in spec["strategy"]
+    assert "deepspeed_release" not in spec["strategy"] and "fsdp_version" not in spec["strategy"]
+    assert "repeat_kv" not in spec["training"]
     run_input = Run.objects.get(scenario__name="issue 13 fields").input
     assert run_input["cluster"]["cpu_isa"] == "avx2" and run_input["training"]["software_stack"] == "torch_compile"
     assert page.js_errors == []

@@ -58,8 +58,10 @@ def main(snippet_path: str, out_dir: str) -> None:
     model = snippet.wrap(TinyLM(), Block, device=torch.device("cpu"))
 
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
+    from torch.distributed.fsdp import FSDPModule
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-    units = FSDP.fsdp_modules(model)
+    fsdp2 = isinstance(model, FSDPModule)           # fully_shard (FSDP2) rather than FSDP1
+    units = [m for m in model.modules() if isinstance(m, FSDPModule)] if fsdp2 else FSDP.fsdp_modules(model)
     nested = [u for u in units if u is not model]
     in_units = {id(p) for u in nested for p in u.parameters()}
     root_params = sorted(n.replace("_fsdp_wrapped_module.", "").replace("_checkpoint_wrapped_module.", "")
@@ -86,15 +88,17 @@ def main(snippet_path: str, out_dir: str) -> None:
 
     result = {
         "world_size": dist.get_world_size(),
-        "sharding_strategy": model.sharding_strategy.name,
+        "sharding_strategy": ("fully_shard" if fsdp2 else model.sharding_strategy.name),
         "units": len(units),
-        "block_units": sum(isinstance(u.module, Block) or
-                           isinstance(getattr(u.module, "_checkpoint_wrapped_module", None), Block)
-                           for u in nested),
+        "block_units": (sum(isinstance(u, Block) for u in nested) if fsdp2 else
+                        sum(isinstance(u.module, Block) or
+                            isinstance(getattr(u.module, "_checkpoint_wrapped_module", None), Block)
+                            for u in nested)),
         "checkpointed": [type(m._checkpoint_wrapped_module).__name__ for m in model.modules()
                          if isinstance(m, CheckpointWrapper)],
         "root_params": root_params,
         "shard_dtypes": sorted({str(p.dtype) for p in model.parameters()}),
+        "dtensor_params": all(type(p).__name__ == "DTensor" for p in model.parameters()),
         "compute_dtypes": sorted(compute_dtypes),
         "losses": losses,
         "changed": changed,

@@ -88,3 +88,19 @@ def test_layer_selective_checkpointing_wraps_the_chosen_blocks(tmp_path, trainin
     ranks = run_snippet(text, tmp_path)
     assert_trained(ranks)
     assert ranks[0]["checkpointed"] == ["Block"] * wrapped
+
+
+@pytest.mark.parametrize("strategy", [dict(kind="fsdp_full_shard"),
+                                      dict(kind="fsdp_hybrid_shard", shard_group_size=2)])
+def test_fsdp2_fully_shard_runs(tmp_path, strategy):
+    # strategy.fsdp_version 2: fully_shard per block and on the root (torchtitan apply_fsdp),
+    # parameters as DTensor shards, MixedPrecisionPolicy(param_dtype=bf16)
+    text = fsdp_snippet(scenario({"recompute": "full"}, fsdp_version=2, **strategy))
+    assert "fully_shard(block" in text and "FullyShardedDataParallel" not in text
+    ranks = run_snippet(text, tmp_path)
+    assert_trained(ranks)
+    r = ranks[0]
+    assert r["sharding_strategy"] == "fully_shard" and r["dtensor_params"]
+    assert r["checkpointed"] == ["FSDPBlock"] * LAYERS     # fully_shard swaps in FSDP<class>
+    assert r["shard_dtypes"] == ["torch.float32"]
+    assert r["compute_dtypes"] == ["torch.bfloat16"]

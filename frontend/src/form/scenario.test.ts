@@ -266,6 +266,21 @@ describe("compute model, framework options and host CPU (issue #13's fields)", (
     expect(buildRequest({ ...old, "strategy.kind": "fsdp_full_shard" }).scenario.strategy).not.toHaveProperty("deepspeed_release");
   });
 
+  it("sends the FSDP version only with PyTorch FSDP, 1 left out", () => {
+    const v2 = { ...values, "strategy.fsdp_version": "2" };
+    expect(buildRequest({ ...v2, "strategy.kind": "fsdp_full_shard" }).scenario.strategy).toMatchObject({ fsdp_version: 2 });
+    expect(buildRequest({ ...v2, "strategy.kind": "zero3" }).scenario.strategy).not.toHaveProperty("fsdp_version");
+    expect(buildRequest({ ...values, "strategy.kind": "fsdp_full_shard" }).scenario.strategy).not.toHaveProperty("fsdp_version");
+    const scenario = { model: { preset: "llama2-7b" }, cluster: { node: "dgx-h100" }, strategy: { kind: "fsdp_full_shard", fsdp_version: 2 },
+      training: { repeat_kv: true } };
+    const back = valuesFromScenario(scenario);
+    expect(back["strategy.fsdp_version"]).toBe("2");
+    expect(back["training.repeat_kv"]).toBe(true);
+    expect(hasAdvancedValues(back)).toBe(true);
+    expect(buildRequest(back).scenario.training).toMatchObject({ repeat_kv: true });
+    expect(buildRequest(values).scenario.training).not.toHaveProperty("repeat_kv");
+  });
+
   it("fills them from an example, opens the advanced section, and round-trips", () => {
     const scenario = {
       model: { preset: "llama2-70b" }, cluster: { node: "dgx-h100", cpu_cores: 48, cpu_isa: "avx2" },

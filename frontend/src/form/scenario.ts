@@ -184,6 +184,15 @@ export const CPU_ISAS: [string, string][] = [
   ["avx2", "AVX2 (8 fp32 lanes)"],
 ];
 
+/** PyTorch FSDP API (strategy.fsdp_version; FSDP_VERSIONS): FSDP1 or FSDP2. */
+export const FSDP_VERSIONS: [string, string][] = [
+  ["1", "FSDP1 (FullyShardedDataParallel: flat parameters)"],
+  ["2", "FSDP2 (fully_shard: per-parameter DTensor, copy-out / copy-in)"],
+];
+
+/** Strategies PyTorch FSDP runs (the only ones strategy.fsdp_version applies to). */
+export const FSDP_KINDS = new Set(["fsdp_full_shard", "fsdp_hybrid_shard"]);
+
 /** Strategies DeepSpeed's ZeRO-3 runs (the only ones strategy.deepspeed_release applies to). */
 export const DEEPSPEED_ZERO3 = new Set(["zero3", "zero_infinity"]);
 
@@ -223,6 +232,7 @@ export const DECIMAL_FIELDS = [
 ] as const;
 
 export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "training.overlap_param_gather",
+  "training.repeat_kv",
   "training.moe_a2a_overlap", "training.activation_func_fp8_input_store", "checkpoint.sharded"] as const;
 
 /** On / off / blank (the framework's default) selects, sent as JSON booleans. */
@@ -241,6 +251,8 @@ export const ADVANCED_FIELDS = [
   "strategy.prefetch_miss_rate",
   "strategy.offload_activations",
   "strategy.deepspeed_release",
+  "strategy.fsdp_version",
+  "training.repeat_kv",
   "strategy.cpu_optimizer_cores_per_gpu",
   "cluster.cpu_cores",
   "cluster.cpu_isa",
@@ -307,6 +319,8 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.lora.quant_block_size": "Quantisation block size",
   "training.lora.adapter_dtype": "Adapter dtype",
   "strategy.deepspeed_release": "DeepSpeed release",
+  "strategy.fsdp_version": "FSDP version",
+  "training.repeat_kv": "K/V heads repeated before attention",
   "strategy.cpu_optimizer_cores_per_gpu": "CPU optimizer cores per GPU",
   "cluster.cpu_cores": "Host CPU cores",
   "cluster.nvlink_domain_gpus": "NVLink domain (GPUs)",
@@ -388,6 +402,8 @@ export const DEFAULT_VALUES: FormValues = {
   "training.lora.quant_block_size": "",
   "training.lora.adapter_dtype": "",
   "strategy.deepspeed_release": "current",
+  "strategy.fsdp_version": "1",
+  "training.repeat_kv": false,
   "strategy.cpu_optimizer_cores_per_gpu": "",
   "cluster.cpu_cores": "",
   "cluster.cpu_isa": "",
@@ -566,6 +582,8 @@ export function buildRequest(
   // off is the engine's default: left out, so the JSON (and its hash) is as before
   if (values["training.overlap_param_gather"] === true) training.overlap_param_gather = true;
   else delete training.overlap_param_gather;
+  if (values["training.repeat_kv"] === true) training.repeat_kv = true;
+  else delete training.repeat_kv;
   // Expert parallelism (MoE models): blank / off are the engine's defaults, left out
   setOrDelete(training, "moe_capacity_factor", values["training.moe_capacity_factor"]);
   setOrDelete(training, "moe_routing_imbalance", values["training.moe_routing_imbalance"]);
@@ -613,6 +631,10 @@ export function buildRequest(
   const release = str(values["strategy.deepspeed_release"], "current");
   if (DEEPSPEED_ZERO3.has(kind) && release !== "current") strategy.deepspeed_release = release;
   else delete strategy.deepspeed_release;
+  // the FSDP API applies to the fsdp_* strategies only; 1 (FSDP1) is the default, left out
+  const fsdpVersion = str(values["strategy.fsdp_version"], "1");
+  if (FSDP_KINDS.has(kind) && fsdpVersion !== "1") strategy.fsdp_version = Number(fsdpVersion);
+  else delete strategy.fsdp_version;
   strategy.offload_activations = str(values["strategy.offload_activations"], "none");
 
   // Checkpoint: the form's choices over the example's other settings (detect_s, ...).

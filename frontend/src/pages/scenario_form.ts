@@ -16,6 +16,8 @@ import {
   CPU_ISAS,
   DEEPSPEED_RELEASES,
   DEEPSPEED_ZERO3,
+  FSDP_KINDS,
+  FSDP_VERSIONS,
   DEFAULT_VALUES,
   FIELD_LABELS,
   OFFLOAD_TARGETS,
@@ -138,6 +140,8 @@ function mount(root: HTMLElement): void {
     gradAccFusion: select(TRI_STATE),
     overlapParamGather: h("input", { type: "checkbox", role: "switch" }),
     dsRelease: select(DEEPSPEED_RELEASES),
+    fsdpVersion: select(FSDP_VERSIONS),
+    repeatKv: h("input", { type: "checkbox", role: "switch" }),
     cpuOptCores: decimal("strategy.cpu_optimizer_cores_per_gpu", { min: 0 }),
     cpuCores: integer({ placeholder: PLACEHOLDERS["cluster.cpu_cores"] }),
     cpuIsa: select(CPU_ISAS),
@@ -249,6 +253,20 @@ function mount(root: HTMLElement): void {
       help: "The updated parameters are all-gathered bucket by bucket in the next step's forward instead of " +
         "after the optimizer step (Megatron --overlap-param-gather). Needs the Megatron distributed optimizer.",
     }),
+    grid(
+      f("strategy.fsdp_version", c.fsdpVersion, {
+        unit: "PyTorch FSDP only",
+        help: "FSDP1 (FullyShardedDataParallel) gathers each block into one flat parameter; FSDP2 " +
+          "(fully_shard, torchtitan's) gathers per-parameter shards into a buffer and copies them out, and " +
+          "copies the gradients into a reduce-scatter buffer: two HBM passes on the compute stream.",
+      }),
+      f("training.repeat_kv", c.repeatKv, {
+        unit: "GQA: torchtitan, HF eager / SDPA",
+        help: "The K/V heads are copied to every query head before the attention kernel (repeat_kv), " +
+          "as torchtitan and Hugging Face's eager and SDPA attention do; off when the kernel reads " +
+          "grouped K/V itself (FlashAttention, SDPA enable_gqa, Transformer Engine).",
+      }),
+    ),
     grid(
       f("strategy.deepspeed_release", c.dsRelease, {
         unit: "DeepSpeed ZeRO-3 only",
@@ -579,6 +597,8 @@ function mount(root: HTMLElement): void {
     // options of one framework's strategy only: off (and greyed) with another
     c.dsRelease.disabled = !DEEPSPEED_ZERO3.has(kind);
     if (c.dsRelease.disabled) c.dsRelease.value = "current";
+    c.fsdpVersion.disabled = !FSDP_KINDS.has(kind);
+    if (c.fsdpVersion.disabled) c.fsdpVersion.value = "1";
     c.overlapParamGather.disabled = kind !== "megatron_dist_opt";
     if (c.overlapParamGather.disabled) c.overlapParamGather.checked = false;
     const hybrid = kind === "fsdp_hybrid_shard";
