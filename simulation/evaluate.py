@@ -495,7 +495,11 @@ def _moe_note(sc: Scenario, lay) -> str:
     return (f"MoE: expert parallelism {lay.expert_parallel} ({m.num_experts // lay.expert_parallel} "
             f"experts per rank, expert tensor parallel {lay.expert_tensor_parallel}, "
             f"{lay.expert_data_parallel} expert-data-parallel replicas), {routing}, the busiest "
-            f"rank at x{experts.token_factor(tr):g} the mean tokens; each MoE layer's dispatch "
+            f"rank at x{experts.token_factor(tr):g} the mean tokens"
+            + (f", each token routed to at most {tr.moe_router_group_topk} node(s) "
+               "(moe_router_group_topk: once over the network per node, then NVLink)"
+               if tr.moe_router_group_topk is not None else "")
+            + "; each MoE layer's dispatch "
             "and combine all-to-alls are in the step "
             + ("beside the compute (moe_a2a_overlap)." if tr.moe_a2a_overlap else "on the critical path."))
 

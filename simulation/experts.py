@@ -35,6 +35,15 @@ full recomputation). The busiest rank receives :func:`token_factor` times the me
   tokens), so a rank receives ``min(r, c)`` times the mean, exactly ``c`` with
   ``moe_pad_to_capacity`` (``--moe-pad-expert-input-to-capacity``).
 
+Node-limited routing (``moe_router_group_topk`` M, Megatron-Core's group-limited routing
+with the groups the EP group's nodes; DeepSeek-V3 report Sec. 2.1.2 and 3.2.2): each token
+goes to experts on at most M nodes, and crosses the network once per destination node,
+where the GPU of its own index forwards it over NVLink to the node's GPUs holding its
+experts (and reduces their outputs before the one network send back in the combine). Of
+the ``top_k`` copies a token makes, ``min(top_k, M)`` cross the network instead of ``top_k``
+(:func:`alltoall_split`); the NVLink bytes gain the forwarding hop. Without it, as
+Megatron's alltoall dispatcher sends them, every copy for another node crosses the network.
+
 The busiest rank paces the layer: every all-to-all waits for it, and its expert GEMMs
 run ``token_factor`` times the mean tokens (:func:`simulation.compute.layer_times`).
 Without EP the experts are all local: no all-to-all and no rank imbalance (r = 1; a
@@ -167,14 +176,24 @@ def dispatch_bytes(m: ModelSpec, tr: TrainingSpec) -> float:
     return tokens * m.moe_top_k * m.hidden_size * act * token_factor(tr)
 
 
-def alltoall_split(nbytes: float, ep: int, per_node: int) -> tuple[float, float]:
+def alltoall_split(nbytes: float, ep: int, per_node: int, top_k: int = 1,
+                   group_topk: int | None = None) -> tuple[float, float]:
     """``(NVLink bytes, network bytes)`` one rank sends in an all-to-all of ``nbytes`` over
     ``ep`` ranks, ``per_node`` of them on its node: an ``1/ep`` share to each peer, the
-    ``per_node - 1`` on its node over NVLink, the ``ep - per_node`` others over its NIC."""
+    ``per_node - 1`` on its node over NVLink, the ``ep - per_node`` others over its NIC.
+
+    With node-limited routing (``group_topk`` M, ``nbytes`` the ``top_k`` copies of the
+    rank's tokens) a token crosses the network once per destination node: the network
+    bytes are ``min(top_k, M) / top_k`` of the copies for other nodes, and each of those
+    copies not for the receiving GPU itself (``(per_node - 1) / per_node`` of them) takes
+    an NVLink hop on its node (DeepSeek-V3 report Sec. 3.2.2). All in bytes."""
     if ep <= 1:
         return 0.0, 0.0
     k = min(per_node, ep)
-    return nbytes * (k - 1) / ep, nbytes * (ep - k) / ep
+    nv, net = nbytes * (k - 1) / ep, nbytes * (ep - k) / ep
+    if group_topk is None or ep <= k:
+        return nv, net
+    return nv + net * (k - 1) / k, net * min(top_k, group_topk) / top_k
 
 
 def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
@@ -185,7 +204,8 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
     layers, what ``moe_a2a_overlap`` may hide the all-to-alls behind. Returns ``{}``
     without EP, else ``time_s`` (all-to-alls and ETP gathers, as they sit on the critical
     path), ``exposed_s`` (after overlap), ``bytes`` per link, and the parts: ``per_a2a_s``,
-    ``count`` (per micro-batch), ``ranks_per_node``, ``nodes``, ``dispatch_bytes``.
+    ``count`` (per micro-batch), ``ranks_per_node``, ``nodes``, ``dispatch_bytes``,
+    ``nic_bytes`` and ``nvlink_bytes`` (one all-to-all's, :func:`alltoall_split`).
 
     One all-to-all takes NCCL's one-step alpha (``collectives.ring_latency_s`` of two
     ranks on one or two nodes: the peers are sent to at once, grouped send/recv) plus the
@@ -201,7 +221,7 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
     k = nccl.ranks_per_node(ep, etp, gpn)
     nodes = nccl.nodes_spanned(ep, k)
     nbytes = dispatch_bytes(m, tr)
-    nv, net = alltoall_split(nbytes, ep, k)
+    nv, net = alltoall_split(nbytes, ep, k, m.moe_top_k, tr.moe_router_group_topk)
     alpha = nccl.ring_latency_s("allgather", 2, 2 if nodes > 1 else 1)
     per_a2a = alpha + max(nv / links["nvlink"], net / links["nic"] if net else 0.0)
     etp_s = 0.0
@@ -224,7 +244,7 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
         exposed = max(0.0, time_s - compute_s)
     return dict(time_s=time_s, exposed_s=exposed, per_a2a_s=per_a2a, etp_collective_s=etp_s,
                 count=count, layers=layers, ranks_per_node=k, nodes=nodes,
-                dispatch_bytes=nbytes,
+                dispatch_bytes=nbytes, nic_bytes=net, nvlink_bytes=nv,
                 bytes={"nvlink": layers * count * (nv + etp_nv), "nic": layers * count * net})
 
 
@@ -241,6 +261,7 @@ def summary(sc, lay, a2a: dict, expert_gemm_s: float) -> dict:
                capacity_factor=tr.moe_capacity_factor, dropless=tr.moe_capacity_factor is None,
                pad_to_capacity=tr.moe_pad_to_capacity, routing_imbalance=tr.moe_routing_imbalance,
                token_factor=f, a2a_overlap=tr.moe_a2a_overlap,
+               router_group_topk=tr.moe_router_group_topk,
                imbalance_compute_s=expert_gemm_s * (1 - 1 / f) if f > 0 else 0.0,
                source="Megatron-Core 0.20 MoEAlltoAllTokenDispatcher (moe/token_dispatcher.py); "
                       "capacity: moe_utils.get_capacity")
@@ -248,6 +269,7 @@ def summary(sc, lay, a2a: dict, expert_gemm_s: float) -> dict:
         out.update(alltoall_s=a2a["time_s"], alltoall_exposed_s=a2a["exposed_s"],
                    per_alltoall_s=a2a["per_a2a_s"], alltoalls_per_layer=a2a["count"],
                    etp_collective_s=a2a["etp_collective_s"], dispatch_bytes=a2a["dispatch_bytes"],
+                   alltoall_nic_bytes=a2a["nic_bytes"], alltoall_nvlink_bytes=a2a["nvlink_bytes"],
                    ep_ranks_per_node=a2a["ranks_per_node"], ep_nodes=a2a["nodes"],
                    link="nic" if a2a["nodes"] > 1 else "nvlink")
     return out

@@ -25,7 +25,7 @@ from .parallel import layout
 from .params import count_params
 from .states import state_bytes
 from .errors import ScenarioError
-from .scenario import Scenario
+from .scenario import Scenario, ep_nodes
 
 
 _PEFT_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj",
@@ -373,7 +373,9 @@ def megatron_moe_args(sc: Scenario) -> list[str]:
     ``--expert-model-parallel-size``, ``--expert-tensor-parallel-size``,
     ``--moe-token-dispatcher-type alltoall`` (the dispatcher the plan models), and where
     set ``--moe-expert-capacity-factor``, ``--moe-pad-expert-input-to-capacity``,
-    ``--overlap-moe-expert-parallel-comm``. Empty for a dense model."""
+    ``--overlap-moe-expert-parallel-comm``, and for node-limited routing
+    ``--moe-router-num-groups`` (the nodes the EP group spans) with
+    ``--moe-router-group-topk``. Empty for a dense model."""
     m, tr, lay = sc.model, sc.training, layout(sc)
     if m.num_experts <= 1:
         return []
@@ -387,6 +389,9 @@ def megatron_moe_args(sc: Scenario) -> list[str]:
         out.append("--moe-pad-expert-input-to-capacity")
     if tr.moe_a2a_overlap:
         out.append("--overlap-moe-expert-parallel-comm")
+    if tr.moe_router_group_topk is not None:
+        out += [f"--moe-router-num-groups {ep_nodes(sc)}",
+                f"--moe-router-group-topk {tr.moe_router_group_topk}"]
     return out
 
 
@@ -435,6 +440,11 @@ def megatron_notes(sc: Scenario) -> list[str]:
     if sc.training.pipeline_schedule == "dualpipe":
         notes.append("DualPipe (deepseek-ai/DualPipe) is not a Megatron-LM schedule: run it with "
                      "that library; each rank holds stages i and p-1-i")
+    if sc.training.moe_router_group_topk is not None and ep_nodes(sc) > 1:
+        notes.append("Node-limited routing: the plan sends a token over the network once per "
+                     "destination node and forwards it over NVLink inside the node, as DeepEP's "
+                     "internode dispatch does (Megatron-LM: --moe-token-dispatcher-type flex with "
+                     "DeepEP); the alltoall dispatcher sends each expert's copy over the network")
     return notes
 
 

@@ -802,12 +802,18 @@ class TrainingSpec:
     # at; the busiest rank paces every all-to-all and its expert GEMMs the layer).
     # Megatron's --overlap-moe-expert-parallel-comm is ``moe_a2a_overlap``: the dispatch
     # and combine run beside another micro-batch's compute (hidden up to it).
+    # ``moe_router_group_topk`` --moe-router-group-topk with --moe-router-num-groups set to
+    # the nodes the EP group spans: Megatron-Core's "node-limited routing" (transformer_config.py
+    # moe_router_num_groups, moe_utils.group_limited_topk; DeepSeek-V3 report Sec. 2.1.2, M = 4):
+    # each token goes to experts on at most this many nodes, crosses the network once per
+    # node and is forwarded to the node's other GPUs over NVLink (None: not limited).
     expert_parallel: int = 1
     expert_tensor_parallel: int | None = None
     moe_capacity_factor: float | None = None
     moe_pad_to_capacity: bool = False
     moe_routing_imbalance: float = 1.0
     moe_a2a_overlap: bool = False
+    moe_router_group_topk: int | None = None
 
     @property
     def expert_tp(self) -> int:
@@ -925,6 +931,8 @@ class TrainingSpec:
                                        maximum=100_000.0) if "moe_routing_imbalance" in d else 1.0),
             moe_a2a_overlap=(_bool(d, "moe_a2a_overlap", path, False)
                              if "moe_a2a_overlap" in d else False),
+            moe_router_group_topk=(_int(d, "moe_router_group_topk", path, maximum=100_000)
+                                   if "moe_router_group_topk" in d else None),
             recompute_layers=(_int(d, "recompute_layers", path, maximum=100_000)
                               if "recompute_layers" in d else None),
             recompute_every=(_int(d, "recompute_every", path, maximum=100_000)
@@ -1749,14 +1757,16 @@ def _check_experts(sc) -> None:
     ep = tr.expert_parallel
     moe = m is not None and m.num_experts > 1
     routing = (ep != 1 or tr.expert_tensor_parallel is not None or tr.moe_capacity_factor is not None
-               or tr.moe_pad_to_capacity or tr.moe_routing_imbalance != 1.0 or tr.moe_a2a_overlap)
+               or tr.moe_pad_to_capacity or tr.moe_routing_imbalance != 1.0 or tr.moe_a2a_overlap
+               or tr.moe_router_group_topk is not None)
     if routing and not moe:
         name = next(k for k, v in (("expert_parallel", ep != 1),
                                    ("expert_tensor_parallel", tr.expert_tensor_parallel is not None),
                                    ("moe_capacity_factor", tr.moe_capacity_factor is not None),
                                    ("moe_pad_to_capacity", tr.moe_pad_to_capacity),
                                    ("moe_routing_imbalance", tr.moe_routing_imbalance != 1.0),
-                                   ("moe_a2a_overlap", tr.moe_a2a_overlap)) if v)
+                                   ("moe_a2a_overlap", tr.moe_a2a_overlap),
+                                   ("moe_router_group_topk", tr.moe_router_group_topk is not None)) if v)
         raise ScenarioError(f"training.{name}",
                             "applies to a mixture of experts: the model has no experts "
                             "(model.num_experts is 1)")
@@ -1774,6 +1784,8 @@ def _check_experts(sc) -> None:
         raise ScenarioError("training.moe_routing_imbalance",
                             f"is at most expert_parallel ({ep}): the busiest rank cannot receive "
                             f"more than every rank's tokens, got {tr.moe_routing_imbalance:g}")
+    if tr.moe_router_group_topk is not None:
+        _check_group_topk(sc)
     if ep > 1 and tr.tensor_parallel > 1 and not tr.sequence_parallel:
         raise ScenarioError("training.sequence_parallel",
                             "must be true for an MoE layer with tensor parallelism (Megatron-Core "
@@ -1790,6 +1802,36 @@ def _check_experts(sc) -> None:
                if tr.pipeline_parallel > 1 and tr.interleave_stages is None else None)
         if why:
             raise ScenarioError("training.moe_a2a_overlap", why)
+
+
+def ep_nodes(sc) -> int:
+    """Nodes (NVLink domains) one expert-parallel group spans: its EP ranks are ETP apart
+    (Megatron-Core's expert grid, order tp-ep-dp-pp), so a domain of G GPUs holds
+    max(1, min(EP, G / ETP)) of them (``collectives.ranks_per_node``, ``nodes_spanned``)."""
+    tr = sc.training
+    ep, gpn = tr.expert_parallel, sc.cluster.domain_gpus
+    k = max(1, min(ep, gpn // max(tr.expert_tp, 1)))
+    return max(1, -(-ep // k))
+
+
+def _check_group_topk(sc) -> None:
+    """``moe_router_group_topk`` (M) as node-limited routing: the groups are the nodes the
+    EP group spans (Megatron-Core transformer_config.py: "set moe_router_num_groups equal to
+    number of nodes in EP group"), so M is at most that number (torch.topk over the groups
+    needs it), and at most the model's top-k (moe_utils.group_limited_topk takes the top
+    ``topk // group_topk`` experts of each group: 0 beyond it)."""
+    tr, m = sc.training, sc.model
+    g, nodes = tr.moe_router_group_topk, ep_nodes(sc)
+    if g > nodes:
+        raise ScenarioError("training.moe_router_group_topk",
+                            f"is at most the {nodes} node(s) the expert-parallel group spans "
+                            f"(expert_parallel {tr.expert_parallel} on {sc.cluster.domain_gpus}-GPU "
+                            f"nodes; the routing groups are its nodes), got {g}")
+    if g > m.moe_top_k:
+        raise ScenarioError("training.moe_router_group_topk",
+                            f"is at most the model's moe_top_k ({m.moe_top_k}): each selected "
+                            f"group gives top_k / group_topk experts (Megatron-Core "
+                            f"moe_utils.group_limited_topk), got {g}")
 
 
 def _check_recompute_modules(sc) -> None:

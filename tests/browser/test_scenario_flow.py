@@ -297,11 +297,20 @@ def test_expert_parallel_inputs_make_mixtral_fit_and_a_bad_degree_is_marked(page
     page.wait_for_selector("#live-estimate[data-fits='true']")
     assert ep.get_attribute("aria-invalid") is None
     page.fill("input[name='training.moe_routing_imbalance']", "1.2")
+    # node-limited routing (issue #13): EP 8 sits on one 8-GPU node, one routing group
+    groups = page.locator("input[name='training.moe_router_group_topk']")
+    groups.fill("2")
+    error = page.locator("[data-error-for='training.moe_router_group_topk']")
+    error.wait_for(state="visible")
+    assert "at most the 1 node(s)" in error.inner_text()
+    groups.fill("1")
+    error.wait_for(state="hidden")
     page.fill("input[name='name']", "issue 15 expert parallel")
     page.click("#submit-scenario")
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))
     spec = Scenario.objects.get(name="issue 15 expert parallel").spec
     assert spec["training"]["expert_parallel"] == 8 and spec["training"]["moe_routing_imbalance"] == 1.2
+    assert spec["training"]["moe_router_group_topk"] == 1
     assert "moe_a2a_overlap" not in spec["training"]
     assert page.js_errors == []
 

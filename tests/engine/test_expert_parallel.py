@@ -39,7 +39,8 @@ def test_defaults_leave_the_json_as_it_was():
     del d["training"]["expert_parallel"]
     out = Scenario.from_dict(d).to_dict()["training"]
     for k in ("expert_parallel", "expert_tensor_parallel", "moe_capacity_factor",
-              "moe_pad_to_capacity", "moe_routing_imbalance", "moe_a2a_overlap"):
+              "moe_pad_to_capacity", "moe_routing_imbalance", "moe_a2a_overlap",
+              "moe_router_group_topk"):
         assert k not in out
     assert "expert_parallel" not in layout(Scenario.from_dict(d)).to_dict()
     sc = Scenario.from_dict(mixtral(ep=8, moe_capacity_factor=1.25, moe_routing_imbalance=1.5))
@@ -63,6 +64,13 @@ def test_defaults_leave_the_json_as_it_was():
      "recompute other than full"),
     (dict(expert_parallel=2, moe_a2a_overlap=True, pipeline_parallel=2), "training.moe_a2a_overlap",
      "needs interleave_stages"),
+    # node-limited routing: the groups are the nodes the EP group spans (EP 8 on one DGX: 1)
+    (dict(expert_parallel=8, moe_router_group_topk=2), "training.moe_router_group_topk",
+     "at most the 1 node(s) the expert-parallel group spans"),
+    (dict(expert_parallel=8, moe_router_group_topk=0), "training.moe_router_group_topk",
+     "at least 1"),
+    (dict(expert_parallel=8, moe_router_group_topk=1.5), "training.moe_router_group_topk",
+     "whole number"),
 ])
 def test_bad_routing_settings_name_their_field(change, field, words):
     d = mixtral()
@@ -220,6 +228,63 @@ def test_alltoall_across_nodes_by_hand():
     assert a["per_a2a_s"] == pytest.approx(8.4e-6 + 14e-6 + max(v * 7 / 16 / links["nvlink"],
                                                                 v * 8 / 16 / links["nic"]))
     assert a["bytes"]["nic"] == pytest.approx(L * 4 * v / 2)
+
+
+def mixtral_16_experts(nodes, ep, **training) -> dict:
+    d = mixtral(nodes=nodes, ep=ep, **training)
+    d["model"] = {**Scenario.from_dict(mixtral()).model.to_dict(), "num_experts": 16, "preset": None}
+    return d
+
+
+def test_node_limited_routing_needs_experts_and_at_most_top_k_groups():
+    d = mixtral(moe_router_group_topk=1)
+    d["model"] = {"preset": "llama2-7b"}
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "training.moe_router_group_topk" and "mixture of experts" in str(e.value)
+    # EP 16 over 4 DGX H100 with ETP 4 (TP 4): 2 EP ranks a node, 8 nodes; top-2 routing
+    # gives top_k / group_topk experts per selected group (Megatron-Core
+    # moe_utils.group_limited_topk): 3 groups of a top 2 is none
+    d = mixtral_16_experts(8, 16, tensor_parallel=4, sequence_parallel=True, moe_router_group_topk=3)
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "training.moe_router_group_topk" and "moe_top_k (2)" in str(e.value)
+    d["training"]["moe_router_group_topk"] = 2
+    assert Scenario.from_dict(d).training.moe_router_group_topk == 2
+
+
+def test_node_limited_alltoall_across_nodes_by_hand():
+    """EP 16 over two DGX H100, top 2, node-limited to M = 1 node (DeepSeek-V3 report Sec.
+    3.2.2: a token crosses IB once per destination node, the GPU of its index there
+    forwards it over NVLink). Dispatch v = 4096 x 2 x 4096 x 2 B; unlimited, 8/16 of v goes
+    over the NIC, 7/16 over NVLink. Limited: the NIC carries min(2, 1) / 2 of v x 8/16; of
+    those copies 7/8 are for the node's other 7 GPUs and take an NVLink hop: NVLink
+    v x 7/16 + v x 8/16 x 7/8."""
+    v = 4096 * K * H * 2
+    plain = Scenario.from_dict(mixtral_16_experts(2, 16))
+    limited = Scenario.from_dict(mixtral_16_experts(2, 16, moe_router_group_topk=1))
+    lay = layout(limited)
+    links = links_for(limited, lay)
+    a0, a = experts.alltoall(plain, lay, links), experts.alltoall(limited, lay, links)
+    assert a0["nic_bytes"] == pytest.approx(v * 8 / 16) and a0["nvlink_bytes"] == pytest.approx(v * 7 / 16)
+    assert a["nic_bytes"] == pytest.approx(v * 8 / 16 / 2)
+    assert a["nvlink_bytes"] == pytest.approx(v * 7 / 16 + v * 8 / 16 * 7 / 8)
+    assert a["per_a2a_s"] == pytest.approx(8.4e-6 + 14e-6 + max(a["nvlink_bytes"] / links["nvlink"],
+                                                                a["nic_bytes"] / links["nic"]))
+    assert a["bytes"]["nic"] == pytest.approx(L * 4 * v / 4)
+    assert a["per_a2a_s"] < a0["per_a2a_s"]
+    # M = top_k = 2: each of the two copies may be for another node, the NIC bytes as
+    # unlimited; the forwarding hop still moves 7/8 of them over NVLink
+    two = experts.alltoall(Scenario.from_dict(mixtral_16_experts(2, 16, moe_router_group_topk=2)),
+                           lay, links)
+    assert two["nic_bytes"] == pytest.approx(v * 8 / 16)
+    rep = evaluate(limited).to_dict()
+    assert rep["step"]["expert_parallel"]["router_group_topk"] == 1
+    assert "at most 1 node(s)" in " ".join(rep["notes"])
+    args = export.megatron_moe_args(limited)
+    assert "--moe-router-num-groups 2" in args and "--moe-router-group-topk 1" in args
+    assert any("Node-limited routing" in n for n in export.megatron_notes(limited))
+    assert not any("group" in x for x in export.megatron_moe_args(plain))
 
 
 def test_step_carries_the_alltoalls_and_the_overlap_hides_them():

@@ -15,7 +15,7 @@ BASE = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "num_n
 
 NULLABLE = [("training", k) for k in (
     "context_parallel", "expert_parallel", "tensor_parallel", "pipeline_parallel",
-    "micro_batch_size", "seq_len", "moe_routing_imbalance", "network_efficiency",
+    "micro_batch_size", "seq_len", "moe_routing_imbalance", "moe_router_group_topk", "network_efficiency",
     "recompute_layers", "first_pipeline_layers")] + [
     ("strategy", "prefetch_miss_rate"), ("strategy", "prefetch_depth"),
     ("runtime", "runtime_bytes"), ("checkpoint", "detect_s"), ("checkpoint", "warmup_s"),

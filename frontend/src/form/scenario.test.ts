@@ -54,16 +54,19 @@ describe("buildRequest", () => {
   it("sends expert parallelism only when it is set, and reads it back", () => {
     const moe = { ...values, "model.preset": "mixtral-8x7b", "training.expert_parallel": "8",
       "training.moe_capacity_factor": "1.25", "training.moe_routing_imbalance": "1.5",
-      "training.moe_a2a_overlap": true };
+      "training.moe_a2a_overlap": true, "training.moe_router_group_topk": "4" };
     const training = buildRequest(moe).scenario.training as Record<string, unknown>;
     expect(training).toMatchObject({ expert_parallel: 8, moe_capacity_factor: 1.25,
-      moe_routing_imbalance: 1.5, moe_a2a_overlap: true });
+      moe_routing_imbalance: 1.5, moe_a2a_overlap: true, moe_router_group_topk: 4 });
     const plain = buildRequest(values).scenario.training as Record<string, unknown>;
-    for (const k of ["expert_parallel", "moe_capacity_factor", "moe_routing_imbalance", "moe_a2a_overlap"]) {
+    for (const k of ["expert_parallel", "moe_capacity_factor", "moe_routing_imbalance", "moe_a2a_overlap",
+      "moe_router_group_topk"]) {
       expect(plain).not.toHaveProperty(k);
     }
-    const back = valuesFromScenario({ cluster: { node: "dgx-h100" }, training: { expert_parallel: 8, moe_a2a_overlap: true } });
+    const back = valuesFromScenario({ cluster: { node: "dgx-h100" },
+      training: { expert_parallel: 8, moe_a2a_overlap: true, moe_router_group_topk: 4 } });
     expect(back["training.expert_parallel"]).toBe("8");
+    expect(back["training.moe_router_group_topk"]).toBe("4");
     expect(back["training.moe_a2a_overlap"]).toBe(true);
     expect(inputNameForErrorKey("scenario.training.expert_parallel")).toBe("training.expert_parallel");
   });

@@ -207,6 +207,7 @@ export const INTEGER_FIELDS = [
   "training.pipeline_parallel",
   "training.context_parallel",
   "training.expert_parallel",
+  "training.moe_router_group_topk",
   "training.recompute_layers",
   "training.recompute_every",
   "training.first_pipeline_layers",
@@ -293,6 +294,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.expert_parallel": "Expert parallel degree",
   "training.moe_capacity_factor": "Expert capacity factor",
   "training.moe_routing_imbalance": "Routing imbalance",
+  "training.moe_router_group_topk": "Nodes per token (node-limited routing)",
   "training.moe_a2a_overlap": "Overlap expert all-to-all",
   "training.first_pipeline_layers": "Layers on the first pipeline stage",
   "training.last_pipeline_layers": "Layers on the last pipeline stage",
@@ -376,6 +378,7 @@ export const DEFAULT_VALUES: FormValues = {
   "training.expert_parallel": "",
   "training.moe_capacity_factor": "",
   "training.moe_routing_imbalance": "",
+  "training.moe_router_group_topk": "",
   "training.moe_a2a_overlap": false,
   "training.first_pipeline_layers": "",
   "training.last_pipeline_layers": "",
@@ -442,6 +445,7 @@ export const PLACEHOLDERS: Record<string, string> = {
   "training.expert_parallel": "1",
   "training.moe_capacity_factor": "dropless",
   "training.moe_routing_imbalance": "1 (balanced)",
+  "training.moe_router_group_topk": "not limited",
   "strategy.prefetch_depth": "1",
   "strategy.prefetch_miss_rate": "0",
   "strategy.cpu_optimizer_cores_per_gpu": "the node's cores / GPUs",
@@ -587,6 +591,7 @@ export function buildRequest(
   // Expert parallelism (MoE models): blank / off are the engine's defaults, left out
   setOrDelete(training, "moe_capacity_factor", values["training.moe_capacity_factor"]);
   setOrDelete(training, "moe_routing_imbalance", values["training.moe_routing_imbalance"]);
+  setOrDelete(training, "moe_router_group_topk", values["training.moe_router_group_topk"]);
   if (values["training.moe_a2a_overlap"] === true) training.moe_a2a_overlap = true;
   else delete training.moe_a2a_overlap;
   // Megatron's selective recomputation by module and SwiGLU's FP8 input store; blank / off

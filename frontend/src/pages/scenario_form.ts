@@ -121,6 +121,7 @@ function mount(root: HTMLElement): void {
     ep: integer({ min: 1, placeholder: PLACEHOLDERS["training.expert_parallel"] }),
     capacity: decimal("training.moe_capacity_factor", { min: 0 }),
     imbalance: decimal("training.moe_routing_imbalance", { min: 1 }),
+    groupTopk: integer({ min: 1, placeholder: PLACEHOLDERS["training.moe_router_group_topk"] }),
     a2aOverlap: h("input", { type: "checkbox", role: "switch" }),
     ppFirst: integer({ placeholder: PLACEHOLDERS["training.first_pipeline_layers"] }),
     ppLast: integer({ placeholder: PLACEHOLDERS["training.last_pipeline_layers"] }),
@@ -451,6 +452,12 @@ function mount(root: HTMLElement): void {
           unit: "all-to-all beside compute",
           help: "Megatron --overlap-moe-expert-parallel-comm: the dispatch and combine run beside another " +
             "micro-batch's compute instead of on the critical path.",
+        }),
+        f("training.moe_router_group_topk", c.groupTopk, {
+          unit: "nodes, ≤ the nodes the EP group spans",
+          help: "Megatron --moe-router-group-topk with --moe-router-num-groups = the EP group's nodes " +
+            "(DeepSeek-V3: 4): each token goes to experts on at most this many nodes, crossing the " +
+            "network once per node and forwarded over NVLink there. Blank = not limited.",
         }),
       ),
       grid(
