@@ -1474,6 +1474,23 @@ _WORDS = {"exposed_comm": "communication that does not hide behind compute",
           "pipeline_bubble": "the pipeline bubble"}
 
 
+_YEAR_S = 365.25 * 86400.0       # a Julian year
+
+
+def duration_text(seconds: float) -> str:
+    """A duration in words with the unit that suits it, as the front end's ``formatSeconds``
+    (frontend/src/units.ts) shows it: 3 significant digits below a minute ("0.0123 s",
+    "4.2 s"), then one decimal of min / h (below 2 days) / days / years (365.25 days):
+    1.63e8 s -> "5.2 years", never "1.63e+08 s"."""
+    a = abs(seconds)
+    if a < 60:
+        return f"{seconds:.3g} s"
+    for limit, size, unit in ((3600, 60, "min"), (2 * 86400, 3600, "h"), (_YEAR_S, 86400, "days")):
+        if a < limit:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds / _YEAR_S:,.1f} years"
+
+
 def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list,
             cpu_opt: dict | None = None) -> dict:
     """The bottleneck in words and the link to buy more of; a CPU optimizer bottleneck
@@ -1487,7 +1504,7 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list,
         return {"bottleneck": "compute", "message": msg, "buy_more_of": None}
     worst = max(waste, key=waste.get)
     busiest = max(link_rows, key=lambda l: l["utilization"]) if link_rows else None
-    msg = (f"{_LABEL[worst]} costs {waste[worst]:.3g} s of a {step_s:.3g} s step "
+    msg = (f"{_LABEL[worst]} costs {duration_text(waste[worst])} of a {duration_text(step_s)} step "
            f"({waste[worst] / step_s:.0%}): {_WORDS[worst]}.")
     if worst == "exposed_offload":
         msg += " Offloading makes this step slower than keeping the states in HBM would."

@@ -76,7 +76,7 @@ export function checkpointRows(report: Report): FactRow[] {
 
   const source = ck.interval_source === "daly" ? "Daly's optimum, rounded to whole steps" : ck.interval_source === "given" ? "given in the scenario" : ck.interval_source ?? "";
   add("Interval", durationWithSeconds(ck.interval_s),
-    [num(ck.interval_steps) ? `every ${formatNumber(ck.interval_steps, 0)} steps` : "", source].filter(Boolean).join("; "));
+    [num(ck.interval_steps) ? `every ${formatNumber(ck.interval_steps, 0)} step${ck.interval_steps === 1 ? "" : "s"}` : "", source].filter(Boolean).join("; "));
   if (num(ck.daly_interval_s)) add("Best interval (Daly 2006)", durationWithSeconds(ck.daly_interval_s), "higher-order optimum");
   if (num(ck.young_interval_s)) add("Best interval (Young 1974)", durationWithSeconds(ck.young_interval_s), "√(2 × checkpoint cost × MTBF)");
   if (num(ck.mtbf_s)) {

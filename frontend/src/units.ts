@@ -87,7 +87,17 @@ export function formatBytes(bytes: number, digits = 1): string {
   return `${formatSI(bytes, digits)} (${formatIn(bytes, binaryUnit(bytes), digits)})`;
 }
 
-/** Seconds with a unit that suits the size: "850 µs", "12.3 ms", "4.20 s", "1.5 min", "2.0 h". */
+const MINUTE_S = 60;
+const HOUR_S = 3600;
+const DAY_S = 86400;
+/** A Julian year, 365.25 days (the IAU's, and what `date` arithmetic over years averages to). */
+const YEAR_S = 365.25 * DAY_S;
+
+/**
+ * Seconds with a unit that suits the size: "850 µs", "12.3 ms", "4.20 s", "1.5 min", "2.0 h",
+ * "59.3 days", "20.3 years" (a year is 365.25 days). The one formatter of a duration: a step of
+ * 640,663,255 s reads "20.3 years", never nine digits of seconds.
+ */
 export function formatSeconds(seconds: number): string {
   if (!Number.isFinite(seconds)) return formatNumber(seconds);
   const abs = Math.abs(seconds);
@@ -95,9 +105,51 @@ export function formatSeconds(seconds: number): string {
   if (abs < 1e-6) return `${formatNumber(seconds * 1e9, 0)} ns`;     // CXL/NVMe latencies
   if (abs < 1e-3) return `${formatNumber(seconds * 1e6, abs < 1e-5 ? 1 : 0)} µs`;
   if (abs < 1) return `${formatNumber(seconds * 1e3, 1)} ms`;
-  if (abs < 60) return `${formatNumber(seconds, 2)} s`;
-  if (abs < 3600) return `${formatNumber(seconds / 60, 1)} min`;
-  return `${formatNumber(seconds / 3600, 1)} h`;
+  if (abs < MINUTE_S) return `${formatNumber(seconds, 2)} s`;
+  if (abs < HOUR_S) return `${formatNumber(seconds / MINUTE_S, 1)} min`;
+  if (abs < 2 * DAY_S) return `${formatNumber(seconds / HOUR_S, 1)} h`;
+  if (abs < YEAR_S) return `${formatNumber(seconds / DAY_S, 1)} days`;
+  return `${formatNumber(seconds / YEAR_S, 1)} years`;
+}
+
+/** A unit a duration axis is read in: its symbol and its size in seconds. */
+export interface TimeUnit {
+  symbol: string;
+  seconds: number;
+}
+
+export const TIME_UNITS: readonly TimeUnit[] = [
+  { symbol: "s", seconds: 1 },
+  { symbol: "min", seconds: MINUTE_S },
+  { symbol: "h", seconds: HOUR_S },
+  { symbol: "days", seconds: DAY_S },
+  { symbol: "years", seconds: YEAR_S },
+];
+
+/**
+ * The unit an axis up to `maxSeconds` reads best in: seconds below 10 min (a step's parts of
+ * milliseconds keep their decimals), minutes below 3 h, hours below 3 days, days below 2
+ * years, then years: an axis to 2e9 s reads "0 years … 60 years", not "2,000,000,000 s".
+ */
+export function durationUnit(maxSeconds: number): TimeUnit {
+  const abs = Math.abs(maxSeconds);
+  if (!Number.isFinite(abs) || abs < 10 * MINUTE_S) return TIME_UNITS[0];
+  if (abs < 3 * HOUR_S) return TIME_UNITS[1];
+  if (abs < 3 * DAY_S) return TIME_UNITS[2];
+  if (abs < 2 * YEAR_S) return TIME_UNITS[3];
+  return TIME_UNITS[4];
+}
+
+/**
+ * An ECharts axisLabel formatter for seconds on an axis up to `maxSeconds`: each tick in the
+ * axis's `durationUnit` with its symbol ("2.5 s", "40 min", "15.84 years"); at most
+ * `maxDigits` decimals of seconds, at most 2 of a larger unit (the ticks are round in
+ * seconds, 5e8 s, so a year's tick has decimals; two tell neighbours apart).
+ */
+export function durationTickFormatter(maxSeconds: number, maxDigits = 3): (v: number) => string {
+  const unit = durationUnit(maxSeconds);
+  const digits = unit.seconds === 1 ? maxDigits : Math.min(maxDigits, 2);
+  return (v: number) => `${formatTick(v / unit.seconds, digits)} ${unit.symbol}`;
 }
 
 /** A fraction as a percentage: 0.4567 -> "45.7%". */
@@ -133,7 +185,8 @@ export function formatGBps(bytesPerSecond: number, digits = 1): string {
 
 /**
  * A long duration in hours and minutes, for checkpoint intervals, MTBF and restarts:
- * 45 -> "45.0 s", 750 -> "12 min 30 s", 4984 -> "1 h 23 min", 11.4e6 -> "132.0 days (3,167 h)".
+ * 45 -> "45.0 s", 750 -> "12 min 30 s", 4984 -> "1 h 23 min", 11.4e6 -> "132.0 days (3,167 h)",
+ * 6.4e8 -> "20.3 years (7,415 days)".
  */
 export function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds)) return formatNumber(seconds);
@@ -152,7 +205,8 @@ export function formatDuration(seconds: number): string {
     if (min === 60) { hours += 1; min = 0; }
     return `${sign}${hours} h${min ? ` ${min} min` : ""}`;
   }
-  return `${sign}${formatNumber(abs / 86400, 1)} days (${formatNumber(abs / 3600, 0)} h)`;
+  if (abs < YEAR_S) return `${sign}${formatNumber(abs / 86400, 1)} days (${formatNumber(abs / 3600, 0)} h)`;
+  return `${sign}${formatNumber(abs / YEAR_S, 1)} years (${formatNumber(abs / 86400, 0)} days)`;
 }
 
 /** Seconds as milliseconds with 1 decimal: 0.0401088 -> "40.1 ms". */
@@ -188,8 +242,11 @@ export function formatMsSig(seconds: number): string {
   return ms === 0 ? "0 ms" : `${formatNumber(ms, sigDigits(ms, 0))} ms`;
 }
 
-/** Seconds with at least 3 decimals, more for small ones (3 significant digits): 1.5 -> "1.500 s", 7.25e-4 -> "0.000725 s". */
+/** Seconds with at least 3 decimals, more for small ones (3 significant digits): 1.5 -> "1.500 s",
+ *  7.25e-4 -> "0.000725 s"; a minute or more in the unit that suits it (`formatSeconds`):
+ *  640663255.3 -> "20.3 years". */
 export function formatSecondsSig(seconds: number): string {
+  if (Math.abs(seconds) >= MINUTE_S) return formatSeconds(seconds);
   return `${formatNumber(seconds, sigDigits(seconds, 3))} s`;
 }
 

@@ -162,3 +162,42 @@ def test_the_timeline_keeps_its_zoom_when_the_colour_scheme_changes(page, live_u
     assert time_ticks(page) == zoomed
     screenshot(page, "run-timeline-zoom-kept")
     assert page.js_errors == []
+
+
+def test_a_huge_step_reads_in_years_on_the_page_and_its_charts(page, live_url, user_admin, catalog):
+    """A newcomer's step of 640,663,255 s read "640,663,255.316 s", its axis "2,000,000,000 s"
+    and its timeline caption "1,423.7 h" over an axis in seconds. A real run's report with every
+    time scaled to that step: 640,663,255.316 s / (365.25 x 86,400 s) = 20.3 years."""
+    run = finished_run(user_admin, "Llama-2-70B ZeRO-3 (huge step)", {
+        "model": {"preset": "llama2-70b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+        "training": {"micro_batch_size": 1, "global_batch_size": 32, "seq_len": 4096, "recompute": "full"},
+        "strategy": {"kind": "zero3"}})
+    report = run.result
+    step = report["step"]
+    k = 640663255.316 / step["time_s"]
+    step["time_s"] *= k
+    step["breakdown_s"] = {key: v * k for key, v in step["breakdown_s"].items()}
+    step["time_band_s"] = [v * k for v in step.get("time_band_s") or []] or None
+    for key in ("micro_batch_s", "last_micro_batch_s"):
+        if isinstance(step.get(key), (int, float)):
+            step[key] *= k
+    for task in report["timeline"]["tasks"]:
+        task["start_s"] *= k
+        task["end_s"] *= k
+    report["timeline"]["makespan_s"] *= k
+    run.save(update_fields=["result"])
+
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/runs/{run.pk}/")
+    page.wait_for_selector("#step-chart[data-rendered='true']", timeout=20_000)
+    page.wait_for_selector("#timeline-chart[data-rendered='true']", timeout=20_000)
+    assert "20.3 years" in page.locator("#step-time").inner_text()
+    assert "640,663,255" not in page.locator("#step").inner_text()
+    step_svg = page.locator("#step-chart svg").inner_html()
+    assert "Time per step (years)" in step_svg and "years" in step_svg
+    assert not re.search(r"\d{1,3}(,\d{3}){2,} s", step_svg), "an axis tick in nine digits of seconds"
+    caption = page.locator("#timeline figcaption").inner_text()
+    unit = re.search(r"[\d.,]+ (years|days|h) in all", caption).group(1)
+    assert f"Time since the micro-batch started ({unit})" in page.locator("#timeline-chart svg").inner_html()
+    screenshot(page, "run-huge-step")
+    assert page.js_errors == []

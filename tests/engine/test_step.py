@@ -508,3 +508,14 @@ def test_torch_ddp_bucket_copies_by_hand():
     local = Scenario.from_dict({**c["scenario"], "training": {**c["scenario"]["training"],
                                                               "overlap_grad_reduce": False}})
     assert ddp_bucket_copy_s(local, pc, layout(local), state_bytes("fp16", "adam")) == 0.0
+
+
+def test_the_bottleneck_names_a_huge_step_in_years_not_exponents():
+    """A newcomer's step of 640,663,255 s read "1.63e+08 s of a 6.41e+08 s step". By hand:
+    6.40663e8 s / (365.25 x 86400 s) = 20.30 years; 1.63e8 s / 31,557,600 s = 5.17 years."""
+    from simulation.step import duration_text
+    assert duration_text(640663255.316) == "20.3 years"
+    assert duration_text(1.63e8) == "5.2 years"
+    assert duration_text(5.12e6) == "59.3 days"          # 1,422 h
+    assert duration_text(4984) == "1.4 h" and duration_text(750) == "12.5 min"
+    assert duration_text(4.2) == "4.2 s" and duration_text(0.0123) == "0.0123 s"

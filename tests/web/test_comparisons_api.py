@@ -79,13 +79,13 @@ def test_the_best_value_is_picked_among_the_scenarios_that_fit(owner_api, owner)
     body = owner_api.get(f"{URL}{pk}/").json()
     assert [i["report"]["fits"] for i in body["items"]] == [True, False]
     outputs = {row["key"]: row for row in body["table"]["outputs"]}
-    assert outputs["fits"]["best"] == [0]
+    assert outputs["fit_state"]["best"] == [0]
     # whatever the numbers, the scenario that does not fit is never "best"
     for row in body["table"]["outputs"]:
         assert 1 not in row["best"], row["key"]
     # its step time and cost are marked: what it would take if it fit; its memory is not
     assert outputs["step.time_s"]["unfit"] == [1] and outputs["cost.usd_per_hour"]["unfit"] == [1]
-    assert outputs["memory.per_gpu.hbm.total_bytes"]["unfit"] == [] == outputs["fits"]["unfit"]
+    assert outputs["memory.per_gpu.hbm.total_bytes"]["unfit"] == [] == outputs["fit_state"]["unfit"]
 
 
 def test_a_failed_run_leaves_its_column_empty(owner_api, owner):

@@ -19,6 +19,7 @@ CSV_UNITS = {
     "bytes": "bytes", "s": "s", "fraction": "fraction (0..1)", "tokens_per_s": "tokens/s",
     "usd_per_hour": "USD/h", "usd_per_mtok": "USD per 1e6 tokens", "count": "count",
     "bool": "true/false", "text": "",
+    "fit_state": "fits | tight (may not fit) | does not fit",
 }
 
 
@@ -60,11 +61,15 @@ def json_download(data, name: str) -> HttpResponse:
                     "application/json; charset=utf-8", name)
 
 
-def _cell(value) -> str:
+def _cell(value, unit: str = "") -> str:
+    """A CSV cell; bytes as whole bytes (the engine's estimates carry fractions of a byte,
+    70638308659.2: a byte count reads as an integer, rounded here only)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if unit == "bytes" and isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return str(round(value))
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, (list, dict)):
@@ -85,11 +90,14 @@ def comparison_csv(payload: dict) -> str:
     w.writerow(["status", "status", "Run status", "", "", *[i["status"] for i in payload["items"]]])
     for row in payload["table"]["outputs"]:
         best = "; ".join(names[i] for i in row["best"])
+        # the verdict as the run page words it ("Tight: ... it may not fit"), else the value
+        values = [label if label is not None else v
+                  for v, label in zip(row["values"], row.get("labels") or [None] * len(row["values"]))]
         w.writerow(["output", row["key"], row["label"], CSV_UNITS.get(row["unit"], row["unit"]), best,
-                    *[_cell(v) for v in row["values"]]])
+                    *[_cell(v, row["unit"]) for v in values]])
     for row in payload["table"]["inputs"]:
         unit = "bytes" if row["key"].endswith("_bytes") else "bytes/s" if row["key"].endswith("_bytes_per_s") \
             else "s" if row["key"].endswith("_s") else ""
         w.writerow(["input", row["key"], row["key"], unit, "differs" if row["differs"] else "",
-                    *[_cell(v) for v in row["values"]]])
+                    *[_cell(v, unit) for v in row["values"]]])
     return buf.getvalue()

@@ -27,12 +27,14 @@ _SKIP_LEAVES = {"source", "price_source", "device", "node_name", "schema",
 class Output:
     key: str          # dotted path in the report
     label: str
-    unit: str         # bytes | s | fraction | tokens_per_s | usd_per_hour | usd_per_mtok | count | bool | text
+    unit: str         # bytes | s | fraction | tokens_per_s | usd_per_hour | usd_per_mtok | count | bool | text | fit_state
     better: str = ""  # "min" | "max" | "" (no best)
 
 
 OUTPUTS: tuple[Output, ...] = (
-    Output("fits", "Fits in every tier", "bool", "max"),
+    # the three-state verdict (simulation/fit.py): a "tight" run is within the engine's memory
+    # error of a capacity and may not fit, so it is never shown as a plain yes
+    Output("fit_state", "Memory verdict (fits / tight / does not fit)", "fit_state", "max"),
     Output("memory.per_gpu.hbm.total_bytes", "HBM used per GPU", "bytes", "min"),
     Output("memory.per_gpu.hbm.capacity_bytes", "HBM capacity per GPU", "bytes"),
     # with a pipeline: the rank whose HBM is the verdict's (0 = the first stage)
@@ -53,8 +55,11 @@ OUTPUTS: tuple[Output, ...] = (
     Output("memory.per_node.cxl.total_bytes", "CXL used per node", "bytes", "min"),
     Output("step.time_s", "Step time", "s", "min"),
     # the engine's error band (simulation/errormodel.py): where measured steps of the kind lay
-    Output("step.time_band_s.0", "Step time: error band, low", "s"),
-    Output("step.time_band_s.1", "Step time: error band, high", "s"),
+    # relative to tierlab's prediction for them, applied to this one; it need not contain the
+    # step time (every measured run of a kind may have been slower), so the note says how
+    Output("step.band_note", "Step time: what the measured-run band means", "text"),
+    Output("step.time_band_s.0", "Step time, measured-run band low", "s"),
+    Output("step.time_band_s.1", "Step time, measured-run band high", "s"),
     Output("step.validated", "Step time: inside what was validated", "bool"),
     Output("step.breakdown_s.compute", "Step: compute", "s", "min"),
     Output("step.breakdown_s.exposed_comm", "Step: exposed communication", "s", "min"),
@@ -216,11 +221,73 @@ BOTTLENECK_WORDS = {"compute": "compute", "exposed_comm": "exposed communication
                     "none": "none"}
 
 
+FIT_STATES = ("does_not_fit", "tight", "fits")     # worst to best (simulation/fit.py)
+
+
+def report_fit_state(report: dict) -> str | None:
+    """``fits`` | ``tight`` | ``does_not_fit``: the report's ``fit_state``, else (a report
+    stored before it existed) ``fits`` or ``does_not_fit`` from ``fits``; None without either."""
+    state = report.get("fit_state")
+    if state in FIT_STATES:
+        return state
+    fits = report.get("fits")
+    return None if fits is None else "fits" if fits else "does_not_fit"
+
+
+def fit_state_label(report: dict | None) -> str | None:
+    """The verdict in the words of the run page's headline (frontend/src/report.ts
+    ``verdict``): "Fits: every tier has room", "Tight: within the engine's ±10 % memory
+    error — it may not fit", "Does not fit: 1 tier over capacity"."""
+    state = report_fit_state(report) if report else None
+    if state == "fits":
+        return "Fits: every tier has room"
+    if state == "tight":
+        band = (report.get("memory") or {}).get("band")
+        within = f"±{round(band * 100)} % " if isinstance(band, (int, float)) and band else ""
+        return f"Tight: within the engine's {within}memory error — it may not fit"
+    if state == "does_not_fit":
+        n = len(report.get("violations") or [])
+        return f"Does not fit: {n} tier{'' if n == 1 else 's'} over capacity" if n else "Does not fit"
+    return None
+
+
+def _pct(x: float) -> int:
+    return round(x * 100)
+
+
+def band_note(report: dict | None) -> str | None:
+    """What the step time's measured-run band says, in the run page's words
+    (frontend/src/step.ts ``stepBandText``): "measured runs of this kind took 35 % to 47 %
+    longer (tensor + pipeline on A100)" when every validated case's measured step was longer
+    than tierlab's prediction (``band.error_rel`` both above 0: the band lies wholly above the
+    step time), "... less" when all were shorter, else "measured runs of this kind: −12 % to
+    +24 % (...)". None without a band."""
+    step = (report or {}).get("step") or {}
+    band = step.get("band") or {}
+    rel = band.get("error_rel")
+    if not (isinstance(rel, list) and len(rel) == 2):
+        return None
+    lo, hi = rel
+    kind = f"{band.get('label')} on {band['on']}" if band.get("on") else str(band.get("label") or "")
+    tail = f" ({kind})" if kind else ""
+    if lo > 0:
+        return f"measured runs of this kind took {_pct(lo)} % to {_pct(hi)} % longer{tail}"
+    if hi < 0:
+        return f"measured runs of this kind took {_pct(-hi)} % to {_pct(-lo)} % less{tail}"
+    sign = lambda x: f"+{_pct(x)} %" if x > 0 else f"−{abs(_pct(x))} %" if x < 0 else "0 %"
+    spread = f"±{_pct(hi)} %" if abs(lo + hi) < 0.005 else f"{sign(lo)} to {sign(hi)}"
+    return f"measured runs of this kind: {spread}{tail}"
+
+
 def _value(report: dict | None, key: str):
     """The output ``key`` of ``report``; None for a tier the node does not have (its 0 bytes
     would otherwise look like, and be marked as, the best use of it)."""
     if not report:
         return None
+    if key == "fit_state":
+        return report_fit_state(report)
+    if key == "step.band_note":
+        return band_note(report)
     if key.startswith("memory.per_node."):
         tier = key.split(".")[2]
         if dig(report, f"memory.per_node.{tier}.present") is False:
@@ -239,7 +306,8 @@ AS_IF_RUN = ("step.", "throughput.", "mfu", "verdict.", "cost.", "checkpoint.sta
 
 def output_rows(reports: list[dict | None]) -> list[dict]:
     """One row per output in OUTPUTS that any report has: ``{key, label, unit, better, values,
-    best, unfit}``; ``unfit`` lists the columns whose value is a step time, throughput or
+    best, unfit}`` (the ``fit_state`` row also ``labels``: each column's verdict in the run
+    page's words); ``unfit`` lists the columns whose value is a step time, throughput or
     cost of a scenario that does not fit (what it would take if it fit)."""
     eligible = [bool(r and r.get("fits")) for r in reports]
     unfit_columns = [i for i, r in enumerate(reports) if r and r.get("fits") is False]
@@ -248,15 +316,21 @@ def output_rows(reports: list[dict | None]) -> list[dict]:
         values = [_value(r, out.key) for r in reports]
         if all(v is None for v in values):
             continue
-        if out.unit == "bool":
+        if out.unit == "fit_state":
+            best = best_indices([None if v is None else FIT_STATES.index(v) for v in values], out.better,
+                                [True] * len(values))
+        elif out.unit == "bool":
             best = best_indices([None if v is None else int(bool(v)) for v in values], out.better,
                                 [True] * len(values))
         else:
             best = best_indices(values, out.better, eligible)
         as_if = out.key.startswith(AS_IF_RUN)
-        rows.append({"key": out.key, "label": out.label, "unit": out.unit, "better": out.better,
-                     "values": values, "best": best,
-                     "unfit": [i for i in unfit_columns if as_if and values[i] is not None]})
+        row = {"key": out.key, "label": out.label, "unit": out.unit, "better": out.better,
+               "values": values, "best": best,
+               "unfit": [i for i in unfit_columns if as_if and values[i] is not None]}
+        if out.unit == "fit_state":
+            row["labels"] = [fit_state_label(r) for r in reports]
+        rows.append(row)
     return rows
 
 

@@ -16,12 +16,12 @@ import type { ComposeOption } from "echarts/core";
 import { CATEGORY_LABELS, TIERS, categoryBytes, tierUsage, type TierInfo } from "../report";
 import { breakdownSegments, BREAKDOWN_LABELS } from "../step";
 import { BREAKDOWN_KEYS, CATEGORIES, type Report } from "../types";
-import { UNIT_GB, formatBytes, formatNumber, formatSeconds, formatTick, formatTierBytes, tierUnit, type ByteUnit } from "../units";
+import { UNIT_GB, durationTickFormatter, formatBytes, formatNumber, formatSeconds, formatTick, formatTierBytes, tierUnit, type ByteUnit } from "../units";
 import { formatUSD } from "../dashboard/format";
 import { goodputMarks } from "./goodput_series";
 import { CATEGORY_COLORS, toUnit, type ChartStyle } from "./series";
-import { segmentColor } from "./step_series";
-import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, type RenderApi } from "./timeline_series";
+import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, timelineAxisName, type RenderApi } from "./timeline_series";
+import { segmentColor, stepAxisName } from "./step_series";
 import { zoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
 import { categoryStack, chartFrame, panelValueAxis } from "./option_parts";
@@ -269,10 +269,10 @@ export function compareStepOption(columns: Column[], style: ChartStyle = {}): Co
     grid: { left: 10, right: 40, top: 50, bottom: 40, outerBoundsMode: "same", outerBoundsContain: "all" },
     xAxis: {
       type: "value",
-      name: STEP_AXIS,
+      name: stepAxisName(Math.max(0, ...totals.map((t) => t ?? 0))),
       nameLocation: "middle",
       nameGap: 26,
-      axisLabel: { formatter: (v: number) => `${formatTick(v)} s` },
+      axisLabel: { formatter: durationTickFormatter(Math.max(0, ...totals.map((t) => t ?? 0))) },
       splitLine: { lineStyle: { opacity: 0.4 } },
     },
     yAxis: {
@@ -369,7 +369,7 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
       min: 0,
       max: axis?.max,
       maxInterval: axis?.interval,
-      name: i === last ? TIME_AXIS : "",
+      name: i === last ? timelineAxisName(axis, TIME_AXIS) : "",
       nameLocation: "middle" as const,
       nameGap: 26,
       axisLabel: { formatter: secondsTick, hideOverlap: true },

@@ -12,7 +12,7 @@ import type { ComposeOption } from "echarts/core";
 
 import { BREAKDOWN_HELP, breakdownSegments, stepHeadline, type BreakdownSegment } from "../step";
 import type { BreakdownKey, Report } from "../types";
-import { formatMsSig, formatNumber, formatPercent, formatSeconds, formatTick } from "../units";
+import { durationTickFormatter, durationUnit, formatMsSig, formatNumber, formatPercent, formatSeconds } from "../units";
 import type { ChartStyle } from "./series";
 import { chartFrame } from "./option_parts";
 
@@ -32,6 +32,20 @@ export const BREAKDOWN_COLORS: Record<BreakdownKey, string> = {
 
 export const STEP_AXIS_NAME = "Seconds per step (s)";
 
+/** The step axis's name in the unit its ticks read in (`durationUnit`): "Seconds per step (s)",
+ *  "Time per step (years)". */
+export function stepAxisName(maxSeconds: number): string {
+  const unit = durationUnit(maxSeconds);
+  return unit.seconds === 1 ? STEP_AXIS_NAME : `Time per step (${unit.symbol})`;
+}
+
+/** A part of a step on its bar: ms below 0.1 s, seconds below a minute, then `formatSeconds`'s
+ *  unit ("20.3 years", never "640663255.32 s"). */
+function partTime(seconds: number, digits: number): string {
+  if (seconds < 0.1) return formatMsSig(seconds);
+  return Math.abs(seconds) < 60 ? `${formatNumber(seconds, digits)} s` : formatSeconds(seconds);
+}
+
 /** Seconds kept to 6 decimals (1 µs) so options compare exactly. */
 export const roundS = (s: number) => Math.round(s * 1e6) / 1e6;
 
@@ -41,7 +55,7 @@ export function segmentColor(key: string): string {
 
 /** "Exposed communication: 10.38 s (53.7% of the step)". */
 export function segmentText(seg: BreakdownSegment): string {
-  const time = seg.seconds < 0.1 ? formatMsSig(seg.seconds) : `${formatNumber(seg.seconds, 2)} s`;
+  const time = partTime(seg.seconds, 2);
   return `${seg.label}: ${time} (${formatPercent(seg.fraction)} of the step)`;
 }
 
@@ -69,7 +83,7 @@ export function stepBreakdownOption(report: Report, style: ChartStyle = {}): Ste
       textBorderColor: "rgba(0,0,0,0.55)",
       textBorderWidth: 2,
       // a step of milliseconds (a recommendation model) is labelled in ms
-      formatter: () => (seg.seconds < 0.1 ? formatMsSig(seg.seconds) : `${formatNumber(seg.seconds, seg.seconds >= 10 ? 1 : 2)} s`),
+      formatter: () => partTime(seg.seconds, seg.seconds >= 10 ? 1 : 2),
     },
     emphasis: { focus: "series" },
     data: [roundS(seg.seconds)],
@@ -90,11 +104,11 @@ export function stepBreakdownOption(report: Report, style: ChartStyle = {}): Ste
     grid: { left: 10, right: 24, top: 44, bottom: 8, outerBoundsMode: "same", outerBoundsContain: "all" },
     xAxis: {
       type: "value",
-      name: STEP_AXIS_NAME,
+      name: stepAxisName(head.timeS),
       nameLocation: "middle",
       nameGap: 26,
       min: 0,
-      axisLabel: { formatter: (v: number) => `${formatTick(v, 6)} s` },
+      axisLabel: { formatter: durationTickFormatter(head.timeS, 6) },
       splitLine: { lineStyle: { opacity: 0.4 } },
     },
     yAxis: { type: "category", data: [category], axisTick: { show: false } },

@@ -15,7 +15,7 @@ import type { ComposeOption } from "echarts/core";
 
 import { linkLabel } from "../step";
 import type { Report, TimelineTask } from "../types";
-import { formatMs, formatTick } from "../units";
+import { durationTickFormatter, durationUnit, formatMs, formatSeconds } from "../units";
 import type { ChartStyle } from "./series";
 import { zoomAxis, type ZoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
@@ -227,14 +227,17 @@ export function renderGanttItem(
 }
 
 
-/** Tooltip of one task: name, kind, lane, start, end and duration in ms. */
+/** A task's time: ms below a minute, then the unit that suits it ("1.5 h"). */
+const taskTime = (s: number) => (Math.abs(s) < 60 ? formatMs(s) : formatSeconds(s));
+
+/** Tooltip of one task: name, kind, lane, start, end and duration (ms, or a larger unit). */
 export function taskTooltipHTML(item: GanttItem): string {
   return [
     `<strong>${esc(item.name)}</strong>`,
     `${esc(kindLabel(item.kind))} on ${esc(linkLabel(item.lane))}`,
-    `Start: ${formatMs(item.start)}`,
-    `End: ${formatMs(item.end)}`,
-    `Duration: ${formatMs(item.end - item.start)}`,
+    `Start: ${taskTime(item.start)}`,
+    `End: ${taskTime(item.end)}`,
+    `Duration: ${taskTime(item.end - item.start)}`,
   ].join("<br>");
 }
 
@@ -249,8 +252,14 @@ export function timelineHeight(layout: GanttLayout): number {
  * zeros dropped ("0 s", "2.5 s", "12.345 s"), never the 6 digits of a window's raw edge.
  */
 export function timeTickFormatter(axis: ZoomAxis | null): (v: number) => string {
-  const decimals = axis?.decimals ?? 4;
-  return (v: number) => `${formatTick(v, decimals)} s`;
+  return durationTickFormatter(axis?.max ?? 0, axis?.decimals ?? 4);
+}
+
+/** The time axis's name in the unit its ticks read in: "Time since the micro-batch started (s)",
+ *  "(days)" for a micro-batch of days, as its caption says it. */
+export function timelineAxisName(axis: ZoomAxis | null, base = TIMELINE_AXIS_NAME): string {
+  const unit = durationUnit(axis?.max ?? 0);
+  return unit.seconds === 1 ? base : base.replace(/\(s\)$/, `(${unit.symbol})`);
 }
 
 /**
@@ -302,7 +311,7 @@ export function timelineOption(report: Report, style: ChartStyle = {}): Timeline
     grid: { left: 10, right: 30, top: 40, bottom: 48, outerBoundsMode: "same", outerBoundsContain: "all" },
     xAxis: {
       type: "value",
-      name: TIMELINE_AXIS_NAME,
+      name: timelineAxisName(axis),
       nameLocation: "middle",
       nameGap: 26,
       min: 0,

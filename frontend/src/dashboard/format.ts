@@ -10,9 +10,15 @@ export function formatUSD(usd: number): string {
   return `$${formatNumber(usd, digits)}`;
 }
 
+/** The memory verdict (`fit_state`) as the run page's headline starts it. */
+export const FIT_STATE_WORDS: Record<string, string> = {
+  fits: "Fits", tight: "Tight: it may not fit", does_not_fit: "Does not fit",
+};
+
 /** A table value in its unit; "—" when missing. */
 export function formatValue(value: Value | undefined, unit: string): string {
   if (value === null || value === undefined) return "—";
+  if (unit === "fit_state") return FIT_STATE_WORDS[String(value)] ?? String(value);
   if (typeof value === "boolean") return unit === "bool" ? (value ? "yes" : "no") : String(value);
   if (typeof value !== "number") return Array.isArray(value) ? value.join(", ") : String(value);
   switch (unit) {
@@ -65,6 +71,7 @@ export function columnLabel(position: number, name: string, max = 32): string {
 /** What "best" means for a row, for the table's legend: "lowest", "highest", "". */
 export function betterWord(better: string, unit = ""): string {
   if (unit === "bool") return better === "max" ? "yes" : better === "min" ? "no" : "";
+  if (unit === "fit_state") return better ? "fits" : "";
   return better === "min" ? "lowest" : better === "max" ? "highest" : "";
 }
 

@@ -26,6 +26,8 @@ export interface OutputRow {
   best: number[];
   /** Columns whose value is a step time, throughput or cost of a scenario that does not fit. */
   unfit?: number[];
+  /** The `fit_state` row: each column's verdict in the run page's words ("Tight: … it may not fit"). */
+  labels?: (string | null)[];
 }
 
 export interface InputRow {

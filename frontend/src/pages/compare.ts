@@ -47,7 +47,7 @@ function outputRow(row: OutputRow): HTMLElement {
         : unfit ? h("span", { class: "unfit-mark", title: UNFIT_NOTE, "aria-label": UNFIT_NOTE }, "✗ ") : null;
       return h("td", { class: `num${best ? " best" : ""}${unfit ? " unfit" : ""}`, "data-best": best ? "true" : null,
         "data-unfit": unfit ? "true" : null },
-        pieces(formatValue(v as never, row.unit), mark));
+        pieces(row.labels?.[i] ?? formatValue(v as never, row.unit), mark));
     }));
 }
 
@@ -108,7 +108,9 @@ function renderTable(data: Comparison, labels: string[], names: string[]): HTMLE
   // the note stays in view above the table, which may scroll sideways (5–8 columns)
   const note = h("p", { id: "compare-table-note", class: "hint" },
     "Outputs (★ best value of each row, among the scenarios that fit; no ★ where they are all equal; ✗ a step time or cost of a scenario that does not fit: what it would take if it fit) and the inputs that differ ",
-    "(highlighted). Bytes in GB = 1e9 bytes and GiB = 2^30 bytes; times in s; costs in US dollars.");
+    "(highlighted). Bytes in GB = 1e9 bytes and GiB = 2^30 bytes; times in the unit that suits them (s, min, h, days, years); costs in US dollars. ",
+    "The measured-run band of a step time is where measured steps of that kind lay against tierlab's prediction for them, applied to this one: ",
+    "it need not contain the step time (when every measured run of the kind took longer, it lies wholly above it; the row above it says by how much), as the run page says.");
   table.setAttribute("aria-describedby", "compare-table-note");
   return h("div", null, note,
     h("div", { class: "overflow-auto", tabindex: 0, role: "region", "aria-label": "Comparison table" }, table),

@@ -157,7 +157,7 @@ function timelineSection(report: Report): HTMLElement | null {
     `The step's last micro-batch as simulated, with the optimizer step: ${formatNumber(layout.items.length, 0)} tasks on `,
     `${layout.rows.length} lanes (the GPU stream and the links), ${formatSeconds(layout.makespan)} in all. `,
     "Overlapping flows on one link are drawn on thinner tracks. Drag the slider or scroll inside the chart to zoom; ",
-    "click a legend entry to hide a kind; hover a task for its start, end and duration in ms.",
+    "click a legend entry to hide a kind; hover a task for its start, end and duration (ms, or a larger unit for a long task).",
     layout.truncated ? h("strong", null, " The engine cut the task list short: later tasks are not shown.") : null,
   ], "chart timeline-chart");
   const el = fig.querySelector<HTMLElement>("#timeline-chart");

@@ -40,8 +40,8 @@ class ComparisonSerializer(ComparisonListSerializer):
                                   help_text="One per column: name, scenario, run, status, error, report")
     table = serializers.JSONField(read_only=True, help_text=(
         "{inputs: [{key, values, differs, labels?}], outputs: [{key, label, unit, better, values, "
-        "best, unfit}]}; unfit: the columns whose value is a step time or cost of a scenario that "
-        "does not fit (as if it ran)"))
+        "best, unfit, labels?}]}; unfit: the columns whose value is a step time or cost of a scenario "
+        "that does not fit (as if it ran); labels (the fit_state row): each verdict in words"))
 
     class Meta(ComparisonListSerializer.Meta):
         fields = ComparisonListSerializer.Meta.fields + ["status", "progress", "items", "table"]
