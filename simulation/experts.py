@@ -196,7 +196,32 @@ def alltoall_split(nbytes: float, ep: int, per_node: int, top_k: int = 1,
     return nv + net * (k - 1) / k, net * min(top_k, group_topk) / top_k
 
 
-def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
+# SMs DeepEP's high-throughput dispatch/combine kernels hold (deepseek-ai/DeepEP
+# deep_ep/buffer.py: ``Buffer.num_sms: int = 20``, changed with ``Buffer.set_num_sms``);
+# DeepSeek-V3 report Sec. 3.2.2: "only 20 SMs are sufficient to fully utilize the
+# bandwidths of IB and NVLink" (of the H800's 132). Node-limited routing's forwarding
+# (network once per node, then NVLink) is DeepEP's internode dispatch, so it takes these;
+# Megatron's alltoall dispatcher (NCCL send/recv) takes ``collectives.NCCL_CTAS``.
+DEEPEP_SMS = 20
+
+
+def alltoall_sms(tr) -> int:
+    """SMs the expert all-to-all's kernels hold while they run: DeepEP's
+    ``DEEPEP_SMS`` with node-limited routing (``moe_router_group_topk``, DeepEP-style
+    forwarding), NCCL's ``collectives.NCCL_CTAS`` otherwise."""
+    return DEEPEP_SMS if tr.moe_router_group_topk is not None else nccl.NCCL_CTAS
+
+
+def alltoall_sm_share(tr, sms: int | None) -> float:
+    """Share of a GPU's ``sms`` the all-to-all kernels hold (:func:`alltoall_sms` / SMs);
+    0 when the SM count is unknown or not above theirs (no contention modelled)."""
+    held = alltoall_sms(tr)
+    if not sms or sms <= held:
+        return 0.0
+    return held / sms
+
+
+def alltoall(sc, lay, links: dict, compute_s: float = 0.0, sms: int | None = None) -> dict:
     """The expert-parallel traffic of one micro-batch on one rank (the busiest).
 
     ``links``: :func:`simulation.step.links_for`'s (NVLink and NIC rates after the network
@@ -212,6 +237,15 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
     slower of its NVLink bytes over NVLink and its network bytes over the NIC. With ETP >
     1 the dispatch adds an all-gather over the ETP ranks (and the combine a
     reduce-scatter) of the tokens received (``collectives.collective_time_s``).
+
+    Overlapped (``moe_a2a_overlap`` or DualPipe), the all-to-all kernels hold
+    :func:`alltoall_sm_share` of the GPU's ``sms`` while they are in flight, and the
+    compute beside them runs on the rest (``collectives.sm_contention_s``: only the
+    share of the compute the all-to-alls overlap slows): ``contention_s`` is that
+    slowdown, on the critical path as compute, and ``exposed_s`` is what the all-to-alls
+    still stick out past the stretched compute, ``max(0, time - compute - contention)``
+    (together ``max(time, compute + contention) - compute``). Not overlapped: no
+    contention (the compute waits for the all-to-all).
     """
     tr, m, c = sc.training, sc.model, sc.cluster
     ep, etp = lay.expert_parallel, lay.expert_tensor_parallel
@@ -236,13 +270,17 @@ def alltoall(sc, lay, links: dict, compute_s: float = 0.0) -> dict:
     layers = moe_layers(m) / lay.pipeline_parallel
     time_s = layers * count * (per_a2a + etp_s)
     exposed = time_s
+    share = contention = 0.0
     # Megatron's --overlap-moe-expert-parallel-comm, or DualPipe, whose rank runs a forward
     # and a backward chunk side by side so that each one's all-to-alls hide behind the
     # other's computation (DeepSeek-V3 report Sec. 3.2.1, Figure 4: "both all-to-all and PP
     # communication can be fully hidden"): hidden up to the compute
     if tr.moe_a2a_overlap or getattr(tr, "pipeline_schedule", "1f1b") == "dualpipe":
-        exposed = max(0.0, time_s - compute_s)
-    return dict(time_s=time_s, exposed_s=exposed, per_a2a_s=per_a2a, etp_collective_s=etp_s,
+        share = alltoall_sm_share(tr, sms)
+        contention = nccl.sm_contention_s(compute_s, time_s, share)
+        exposed = max(0.0, time_s - compute_s - contention)
+    return dict(time_s=time_s, exposed_s=exposed, contention_s=contention, sm_share=share,
+                per_a2a_s=per_a2a, etp_collective_s=etp_s,
                 count=count, layers=layers, ranks_per_node=k, nodes=nodes,
                 dispatch_bytes=nbytes, nic_bytes=net, nvlink_bytes=nv,
                 bytes={"nvlink": layers * count * (nv + etp_nv), "nic": layers * count * net})
@@ -267,6 +305,7 @@ def summary(sc, lay, a2a: dict, expert_gemm_s: float) -> dict:
                       "capacity: moe_utils.get_capacity")
     if a2a:
         out.update(alltoall_s=a2a["time_s"], alltoall_exposed_s=a2a["exposed_s"],
+                   alltoall_contention_s=a2a["contention_s"], alltoall_sm_share=a2a["sm_share"],
                    per_alltoall_s=a2a["per_a2a_s"], alltoalls_per_layer=a2a["count"],
                    etp_collective_s=a2a["etp_collective_s"], dispatch_bytes=a2a["dispatch_bytes"],
                    alltoall_nic_bytes=a2a["nic_bytes"], alltoall_nvlink_bytes=a2a["nvlink_bytes"],

@@ -1306,9 +1306,12 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # expert parallelism: each MoE layer's all-to-alls, on the critical path of every
     # micro-batch (hidden behind compute up to it with moe_a2a_overlap; experts.alltoall)
     ct = compute_times(sc, pc)
-    a2a = experts.alltoall(sc, lay, links, r.layers * (ct["fwd_s"] + ct["bwd_s"]))
+    a2a = experts.alltoall(sc, lay, links, r.layers * (ct["fwd_s"] + ct["bwd_s"]),
+                           gpu_sms(sc.cluster.accelerator))
     if a2a:
-        p2p_s += a2a["exposed_s"]
+        # the overlapped compute's slowdown (the all-to-all kernels' SMs) is compute
+        p2p_s += a2a["exposed_s"] + a2a["contention_s"]
+        cp_slow_s += a2a["contention_s"]
         for name, nbytes in a2a["bytes"].items():
             if name in link_bytes and nbytes:
                 link_bytes[name] += m * nbytes
