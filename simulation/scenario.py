@@ -406,7 +406,7 @@ class AcceleratorSpec:
     @classmethod
     def _direct(cls, d: dict, path: str) -> "AcceleratorSpec":
         built_in = _BUILT_IN_ACCELERATORS.get(d.get("preset"))
-        if built_in is not None and built_in[0] == repr(d):
+        if built_in is not None and _as_written(d, built_in[2]):
             return built_in[1]           # a built-in preset as the table has it
         _no_unknown(d, field_names(cls), path)
         vals = {k: _num(d, k, path, strict=True, maximum=top) if d.get(k) is not None else _missing()
@@ -479,9 +479,10 @@ class TierSpec:
 
     @classmethod
     def _direct(cls, d: dict, path: str) -> "TierSpec":
-        built_in = _BUILT_IN_TIERS.get(repr(d))
-        if built_in is not None:
-            return built_in              # a node template's tier as the table has it
+        device = d.get("device")
+        for written, built_in in (_BUILT_IN_TIERS_BY_DEVICE.get(device, ()) if type(device) is str else ()):
+            if _as_written(d, written):
+                return built_in          # a node template's tier as the table has it
         _no_unknown(d, field_names(cls), path)
         return _new(cls, {k: (f(d, k, path, **kw) if not required or d.get(k) is not None
                               else _missing()) for k, f, required, kw in _TIER_FIELDS})
@@ -1997,12 +1998,42 @@ def _domain_error(domain, gpus_per_node) -> str | None:
 # ``repr`` is the preset's, as :func:`resolve` expands it (``repr`` keeps JSON types apart
 # and floats exact, so the parse of the section is the preset's spec). The accelerator
 # table is keyed by preset name, with the section's repr; the tiers by repr.
+# A section is matched as :func:`_as_written` tells (what ``repr`` equality told, without
+# formatting every float): the tiers are looked up by their ``device`` text.
 _BUILT_IN_ACCELERATORS: dict = {}
 _BUILT_IN_TIERS: dict = {}
+_BUILT_IN_TIERS_BY_DEVICE: dict = {}
+
+
+def _written(d: dict) -> tuple | None:
+    """``(d, keys, value types)`` of a flat section of JSON scalars, for :func:`_as_written`;
+    None where ``==`` and the types would not tell ``repr`` apart (a nested value, a float
+    zero: -0.0 == 0.0, a NaN: not equal to itself)."""
+    for v in d.values():
+        if type(v) in (dict, list, tuple) or type(v) is float and (v == 0.0 or v != v):
+            return None
+    return dict(d), list(d), list(map(type, d.values()))
+
+
+def _as_written(d: dict, written: tuple | None) -> bool:
+    """Whether ``repr(d) == repr(written[0])``, for a section ``written`` of :func:`_written`:
+    the same keys in the same order and values of the same types that compare equal (a
+    value equal to a non-zero float or to an int, str, bool or None of its own type has its
+    ``repr``; ``1``, ``1.0`` and ``True`` are told apart by their types). C-level
+    comparisons only."""
+    return (written is not None and d == written[0] and list(d) == written[1]
+            and list(map(type, d.values())) == written[2])
+
+
 for _name in presets.ACCELERATORS:
     _acc = _expand(_name, presets.ACCELERATORS, "accelerator", "accelerator")
-    _BUILT_IN_ACCELERATORS[_name] = (repr(_acc), AcceleratorSpec._collecting(_acc, "accelerator"))
+    _BUILT_IN_ACCELERATORS[_name] = (repr(_acc), AcceleratorSpec._collecting(_acc, "accelerator"),
+                                     _written(_acc))
 for _tpl in presets.NODES.values():
     for _t in (_tpl.get("tiers") or {}).values():
-        _BUILT_IN_TIERS[repr(dict(_t))] = TierSpec._collecting(dict(_t), "cluster.tiers")
+        _t = dict(_t)
+        if repr(_t) not in _BUILT_IN_TIERS:
+            _BUILT_IN_TIERS[repr(_t)] = TierSpec._collecting(_t, "cluster.tiers")
+            _BUILT_IN_TIERS_BY_DEVICE.setdefault(_t.get("device"), []).append(
+                (_written(_t), _BUILT_IN_TIERS[repr(_t)]))
 del _name, _acc, _tpl, _t

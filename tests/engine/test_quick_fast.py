@@ -12,6 +12,7 @@
 """
 
 import copy
+import random
 import itertools
 
 import pytest
@@ -209,3 +210,31 @@ def test_built_in_presets_are_parsed_once_and_only_as_the_table_has_them():
             as_int = dict(t, capacity_bytes=int(t["capacity_bytes"]) + 1)
             assert TierSpec._direct(as_int, "t") == TierSpec._collecting(as_int, "t")
             assert TierSpec._direct(as_int, "t").capacity_bytes == float(int(t["capacity_bytes"]) + 1)
+
+
+def test_a_built_in_section_is_matched_as_its_repr_would_match_it():
+    """``scenario._as_written`` (C-level ``==``, key order and value types) stands for
+    ``repr(d) == repr(preset)``: never true where the reprs differ (1 / 1.0 / True, -0.0,
+    NaN, key order, nested values), true for the preset as written."""
+    from simulation import scenario as S
+    rng = random.Random(5)
+    values = [0, 1, 1.0, True, False, None, 0.0, -0.0, float("nan"), 2.5, "a", "b", [1], {"x": 1}]
+    n = 0
+    for _ in range(3000):
+        keys = rng.sample(["p", "q", "r", "s"], rng.randint(1, 4))
+        ref = {k: rng.choice(values) for k in keys}
+        d = dict(ref) if rng.random() < 0.5 else {}
+        for k in keys if not d else rng.sample(keys, rng.randint(0, len(keys))):
+            d[k] = rng.choice(values) if rng.random() < 0.5 else d.get(k, ref[k])
+        if rng.random() < 0.2:
+            d = dict(reversed(list(d.items())))
+        got = S._as_written(d, S._written(ref))
+        assert not got or repr(d) == repr(ref), (d, ref)
+        n += got
+    assert n > 300
+    for name, (written_repr, spec, written) in S._BUILT_IN_ACCELERATORS.items():
+        assert written is not None and S._as_written(written[0], written)
+        assert written_repr == repr(written[0])
+    for device, rows in S._BUILT_IN_TIERS_BY_DEVICE.items():
+        for written, spec in rows:
+            assert written is not None and spec is S._BUILT_IN_TIERS[repr(written[0])]
