@@ -32,6 +32,7 @@ Table 5 the work model misses by 4.5 % and 3.5 % on average, every row within 9 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -347,6 +348,7 @@ def _fixed_s(m: int, n: int, k: int, tm: int, tn: int, sms: int, hbm_bytes_per_s
     return tiles / (waves * sms), fill_bytes / hbm_bytes_per_s + drain_s
 
 
+@functools.lru_cache(maxsize=256)
 def kloop_flops(gemm_flops: float, sms: int, hbm_bytes_per_s: float) -> float:
     """FLOP/s of the K-loop alone: the sustained figure ``gemm_flops`` is a whole square
     ``CALIBRATION_GEMM`` cuBLAS GEMM (launch, fills and drain included: mli's A100 and
@@ -365,8 +367,9 @@ def gemm_s(m: float, n: float, k: float, g: GpuFigures, hbm_bytes_per_s: float,
     """Seconds of ``batch`` GEMMs of (m x k) by (k x n) in one kernel: the launch floor
     (``KERNEL_LAUNCH_S``) plus the larger of the math, over the best output tile of
     ``TILES`` (the K-loop: 2 m n k FLOPs at :func:`kloop_flops` over the tile's wave
-    efficiency, plus one K-stage pipeline fill per wave and one C-tile epilogue, each at
-    the SM's share of ``hbm_bytes_per_s``; see the notes above ``GEMM_K_STAGE``), and the
+    efficiency, plus one K-stage pipeline fill per wave (its distinct panels over
+    ``hbm_bytes_per_s``) and one C-tile epilogue at an SM's share of it; split-K where it is
+    faster; see the notes above ``GEMM_K_STAGE``), and the
     bytes of A, B and C over HBM bandwidth. ``elem_bytes`` the operands' width (1 for FP8).
     A square ``CALIBRATION_GEMM`` at 16 bits comes out at ``g.gemm_flops`` times its wave
     efficiency (as the wave model alone gave it)."""
