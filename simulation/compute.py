@@ -26,12 +26,13 @@ are keyed on the accelerator preset; an accelerator without figures, fp32 traini
 ``compute_model: "constant"`` or an explicit ``training.compute_efficiency`` keeps the
 constant model (every FLOP at peak x efficiency, 0.55 by default). Held against Narayanan
 et al. 2021 Table 1 (inputs from the authors' run script) and Korthikanti et al. 2022
-Table 5 the work model misses by 4.9 % and 3.4 % on average, every row within 9 %
+Table 5 the work model misses by 4.5 % and 3.5 % on average, every row within 9 %
 (README, "Compute model"; tests/engine/test_compute.py, test_step.py).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -290,15 +291,105 @@ def wave_efficiency(m: int, n: int, sms: int, batch: int = 1) -> float:
     return best
 
 
+# Fixed costs of one GEMM kernel beside its K-loop (the wave model above times only the
+# K-loop's math). cuBLAS / CUTLASS GEMMs stream K in stages of 64 16-bit elements (cuBLAS
+# kernel names such as sm90 ``..._tilesize128x256x64_...`` and sm80 ``..._128x256_..._
+# stages_64x3_...``); CUTLASS's Hopper mainloop (include/cutlass/gemm/collective/
+# sm90_mma_tma_gmma_ss_warpspecialized.hpp) waits on the first stage's TMA barrier before
+# its first WGMMA, and the epilogue (include/cutlass/epilogue/collective/
+# sm90_epilogue_tma_warpspecialized.hpp) writes the C tile after the last K stage.
+# * Pipeline fill, each wave: the first K stage of the wave's tiles before their MMAs
+#   start: the wave's distinct A row panels (tm x 64) and B column panels (64 x tn), read
+#   from HBM at the sustained rate (tiles of one row or column share a panel through L2).
+# * Epilogue drain, once: the last wave's C tile (tm x tn, 16-bit) written back at an SM's
+#   share of HBM bandwidth (hbm / SMs); the epilogues of earlier waves overlap later
+#   tiles' loads (the warp-specialized producer runs ahead).
+# * Launch floor: a kernel's launch and start, "on the order of microseconds" (Modal GPU
+#   glossary, "CUDA Graph"; NVIDIA CUDA Programming Guide 4.2 "CUDA Graphs": the setup and
+#   launch overhead every kernel in a stream pays); a round 3 us, not a measurement.
+# The sustained figures (GPU_FIGURES) are whole square 8192 GEMMs, so these costs come off
+# them to leave the K-loop's rate (kloop_flops).
+GEMM_K_STAGE = 64
+GEMM_OUT_BYTES = 2
+KERNEL_LAUNCH_S = 3e-6
+# Split-K (cuBLAS's heuristics and CUTLASS's split-K / stream-K tile schedulers, include/
+# cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp, for outputs of too few tiles to
+# fill the SMs): K cut into up to 4 slices of at least 256, each slice's fp32 partial C
+# written and read back once by the reduction.
+SPLIT_K_MAX = 4
+SPLIT_K_MIN_K = 256
+SPLIT_K_PARTIAL_BYTES = 4
+
+
+CALIBRATION_GEMM = 8192     # the square GEMM the sustained figures were measured on
+
+
+def _fixed_s(m: int, n: int, k: int, tm: int, tn: int, sms: int, hbm_bytes_per_s: float,
+             batch: int, elem_bytes: int) -> tuple[float, float]:
+    """(wave efficiency, fixed seconds) of ``batch`` (m x k) by (k x n) GEMMs on ``tm x tn``
+    output tiles, one tile per SM a wave: each wave's pipeline fill (the first K stage of
+    its tiles: the distinct A row panels and B column panels of the wave, rows filled
+    first, read from HBM at ``hbm_bytes_per_s``; tiles of one row or column share their
+    panel through L2) plus one C-tile epilogue drain at the SM's share of HBM (the last
+    wave's; earlier epilogues overlap later tiles). See the notes above ``GEMM_K_STAGE``."""
+    tiles_m, tiles_n = math.ceil(m / tm), math.ceil(n / tn)
+    tiles = tiles_m * tiles_n * batch
+    waves = math.ceil(tiles / sms)
+    stage_bytes = min(GEMM_K_STAGE, k) * elem_bytes
+
+    def wave_fill_bytes(w: int) -> float:
+        rows = math.ceil(w / tiles_n)                       # A panels (tm rows each)
+        cols = min(tiles_n, w) * math.ceil(rows / tiles_m)  # B panels, per batch item spanned
+        return (rows * tm + cols * tn) * stage_bytes
+
+    full, rest = divmod(tiles, sms)
+    fill_bytes = full * wave_fill_bytes(sms) + (wave_fill_bytes(rest) if rest else 0.0)
+    drain_s = tm * tn * GEMM_OUT_BYTES / (hbm_bytes_per_s / sms)
+    return tiles / (waves * sms), fill_bytes / hbm_bytes_per_s + drain_s
+
+
+@functools.lru_cache(maxsize=256)
+def kloop_flops(gemm_flops: float, sms: int, hbm_bytes_per_s: float) -> float:
+    """FLOP/s of the K-loop alone: the sustained figure ``gemm_flops`` is a whole square
+    ``CALIBRATION_GEMM`` cuBLAS GEMM (launch, fills and drain included: mli's A100 and
+    gpu-fryer's H100 burns, ``GPU_FIGURES``), so its fixed costs come off its time:
+    2 n^3 / (2 n^3 / gemm_flops - launch - fills - drain), the 256x128 tile (the figures'
+    large-shape tile, Matrix Multiplication Background Sec. 2.3). A100, 8192^3 at 230
+    TFLOP/s over 1616 GB/s: 19 waves of 256x128 tiles, 20.5 us of 4781, 231.0 TFLOP/s."""
+    c = CALIBRATION_GEMM
+    flops = 2.0 * c ** 3
+    _, fixed = _fixed_s(c, c, c, 256, 128, sms, hbm_bytes_per_s, 1, 2)
+    return flops / (flops / gemm_flops - KERNEL_LAUNCH_S - fixed)
+
+
 def gemm_s(m: float, n: float, k: float, g: GpuFigures, hbm_bytes_per_s: float,
            batch: int = 1, elem_bytes: int = 2) -> float:
-    """Seconds of ``batch`` GEMMs of (m x k) by (k x n): max(math at the achievable matmul
-    rate over the wave efficiency, bytes of A, B and C over HBM bandwidth)."""
+    """Seconds of ``batch`` GEMMs of (m x k) by (k x n) in one kernel: the launch floor
+    (``KERNEL_LAUNCH_S``) plus the larger of the math, over the best output tile of
+    ``TILES`` (the K-loop: 2 m n k FLOPs at :func:`kloop_flops` over the tile's wave
+    efficiency, plus one K-stage pipeline fill per wave (its distinct panels over
+    ``hbm_bytes_per_s``) and one C-tile epilogue at an SM's share of it; split-K where it is
+    faster; see the notes above ``GEMM_K_STAGE``), and the
+    bytes of A, B and C over HBM bandwidth. ``elem_bytes`` the operands' width (1 for FP8).
+    A square ``CALIBRATION_GEMM`` at 16 bits comes out at ``g.gemm_flops`` times its wave
+    efficiency (as the wave model alone gave it)."""
     m, n, k = (max(1, int(round(x))) for x in (m, n, k))
     flops = 2.0 * m * n * k * batch
-    math_s = flops / (g.gemm_flops * wave_efficiency(m, n, g.sms, batch))
+    rate = kloop_flops(g.gemm_flops, g.sms, hbm_bytes_per_s)
+    math_s = math.inf
+    for tm, tn in TILES:
+        for split in range(1, SPLIT_K_MAX + 1):
+            if split > 1 and k / split < SPLIT_K_MIN_K:
+                break
+            # split-K: each of ``split`` tiles of an output block takes k / split of the K
+            # loop, and writes its fp32 partial block that the reduction reads back
+            eff, fixed = _fixed_s(m, n, math.ceil(k / split), tm, tn, g.sms, hbm_bytes_per_s,
+                                  batch * split, elem_bytes)
+            reduce_s = (2 * SPLIT_K_PARTIAL_BYTES * m * n * batch * split / hbm_bytes_per_s
+                        if split > 1 else 0.0)
+            math_s = min(math_s, flops / (rate * eff) + fixed + reduce_s)
     mem_s = elem_bytes * batch * (m * k + k * n + m * n) / hbm_bytes_per_s
-    return max(math_s, mem_s)
+    return KERNEL_LAUNCH_S + max(math_s, mem_s)
 
 
 def layer_times(sc: Scenario, pc: ParamCount) -> dict:

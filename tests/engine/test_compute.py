@@ -45,12 +45,25 @@ def test_wave_efficiency_by_hand():
     assert wave_efficiency(109 * 128, 128, 108) == pytest.approx(55 / 108)
 
 
-def test_full_wave_gemm_runs_at_the_sustained_matmul_rate():
-    # mli/transformers-benchmarks, A100 80GB: a square 8192 fp16 matmul at 230 TFLOP/s.
-    # 9 x 12 = 108 tiles of 256x128, one full wave; compute-bound (2 M N K / 230e12 =
-    # 0.25 ms > 70 MB over 1616 GB/s = 0.04 ms)
+def test_full_wave_gemm_runs_at_the_sustained_matmul_rate_plus_its_fixed_costs():
+    # mli/transformers-benchmarks, A100 80GB: a square 8192 fp16 matmul at 230 TFLOP/s, a
+    # whole cuBLAS kernel: its launch (3 us), pipeline fills and epilogue come off its time
+    # to leave the K-loop's rate. 8192^3 on 256x128 tiles: 32 x 64 = 2048 tiles, 19 waves of
+    # up to 108; each wave's first K stage (64 deep, 2 B) reads 2 A panels of 256 rows and
+    # 64 B panels of 128 columns: (2 x 256 + 64 x 128) x 128 B = 1,114,112 B from HBM
+    # (1616 GB/s); the last C tile, 256 x 128 x 2 B, at a 108th of it.
+    c = 2 * 8192 ** 3
+    fixed_8192 = 3e-6 + 19 * 1114112 / A100_HBM + 256 * 128 * 2 / (A100_HBM / 108)
+    rate = c / (c / 230e12 - fixed_8192)
+    assert rate == pytest.approx(230.99e12, rel=1e-4)
+    # 9 x 12 = 108 tiles of 256x128 is one full wave, but 128x128 tiles (18 x 12 = 216, two
+    # full waves, the same math) cost less: fills of (9 + 12) x 128 x 128 B per wave and a
+    # 128 x 128 epilogue; compute-bound (70 MB over 1616 GB/s = 0.04 ms)
     m, n, k = 9 * 256, 12 * 128, 8192
-    assert gemm_s(m, n, k, A100, A100_HBM) == pytest.approx(2 * m * n * k / 230e12)
+    want = (3e-6 + 2 * m * n * k / rate + 2 * (9 + 12) * 128 * 128 / A100_HBM
+            + 128 * 128 * 2 / (A100_HBM / 108))
+    assert gemm_s(m, n, k, A100, A100_HBM) == pytest.approx(want)
+    assert want == pytest.approx(256.63e-6, rel=1e-4)     # 2 m n k / 230e12 = 252.10 us
 
 
 def test_h100_gemms_run_at_the_sustained_rate_of_a_long_square_8192_burn():
@@ -61,7 +74,9 @@ def test_h100_gemms_run_at_the_sustained_rate_of_a_long_square_8192_burn():
     # tiles of 256x128: one full wave on 132 SMs, compute-bound.
     h100 = GPU_FIGURES["h100-sxm5-80gb"]
     m, n, k = 11 * 256, 12 * 128, 8192
-    assert gemm_s(m, n, k, h100, 2903e9) == pytest.approx(2 * m * n * k / 730e12)
+    # within its fixed costs (launch, fills, epilogue: 4 % of this one-wave GEMM)
+    assert gemm_s(m, n, k, h100, 2903e9) == pytest.approx(2 * m * n * k / 730e12, rel=0.05)
+    assert gemm_s(m, n, k, h100, 2903e9) > 2 * m * n * k / 730e12
     for preset in ("h200-sxm-141gb", "h800-sxm5-80gb"):
         assert GPU_FIGURES[preset].gemm_flops == 730e12
     # FP8: the MAMF table's FP8 / BF16 ratio on the sustained figure (H100 1402.6 / 794.5,
@@ -96,12 +111,25 @@ def test_wave_model_follows_measured_h100_shapes_for_gemms_of_training_size():
         assert model / meas == pytest.approx(1.0, abs=0.10)
 
 
+def test_fixed_gemm_costs_bring_small_h100_gemms_near_xla_measured_shapes():
+    # With a kernel's fixed costs (simulation/compute.py: a 3 us launch floor, each wave's
+    # first-K-stage fill of its distinct A / B panels from HBM, the last C tile's epilogue
+    # at an SM's share of HBM, split-K for outputs of few tiles) every GEMM of XLA's
+    # measured sm_90 table with a dimension under 2048 comes within 35 % of its measured
+    # rate relative to the fastest row; the bare wave model ran them up to 3.2x too fast
+    # (4096 x 512 x 512: 0.31 measured, 0.99 modelled; now 0.41).
+    small = [r for r in XLA_SM90["rows"] if min(r["m"], r["n"], r["k"]) < 2048]
+    for meas, model in _shape_factors(small):
+        assert model / meas == pytest.approx(1.0, abs=0.35)
+
+
 @pytest.mark.xfail(strict=True, reason=(
-    "open: the wave model runs small GEMMs near the full rate; in XLA's measured sm_90 table "
-    "GEMMs with a dimension under 2048 reach 0.31-0.97 of the fastest row while the model "
-    "gives them 0.5-1.0 (up to 3.2x too fast: 4096 x 512 x 512 at 0.31 measured, 0.99 "
-    "modelled; K 512-1024 at 2^35-2^36 FLOPs 12-23 % too fast); no per-tile prologue / "
-    "epilogue or launch cost is modelled"))
+    "open: with the fixed per-kernel costs GEMMs with a dimension under 2048 come out at "
+    "0.30-0.96 of XLA's fastest sm_90 row against 0.31-0.97 measured, but those with a short "
+    "K loop over several waves are still too fast: 4 x 4096 x 4096 x 256 +33 %, 4096 x 512 x "
+    "512 +31 %, 1024 x 4096 x 512 +30 %, 4 x 4096 x 4096 x 512 +18 %; a per-wave fill at an "
+    "SM's share of HBM would bring them within 17 % but puts Korthikanti's 22B A100 layer "
+    "+6 % off (test_22b_layer_meets_korthikanti_table4)"))
 def test_wave_model_follows_measured_h100_shapes_for_small_gemms():
     small = [r for r in XLA_SM90["rows"] if min(r["m"], r["n"], r["k"]) < 2048]
     for meas, model in _shape_factors(small):
@@ -109,9 +137,10 @@ def test_wave_model_follows_measured_h100_shapes_for_small_gemms():
 
 
 def test_thin_gemm_is_bound_by_hbm_bandwidth():
-    # one token through a 12288 x 49152 weight: 2 bytes x (K + K N + N) over 2039 GB/s
+    # one token through a 12288 x 49152 weight: 2 bytes x (K + K N + N) over 1616 GB/s,
+    # after the kernel's 3 us launch floor
     k, n = 12288, 49152
-    assert gemm_s(1, n, k, A100, A100_HBM) == pytest.approx(2 * (k + k * n + n) / A100_HBM)
+    assert gemm_s(1, n, k, A100, A100_HBM) == pytest.approx(3e-6 + 2 * (k + k * n + n) / A100_HBM)
 
 
 def test_layer_gemms_and_memory_passes_by_hand():
@@ -276,8 +305,10 @@ def test_resolved_scenario_names_the_model_it_ran():
 
 
 def test_a_measured_gemm_figure_replaces_the_table():
-    # A user's own measurement (e.g. 200 TFLOP/s on their cluster's A100s): every
-    # compute-bound full-wave GEMM takes 230 / 200 of the table's time.
+    # A user's own measurement (e.g. 200 TFLOP/s on their cluster's A100s, a square 8192
+    # GEMM): that GEMM comes out at 200 TFLOP/s less its wave quantization (2048 tiles in
+    # 19 waves of 108: 0.998), and the K-loop of every compute-bound GEMM at 230 / 200
+    # of the table's time (fixed costs aside).
     sc = kort22()
     pc = model_params(sc.model)
     own = Scenario.from_dict({
@@ -288,8 +319,11 @@ def test_a_measured_gemm_figure_replaces_the_table():
                          compute_model="work"), "strategy": {"kind": "ddp"}})
     m, n, k = 9 * 256, 12 * 128, 8192
     from simulation.compute import figures
-    assert gemm_s(m, n, k, figures(own.cluster.accelerator), A100_HBM) == pytest.approx(
-        gemm_s(m, n, k, A100, A100_HBM) * 230 / 200)
+    mine = figures(own.cluster.accelerator)
+    c = 2 * 8192 ** 3
+    assert c / gemm_s(8192, 8192, 8192, mine, A100_HBM) == pytest.approx(200e12 * 2048 / 2052, rel=1e-4)
+    assert gemm_s(m, n, k, mine, A100_HBM) == pytest.approx(gemm_s(m, n, k, A100, A100_HBM) * 230 / 200,
+                                                            rel=0.01)
     assert layer_times(own, pc)["parts"]["gemm"] > layer_times(sc, pc)["parts"]["gemm"]
 
 

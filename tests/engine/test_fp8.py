@@ -181,15 +181,16 @@ def test_fp8_gemms_run_at_the_fp8_matmul_rate():
     4096x4096x4096, gate+up 4096x22016x4096, down 4096x4096x11008): 2 M N K FLOPs at
     730 x 1402.6 / 794.5 = 1288.7 TFLOP/s (the H100's sustained BF16 figure, gpu-fryer, times
     the MAMF table's FP8 / BF16 ratio) over the wave efficiency on 132 SMs; math-bound; BF16
-    at 730 TFLOP/s."""
+    at 730 TFLOP/s. Each kernel's fixed costs (launch floor, pipeline fills, epilogue:
+    simulation.compute.gemm_s, test_compute.py) add about 1 % to these four."""
     _, ct = _work({})
     shapes = [(4096, 12288, 4096), (4096, 4096, 4096), (4096, 22016, 4096), (4096, 4096, 11008)]
     fp8_rate = 730e12 * 1402.6 / 794.5
     want = sum(2 * m * n * k / (fp8_rate * wave_efficiency(m, n, 132)) for m, n, k in shapes)
-    assert ct["parts"]["gemm"] == pytest.approx(want, rel=1e-9)
+    assert ct["parts"]["gemm"] == pytest.approx(want, rel=0.02) and ct["parts"]["gemm"] > want
     _, bf = _work(None)
     bf16 = sum(2 * m * n * k / (730e12 * wave_efficiency(m, n, 132)) for m, n, k in shapes)
-    assert bf["parts"]["gemm"] == pytest.approx(bf16, rel=1e-9)
+    assert bf["parts"]["gemm"] == pytest.approx(bf16, rel=0.02) and bf["parts"]["gemm"] > bf16
     assert bf["parts"]["attention"] == ct["parts"]["attention"]      # the core stays 16-bit
     assert bf["head_s"] == ct["head_s"]                              # so does the output head
 

@@ -265,7 +265,9 @@ def test_uneven_step_bubble_is_the_schedule_of_its_stage_times():
     m = lay.grad_accumulation_steps
     top = f[1] + b[1]                                  # a 22-layer middle stage is the slowest
     want = (brute_force_ticks(f, b, m) - m * top) / top
-    assert pipeline_bubble_mb(sc, lay) == pytest.approx(want, rel=2e-2)
+    # within 3 %: 2.48 against the brute-force 2.42 since each GEMM kernel's fixed costs
+    # (simulation.compute.gemm_s) moved the stage times' ratios (within 2 % before)
+    assert pipeline_bubble_mb(sc, lay) == pytest.approx(want, rel=3e-2)
     even = evaluate_dict(base())["step"]
     uneven = evaluate_dict(d)["step"]
     # the 22-layer stage paces the steady state: slower than the even 20 per stage
