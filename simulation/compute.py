@@ -304,14 +304,15 @@ def wave_efficiency(m: int, n: int, sms: int, batch: int = 1) -> float:
 # * Epilogue drain, once: the last wave's C tile (tm x tn, 16-bit) written back at an SM's
 #   share of HBM bandwidth (hbm / SMs); the epilogues of earlier waves overlap later
 #   tiles' loads (the warp-specialized producer runs ahead).
-# * Launch floor: a kernel's launch and start, "on the order of microseconds" (Modal GPU
-#   glossary, "CUDA Graph"; NVIDIA CUDA Programming Guide 4.2 "CUDA Graphs": the setup and
-#   launch overhead every kernel in a stream pays); a round 3 us, not a measurement.
+# * Launch floor: what each kernel of a stream costs at least when short kernels run back to
+#   back without a sync between them: 3.8 us a kernel (NVIDIA Technical Blog, A. Gray,
+#   "Getting Started with CUDA Graphs", 2019, 20 short kernels launched in a stream); the
+#   same figure bounds the list collectives' copy kernels (step.list_collective_copy_s).
 # The sustained figures (GPU_FIGURES) are whole square 8192 GEMMs, so these costs come off
 # them to leave the K-loop's rate (kloop_flops).
 GEMM_K_STAGE = 64
 GEMM_OUT_BYTES = 2
-KERNEL_LAUNCH_S = 3e-6
+KERNEL_LAUNCH_S = 3.8e-6
 # Split-K (cuBLAS's heuristics and CUTLASS's split-K / stream-K tile schedulers, include/
 # cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp, for outputs of too few tiles to
 # fill the SMs): K cut into up to 4 slices of at least 256, each slice's fp32 partial C

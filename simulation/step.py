@@ -56,6 +56,7 @@ import numpy as np
 
 from . import collectives as nccl
 from . import compute
+from .compute import KERNEL_LAUNCH_S
 from . import context_parallel
 from . import cpu_adam
 from . import experts
@@ -513,8 +514,7 @@ def zero3_granularity(sc: Scenario, pc: ParamCount, t: int) -> tuple:
 # waiting for none: 3.8 us a kernel of 2.9 us (NVIDIA Technical Blog, A. Gray, "Getting
 # Started with CUDA Graphs", 2019: 20 short kernels launched without a sync in between,
 # "3.8 us per kernel"). The floor of each of the world-size ``copy_`` kernels PyTorch's
-# list collectives launch one after another on the NCCL stream.
-KERNEL_LAUNCH_S = 3.8e-6
+# list collectives launch one after another on the NCCL stream (compute.KERNEL_LAUNCH_S).
 # Seconds one eager view op called from Python takes, no kernel launched: torch.split of
 # an 8 x 8 tensor into 2 parts (two narrows), 2.261 us in PyTorch's operator
 # micro-benchmark after pytorch/pytorch PR #32194 (2020; 3.3 us before it, CPU and CUDA
