@@ -56,9 +56,11 @@ def test_a_10000_point_sweep_page_has_a_bounded_table_and_a_heatmap_that_fits(
     assert size["nodes"] < 5_000, size            # a node a cell in SVG would be 10,000 more
     assert size["canvases"] >= 2, size            # both charts on ECharts' canvas renderer
     assert size["heat"] < 900, size               # was ~6,000 px: 170 + 100 rows x 60 px
-    # every point is a link away
+    # every point is a link away: the CSV has a row for each
     link = page.locator("#sweep-all-points a")
-    assert link.get_attribute("href") == f"/api/v1/sweeps/{sweep.pk}/"
+    assert link.get_attribute("href") == f"/api/v1/sweeps/{sweep.pk}/points.csv"
+    csv_text = page.evaluate("(u) => fetch(u).then((r) => r.text())", link.get_attribute("href"))
+    assert len(csv_text.strip().split("\n")) == 1 + 10_000
     assert f"{10_000 - size['rows']:,} more points are not listed" in page.locator("#sweep-all-points").inner_text()
     assert "The first 100 of 10,000 points" in page.locator("#sweep-table caption").inner_text()
     # the whole page fits a screenshot in good time (it timed out before)

@@ -1,8 +1,8 @@
 // A sweep's page at /sweeps/<id>/ (and a shared sweep at /s/<token>/): a progress bar that
 // moves as the worker's chunks finish points, a Cancel button, then the heatmap of a metric
 // (chosen in a select that is kept in the URL, ?metric=...), the Pareto chart and a table
-// of the points (the first TABLE_ROWS and those on the Pareto front; every point is in the
-// API's JSON, linked below it). The charts fill in while the sweep runs.
+// of the points (the first TABLE_ROWS and more of the Pareto front; every point is in the
+// CSV download linked below it). The charts fill in while the sweep runs.
 
 import "../base";
 import "../styles/dashboard.css";
@@ -98,9 +98,13 @@ function pointsTable(sweep: Sweep, url: string): HTMLElement {
           ? "—" : valuePieces(formatBytes(p.hbm_total_bytes as number)).map((piece) => h("span", { class: "piece" }, piece, " "))),
         h("td", { class: "num" }, show(p.mfu, (v) => formatPercent(v))))))));
   if (all) return region;
+  // a sweep of yours or your team's has its CSV (/api/v1/sweeps/<id>/points.csv); a shared
+  // one, its JSON (the share link's API answer, with every point)
+  const csv = /^\/api\/v1\/sweeps\/\d+\/$/.test(url) ? `${url}points.csv` : "";
   return h("div", null, region, h("p", { id: "sweep-all-points", class: "hint" },
     `${formatNumber(sweep.points.length - rows.length, 0)} more points are not listed here; every point is in `,
-    h("a", { href: url, download: `sweep-points.json` }, "the sweep's JSON"), " (its points list)."));
+    csv ? h("a", { href: csv, download: "" }, "the points as CSV")
+      : h("a", { href: url, download: "sweep-points.json" }, "the sweep's JSON (its points list)"), "."));
 }
 
 function mount(root: HTMLElement): void {
