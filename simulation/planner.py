@@ -92,7 +92,7 @@ from . import experts
 from .params import model_params
 from .lora import adapter_params
 from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Scenario, TrainingSpec,
-                       _expand, resolve, resolve_cluster)
+                       _expand, resolve_cluster)
 from . import presets
 from .checkpoint import TARGET_KINDS
 from .states import PAGED_OPTIMIZERS, state_bytes
