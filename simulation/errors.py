@@ -57,9 +57,21 @@ class Collect:
     def add(self, field: str, message: str = "is required") -> None:
         self.errors.append(ScenarioError(field, message))
 
-    def check(self) -> None:
-        if self.errors:
-            raise self.errors[0] if len(self.errors) == 1 else ScenarioErrors(self.errors)
+    def passes(self, parse, *args, **kwargs) -> bool:
+        """``bad(parse, *args)``, True when it recorded nothing (for checks returning None)."""
+        before = len(self.errors)
+        self(parse, *args, **kwargs)
+        return len(self.errors) == before
+
+    def named(self, field: str) -> bool:
+        """True when an error recorded names ``field``."""
+        return any(e.field == field for e in self.errors)
+
+    def check(self, limit: int | None = None) -> None:
+        """Raise what was recorded (the first ``limit`` errors when given)."""
+        errors = self.errors[:limit] if limit is not None else self.errors
+        if errors:
+            raise errors[0] if len(errors) == 1 else ScenarioErrors(errors)
 
 
 def every_error(check, d):

@@ -84,7 +84,7 @@ from typing import Callable
 import numpy as np
 
 from .cost import validate
-from .errors import ScenarioError
+from .errors import MAX_REPORTED_ERRORS, Collect, ScenarioError
 from .evaluate import evaluate
 from .fields import show
 from .parallel import layout
@@ -92,7 +92,8 @@ from . import experts
 from .params import model_params
 from .lora import adapter_params
 from .scenario import (OFFLOAD_TARGETS, RECOMPUTE, STRATEGY_KINDS, ModelSpec, Scenario, TrainingSpec,
-                       resolve, resolve_cluster)
+                       _expand, resolve_cluster)
+from . import presets
 from .checkpoint import TARGET_KINDS
 from .states import PAGED_OPTIMIZERS, state_bytes
 from .memory import _stage_activations, plan_activations, stage_param_share, stage_plans_for
@@ -230,96 +231,95 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
     """A plan spec checked and filled in with its defaults (a new, plain dict).
 
     Raises :class:`ScenarioError` naming the field (``space.tensor_parallel.2``,
-    ``objective``, ``cluster.num_nodes.max``...), including a space over
-    ``max_candidates`` (:data:`MAX_CANDIDATES`) candidates, named after its longest list
-    (the benchmark raises it for Calculon's 10.46-million space). ``models``,
-    ``nodes``, ``accelerators``: preset tables as :meth:`Scenario.from_dict` takes them.
+    ``objective``, ``cluster.num_nodes.max``...), or :class:`ScenarioErrors` naming every
+    bad field at once when several are (each section's and each field's checks run even
+    after another's failed; a check that needs a bad field's value, such as the space's
+    size or ``training.total_tokens`` for a time objective, runs only when those are good;
+    at most :data:`~simulation.errors.MAX_REPORTED_ERRORS`). A spec that is not an object
+    is ``plan``. A space over ``max_candidates`` (:data:`MAX_CANDIDATES`) candidates is
+    named after its longest list (the benchmark raises it for Calculon's 10.46-million
+    space). ``models``, ``nodes``, ``accelerators``: preset tables as
+    :meth:`Scenario.from_dict` takes them.
     """
     if not isinstance(d, dict):
         raise ScenarioError("plan", "must be a JSON object")
+    bad = Collect()
     for k in d:
         if k not in _TOP:
-            raise ScenarioError(k, f"unknown field; known fields: {', '.join(sorted(_TOP))}")
+            bad.add(k, f"unknown field; known fields: {', '.join(sorted(_TOP))}")
     if d.get("schema", PLAN_SCHEMA) != PLAN_SCHEMA:
-        raise ScenarioError("schema", f"unsupported plan schema {show(d.get('schema'))}; this engine reads {PLAN_SCHEMA}")
+        bad.add("schema", f"unsupported plan schema {show(d.get('schema'))}; this engine reads {PLAN_SCHEMA}")
     if d.get("model") is None:
-        raise ScenarioError("model", "is required: a model preset name or an architecture")
+        bad.add("model", "is required: a model preset name or an architecture")
     cluster = d.get("cluster")
+    base_cluster, counts, gpn_used = None, None, None
     if not isinstance(cluster, dict):
-        raise ScenarioError("cluster", "is required: an object with a node template and num_nodes or num_gpus")
-    base_cluster = {k: v for k, v in cluster.items() if k not in ("num_nodes", "num_gpus")}
-    resolved = resolve_cluster(base_cluster, nodes, accelerators)
-    gpn = resolved.get("gpus_per_node")
-    _whole(1, 1024)(gpn, "cluster.gpus_per_node")
-    counts, gpn_used = _node_counts(cluster, gpn)
-    if gpn_used != gpn:
-        base_cluster["gpus_per_node"] = gpn_used
+        bad.add("cluster", "is required: an object with a node template and num_nodes or num_gpus")
+    else:
+        base_cluster = {k: v for k, v in cluster.items() if k not in ("num_nodes", "num_gpus")}
+        resolved = bad(resolve_cluster, base_cluster, nodes, accelerators)
+        gpn = resolved.get("gpus_per_node") if resolved is not None else None
+        if resolved is not None and bad.passes(_whole(1, 1024), gpn, "cluster.gpus_per_node"):
+            node_counts = bad(_node_counts, cluster, gpn)
+            if node_counts is not None:
+                counts, gpn_used = node_counts
+                if gpn_used != gpn:
+                    base_cluster["gpus_per_node"] = gpn_used
+    sections = {}
     for sec in ("training", "constraints", "space", "strategy", "runtime", "checkpoint"):
         if d.get(sec) is not None and not isinstance(d[sec], dict):
-            raise ScenarioError(sec, "must be an object")
-    ModelSpec.from_dict(resolve({"model": d["model"], "cluster": base_cluster},
-                                models, nodes, accelerators)["model"])
-    training = dict(d.get("training") or {})
-    for k in _SPACE_TRAINING:
-        if k in training:
-            raise ScenarioError(f"training.{k}", f"is chosen by the planner: list its values in space.{k}")
-    if training.get("context_parallel") not in (None, 1):
-        # its prefilters and bounds (GPUs per model replica, the HBM floor) count TP x PP
-        raise ScenarioError("training.context_parallel",
-                            "the planner does not search context parallelism yet: evaluate CP "
-                            "layouts as scenarios (or compare them)")
-    for k in ("pipeline_layers", "first_pipeline_layers", "last_pipeline_layers"):
-        if training.get(k) is not None:
-            raise ScenarioError(f"training.{k}", "the planner searches even splits of the layers "
-                                                "over pipeline_parallel; evaluate an uneven split "
-                                                "as a scenario")
-    if training.get("pipeline_schedule") not in (None, "1f1b"):
-        raise ScenarioError("training.pipeline_schedule", "the planner searches 1F1B (and "
-                                                          "interleaved) schedules only")
-    total_tokens = _num(training, "total_tokens", "training", lo=1)
-    tps = training.pop("tokens_per_step", None)
-    training.pop("total_tokens", None)
-    seq = training.get("seq_len", 4096)
-    _whole(1, 100_000_000)(seq, "training.seq_len")
-    if tps is not None:
-        _whole(1, 10**12)(tps, "training.tokens_per_step")
-        if "global_batch_size" in training:
-            raise ScenarioError("training.tokens_per_step", "give tokens_per_step or global_batch_size, not both")
-        if tps % seq:
-            raise ScenarioError("training.tokens_per_step",
-                                f"must be a multiple of seq_len ({seq}), got {tps}")
-        training["global_batch_size"] = tps // seq
-    TrainingSpec.from_dict(training)            # the base's other fields, named training.<field>
-    c = d.get("constraints") or {}
-    for k in c:
-        if k not in ("memory_margin", "max_usd_per_hour", "min_global_batch_size"):
-            raise ScenarioError(f"constraints.{k}", "unknown field; known fields: max_usd_per_hour, "
-                                                    "memory_margin, min_global_batch_size")
-    margin = _num(c, "memory_margin", "constraints", 0.0, 0.9)
-    max_usd = _num(c, "max_usd_per_hour", "constraints", 0.0)
-    min_gbs = c.get("min_global_batch_size")
-    if min_gbs is not None:
-        _whole(1, 10**9)(min_gbs, "constraints.min_global_batch_size")
-    s = d.get("space") or {}
-    for k in s:
-        if k not in _DIMS:
-            raise ScenarioError(f"space.{k}", f"unknown field; known fields: {', '.join(_DIMS)}")
-    tp_default = [t for t in (1, 2, 4, 8) if t <= gpn_used] or [1]
-    space = dict(
-        tensor_parallel=_list(s, "tensor_parallel", "space", tp_default, _whole()),
-        pipeline_parallel=_list(s, "pipeline_parallel", "space", [1, 2, 4, 8, 16], _whole()),
-        interleave_stages=_list(s, "interleave_stages", "space", [1], _whole(1, 1000)),
-        micro_batch_size=_list(s, "micro_batch_size", "space", [1, 2, 4], _whole(1, 1_000_000)),
-        recompute=_list(s, "recompute", "space", list(RECOMPUTE), _one_of(RECOMPUTE)),
-        strategies=_list(s, "strategies", "space", list(DEFAULT_STRATEGIES),
-                         _one_of(STRATEGY_KINDS)),
-        offload_optimizer=_list(s, "offload_optimizer", "space", ["none"], _one_of(OFFLOAD_TARGETS)),
-        offload_params=_list(s, "offload_params", "space", ["none"], _one_of(OFFLOAD_TARGETS)),
-        prefetch_depth=_list(s, "prefetch_depth", "space", [1], _whole(0, 10_000)),
-        checkpoint_target=_list(s, "checkpoint_target", "space",
-                                [(d.get("checkpoint") or {}).get("target", "parallel_fs")],
-                                _one_of(TARGET_KINDS)),
-        checkpoint_interval_s=_list(s, "checkpoint_interval_s", "space", [None], _positive))
+            bad.add(sec, "must be an object")
+        else:
+            sections[sec] = d.get(sec) or {}
+    if d.get("model") is not None:
+        # the model preset expanded as resolve() does it (the cluster's errors are its own)
+        model = bad(_expand, d["model"], presets.MODELS if models is None else models, "model", "model")
+        if model is not None:
+            bad(ModelSpec.from_dict, model)
+    training, total_tokens = _parse_training(sections.get("training"), bad)
+    margin = max_usd = min_gbs = None
+    if "constraints" in sections:
+        c = sections["constraints"]
+        for k in c:
+            if k not in ("memory_margin", "max_usd_per_hour", "min_global_batch_size"):
+                bad.add(f"constraints.{k}", "unknown field; known fields: max_usd_per_hour, "
+                                            "memory_margin, min_global_batch_size")
+        margin = bad(_num, c, "memory_margin", "constraints", 0.0, 0.9)
+        max_usd = bad(_num, c, "max_usd_per_hour", "constraints", 0.0)
+        min_gbs = c.get("min_global_batch_size")
+        if min_gbs is not None:
+            bad(_whole(1, 10**9), min_gbs, "constraints.min_global_batch_size")
+    space = None
+    if "space" in sections:
+        s = sections["space"]
+        for k in s:
+            if k not in _DIMS:
+                bad.add(f"space.{k}", f"unknown field; known fields: {', '.join(_DIMS)}")
+        checkpoint = sections.get("checkpoint") or {}
+        tp_default = [t for t in (1, 2, 4, 8) if t <= (gpn_used or 8)] or [1]
+        lists = dict(
+            tensor_parallel=(tp_default, _whole()),
+            pipeline_parallel=([1, 2, 4, 8, 16], _whole()),
+            interleave_stages=([1], _whole(1, 1000)),
+            micro_batch_size=([1, 2, 4], _whole(1, 1_000_000)),
+            recompute=(list(RECOMPUTE), _one_of(RECOMPUTE)),
+            strategies=(list(DEFAULT_STRATEGIES), _one_of(STRATEGY_KINDS)),
+            offload_optimizer=(["none"], _one_of(OFFLOAD_TARGETS)),
+            offload_params=(["none"], _one_of(OFFLOAD_TARGETS)),
+            prefetch_depth=([1], _whole(0, 10_000)),
+            checkpoint_target=([checkpoint.get("target", "parallel_fs")], _one_of(TARGET_KINDS)),
+            checkpoint_interval_s=([None], _positive))
+        space = {k: bad(_list, s, k, "space", default, check) for k, (default, check) in lists.items()}
+    objective = d.get("objective", "step_time")
+    if objective not in OBJECTIVES:
+        bad.add("objective", f"must be one of {', '.join(OBJECTIVES)}; got {show(objective)}")
+    elif objective in ("time_to_train", "cost_to_train") and total_tokens is None \
+            and training is not None and not bad.named("training.total_tokens"):
+        bad.add("training.total_tokens", f"is required for the objective {objective}")
+    top_k = d.get("top_k", 10)
+    bad(_whole(1, MAX_TOP_K), top_k, "top_k")
+    bad.check(limit=MAX_REPORTED_ERRORS)
+    # every field is good: the checks across them
     n = len(counts)
     for v in space.values():
         n *= len(v)
@@ -327,13 +327,6 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
         longest = max(space, key=lambda k: len(space[k]))
         raise ScenarioError(f"space.{longest}", f"the space has {n:,} candidates; at most "
                                                 f"{max_candidates:,} per plan (shorten this list)")
-    objective = d.get("objective", "step_time")
-    if objective not in OBJECTIVES:
-        raise ScenarioError("objective", f"must be one of {', '.join(OBJECTIVES)}; got {show(objective)}")
-    if objective in ("time_to_train", "cost_to_train") and total_tokens is None:
-        raise ScenarioError("training.total_tokens", f"is required for the objective {objective}")
-    top_k = d.get("top_k", 10)
-    _whole(1, MAX_TOP_K)(top_k, "top_k")
     cluster_out = dict(base_cluster)
     return dict(schema=PLAN_SCHEMA, name=d.get("name"), model=d["model"], cluster=cluster_out,
                 node_counts=counts, training=training, total_tokens=total_tokens,
@@ -342,6 +335,48 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
                 constraints=dict(memory_margin=margin or 0.0, max_usd_per_hour=max_usd,
                                  min_global_batch_size=min_gbs),
                 space=space, objective=objective, top_k=top_k, num_candidates=n)
+
+
+def _parse_training(section: dict | None, bad: Collect) -> tuple[dict | None, float | None]:
+    """``(training section, total_tokens)`` of a plan spec's ``training`` (None when it is
+    not an object: ``(None, None)``), its errors recorded in ``bad``: the planner's own
+    rules, then the base's other fields as :meth:`TrainingSpec.from_dict` checks them
+    (named ``training.<field>``; the fields already reported are left out of that check)."""
+    if section is None:
+        return None, None
+    training = dict(section)
+    for k in sorted(_SPACE_TRAINING):
+        if k in training:
+            bad.add(f"training.{k}", f"is chosen by the planner: list its values in space.{k}")
+    if training.get("context_parallel") not in (None, 1):
+        # its prefilters and bounds (GPUs per model replica, the HBM floor) count TP x PP
+        bad.add("training.context_parallel",
+                "the planner does not search context parallelism yet: evaluate CP "
+                "layouts as scenarios (or compare them)")
+    for k in ("pipeline_layers", "first_pipeline_layers", "last_pipeline_layers"):
+        if training.get(k) is not None:
+            bad.add(f"training.{k}", "the planner searches even splits of the layers "
+                                     "over pipeline_parallel; evaluate an uneven split "
+                                     "as a scenario")
+    if training.get("pipeline_schedule") not in (None, "1f1b"):
+        bad.add("training.pipeline_schedule", "the planner searches 1F1B (and "
+                                              "interleaved) schedules only")
+    total_tokens = bad(_num, training, "total_tokens", "training", lo=1)
+    tps = training.pop("tokens_per_step", None)
+    training.pop("total_tokens", None)
+    seq = training.get("seq_len", 4096)
+    seq_ok = bad.passes(_whole(1, 100_000_000), seq, "training.seq_len")
+    if tps is not None and bad.passes(_whole(1, 10**12), tps, "training.tokens_per_step"):
+        if "global_batch_size" in training:
+            bad.add("training.tokens_per_step", "give tokens_per_step or global_batch_size, not both")
+        elif seq_ok and tps % seq:
+            bad.add("training.tokens_per_step", f"must be a multiple of seq_len ({seq}), got {tps}")
+        elif seq_ok:
+            training["global_batch_size"] = tps // seq
+    reported = {e.field.split(".")[1] for e in bad.errors if e.field.startswith("training.")}
+    # the base's other fields, named training.<field>
+    bad(TrainingSpec.from_dict, {k: v for k, v in training.items() if k not in reported})
+    return training, total_tokens
 
 
 def _spec(spec: dict, lookups: dict | None = None) -> dict:

@@ -11,7 +11,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from simulation import ScenarioError, planner
+from simulation import ScenarioError, ScenarioErrors, planner
 from simulation.evaluate import evaluate
 from simulation.parallel import layout
 from simulation.scenario import STRATEGY_KINDS, Scenario
@@ -197,6 +197,42 @@ def test_bad_specs_name_the_field(patch, field):
     with pytest.raises(ScenarioError) as e:
         planner.parse_spec(dict(SMALL, **patch))
     assert e.value.field == field
+
+
+def test_independent_bad_fields_are_named_together():
+    """A bad model preset, objective and top_k are three fields no check of which needs
+    another's value: one ScenarioErrors names all three (the sweep and scenario parses do
+    the same), in the order the spec's checks run; each keeps its single-error name."""
+    with pytest.raises(ScenarioErrors) as e:
+        planner.parse_spec(dict(SMALL, model="nope", objective="fastest", top_k=-1))
+    assert [x.field for x in e.value.errors] == ["model.preset", "objective", "top_k"]
+    with pytest.raises(ScenarioErrors) as e:
+        planner.parse_spec(dict(SMALL, cluster={"node": "nope", "num_nodes": 1},
+                                training={"tensor_parallel": 2, "seq_len": 0},
+                                space={"tensor_parallel": [1, "2"], "color": [1]},
+                                constraints={"memory_margin": 2}))
+    assert [x.field for x in e.value.errors] == [
+        "cluster.node", "training.tensor_parallel", "training.seq_len", "constraints.memory_margin",
+        "space.color", "space.tensor_parallel.1"]
+
+
+def test_checks_needing_a_bad_field_are_left_out():
+    """The space's size needs every list, ``total_tokens`` for a time objective a valid
+    objective: with one of those bad, only it is named."""
+    big = {"micro_batch_size": list(range(1, 80)), "pipeline_parallel": list(range(1, 60)),
+           "tensor_parallel": list(range(1, 60)), "recompute": ["x"]}
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec(dict(SMALL, space=big))
+    assert not isinstance(e.value, ScenarioErrors) and e.value.field == "space.recompute.0"
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec(dict(SMALL, objective="time_to_train", training={"total_tokens": -1}))
+    assert not isinstance(e.value, ScenarioErrors) and e.value.field == "training.total_tokens"
+
+
+def test_a_spec_that_is_no_object_is_the_plan():
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec("x")
+    assert e.value.field == "plan" and e.value.message == "must be a JSON object"
 
 
 def test_gpu_count_and_tokens_per_step():

@@ -187,12 +187,23 @@ def test_owner_and_team_see_it_strangers_do_not(queued, teammate_api, stranger_a
     ({**SPEC, "cluster": {"node": "dgx-h100", "num_gpus": 12}}, "spec.cluster.num_gpus"),
     ({**SPEC, "space": {"micro_batch_size": list(range(1, 100)), "pipeline_parallel": list(range(1, 50)),
                         "tensor_parallel": list(range(1, 50))}}, "spec.space.micro_batch_size"),
-    ("llama", "spec.plan"),
+    ("llama", "spec"),
 ])
 def test_bad_specs_are_400_naming_the_field(owner_api, spec, field):
     r = create(owner_api, spec)
     assert r.status_code == 400, r.content
     assert field in r.json(), r.json()
+    assert not Plan.objects.exists()
+
+
+def test_every_independent_bad_field_is_named_at_once(owner_api):
+    """Three bad fields no check of which needs another's: one 400 names all three, each
+    under its single-error name; a spec that is no object is ``spec`` itself."""
+    r = create(owner_api, {**SPEC, "model": "nope", "objective": "fastest", "top_k": -1})
+    assert r.status_code == 400, r.content
+    assert set(r.json()) == {"spec.model.preset", "spec.objective", "spec.top_k"}, r.json()
+    r = create(owner_api, "x")
+    assert r.status_code == 400 and r.json() == {"spec": ["must be a JSON object"]}, r.json()
     assert not Plan.objects.exists()
 
 

@@ -72,6 +72,29 @@ def test_chunks_fill_in_results_progress_and_the_pareto_front(owner_api, base, s
     assert body["pareto"] and all(body["points"][i]["fits"] for i in body["pareto"])
 
 
+def test_every_point_downloads_as_csv(owner_api, stranger_api, base):
+    """The page lists the first 100 points; the CSV has every one, in grid order, with the
+    axis values and the numbers in SI units (the API's own figures, unrounded)."""
+    import csv
+    import io
+
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    run_chunks()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    r = owner_api.get(f"{URL}{pk}/points.csv")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    assert r["Content-Disposition"].endswith('-points.csv"')
+    rows = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert [int(x["index"]) for x in rows] == list(range(len(body["points"]))) and len(rows) == 6
+    for x, p in zip(rows, body["points"]):
+        assert int(x["cluster.num_nodes"]) == p["values"]["cluster.num_nodes"]
+        assert x["pareto"] == ("true" if p["index"] in body["pareto"] else "false")
+        if p.get("step_time_s") is not None:
+            assert float(x["step_time_s"]) == p["step_time_s"]
+        assert x["valid"] == ("false" if p.get("valid") is False else "true")
+    assert stranger_api.get(f"{URL}{pk}/points.csv").status_code == 404
+
+
 def test_a_point_that_does_not_fit_is_a_result(owner_api, owner):
     base = Scenario.objects.create(owner=owner, name="13B", spec=spec(**{"model.preset": "llama2-13b"}))
     pk = create(owner_api, base, [{"path": "strategy.kind", "values": ["ddp", "zero3"]}]).json()["id"]

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 import simulation
-from simulation import ScenarioError
+from simulation import ScenarioError, ScenarioErrors
 from simulation import planner
 from tierlab import jobs
 from tierlab.dashboard import comparisons
@@ -84,12 +84,24 @@ def with_profile(spec, owner):
 
 
 def parse(spec) -> dict:
-    """The plan spec checked by the engine with the catalog's presets (ScenarioError).
-    A ``cluster.profile`` must be figures by now (:func:`with_profile`)."""
+    """The plan spec checked by the engine with the catalog's presets. Raises InputError
+    naming ``spec.<field>`` (``spec`` itself when it is not an object: the engine's
+    ``plan``), or ScenarioErrors with one ``spec.<field>`` error per bad field when the
+    engine names several. A ``cluster.profile`` must be figures by now (:func:`with_profile`)."""
     try:
         return planner.parse_spec(spec, **services.catalog_lookups())
     except ScenarioError as exc:
-        raise InputError(f"spec.{exc.field}", exc.message) from None
+        errors = [ScenarioError(_spec_field(e.field), e.message)
+                  for e in getattr(exc, "errors", None) or [exc]]
+        if len(errors) > 1:
+            raise ScenarioErrors(errors) from None
+        raise InputError(errors[0].field, errors[0].message) from None
+
+
+def _spec_field(field: str) -> str:
+    """The request's name of an engine plan-spec field: ``spec.<field>``, or ``spec`` for
+    the whole spec (the engine's ``plan``)."""
+    return "spec" if field in ("", "plan") else f"spec.{field}"
 
 
 def create_plan(owner, spec, name: str = "") -> Plan:

@@ -20,6 +20,7 @@ api_patterns = [
     path("scenarios/<int:pk>/megatron.txt", api.MegatronArgsView.as_view(), name="scenario-megatron"),
     path("runs/<int:pk>/report.json", api.RunReportView.as_view(), name="run-report"),
     path("comparisons/<int:pk>/export.csv", api.ComparisonCSVView.as_view(), name="comparison-csv"),
+    path("sweeps/<int:pk>/points.csv", api.SweepCSVView.as_view(), name="sweep-csv"),
     path("shared/<str:token>/", api.SharedView.as_view(), name="shared"),
     path("shared/<str:token>/fork/", api.ForkView.as_view(), name="shared-fork"),
     path("shared/<str:token>/<str:filename>", api.SharedExportView.as_view(), name="shared-file"),

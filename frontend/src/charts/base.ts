@@ -47,10 +47,14 @@ export interface ChartHandle {
  * Draws the option built by `build` into `el`. `el` needs a height (CSS); the chart
  * follows its width with a ResizeObserver and redraws in the other theme when the
  * colour scheme changes, with the dataZoom window and legend selection it had.
+ * `renderer`: ECharts' SVG renderer (the default: text a test can read), or its canvas
+ * one for charts of thousands of elements (one <canvas>, not a DOM node per cell); the
+ * canvas renderer must be registered (echarts.use) by the caller's module.
  */
 export function mountChart(
   el: HTMLElement,
   build: OptionBuilder<echarts.EChartsCoreOption>,
+  renderer: "svg" | "canvas" = "svg",
 ): ChartHandle {
   let builder = build;
   let chart: echarts.ECharts | null = null;
@@ -61,7 +65,7 @@ export function mountChart(
     const kept = chart ? readViewState(chart.getOption()) : null;
     chart?.dispose();
     el.dataset.rendered = "false";
-    chart = echarts.init(el, dark ? "dark" : undefined, { renderer: "svg" });
+    chart = echarts.init(el, dark ? "dark" : undefined, { renderer });
     chart.on("finished", () => {
       el.dataset.rendered = "true";
     });

@@ -13,7 +13,7 @@ import {
   VisualMapContinuousComponent,
 } from "echarts/components";
 import * as echarts from "echarts/core";
-import { SVGRenderer } from "echarts/renderers";
+import { CanvasRenderer, SVGRenderer } from "echarts/renderers";
 
 import { mountChart, type ChartHandle } from "./base";
 
@@ -21,11 +21,13 @@ echarts.use([
   BarChart, CustomChart, HeatmapChart, LineChart, ScatterChart,
   AriaComponent, DataZoomInsideComponent, DataZoomSliderComponent, GridComponent, LegendComponent,
   LegendScrollComponent, TooltipComponent, VisualMapContinuousComponent,
-  SVGRenderer,
+  CanvasRenderer, SVGRenderer,
 ]);
 
-/** Draws `build`'s option into `el` at `height` px (the builders say how tall they need). */
-export function drawChart(el: HTMLElement, height: number, build: (style: { dark: boolean }) => unknown): ChartHandle {
+/** Draws `build`'s option into `el` at `height` px (the builders say how tall they need),
+ * with `renderer` (mountChart's: "canvas" for charts of thousands of cells or points). */
+export function drawChart(el: HTMLElement, height: number, build: (style: { dark: boolean }) => unknown,
+                          renderer: "svg" | "canvas" = "svg"): ChartHandle {
   el.style.height = `${Math.round(height)}px`;
-  return mountChart(el, build as Parameters<typeof mountChart>[1]);
+  return mountChart(el, build as Parameters<typeof mountChart>[1], renderer);
 }

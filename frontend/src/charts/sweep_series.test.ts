@@ -22,6 +22,10 @@ import {
   axisValueText,
   columnLabels,
   scaleEnds,
+  HEATMAP_MAX_HEIGHT,
+  heatmapHeight,
+  heatmapRowHeight,
+  rowLabelInterval,
 } from "./sweep_series";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { axisTicks } from "./ticks";
@@ -296,5 +300,50 @@ describe("Pareto", () => {
     expect(html).toContain("Number of nodes: <strong>1</strong>");
     expect(html).toContain("Does not fit</strong>: HBM per GPU over by 10 GB");
     expect(pointTooltipHTML(sweep, sweep.points[4])).toContain("Invalid: training.global_batch_size");
+  });
+});
+
+describe("a heatmap at the planner's scale (100 x 100 points)", () => {
+  function bigSweep(): Sweep {
+    const xs = Array.from({ length: 100 }, (_, i) => 600 * (i + 1));
+    const ys = Array.from({ length: 100 }, (_, i) => i + 1);
+    const points: SweepPoint[] = [];
+    for (const x of xs) for (const y of ys) {
+      points.push({ index: points.length, values: { "checkpoint.interval_s": x, "strategy.prefetch_depth": y },
+        status: "done", valid: true, fits: true, step_time_s: 4 + points.length / 1e4 });
+    }
+    return { ...sampleSweep(), axes: [{ path: "checkpoint.interval_s", values: xs },
+      { path: "strategy.prefetch_depth", values: ys }], points, total_points: points.length };
+  }
+
+  it("fits a window: rows shrink instead of growing the chart 60 px each", () => {
+    // before: 170 + 100 x 60 = 6,170 px tall
+    const s = bigSweep();
+    expect(heatmapHeight(s)).toBe(HEATMAP_MAX_HEIGHT);
+    expect(HEATMAP_MAX_HEIGHT).toBeLessThan(900);
+    expect(heatmapRowHeight(s)).toBeCloseTo((720 - 170) / 100, 6);           // 5.5 px a row
+    expect(heatmapHeight(sampleSweep())).toBe(170 + sampleSweep().axes[1].values.length * 60);
+  });
+
+  it("thins the axis labels with interval and draws no cell text in 5.5 px rows", () => {
+    const s = bigSweep();
+    // a 16 px line (12 px font + 4) over 5.5 px rows: every third row label (interval 2)
+    expect(rowLabelInterval(5.5)).toBe(2);
+    expect(rowLabelInterval(60)).toBe(0);
+    const option = heatmapOption(s, METRICS[0], { width: 1200 }) as Any;
+    expect(option.yAxis.axisLabel.interval).toBe(2);
+    // columns: (1200 - 40 sides - 22 for the row label "100" (3 x 12 x 0.6 = 21.6, rounded up)
+    // - 8 gap) / 100 = 11.30 px; the widest column label "60,000" is textPx
+    // ceil(6 x 12 x 0.6) = 44 px, + 8 px gap = 52 px: 52 / 11.3 = 4.6, 5 columns a label, interval 4
+    const layout = heatmapLayout(s, METRICS[0], 1200);
+    expect(layout.cellWidth).toBeCloseTo(11.3, 6);
+    expect(option.xAxis.axisLabel.interval).toBe(4);
+    expect(layout.valueLabels).toBe(false);
+    expect(arr(option.series).every((x: Any) => x.label.show === false)).toBe(true);
+    expect(arr(option.series)[0].itemStyle.borderWidth).toBe(1);
+    // laid out in one render, not 400 cells a frame
+    expect(arr(option.series).every((x: Any) => x.progressive === 0)).toBe(true);
+    expect(arr(paretoOption(s).series).filter((x: Any) => x.type === "scatter")
+      .every((x: Any) => x.progressive === 0)).toBe(true);
   });
 });

@@ -224,10 +224,23 @@ export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string,
   return lines.join("<br>");
 }
 
+/** The heatmap's tallest (px): a grid of many rows (100 of a 10,000-point sweep) shrinks
+ * its rows to fit a 900 px window beside the page's heading, instead of growing 60 px a row. */
+export const HEATMAP_MAX_HEIGHT = 720;
+/** Px of the chart that are not rows: the axis labels, the axis names and the colour scale. */
+const HEATMAP_FRAME = 170;
+const ROW_HEIGHT = 60;
+
+/** The heatmap's height (px): 60 px a row and the frame, at most HEATMAP_MAX_HEIGHT. */
 export function heatmapHeight(sweep: Sweep): number {
   const rows = sweep.axes[1]?.values.length ?? 1;
-  // ~150 px go to the axis labels, the axis names and the colour scale below the grid
-  return 170 + Math.max(1, rows) * 60;
+  return Math.min(HEATMAP_MAX_HEIGHT, HEATMAP_FRAME + Math.max(1, rows) * ROW_HEIGHT);
+}
+
+/** One row's height (px) in a chart `heatmapHeight(sweep)` tall. */
+export function heatmapRowHeight(sweep: Sweep): number {
+  const rows = Math.max(1, sweep.axes[1]?.values.length ?? 1);
+  return (heatmapHeight(sweep) - HEATMAP_FRAME) / rows;
 }
 
 /** The chart's width when the page has not said (the widest the page lays a figure out). */
@@ -249,6 +262,8 @@ export interface HeatmapLayout {
   yLabelWidth: number;
   /** One cell's width (px), from the chart's width. */
   cellWidth: number;
+  /** One cell's height (px), from the chart's height (`heatmapRowHeight`). */
+  cellHeight: number;
   /** Whether every value cell's label fits inside its cell. */
   valueLabels: boolean;
   /** What a grey cell says: its words, a one-character mark, or nothing. */
@@ -269,14 +284,16 @@ export function heatmapLayout(sweep: Sweep, metric: Metric, width = HEATMAP_DEFA
   const yLabelWidth = Math.min(Y_LABEL_MAX, Math.max(0, ...rowTexts.map((t) => textPx(t, AXIS_FONT))));
   const columns = Math.max(1, a.values.length);
   const cellWidth = Math.max(0, (width - GRID_SIDES - yLabelWidth - Y_LABEL_GAP) / columns);
+  const cellHeight = heatmapRowHeight(sweep);
   const room = cellWidth - 6;
+  const tallEnough = cellHeight >= CELL_FONT + 4;       // a line of cell text fits the row
   const widest = (texts: string[]) => Math.max(0, ...texts.map((t) => textPx(t, CELL_FONT)));
-  const valueLabels = widest(scaled.map((v) => metric.cell(v, decimals))) <= room;
+  const valueLabels = tallEnough && widest(scaled.map((v) => metric.cell(v, decimals))) <= room;
   const classes = [...new Set(cells.map((c) => c.cls))].filter((c): c is Exclude<PointClass, "value"> => c !== "value");
-  const classLabels = widest(classes.map((c) => CLASS_TEXT[c])) <= room
+  const classLabels = !tallEnough ? "none" : widest(classes.map((c) => CLASS_TEXT[c])) <= room
     ? "words"
     : widest(classes.map((c) => CLASS_MARK[c])) <= room ? "mark" : "none";
-  return { decimals, yLabelWidth, cellWidth, valueLabels, classLabels };
+  return { decimals, yLabelWidth, cellWidth, cellHeight, valueLabels, classLabels };
 }
 
 /** The heatmap's style: the colour scheme and the chart's width in px (labels fit to it). */
@@ -305,6 +322,9 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
     {
       type: "heatmap",
       name: metric.label,
+      // all cells in one render, not 400 a frame (ECharts' progressive rendering from 3,000
+      // cells); zrender still paints a heatmap's layer in 15 ms slices (canvas/Painter.js)
+      progressive: 0,
       label: {
         show: layout.valueLabels,
         color: "#111",
@@ -314,7 +334,7 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
           return metric.cell(scaledOf(sweep.points[idx]), decimals);
         },
       },
-      itemStyle: { borderColor: style.dark ? "#13171f" : "#ffffff", borderWidth: layout.cellWidth < 12 ? 1 : 2 },
+      itemStyle: { borderColor: style.dark ? "#13171f" : "#ffffff", borderWidth: cellBorder(layout) },
       emphasis: { itemStyle: { borderColor: style.dark ? "#ffffff" : "#111111" } },
       data: cells.filter((c) => c.cls === "value").map((c) => ({
         value: [c.x, c.y, Math.round(scaledOf(c.point) * 1e6) / 1e6],
@@ -328,8 +348,9 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
     series.push({
       type: "heatmap",
       name: CLASS_LABELS[cls],
+      progressive: 0,
       itemStyle: { color: CLASS_COLORS[cls][dark], borderColor: style.dark ? "#13171f" : "#ffffff",
-        borderWidth: layout.cellWidth < 12 ? 1 : 2 },
+        borderWidth: cellBorder(layout) },
       label: { show: layout.classLabels !== "none", color: style.dark ? "#e6e6e6" : "#333", fontSize: CELL_FONT,
         formatter: () => (layout.classLabels === "words" ? CLASS_TEXT[cls] : CLASS_MARK[cls]) },
       data: mine.map((c) => ({ value: [c.x, c.y, 0], point: c.point.index })),
@@ -366,7 +387,8 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
       nameLocation: "end",
       nameTextStyle: { align: "left", color: ink },
       data: b ? b.values.map((v) => axisValueText(b, v)) : [""],
-      axisLabel: { width: Y_LABEL_MAX, overflow: "truncate", fontSize: AXIS_FONT, color: ink },
+      axisLabel: { width: Y_LABEL_MAX, overflow: "truncate", fontSize: AXIS_FONT, color: ink,
+        interval: rowLabelInterval(layout.cellHeight) },
       // a row label cut short shows in full on hover (ECharts' own tooltip of an axis label)
       tooltip: { show: true },
     },
@@ -395,9 +417,27 @@ export function heatmapOption(sweep: Sweep, metric: Metric, style: HeatmapStyle 
  */
 export function columnLabels(texts: string[], cellWidth: number, ink: string) {
   const room = cellWidth - 6;
-  if (Math.max(0, ...texts.map((t) => textPx(t, AXIS_FONT))) <= room) return { interval: 0, color: ink };
+  const widest = Math.max(0, ...texts.map((t) => textPx(t, AXIS_FONT)));
+  if (widest <= room) return { interval: 0, color: ink };
   if (cellWidth >= MIN_LABELLED_CELL) return { interval: 0, width: room, overflow: "truncate" as const, color: ink };
-  return { hideOverlap: true, color: ink };
+  // every (interval + 1)-th label: as many columns as the widest label and a gap span
+  // (ECharts' category axisLabel.interval); hideOverlap drops any that still would touch
+  const interval = cellWidth > 0 ? Math.max(0, Math.ceil((widest + 8) / cellWidth) - 1) : "auto" as const;
+  return { interval, hideOverlap: true, color: ink };
+}
+
+/** The row labels' `axisLabel.interval`: every row's label when a line of text fits a
+ * row, else every (n + 1)-th, n rows apart enough for a line (100 rows of 5.5 px: 1 in 3). */
+export function rowLabelInterval(cellHeight: number): number {
+  const line = AXIS_FONT + 4;
+  return cellHeight >= line ? 0 : Math.ceil(line / Math.max(cellHeight, 0.01)) - 1;
+}
+
+/** The cells' white border (px): 2, 1 for small cells, none when a cell is under 5 px
+ * (a border would leave no colour). */
+function cellBorder(layout: HeatmapLayout): number {
+  const side = Math.min(layout.cellWidth, layout.cellHeight);
+  return side < 5 ? 0 : side < 12 ? 1 : 2;
 }
 const MIN_LABELLED_CELL = 40;
 
@@ -514,8 +554,10 @@ export function paretoOption(sweep: Sweep, style: ChartStyle = {}): SweepChartOp
   const series: (ScatterSeriesOption | LineSeriesOption)[] = [
     { type: "line", name: "Pareto front", data: g.front.map(xy), symbol: "circle", symbolSize: 11,
       lineStyle: { width: 2, color: "#e15759" }, itemStyle: { color: "#e15759" }, z: 3 },
-    { type: "scatter", name: "Feasible", data: g.feasible.map(xy), symbolSize: 9, itemStyle: { color: "#4e79a7" } },
-    { type: "scatter", name: "Does not fit", data: g.infeasible.map(xy), symbol: CROSS, symbolSize: 10,
+    // progressive 0: every point in one render (as the heatmap)
+    { type: "scatter", name: "Feasible", data: g.feasible.map(xy), symbolSize: 9, itemStyle: { color: "#4e79a7" },
+      progressive: 0 },
+    { type: "scatter", name: "Does not fit", data: g.infeasible.map(xy), symbol: CROSS, symbolSize: 10, progressive: 0,
       itemStyle: { color: grey } },
   ];
   return {

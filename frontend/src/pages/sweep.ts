@@ -1,7 +1,8 @@
 // A sweep's page at /sweeps/<id>/ (and a shared sweep at /s/<token>/): a progress bar that
 // moves as the worker's chunks finish points, a Cancel button, then the heatmap of a metric
 // (chosen in a select that is kept in the URL, ?metric=...), the Pareto chart and a table
-// of every point. The charts fill in while the sweep runs.
+// of the points (the first TABLE_ROWS and more of the Pareto front; every point is in the
+// CSV download linked below it). The charts fill in while the sweep runs.
 
 import "../base";
 import "../styles/dashboard.css";
@@ -40,12 +41,37 @@ function outcome(p: SweepPoint, onFront: boolean): string {
   return onFront ? "fits ◆ Pareto front" : "fits";
 }
 
-function pointsTable(sweep: Sweep): HTMLElement {
+/** Rows the points table shows, then at most as many more of the Pareto front (which keeps
+ * points of equal cost and time: it may hold every point): a 10,000-point sweep's table
+ * of every point was 1.5 M characters of text. */
+export const TABLE_ROWS = 100;
+/** Above this many points the charts draw on a canvas (ECharts' canvas renderer): one
+ * element, not an SVG node per cell and point. */
+const CANVAS_FROM_POINTS = 2000;
+
+/** The points the table shows: all up to TABLE_ROWS, else the first TABLE_ROWS and the
+ * first TABLE_ROWS points of the Pareto front after them, in index order. */
+export function tablePoints(sweep: Sweep): SweepPoint[] {
+  if (sweep.points.length <= TABLE_ROWS) return sweep.points;
+  const front = new Set(sweep.pareto);
+  let more = 0;
+  return sweep.points.filter((p) => p.index < TABLE_ROWS || (front.has(p.index) && more++ < TABLE_ROWS));
+}
+
+function pointsTable(sweep: Sweep, url: string): HTMLElement {
   const front = new Set(sweep.pareto);
   const cls = (p: SweepPoint) => pointClass(p, METRICS[0]);
-  return h("div", { class: "overflow-auto", tabindex: 0, role: "region", "aria-label": "Every point of the sweep" },
-    h("table", { id: "sweep-table", class: "striped" },
-      h("caption", null, "Every point: its values, whether it fits, and its numbers (◆ on the cost / step-time Pareto front)."),
+  const rows = tablePoints(sweep);
+  const all = rows.length === sweep.points.length;
+  const caption = all
+    ? "Every point: its values, whether it fits, and its numbers (◆ on the cost / step-time Pareto front)."
+    : `The first ${formatNumber(TABLE_ROWS, 0)} of ${formatNumber(sweep.points.length, 0)} points, then `
+      + `${formatNumber(rows.length - TABLE_ROWS, 0)} more of the ${formatNumber(sweep.pareto.length, 0)} on the cost / `
+      + "step-time Pareto front (◆): their values, whether they fit, and their numbers.";
+  const region = h("div", { class: "overflow-auto", tabindex: 0, role: "region",
+    "aria-label": all ? "Every point of the sweep" : "Points of the sweep" },
+    h("table", { id: "sweep-table", class: "striped", "data-shown": rows.length, "data-total": sweep.points.length },
+      h("caption", null, caption),
       h("thead", null, h("tr", null,
         h("th", { scope: "col" }, "#"),
         sweep.axes.map((ax) => h("th", { scope: "col" }, ax.label ?? ax.path)),
@@ -57,7 +83,7 @@ function pointsTable(sweep: Sweep): HTMLElement {
         h("th", { scope: "col", class: "num" }, "Cost per 1M tokens"),
         h("th", { scope: "col", class: "num" }, "HBM per GPU"),
         h("th", { scope: "col", class: "num" }, "MFU"))),
-      h("tbody", null, sweep.points.map((p) => h("tr", {
+      h("tbody", null, rows.map((p) => h("tr", {
         "data-index": p.index, "data-status": p.status, "data-class": cls(p), "data-pareto": String(front.has(p.index)),
         class: front.has(p.index) ? "pareto" : null,
       },
@@ -71,6 +97,14 @@ function pointsTable(sweep: Sweep): HTMLElement {
         h("td", { class: "num" }, num(p.hbm_total_bytes) === null
           ? "—" : valuePieces(formatBytes(p.hbm_total_bytes as number)).map((piece) => h("span", { class: "piece" }, piece, " "))),
         h("td", { class: "num" }, show(p.mfu, (v) => formatPercent(v))))))));
+  if (all) return region;
+  // a sweep of yours or your team's has its CSV (/api/v1/sweeps/<id>/points.csv); a shared
+  // one, its JSON (the share link's API answer, with every point)
+  const csv = /^\/api\/v1\/sweeps\/\d+\/$/.test(url) ? `${url}points.csv` : "";
+  return h("div", null, region, h("p", { id: "sweep-all-points", class: "hint" },
+    `${formatNumber(sweep.points.length - rows.length, 0)} more points are not listed here; every point is in `,
+    csv ? h("a", { href: csv, download: "" }, "the points as CSV")
+      : h("a", { href: url, download: "sweep-points.json" }, "the sweep's JSON (its points list)"), "."));
 }
 
 function mount(root: HTMLElement): void {
@@ -127,13 +161,15 @@ function mount(root: HTMLElement): void {
     const heatBuild = heatBuilder(sweep);
     const paretoBuild = (s: { dark: boolean }) => paretoOption(sweep, s);
     if (heat) heat.update(heatBuild as never);
-    else heat = drawChart(heatmapEl, heatmapHeight(sweep), heatBuild);
+    const renderer = sweep.total_points >= CANVAS_FROM_POINTS ? "canvas" : "svg";
+    if (heat) heat.update(heatBuild as never);
+    else heat = drawChart(heatmapEl, heatmapHeight(sweep), heatBuild, renderer);
     if (pareto) pareto.update(paretoBuild as never);
-    else pareto = drawChart(paretoEl, 400, paretoBuild);
+    else pareto = drawChart(paretoEl, 400, paretoBuild, renderer);
     const g = paretoGroups(sweep);
     const missing = unplottedSummary(g.unplotted, metric);
     unplotted.textContent = missing ? `Not on the Pareto chart (no step time or cost): ${missing}; see the table.` : "";
-    replaceChildren(tableHolder, h("h2", null, "Points"), pointsTable(sweep));
+    replaceChildren(tableHolder, h("h2", null, "Points"), pointsTable(sweep, url));
   };
 
   const render = (sweep: Sweep, shared: boolean) => {

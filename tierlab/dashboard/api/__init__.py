@@ -10,7 +10,7 @@ One module per object (``comparisons``, ``sweeps``, ``plans``, ``sharing``, ``sc
 from tierlab.dashboard.api.common import CSV, FILE, PYTHON, Gone, bad_request
 from tierlab.dashboard.api.comparisons import ComparisonViewSet
 from tierlab.dashboard.api.exports import (ComparisonCSVView, DeepSpeedConfigView, FSDPSnippetView,
-                                           MegatronArgsView, RunReportView, SharedExportView)
+                                           MegatronArgsView, RunReportView, SharedExportView, SweepCSVView)
 from tierlab.dashboard.api.plans import PlanViewSet
 from tierlab.dashboard.api.scenarios import DuplicateScenarioView, VariantsView
 from tierlab.dashboard.api.sharing import ForkView, SharedView, ShareLinkViewSet, open_shared
@@ -20,6 +20,6 @@ __all__ = [
     "CSV", "FILE", "PYTHON", "ComparisonCSVView", "ComparisonViewSet", "DeepSpeedConfigView",
     "DuplicateScenarioView", "FSDPSnippetView", "ForkView", "Gone", "MegatronArgsView", "PlanViewSet",
     "RunReportView",
-    "ShareLinkViewSet", "SharedExportView", "SharedView", "SweepViewSet", "VariantsView",
+    "ShareLinkViewSet", "SharedExportView", "SharedView", "SweepCSVView", "SweepViewSet", "VariantsView",
     "bad_request", "open_shared",
 ]

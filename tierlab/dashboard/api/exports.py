@@ -9,10 +9,10 @@ from rest_framework.views import APIView
 
 from simulation import ScenarioError
 from tierlab.access import get_visible_or_404
-from tierlab.dashboard import comparisons, exports
+from tierlab.dashboard import comparisons, exports, sweeps
 from tierlab.dashboard.api.common import CSV, FILE, PYTHON, TEXT
 from tierlab.dashboard.api.sharing import open_shared
-from tierlab.dashboard.models import Comparison
+from tierlab.dashboard.models import Comparison, Sweep
 from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import scenario_error_detail
 
@@ -71,6 +71,17 @@ class RunReportView(APIView):
     @extend_schema(responses=FILE)
     def get(self, request, pk):
         return _report(get_visible_or_404(Run.objects.select_related("scenario"), request.user, pk=pk))
+
+
+class SweepCSVView(APIView):
+    """Every point of a sweep of yours or your team's as CSV: its axis values, outcome and
+    numbers (SI units), one row a point in the grid's order."""
+
+    @extend_schema(responses=CSV)
+    def get(self, request, pk):
+        sweep = get_visible_or_404(Sweep.objects.select_related("base", "owner"), request.user, pk=pk)
+        return exports.download(exports.sweep_csv(sweeps.sweep_payload(sweep)),
+                                "text/csv; charset=utf-8", exports.filename(f"{sweep.name}-points", "csv"))
 
 
 class ComparisonCSVView(APIView):

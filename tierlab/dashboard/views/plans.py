@@ -48,7 +48,8 @@ def plan_new(request):
         try:
             plan = plans.create_plan(request.user, form.spec(), form.cleaned_data["name"])
         except (InputError, ScenarioError) as exc:
-            form.add_error(PlanForm.field_for_error(exc.field), exc.message)
+            for e in getattr(exc, "errors", None) or [exc]:      # every field the engine named
+                form.add_error(PlanForm.field_for_error(e.field), e.message)
         else:
             return redirect(plan)
     return render(request, "dashboard/plan_form.html", {"form": form})
