@@ -56,8 +56,13 @@ function outputRow(row: OutputRow): HTMLElement {
  * column; `mark` (the best value's ★) stays on the first piece's line.
  */
 function pieces(text: string, mark: Node | null = null): (Node | string)[] {
-  return valuePieces(text).flatMap((piece, i) => [i ? " " : "", h("span", { class: "piece" }, i ? null : mark, piece)]);
+  // a number and its unit stay on one line; a sentence (a verdict, what a band means) wraps
+  return valuePieces(text).flatMap((piece, i) => [i ? " " : "",
+    h("span", { class: piece.length > PIECE_MAX_CHARS ? "prose" : "piece" }, i ? null : mark, piece)]);
 }
+
+/** Longer than this, a piece is prose, not a value: it wraps between its words. */
+const PIECE_MAX_CHARS = 20;
 
 /** A name that wraps between its words only ("ZeRO-3" stays whole); a very long word may break. */
 function words(text: string): (Node | string)[] {
