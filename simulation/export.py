@@ -576,20 +576,8 @@ def fsdp_snippet(sc: Scenario) -> str:
 
     if st.fsdp_version == 2:
         return _fully_shard_module(sc, lay, sb, notes, strategy, hybrid, build, rank0)
-    doc = [f'"""PyTorch FSDP for this tierlab plan ({st.kind}, ShardingStrategy.{strategy}).',
-           "",
-           "Call wrap(model, block_cls) on every rank after torch.distributed.init_process_group",
-           "and torch.cuda.set_device(local_rank), before creating the optimizer. block_cls is",
-           "your transformer block class (Hugging Face Llama: LlamaDecoderLayer). Build or load",
-           f"the model in {build}: FSDP's shard keeps that dtype"
-           + (" and is the fp32 master copy." if build == "float32" and sb.params_dtype != "fp32" else "."),
-           ""]
-    if notes:
-        doc.append("What this plan counts and FSDP cannot express as such:")
-        for n in notes:
-            doc += _wrapped(n, "- ", "  ")
-    doc.append('"""')
-    head = "\n".join(doc)
+    head = _snippet_doc(f"PyTorch FSDP for this tierlab plan ({st.kind}, ShardingStrategy.{strategy}).",
+                        build, "FSDP's shard keeps that dtype", "is", sb, notes)
     lines = [
         head,
         "import functools",
@@ -682,6 +670,26 @@ def fsdp_snippet(sc: Scenario) -> str:
     return "\n".join(lines) + "\n"
 
 
+
+def _snippet_doc(title: str, build: str, keeps: str, verb: str, sb, notes: list[str]) -> str:
+    """The FSDP snippet's module docstring: how to call ``wrap``, the dtype to build the
+    model in (``keeps``: what holds it; ``verb``: "is" / "are" before "the fp32 master
+    copy"), and the notes on what FSDP cannot express."""
+    master = build == "float32" and sb.params_dtype != "fp32"
+    doc = [f'"""{title}',
+           "",
+           "Call wrap(model, block_cls) on every rank after torch.distributed.init_process_group",
+           "and torch.cuda.set_device(local_rank), before creating the optimizer. block_cls is",
+           "your transformer block class (Hugging Face Llama: LlamaDecoderLayer). Build or load",
+           f"the model in {build}: {keeps}" + (f" and {verb} the fp32 master copy." if master else "."),
+           ""]
+    if notes:
+        doc.append("What this plan counts and FSDP cannot express as such:")
+        for n in notes:
+            doc += _wrapped(n, "- ", "  ")
+    doc.append('"""')
+    return "\n".join(doc)
+
 def _fully_shard_module(sc: Scenario, lay, sb, notes: list, strategy: str, hybrid: bool,
                         build: str, rank0: bool) -> str:
     """``fsdp_snippet`` for FSDP2 (``strategy.fsdp_version`` 2): ``fully_shard`` on each
@@ -708,21 +716,9 @@ def _fully_shard_module(sc: Scenario, lay, sb, notes: list, strategy: str, hybri
         mp = (f"MixedPrecisionPolicy(param_dtype={_DTYPE[sb.params_dtype]}, "
               f"reduce_dtype={_DTYPE[sb.grads_dtype]})")
     offload = st.offload_params != "none" or st.offload_optimizer != "none"
-    doc = [f'"""PyTorch FSDP2 (fully_shard) for this tierlab plan ({st.kind}, '
-           + ("HSDP" if hybrid else "full shard") + ").",
-           "",
-           "Call wrap(model, block_cls) on every rank after torch.distributed.init_process_group",
-           "and torch.cuda.set_device(local_rank), before creating the optimizer. block_cls is",
-           "your transformer block class (Hugging Face Llama: LlamaDecoderLayer). Build or load",
-           f"the model in {build}: the DTensor shards keep that dtype"
-           + (" and are the fp32 master copy." if build == "float32" and sb.params_dtype != "fp32" else "."),
-           ""]
-    if notes:
-        doc.append("What this plan counts and FSDP cannot express as such:")
-        for n in notes:
-            doc += _wrapped(n, "- ", "  ")
-    doc.append('"""')
-    lines = ["\n".join(doc),
+    lines = [_snippet_doc(f"PyTorch FSDP2 (fully_shard) for this tierlab plan ({st.kind}, "
+                          + ("HSDP" if hybrid else "full shard") + ").",
+                          build, "the DTensor shards keep that dtype", "are", sb, notes),
              "import functools",
              "",
              "import torch",
