@@ -136,8 +136,22 @@ def brute_force_1f1b(f, b, m):
                 ops.append(("F", w + k))
             ops.append(("B", k))
         orders.append(ops)
-    done, busy_until, nxt, t = set(), [0] * p, [0] * p, 0
-    running = [None] * p
+    orders = [[(kind, i, k) for kind, k in ops] for i, ops in enumerate(orders)]
+
+    def need(op):
+        kind, i, k = op
+        if kind == "F":
+            return ("F", i - 1, k) if i else None
+        return ("B", i + 1, k) if i < p - 1 else ("F", i, k)
+    return tick_makespan(orders, need, lambda op: f[op[1]] if op[0] == "F" else b[op[1]])
+
+
+def tick_makespan(orders, need, ticks):
+    """Ticks until every rank has run its ``orders`` (lists of op keys) one op at a time: at
+    each tick an idle rank starts its next op once ``need(op)`` (a key, or None) is done;
+    an op takes ``ticks(op)`` integer ticks."""
+    p = len(orders)
+    done, busy_until, nxt, running, t = set(), [0] * p, [0] * p, [None] * p, 0
     while any(nxt[i] < len(orders[i]) for i in range(p)) or any(running):
         for i in range(p):                                   # finish what ends now
             if running[i] and busy_until[i] == t:
@@ -146,12 +160,11 @@ def brute_force_1f1b(f, b, m):
         for i in range(p):
             if running[i] or nxt[i] >= len(orders[i]):
                 continue
-            kind, k = orders[i][nxt[i]]
-            need = ("F", i - 1, k) if kind == "F" and i else (
-                ("B", i + 1, k) if kind == "B" and i < p - 1 else ("F", i, k) if kind == "B" else None)
-            if need is None or need in done:
-                running[i] = (kind, i, k)
-                busy_until[i] = t + (f[i] if kind == "F" else b[i])
+            op = orders[i][nxt[i]]
+            dep = need(op)
+            if dep is None or dep in done:
+                running[i] = op
+                busy_until[i] = t + ticks(op)
                 nxt[i] += 1
         t += 1
     return t - 1
@@ -455,24 +468,13 @@ def brute_force_interleaved(f, b, p, v, m):
         ops += [("B", k) for k in range(n - w, n)]
         orders.append([(kind, (k // (p * v)) * p + k % p, chunk(k, kind == "F") * p + i)
                        for kind, k in ops])
-    done, busy_until, nxt, running, t = set(), [0] * p, [0] * p, [None] * p, 0
-    while any(nxt[i] < len(orders[i]) for i in range(p)) or any(running):
-        for i in range(p):
-            if running[i] and busy_until[i] == t:
-                done.add(running[i])
-                running[i] = None
-        for i in range(p):
-            if running[i] or nxt[i] >= len(orders[i]):
-                continue
-            kind, mb, s = orders[i][nxt[i]]
-            need = (("F", mb, s - 1) if s else None) if kind == "F" else (
-                ("B", mb, s + 1) if s < p * v - 1 else ("F", mb, s))
-            if need is None or need in done:
-                running[i] = (kind, mb, s)
-                busy_until[i] = t + (f[s] if kind == "F" else b[s])
-                nxt[i] += 1
-        t += 1
-    return t - 1
+
+    def need(op):
+        kind, mb, st = op
+        if kind == "F":
+            return ("F", mb, st - 1) if st else None
+        return ("B", mb, st + 1) if st < p * v - 1 else ("F", mb, st)
+    return tick_makespan(orders, need, lambda op: f[op[2]] if op[0] == "F" else b[op[2]])
 
 
 def test_interleaved_makespan_by_hand():
