@@ -1,7 +1,9 @@
 """The engine held against published step times it was not tuned on (issue 13: "aim for
 under 8 % mean error there"): Megatron-Core's H100 weak-scaling table and torchtitan's
-Llama 3.1 8B H100 benchmark (tests/data/reference/megatron_core_h100_2024.json,
-torchtitan_llama3_h100_2024.json). No engine figure was set from these rows; the H100's
+Llama 3.1 8B H100 benchmark and Megatron-Bridge's Llama 3 8B FP8 rows on B200 / GB200
+(tests/data/reference/megatron_core_h100_2024.json, torchtitan_llama3_h100_2024.json,
+megatron_bridge_blackwell_2025.json; the last in test_heldout_blackwell.py).
+No engine figure was set from these rows; the H100's
 sustained GEMM rate (simulation/compute.py, gpu-fryer's 730 TFLOP/s) was chosen by a rule
 written down beforehand (the A100's: a square 8192 16-bit cuBLAS matmul held for seconds), but
 in the knowledge that every H100 row came out too fast at the best-of-sweep 794.5.
@@ -16,7 +18,7 @@ import pytest
 from simulation import evaluate_dict
 from tests.refdata import cases
 
-HELD_OUT = ("megatron_core_h100_2024", "torchtitan_llama3_h100_2024")
+HELD_OUT = ("megatron_core_h100_2024", "torchtitan_llama3_h100_2024", "megatron_bridge_blackwell_2025")
 
 
 def errors(name: str) -> dict:
@@ -93,8 +95,9 @@ def test_torch_compile_is_faster_than_eager_as_measured():
         assert m[comp] < m[eager] and e[comp] < e[eager]
 
 
-@pytest.mark.xfail(strict=True, reason="held-out mean |error| 15.5 % over 13 rows (Megatron-Core "
-                                       "H100 10.8 %, torchtitan H100 26.3 %); see the two tests above")
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 18.0 % over 17 rows (Megatron-Core "
+                                       "H100 10.7 %, torchtitan H100 26.3 %, Megatron-Bridge B200 / GB200 "
+                                       "FP8 26.2 %); see the tests above and test_heldout_blackwell.py")
 def test_held_out_mean_error_under_8_percent():
     es = [v for name in HELD_OUT for v in errors(name).values()]
     assert sum(map(abs, es)) / len(es) < 0.08
