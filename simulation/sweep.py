@@ -118,14 +118,27 @@ def summarize(point: dict, **lookups) -> dict:
         return dict(out, valid=False, fits=False, error=str(e))
     step = r.get("step", {})
     hbm = r["memory"]["per_gpu"]["hbm"]
+    peak = step.get("mfu_peak") or {}
     return dict(out, valid=True, fits=r["fits"],
                 violations=[v["message"] for v in r["violations"]],
                 hbm_total_bytes=hbm["total_bytes"], hbm_capacity_bytes=hbm["capacity_bytes"],
                 step_time_s=step.get("time_s"), tokens_per_s=r.get("throughput", {}).get("tokens_per_s"),
-                mfu=r.get("mfu"), usd_per_hour=r.get("cost", {}).get("usd_per_hour"),
+                mfu=r.get("mfu"), mfu_peak_precision=peak.get("precision"),
+                mfu_16bit_peak=_mfu_16bit(r.get("mfu"), peak),
+                usd_per_hour=r.get("cost", {}).get("usd_per_hour"),
                 usd_per_million_tokens=r.get("cost", {}).get("usd_per_million_tokens"),
                 goodput=r.get("checkpoint", {}).get("goodput"),
                 bottleneck=r.get("verdict", {}).get("bottleneck"))
+
+
+def _mfu_16bit(mfu, peak: dict):
+    """MFU over the dense 16-bit peak, so that a sweep's FP8 and 16-bit points compare: a
+    16-bit point's own MFU, an FP8 point's ``mfu_peak.mfu_16bit_peak`` (the same model FLOPs
+    over the 16-bit peak, :func:`simulation.step.step_report`); None for fp32 and for points
+    without a step."""
+    if peak.get("precision") == "fp8":
+        return peak.get("mfu_16bit_peak")
+    return mfu if peak.get("precision") == "16-bit" else None
 
 
 def run(points: list, progress: Callable[[float], None] | None = None, **lookups) -> list[dict]:

@@ -108,3 +108,19 @@ def test_a_slice_of_the_grid_is_built_alone_and_equals_the_whole_grids():
     assert [point_at(base, axes, i) for i in range(12)] == whole
     with pytest.raises(IndexError):
         point_at(base, axes, 12)
+
+
+def test_fp8_and_16_bit_points_carry_an_mfu_that_compares():
+    """A point's ``mfu`` is over its GEMMs' peak (FP8 for an FP8 run), so a sweep over
+    ``training.fp8`` would rank the faster FP8 point below the 16-bit one; ``mfu_16bit_peak``
+    puts every point over the dense 16-bit peak. On an H100 SXM the FP8 dense peak is twice
+    the BF16 one (1,979 vs 989.5 TFLOP/s, NVIDIA H100 datasheet), so an FP8 point's
+    mfu_16bit_peak is 2 x its mfu; a 16-bit point's is its mfu."""
+    pts = expand({**BASE, "model": "llama2-7b", "training": {"recompute": "full", "framework": "megatron"}},
+                 [{"path": "training.fp8", "values": [None, {"recipe": "delayed"}]}])
+    bf16, fp8 = run(pts)
+    assert bf16["mfu_peak_precision"] == "16-bit" and bf16["mfu_16bit_peak"] == bf16["mfu"]
+    assert fp8["mfu_peak_precision"] == "fp8"
+    assert fp8["mfu_16bit_peak"] == pytest.approx(2 * fp8["mfu"], rel=1e-3)
+    assert fp8["step_time_s"] < bf16["step_time_s"]
+    assert fp8["mfu"] < bf16["mfu"] < fp8["mfu_16bit_peak"]     # the raw column misorders them

@@ -91,6 +91,9 @@ def test_every_point_downloads_as_csv(owner_api, stranger_api, base):
         assert x["pareto"] == ("true" if p["index"] in body["pareto"] else "false")
         if p.get("step_time_s") is not None:
             assert float(x["step_time_s"]) == p["step_time_s"]
+            # 16-bit points: MFU over the 16-bit peak is their MFU (FP8 ones: test_sweep.py)
+            assert x["mfu_peak_precision"] == p["mfu_peak_precision"] == "16-bit"
+            assert float(x["mfu_16bit_peak"]) == p["mfu_16bit_peak"] == p["mfu"]
         assert x["valid"] == ("false" if p.get("valid") is False else "true")
     assert stranger_api.get(f"{URL}{pk}/points.csv").status_code == 404
 

@@ -103,8 +103,8 @@ def comparison_csv(payload: dict) -> str:
     return buf.getvalue()
 
 
-SWEEP_CSV_NUMBERS = ("step_time_s", "tokens_per_s", "usd_per_hour", "usd_per_million_tokens",
-                     "hbm_total_bytes", "mfu", "goodput")
+SWEEP_CSV_FIELDS = ("step_time_s", "tokens_per_s", "usd_per_hour", "usd_per_million_tokens",
+                     "hbm_total_bytes", "mfu", "mfu_peak_precision", "mfu_16bit_peak", "goodput")
 
 
 def sweep_csv(payload: dict) -> str:
@@ -113,16 +113,18 @@ def sweep_csv(payload: dict) -> str:
     Columns: index (0-based, the engine's grid order), one per axis (its path; the value
     as the scenario takes it), status (done, pending, failed, cancelled), valid, fits,
     pareto (on the cost / step-time front), the numbers in SI units as their names say
-    (``step_time_s``, ``hbm_total_bytes``; ``mfu`` and ``goodput`` fractions), error.
+    (``step_time_s``, ``hbm_total_bytes``; ``mfu`` and ``goodput`` fractions; ``mfu`` is over
+    the peak ``mfu_peak_precision`` names, fp8 for an FP8 point, and ``mfu_16bit_peak`` over
+    the 16-bit peak for every point, the column that compares), error.
     A number the point has not is an empty cell.
     """
     paths = [ax["path"] for ax in payload["axes"]]
     front = set(payload.get("pareto") or [])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["index", *paths, "status", "valid", "fits", "pareto", *SWEEP_CSV_NUMBERS, "error"])
+    w.writerow(["index", *paths, "status", "valid", "fits", "pareto", *SWEEP_CSV_FIELDS, "error"])
     for p in payload["points"]:
         w.writerow([p["index"], *[_cell(p["values"].get(k)) for k in paths], p.get("status", ""),
                     _cell(p.get("valid")), _cell(p.get("fits")), _cell(p["index"] in front),
-                    *[_cell(p.get(k)) for k in SWEEP_CSV_NUMBERS], p.get("error") or ""])
+                    *[_cell(p.get(k)) for k in SWEEP_CSV_FIELDS], p.get("error") or ""])
     return buf.getvalue()
