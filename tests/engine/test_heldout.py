@@ -1,9 +1,11 @@
 """The engine held against published step times it was not tuned on (issue 13: "aim for
-under 8 % mean error there"): Megatron-Core's H100 weak-scaling table and torchtitan's
-Llama 3.1 8B H100 benchmark and Megatron-Bridge's Llama 3 8B FP8 rows on B200 / GB200
-(tests/data/reference/megatron_core_h100_2024.json, torchtitan_llama3_h100_2024.json,
-megatron_bridge_blackwell_2025.json; the last in test_heldout_blackwell.py).
-No engine figure was set from these rows; the H100's
+under 8 % mean error there"): Megatron-Core's H100 weak-scaling table, torchtitan's
+Llama 3.1 8B H100 benchmark, NeMo AutoModel's DGX-H100 BF16 rows (FSDP2: Llama 3.1 70B
+pre-training with CP 2, LoRA of Llama 3.1 8B / 3.3 70B and Qwen2.5 7B / 32B) and
+Megatron-Bridge's Llama 3 8B FP8 rows on B200 / GB200 (tests/data/reference/
+megatron_core_h100_2024.json, torchtitan_llama3_h100_2024.json, nemo_h100_bf16_2026.json,
+megatron_bridge_blackwell_2025.json; the last in test_heldout_blackwell.py). No engine figure
+was set from these rows; the H100's
 sustained GEMM rate (simulation/compute.py, gpu-fryer's 730 TFLOP/s) was chosen by a rule
 written down beforehand (the A100's: a square 8192 16-bit cuBLAS matmul held for seconds), but
 in the knowledge that every H100 row came out too fast at the best-of-sweep 794.5.
@@ -18,7 +20,8 @@ import pytest
 from simulation import evaluate_dict
 from tests.refdata import cases
 
-HELD_OUT = ("megatron_core_h100_2024", "torchtitan_llama3_h100_2024", "megatron_bridge_blackwell_2025")
+HELD_OUT = ("megatron_core_h100_2024", "torchtitan_llama3_h100_2024", "nemo_h100_bf16_2026",
+            "megatron_bridge_blackwell_2025")
 
 
 def errors(name: str) -> dict:
@@ -95,9 +98,10 @@ def test_torch_compile_is_faster_than_eager_as_measured():
         assert m[comp] < m[eager] and e[comp] < e[eager]
 
 
-@pytest.mark.xfail(strict=True, reason="held-out mean |error| 18.0 % over 17 rows (Megatron-Core "
-                                       "H100 10.7 %, torchtitan H100 26.3 %, Megatron-Bridge B200 / GB200 "
-                                       "FP8 26.2 %); see the tests above and test_heldout_blackwell.py")
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 16.0 % over 24 rows (Megatron-Core "
+                                       "H100 10.7 %, torchtitan H100 26.3 %, NeMo AutoModel H100 11.0 %, "
+                                       "Megatron-Bridge B200 / GB200 FP8 26.2 %); see the tests above, "
+                                       "below and in test_heldout_blackwell.py")
 def test_held_out_mean_error_under_8_percent():
     es = [v for name in HELD_OUT for v in errors(name).values()]
     assert sum(map(abs, es)) / len(es) < 0.08
@@ -116,3 +120,71 @@ def test_eager_minus_compile_gap_as_measured():
     for n in ("8gpu", "128gpu"):
         eager, comp = f"titan_8b_{n}_fsdp", f"titan_8b_{n}_fsdp_compile"
         assert e[eager] - e[comp] == pytest.approx(m[eager] - m[comp], rel=0.10)
+
+
+def test_nemo_automodel_conversion_by_hand():
+    # 70B pre-training row: GBS 128 x seq 8192 / (866.77 tokens/s/GPU x 64 GPUs) = 18.90 s, the
+    # table's own "Time per Global Step (s)"; every row's conversion agrees with its printed step
+    (c,) = cases("nemo_h100_bf16_2026", "am_llama31_70b_pretrain_64gpu")
+    assert c["expected_step_time_s"] == pytest.approx(128 * 8192 / (866.77 * 64))       # 18.903 s
+    for c in cases("nemo_h100_bf16_2026"):
+        row = c["inputs"]["table_row"]
+        assert c["expected_step_time_s"] == pytest.approx(
+            row["gbs"] * row["seq_len"] / (row["tokens_per_s_per_gpu"] * row["gpus"]))
+        assert c["expected_step_time_s"] == pytest.approx(row["time_per_global_step_s"], rel=1e-3)
+        t = c["scenario"]["training"]
+        assert (t["global_batch_size"], t["seq_len"], t["micro_batch_size"]) == (
+            row["gbs"], row["seq_len"], row["mbs"])
+        assert t.get("tensor_parallel", 1) == row["tp"] and t.get("context_parallel", 1) == row["cp"]
+
+
+def test_nemo_automodel_single_gpu_rows_within_8_percent():
+    # LoRA of Llama 3.1 8B and Qwen2.5 7B on one H100 (no communication of any kind) come out
+    # within 8 % of the measured 10.51 s and 9.29 s (-0.4 %, +1.3 % now) with eager element-wise
+    # passes (framework huggingface); the stack that ran is not certain (the file's caveats:
+    # -10..-16 % with fused passes). The multi-GPU rows miss (below).
+    e = errors("nemo_h100_bf16_2026")
+    for k in ("am_llama31_8b_lora_1gpu", "am_qwen25_7b_lora_1gpu"):
+        assert abs(e[k]) < 0.08, k
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the engine puts LoRA of Llama 3.1 8B (and Qwen2.5 7B) at micro-batch 2 x 4096 without "
+    "activation checkpointing at 106 GB per GPU (70 GB of it activations, framework huggingface; "
+    "92 GB with megatron's), but AutoModel ran each on one 80 GB H100 (10.51 s, 9.29 s a step): "
+    "activations or buffers overcounted for this stack, or the run saved less than the scenario says"))
+def test_nemo_automodel_lora_1gpu_rows_fit_one_h100_as_they_ran():
+    for k in ("am_llama31_8b_lora_1gpu", "am_qwen25_7b_lora_1gpu"):
+        (c,) = cases("nemo_h100_bf16_2026", k)
+        assert evaluate_dict(c["scenario"])["fits"], k
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "mean |error| 11.0 % (mean -10.6 %): -0.4 % and +1.3 % for LoRA 8B / 7B on 1 GPU (no "
+    "communication, eager), -7.3 % 70B pre-training (FSDP2, CP 2, 64 GPUs, torch.compile: 17.52 s "
+    "vs 18.90 s, compute 17.38 s, exposed comm 0.13 s), -16.7 % / -23.4 % LoRA Llama 70B with TP 2 "
+    "(async TP as tp_comm_overlap) and -10.9 % / -16.7 % LoRA Qwen 32B with TP 2 (all-reduces "
+    "exposed, 0.39 / 0.19 s), FSDP2 on 8 / 16 GPUs. Every multi-GPU row runs torch.compile, and "
+    "with eager passes instead they would come out +0.1, -7.3, -15.0, +6.5, -0.7 % (the compile "
+    "saving the engine takes, 7-17 % of the step, is the largest single lever); the 16-GPU rows, "
+    "whose FSDP group crosses the network, are 6-7 points faster than the 8-GPU ones: see the "
+    "per-micro-batch test below"))
+def test_nemo_automodel_h100_within_8_percent_on_average():
+    e = errors("nemo_h100_bf16_2026")
+    assert sum(map(abs, e.values())) / len(e) < 0.08
+
+
+@pytest.mark.parametrize("model", ["llama33_70b", "qwen25_32b"])
+@pytest.mark.xfail(strict=True, reason=(
+    "measured: a 2-node LoRA row runs a micro-batch 11 % (Llama 3.3 70B: 8.32 / 2 = 4.16 s against "
+    "15.00 / 4 = 3.75 s) and 9 % (Qwen2.5 32B: 3.95 / 2 = 1.98 s against 7.28 / 4 = 1.82 s) slower "
+    "than the 1-node row (FSDP2 over 8 ranks on 2 nodes: the frozen base's all-gathers on the "
+    "NICs); the engine +1.9 % and +1.5 %, hiding the cross-node all-gathers behind compute"))
+def test_nemo_automodel_lora_two_node_slowdown_as_measured(model):
+    per_mb = {}
+    for n in (8, 16):
+        (c,) = cases("nemo_h100_bf16_2026", f"am_{model}_lora_{n}gpu")
+        s = evaluate_dict(c["scenario"], detail=False)["step"]
+        per_mb[n] = (s["time_s"] / s["micro_batches"],
+                     c["expected_step_time_s"] / c["inputs"]["table_row"]["ga"])
+    assert per_mb[16][0] / per_mb[8][0] == pytest.approx(per_mb[16][1] / per_mb[8][1], rel=0.05)
