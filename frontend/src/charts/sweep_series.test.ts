@@ -15,6 +15,8 @@ import {
   paretoGroups,
   paretoOption,
   metricLabel,
+  mfuHeading,
+  mfuText,
   unplottedSummary,
   pointClass,
   pointTooltipHTML,
@@ -345,5 +347,39 @@ describe("a heatmap at the planner's scale (100 x 100 points)", () => {
     expect(arr(option.series).every((x: Any) => x.progressive === 0)).toBe(true);
     expect(arr(paretoOption(s).series).filter((x: Any) => x.type === "scatter")
       .every((x: Any) => x.progressive === 0)).toBe(true);
+  });
+});
+
+describe("MFU of FP8 and 16-bit points", () => {
+  // an FP8 point's MFU is over the FP8 peak (1,979 TFLOP/s on an H100, twice the 989.5 of
+  // BF16), so its 30 % is 60 % over the 16-bit peak: the figure that compares with a 16-bit
+  // point's 45 %
+  const bf16 = { index: 0, values: {}, status: "done", valid: true, fits: true, mfu: 0.45,
+    mfu_peak_precision: "16-bit", mfu_16bit_peak: 0.45 } as SweepPoint;
+  const fp8 = { index: 1, values: {}, status: "done", valid: true, fits: true, mfu: 0.3,
+    mfu_peak_precision: "fp8", mfu_16bit_peak: 0.6 } as SweepPoint;
+
+  it("shows an FP8 point over the 16-bit peak first, its FP8 figure after", () => {
+    expect(mfuText(bf16)).toBe("45.0%");
+    expect(mfuText(fp8)).toBe("60.0% (FP8: 30.0% of its FP8 peak)");
+    expect(mfuText({ ...fp8, mfu: null })).toBe("—");
+    // an older stored point without the new fields keeps its MFU
+    expect(mfuText({ index: 2, values: {}, status: "done", mfu: 0.3, mfu_peak_precision: "fp8" } as SweepPoint))
+      .toBe("30.0%");
+  });
+
+  it("names the peak in the heading once a point ran FP8", () => {
+    expect(mfuHeading([bf16])).toBe("MFU");
+    expect(mfuHeading([bf16, fp8])).toBe("MFU (16-bit peak)");
+  });
+
+  it("offers the comparable MFU as a heatmap metric and says it once in a 16-bit tooltip", () => {
+    const m = metricByKey("mfu_16bit_peak");
+    expect(m.key).toBe("mfu_16bit_peak");
+    expect(metricLabel(m)).toBe("MFU over the 16-bit peak (%)");
+    const s = sampleSweep();
+    const one = (p: SweepPoint) => pointTooltipHTML(s, p).split("<br>").filter((l) => l.startsWith("MFU over")).length;
+    expect(one(bf16)).toBe(0);
+    expect(one(fp8)).toBe(1);
   });
 });

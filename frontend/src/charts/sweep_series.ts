@@ -38,6 +38,7 @@ export type MetricKey =
   | "hbm_total_bytes"
   | "tokens_per_s"
   | "mfu"
+  | "mfu_16bit_peak"
   | "goodput";
 
 export interface Metric {
@@ -70,7 +71,11 @@ export const METRICS: Metric[] = [
   { key: "tokens_per_s", label: "Throughput", scaleUnit: "tokens/s", better: "max",
     toScale: (v) => v, short: (v) => `${formatNumber(v, 0)} tok/s`, cell: (v, d) => `${formatNumber(v, d)} tok/s`,
     minDecimals: 0 },
+  // over each point's GEMM peak (FP8 for an FP8 point): compares only points of one precision
   { key: "mfu", label: "Model FLOPs utilization", scaleUnit: "%", better: "max",
+    toScale: (v) => v * 100, short: (v) => formatPercent(v), cell: (v, d) => `${formatNumber(v, d)}%`, minDecimals: 1 },
+  // every point over the dense 16-bit peak: FP8 and 16-bit points compare
+  { key: "mfu_16bit_peak", label: "MFU over the 16-bit peak", scaleUnit: "%", better: "max",
     toScale: (v) => v * 100, short: (v) => formatPercent(v), cell: (v, d) => `${formatNumber(v, d)}%`, minDecimals: 1 },
   { key: "goodput", label: "Checkpoint goodput", scaleUnit: "%", better: "max",
     toScale: (v) => v * 100, short: (v) => formatPercent(v, 2), cell: (v, d) => `${formatNumber(v, d)}%`, minDecimals: 2 },
@@ -104,6 +109,26 @@ export function unplottedSummary(points: readonly SweepPoint[], metric: Metric):
     const [one, many] = UNPLOTTED_NOUNS[k] ?? [`${k} point`, `${k} points`];
     return `${n} ${n === 1 ? one : many}`;
   }).join(", ");
+}
+
+/**
+ * A point's MFU for the sweep's table: its MFU, and for an FP8 point the figure over the
+ * 16-bit peak first (what compares with the 16-bit points) with its FP8-peak figure after:
+ * "61.2% (FP8: 30.6% of its FP8 peak)". "—" without a step.
+ */
+export function mfuText(p: SweepPoint): string {
+  const mfu = typeof p.mfu === "number" && Number.isFinite(p.mfu) ? p.mfu : null;
+  if (mfu === null) return "—";
+  const mfu16 = p.mfu_16bit_peak;
+  if (p.mfu_peak_precision === "fp8" && typeof mfu16 === "number" && Number.isFinite(mfu16)) {
+    return `${formatPercent(mfu16)} (FP8: ${formatPercent(mfu)} of its FP8 peak)`;
+  }
+  return formatPercent(mfu);
+}
+
+/** The table's MFU heading: "MFU (16-bit peak)" once a point ran FP8, else "MFU". */
+export function mfuHeading(points: readonly SweepPoint[]): string {
+  return points.some((p) => p.mfu_peak_precision === "fp8") ? "MFU (16-bit peak)" : "MFU";
 }
 
 export function metricByKey(key: string | null | undefined): Metric {
@@ -217,6 +242,8 @@ export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string,
     lines.push(p.fits ? "Fits" : `<strong>Does not fit</strong>${p.violations?.length ? `: ${esc(p.violations.join("; "))}` : ""}`);
     for (const m of METRICS) {
       if (headline && m.key === headlineKey) continue;       // said first, once
+      // a 16-bit point's MFU over the 16-bit peak is its MFU: said once
+      if (m.key === "mfu_16bit_peak" && p.mfu_peak_precision !== "fp8") continue;
       const v = num(p[m.key]);
       if (v !== null) lines.push(`${m.label}: ${m.short(v)}`);
     }

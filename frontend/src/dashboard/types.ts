@@ -79,7 +79,11 @@ export interface SweepPoint {
   hbm_capacity_bytes?: number | null;
   step_time_s?: number | null;
   tokens_per_s?: number | null;
+  /** MFU over the peak of the point's GEMMs (`mfu_peak_precision`: "16-bit", "fp8", "fp32"). */
   mfu?: number | null;
+  mfu_peak_precision?: string | null;
+  /** MFU over the dense 16-bit peak: the figure FP8 and 16-bit points compare by (null for fp32). */
+  mfu_16bit_peak?: number | null;
   usd_per_hour?: number | null;
   usd_per_million_tokens?: number | null;
   goodput?: number | null;

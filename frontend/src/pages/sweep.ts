@@ -9,7 +9,7 @@ import "../styles/dashboard.css";
 
 import { ApiError } from "../api";
 import { drawChart } from "../charts/dashboard_charts";
-import { METRICS, heatmapHeight, heatmapOption, metricByKey, metricLabel, paretoGroups, paretoOption, pointClass,
+import { METRICS, heatmapHeight, heatmapOption, metricByKey, metricLabel, mfuHeading, mfuText, paretoGroups, paretoOption, pointClass,
   axisValueText, unplottedSummary, type Metric } from "../charts/sweep_series";
 import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
@@ -17,7 +17,7 @@ import { formatUSD, valuePieces } from "../dashboard/format";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
 import { pollDelay } from "../poll";
-import { formatBytes, formatNumber, formatPercent, formatSeconds, plural } from "../units";
+import { formatBytes, formatNumber, formatSeconds, plural } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
   queued: "Queued — waiting for a worker",
@@ -82,7 +82,7 @@ function pointsTable(sweep: Sweep, url: string): HTMLElement {
         h("th", { scope: "col", class: "num" }, "Cost per hour"),
         h("th", { scope: "col", class: "num" }, "Cost per 1M tokens"),
         h("th", { scope: "col", class: "num" }, "HBM per GPU"),
-        h("th", { scope: "col", class: "num" }, "MFU"))),
+        h("th", { scope: "col", class: "num" }, mfuHeading(sweep.points)))),
       h("tbody", null, rows.map((p) => h("tr", {
         "data-index": p.index, "data-status": p.status, "data-class": cls(p), "data-pareto": String(front.has(p.index)),
         class: front.has(p.index) ? "pareto" : null,
@@ -96,7 +96,7 @@ function pointsTable(sweep: Sweep, url: string): HTMLElement {
         h("td", { class: "num" }, show(p.usd_per_million_tokens, (v) => formatUSD(v))),
         h("td", { class: "num" }, num(p.hbm_total_bytes) === null
           ? "—" : valuePieces(formatBytes(p.hbm_total_bytes as number)).map((piece) => h("span", { class: "piece" }, piece, " "))),
-        h("td", { class: "num" }, show(p.mfu, (v) => formatPercent(v))))))));
+        h("td", { class: "num" }, mfuText(p).replace(/ /g, "\u00a0")))))));
   if (all) return region;
   // a sweep of yours or your team's has its CSV (/api/v1/sweeps/<id>/points.csv); a shared
   // one, its JSON (the share link's API answer, with every point)
