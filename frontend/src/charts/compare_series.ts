@@ -18,7 +18,7 @@ import { breakdownSegments, BREAKDOWN_LABELS } from "../step";
 import { BREAKDOWN_KEYS, CATEGORIES, type Report } from "../types";
 import { UNIT_GB, durationTickFormatter, formatBytes, formatNumber, formatSeconds, formatTick, formatTierBytes, tierUnit, type ByteUnit } from "../units";
 import { formatUSD } from "../dashboard/format";
-import { goodputMarks } from "./goodput_series";
+import { intervalTick, goodputMarks } from "./goodput_series";
 import { CATEGORY_COLORS, toUnit, type ChartStyle } from "./series";
 import { ganttLayout, kindColor, kindLabel, renderGanttItem, timeTickFormatter, timelineAxisName, type RenderApi } from "./timeline_series";
 import { segmentColor, stepAxisName } from "./step_series";
@@ -51,7 +51,7 @@ export const columnColor = (i: number) => COLUMN_COLORS[i % COLUMN_COLORS.length
 export const GB_AXIS = UNIT_GB.axis;
 export const STEP_AXIS = "Seconds per step (s)";
 export const TIME_AXIS = "Time since the micro-batch started (s)";
-export const INTERVAL_AXIS = "Checkpoint interval (h, log scale)";
+export const INTERVAL_AXIS = "Checkpoint interval (log scale)";
 export const GOODPUT_AXIS = "Goodput (% of wall time)";
 export const USD_HOUR_AXIS = "USD per hour (whole cluster)";
 export const USD_MTOK_AXIS = "USD per 1M tokens";
@@ -455,7 +455,7 @@ export function compareGoodputOption(columns: Column[], style: ChartStyle = {}):
       name: INTERVAL_AXIS,
       nameLocation: "middle",
       nameGap: 28,
-      axisLabel: { formatter: (v: number) => `${formatTick(v, 3)} h` },
+      axisLabel: { formatter: intervalTick },
       splitLine: { lineStyle: { opacity: 0.35 } },
     },
     yAxis: {

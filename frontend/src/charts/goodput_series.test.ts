@@ -8,6 +8,7 @@ import {
   DALY_NAME,
   GOODPUT_AXIS_NAME,
   INTERVAL_AXIS_NAME,
+  intervalTick,
   MC_NAME,
   MC_SPAN,
   goodputDigits,
@@ -50,7 +51,12 @@ describe("goodputOption", () => {
     expect(x).toMatchObject({ type: "log", name: INTERVAL_AXIS_NAME });
     expect(x.min).toBeCloseTo(0.08); // 0.1 h / 1.25
     expect(x.max).toBeCloseTo(12.5); // 10 h x 1.25
-    expect(x.axisLabel.formatter(0.1)).toBe("0.1 h");
+    // ticks in the unit that reads at their size (the axis's values are hours)
+    expect(x.axisLabel.formatter(0.1)).toBe("6 min");
+    expect(x.axisLabel.formatter(1)).toBe("1 h");
+    expect(x.axisLabel.formatter(10)).toBe("10 h");
+    expect(intervalTick(0.01)).toBe("36 s");
+    expect(intervalTick(100)).toBe("4.167 d");
     const y = asArray(option.yAxis)[0] as { name: string; axisLabel: { formatter: (v: number) => string } };
     expect(y.name).toBe(GOODPUT_AXIS_NAME);
     expect(y.axisLabel.formatter(99.5)).toBe("99.5%");

@@ -29,8 +29,21 @@ export type GoodputChartOption = ComposeOption<
   | AriaComponentOption
 >;
 
-export const INTERVAL_AXIS_NAME = "Checkpoint interval (h, log scale)";
+export const INTERVAL_AXIS_NAME = "Checkpoint interval (log scale)";
 export const GOODPUT_AXIS_NAME = "Goodput (% of wall time)";
+
+/**
+ * A tick of the interval axis (its values are hours) in the unit that reads at its size:
+ * 0.01 -> "36 s", 0.1 -> "6 min", 1 -> "1 h", 10 -> "10 h", 100 -> "4.167 d"
+ * (seconds under a minute, minutes under an hour, hours under two days, then days).
+ */
+export function intervalTick(hours: number): string {
+  const s = hours * 3600;
+  if (s < 60) return `${formatTick(s)} s`;
+  if (s < 3600) return `${formatTick(s / 60)} min`;
+  if (hours < 48) return `${formatTick(hours)} h`;
+  return `${formatTick(hours / 24)} d`;
+}
 export const CURVE_NAME = "Goodput (Daly's model)";
 export const CHOSEN_NAME = "Chosen interval";
 export const DALY_NAME = "Daly's optimum";
@@ -245,7 +258,7 @@ export function goodputOption(report: Report, style: ChartStyle = {}): GoodputCh
       nameLocation: "middle",
       nameGap: 28,
       // the ends are the curve's range padded, not round numbers: only the decades are labelled
-      axisLabel: { formatter: (v: number) => `${formatTick(v)} h`, showMinLabel: false, showMaxLabel: false },
+      axisLabel: { formatter: intervalTick, showMinLabel: false, showMaxLabel: false },
       splitLine: { show: true, lineStyle: { opacity: 0.35 } },
       minorTick: { show: true },
       minorSplitLine: { show: true, lineStyle: { opacity: 0.12 } },
