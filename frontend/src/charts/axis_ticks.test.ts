@@ -47,9 +47,11 @@ describe("memory panel ticks", () => {
 
   it("are distinct on the embedding chart's stored-bytes panels", () => {
     const axes = valueAxisLabels(embeddingChartOption(recsysReport()));
-    for (const ticks of axes.slice(1)) {
+    // HBM (800 GB) in GB, DDR (4 TB) and NVMe (60 TB) in TB: each panel in its own unit
+    const units = ["GB", "TB", "TB"];
+    axes.slice(1).forEach((ticks, i) => {
       expect(new Set(ticks).size).toBe(ticks.length);
-      expect(ticks.every((t) => t.endsWith(" GB"))).toBe(true);
-    }
+      expect(ticks.every((t) => t.endsWith(` ${units[i]}`))).toBe(true);
+    });
   });
 });

@@ -176,18 +176,20 @@ describe("embeddingChartOption", () => {
     expect(data.map((d) => d.label?.position)).toEqual(["insideTop", undefined, undefined]);
   });
 
-  it("draws each tier's stored GB against a dashed capacity frame, each on its own GB axis", () => {
+  it("draws each tier's stored bytes against a dashed capacity frame, each on its own axis and unit", () => {
     const stored = series.filter((s) => s.name === STORED_SERIES);
     const capacity = series.filter((s) => s.name === CAPACITY_SERIES);
-    expect(stored.map((s) => s.data)).toEqual([[400], [600], [200]]);
-    expect(capacity.map((s) => s.data)).toEqual([[800], [4000], [60000]]);
+    // HBM 400 of 800 GB in GB; DDR 600 GB of 4 TB and NVMe 200 GB of 60 TB in TB (the larger
+    // of stored and capacity picks the unit, units.decimalUnit: GB below 1 TB)
+    expect(stored.map((s) => s.data)).toEqual([[400], [0.6], [0.2]]);
+    expect(capacity.map((s) => s.data)).toEqual([[800], [4], [60]]);
     expect(stored.map((s) => s.xAxisIndex)).toEqual([1, 2, 3]);
     expect(capacity[0].itemStyle).toMatchObject({ color: "transparent", borderType: "dashed" });
     expect((capacity[0].label as Fmt).formatter()).toBe("cap. 800 GB");
-    expect(yAxis.slice(1).map((y) => y.name)).toEqual([STORED_AXIS_NAME, "GB", "GB"]);
-    expect(STORED_AXIS_NAME).toContain("(GB)");
+    expect(yAxis.slice(1).map((y) => y.name)).toEqual([`${STORED_AXIS_NAME} (GB)`, "TB", "TB"]);
+    expect(yAxis.slice(1).map((y) => y.axisLabel.formatter)).toEqual(["{value} GB", "{value} TB", "{value} TB"]);
     expect(xAxis[1].axisLabel.formatter()).toBe("HBM · 16 GPUs\n400 / 800 GB");
-    expect(xAxis[3].axisLabel.formatter()).toBe("NVMe · 2 nodes\n200 / 60,000 GB");
+    expect(xAxis[3].axisLabel.formatter()).toBe("NVMe · 2 nodes\n0.20 / 60.0 TB");
   });
 
   it("puts GB, GiB, rows, hit rate and lookup time in the tooltip", () => {
@@ -211,9 +213,9 @@ describe("embeddingChartOption", () => {
     expect(x(true).axisLabel.color).toBe("#ff8a80");
     const html = (asArray(embeddingChartOption(r).tooltip)[0] as Fmt).formatter({ name: "hbm", seriesName: STORED_SERIES });
     expect(html).toContain("Over by 200.0 GB (186.3 GiB)");
-    // the bar: 800 GB in the tier's colour up to the capacity, 200 GB in red above it
+    // the bar (in TB: 1 TB stored): 0.8 TB in the tier's colour up to the capacity, 0.2 TB in red above it
     const hbm = (asArray(embeddingChartOption(r).series) as BarSeriesOption[]).filter((s) => s.xAxisIndex === 1);
-    expect(hbm.map((s) => [s.name, s.data])).toEqual([[STORED_SERIES, [800]], [OVER_SERIES, [200]], [CAPACITY_SERIES, [800]]]);
+    expect(hbm.map((s) => [s.name, s.data])).toEqual([[STORED_SERIES, [0.8]], [OVER_SERIES, [0.2]], [CAPACITY_SERIES, [0.8]]]);
     expect(hbm[1].stack).toBe(hbm[0].stack);
     expect(hbm[1].itemStyle?.color).toBe("#c62828");
   });
@@ -272,11 +274,17 @@ describe("parameter server vs all-to-all", () => {
     ]);
     expect(series.map((s) => (s.label as Fmt).formatter())).toEqual(["80.0 ms", "8.00 GB", "20.0 ms", "4.00 GB"]);
     const y = asArray(option.yAxis) as { name: string; axisLabel: Fmt }[];
-    expect(y.map((a) => a.name)).toEqual([PS_TIME_AXIS_NAME, PS_BYTES_AXIS_NAME]);
-    expect(PS_TIME_AXIS_NAME).toContain("(ms)");
-    expect(PS_BYTES_AXIS_NAME).toContain("(GB)");
+    expect(y.map((a) => a.name)).toEqual([`${PS_TIME_AXIS_NAME} (ms)`, `${PS_BYTES_AXIS_NAME} (GB)`]);
     expect(y[0].axisLabel.formatter(50)).toBe("50 ms");
     expect(y[1].axisLabel.formatter(0.5)).toBe("0.50 GB");
+    // a design of seconds and terabytes: the axes read in s and TB, not 2,500 ms and 3,000 GB
+    const big = recsysReport();
+    for (const d of big.ps!.designs as { step_time_s: number; bytes_on_wire: number }[]) { d.step_time_s *= 50; d.bytes_on_wire *= 500; }
+    const o2 = psChartOption(big);
+    const y2 = asArray(o2.yAxis) as { name: string; axisLabel: Fmt }[];
+    expect(y2.map((a) => a.name)).toEqual([`${PS_TIME_AXIS_NAME} (s)`, `${PS_BYTES_AXIS_NAME} (TB)`]);
+    expect((asArray(o2.series) as BarSeriesOption[]).map((s) => s.data)).toEqual([[4], [4], [1], [2]]);
+    expect(y2[0].axisLabel.formatter(2.5)).toBe("2.5 s");
     const legend = asArray(option.legend)[0] as Fmt;
     expect(legend.formatter("All-to-all")).toBe("All-to-all (faster)");
     expect(legend.formatter("Parameter server")).toBe("Parameter server");

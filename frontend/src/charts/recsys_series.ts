@@ -8,7 +8,7 @@ import type { AriaComponentOption, GridComponentOption, LegendComponentOption, T
 import type { ComposeOption } from "echarts/core";
 
 import type { Report } from "../types";
-import { GB, formatBytes, formatBytesPerParam, formatGB, formatMsSig, formatNumber, formatPercent } from "../units";
+import { GB, UNIT_GB, decimalUnit, formatBytes, formatBytesPerParam, formatGB, formatMsSig, formatNumber, formatPercent, formatTick, type ByteUnit } from "../units";
 
 export { formatMsSig };
 import type { ChartStyle } from "./series";
@@ -176,9 +176,14 @@ export function formatUSD(usd: number): string {
 
 /** Gigabytes for narrow places: 3 significant-ish digits, "0.37 GB", "49.1 GB", "1,332 GB". */
 export function formatGBShort(bytes: number): string {
-  const gb = bytes / GB;
-  const abs = Math.abs(gb);
-  return `${formatNumber(gb, abs === 0 || abs >= 100 ? 0 : abs >= 10 ? 1 : 2)} GB`;
+  return formatShortIn(bytes, UNIT_GB);
+}
+
+/** Bytes in `unit`, 0-2 decimals by size as `formatGBShort`: 0.2e12 in TB -> "0.20 TB". */
+export function formatShortIn(bytes: number, unit: ByteUnit): string {
+  const x = bytes / unit.bytes;
+  const abs = Math.abs(x);
+  return `${formatNumber(x, abs === 0 || abs >= 100 ? 0 : abs >= 10 ? 1 : 2)} ${unit.symbol}`;
 }
 
 const num = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
@@ -356,7 +361,7 @@ export type EmbeddingChartOption = ComposeOption<
 >;
 
 export const HIT_AXIS_NAME = "Lookups served (%)";
-export const STORED_AXIS_NAME = "Stored (GB)";
+export const STORED_AXIS_NAME = "Stored";
 export const HIT_SERIES = "Hit rate";
 export const STORED_SERIES = "Stored";
 export const CAPACITY_SERIES = "Capacity";
@@ -381,17 +386,24 @@ export function embeddingTierTooltipHTML(row: EmbeddingTierRow): string {
   return lines.join("<br>");
 }
 
-/** Under a tier's bytes bar: the tier and devices, then "stored / capacity" in GB. */
+/** The unit a tier's bytes grid reads in: GB, TB or PB by the larger of what it stores and holds. */
+export function storedUnit(row: EmbeddingTierRow): ByteUnit {
+  return decimalUnit(Math.max(row.bytes, row.capacityBytes ?? 0));
+}
+
+/** Under a tier's bytes bar: the tier and devices, then "stored / capacity" in its grid's unit. */
 export function storedAxisLabel(row: EmbeddingTierRow): string {
-  const cap = row.capacityBytes !== null ? formatGBShort(row.capacityBytes) : "no limit";
-  return `${row.label} · ${row.devicesText}\n${formatGBShort(row.bytes).replace(/ GB$/, "")} / ${cap}`;
+  const unit = storedUnit(row);
+  const stored = formatShortIn(row.bytes, unit).slice(0, -(unit.symbol.length + 1));
+  const cap = row.capacityBytes !== null ? formatShortIn(row.capacityBytes, unit) : "no limit";
+  return `${row.label} · ${row.devicesText}\n${stored} / ${cap}`;
 }
 
 /**
  * Two panels in one chart. Left: the share of lookups each tier serves (%), one bar per
  * tier. Right: the bytes stored on each tier against its capacity (a dashed frame), one
- * small grid per tier with its own GB scale (HBM holds hundreds of GB, NVMe tens of
- * thousands: one shared axis would flatten the small ones).
+ * small grid per tier with its own scale and unit (`storedUnit`: HBM holds hundreds of GB,
+ * NVMe tens of TB: one shared axis would flatten the small ones).
  */
 export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {}): EmbeddingChartOption {
   const rows = embeddingTierRows(report);
@@ -450,14 +462,14 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
       axisLabel: { formatter: (v: number) => `${v}%` },
       splitLine: { lineStyle: { opacity: 0.4 } },
     },
-    ...rows.map((_, i) => ({
+    ...rows.map((r, i) => ({
       type: "value" as const,
       gridIndex: i + 1,
-      name: i === 0 ? STORED_AXIS_NAME : "GB",
+      name: i === 0 ? `${STORED_AXIS_NAME} (${storedUnit(r).symbol})` : storedUnit(r).symbol,
       nameTextStyle: { align: "left" as const },
       min: 0,
       // ECharts' tick text (distinct at any interval), with the unit
-      axisLabel: { formatter: "{value} GB" },
+      axisLabel: { formatter: `{value} ${storedUnit(r).symbol}` },
       splitLine: { lineStyle: { opacity: 0.4 } },
     })),
   ];
@@ -489,6 +501,7 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
   rows.forEach((r, i) => {
     // Over capacity: the tier's colour up to the capacity, red above it.
     const fits = r.overBytes > 0 ? r.bytes - r.overBytes : r.bytes;
+    const unit = storedUnit(r);
     series.push({
       type: "bar",
       name: STORED_SERIES,
@@ -499,7 +512,7 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
       barMaxWidth: 120,
       barGap: "-100%",
       itemStyle: { color: embeddingTierColor(r.tier) },
-      data: [r4(fits / GB)],
+      data: [r4(fits / unit.bytes)],
     });
     if (r.overBytes > 0) {
       series.push({
@@ -511,7 +524,7 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
         barWidth: "55%",
         barMaxWidth: 120,
         itemStyle: { color: overColor },
-        data: [r4(r.overBytes / GB)],
+        data: [r4(r.overBytes / unit.bytes)],
       });
     }
     if (r.capacityBytes !== null) {
@@ -534,9 +547,9 @@ export function embeddingChartOption(report: RecsysReport, style: ChartStyle = {
           backgroundColor: labelBg,
           padding: [1, 4],
           borderRadius: 3,
-          formatter: () => `cap. ${formatGBShort(r.capacityBytes as number)}`,
+          formatter: () => `cap. ${formatShortIn(r.capacityBytes as number, unit)}`,
         },
-        data: [r4((r.capacityBytes as number) / GB)],
+        data: [r4((r.capacityBytes as number) / unit.bytes)],
       });
     }
   });
@@ -637,8 +650,8 @@ export function psSummary(report: RecsysReport): string | null {
 
 export type PsChartOption = EmbeddingChartOption;
 
-export const PS_TIME_AXIS_NAME = "Step time (ms)";
-export const PS_BYTES_AXIS_NAME = "Bytes on wire per step (GB)";
+export const PS_TIME_AXIS_NAME = "Step time";
+export const PS_BYTES_AXIS_NAME = "Bytes on wire per step";
 export const PS_CATEGORIES = { time: "Step time", bytes: "Bytes on wire" } as const;
 
 /** Traffic in GB with 2 decimals; what rounds to nothing is "< 0.01 GB" (heartbeats). */
@@ -657,8 +670,9 @@ export function psTooltipHTML(row: PsDesignRow): string {
 }
 
 /**
- * Grouped bars, one colour per design: step time (ms) in the left grid, bytes on the
- * wire per step (GB) in the right one, each with its own axis and unit.
+ * Grouped bars, one colour per design: step time in the left grid, bytes on the wire per
+ * step in the right one, each with its own axis and the unit its largest bar reads in
+ * (ms below a second, else s; GB, TB or PB).
  */
 export function psChartOption(report: RecsysReport, style: ChartStyle = {}): PsChartOption {
   const rows = psDesignRows(report);
@@ -673,12 +687,18 @@ export function psChartOption(report: RecsysReport, style: ChartStyle = {}): PsC
     { type: "category" as const, gridIndex: 0, data: [PS_CATEGORIES.time], axisTick: { show: false } },
     { type: "category" as const, gridIndex: 1, data: [PS_CATEGORIES.bytes], axisTick: { show: false } },
   ];
+  const seconds = Math.max(...rows.map((r) => r.stepS)) >= 1;
+  const time = seconds ? { symbol: "s", per: 1 } : { symbol: "ms", per: 1e3 };
+  const bytes = decimalUnit(Math.max(...rows.map((r) => r.bytesOnWire)));
+  const tick = (v: number) => formatNumber(v, v !== 0 && Math.abs(v) < 1 ? 2 : 0);
   const yAxis = [
-    { type: "value" as const, gridIndex: 0, name: PS_TIME_AXIS_NAME, min: 0, nameTextStyle: { align: "left" as const },
-      axisLabel: { formatter: (v: number) => `${formatNumber(v, v !== 0 && Math.abs(v) < 1 ? 2 : 0)} ms` },
+    { type: "value" as const, gridIndex: 0, name: `${PS_TIME_AXIS_NAME} (${time.symbol})`, min: 0,
+      nameTextStyle: { align: "left" as const },
+      axisLabel: { formatter: (v: number) => `${seconds ? formatTick(v) : tick(v)} ${time.symbol}` },
       splitLine: { lineStyle: { opacity: 0.4 } } },
-    { type: "value" as const, gridIndex: 1, name: PS_BYTES_AXIS_NAME, min: 0, nameTextStyle: { align: "left" as const },
-      axisLabel: { formatter: (v: number) => `${formatNumber(v, v !== 0 && Math.abs(v) < 1 ? 2 : 0)} GB` },
+    { type: "value" as const, gridIndex: 1, name: `${PS_BYTES_AXIS_NAME} (${bytes.symbol})`, min: 0,
+      nameTextStyle: { align: "left" as const },
+      axisLabel: { formatter: (v: number) => `${tick(v)} ${bytes.symbol}` },
       splitLine: { lineStyle: { opacity: 0.4 } } },
   ];
   const series: BarSeriesOption[] = [];
@@ -688,15 +708,15 @@ export function psChartOption(report: RecsysReport, style: ChartStyle = {}): PsC
       ...base,
       xAxisIndex: 0,
       yAxisIndex: 0,
-      data: [r4(r.stepS * 1e3)],
+      data: [r4(r.stepS * time.per)],
       label: { show: true, position: "top", color: labelColor, formatter: () => formatMsSig(r.stepS) },
     });
     series.push({
       ...base,
       xAxisIndex: 1,
       yAxisIndex: 1,
-      data: [r4(r.bytesOnWire / GB)],
-      label: { show: true, position: "top", color: labelColor, formatter: () => formatGBShort(r.bytesOnWire) },
+      data: [r4(r.bytesOnWire / bytes.bytes)],
+      label: { show: true, position: "top", color: labelColor, formatter: () => formatShortIn(r.bytesOnWire, bytes) },
     });
   }
   return {
