@@ -20,6 +20,14 @@ environment, e.g.::
         --out tests/data/saved_tensors_hf.json
     HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
         --dtype float32 --out tests/data/saved_tensors_hf_fp32.json
+    HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
+        --set families --out tests/data/saved_tensors_hf_families.json
+
+``--set families`` measures the other families the engine reads (Qwen2, Gemma, Gemma 2,
+Phi-3, Falcon decoder layers, SDPA and eager) and the output stage of one-layer Llama,
+Gemma and Gemma 2 CausalLMs with labels (final norm, lm_head, Gemma 2's
+``final_logit_softcapping``, the loss), each saved tensor named by its module; recorded
+with torch 2.13.0 (CPU) and transformers 5.24.0.
 
 Everything runs on the CPU in bf16 (every op these layers use has a bf16 CPU kernel), or
 in fp32 with ``--dtype float32`` (fp32 training). It runs with old transformers too
@@ -179,8 +187,10 @@ def _is_rope_table(t: torch.Tensor, x: torch.Tensor, modules: list) -> bool:
     """Old transformers' per-layer cos/sin (``[b, 1, s, head_dim]``, kept by the ``mul``
     of ``apply_rotary_pos_emb``): what newer versions make once per model and share, so
     it is listed apart like ``shared_input`` and left out of the layer's bytes."""
+    if NEW_API or x.dim() != 3:
+        return False
     b, s, _ = x.shape
-    return (not NEW_API and t.dim() == 4 and t.shape[0] == b and t.shape[1] == 1
+    return (t.dim() == 4 and t.shape[0] == b and t.shape[1] == 1
             and t.shape[2] == s and bool(modules) and modules[-1].endswith("self_attn"))
 
 
@@ -256,6 +266,167 @@ def _causal_mask(b: int, s: int) -> torch.Tensor:
     return m[None, None].expand(b, 1, s, s)
 
 
+# ---------------------------------------------------------------- the other families
+# The model types simulation/hf_config.py reads besides Llama, GPT-2 and Mixtral
+# (``--set families``, tests/data/saved_tensors_hf_families.json): Qwen2 (q/k/v biases),
+# Gemma (GeGLU, head_dim apart from hidden/heads, RMSNorm scaled by 1 + w in fp32),
+# Gemma 2 (four norms a block, attention logit soft-capping in eager attention;
+# Gemma2PreTrainedModel has ``_supports_sdpa = False`` and sdpa_attention_forward refuses
+# ``softcap``, so its sdpa point is the layer with soft-capping off, what FlashAttention-2,
+# which caps inside the kernel, saves as well), Phi-3 (fused qkv_proj and gate_up_proj) and
+# Falcon (fused query_key_value, parallel attention and MLP, LayerNorm, GELU).
+def _family(p: dict):
+    """``(layer, rope or None, extra forward kwargs)`` of one family point."""
+    import transformers.models as tm
+    from importlib import import_module
+    common = dict(hidden_size=p["h"], num_attention_heads=p["a"], intermediate_size=p["ffn"],
+                  max_position_embeddings=4 * p["s"], num_hidden_layers=1, vocab_size=128,
+                  attention_dropout=p.get("attn_dropout", 0.0))
+    arch = p["arch"]
+    if arch == "falcon":
+        from transformers import FalconConfig
+        from transformers.models.falcon.modeling_falcon import (FalconDecoderLayer,
+                                                                FalconRotaryEmbedding)
+        cfg = FalconConfig(hidden_size=p["h"], num_attention_heads=p["a"], num_kv_heads=p["kv"],
+                           ffn_hidden_size=p["ffn"], num_hidden_layers=1, vocab_size=128,
+                           multi_query=p["multi_query"], parallel_attn=p["parallel_attn"],
+                           new_decoder_architecture=p["new_arch"], alibi=False, bias=False,
+                           hidden_dropout=p.get("hidden_dropout", 0.0), attention_dropout=0.0,
+                           max_position_embeddings=4 * p["s"])
+        cfg._attn_implementation = p["attn"]
+        return FalconDecoderLayer(cfg, layer_idx=0), FalconRotaryEmbedding(cfg), {"alibi": None}
+    name = {"qwen2": "Qwen2", "gemma": "Gemma", "gemma2": "Gemma2", "phi3": "Phi3"}[arch]
+    mod = import_module(f"transformers.models.{arch}.modeling_{arch}")
+    conf = getattr(import_module("transformers"), f"{name}Config")
+    extra = dict(num_key_value_heads=p["kv"])
+    if "head_dim" in p:
+        extra["head_dim"] = p["head_dim"]
+    if arch == "gemma":
+        extra["hidden_act"] = "gelu_pytorch_tanh"
+    if arch == "gemma2":
+        extra.update(hidden_activation="gelu_pytorch_tanh", attn_logit_softcapping=p.get("softcap"),
+                     query_pre_attn_scalar=p.get("head_dim", p["h"] // p["a"]))
+    if arch == "phi3":
+        extra.update(resid_pdrop=p.get("hidden_dropout", 0.0), pad_token_id=0)
+    cfg = conf(**common, **extra)
+    cfg._attn_implementation = p["attn"]
+    del tm
+    return (getattr(mod, f"{name}DecoderLayer")(cfg, layer_idx=0),
+            getattr(mod, f"{name}RotaryEmbedding")(cfg), {})
+
+
+def family_points() -> list[dict]:
+    """Per family, the shapes that separate its terms (base, s^2, GQA, FFN width, and the
+    family's own switch: head_dim, soft-capping, residual dropout, Falcon's layouts)."""
+    pts = []
+    base = dict(b=2, s=64, h=128, a=4, kv=4, ffn=344)
+    fams = {
+        "qwen2": [{}, dict(s=128), dict(kv=2), dict(kv=1, a=8), dict(ffn=768)],
+        # Gemma-7B: 16 heads x 256 > hidden 3072; Gemma-2B: one KV head
+        "gemma": [dict(head_dim=64), dict(head_dim=64, s=128), dict(head_dim=64, kv=1),
+                  dict(head_dim=64, kv=2, ffn=768), dict(head_dim=32)],
+        "gemma2": [dict(head_dim=64, softcap=50.0), dict(head_dim=64, softcap=50.0, s=128),
+                   dict(head_dim=64, softcap=50.0, kv=2), dict(head_dim=32, softcap=50.0, ffn=768),
+                   dict(head_dim=64)],
+        "phi3": [{}, dict(s=128), dict(kv=2), dict(kv=1, a=8), dict(ffn=768),
+                 dict(hidden_dropout=0.1)],
+        # Falcon-7B (multi-query, one input_layernorm), Falcon-40B (new architecture, KV
+        # groups, ln_attn and ln_mlp), and a sequential block (parallel_attn false)
+        "falcon": [dict(layout="7b"), dict(layout="7b", s=128), dict(layout="7b", ffn=768),
+                   dict(layout="40b", kv=2), dict(layout="40b", kv=2, s=128),
+                   dict(layout="sequential")],
+    }
+    for arch, variants in fams.items():
+        for attn in ("sdpa", "eager"):
+            for v in variants:
+                if arch == "gemma2" and attn == "sdpa" and v.get("softcap"):
+                    continue            # sdpa_attention_forward refuses softcap
+                p = dict(base, arch=arch, attn=attn, **v)
+                if arch == "falcon":
+                    lay = p.pop("layout")
+                    p["ffn"] = v.get("ffn", 4 * p["h"])
+                    p.update(multi_query=lay == "7b", parallel_attn=lay != "sequential",
+                             new_arch=lay == "40b", layout=lay)
+                    if lay == "7b":
+                        p["kv"] = 1
+                tag = "-".join(f"{k}{p[k]}" for k in ("b", "s", "h", "a", "kv", "ffn"))
+                extra = "-".join(f"{k}{v[k]}" for k in sorted(v) if k not in ("b", "s", "h", "a", "kv", "ffn"))
+                p["id"] = f"{arch}-{attn}-{tag}" + (f"-{extra}" if extra else "")
+                pts.append(p)
+    return pts
+
+
+def run_family_point(p: dict) -> dict:
+    torch.manual_seed(0)
+    b, s, h = p["b"], p["s"], p["h"]
+    x = torch.randn(b, s, h, dtype=DTYPE, requires_grad=True)
+    layer, rope, kwargs = _family(p)
+    pos = torch.arange(s).unsqueeze(0).expand(b, s)
+    with torch.no_grad():
+        cos, sin = rope(x, pos)
+        for w in layer.parameters():
+            if w.dim() >= 2:
+                w.normal_(0.0, 0.02)
+    kwargs.update(attention_mask=_causal_mask(b, s) if p["attn"] == "eager" else None,
+                  position_ids=pos, position_embeddings=(cos, sin))
+    layer = layer.to(DTYPE).train()
+    m = measure(layer, x, lambda layer, x: layer(x, **kwargs), (cos, sin))
+    kinds = Counter(r["function"] for r in m["tensors"] if r["kind"] in ("activation", "layer_input"))
+    print(f"{p['id']:<52} {m['layer_bytes']:>10} B  {m['layer_bytes'] / (b * s * h):7.2f} x sbh  "
+          f"{dict(kinds)}", file=sys.stderr)
+    return {"id": p["id"], "config": p, "layer_bytes": m["layer_bytes"],
+            "shared_input_bytes": m["shared_input_bytes"], "tensors": m["tensors"]}
+
+
+# ---------------------------------------------------------------- the output stage
+# A whole CausalLM of one layer with labels: what the final norm, the head, Gemma 2's
+# final_logit_softcapping and the loss (ForCausalLMLoss: logits.float(), F.cross_entropy)
+# save, split from the layer's by the module that saved them.
+def output_points() -> list[dict]:
+    base = dict(b=2, s=64, h=128, a=4, kv=4, ffn=344, vocab=4096)
+    pts = [dict(base, arch="llama"), dict(base, arch="llama", vocab=8192),
+           dict(base, arch="gemma", head_dim=64), dict(base, arch="gemma2", head_dim=64),
+           dict(base, arch="gemma2", head_dim=64, final_softcap=None)]
+    for p in pts:
+        p["attn"] = "eager"
+        p["id"] = (f"{p['arch']}-output-b{p['b']}-s{p['s']}-h{p['h']}-v{p['vocab']}"
+                   + ("-nosoftcap" if "final_softcap" in p else ""))
+    return pts
+
+
+def run_output_point(p: dict) -> dict:
+    from importlib import import_module
+    torch.manual_seed(0)
+    name = {"llama": "Llama", "gemma": "Gemma", "gemma2": "Gemma2"}[p["arch"]]
+    tr = import_module("transformers")
+    kw = dict(hidden_size=p["h"], num_attention_heads=p["a"], num_key_value_heads=p["kv"],
+              intermediate_size=p["ffn"], vocab_size=p["vocab"], num_hidden_layers=1,
+              max_position_embeddings=4 * p["s"], tie_word_embeddings=p["arch"] != "llama")
+    if "head_dim" in p:
+        kw["head_dim"] = p["head_dim"]
+    if p["arch"] == "gemma2":
+        kw["final_logit_softcapping"] = p.get("final_softcap", 30.0)
+    cfg = getattr(tr, f"{name}Config")(**kw)
+    cfg._attn_implementation = p["attn"]
+    model = getattr(tr, f"{name}ForCausalLM")(cfg)
+    with torch.no_grad():
+        for w in model.parameters():
+            if w.dim() >= 2:
+                w.normal_(0.0, 0.02)
+    model = model.to(DTYPE).train()
+    b, s = p["b"], p["s"]
+    ids = torch.randint(0, p["vocab"], (b, s))
+    m = measure(model, ids, lambda model, ids: (model(input_ids=ids, labels=ids).loss,))
+    stage = {"model.norm": "final norm", "lm_head": "lm_head input", "layer": "head and loss"}
+    rows = [dict(r, stage=stage.get(r["module"], "layers and embedding")) for r in m["tensors"]
+            if r["kind"] in ("activation", "layer_input")]
+    by = {k: sum(r["storage_bytes"] for r in rows if r["stage"] == k) for k in set(stage.values())}
+    out = by["final norm"] + by["lm_head input"] + by["head and loss"]
+    print(f"{p['id']:<52} output stage {out:>10} B  {out / (b * s * p['vocab']):6.2f} x sbV  {by}",
+          file=sys.stderr)
+    return {"id": p["id"], "config": p, "output_stage_bytes": out, "by_stage": by, "tensors": rows}
+
+
 def points() -> list[dict]:
     """Points that separate the formula's terms: s*b*h ones, s^2 ones (vary s), the
     GQA ones (vary kv), the FFN ones (vary ffn), dropout masks (on/off), experts."""
@@ -300,13 +471,22 @@ def main():
     ap.add_argument("--only", help="run the points whose id contains this")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16",
                     help="the layer's parameters and activations (float32: fp32 training)")
+    ap.add_argument("--set", choices=("core", "families"), default="core",
+                    help="core: Llama, GPT-2, Mixtral layers; families: Qwen2, Gemma, Gemma 2, "
+                         "Phi-3 and Falcon layers and the output stage of whole CausalLMs")
     a = ap.parse_args()
     global DTYPE
     DTYPE = DTYPES[a.dtype]
     torch.set_num_threads(1)
-    cases = [run_point(p) for p in points() if not a.only or a.only in p["id"]]
+    if a.set == "families":
+        cases = [run_family_point(p) for p in family_points() if not a.only or a.only in p["id"]]
+        cases += [run_output_point(p) for p in output_points() if not a.only or a.only in p["id"]]
+    else:
+        cases = [run_point(p) for p in points() if not a.only or a.only in p["id"]]
     data = {"what": "bytes PyTorch saves for backward in one decoder layer (saved_tensors_hooks), "
-                    "storage-deduplicated, parameters excluded; see scripts/measure_saved_tensors.py",
+                    "storage-deduplicated, parameters excluded; see scripts/measure_saved_tensors.py"
+                    + (" (--set families; the output-stage cases: a whole one-layer CausalLM with "
+                       "labels, what its final norm, lm_head and loss save)" if a.set == "families" else ""),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                          "python": platform.python_version()},
             "device": "cpu", "dtype": str(DTYPE).replace("torch.", ""), "cases": cases}

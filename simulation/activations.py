@@ -37,7 +37,16 @@ element-wise ops (10*s*b*f); MoE keeps router probabilities and, per routed toke
 gathered input, the expert's MLP, its output and the scatter's source. fp32 training
 (``activation_bytes`` 4) makes every 16-bit tensor fp32 and drops the fp32 copies that
 16-bit layers add (``tests/data/saved_tensors_hf_fp32.json``, measured with transformers
-4.31: Llama and GPT-2 eager layers match term by term).
+4.31: Llama and GPT-2 eager layers match term by term). The other families that
+``simulation/hf_config.py`` reads (``tests/data/saved_tensors_hf_families.json``, the same
+script with ``--set families``): Qwen2's layer is Llama's (its q/k/v biases save nothing);
+Gemma's RMSNorm scales in fp32 and its heads are ``head_dim`` wide; Gemma 2 has four norms
+and soft-caps eager attention's scores; Phi-3's fused ``qkv_proj`` leaves V a view of the
+whole qkv output under SDPA; Falcon's block has one norm (7B) or two on one input (the
+new architecture), GELU, and a multi-query SDPA call that runs the fp32 math kernel
+(:data:`FAMILY_TRAITS`, :func:`family_traits`). The final norm and, for Gemma 2, the
+soft-capped logits are the output stage's (:func:`final_norm_bytes`,
+``simulation/loss.py``).
 
 Kernel traits that differ between devices are :data:`CUDA` (the default, what a training
 run uses) and :data:`CPU` (what the measurements ran on; tests pass it):
@@ -181,6 +190,32 @@ class ActivationShape:
     # Megatron-Core ``activation_func_fp8_input_store``: fused SwiGLU keeps its input as
     # an FP8 (E4M3) cast, 1 B an element (megatron/core/fusions/fused_bias_swiglu.py).
     activation_fp8_input_store: bool = False
+    # Per-family traits of transformers' decoder layers (``huggingface`` stack), measured in
+    # tests/data/saved_tensors_hf_families.json; :data:`FAMILY_TRAITS` sets them from a
+    # model's ``layer_family``. ``head_dim``: one head's width (Gemma: 16 x 256 > hidden
+    # 3072), None is hidden / heads. ``norms``: norm modules per block (Gemma 2: 4; Falcon-7B:
+    # 1, whose output feeds attention and MLP alike, so one block input is kept).
+    # ``norm_fp32_scale``: Gemma's RMSNorm scales by (1 + w) in fp32 (:func:`_norm_bytes`).
+    # ``attn_softcap``: Gemma 2's eager attention soft-caps the scores (+1 tensor of scores).
+    # ``qkv_view_value``: V is a view of a fused qkv output, so attention keeps that whole
+    # storage (Phi-3; :func:`_hf_attention`); ``sdpa_output_copy``: o_proj's input is a copy
+    # of SDPA's output (Phi-3). ``sdpa_kv_broadcast``: the layer calls SDPA with fewer K/V
+    # heads and no ``enable_gqa`` (Falcon's multi-query): the fp32 math kernel runs.
+    # ``kv_repeated``: K and V are expanded to every head before attention (Falcon's new
+    # architecture), whose ``ln_attn`` and ``ln_mlp`` both normalise the block input
+    # (``norm_input_shared``: one input kept, two sets of statistics).
+    # ``single_op_activation``: a plain MLP whose activation is one op
+    # (``nn.GELU``: keeps its input only, 4 B per f as a fused kernel), not gelu_new's five.
+    head_dim: int | None = None
+    norms: int = 2
+    norm_fp32_scale: bool = False
+    attn_softcap: bool = False
+    qkv_view_value: bool = False
+    sdpa_output_copy: bool = False
+    sdpa_kv_broadcast: bool = False
+    kv_repeated: bool = False
+    norm_input_shared: bool = False
+    single_op_activation: bool = False
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -225,9 +260,61 @@ class ActivationShape:
 
     @property
     def fused(self) -> bool:
+        if self.single_op_activation and not self.gated_mlp:
+            return True
         if self.fused_mlp_activation is None:
             return self.framework == "megatron"
         return self.fused_mlp_activation
+
+    @property
+    def q_width(self) -> int:
+        """Q's (and the attention output's) width, heads x head_dim: hidden unless head_dim."""
+        return self.hidden if self.head_dim is None else self.heads * self.head_dim
+
+    @property
+    def kv_ratio(self) -> float:
+        """K's (and V's) width over hidden: kv_heads x head_dim / hidden (kv_heads / heads
+        when head_dim is hidden / heads)."""
+        kv = self.heads if self.kv_repeated else (self.kv_heads or self.heads)
+        return kv / self.heads * self.q_width / self.hidden
+
+
+# transformers' decoder-layer traits per ``model_type`` (ModelSpec.layer_family), each
+# measured in tests/data/saved_tensors_hf_families.json (transformers 5.24, torch 2.13):
+# gemma/modeling_gemma.py ``GemmaRMSNorm`` and gemma2/modeling_gemma2.py ``Gemma2RMSNorm``
+# (``output * (1.0 + self.weight.float())`` in fp32; Gemma 2's four norms and soft-capping
+# are the model's ``norms_per_block`` and ``attn_logit_softcapping``);
+# phi3/modeling_phi3.py ``Phi3Attention.forward`` (value_states a slice of ``qkv_proj``'s
+# output; ``apply_rotary_pos_emb`` ends in ``torch.cat``); falcon/modeling_falcon.py
+# ``FalconAttention`` (``F.scaled_dot_product_attention`` without ``enable_gqa``;
+# ``_split_heads`` broadcasts K and V to every head in the new architecture) and
+# ``FalconMLP`` (``nn.GELU``). Qwen2, Llama, Mistral and Mixtral layers need none.
+FAMILY_TRAITS = {
+    "gemma": dict(norm_fp32_scale=True),
+    "gemma2": dict(norm_fp32_scale=True),
+    "phi3": dict(qkv_view_value=True, sdpa_output_copy=True),
+    "falcon": dict(single_op_activation=True),
+}
+
+
+def family_traits(family: str | None, norms: int, kv_heads: int, heads: int) -> dict:
+    """The :class:`ActivationShape` traits of a ``layer_family`` with ``norms`` norm
+    modules per block and ``kv_heads`` of ``heads``: :data:`FAMILY_TRAITS`, and for Falcon
+    the attention its layout implies (``FalconAttention._split_heads``): one K/V head is
+    ``multi_query`` (Falcon-7B; its SDPA call sees one K/V head: ``sdpa_kv_broadcast``);
+    K/V groups are the new architecture (Falcon-40B/180B: K and V broadcast to every head,
+    and its two norms, ``ln_attn`` and ``ln_mlp``, share the input); as many K/V heads as
+    heads is the old architecture without multi-query, whose q, k, v are views of the
+    fused ``query_key_value`` output (V keeps all of it)."""
+    out = dict(FAMILY_TRAITS.get(family or "", {}))
+    if family == "falcon":
+        if kv_heads == 1 and heads > 1:
+            out["sdpa_kv_broadcast"] = True
+        elif kv_heads < heads:
+            out.update(kv_repeated=True, norm_input_shared=norms == 2)
+        else:
+            out["qkv_view_value"] = True
+    return out
 
 
 # every field with its default (MISSING for the four required ones), in field order
@@ -582,14 +669,12 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     f = x.ffn or 4 * h
     A = x.activation_bytes
     fz = 0 if x.frozen else 1                 # frozen weights (_frozen_note)
-    if x.norm == "rmsnorm":
-        # frozen: the scale (weight * x) keeps no normalised value
-        norm = (FP32 + fz * A) * sbh + FP32 * sb
-    else:
-        norm = A * sbh + 2 * k.stat_bytes(A) * sb
+    n = x.norms
     replicated = {
-        "norms (2)": 2 * norm,
-        "attention and MLP block inputs": fz * 2 * A * sbh,
+        f"norms ({n})": n * _norm_bytes(x, k) - (
+            (n - 1) * A * sbh if x.norm_input_shared and x.norm == "layernorm" else 0),
+        # one norm (Falcon-7B's parallel block): its output is both blocks' input
+        "attention and MLP block inputs": fz * (1 if n == 1 else 2) * A * sbh,
         "residual dropout masks": 2 * k.mask_bytes(A) * sbh if x.resid_dropout else 0,
     }
     split = _hf_attention(x, k)
@@ -611,6 +696,38 @@ def _huggingface(x: ActivationShape, k: Kernels) -> tuple[dict, dict]:
     if x.shared_ffn and moe:
         split["shared experts' MLP activations"] = _mlp_per_token(x) * sb * x.shared_ffn
     return replicated, split
+
+
+def _norm_bytes(x: ActivationShape, k: Kernels) -> float:
+    """What one norm module keeps (transformers), bytes.
+
+    ``LlamaRMSNorm``: the fp32 copy of its input (``pow`` and ``mul``), the fp32 ``rsqrt``
+    per token and the 16-bit normalised value ``weight * x`` keeps (frozen: not).
+    ``GemmaRMSNorm`` / ``Gemma2RMSNorm`` (``norm_fp32_scale``; transformers
+    gemma/modeling_gemma.py, gemma2/modeling_gemma2.py: ``output = self._norm(x.float());
+    output = output * (1.0 + self.weight.float()); return output.type_as(x)``): the scale
+    runs in fp32 before the cast, so its ``mul`` keeps the fp32 normalised value (4 B, for
+    the weight's gradient; frozen: not) and the fp32 ``1 + w`` (4 B x h, made on each call),
+    and the 16-bit cast is kept by the next projection only (the block input). Measured:
+    the Gemma and Gemma 2 points of tests/data/saved_tensors_hf_families.json.
+    ``nn.LayerNorm``: its input and the per-token mean and rstd."""
+    sb, h, A = x.seq_len * x.micro_batch, x.hidden, x.activation_bytes
+    fz = 0 if x.frozen else 1
+    if x.norm == "layernorm":
+        return A * sb * h + 2 * k.stat_bytes(A) * sb
+    if x.norm_fp32_scale:
+        return (FP32 + fz * FP32) * sb * h + FP32 * sb + FP32 * h
+    return (FP32 + fz * A) * sb * h + FP32 * sb
+
+
+def final_norm_bytes(x: ActivationShape, kernels: Kernels = CUDA) -> float:
+    """What the model's final norm keeps for backward (transformers' ``model.norm``), bytes:
+    what a block's norm keeps (:func:`_norm_bytes`: Llama's fp32 input copy, rsqrt and
+    16-bit normalised value; Gemma's fp32 input and fp32 scaled value). Its 16-bit output
+    is the head's input, counted apart. Measured: the output-stage points of
+    tests/data/saved_tensors_hf_families.json (a one-layer ``LlamaForCausalLM``,
+    ``GemmaForCausalLM``, ``Gemma2ForCausalLM``, module ``model.norm``)."""
+    return _norm_bytes(x, kernels)
 
 
 def _deepseek_routing(x: ActivationShape) -> dict[str, float]:
@@ -649,6 +766,10 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     Q, K, V, scores, mask and dropped scores in fp32 (12*s*b*h + 12*a*s^2*b) and the
     out-projection's 16-bit input apart.
 
+    Widths: Q and the output are heads x ``head_dim`` (Gemma), K and V kv_heads x head_dim.
+    Phi-3 (``qkv_view_value``, ``sdpa_output_copy``) and Falcon (``sdpa_kv_broadcast``,
+    ``kv_repeated``, ``qkv_view_value``): see :class:`ActivationShape` and the comments below.
+
     Eager (``eager_attention_forward``): ``repeat_kv`` copies K and V to every head
     before the two ``matmul``, which keep Q and K, then the probabilities and V; the
     out-projection keeps its own copy of the output. Scores: the softmax output (fp32
@@ -659,18 +780,33 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
     """
     s, b, h, a = x.seq_len, x.micro_batch, x.hidden, x.heads
     A = x.activation_bytes
-    sbh, asb, as2b = s * b * h, a * s * b, a * s * s * b
-    r = (x.kv_heads or a) / a
+    sb, asb, as2b = s * b, a * s * b, a * s * s * b
+    sbq = sb * x.q_width                     # Q and the attention output (heads x head_dim)
+    sbkv = sb * h * x.kv_ratio               # K, V (kv_heads x head_dim)
     scores_kept = not x.recomputes("core_attn")
-    out_proj = 0 if x.frozen else A * sbh    # a frozen out-projection keeps no input
-    if x.flash_attention and x.attn_dropout and k.sdpa_dropout_math_fp32:
-        return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbh,
-                "attention scores (fp32 softmax, mask, dropout)": 3 * FP32 * as2b if scores_kept else 0,
+    out_proj = 0 if x.frozen else A * sbq    # a frozen out-projection keeps no input
+    if x.flash_attention and ((x.attn_dropout and k.sdpa_dropout_math_fp32) or x.sdpa_kv_broadcast):
+        # Falcon's multi-query SDPA call (sdpa_kv_broadcast) passes one K/V head and no
+        # enable_gqa: the flash and memory-efficient kernels need equal head counts, and
+        # the math kernel upcasts 16-bit inputs to fp32 on CUDA too (unless
+        # allow_fp16_bf16_reduction_math_sdp) and expands K and V to every head; Falcon
+        # passes dropout_p 0.0 there
+        per = 3 * FP32 if x.attn_dropout and not x.sdpa_kv_broadcast else FP32
+        return {"Q, K, V (fp32, math kernel)": 3 * FP32 * sbq,
+                "attention scores (fp32 softmax, mask, dropout)": per * as2b if scores_kept else 0,
                 "attention output (out-projection input)": out_proj}
     if x.flash_attention:
-        return {"Q, K, V": A * sbh * (1 + 2 * r),
-                "attention output (out-projection input)": A * sbh,
-                "logsumexp (fp32)": FP32 * asb}
+        # qkv_view_value: V is a slice of the fused qkv output, so the kernel keeps all of it
+        v = sbq + 2 * sbkv if x.qkv_view_value else sbkv
+        terms = {"Q, K, V": A * (sbq + sbkv + v),
+                 "attention output (out-projection input)": A * sbq,
+                 "logsumexp (fp32)": FP32 * asb}
+        if x.sdpa_output_copy:
+            # Phi-3's rotary ends in torch.cat (partial rotary), so Q is contiguous in
+            # (b, heads, s, d) order, the kernel's output follows it, and o_proj keeps the
+            # copy that transpose(1, 2).contiguous() makes
+            terms["out-projection input (a copy of the output)"] = out_proj
+        return terms
     upcast = x.norm == "rmsnorm" if x.eager_softmax_fp32 is None else x.eager_softmax_fp32
     upcast = upcast and A < FP32             # an fp32 layer's softmax needs no upcast
     softmax = FP32 if upcast else A
@@ -678,7 +814,12 @@ def _hf_attention(x: ActivationShape, k: Kernels) -> dict:
         per = softmax + k.mask_bytes(A) + A
     else:
         per = softmax + (A if upcast else 0)
-    return {"Q, K, V (K and V repeated to every head)": 3 * A * sbh,
+    terms = {}
+    if x.attn_softcap and scores_kept:
+        # Gemma 2 (gemma2/modeling_gemma2.py eager_attention_forward): scores / softcap,
+        # torch.tanh, * softcap: tanh keeps its output, one more tensor of scores
+        terms["soft-capped scores (tanh output)"] = A * as2b
+    return terms | {"Q, K, V (K and V repeated to every head)": 3 * A * sbq,
             "attention output (out-projection input)": out_proj,
             "attention scores (softmax, dropout)": per * as2b if scores_kept else 0}
 

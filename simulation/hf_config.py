@@ -34,6 +34,11 @@ sliding_window                    sliding_window, sliding_window_layers "all"
 multi_query, new_decoder_arch...  num_kv_heads, norms_per_block (Falcon)
 attention_dropout, resid_pdrop,   attention_dropout / hidden_dropout (true only when
 hidden_dropout                    the probability is above 0)
+attn_logit_softcapping,           the same names (Gemma 2; absent: 50.0 and 30.0, the
+final_logit_softcapping           class defaults; null: no cap)
+model_type                        layer_family (gemma, gemma2, phi3, falcon: the layers
+                                  that save what Llama's do not, activations.py)
+activation                        Falcon's MLP activation (a single op: gelu, relu, ...)
 ================================  =================================================
 
 Per family (the modeling file each follows):
@@ -78,6 +83,7 @@ there is reported under the config key it came from.
 
 from __future__ import annotations
 
+from .activations import FAMILY_TRAITS
 from .errors import ScenarioError
 from .fields import show
 
@@ -115,6 +121,10 @@ _SLIDING_ALL = ("mistral", "mixtral", "phi3")
 # Activations transformers' ACT2FN knows that these families' gated MLPs use.
 _ACTS = ("silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast", "relu")
 
+# Falcon's activations that keep only their input (ACT2FN: GELUActivation, the tanh GELU,
+# ReLU, SiLU), as the engine counts Falcon's MLP.
+_FALCON_ACTS = ("gelu", "gelu_pytorch_tanh", "relu", "silu")
+
 # Keys read for their meaning but that set nothing beyond what the family fixes.
 _CONFIRMING = ("model_type", "rms_norm_eps", "layer_norm_epsilon")
 # Keys the engine does not model that change memory or time; each gets a note.
@@ -123,6 +133,9 @@ _NOTES = {
     "attn_logit_softcapping": "logit soft-capping adds an element-wise op the engine does not time",
     "final_logit_softcapping": "logit soft-capping adds an element-wise op the engine does not time",
 }
+# Gemma2Config's soft-capping defaults (transformers 5.24 configuration_gemma2.py): the keys
+# are read for Gemma 2 only (the other families' classes do not read them).
+_SOFTCAP_DEFAULTS = {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}
 
 
 def _err(key: str, message: str) -> ScenarioError:
@@ -205,7 +218,13 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
 
     if mt == "falcon":
         take("multi_query", "new_decoder_architecture", "parallel_attn", "ffn_hidden_size",
-             "bias", "alibi")
+             "bias", "alibi", "activation")
+        # FalconMLP: get_activation(config.activation), "gelu" by default (nn.GELU-like, one
+        # op keeping its input: simulation/activations.py single_op_activation)
+        act = cfg.get("activation", "gelu")
+        if act is not None and act not in _FALCON_ACTS:
+            raise _err("activation", f"must be one of {', '.join(_FALCON_ACTS)} (a single-op "
+                                     f"activation: the engine counts its input only), got {show(act)}")
         if _bool(cfg, "alibi", False):
             raise _err("alibi", "must be false: ALiBi position biases are not modelled (RoPE or "
                                 "learned positions only)")
@@ -294,6 +313,18 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         m["hidden_dropout"] = True
     m["max_seq_len"] = _int(cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
     m["source"] = f"imported config.json (model_type {mt})"
+    if mt in FAMILY_TRAITS:          # the families whose layers save what Llama's do not
+        m["layer_family"] = mt
+    if mt == "gemma2":
+        # Gemma2Attention passes config.attn_logit_softcapping to the attention function;
+        # Gemma2ForCausalLM.forward caps the logits with config.final_logit_softcapping
+        take(*_SOFTCAP_DEFAULTS)
+        for key, default in _SOFTCAP_DEFAULTS.items():
+            if key not in cfg or cfg[key] is not None:
+                v = cfg.get(key, default)
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                    raise _err(key, f"must be a number > 0 or null, got {show(v)}")
+                m[key] = float(v)
 
     _sliding(cfg, mt, m, take, notes)
     for key, note in _NOTES.items():

@@ -27,6 +27,9 @@ live depends on the stack, so it is a training setting (``training.loss_kernel``
     per element), plus the gradient of the head's input computed during forward (2 B per
     ``tokens x hidden``): ``8 * tokens * hidden`` bytes.
 
+Gemma 2 caps the logits first (``final_logit_softcapping``: ``tanh`` keeps its 16-bit
+output): 2 B more per element with ``torch`` (:func:`softcap_bytes_per_logit`).
+
 fp32 training (``act_bytes`` 4): the upcasts are no-ops. ``torch`` still peaks at 12 B
 (saved fp32 output and two fp32 gradients); Megatron's in-place buffer is the logits
 themselves, **4 B**; Liger's chunk holds fp32 logits and gradient and the head input's
@@ -42,7 +45,7 @@ _BYTES_PER_LOGIT = {"torch": 12.0, "megatron_vocab_parallel": 6.0}
 
 
 def loss_bytes(kernel: str, tokens: float, vocab: int, hidden: int,
-               tensor_parallel: int = 1, act_bytes: int = 2) -> float:
+               tensor_parallel: int = 1, act_bytes: int = 2, final_softcap: bool = False) -> float:
     """Peak bytes of the logits and cross-entropy on one GPU of the last pipeline stage.
 
     ``tokens`` = micro batch x sequence length (per GPU), ``vocab`` the vocabulary,
@@ -59,4 +62,19 @@ def loss_bytes(kernel: str, tokens: float, vocab: int, hidden: int,
         raise ValueError(f"unknown loss kernel {kernel!r}") from None
     if kernel == "megatron_vocab_parallel" and act_bytes >= 4:
         per = 4.0                      # the fp32 logits are the in-place softmax buffer
+    if final_softcap and kernel == "torch":
+        per += softcap_bytes_per_logit(act_bytes)
     return per * tokens * vocab / tensor_parallel
+
+
+def softcap_bytes_per_logit(act_bytes: int = 2) -> float:
+    """What final-logit soft-capping adds per logit at the loss's peak (``torch`` kernel).
+
+    transformers ``Gemma2ForCausalLM.forward`` (gemma2/modeling_gemma2.py): ``logits /
+    cap; torch.tanh; * cap`` before the loss. ``tanh`` keeps its output (the logits' dtype)
+    for backward, and it is live until the head's backward reaches it, after the
+    cross-entropy's fp32 buffers: ``act_bytes`` per logit on top of the 12. Measured as a
+    saved tensor (``tests/data/saved_tensors_hf_families.json``, the gemma2 output-stage
+    points: 2 B per logit more than without soft-capping); the other kernels take the cap
+    inside (Liger's fused linear cross-entropy ``softcap``) or are not used with it."""
+    return float(act_bytes)

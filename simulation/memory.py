@@ -58,7 +58,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .activations import ActivationShape, StageActivations, first_stage, layer_bytes
+from .activations import (ActivationShape, StageActivations, family_traits, final_norm_bytes,
+                          first_stage, layer_bytes)
 from .parallel import split_of
 from .pipeline import StagePlan, stage_plans
 from .loss import loss_bytes
@@ -900,11 +901,20 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
     if _has_head(sc, stage) and m.vocab_size:
         tokens = tr.local_seq_len * tr.sequences_per_micro_batch
         act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+        if tr.framework == "huggingface":
+            add("final norm (fp32 input copy, rsqrt, normalised value)", "activations", "hbm",
+                final_norm_bytes(_shape(m, tr, "none")) / t, phase="loss",
+                note="transformers' model.norm keeps what a block's norm keeps, until the "
+                     "head's backward has run (measured: saved_tensors_hf_families.json)")
         add("output-head input (final norm output)", "activations", "hbm", act * sbh / t,
             phase="fwd_bwd", note="saved for the head's weight gradient")
+        softcap = m.final_logit_softcapping is not None
         add(f"logits and cross-entropy ({tr.loss_kernel})", "activations", "hbm",
-            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t, act), phase="loss",
-            note=_LOSS_NOTES[tr.loss_kernel])
+            loss_bytes(tr.loss_kernel, tokens, m.vocab_size, m.hidden_size, t, act,
+                       final_softcap=softcap), phase="loss",
+            note=_LOSS_NOTES[tr.loss_kernel] + (
+                "; + the tanh output of final_logit_softcapping (Gemma2ForCausalLM)"
+                if softcap and tr.loss_kernel == "torch" else ""))
 
 
 _LOSS_NOTES = {
@@ -942,7 +952,10 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str,
         qk_head_dim=m.qk_head_dim if m.uses_mla else None,
         qk_rope_head_dim=m.qk_rope_head_dim, v_head_dim=m.v_head_dim,
         fp8_linear_inputs=tr.fp8 is not None and not uses_torchao(tr),
-        frozen=tr.lora is not None))
+        frozen=tr.lora is not None,
+        head_dim=None if m.uses_mla else m.head_dim, norms=m.block_norms,
+        attn_softcap=m.attn_logit_softcapping is not None,
+        **family_traits(m.layer_family, m.block_norms, m.num_kv_heads or heads, heads)))
 
 
 def _layout_note(m: ModelSpec, tr: TrainingSpec, plan: StagePlan | None = None) -> str:

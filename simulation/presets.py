@@ -120,18 +120,22 @@ MODELS.update({
     "phi3-mini": _hf("Phi-3-mini-4k", "microsoft/Phi-3-mini-4k-instruct", 32, 3072, 32, 32, 8192, 32064,
                      False, 4096, "fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP); "
                      "sliding_window 2047 in every layer (Phi3Attention)",
-                     fused_projections=True, sliding_window=2047, sliding_window_layers="all"),
+                     fused_projections=True, sliding_window=2047, sliding_window_layers="all",
+                     layer_family="phi3"),
     "phi4": _hf("Phi-4", "microsoft/phi-4", 40, 5120, 40, 10, 17920, 100352, False, 16384,
                 "Phi-4 technical report (arXiv 2412.08905); Phi3ForCausalLM with fused qkv_proj and "
-                "gate_up_proj", fused_projections=True),
+                "gate_up_proj", fused_projections=True, layer_family="phi3"),
     "gemma-7b": _hf("Gemma-7B", "google/gemma-7b", 28, 3072, 16, 16, 24576, 256000, True, 8192,
-                    "head_dim 256: 16 heads x 256 = 4096 != hidden 3072", head_dim=256),
+                    "head_dim 256: 16 heads x 256 = 4096 != hidden 3072", head_dim=256,
+                    layer_family="gemma"),
     "gemma2-9b": _hf("Gemma-2-9B", "google/gemma-2-9b", 42, 3584, 16, 8, 14336, 256000, True, 8192,
                      _GEMMA2, head_dim=256, norms_per_block=4, sliding_window=4096,
-                     sliding_window_layers="alternate"),
+                     sliding_window_layers="alternate", layer_family="gemma2",
+                     attn_logit_softcapping=50.0, final_logit_softcapping=30.0),
     "gemma2-27b": _hf("Gemma-2-27B", "google/gemma-2-27b", 46, 4608, 32, 16, 36864, 256000, True,
                       8192, _GEMMA2, head_dim=128, norms_per_block=4, sliding_window=4096,
-                      sliding_window_layers="alternate"),
+                      sliding_window_layers="alternate", layer_family="gemma2",
+                      attn_logit_softcapping=50.0, final_logit_softcapping=30.0),
     # DeepSeek-V3: 61 blocks, the first 3 dense (MLP 18432), then 256 routed experts of
     # 2048 (top 8) + 1 shared; MLA with q_lora_rank 1536, kv_lora_rank 512, 128 + 64 q/k
     # head width, v 128. "671B total parameters with 37B activated" (DeepSeek-AI, DeepSeek-V3
@@ -155,7 +159,7 @@ MODELS.update({
         name="Falcon-7B", num_layers=32, hidden_size=4544, num_attention_heads=71, num_kv_heads=1,
         ffn_hidden_size=4 * 4544, vocab_size=65024, gated_mlp=False, tied_embeddings=True,
         position_embedding="rope", norm="layernorm", linear_bias=False, dropout=False,
-        norms_per_block=1, max_seq_len=2048,
+        norms_per_block=1, max_seq_len=2048, layer_family="falcon",
         source=(f"config.json: {_HF.format('tiiuae/falcon-7b')}; multi-query (1 KV head), GELU MLP "
                 "of 4h, parallel attention and MLP behind one input_layernorm (FalconDecoderLayer "
                 "with parallel_attn and not new_decoder_architecture)")),

@@ -82,6 +82,9 @@ FRAMEWORKS = ("huggingface", "megatron")
 SOFTWARE_STACKS = ("megatron", "pytorch_eager", "torch_compile")
 COMPUTE_MODELS = ("constant", "work")
 SLIDING_WINDOW_LAYERS = ("all", "alternate")
+# ModelSpec.layer_family: the model types simulation/hf_config.py reads
+LAYER_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "falcon",
+                  "deepseek_v3", "deepseek_v2")
 # Megatron-LM --cp-comm-type values modelled (simulation.context_parallel)
 CP_COMM_TYPES = ("p2p", "all_gather")
 
@@ -155,6 +158,17 @@ class ModelSpec:
     # (GPT-2's c_attn, Falcon's query_key_value), apart when it is (Llama's q/k/v_proj).
     # Changes the tensors ZeRO-3 fetches, not the count.
     fused_projections: bool | None = None
+    # ``layer_family``: the transformers ``model_type`` whose decoder layer the huggingface
+    # stack's activations follow (simulation/activations.py ``FAMILY_TRAITS``: Gemma's fp32
+    # norm scale, Gemma 2's soft-capping, Phi-3's fused-qkv views, Falcon's attention);
+    # None: a Llama-style layer (GPT-2 style when the MLP is not gated).
+    layer_family: str | None = None
+    # Soft-capping (Gemma 2, transformers ``Gemma2Config``): ``attn_logit_softcapping``
+    # caps the attention scores (eager attention keeps the tanh output: one more tensor of
+    # scores), ``final_logit_softcapping`` the logits before the loss (the tanh output, one
+    # more tensor of logits); None: no cap. The values do not change memory, only their use.
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
     dropout: bool = True
     # Dropout on attention probabilities and on the two residual branches (transformers'
     # attention_dropout / attn_pdrop and resid_pdrop; Megatron's --attention-dropout and
@@ -295,6 +309,10 @@ class ModelSpec:
                              if "norms_per_block" in d else None),
             fused_projections=(None if d.get("fused_projections") is None
                                else _bool(d, "fused_projections", path, False)),
+            layer_family=(None if d.get("layer_family") is None
+                          else _choice(d, "layer_family", path, LAYER_FAMILIES, "llama")),
+            attn_logit_softcapping=_num(d, "attn_logit_softcapping", path, strict=True),
+            final_logit_softcapping=_num(d, "final_logit_softcapping", path, strict=True),
             dropout=(dropout := _bool(d, "dropout", path, True)),
             attention_dropout=_bool(d, "attention_dropout", path, dropout),
             hidden_dropout=_bool(d, "hidden_dropout", path, dropout),
