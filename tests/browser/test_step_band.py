@@ -10,16 +10,17 @@ from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# every ZeRO-3 / FSDP case on H100 was measured slower than predicted, so the band lies above the
-# headline: the words must say so rather than print a range that does not hold the number
-BAND = (r"\d[\d.]* m?s \(tierlab's figure; measured runs of this kind took \d+ % to \d+ % longer: "
-        r"\d[\d.]* m?s–\d[\d.]* m?s, ZeRO-3 / FSDP on H100\)")
+# the ZeRO-3 / FSDP cases on H100 (torchtitan's and NeMo AutoModel's FSDP2 rows) were measured
+# from about as fast as predicted to 41 % slower: the band straddles the headline and is printed
+# as a range with its signed ends
+BAND = (r"\d[\d.]* m?s \(measured runs of this kind: \d[\d.]* m?s–\d[\d.]* m?s "
+        r"\([−+]?\d+ % to \+\d+ %\), ZeRO-3 / FSDP on H100\)")
 
 
 def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url, user_admin, catalog,
                                                                  celery_worker):
     # ZeRO-3 of Llama-2-70B on two DGX H100: the band of the sharded cases on H100
-    # (torchtitan's FSDP rows), with the strategy and the 69B parameters named as not validated
+    # (torchtitan's and NeMo AutoModel's FSDP2 rows, 8B-70B), with the strategy named as not validated
     log_in(page, live_url, user_admin)
     page.wait_for_selector("#scenario-form-root[data-ready='true']")
     page.select_option("select[name='model.preset']", "llama2-70b")
@@ -50,6 +51,6 @@ def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url,
     assert "validated ZeRO-3 / FSDP on H100 cases" in band and "torchtitan Llama 3.1 benchmarks on H100" in band
     outside = page.locator("#step-outside").inner_text()
     assert outside.startswith("Outside what was validated: strategy zero3 (validated: fsdp_full_shard)"), outside
-    assert "69B parameters (validated: 8.03B–8.03B)" in outside
+    assert "parameters" not in outside       # 69B lies within the validated 8B-70B
     screenshot(page, "run-step-band")
     page.locator("#step").screenshot(path=str(SCREENSHOTS / "run-step-band-section.png"))
