@@ -116,3 +116,13 @@ def test_it_uses_the_database_catalog(owner_api, catalog, example_spec):
                                source="test")
     example_spec["model"] = {"preset": "tiny-llama"}
     assert post(owner_api, "tiny", example_spec).status_code == 201
+
+
+def test_an_unknown_top_level_key_is_a_400_and_nothing_is_saved(owner_api, example_spec):
+    # a typo beside the scenario would otherwise be dropped and a scenario saved without it
+    before = Scenario.objects.count()
+    r = owner_api.post(URL, {"name": "typo", "foo": 1, "scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["foo"] and r.json()["foo"][0].startswith("unknown field; known fields: id, name")
+    assert Scenario.objects.count() == before
+

@@ -45,7 +45,22 @@ class LastRunSerializer(serializers.ModelSerializer):
         fields = ["id", "status", "created_at"]
 
 
-class ScenarioSerializer(serializers.ModelSerializer):
+class RejectUnknownFields:
+    """A request body's keys outside the serializer's fields are a 400 naming each (DRF drops
+    them silently: a typo such as ``scenaro`` would save a scenario without what was meant).
+    Read-only fields a client echoes back from a GET are fields, so a round trip passes."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                known = ", ".join(self.fields)
+                raise serializers.ValidationError(
+                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class ScenarioSerializer(RejectUnknownFields, serializers.ModelSerializer):
     scenario = ScenarioJSONField(source="spec")
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
                                          help_text="Username of its owner: you, or a member of your team.")
@@ -167,7 +182,7 @@ class RunListSerializer(serializers.ModelSerializer):
         return summary
 
 
-class EstimateRequestSerializer(serializers.Serializer):
+class EstimateRequestSerializer(RejectUnknownFields, serializers.Serializer):
     """``{"scenario": {...}, "include_step": bool, "detail": bool}``; other keys are a 400
     (a typo such as ``includ_step`` would otherwise silently give the memory-only answer)."""
     scenario = ScenarioJSONField()
@@ -184,12 +199,6 @@ class EstimateRequestSerializer(serializers.Serializer):
                                  "saying why, instead of a 413 (the live estimate uses it).")
 
     def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                known = ", ".join(self.fields)
-                raise serializers.ValidationError(
-                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
         values = super().to_internal_value(data)
         if values.get("detail"):
             values["include_step"] = True
