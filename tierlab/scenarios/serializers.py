@@ -45,10 +45,11 @@ class LastRunSerializer(serializers.ModelSerializer):
         fields = ["id", "status", "created_at"]
 
 
+# A request body's keys outside the serializer's fields are a 400 naming each (DRF drops them
+# silently: a typo such as "scenaro" would save a scenario without what was meant). Read-only
+# fields a client echoes back from a GET are fields. A comment, not a docstring: the API
+# schema takes a serializer's docstring as its description.
 class RejectUnknownFields:
-    """A request body's keys outside the serializer's fields are a 400 naming each (DRF drops
-    them silently: a typo such as ``scenaro`` would save a scenario without what was meant).
-    Read-only fields a client echoes back from a GET are fields, so a round trip passes."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
