@@ -29,6 +29,11 @@ def errors(name: str) -> dict:
             / c["expected_step_time_s"] - 1 for c in cases(name)}
 
 
+def mean_abs_error(name: str) -> float:
+    e = errors(name)
+    return sum(map(abs, e.values())) / len(e)
+
+
 def test_megatron_core_conversion_by_hand():
     # 1.7B row: B=192, s=4096, L=24, h=2048, f=4h, V=131072 (README), 48 GPUs at 408.8
     # TFLOP/s. Megatron's num_floating_point_operations (r0.8.0), no GQA, no SwiGLU:
@@ -64,8 +69,7 @@ def test_torchtitan_conversion_by_hand():
     "assumed) decides the 32B row's exposed data-parallel reduce-scatter (16 GB fp32 over one "
     "NIC a GPU) and the pipeline bubble of the PP rows (-2..-8 % now)"))
 def test_megatron_core_h100_within_8_percent_on_average():
-    e = errors("megatron_core_h100_2024")
-    assert sum(map(abs, e.values())) / len(e) < 0.08
+    assert mean_abs_error("megatron_core_h100_2024") < 0.08
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -83,8 +87,7 @@ def test_megatron_core_h100_within_8_percent_on_average():
     "leave every row -18..-24 % (engine run, before the FSDP2 and K/V repeat terms); FlashAttention-2's H100 rate is not it either (FlashAttention-3 paper, H100 SXM5, "
     "head dim 128, seq 8k: 370 TFLOP/s forward, 318 backward, against the engine's 335 both ways)"))
 def test_torchtitan_h100_within_8_percent_on_average():
-    e = errors("torchtitan_llama3_h100_2024")
-    assert sum(map(abs, e.values())) / len(e) < 0.08
+    assert mean_abs_error("torchtitan_llama3_h100_2024") < 0.08
 
 
 def test_torch_compile_is_faster_than_eager_as_measured():
@@ -170,8 +173,7 @@ def test_nemo_automodel_lora_1gpu_rows_fit_one_h100_as_they_ran():
     "whose FSDP group crosses the network, are 6-7 points faster than the 8-GPU ones: see the "
     "per-micro-batch test below"))
 def test_nemo_automodel_h100_within_8_percent_on_average():
-    e = errors("nemo_h100_bf16_2026")
-    assert sum(map(abs, e.values())) / len(e) < 0.08
+    assert mean_abs_error("nemo_h100_bf16_2026") < 0.08
 
 
 @pytest.mark.parametrize("model", ["llama33_70b", "qwen25_32b"])
