@@ -209,6 +209,9 @@ class ActivationShape:
     head_dim: int | None = None
     norms: int = 2
     norm_fp32_scale: bool = False
+    # ``fused_norm``: a fused RMSNorm kernel on the huggingface stack (Liger's
+    # ``LigerRMSNorm``, as NeMo AutoModel patches transformers' models): :func:`_norm_bytes`.
+    fused_norm: bool = False
     attn_softcap: bool = False
     qkv_view_value: bool = False
     sdpa_output_copy: bool = False
@@ -710,9 +713,15 @@ def _norm_bytes(x: ActivationShape, k: Kernels) -> float:
     the weight's gradient; frozen: not) and the fp32 ``1 + w`` (4 B x h, made on each call),
     and the 16-bit cast is kept by the next projection only (the block input). Measured:
     the Gemma and Gemma 2 points of tests/data/saved_tensors_hf_families.json.
-    ``nn.LayerNorm``: its input and the per-token mean and rstd."""
+    ``nn.LayerNorm``: its input and the per-token mean and rstd. ``fused_norm`` (Liger's
+    ``LigerRMSNorm``): the 16-bit input and the fp32 rstd per token, nothing else."""
     sb, h, A = x.seq_len * x.micro_batch, x.hidden, x.activation_bytes
     fz = 0 if x.frozen else 1
+    if x.fused_norm and x.norm == "rmsnorm":
+        # Liger's LigerRMSNormFunction (liger_kernel/ops/rms_norm.py, 0.8.5): one kernel,
+        # ``ctx.save_for_backward(X, W, RSTD)``: its 16-bit input (a view) and one fp32
+        # rstd per row (llama and gemma casting modes), frozen or not
+        return A * sb * h + FP32 * sb
     if x.norm == "layernorm":
         return A * sb * h + 2 * k.stat_bytes(A) * sb
     if x.norm_fp32_scale:

@@ -12,6 +12,13 @@ targeted matrix adds ``r (d_in + d_out)`` trainable parameters. PEFT's forward
 states; the base keeps its dtype and has neither (Hu et al. Sec. 4.2: "we do not need to
 calculate the gradients or maintain the optimizer states for most parameters").
 
+NeMo AutoModel's own LoRA (``nemo_automodel/components/_peft/lora.py``, ``LinearLoRA``,
+at AutoModel 507bfb75 and in its 0.2.0 release) patches each targeted ``nn.Linear`` in
+place: ``res = F.linear(x, W, b)``; ``lora_res = lora_B(lora_A(x) * scale)``; dropout on
+``x`` (``dropout_position`` "pre") or on ``lora_res`` ("post", its default); ``res +
+lora_res``. Its adapters take the base weight's dtype (``lora_dtype`` None) and the model
+trains in that dtype, with no cast of ``x``: see :func:`adapter_activation_bytes`.
+
 The module names are Llama's (``q_proj`` ... ``down_proj``); ``gate`` needs a gated MLP.
 A MoE model's ``gate``/``up``/``down`` are targeted in every expert.
 
@@ -29,6 +36,15 @@ from dataclasses import dataclass
 
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down", "embeddings")
 LAYER_TARGETS = LORA_TARGETS[:-1]
+# Whose LoRA forward runs: Hugging Face PEFT's ``LoraModel`` or NeMo AutoModel's
+# ``LinearLoRA`` (module docstring); each puts its dropout where :data:`DROPOUT_POSITIONS`
+# says by default.
+IMPLEMENTATIONS = ("peft", "automodel")
+DROPOUT_POSITIONS = ("pre", "post")
+# A target's input, by the tensor it is: q, k and v read the first norm's output, gate and
+# up the second's; o and down read tensors of their own.
+_SHARED_INPUT = {"q": "attn_in", "k": "attn_in", "v": "attn_in", "o": "o", "gate": "mlp_in",
+                 "up": "mlp_in", "down": "down"}
 # The frozen base's storage: 16-bit as trained ("bf16" / "fp16"), or quantised by
 # bitsandbytes for QLoRA: 4-bit NormalFloat or 4-bit float (``Linear4bit``,
 # ``bnb_4bit_quant_type`` "nf4" | "fp4") or LLM.int8 (``Linear8bitLt``).
@@ -48,7 +64,11 @@ class LoraSpec:
     :data:`LORA_TARGETS`, in that order); QLoRA: ``base_dtype`` (of :data:`BASE_DTYPES`;
     None: the training precision's 16-bit weights), ``double_quant`` and
     ``quant_block_size`` (4-bit bases, of :data:`QUANT_BLOCK_SIZES`), and
-    ``adapter_dtype`` (None: PEFT's fp32 adapters; bf16/fp16: qlora.py's)."""
+    ``adapter_dtype`` (None: PEFT's fp32 adapters; bf16/fp16: qlora.py's);
+    ``implementation`` (of :data:`IMPLEMENTATIONS`: whose forward runs) and
+    ``dropout_position`` (of :data:`DROPOUT_POSITIONS`, AutoModel's ``dropout_position``;
+    None: the implementation's own, PEFT "pre" on the input, AutoModel "post" on the
+    adapter's output)."""
     rank: int = 8
     alpha: float | None = None
     dropout: float = 0.0
@@ -66,10 +86,19 @@ class LoraSpec:
     # ``embed_tokens`` and ``lm_head`` cast back to bf16 after PEFT, norms kept in fp32):
     # 16-bit adapters and gradients, fp32 optimizer states, no master copy.
     adapter_dtype: str | None = None
+    implementation: str = "peft"
+    dropout_position: str | None = None
 
     @property
     def quantised(self) -> bool:
         return self.base_dtype in QUANTISED
+
+    @property
+    def dropout_at(self) -> str:
+        """Where the adapter's dropout runs: ``"pre"`` (on its input) or ``"post"``."""
+        if self.dropout_position is not None:
+            return self.dropout_position
+        return "post" if self.implementation == "automodel" else "pre"
 
 
 def target_shapes(m) -> dict:
@@ -104,7 +133,8 @@ def adapter_params(m, lora: LoraSpec) -> dict:
 
 
 def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
-                             tensor_parallel: int = 1, mask_bytes: int = 1) -> float:
+                             tensor_parallel: int = 1, mask_bytes: int = 1,
+                             o_input_kept: bool = False) -> float:
     """Bytes one block's adapters save for backward, for ``tokens`` = b x s of one
     micro-batch, as PEFT runs them under mixed precision (HF Trainer ``bf16=True``:
     ``torch.autocast``), measured in ``tests/data/saved_tensors_lora_hf.json``.
@@ -120,7 +150,21 @@ def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
     matmuls (``r (d_in + d_out) x act_bytes``); with ``lora_dropout`` > 0 the dropout runs
     on the fp32 copy and keeps its mask (``mask_bytes`` per element: a bool on CUDA, the
     fp32 input's dtype on CPU). ``d_in`` / ``d_out`` are divided by ``tensor_parallel``.
+
+    ``implementation`` "automodel" (NeMo AutoModel's ``LinearLoRA.forward``, module
+    docstring; measured in ``tests/data/saved_tensors_lora_automodel.json``): no cast, so
+    ``lora_A`` keeps the very tensor the frozen base reads, which a frozen layer keeps for
+    nothing else: one ``tokens x d_in x act_bytes`` per distinct input (q, k and v share
+    one, gate and up one), plus ``lora_B``'s ``r``-wide input (``tokens x r x act_bytes``)
+    per target. Dropout "post" keeps one mask on the ``d_out``-wide adapter output per
+    target; "pre" gives each target a dropped copy of its input (``act_bytes``) and a mask
+    on it, which ``lora_A`` keeps instead of the input. ``o_input_kept``: the
+    out-projection's input is a tensor the layer keeps anyway (FlashAttention's output,
+    ``simulation.activations._hf_attention``), so ``o``'s adds no copy of it.
     """
+    if lora.implementation == "automodel":
+        return _automodel_activation_bytes(m, lora, tokens, act_bytes, tensor_parallel,
+                                           mask_bytes, o_input_kept)
     shapes = target_shapes(m)
     total = 0.0
     for t in lora.targets:
@@ -134,6 +178,33 @@ def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
             per += n * d_in * mask_bytes
         total += count * per
     return total
+
+
+def _automodel_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
+                                tensor_parallel: int, mask_bytes: int,
+                                o_input_kept: bool) -> float:
+    """:func:`adapter_activation_bytes` of NeMo AutoModel's ``LinearLoRA``."""
+    shapes = target_shapes(m)
+    dropout = lora.dropout > 0
+    pre = dropout and lora.dropout_at == "pre"
+    inputs: dict = {}
+    total = 0.0
+    for t in lora.targets:
+        if t not in shapes:
+            continue
+        d_in, d_out, count = shapes[t]
+        n = _tokens(m, t, tokens)
+        d_in, d_out = d_in / tensor_parallel, d_out / tensor_parallel
+        per = n * lora.rank * act_bytes
+        if pre:       # its own dropped copy and mask; the input itself is not kept
+            per += n * d_in * (act_bytes + mask_bytes)
+        else:
+            if not (t == "o" and o_input_kept):
+                inputs[_SHARED_INPUT[t]] = count * n * d_in * act_bytes
+            if dropout:
+                per += n * d_out * mask_bytes
+        total += count * per
+    return total + sum(inputs.values())
 
 
 def adapter_tensors(m, lora: LoraSpec, tensor_parallel: int = 1) -> list:

@@ -179,7 +179,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if regime == "16bit":
         # qlora.py's recipe: 16-bit adapters updated in place (no master copy), 16-bit
         # gradients (the parameters' dtype), the optimizer's own fp32 states
-        adt = lora.adapter_dtype
+        adt = lora.adapter_dtype or sb.params_dtype
         sb = dataclasses.replace(sb, params=2, grads=2, master_weights=0, params_dtype=adt,
                                  grads_dtype=adt, master_dtype="none", grads_explicit=True)
         pdt = adt
@@ -400,8 +400,16 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
                      "out.to(inp_dtype)); tests/data/qlora_residual_dtype.json")
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
+        xs = _shape(sc.model, tr, "none")
         per_layer = adapter_activation_bytes(sc.model, lora, tr.local_seq_len * tr.sequences_per_micro_batch,
-                                             ab, tr.tensor_parallel)
+                                             ab, tr.tensor_parallel,
+                                             o_input_kept=xs.flash_attention and not xs.sdpa_output_copy)
+        kept = ("lora_A's input (the tensor the frozen base reads; AutoModel casts nothing) and "
+                "lora_B's (b x s x r)" if lora.implementation == "automodel" else
+                "each adapter's 16-bit copy of its input (PEFT casts it to the fp32 adapters' "
+                "dtype, autocast back) and lora_A output (b x s x r)")
+        if lora.dropout:
+            kept += f", dropout mask ({lora.dropout_at})"
         if tr.recompute == "full" and partial:   # the plain layers keep theirs
             plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
             add(f"LoRA adapter activations ({plain:g} plain layers, +1 re-run)", "activations",
@@ -414,9 +422,7 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
         else:
             add(f"LoRA adapter activations ({layers_held:g} layers)", "activations", "hbm",
                 per_layer * layers_held, phase="fwd_bwd",
-                note=f"{per_layer / 1e6:.2f} MB per layer: each adapter's 16-bit copy of its "
-                     "input (PEFT casts it to the fp32 adapters' dtype, autocast back) and "
-                     "lora_A output (b x s x r)" + (", dropout mask" if lora.dropout else ""))
+                note=f"{per_layer / 1e6:.2f} MB per layer: {kept}")
     return layers_held
 
 
@@ -688,13 +694,17 @@ def adapter_regime(sc: Scenario, sb: StateBytes) -> str | None:
     """How the LoRA adapters are kept (realistic convention): ``"peft_fp32"`` under torch
     AMP (DDP, FSDP) with a 16-bit base and fp32 masters (PEFT's ``autocast_adapter_dtype``:
     fp32 adapters, their own master copy), ``"16bit"`` with ``adapter_dtype`` bf16/fp16
-    under AMP (qlora.py: no master copy, 16-bit gradients), else None (the scenario's
+    under AMP (qlora.py: no master copy, 16-bit gradients) or with NeMo AutoModel's
+    ``LinearLoRA`` (adapters in the 16-bit base's dtype), else None (the scenario's
     precision and optimizer: DeepSpeed casts the module to 16-bit and keeps fp32 masters)."""
     lora, st = sc.training.lora, sc.strategy
     if lora is None or sc.convention != "realistic" or not (st.kind == "ddp" or st.is_fsdp):
         return None
     if lora.adapter_dtype in ("bf16", "fp16"):
         return "16bit"
+    if (lora.implementation == "automodel" and lora.adapter_dtype is None
+            and sb.params_dtype in ("bf16", "fp16")):
+        return "16bit"          # LinearLoRA: adapters in the base weight's dtype (lora_dtype None)
     if sb.params_dtype in ("bf16", "fp16") and sb.master_weights == 4:
         return "peft_fp32"
     return None
@@ -941,6 +951,7 @@ def _shape(m: ModelSpec, tr: TrainingSpec, recompute: str,
         sequence_parallel=tr.sequence_parallel, recompute=recompute,
         framework=tr.framework, attention_dropout=m.attention_dropout,
         hidden_dropout=m.hidden_dropout, fused_mlp_activation=tr.fused_mlp_activation,
+        fused_norm=tr.fused_norm,
         num_experts=m.num_experts, norm=m.norm,
         activation_bytes=DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2,
         moe_ffn=m.expert_ffn_size if m.num_experts > 1 else None,

@@ -40,7 +40,8 @@ from .fp8 import (AMAX_ALGOS as _FP8_AMAX_ALGOS, FORMATS as _FP8_FORMATS, RECIPE
                   TE_RECIPES as _FP8_TE_RECIPES, TORCHAO_RECIPES as _FP8_TORCHAO_RECIPES,
                   Fp8Spec, default_format as _fp8_default_format)
 from .states import STATE_DTYPES, StateDtypes
-from .lora import BASE_DTYPES, LORA_TARGETS, QUANT_BLOCK_SIZES, LoraSpec
+from .lora import (BASE_DTYPES, DROPOUT_POSITIONS, IMPLEMENTATIONS, LORA_TARGETS,
+                   QUANT_BLOCK_SIZES, QUANTISED as QUANTISED_DTYPES, LoraSpec)
 from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      field_names, frozen_new as _new, given as _given, int_field as _int,
@@ -744,6 +745,11 @@ class TrainingSpec:
     # framework's own kernel (Megatron fused, transformers unfused).
     framework: str = "huggingface"
     fused_mlp_activation: bool | None = None
+    # A fused RMSNorm kernel on the huggingface stack (Liger's LigerRMSNorm, which NeMo
+    # AutoModel applies to transformers' models with use_liger_kernel, its default without
+    # TP or CP): the 16-bit input and an fp32 rstd per token instead of transformers'
+    # fp32 copy (simulation/activations.py _norm_bytes). Megatron's norms are fused already.
+    fused_norm: bool = False
     interleave_stages: int | None = None
     compute_efficiency: float | None = None    # set: the constant model
     compute_model: str = "work"
@@ -913,6 +919,7 @@ class TrainingSpec:
             dtypes=_state_dtypes(_section(d, "dtypes", path), f"{path}.dtypes"),
             framework=(framework := _framework(d, path)),
             fused_mlp_activation=_bool(d, "fused_mlp_activation", path, framework == "megatron"),
+            fused_norm=_bool(d, "fused_norm", path, False),
             interleave_stages=(_int(d, "interleave_stages", path)
                                if "interleave_stages" in d else None),
             compute_efficiency=_num(d, "compute_efficiency", path,
@@ -982,9 +989,10 @@ class TrainingSpec:
             out["fp8"] = self.fp8.to_dict()
         if self.lora is not None:
             lo = {**_given(self.lora), "targets": list(self.lora.targets)}
-            for name, default in (("double_quant", False), ("quant_block_size", 64)):
-                # QLoRA's defaults: older LoRA JSON (and hashes) unchanged
-                if lo.get(name) == default:
+            for name, default in (("double_quant", False), ("quant_block_size", 64),
+                                  ("implementation", "peft"), ("dropout_position", None)):
+                # the defaults: older LoRA JSON (and hashes) unchanged
+                if name in lo and lo[name] == default:
                     del lo[name]
             out["lora"] = lo
         for name in _TRAINING_OMITTED_AT_DEFAULT:
@@ -1004,7 +1012,7 @@ class TrainingSpec:
 _TRAINING_OMITTED_AT_DEFAULT = (
     "pipeline_schedule", "overlap_param_gather", "tp_comm_overlap", "repeat_kv", "moe_pad_to_capacity",
     "moe_a2a_overlap", "activation_func_fp8_input_store", "context_parallel",
-    "context_parallel_comm", "expert_parallel", "moe_routing_imbalance",
+    "context_parallel_comm", "expert_parallel", "moe_routing_imbalance", "fused_norm",
 )
 _TRAINING_DEFAULTS = {f.name: f.default for f in _dc.fields(TrainingSpec)}
 
@@ -1134,7 +1142,10 @@ def _lora(d, path: str) -> LoraSpec | None:
     """``training.lora``: ``{"rank": 16, "alpha": 32, "dropout": 0.05, "targets": ["q",
     "k", "v", "o"]}`` (see :class:`simulation.lora.LoraSpec`); null or absent: no LoRA.
     QLoRA: ``"base_dtype": "nf4"`` (or ``fp4``, ``int8``; ``bf16``/``fp16``: a 16-bit
-    base), ``"double_quant": true`` and ``"quant_block_size": 64`` (4-bit only)."""
+    base), ``"double_quant": true`` and ``"quant_block_size": 64`` (4-bit only). Whose
+    LoRA runs: ``"implementation": "peft"`` (default) or ``"automodel"`` (NeMo AutoModel's
+    ``LinearLoRA``), with ``"dropout_position": "pre" | "post"`` (AutoModel's setting;
+    PEFT's dropout is always on the input)."""
     if d is None:
         return None
     if not isinstance(d, dict):
@@ -1157,6 +1168,15 @@ def _lora(d, path: str) -> LoraSpec | None:
         if d.get(name) not in (None, default) and not four_bit:      # the default is harmless
             raise ScenarioError(f"{path}.{name}", "applies to a 4-bit base: set base_dtype to "
                                                    "nf4 or fp4")
+    implementation = _choice(d, "implementation", path, IMPLEMENTATIONS, "peft")
+    position = _choice(d, "dropout_position", path, (None, *DROPOUT_POSITIONS), None)
+    if position == "post" and implementation == "peft":
+        raise ScenarioError(f"{path}.dropout_position", "PEFT's lora_dropout is on the adapter's "
+                                                        "input (pre); post is AutoModel's: set "
+                                                        "implementation to automodel")
+    if implementation == "automodel" and base_dtype in QUANTISED_DTYPES:
+        raise ScenarioError(f"{path}.base_dtype", "a quantised base is modelled for PEFT's "
+                                                  "QLoRA only: set implementation to peft")
     block = _int(d, "quant_block_size", path, 64)
     if block not in QUANT_BLOCK_SIZES:
         raise ScenarioError(f"{path}.quant_block_size",
@@ -1168,7 +1188,8 @@ def _lora(d, path: str) -> LoraSpec | None:
                     targets=tuple(t for t in LORA_TARGETS if t in targets),
                     base_dtype=base_dtype,
                     double_quant=_bool(d, "double_quant", path, False),
-                    quant_block_size=block, adapter_dtype=adapter_dtype)
+                    quant_block_size=block, adapter_dtype=adapter_dtype,
+                    implementation=implementation, dropout_position=position)
 
 
 PREFERENCE_METHODS = ("dpo",)

@@ -1,0 +1,193 @@
+"""NeMo AutoModel's own LoRA and Liger's fused RMSNorm: what they keep for backward.
+
+Sources: NeMo AutoModel ``nemo_automodel/components/_peft/lora.py`` at commit 507bfb75
+(the commit its performance table cites) and in the 0.2.0 release that the measurement
+ran (``LinearLoRA.forward``: ``res = F.linear(x, W, b)``; ``lora_res =
+lora_B(lora_A(x) * scale)``; dropout on ``x`` when ``dropout_position`` is "pre", on
+``lora_res`` when "post", the default; adapters in the base weight's dtype);
+``nemo_automodel/_transformers/auto_model.py`` (``use_liger_kernel=True`` by default,
+turned off with TP or CP); Liger-Kernel 0.8.5 ``liger_kernel/ops/rms_norm.py``
+(``ctx.save_for_backward(X, W, RSTD)``, RSTD fp32 per row in the llama casting mode) and
+``ops/swiglu.py`` (``ctx.save_for_backward(a, b)``). Measurements:
+``tests/data/saved_tensors_lora_automodel.json``
+(``scripts/measure_saved_tensors_lora_automodel.py``).
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from simulation import evaluate_dict
+from simulation.activations import CPU, CUDA, ActivationShape, layer_bytes
+from simulation.errors import ScenarioError
+from simulation.lora import LoraSpec, adapter_activation_bytes
+from simulation.scenario import Scenario
+
+DATA = json.loads((Path(__file__).parent.parent / "data" / "saved_tensors_lora_automodel.json").read_text())
+CASES = {c["id"]: c for c in DATA["cases"]}
+FROZEN = CASES["llama-eager-frozen-b2-s64-h128-a4-kv4-ffn344"]
+ALL = ["q", "k", "v", "o", "gate", "up", "down"]
+
+
+def _model(cfg):
+    return Scenario.from_dict(_scenario(model=dict(
+        name="small", num_layers=1, hidden_size=cfg["h"], num_attention_heads=cfg["a"],
+        num_kv_heads=cfg["kv"], ffn_hidden_size=cfg["ffn"], vocab_size=128, gated_mlp=True,
+        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False,
+        dropout=False, max_seq_len=1024))).model
+
+
+def _scenario(lora=None, model=None, **training):
+    tr = {"micro_batch_size": 1, "seq_len": 2048, "recompute": "none", **training}
+    if lora is not None:
+        tr["lora"] = lora
+    return {"model": model or {"preset": "llama2-7b"},
+            "cluster": {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 1},
+            "training": tr, "strategy": {"kind": "ddp"}}
+
+
+def test_the_data_says_what_it_was_measured_with():
+    assert set(DATA["versions"]) >= {"torch", "transformers", "nemo_automodel"}
+    assert DATA["device"] == "cpu" and DATA["dtype"] == "bfloat16"
+
+
+def test_the_frozen_layer_of_this_run_is_the_engine_s_frozen_layer():
+    cfg = FROZEN["config"]
+    x = ActivationShape(seq_len=cfg["s"], micro_batch=cfg["b"], hidden=cfg["h"], heads=cfg["a"],
+                        kv_heads=cfg["kv"], ffn=cfg["ffn"], gated_mlp=True, dropout=False,
+                        framework="huggingface", norm="rmsnorm", frozen=True)
+    assert layer_bytes(x, CPU) == FROZEN["layer_bytes"]
+
+
+@pytest.mark.parametrize("case_id", [i for i in CASES if "-automodel-" in i])
+def test_automodel_adapters_save_what_the_engine_counts(case_id):
+    """The layer's bytes minus the frozen layer's are the adapters', to the byte (eager
+    attention: o_proj's input is a tensor of its own; CPU dropout masks are bf16, 2 B)."""
+    c = CASES[case_id]
+    cfg = c["config"]
+    assert c["adapter_dtypes"] == ["bfloat16"]          # lora_dtype None: the base's dtype
+    lora = LoraSpec(rank=cfg["r"], dropout=cfg["dropout"], targets=tuple(cfg["targets"]),
+                    implementation="automodel", dropout_position=cfg["position"])
+    added = adapter_activation_bytes(_model(cfg), lora, cfg["b"] * cfg["s"], 2, mask_bytes=2)
+    assert added == c["layer_bytes"] - FROZEN["layer_bytes"]
+
+
+def test_automodel_saves_far_less_than_peft_without_dropout_and_more_with_post_dropout():
+    # b x s = 128 tokens, h = 128, f = 344, r = 8, all seven targets, eager attention:
+    # distinct inputs: the first norm's output (q, k, v), o's, the second's (gate, up) and
+    # down's (f wide): 128 x (3 x 128 + 344) x 2 B = 186,368; lora_B's inputs 7 x 128 x 8 x 2
+    # = 14,336 -> 200,704 B. PEFT's: an input copy per target, 128 x (6 x 128 + 344) x 2 =
+    # 284,672, the same lora_A outputs, and autocast's 16-bit weight casts.
+    m = _model(dict(h=128, a=4, kv=4, ffn=344))
+    am = LoraSpec(rank=8, targets=tuple(ALL), implementation="automodel")
+    assert adapter_activation_bytes(m, am, 128, 2) == 186_368 + 14_336
+    peft = LoraSpec(rank=8, targets=tuple(ALL))
+    assert adapter_activation_bytes(m, peft, 128, 2) > 284_672 + 14_336
+    # post dropout on CUDA: a 1-byte mask per element of each d_out-wide adapter output:
+    # q, k, v, o 128 each, gate and up 344, down 128 = 1,328 a token
+    post = LoraSpec(rank=8, dropout=0.1, targets=tuple(ALL), implementation="automodel")
+    assert adapter_activation_bytes(m, post, 128, 2, mask_bytes=1) == 200_704 + 128 * 1_328
+
+
+def test_flash_attention_s_output_is_the_out_projection_s_input():
+    # FlashAttention keeps its (b, s, heads, d) output, which o_proj reads as it is:
+    # lora_A on o adds no copy of it (simulation/activations.py _hf_attention)
+    m = _model(dict(h=128, a=4, kv=4, ffn=344))
+    o = LoraSpec(rank=8, targets=("o",), implementation="automodel")
+    assert adapter_activation_bytes(m, o, 128, 2) == 128 * 128 * 2 + 128 * 8 * 2
+    assert adapter_activation_bytes(m, o, 128, 2, o_input_kept=True) == 128 * 8 * 2
+    flash = evaluate_dict(_scenario({"rank": 8, "targets": ["o"], "implementation": "automodel"},
+                                    flash_attention=True))
+    eager = evaluate_dict(_scenario({"rank": 8, "targets": ["o"], "implementation": "automodel"}))
+
+    def adapters(r):
+        return sum(p["bytes"] for p in r["memory"]["per_gpu"]["hbm"]["parts"]
+                   if p["name"].startswith("LoRA adapter activations"))
+    # Llama 2 7B, 2048 tokens: 32 layers x 2048 x 4096 x 2 B of o's input, eager only
+    assert adapters(eager) - adapters(flash) == 32 * 2048 * 4096 * 2
+
+
+def test_llama31_8b_lora_at_automodel_s_benchmark_shape_by_hand():
+    """Llama 3.1 8B, micro-batch 2 x 4096 (8,192 tokens), r 16 on all seven matrices,
+    dropout 0.1 post, bf16 on CUDA: per layer the inputs 8192 x (2 x 4096 + 14336) x 2 B
+    = 369,098,752 (q, k, v share the first norm's output, gate and up the second's, down
+    reads the 14336-wide product; o reads FlashAttention's output, kept anyway), lora_B's inputs 7 x 8192 x 16 x 2 = 1,835,008 and the 1-byte masks on
+    the outputs, 8192 x (4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096) = 352,321,536."""
+    m = Scenario.from_dict(_scenario(model={"preset": "llama3.1-8b"})).model
+    lora = LoraSpec(rank=16, dropout=0.1, targets=tuple(ALL), implementation="automodel")
+    got = adapter_activation_bytes(m, lora, 8192, 2, mask_bytes=1, o_input_kept=True)
+    assert got == 369_098_752 + 1_835_008 + 352_321_536
+
+
+def test_automodel_adapters_are_the_base_s_dtype_with_no_master_copy():
+    r = evaluate_dict(_scenario({"rank": 16, "targets": ALL, "implementation": "automodel"}))
+    names = [p["name"] for p in r["memory"]["per_gpu"]["hbm"]["parts"]]
+    assert any(n.startswith("bf16 LoRA adapter parameters") for n in names), names
+    assert not any("master" in n for n in names), names
+    peft = evaluate_dict(_scenario({"rank": 16, "targets": ALL}))
+    assert any(n.startswith("fp32 LoRA adapter parameters")
+               for n in (p["name"] for p in peft["memory"]["per_gpu"]["hbm"]["parts"]))
+
+
+@pytest.mark.parametrize("lora,field", [
+    ({"implementation": "unsloth"}, "training.lora.implementation"),
+    ({"dropout_position": "post"}, "training.lora.dropout_position"),
+    ({"dropout_position": "middle", "implementation": "automodel"}, "training.lora.dropout_position"),
+    ({"implementation": "automodel", "base_dtype": "nf4"}, "training.lora.base_dtype"),
+])
+def test_bad_lora_implementation_fields_are_named(lora, field):
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(_scenario(lora))
+    assert e.value.field == field
+
+
+def test_the_defaults_leave_older_lora_json_unchanged():
+    sc = Scenario.from_dict(_scenario({"rank": 8}))
+    assert sc.training.to_dict()["lora"] == {"rank": 8, "dropout": 0.0, "targets": ["q", "v"]}
+    assert "fused_norm" not in sc.training.to_dict()
+    am = Scenario.from_dict(_scenario({"rank": 8, "implementation": "automodel",
+                                       "dropout_position": "pre"}))
+    assert Scenario.from_dict(_scenario(am.training.to_dict()["lora"])).training.lora == am.training.lora
+
+
+# ---------------------------------------------------------------- Liger's fused RMSNorm
+
+def _llama_layer(**kw):
+    return ActivationShape(seq_len=4096, micro_batch=1, hidden=4096, heads=32, kv_heads=8,
+                           ffn=14336, gated_mlp=True, dropout=False, flash_attention=True,
+                           framework="huggingface", norm="rmsnorm", **kw)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_liger_rmsnorm_keeps_its_16_bit_input_and_an_fp32_rstd(frozen):
+    """transformers' LlamaRMSNorm keeps an fp32 copy of its input (4 B) and, trained, the
+    16-bit normalised value (2 B); Liger's keeps the 16-bit input (2 B) and the same fp32
+    rstd per token: 2 B (trained: 4 B) less per element and norm, two norms a block."""
+    sbh = 4096 * 4096
+    saved = 2 * (2 if frozen else 4) * sbh
+    assert (layer_bytes(_llama_layer(frozen=frozen), CUDA)
+            - layer_bytes(_llama_layer(frozen=frozen, fused_norm=True), CUDA)) == saved
+
+
+def test_a_frozen_llama_layer_with_liger_kernels_by_hand():
+    """Frozen Llama 3 8B layer, 4096 tokens, FlashAttention, Liger RMSNorm and SwiGLU:
+    norms 2 x (2 B x sbh + 4 B x sb); Q, K, V 2 x (4096 + 1024 + 1024) x sb, output
+    2 x 4096 x sb, logsumexp 4 x 32 x sb; SwiGLU's gate and up 2 x 2 x 14336 x sb (Liger's
+    LigerSiLUMulFunction keeps a and b; a frozen down_proj keeps no input)."""
+    sb = 4096
+    want = (2 * (2 * 4096 + 4) + 2 * (4096 + 1024 + 1024) + 2 * 4096 + 4 * 32
+            + 2 * 2 * 14336) * sb
+    got = layer_bytes(_llama_layer(frozen=True, fused_norm=True, fused_mlp_activation=True), CUDA)
+    assert got == want
+
+
+def test_fused_norm_reaches_the_memory_report():
+    base = evaluate_dict(_scenario({"rank": 8}, model={"preset": "llama3.1-8b"}, flash_attention=True))
+    liger = evaluate_dict(_scenario({"rank": 8}, model={"preset": "llama3.1-8b"}, flash_attention=True,
+                                    fused_norm=True))
+
+    def acts(r):
+        return r["memory"]["per_gpu"]["hbm"]["activations_bytes"]
+    # 32 layers x 2 norms x 2 B x 2048 x 4096, and the final norm's 2 B x 2048 x 4096
+    assert acts(base) - acts(liger) == (32 * 2 + 1) * 2 * 2048 * 4096
