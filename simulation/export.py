@@ -37,6 +37,15 @@ def _lora_note(lora, precision: str = "bf16") -> str:
     by PEFT before the model is wrapped (Llama module names)."""
     targets = ", ".join(repr(_PEFT_MODULES[t]) for t in lora.targets)
     alpha = f", lora_alpha={lora.alpha:g}" if lora.alpha is not None else ""
+    if lora.implementation == "automodel":
+        # NeMo AutoModel's PeftConfig (components/_peft/lora.py): dim, alpha, dropout,
+        # dropout_position, target_modules; its recipes apply it before parallelizing
+        a = f", alpha: {lora.alpha:g}" if lora.alpha is not None else ""
+        return ("LoRA is not part of this config: NeMo AutoModel applies it from the recipe's "
+                f"peft section (_target_: nemo_automodel.components._peft.lora.PeftConfig, dim: "
+                f"{lora.rank}{a}, dropout: {lora.dropout:g}, dropout_position: {lora.dropout_at}, "
+                f"target_modules: [{targets}]); the plan counts a frozen base with gradients and "
+                "optimizer states for the adapters only, in the base's dtype")
     return (f"LoRA is not part of this config: apply it with PEFT before wrapping, "
             f"peft.get_peft_model(model, LoraConfig(r={lora.rank}{alpha}, "
             f"lora_dropout={lora.dropout:g}, target_modules=[{targets}])); the plan counts a "

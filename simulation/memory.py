@@ -912,7 +912,9 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
         tokens = tr.local_seq_len * tr.sequences_per_micro_batch
         act = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         if tr.framework == "huggingface":
-            add("final norm (fp32 input copy, rsqrt, normalised value)", "activations", "hbm",
+            add("final norm (" + ("16-bit input, fp32 rstd: fused" if tr.fused_norm else
+                                  "fp32 input copy, rsqrt, normalised value") + ")",
+                "activations", "hbm",
                 final_norm_bytes(_shape(m, tr, "none")) / t, phase="loss",
                 note="transformers' model.norm keeps what a block's norm keeps, until the "
                      "head's backward has run (measured: saved_tensors_hf_families.json)")

@@ -10,11 +10,11 @@ from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# the ZeRO-3 / FSDP cases on H100 (torchtitan's and NeMo AutoModel's FSDP2 rows) were measured
-# from about as fast as predicted to 41 % slower: the band straddles the headline and is printed
-# as a range with its signed ends
-BAND = (r"\d[\d.]* m?s \(measured runs of this kind: \d[\d.]* m?s–\d[\d.]* m?s "
-        r"\([−+]?\d+ % to \+\d+ %\), ZeRO-3 / FSDP on H100\)")
+# every ZeRO-3 / FSDP case on H100 (torchtitan's and NeMo AutoModel's multi-GPU FSDP2 rows;
+# AutoModel's 1-GPU rows run unwrapped, as DDP-like) was measured slower than predicted, so the
+# band lies above the headline: the words must say so rather than print a range without it
+BAND = (r"\d[\d.]* m?s \(tierlab's figure; measured runs of this kind took \d+ % to \d+ % longer: "
+        r"\d[\d.]* m?s–\d[\d.]* m?s, ZeRO-3 / FSDP on H100\)")
 
 
 def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url, user_admin, catalog,

@@ -191,3 +191,14 @@ def test_fused_norm_reaches_the_memory_report():
         return r["memory"]["per_gpu"]["hbm"]["activations_bytes"]
     # 32 layers x 2 norms x 2 B x 2048 x 4096, and the final norm's 2 B x 2048 x 4096
     assert acts(base) - acts(liger) == (32 * 2 + 1) * 2 * 2048 * 4096
+
+
+def test_the_export_names_automodel_s_peft_config():
+    from simulation.export import deepspeed_config
+    sc = Scenario.from_dict({**_scenario({"rank": 16, "alpha": 32, "dropout": 0.1, "targets": ["q", "v"],
+                                          "implementation": "automodel"}),
+                             "strategy": {"kind": "zero2"}})
+    (note,) = [n for n in deepspeed_config(sc)["_tierlab_notes"] if n.startswith("LoRA")]
+    assert "nemo_automodel.components._peft.lora.PeftConfig, dim: 16, alpha: 32" in note
+    assert "dropout: 0.1, dropout_position: post" in note and "'q_proj', 'v_proj'" in note
+    assert "LoraConfig" not in note

@@ -400,6 +400,30 @@ describe("default name", () => {
   });
 });
 
+describe("LoRA implementation and fused RMSNorm (issue #12)", () => {
+  it("sends AutoModel's LoRA with its dropout position, and round-trips it", () => {
+    const req = buildRequest({
+      ...values, "training.lora.rank": "16", "training.lora.dropout": "0.1",
+      "training.lora.implementation": "automodel", "training.lora.dropout_position": "post",
+    });
+    const lora = (req.scenario.training as Record<string, unknown>).lora;
+    expect(lora).toEqual({ rank: 16, dropout: 0.1, implementation: "automodel", dropout_position: "post" });
+    const back = valuesFromScenario(req.scenario);
+    expect(back["training.lora.implementation"]).toBe("automodel");
+    expect(back["training.lora.dropout_position"]).toBe("post");
+  });
+  it("leaves PEFT's defaults out of the request", () => {
+    const req = buildRequest({ ...values, "training.lora.rank": "8" });
+    expect((req.scenario.training as Record<string, unknown>).lora).toEqual({ rank: 8 });
+    expect(req.scenario.training).not.toHaveProperty("fused_norm");
+  });
+  it("sends fused_norm only when on, and reads it back", () => {
+    const req = buildRequest({ ...values, "training.fused_norm": true });
+    expect((req.scenario.training as Record<string, unknown>).fused_norm).toBe(true);
+    expect(valuesFromScenario(req.scenario)["training.fused_norm"]).toBe(true);
+  });
+});
+
 describe("LoRA inputs (training.lora, issue #14)", () => {
   it("sends no lora section while the rank is blank", () => {
     const req = buildRequest({ ...values, "training.lora.targets": "q, k" });

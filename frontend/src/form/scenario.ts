@@ -233,7 +233,7 @@ export const DECIMAL_FIELDS = [
 ] as const;
 
 export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_parallel", "training.overlap_param_gather",
-  "training.repeat_kv",
+  "training.repeat_kv", "training.fused_norm",
   "training.moe_a2a_overlap", "training.activation_func_fp8_input_store", "checkpoint.sharded"] as const;
 
 /** On / off / blank (the framework's default) selects, sent as JSON booleans. */
@@ -254,6 +254,7 @@ export const ADVANCED_FIELDS = [
   "strategy.deepspeed_release",
   "strategy.fsdp_version",
   "training.repeat_kv",
+  "training.fused_norm",
   "strategy.cpu_optimizer_cores_per_gpu",
   "cluster.cpu_cores",
   "cluster.cpu_isa",
@@ -320,6 +321,9 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.lora.double_quant": "Double quantisation",
   "training.lora.quant_block_size": "Quantisation block size",
   "training.lora.adapter_dtype": "Adapter dtype",
+  "training.lora.implementation": "LoRA implementation",
+  "training.lora.dropout_position": "LoRA dropout position",
+  "training.fused_norm": "Fused RMSNorm (Liger)",
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.fsdp_version": "FSDP version",
   "training.repeat_kv": "K/V heads repeated before attention",
@@ -404,6 +408,9 @@ export const DEFAULT_VALUES: FormValues = {
   "training.lora.double_quant": false,
   "training.lora.quant_block_size": "",
   "training.lora.adapter_dtype": "",
+  "training.lora.implementation": "",
+  "training.lora.dropout_position": "",
+  "training.fused_norm": false,
   "strategy.deepspeed_release": "current",
   "strategy.fsdp_version": "1",
   "training.repeat_kv": false,
@@ -588,6 +595,8 @@ export function buildRequest(
   else delete training.overlap_param_gather;
   if (values["training.repeat_kv"] === true) training.repeat_kv = true;
   else delete training.repeat_kv;
+  if (values["training.fused_norm"] === true) training.fused_norm = true;
+  else delete training.fused_norm;
   // Expert parallelism (MoE models): blank / off are the engine's defaults, left out
   setOrDelete(training, "moe_capacity_factor", values["training.moe_capacity_factor"]);
   setOrDelete(training, "moe_routing_imbalance", values["training.moe_routing_imbalance"]);
@@ -727,6 +736,11 @@ export function loraSection(values: FormValues): Record<string, unknown> | null 
   }
   const adapter = str(values["training.lora.adapter_dtype"], "");
   if (adapter !== "") lora.adapter_dtype = adapter;
+  // whose LoRA forward runs (PEFT by default) and, for AutoModel's, where its dropout sits
+  const impl = str(values["training.lora.implementation"], "");
+  if (impl !== "") lora.implementation = impl;
+  const position = str(values["training.lora.dropout_position"], "");
+  if (position !== "") lora.dropout_position = position;
   return lora;
 }
 
@@ -768,6 +782,20 @@ export const LORA_ADAPTER_DTYPES: [string, string][] = [
   ["fp16", "fp16"],
 ];
 
+/** `training.lora.implementation` choices (simulation/lora.py IMPLEMENTATIONS); blank = PEFT. */
+export const LORA_IMPLEMENTATIONS: [string, string][] = [
+  ["", "Hugging Face PEFT (default)"],
+  ["peft", "Hugging Face PEFT"],
+  ["automodel", "NeMo AutoModel LinearLoRA"],
+];
+
+/** `training.lora.dropout_position` choices; blank = the implementation's own. */
+export const LORA_DROPOUT_POSITIONS: [string, string][] = [
+  ["", "the implementation's (PEFT: input, AutoModel: output)"],
+  ["pre", "on the adapter's input"],
+  ["post", "on the adapter's output (AutoModel)"],
+];
+
 /** Where the new-scenario form's default differs from the engine's (simulation/scenario.py):
  *  a scenario that leaves the setting out means the engine's. */
 export const ENGINE_DEFAULTS: Partial<FormValues> = { "training.flash_attention": false };
@@ -804,7 +832,7 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
       if (typeof lora[k] === "number") v[`training.lora.${k}`] = String(lora[k]);
     }
     if (Array.isArray(lora.targets)) v["training.lora.targets"] = lora.targets.join(", ");
-    for (const k of ["base_dtype", "adapter_dtype"]) {
+    for (const k of ["base_dtype", "adapter_dtype", "implementation", "dropout_position"]) {
       if (typeof lora[k] === "string") v[`training.lora.${k}`] = lora[k] as string;
     }
     if (typeof lora.quant_block_size === "number") v["training.lora.quant_block_size"] = String(lora.quant_block_size);

@@ -23,6 +23,8 @@ import {
   OFFLOAD_TARGETS,
   OPTIMIZERS,
   LORA_ADAPTER_DTYPES,
+  LORA_DROPOUT_POSITIONS,
+  LORA_IMPLEMENTATIONS,
   LORA_BASE_DTYPES,
   PRECISIONS,
   RECOMPUTE,
@@ -116,6 +118,8 @@ function mount(root: HTMLElement): void {
     loraDoubleQuant: h("input", { type: "checkbox", role: "switch" }),
     loraBlock: integer({ min: 32, placeholder: PLACEHOLDERS["training.lora.quant_block_size"] }),
     loraAdapterDtype: select(LORA_ADAPTER_DTYPES),
+    loraImplementation: select(LORA_IMPLEMENTATIONS),
+    loraDropoutPosition: select(LORA_DROPOUT_POSITIONS),
     pp: integer({ required: true }),
     cp: integer({ required: true, min: 1 }),
     ep: integer({ min: 1, placeholder: PLACEHOLDERS["training.expert_parallel"] }),
@@ -143,6 +147,7 @@ function mount(root: HTMLElement): void {
     dsRelease: select(DEEPSPEED_RELEASES),
     fsdpVersion: select(FSDP_VERSIONS),
     repeatKv: h("input", { type: "checkbox", role: "switch" }),
+    fusedNorm: h("input", { type: "checkbox", role: "switch" }),
     cpuOptCores: decimal("strategy.cpu_optimizer_cores_per_gpu", { min: 0 }),
     cpuCores: integer({ placeholder: PLACEHOLDERS["cluster.cpu_cores"] }),
     cpuIsa: select(CPU_ISAS),
@@ -266,6 +271,11 @@ function mount(root: HTMLElement): void {
         help: "The K/V heads are copied to every query head before the attention kernel (repeat_kv), " +
           "as torchtitan and Hugging Face's eager and SDPA attention do; off when the kernel reads " +
           "grouped K/V itself (FlashAttention, SDPA enable_gqa, Transformer Engine).",
+      }),
+      f("training.fused_norm", c.fusedNorm, {
+        unit: "transformers + Liger kernels",
+        help: "Liger's LigerRMSNorm (NeMo AutoModel applies Liger's kernels by default without TP or CP): " +
+          "each norm keeps its 16-bit input and an fp32 rstd a token, not transformers' fp32 copy of the input.",
       }),
     ),
     grid(
@@ -414,6 +424,12 @@ function mount(root: HTMLElement): void {
         f("training.lora.double_quant", c.loraDoubleQuant, { unit: "4-bit: 0.5 → 0.127 bits a weight" }),
         f("training.lora.quant_block_size", c.loraBlock, { unit: "weights per absmax (4-bit)" }),
         f("training.lora.adapter_dtype", c.loraAdapterDtype, { unit: "bf16: no fp32 master copy" }),
+        f("training.lora.implementation", c.loraImplementation, {
+          unit: "whose forward: what it keeps",
+          help: "PEFT casts each adapter's input to the fp32 adapters' dtype (a 16-bit copy per target); " +
+            "NeMo AutoModel's LinearLoRA keeps bf16 adapters and no copy (lora_A keeps the tensor the base reads).",
+        }),
+        f("training.lora.dropout_position", c.loraDropoutPosition, { unit: "AutoModel: pre / post" }),
       ),
     ),
     h(
