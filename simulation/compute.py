@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from . import experts as _experts
 from . import fp8 as fp8_model
-from .lora import adapter_gemms, base_weight_bytes, quantised_elements
+from .lora import adapter_elementwise_elements, adapter_gemms, base_weight_bytes, quantised_elements
 from .memo import ByIdentity
 from .params import ParamCount
 from .scenario import Scenario, checkpointed_layers
@@ -592,6 +592,15 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
     norm = st["rmsnorm" if m.norm == "rmsnorm" else "norm"]
     res = st["residual"]
     act = st["swiglu" if m.gated_mlp else "gelu"]
+    if _stack(tr) == "pytorch_eager" and tr.framework == "huggingface":
+        # Liger's kernels in transformers' modules: one RMSNorm kernel (LigerRMSNorm: read
+        # x, write y; backward read x and dy, write dx) and one SwiGLU (LigerSiLUMulFunction:
+        # read gate and up, write the product; backward read dy, gate, up, write two), as
+        # Megatron's fused ones
+        if tr.fused_norm and m.norm == "rmsnorm":
+            norm = PASSES["megatron"]["rmsnorm"]
+        if tr.fused_mlp_activation and m.gated_mlp:
+            act = PASSES["megatron"]["swiglu"]
     mask = st["hidden_mask"] if hid_drop else (0, 0)
     mb = [2 * (norm[i] + res[i] + mask[i]) * hidden + act[i] * ffn for i in (0, 1)]
     if m.position_embedding == "rope":
@@ -602,6 +611,13 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         # the latent RMSNorms (kv_a_layernorm, q_a_layernorm) on every rank
         lat = tok * (m.kv_lora_rank + (m.q_lora_rank or 0))
         mb = [mb[i] + st["rmsnorm"][i] * lat for i in (0, 1)]
+    if lora is not None:
+        # the adapters' own element-wise kernels (simulation/lora.py): the sum with the
+        # base's output, the scale, PEFT's casts, dropout; fp32 adapters under autocast
+        # are PEFT's default with 16-bit training (as simulation/memory.py counts them)
+        casts = lora.adapter_dtype in (None, "fp32") and tr.precision != "fp32"
+        la = adapter_elementwise_elements(m, lora, tok, t, _stack(tr) == "torch_compile", casts)
+        mb = [mb[0] + la[0], mb[1] + la[1]]
     mb_fwd, mb_bwd = (x * eb / hbm for x in mb)
 
     # QLoRA: a memory-bound dequantisation of each frozen matrix (bitsandbytes

@@ -207,6 +207,57 @@ def _automodel_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int
     return total + sum(inputs.values())
 
 
+def adapter_elementwise_elements(m, lora: LoraSpec, tokens: float, tensor_parallel: int = 1,
+                                 compiled: bool = False, casts: bool = True) -> tuple:
+    """``(forward, backward)``: 16-bit elements one block's adapters' element-wise kernels
+    read plus write for ``tokens`` tokens (the unit of ``simulation.compute.PASSES``: an
+    fp32 element counts 2, a 1-byte dropout mask 0.5); the adapters' GEMMs are apart
+    (:func:`adapter_gemms`). Per targeted matrix, ``d_in`` / ``d_out`` over
+    ``tensor_parallel``:
+
+    * NeMo AutoModel (``LinearLoRA.forward``; measured in
+      ``tests/data/lora_elementwise_automodel.json``): ``lora_A(x) * scale`` (read and
+      write r), ``res + lora_res`` (read two, write one of d_out); backward the scale's
+      gradient (2 r) and autograd's sum of x's two gradients, the base's and lora_A's
+      (3 d_in). torch.compile (``compiled``) fuses the add with a post-dropout.
+    * PEFT (``tuners/lora/layer.py`` ``Linear.forward``, peft 0.21.2: ``x =
+      self._cast_input_dtype(x, lora_A.weight.dtype)``; ``result = result +
+      lora_B(lora_A(dropout(x))) * scaling``) with fp32 adapters under autocast
+      (``casts``): x to fp32 (read 2 B, write 4 B: 3) and autocast's cast back for
+      lora_A (3), the product by ``scaling`` (2 d_out) and the sum (3 d_out); backward
+      the two casts' gradients (3 + 3 d_in), the product's (2 d_out) and the sum of x's
+      gradients (3 d_in). Without ``casts`` (16-bit adapters) the casts are no-ops.
+    * dropout (CUDA ``native_dropout``: read, write, a 1-byte mask: 2.5 passes of its
+      tensor each way; on an fp32 input 4.5): on the input ("pre", per target) or on
+      the adapter's output ("post", AutoModel).
+    """
+    shapes = target_shapes(m)
+    r, t = lora.rank, tensor_parallel
+    dropout = lora.dropout > 0
+    pre, post = dropout and lora.dropout_at == "pre", dropout and lora.dropout_at == "post"
+    fwd = bwd = 0.0
+    for name in lora.targets:
+        if name not in shapes:
+            continue
+        d_in, d_out, count = shapes[name]
+        d_in, d_out = d_in / t, d_out / t
+        if lora.implementation == "automodel":
+            f = 2 * r + 3 * d_out + (0.5 if compiled else 2.5) * d_out * post
+            b = 2 * r + 3 * d_in + 2.5 * d_out * post
+            drop = 2.5
+        else:
+            cast = 3 * d_in if casts else 0.0
+            f = 2 * cast + 5 * d_out
+            b = 2 * cast + 2 * d_out + 3 * d_in
+            drop = 4.5 if casts else 2.5
+        f += drop * d_in * pre
+        b += drop * d_in * pre
+        n = _tokens(m, name, tokens) * count
+        fwd += n * f
+        bwd += n * b
+    return fwd, bwd
+
+
 def adapter_tensors(m, lora: LoraSpec, tensor_parallel: int = 1) -> list:
     """Every adapter weight of the model as ``(elements, count)``: ``lora_A`` (``r x
     d_in``) and ``lora_B`` (``d_out x r``) per targeted matrix and layer, the embedding's

@@ -21,7 +21,7 @@ import pytest
 from simulation import evaluate_dict
 from simulation.activations import CPU, CUDA, ActivationShape, layer_bytes
 from simulation.errors import ScenarioError
-from simulation.lora import LoraSpec, adapter_activation_bytes
+from simulation.lora import LoraSpec, adapter_activation_bytes, adapter_elementwise_elements
 from simulation.scenario import Scenario
 
 DATA = json.loads((Path(__file__).parent.parent / "data" / "saved_tensors_lora_automodel.json").read_text())
@@ -202,3 +202,79 @@ def test_the_export_names_automodel_s_peft_config():
     assert "nemo_automodel.components._peft.lora.PeftConfig, dim: 16, alpha: 32" in note
     assert "dropout: 0.1, dropout_position: post" in note and "'q_proj', 'v_proj'" in note
     assert "LoraConfig" not in note
+
+
+# ---------------------------------------------------------------- element-wise kernels
+
+ELEMENTWISE = json.loads((Path(__file__).parent.parent / "data" / "lora_elementwise_automodel.json").read_text())
+
+
+def _one_target(c):
+    """A one-layer model whose target ``t`` has the measured Linear's (d_in, d_out)."""
+    d_in, d_out = c["d_in"], c["d_out"]
+    if d_in == d_out:        # q: h -> heads x head_dim
+        return _model(dict(h=d_in, a=4, kv=4, ffn=4 * d_in)), "q"
+    if d_out > d_in:         # gate: h -> f
+        return _model(dict(h=d_in, a=4, kv=4, ffn=d_out)), "gate"
+    return _model(dict(h=d_out, a=4, kv=4, ffn=d_in)), "down"      # down: f -> h
+
+
+def test_the_elementwise_data_says_what_it_was_measured_with():
+    assert set(ELEMENTWISE["versions"]) >= {"torch", "nemo_automodel"}
+    bases = [c for c in ELEMENTWISE["cases"] if not c["config"]["lora"]]
+    assert bases and all(c["forward_bytes"] == c["backward_bytes"] == 0 for c in bases)
+
+
+@pytest.mark.parametrize("i", [i for i, c in enumerate(ELEMENTWISE["cases"]) if c["config"]["lora"]])
+def test_automodel_elementwise_bytes_as_measured(i):
+    """LinearLoRA's element-wise aten ops, forward and backward, to the byte: the frozen
+    Linear alone moves none (its GEMMs are apart), so all of it is the adapter's."""
+    c = ELEMENTWISE["cases"][i]
+    cfg = c["config"]
+    m, target = _one_target(cfg)
+    lora = LoraSpec(rank=cfg["r"], targets=(target,), implementation="automodel")
+    fwd, bwd = adapter_elementwise_elements(m, lora, cfg["tokens"])
+    assert (2 * fwd, 2 * bwd) == (c["forward_bytes"], c["backward_bytes"])
+
+
+def test_peft_elementwise_by_hand():
+    # q and v of Llama 2 7B (4096 -> 4096), 2048 tokens, fp32 adapters under autocast:
+    # forward 3 + 3 (casts) + 2 (scaling) + 3 (sum) = 11 x 4096 a token and target;
+    # backward 3 + 3 + 2 + 3 (the sum of x's gradients) = 11 x 4096; dropout on the fp32
+    # input adds 4.5 x 4096 each way; 16-bit adapters (no casts): 5 and 5 x 4096
+    m = Scenario.from_dict(_scenario()).model
+    qv = LoraSpec(rank=8, targets=("q", "v"))
+    assert adapter_elementwise_elements(m, qv, 2048) == (2 * 2048 * 11 * 4096,) * 2
+    drop = LoraSpec(rank=8, dropout=0.05, targets=("q", "v"))
+    assert adapter_elementwise_elements(m, drop, 2048) == (2 * 2048 * 15.5 * 4096,) * 2
+    assert adapter_elementwise_elements(m, qv, 2048, casts=False) == (2 * 2048 * 5 * 4096,) * 2
+
+
+def test_automodel_post_dropout_passes_by_hand():
+    # one target 4096 -> 4096, r 16: forward 2 r + 3 d_out + CUDA native_dropout's 2.5 d_out
+    # (read, write, 1-byte mask), fused into the sum's kernel by torch.compile (0.5 d_out:
+    # the mask); backward 2 r + 3 d_in + the dropout's gradient 2.5 d_out
+    m = Scenario.from_dict(_scenario()).model
+    lo = LoraSpec(rank=16, dropout=0.1, targets=("q",), implementation="automodel")
+    assert adapter_elementwise_elements(m, lo, 1) == (32 + 5.5 * 4096, 32 + 5.5 * 4096)
+    assert adapter_elementwise_elements(m, lo, 1, compiled=True) == (32 + 3.5 * 4096, 32 + 5.5 * 4096)
+
+
+def test_liger_kernels_shorten_the_eager_memory_bound_work():
+    """transformers' eager LlamaRMSNorm moves 18 passes of b x s x h forward and 30
+    backward, Liger's one kernel 2 and 3 (simulation/compute.py PASSES); SwiGLU eager 5 and 8
+    passes of b x s x f, Liger's 3 and 5. Llama 3.1 8B, 2048 tokens, 2 B an element, the
+    H100's HBM share."""
+    from simulation.compute import GPU_FIGURES, layer_times
+    from simulation.params import model_params
+    kw = dict(model={"preset": "llama3.1-8b"}, flash_attention=True)
+    plain = Scenario.from_dict(_scenario(**kw))
+    liger = Scenario.from_dict(_scenario(**kw, fused_norm=True, fused_mlp_activation=True))
+    pc = model_params(plain.model)
+    tp, tl = layer_times(plain, pc), layer_times(liger, pc)
+    hbm = 3350e9 * GPU_FIGURES["h100-sxm5-80gb"].hbm_fraction
+    tok, h, f = 2048, 4096, 14336
+    fwd = (2 * (18 - 2) * tok * h + (5 - 3) * tok * f) * 2 / hbm
+    bwd = (2 * (30 - 3) * tok * h + (8 - 5) * tok * f) * 2 / hbm
+    assert tp["fwd_s"] - tl["fwd_s"] == pytest.approx(fwd)
+    assert tp["bwd_s"] - tl["bwd_s"] == pytest.approx(bwd)

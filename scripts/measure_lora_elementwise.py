@@ -1,0 +1,120 @@
+"""Count the bytes LoRA's element-wise kernels move, forward and backward, one Linear at a time.
+
+A ``TorchDispatchMode`` sees every aten op of a forward and of ``backward(grad)`` (the
+autograd engine's gradient accumulation included) and adds up the bytes of each op's
+tensor inputs (read) and outputs (written), leaving out the GEMMs (``mm``, ``addmm``,
+``bmm``), ops that move no data (views, ``t``, ``detach``) and allocations. Run on a
+frozen bf16 ``nn.Linear`` whose input requires grad, alone and with NeMo AutoModel's
+``LinearLoRA`` patched in (``nemo_automodel.components._peft.lora.patch_linear_module``,
+``use_triton=False`` as with Transformer Engine installed); the difference is what the
+adapter's element-wise work costs in eager PyTorch (one kernel per op, as on the GPU).
+
+Dropout differs on the CPU (``_dropout_impl``: ``bernoulli_``, ``div_``, ``mul``) from
+CUDA's fused ``native_dropout`` (read x, write y and a 1-byte mask; backward read the
+gradient and the mask, write one), so the points here are without dropout; the engine's
+dropout terms count CUDA's kernel (``simulation/lora.py adapter_elementwise_elements``).
+
+Needs torch and nemo-automodel 0.2.0 (see ``scripts/measure_saved_tensors_lora_automodel.py``)::
+
+    PYTHONPATH=/some/dir python scripts/measure_lora_elementwise.py \
+        --out tests/data/lora_elementwise_automodel.json
+
+It is a tool, not a test: ``tests/engine/test_lora_automodel.py`` reads the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+
+import nemo_automodel
+import torch
+from nemo_automodel.components._peft.lora import patch_linear_module
+from torch.utils._python_dispatch import TorchDispatchMode
+
+aten = torch.ops.aten
+GEMMS = {aten.mm.default, aten.addmm.default, aten.bmm.default}
+NO_DATA = {aten.t.default, aten.view.default, aten._unsafe_view.default, aten.detach.default,
+           aten.transpose.int, aten.expand.default, aten.alias.default, aten.as_strided.default,
+           aten.reshape.default, aten.empty.memory_format, aten.empty_like.default,
+           aten.empty_strided.default}
+
+
+def _tensors(x):
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _tensors(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _tensors(y)
+
+
+class ByteCounter(TorchDispatchMode):
+    """Bytes read plus written by the element-wise ops dispatched while active."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+        self.ops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func in GEMMS or func in NO_DATA:
+            return out
+        moved = sum(t.numel() * t.element_size() for t in _tensors((args, kwargs)))
+        moved += sum(t.numel() * t.element_size() for t in _tensors(out))
+        self.bytes += moved
+        self.ops[str(func)] = self.ops.get(str(func), 0) + moved
+        return out
+
+
+def run(p: dict) -> dict:
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(p["d_in"], p["d_out"], bias=False, dtype=torch.bfloat16)
+    lin.weight.requires_grad_(False)
+    if p["lora"]:
+        patch_linear_module(lin, dim=p["r"], alpha=2 * p["r"], dropout=0.0, use_triton=False)
+        for n, w in lin.named_parameters():
+            w.requires_grad_("lora_" in n)
+    x = torch.randn(p["tokens"], p["d_in"], dtype=torch.bfloat16, requires_grad=True)
+    # x's gradient comes from the base's data-gradient GEMM and, with LoRA, from lora_A's:
+    # autograd adds the two (its InputBuffer accumulation), as in a model
+    g = torch.randn(p["tokens"], p["d_out"], dtype=torch.bfloat16)
+    with ByteCounter() as fwd:
+        y = lin(x)
+    with ByteCounter() as bwd:
+        y.backward(g)
+    return {"config": p, "forward_bytes": fwd.bytes, "backward_bytes": bwd.bytes,
+            "forward_ops": fwd.ops, "backward_ops": bwd.ops}
+
+
+def points() -> list[dict]:
+    out = []
+    for d_in, d_out, r in ((256, 256, 8), (256, 688, 8), (688, 256, 16)):
+        for lora in (False, True):
+            out.append(dict(tokens=128, d_in=d_in, d_out=d_out, r=r, lora=lora))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    data = {"what": "bytes read plus written by element-wise aten ops (GEMMs, views and "
+                    "allocations left out) in the forward and backward of one frozen bf16 "
+                    "Linear, alone and with NeMo AutoModel's LinearLoRA; see "
+                    "scripts/measure_lora_elementwise.py",
+            "versions": {"torch": torch.__version__, "nemo_automodel": nemo_automodel.__version__,
+                         "python": platform.python_version()},
+            "device": "cpu", "dtype": "bfloat16", "cases": [run(p) for p in points()]}
+    with open(a.out, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
