@@ -1,9 +1,8 @@
 """Count the bytes LoRA's element-wise kernels move, forward and backward, one Linear at a time.
 
-A ``TorchDispatchMode`` sees every aten op of a forward and of ``backward(grad)`` (the
-autograd engine's gradient accumulation included) and adds up the bytes of each op's
-tensor inputs (read) and outputs (written), leaving out the GEMMs (``mm``, ``addmm``,
-``bmm``), ops that move no data (views, ``t``, ``detach``) and allocations. Run on a
+``scripts/dispatch_bytes.py``'s ``ByteCounter`` (a ``TorchDispatchMode``) adds up the
+bytes each element-wise aten op of a forward and of ``backward(grad)`` reads and writes
+(the autograd engine's gradient sums included; GEMMs, views and allocations left out). Run on a
 frozen bf16 ``nn.Linear`` whose input requires grad, alone and with NeMo AutoModel's
 ``LinearLoRA`` patched in (``nemo_automodel.components._peft.lora.patch_linear_module``,
 ``use_triton=False`` as with Transformer Engine installed); the difference is what the
@@ -26,50 +25,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import sys
 
-import nemo_automodel
-import torch
-from nemo_automodel.components._peft.lora import patch_linear_module
-from torch.utils._python_dispatch import TorchDispatchMode
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-aten = torch.ops.aten
-GEMMS = {aten.mm.default, aten.addmm.default, aten.bmm.default}
-NO_DATA = {aten.t.default, aten.view.default, aten._unsafe_view.default, aten.detach.default,
-           aten.transpose.int, aten.expand.default, aten.alias.default, aten.as_strided.default,
-           aten.reshape.default, aten.empty.memory_format, aten.empty_like.default,
-           aten.empty_strided.default}
-
-
-def _tensors(x):
-    if isinstance(x, torch.Tensor):
-        yield x
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            yield from _tensors(y)
-    elif isinstance(x, dict):
-        for y in x.values():
-            yield from _tensors(y)
-
-
-class ByteCounter(TorchDispatchMode):
-    """Bytes read plus written by the element-wise ops dispatched while active."""
-
-    def __init__(self):
-        super().__init__()
-        self.bytes = 0
-        self.ops: dict[str, int] = {}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if func in GEMMS or func in NO_DATA:
-            return out
-        moved = sum(t.numel() * t.element_size() for t in _tensors((args, kwargs)))
-        moved += sum(t.numel() * t.element_size() for t in _tensors(out))
-        self.bytes += moved
-        self.ops[str(func)] = self.ops.get(str(func), 0) + moved
-        return out
-
+import nemo_automodel  # noqa: E402
+import torch  # noqa: E402
+from nemo_automodel.components._peft.lora import patch_linear_module  # noqa: E402
+from dispatch_bytes import ByteCounter  # noqa: E402
 
 def run(p: dict) -> dict:
     torch.manual_seed(0)

@@ -175,10 +175,15 @@ _FLASH_GEN = {"a100-sxm4-40gb": "a100", "a100-sxm4-80gb": "a100",
 #   transformer/dot_product_attention.py).
 # pytorch_eager: one kernel per op: torch layer_norm (one kernel); transformers'
 #   LlamaRMSNorm (to fp32, pow, mean, multiply by rsqrt, to bf16, multiply by the weight:
-#   18 passes forward, counted in fp32 bytes where it computes in fp32, about 30 backward);
-#   dropout (read, write, mask) then the residual add (read two, write one); SiLU then the
-#   product for SwiGLU; rotate_half rotary (two products, a negation, a cat, a sum: 10);
-#   eager attention scales, masks, softmaxes in fp32, casts back and drops out (12.5).
+#   18 passes forward, counted in fp32 bytes where it computes in fp32; backward 48, 44
+#   with a frozen weight); the residual add (read two, write one; its backward the sum of
+#   the two gradients at the fork); with hidden dropout CUDA's native_dropout before it
+#   (read, write, a 1-byte mask: 2.5); SiLU then the product for SwiGLU (backward 9);
+#   rotate_half rotary (two products, a negation, a cat, a sum: 10; backward the two
+#   products, the negation, two slice_backward writes and two sums: 14); eager attention
+#   scales, masks, upcasts, softmaxes in fp32 and casts back (14 each way), dropout 2.5.
+#   The rmsnorm, swiglu, residual, rope and softmax figures are measured on transformers'
+#   LlamaDecoderLayer (tests/data/eager_passes_llama.json, scripts/measure_eager_passes.py).
 # torch_compile: TorchInductor fuses each chain of pointwise and reduction ops between two
 #   GEMMs into one kernel that reads its inputs and writes its outputs once (Ansel et al.
 #   2024, PyTorch 2, ASPLOS, Sec. 5): the residual add, dropout and following norm are one
@@ -189,9 +194,9 @@ _FLASH_GEN = {"a100-sxm4-40gb": "a100", "a100-sxm4-80gb": "a100",
 PASSES = {
     "megatron": dict(norm=(2, 3), rmsnorm=(2, 3), residual=(3, 5), gelu=(2, 3), swiglu=(3, 5),
                      rope=(2, 2), softmax=(2, 3), attn_dropout=(2.5, 2.5), hidden_mask=(0.5, 0.5)),
-    "pytorch_eager": dict(norm=(2, 3), rmsnorm=(18, 30), residual=(5, 5), gelu=(2, 3),
-                          swiglu=(5, 8), rope=(10, 10), softmax=(10, 11), attn_dropout=(2.5, 2.5),
-                          hidden_mask=(0.5, 0.5)),
+    "pytorch_eager": dict(norm=(2, 3), rmsnorm=(18, 48), rmsnorm_frozen=(18, 44), residual=(3, 3),
+                          gelu=(2, 3), swiglu=(5, 9), rope=(10, 14), softmax=(14, 14),
+                          attn_dropout=(2.5, 2.5), hidden_mask=(2.5, 2.5)),
     "torch_compile": dict(norm=(1, 1), rmsnorm=(1, 1), residual=(3, 3), gelu=(2, 3),
                           swiglu=(3, 5), rope=(2, 2), softmax=(2, 3), attn_dropout=(0.5, 0.5),
                           hidden_mask=(0.5, 0.5)),
@@ -590,9 +595,21 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
 
     # Memory-bound kernels: two norms, two residual points, the activation, rotary
     norm = st["rmsnorm" if m.norm == "rmsnorm" else "norm"]
+    if lora is not None and "rmsnorm_frozen" in st and m.norm == "rmsnorm":
+        norm = st["rmsnorm_frozen"]          # a frozen weight: no weight-gradient product
     res = st["residual"]
     act = st["swiglu" if m.gated_mlp else "gelu"]
+    hf_extra = [0.0, 0.0]
     if _stack(tr) == "pytorch_eager" and tr.framework == "huggingface":
+        # transformers' split projections: autograd sums x's gradients where q, k and v
+        # read one input (two sums) and gate and up another (one), 3 passes of h each; eager
+        # attention's torch.matmul copies q, k, v and the output to contiguous (b, heads)
+        # batches, forward and backward (2 passes each; measured: eager_passes_llama.json)
+        if not m.has_fused_projections:
+            hf_extra[1] += 3 * (2 + (1 if m.gated_mlp else 0)) * hidden
+        if not tr.flash_attention:
+            cp_w = tok * (2 * a * d + 2 * kv * d) / t
+            hf_extra = [hf_extra[0] + 2 * cp_w, hf_extra[1] + 2 * cp_w]
         # Liger's kernels in transformers' modules: one RMSNorm kernel (LigerRMSNorm: read
         # x, write y; backward read x and dy, write dx) and one SwiGLU (LigerSiLUMulFunction:
         # read gate and up, write the product; backward read dy, gate, up, write two), as
@@ -602,7 +619,7 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         if tr.fused_mlp_activation and m.gated_mlp:
             act = PASSES["megatron"]["swiglu"]
     mask = st["hidden_mask"] if hid_drop else (0, 0)
-    mb = [2 * (norm[i] + res[i] + mask[i]) * hidden + act[i] * ffn for i in (0, 1)]
+    mb = [2 * (norm[i] + res[i] + mask[i]) * hidden + act[i] * ffn + hf_extra[i] for i in (0, 1)]
     if m.position_embedding == "rope":
         # MLA rotates only the rope part: heads x qk_rope of q and one qk_rope of k
         qk = tok * (a + 1) * m.qk_rope_head_dim / t if m.uses_mla else tok * (a + kv) * d / t
@@ -651,7 +668,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         wgrad = gemm_s(h, v / t, tok, g, hbm) if lora is None else 0.0     # LoRA: frozen head
         head = (gemm_s(*hm, g, hbm) + gemm_s(tok, h, v / t, g, hbm) + wgrad
                 + sum(LOSS_PASSES[_stack(tr)]) * tok * v / t * eb / hbm)
-    parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, head=head, attention_bwd=a_bwd,
+    parts = dict(gemm=g_fwd, attention=a_fwd, memory_bound=mb_fwd, memory_bound_bwd=mb_bwd,
+                 head=head, attention_bwd=a_bwd,
                  dequant=dq, dequant_bwd=dq_bwd)
     if fp8 is not None:
         parts.update(fp8_cast=c_fwd, fp8_cast_bwd=c_bwd, fp8_weight_cast_per_step=w_step)

@@ -75,7 +75,8 @@ def test_megatron_core_h100_within_8_percent_on_average():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "every row 23-29 % too fast (mean |error| 26.3 %; 29.0 % before FSDP2's exposed copy-out / "
+    "every row 20-29 % too fast (mean |error| 24.8 %; 26.3 % before the eager passes were measured, "
+    "tests/data/eager_passes_llama.json; 29.0 % before FSDP2's exposed copy-out / "
     "copy-in passes, strategy.fsdp_version 2, test_fsdp2.py, and the materialised GQA K/V "
     "repeat, training.repeat_kv, test_repeat_kv.py), with the "
     "H100's GEMMs at the sustained 730 TFLOP/s (gpu-fryer), torchtitan's op-level selective "
@@ -83,8 +84,9 @@ def test_megatron_core_h100_within_8_percent_on_average():
     "source (HBM per GPU then within 7 % of the benchmark's, test_op_sac.py). Cause left: the "
     "benchmark's H100s are 96 GB HBM2e parts at a 500 W power limit whose peak lies 'between SXM "
     "and NVL' (835-989 TFLOP/s) by the benchmark's own footnote, unknown; the engine runs them at "
-    "the 700 W part's sustained rate. That alone does not close it: the eager minus compile gap is "
-    "as measured (0.398 vs 0.386 s on 8 GPUs, test below), so the shortfall is in what both stacks "
+    "the 700 W part's sustained rate. That alone does not close it: the compile rows are "
+    "27-29 % fast and the eager ones 20-23 % (the engine's eager - compile gap is now larger than "
+    "the measured one, test below), so most of the shortfall is in what both stacks "
     "share, and even GEMMs at the NVL's share (gemm_flops 730e12 x 835 / 989 = 616e12, sm_count 132) "
     "leave every row -18..-24 % (engine run, before the FSDP2 and K/V repeat terms); FlashAttention-2's H100 rate is not it either (FlashAttention-3 paper, H100 SXM5, "
     "head dim 128, seq 8k: 370 TFLOP/s forward, 318 backward, against the engine's 335 both ways)"))
@@ -103,8 +105,8 @@ def test_torch_compile_is_faster_than_eager_as_measured():
         assert m[comp] < m[eager] and e[comp] < e[eager]
 
 
-@pytest.mark.xfail(strict=True, reason="held-out mean |error| 15.4 % over 24 rows (Megatron-Core "
-                                       "H100 10.7 %, torchtitan H100 26.3 %, NeMo AutoModel H100 9.0 %, "
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 15.1 % over 24 rows (Megatron-Core "
+                                       "H100 10.7 %, torchtitan H100 24.8 %, NeMo AutoModel H100 8.8 %, "
                                        "Megatron-Bridge B200 / GB200 FP8 26.2 %); see the tests above, "
                                        "below and in test_heldout_blackwell.py")
 def test_held_out_mean_error_under_8_percent():
@@ -112,13 +114,19 @@ def test_held_out_mean_error_under_8_percent():
     assert sum(map(abs, es)) / len(es) < 0.08
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the engine's eager - compile difference is 0.483 s on 8 and 128 GPUs against the measured "
+    "0.386 / 0.408 s (+25 / +18 %): the eager passes are now measured on transformers' "
+    "LlamaDecoderLayer (tests/data/eager_passes_llama.json: RMSNorm 18 / 48, SwiGLU 5 / 9, "
+    "rotary 10 / 14, the split projections' gradient sums), so either TorchInductor's fused "
+    "regions (PASSES torch_compile, counted from Ansel et al. 2024, not measured) move more bytes "
+    "than the engine counts, or torchtitan's eager modules fewer than transformers'; within 10 % "
+    "before, with the eager backward counted low (RMSNorm 30)"))
 def test_eager_minus_compile_gap_as_measured():
-    # Where the torchtitan gap is not: the step-time difference of eager and torch.compile
-    # (Tables 1 and 3: 2 x 8192 / 5762 - 2 x 8192 / 6667 = 0.386 s on 8 GPUs) is the
-    # element-wise / memory-bound work TorchInductor fuses; the engine's difference
-    # (simulation.compute PASSES, pytorch_eager vs torch_compile) is within 10 % of it on
-    # 8 and 128 GPUs. So the rows' common ~30 % shortfall lies in what both stacks share
-    # (GEMM and attention rate of the 500 W part, FSDP2 overheads), not in the eager terms.
+    # The step-time difference of eager and torch.compile (Tables 1 and 3: 2 x 8192 / 5762 -
+    # 2 x 8192 / 6667 = 0.386 s on 8 GPUs) is the element-wise / memory-bound work
+    # TorchInductor fuses; the engine's difference (simulation.compute PASSES, pytorch_eager
+    # vs torch_compile) should be within 10 % of it on 8 and 128 GPUs.
     e = {c["id"]: evaluate_dict(c["scenario"], detail=False)["step"]["time_s"]
          for c in cases("torchtitan_llama3_h100_2024")}
     m = {c["id"]: c["expected_step_time_s"] for c in cases("torchtitan_llama3_h100_2024")}
@@ -145,7 +153,7 @@ def test_nemo_automodel_conversion_by_hand():
 
 def test_nemo_automodel_single_gpu_rows_within_8_percent():
     # LoRA of Llama 3.1 8B and Qwen2.5 7B on one H100 (no communication of any kind) come out
-    # within 8 % of the measured 10.51 s and 9.29 s (-2.5 %, -5.6 % now) as the stack ran them
+    # within 8 % of the measured 10.51 s and 9.29 s (-1.9 %, -5.1 % now) as the stack ran them
     # (the cases' edit: transformers' modules with Liger's RMSNorm and SwiGLU, AutoModel's
     # LinearLoRA and its element-wise kernels, no FSDP). The multi-GPU rows miss (below).
     e = errors("nemo_h100_bf16_2026")
@@ -169,7 +177,7 @@ def test_nemo_automodel_lora_1gpu_rows_fit_one_h100_as_they_ran():
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "mean |error| 9.0 % (mean -9.0 %): -2.5 % and -5.6 % for LoRA 8B / 7B on 1 GPU (no "
+    "mean |error| 8.8 % (mean -8.8 %): -1.9 % and -5.1 % for LoRA 8B / 7B on 1 GPU (no "
     "communication, no FSDP at world size 1, Liger kernels), -7.3 % 70B pre-training (FSDP2, CP 2, "
     "64 GPUs, torch.compile: 17.52 s vs 18.90 s, compute 17.38 s, exposed comm 0.13 s), -12.2 % / "
     "-19.4 % LoRA Llama 70B with TP 2 (async TP as tp_comm_overlap) and -4.8 % / -11.1 % LoRA Qwen "

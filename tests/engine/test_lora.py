@@ -177,8 +177,11 @@ def test_frozen_backward_drops_the_weight_gradient_gemms_in_the_work_model():
     # gradients (6 h), the product's (2 h) and the sum of x's two gradients (3 h) = 11 h;
     # 2 B an element at the H100's HBM rate
     ew = 2 * 11 * h * tok * 2 / hbm
+    # the frozen norms' backward has no weight-gradient product and sum: 44 passes of
+    # b x s x h instead of 48, two norms (measured: tests/data/eager_passes_llama.json)
+    norms = 2 * (48 - 44) * h * tok * 2 / hbm
     assert tl["fwd_s"] == pytest.approx(tf["fwd_s"] + a_fwd + ew)
-    assert tl["bwd_s"] == pytest.approx(tf["bwd_s"] - wgrad + a_bwd + ew)
+    assert tl["bwd_s"] == pytest.approx(tf["bwd_s"] - wgrad + a_bwd + ew - norms)
     assert tf["bwd_s"] - tl["bwd_s"] > 0.3 * tf["bwd_s"] - tf["parts"]["attention"] * 3
 
 

@@ -1,0 +1,95 @@
+"""Count the bytes eager PyTorch's element-wise kernels move in a transformers Llama layer.
+
+``scripts/dispatch_bytes.py``'s ``ByteCounter`` adds up, for the forward and for
+``backward(grad)`` of each module, the bytes its element-wise aten ops read and write
+(GEMMs, views and allocations left out; the autograd engine's gradient sums included):
+the memory-bound work ``simulation/compute.py`` counts in ``PASSES["pytorch_eager"]``,
+one GPU kernel per aten op. The modules are a bf16 ``LlamaDecoderLayer`` built from a
+small config in code (random weights, eager attention, no dropout), each run on its own
+with an input that requires grad: ``input_layernorm`` (trained and frozen weight),
+``mlp``, ``self_attn`` (at two sequence lengths, so the s x s terms separate) and the
+whole layer. Autograd's derivative formulas are the same aten ops on the CPU and on CUDA;
+what CUDA fuses differently (dropout) is not in these modules.
+
+Needs torch and transformers (tierlab depends on neither)::
+
+    python scripts/measure_eager_passes.py --out tests/data/eager_passes_llama.json
+
+It is a tool, not a test: ``tests/engine/test_eager_passes.py`` reads the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+import measure_saved_tensors as mst  # noqa: E402
+from dispatch_bytes import ByteCounter  # noqa: E402
+
+
+def _count(module, x, kwargs) -> dict:
+    for w in module.parameters():      # a fresh .grad: no accumulation into an earlier one
+        w.grad = None
+    with ByteCounter() as fwd:
+        y = module(x, **kwargs)
+    y = y[0] if isinstance(y, tuple) else y
+    g = torch.randn_like(y)
+    with ByteCounter() as bwd:
+        y.backward(g)
+    return {"forward_bytes": fwd.bytes, "backward_bytes": bwd.bytes,
+            "forward_ops": fwd.ops, "backward_ops": bwd.ops}
+
+
+def run(p: dict) -> dict:
+    torch.manual_seed(0)
+    b, s, h = p["b"], p["s"], p["h"]
+    mst.DTYPE = torch.bfloat16
+    cfg, layer, rope = mst._llama_like("llama", dict(p, arch="llama", attn="eager"))
+    layer = layer.to(torch.bfloat16).train()
+    pos = torch.arange(s).unsqueeze(0).expand(b, s)
+    attn_kw = {"attention_mask": mst._causal_mask(b, s), "position_ids": pos}
+    out = {"config": p, "parts": {}}
+    for name, module, kw in (("rmsnorm", layer.input_layernorm, {}), ("mlp", layer.mlp, {}),
+                             ("self_attn", layer.self_attn, attn_kw), ("layer", layer, attn_kw)):
+        x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
+        out["parts"][name] = _count(module, x, kw)
+    layer.input_layernorm.weight.requires_grad_(False)
+    x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
+    out["parts"]["rmsnorm_frozen"] = _count(layer.input_layernorm, x, {})
+    print(p, {k: (v["forward_bytes"], v["backward_bytes"]) for k, v in out["parts"].items()},
+          file=sys.stderr)
+    return out
+
+
+def points() -> list[dict]:
+    base = dict(b=2, s=64, h=128, a=4, kv=4, ffn=344)
+    return [base, dict(base, s=128), dict(base, kv=2)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    data = {"what": "bytes read plus written by the element-wise aten ops (GEMMs, views and "
+                    "allocations left out) of a bf16 transformers LlamaDecoderLayer's modules, "
+                    "forward and backward; see scripts/measure_eager_passes.py",
+            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                         "python": platform.python_version()},
+            "device": "cpu", "dtype": "bfloat16", "cases": [run(p) for p in points()]}
+    with open(a.out, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
