@@ -13,6 +13,12 @@ describe("checkpointRows", () => {
     expect(row("Full size (read back on restart)")).toBeUndefined();
   });
 
+  it("says one writer in the singular (a 1-GPU run)", () => {
+    const r = stepReport();
+    r.checkpoint!.size = { writers: 1 };
+    expect(checkpointRows(r).find((x) => x.name === "Shard per rank")?.note).toBe("1 writer");
+  });
+
   it("gives times in s and intervals in h/min", () => {
     expect(row("Write to the target")?.value).toBe("17.40 s");
     expect(row("Stall per checkpoint")?.value).toBe("1.20 s");

@@ -2,7 +2,7 @@
 // table (sizes in GB and GiB, times in s and h/min, goodput in %) and the waste split.
 
 import type { Checkpoint, Report } from "./types";
-import { formatBytes, formatDuration, formatGBps, formatNumber, formatPercent, formatSeconds } from "./units";
+import { formatBytes, formatDuration, formatGBps, formatNumber, formatPercent, formatSeconds, plural } from "./units";
 
 export const TARGET_LABELS: Record<string, string> = {
   local_nvme: "local NVMe",
@@ -66,7 +66,7 @@ export function checkpointRows(report: Report): FactRow[] {
   }
   if (num(ck.shard_bytes)) {
     const writers = ck.size?.writers;
-    add("Shard per rank", formatBytes(ck.shard_bytes), num(writers) ? `${writers} writers` : "");
+    add("Shard per rank", formatBytes(ck.shard_bytes), num(writers) ? plural(writers, "writer") : "");
   }
   if (num(ck.snapshot_s)) add("Snapshot (HBM → host)", formatSeconds(ck.snapshot_s));
   if (num(ck.write_s)) add("Write to the target", formatSeconds(ck.write_s));

@@ -119,6 +119,10 @@ def test_a_point_that_does_not_fit_is_a_result(owner_api, owner):
     ([{"path": "cluster.num_nodes", "values": [1, 1]}], "axes.0.values"),
     ([{"path": "a", "values": list(range(101))}, {"path": "b", "values": list(range(100))}], "axes"),
     ([{"path": "x", "values": [1]}] * 3, "axes"),
+    # a misspelt key is refused, not dropped (dropped, the node axis kept the global batch fixed)
+    ([{"path": "cluster.num_nodes", "values": [1, 2], "scale_global_batch": True}], "axes.0.scale_global_batch"),
+    ([{"path": "cluster.num_nodes", "values": [1]}, {"path": "training.seq_len", "values": [2048], "label": "x"}],
+     "axes.1.label"),
 ])
 def test_bad_axes_are_a_400_naming_the_field(owner_api, base, axes, field):
     r = create(owner_api, base, axes)

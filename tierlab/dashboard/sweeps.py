@@ -296,9 +296,17 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
     return axes
 
 
+AXIS_FIELDS = ("path", "values", "scales_global_batch")
+
+
 def _axis(ax: dict, k: int) -> dict:
     """The axis's path and values, and ``scales_global_batch`` where it is set (a node-count
-    axis only). Raises ScenarioError (``axes.<k>.scales_global_batch``)."""
+    axis only). Raises ScenarioError (``axes.<k>.<key>`` for a key it does not know,
+    ``axes.<k>.scales_global_batch``)."""
+    for key in ax:
+        # refused, not dropped: a misspelt "scale_global_batch" would silently keep the global batch
+        if key not in AXIS_FIELDS:
+            raise ScenarioError(f"axes.{k}.{key}", f"unknown field; known fields: {', '.join(AXIS_FIELDS)}")
     out = {"path": ax.get("path"), "values": ax.get("values")}
     scales = ax.get("scales_global_batch", False)
     if not isinstance(scales, bool):

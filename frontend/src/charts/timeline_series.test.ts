@@ -12,6 +12,7 @@ import {
   taskTooltipHTML,
   timelineHeight,
   timelineOption,
+  timelineSummary,
 } from "./timeline_series";
 
 const asArray = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
@@ -149,5 +150,20 @@ describe("timelineOption", () => {
   it("grows with the number of lanes", () => {
     // 6 lanes: five of one track, one of two (sqrt 2 = 1.41): 6.41 x 36 + 150
     expect(timelineHeight(ganttLayout(stepReport()))).toBe(Math.round((5 + Math.SQRT2) * 36 + 150));
+  });
+});
+
+describe("timelineSummary", () => {
+  it("counts the tasks and lanes", () => {
+    // stepReport: 9 tasks on 6 lanes
+    expect(timelineSummary(ganttLayout(stepReport()))).toMatch(/^9 tasks on 6 lanes \(the GPU stream and the links\), .+ in all\.$/);
+  });
+
+  it("says one lane in the singular and names it (a 1-GPU run: no links)", () => {
+    const r = stepReport();
+    r.timeline!.tasks = r.timeline!.tasks!.filter((t) => t.lane === "gpu");
+    const text = timelineSummary(ganttLayout(r));
+    expect(text).toMatch(/ on 1 lane \(GPU stream\), /);
+    expect(text).not.toContain("lanes");
   });
 });

@@ -15,7 +15,7 @@ import type { ComposeOption } from "echarts/core";
 
 import { linkLabel } from "../step";
 import type { Report, TimelineTask } from "../types";
-import { durationTickFormatter, durationUnit, formatMs, formatSeconds } from "../units";
+import { durationTickFormatter, durationUnit, formatMs, formatNumber, formatSeconds } from "../units";
 import type { ChartStyle } from "./series";
 import { zoomAxis, type ZoomAxis } from "./ticks";
 import { escapeHtml as esc } from "../html";
@@ -106,6 +106,17 @@ export interface GanttLayout {
   kinds: string[];
   makespan: number;
   truncated: boolean;
+}
+
+/** "66 tasks on 1 lane (GPU stream), 320.9 ms in all." or "9 tasks on 6 lanes (the GPU stream and
+ *  the links), 1.50 s in all.": the chart's caption, counts with their nouns in the singular for one. */
+export function timelineSummary(layout: GanttLayout): string {
+  const n = layout.items.length;
+  const tasks = `${formatNumber(n, 0)} task${n === 1 ? "" : "s"}`;
+  const lanes = layout.rows.length === 1
+    ? `1 lane (${layout.rows[0].label})`
+    : `${layout.rows.length} lanes (the GPU stream and the links)`;
+  return `${tasks} on ${lanes}, ${formatSeconds(layout.makespan)} in all.`;
 }
 
 /** Where a lane sorts: its first link's place in LANE_ORDER; a path of links after that link. */

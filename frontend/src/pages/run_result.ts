@@ -7,7 +7,7 @@ import { ApiError, getJSON } from "../api";
 import { bandwidthRows, tierMarks } from "../charts/bandwidth_series";
 import { mountRunCharts } from "../charts/run_charts";
 import { absentTiers } from "../charts/series";
-import { ganttLayout, timelineHeight } from "../charts/timeline_series";
+import { ganttLayout, timelineHeight, timelineSummary } from "../charts/timeline_series";
 import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, expertsLine, partsRows, stageRows, tierSummaryRows, trainableLine, verdict } from "../report";
@@ -154,8 +154,7 @@ function timelineSection(report: Report): HTMLElement | null {
   const layout = ganttLayout(report);
   if (!layout.items.length) return null;
   const fig = chartFigure("timeline-chart", "Gantt chart of the simulated micro-batch: tasks per stream and link over time", [
-    `The step's last micro-batch as simulated, with the optimizer step: ${formatNumber(layout.items.length, 0)} tasks on `,
-    `${layout.rows.length} lanes (the GPU stream and the links), ${formatSeconds(layout.makespan)} in all. `,
+    `The step's last micro-batch as simulated, with the optimizer step: ${timelineSummary(layout)} `,
     "Overlapping flows on one link are drawn on thinner tracks. Drag the slider or scroll inside the chart to zoom; ",
     "click a legend entry to hide a kind; hover a task for its start, end and duration (ms, or a larger unit for a long task).",
     layout.truncated ? h("strong", null, " The engine cut the task list short: later tasks are not shown.") : null,
