@@ -12,7 +12,7 @@ from .errormodel import step_band
 from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
-from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, build_parts,
+from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, adapter_regime, build_parts,
                      counted_bytes_per_param, hbm_figures, hbm_summary, in_flight_variant,
                      stage_figures, stage_plans_for, tier_summaries, trained_params)
 from .params import model_params
@@ -71,7 +71,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
     if sc.training.lora is not None:
-        notes.append(LORA_NOTE)
+        notes.append(lora_note(sc))
         if sc.training.lora.quantised:
             lo = sc.training.lora
             notes.append(QLORA_NOTE.format(dtype="in int8" if lo.base_dtype == "int8" else
@@ -87,6 +87,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
                  hidden_size=sc.model.hidden_size, exact_count=pc.exact)
     if sc.training.lora is not None:      # LoRA: the adapters train, the base is frozen
         model["trainable_params"] = trained_params(sc, pc)
+        model["lora_implementation"] = sc.training.lora.implementation
     bpp = counted_bytes_per_param(counted)     # what the breakdown counts, before sharding
     convention = dict(name=sc.convention, description=_CONVENTIONS[sc.convention],
                       bytes_per_param=bpp,
@@ -142,10 +143,36 @@ def evaluate(sc: Scenario, include_step: bool = True,
 
 
 LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimizer states; "
-             "no weight-gradient GEMMs) and the adapters train with the scenario's precision and "
-             "optimizer (under torch AMP in fp32, as PEFT keeps them). The frozen base keeps no "
-             "projection inputs for backward; each adapter keeps its own 16-bit copy of its "
-             "input (PEFT's cast); model FLOPs and MFU keep 6 x parameters x tokens.")
+             "no weight-gradient GEMMs) and the adapters train {adapters}. The frozen base keeps "
+             "no projection inputs for backward; {saved}; model FLOPs and MFU keep 6 x "
+             "parameters x tokens.")
+
+
+def lora_note(sc: Scenario) -> str:
+    """The LoRA note for the scenario's implementation and adapter dtype (what
+    :func:`simulation.memory.adapter_regime` and :func:`simulation.lora.adapter_activation_bytes`
+    count)."""
+    lo = sc.training.lora
+    sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
+    regime = adapter_regime(sc, sb)
+    if regime == "peft_fp32":
+        adapters = "in fp32 under torch AMP, as PEFT keeps them (their own master copy)"
+    elif regime == "16bit":
+        adapters = (f"in {lo.adapter_dtype or sb.params_dtype}, updated in place (no master copy)"
+                    + (", in the base's dtype as AutoModel's LinearLoRA keeps them"
+                       if lo.implementation == "automodel" and lo.adapter_dtype is None else ""))
+    else:
+        adapters = "with the scenario's precision and optimizer"
+    if lo.implementation == "automodel":
+        saved = ("each adapter's lora_A keeps the tensor the frozen base reads (AutoModel casts "
+                 "nothing), once per distinct input")
+    else:
+        saved = "each adapter keeps its own 16-bit copy of its input (PEFT's cast)"
+    if lo.dropout:
+        saved += f", and its dropout mask ({'on the output' if lo.dropout_at == 'post' else 'on the input'})"
+    return LORA_NOTE.format(adapters=adapters, saved=saved)
+
+
 QLORA_NOTE = ("QLoRA: the frozen base's matrices are stored {dtype} (bitsandbytes) and "
               "dequantised to 16-bit one at a time for each matmul, forward and backward; "
               "embeddings, head and norms stay unquantised.")

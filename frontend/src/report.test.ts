@@ -162,6 +162,12 @@ describe("trainableLine (LoRA)", () => {
       `LoRA: ${formatCount(4194304)} trained (0.062 %), the rest frozen`);
     expect(trainableLine({ num_params: 6738415616 })).toBeNull();
   });
+  it("names whose LoRA the engine counted", () => {
+    expect(trainableLine({ num_params: 8e9, trainable_params: 4194304, lora_implementation: "automodel" }))
+      .toMatch(/^LoRA \(NeMo AutoModel's LinearLoRA\): /);
+    expect(trainableLine({ num_params: 8e9, trainable_params: 4194304, lora_implementation: "peft" }))
+      .toMatch(/^LoRA \(Hugging Face PEFT\): /);
+  });
 });
 
 describe("fp8Line (training.fp8, issue #15)", () => {

@@ -328,10 +328,14 @@ export { CATEGORIES };
 
 /** LoRA's trainable share of a report's model: "LoRA: 4.19 M trained (0.062 %), the rest frozen", or null
  *  when every parameter trains (the engine writes `trainable_params` only under `training.lora`). */
-export function trainableLine(m: { num_params?: number; trainable_params?: number }): string | null {
+export function trainableLine(
+  m: { num_params?: number; trainable_params?: number; lora_implementation?: string },
+): string | null {
   if (m.trainable_params === undefined || !m.num_params) return null;
   const share = (100 * m.trainable_params) / m.num_params;
-  return `LoRA: ${formatCount(m.trainable_params)} trained (${share < 0.1 ? share.toFixed(3) : share.toFixed(2)} %), the rest frozen`;
+  const whose = m.lora_implementation === "automodel" ? " (NeMo AutoModel's LinearLoRA)"
+    : m.lora_implementation === "peft" ? " (Hugging Face PEFT)" : "";
+  return `LoRA${whose}: ${formatCount(m.trainable_params)} trained (${share < 0.1 ? share.toFixed(3) : share.toFixed(2)} %), the rest frozen`;
 }
 
 /** The expert-parallel layout of a report: "EP 8: 1 of 8 experts per GPU, expert tensor parallel 1,

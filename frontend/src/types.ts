@@ -63,7 +63,7 @@ export interface Report {
   /** fits | tight | does_not_fit (older stored reports lack it). */
   fit_state?: "fits" | "tight" | "does_not_fit";
   violations?: Violation[];
-  model?: { name?: string; num_params?: number; num_layers?: number; hidden_size?: number; trainable_params?: number };
+  model?: { name?: string; num_params?: number; num_layers?: number; hidden_size?: number; lora_implementation?: string; trainable_params?: number };
   parallelism?: {
     num_gpus?: number;
     data_parallel?: number;

@@ -278,3 +278,17 @@ def test_liger_kernels_shorten_the_eager_memory_bound_work():
     bwd = (2 * (48 - 3) * tok * h + (9 - 5) * tok * f) * 2 / hbm
     assert tp["fwd_s"] - tl["fwd_s"] == pytest.approx(fwd)
     assert tp["bwd_s"] - tl["bwd_s"] == pytest.approx(bwd)
+
+
+def test_the_run_note_says_whose_lora_it_counts():
+    def note(lora):
+        r = evaluate_dict(_scenario(lora))
+        (n,) = [n for n in r["notes"] if n.startswith("LoRA:")]
+        return n
+    peft = note({"rank": 8})
+    assert "in fp32 under torch AMP, as PEFT keeps them" in peft and "PEFT's cast" in peft
+    am = note({"rank": 8, "dropout": 0.1, "implementation": "automodel"})
+    assert "AutoModel casts nothing" in am and "PEFT" not in am
+    assert "in bf16, updated in place (no master copy)" in am and "mask (on the output)" in am
+    r = evaluate_dict(_scenario({"rank": 8, "implementation": "automodel"}))
+    assert r["model"]["lora_implementation"] == "automodel"

@@ -424,6 +424,8 @@ function mount(root: HTMLElement): void {
         f("training.lora.double_quant", c.loraDoubleQuant, { unit: "4-bit: 0.5 → 0.127 bits a weight" }),
         f("training.lora.quant_block_size", c.loraBlock, { unit: "weights per absmax (4-bit)" }),
         f("training.lora.adapter_dtype", c.loraAdapterDtype, { unit: "bf16: no fp32 master copy" }),
+      ),
+      grid(
         f("training.lora.implementation", c.loraImplementation, {
           unit: "whose forward: what it keeps",
           help: "PEFT casts each adapter's input to the fp32 adapters' dtype (a 16-bit copy per target); " +
