@@ -35,7 +35,7 @@ from .units import plural
 MODEL_PATH = Path(__file__).parent / "data" / "error_model.json"
 
 STEP_KIND_LABELS = {
-    "tensor_pipeline": "tensor + pipeline",
+    "tensor_pipeline": "DDP / tensor + pipeline",
     "sharded": "ZeRO-3 / FSDP",
     "offload": "offload",
     "recsys": "recommendation model",

@@ -42,7 +42,7 @@ def test_validate_prints_the_whole_report_and_passes():
     assert "| oom-15b | OOM | does_not_fit | ddr, hbm |" in text
     assert "verdicts match what was observed" in text and "caught only by tight" in text
     # the bands, and that the recorded file is current
-    assert "| tensor + pipeline | A100 |" in text
+    assert "| DDP / tensor + pipeline | A100 |" in text
     assert "The recorded error model is current." in text
 
 
