@@ -141,6 +141,13 @@ describe("cross checks", () => {
     expect(crossCheckRows(sampleReport())).toEqual([]);
     expect(CROSS_CHECK_NOTES.zero_paper_model_states_per_gpu_bytes).toContain("2 + 2 + K bytes per parameter");
   });
+  it("says the ZeRO paper's figure is full fine-tuning's under LoRA", () => {
+    const r = sampleReport();
+    r.model = { ...(r.model ?? {}), num_params: 8e9, trainable_params: 2.1e7 };
+    r.cross_checks = { zero_paper_model_states_per_gpu_bytes: 1.285e11 };
+    const [row] = crossCheckRows(r);
+    expect(row.note).toContain("counted as full fine-tuning: under LoRA only the adapters");
+  });
 });
 
 describe("estimate notes", () => {

@@ -308,7 +308,11 @@ export function crossCheckRows(report: Report): CrossCheckRow[] {
       }
     } else {
       const text = show(key, val);
-      if (text !== null) rows.push({ name: humanizeKey(key), value: text, note: CROSS_CHECK_NOTES[key] ?? "" });
+      let note = CROSS_CHECK_NOTES[key] ?? "";
+      if (key === "zero_paper_model_states_per_gpu_bytes" && report.model?.trainable_params !== undefined) {
+        note += "; counted as full fine-tuning: under LoRA only the adapters have gradients and optimizer states (the parts above)";
+      }
+      if (text !== null) rows.push({ name: humanizeKey(key), value: text, note });
     }
   }
   return rows;

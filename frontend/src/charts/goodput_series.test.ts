@@ -56,7 +56,10 @@ describe("goodputOption", () => {
     expect(x.axisLabel.formatter(1)).toBe("1 h");
     expect(x.axisLabel.formatter(10)).toBe("10 h");
     expect(intervalTick(0.01)).toBe("36 s");
-    expect(intervalTick(100)).toBe("4.167 d");
+    expect(intervalTick(100)).toBe("100 h");
+    expect(intervalTick(1000)).toMatch(/^1,?000 h$/);
+    // 1e5 h / (24 x 365.25) = 11.41 years
+    expect(intervalTick(1e5)).toBe("11.4 years");
     const y = asArray(option.yAxis)[0] as { name: string; axisLabel: { formatter: (v: number) => string } };
     expect(y.name).toBe(GOODPUT_AXIS_NAME);
     expect(y.axisLabel.formatter(99.5)).toBe("99.5%");

@@ -33,16 +33,18 @@ export const INTERVAL_AXIS_NAME = "Checkpoint interval (log scale)";
 export const GOODPUT_AXIS_NAME = "Goodput (% of wall time)";
 
 /**
- * A tick of the interval axis (its values are hours) in the unit that reads at its size:
- * 0.01 -> "36 s", 0.1 -> "6 min", 1 -> "1 h", 10 -> "10 h", 100 -> "4.167 d"
- * (seconds under a minute, minutes under an hour, hours under two days, then days).
+ * A tick of the interval axis (its values are hours, the log axis's ticks decades of them)
+ * in the unit that reads at its size: 0.01 -> "36 s", 0.1 -> "6 min", 1 -> "1 h",
+ * 100 -> "100 h", 1000 -> "1000 h", 1e5 -> "11.4 years" (seconds under a minute,
+ * minutes under an hour, hours under 10,000 h, where a decade in days would read
+ * "4.167 d", then years of 365.25 days to one decimal).
  */
 export function intervalTick(hours: number): string {
   const s = hours * 3600;
   if (s < 60) return `${formatTick(s)} s`;
   if (s < 3600) return `${formatTick(s / 60)} min`;
-  if (hours < 48) return `${formatTick(hours)} h`;
-  return `${formatTick(hours / 24)} d`;
+  if (hours < 10000) return `${formatTick(hours)} h`;
+  return `${formatTick(hours / (24 * 365.25), 1)} years`;
 }
 export const CURVE_NAME = "Goodput (Daly's model)";
 export const CHOSEN_NAME = "Chosen interval";
