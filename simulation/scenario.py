@@ -1451,7 +1451,7 @@ class Scenario:
             else:
                 model = _parsed(ModelSpec, r["model"]) if r.get("model") is not None else None
                 recsys = _parsed(RecModelSpec, r["recsys"]) if r.get("recsys") is not None else None
-                cluster = _parsed(ClusterSpec, r["cluster"])
+                cluster = fast if fast is not None else _parsed(ClusterSpec, r["cluster"])
         sc = _new(cls, dict(model=model, recsys=recsys, cluster=cluster,
                             training=_parsed(TrainingSpec, _section(d, "training")),
                             strategy=_parsed(StrategySpec, _section(d, "strategy")),
