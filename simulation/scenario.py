@@ -680,6 +680,11 @@ class ClusterSpec:
         return _new(cls, dict(tiers=tiers, **kw))
 
     def to_dict(self) -> dict:
+        t = self.__dict__.get("_json")    # a built-in node's spec (_template_cluster)
+        if t is not None:
+            out = _copy(*t)
+            out["num_nodes"] = self.num_nodes
+            return out
         return _drop_none(dict(
             node=self.node, node_name=self.node_name, num_nodes=self.num_nodes,
             gpus_per_node=self.gpus_per_node, accelerator=self.accelerator.to_dict(),
@@ -1434,15 +1439,19 @@ class Scenario:
         keys = _resolved_keys(d, models, nodes, accelerators)
         model, cluster, recsys = _resolved_sections(d, keys)
         if cluster is None:          # not seen before (or a recommendation model): the long way
-            r = resolve(d, models=models, nodes=nodes, accelerators=accelerators)
+            # a built-in node and at most num_nodes: its spec made at import, not expanded
+            fast = _template_cluster(d.get("cluster"), nodes, accelerators) if keys is not None else None
+            r = resolve(d, models=models, nodes=nodes, accelerators=accelerators,
+                        expand_cluster=fast is None)
             if keys is not None and r.get("model") is not None:
                 # remembered below by the sections as written (their keys are made already)
-                model, cluster = ModelSpec.from_dict(r["model"]), ClusterSpec.from_dict(r["cluster"])
+                model = ModelSpec.from_dict(r["model"])
+                cluster = fast if fast is not None else ClusterSpec.from_dict(r["cluster"])
                 _remember_resolved(keys, model, cluster, models, nodes, accelerators)
             else:
                 model = _parsed(ModelSpec, r["model"]) if r.get("model") is not None else None
                 recsys = _parsed(RecModelSpec, r["recsys"]) if r.get("recsys") is not None else None
-                cluster = _parsed(ClusterSpec, r["cluster"])
+                cluster = fast if fast is not None else _parsed(ClusterSpec, r["cluster"])
         sc = _new(cls, dict(model=model, recsys=recsys, cluster=cluster,
                             training=_parsed(TrainingSpec, _section(d, "training")),
                             strategy=_parsed(StrategySpec, _section(d, "strategy")),
@@ -1508,8 +1517,8 @@ def _json_of(model, recsys, cluster, training, strategy, convention, runtime, ch
              schema) -> dict:
     """The scenario's JSON, made anew from its (frozen, shared) sections."""
     d = dict(schema=schema, cluster=cluster.to_dict(), training=training.to_dict(),
-             strategy=strategy.to_dict(), convention=convention, runtime=runtime.to_dict(),
-             checkpoint=checkpoint.to_dict())
+             strategy=_section_json(strategy), convention=convention,
+             runtime=_section_json(runtime), checkpoint=_section_json(checkpoint))
     if model is not None:
         d["model"] = model.to_dict()
     if recsys is not None:
@@ -1544,6 +1553,26 @@ _as_json = KeptOnSecondCall(_json_of, keep=lambda d: (d, _plan(d)), copy=lambda 
 # An absent or empty section parses to its defaults whatever the scenario: made here once
 # (a constant of the engine, as the dataclasses' defaults are, not a memo of any input).
 _EMPTY: dict = {c: c.from_dict({}) for c in (TrainingSpec, StrategySpec, RuntimeSpec, CheckpointSpec)}
+# A strategy section that names its kind alone, likewise (a kind that needs more, such as
+# fsdp_hybrid_shard's shard_group_size, is not here).
+_KIND_ONLY: dict = {}
+for _kind in STRATEGY_KINDS:
+    try:
+        _KIND_ONLY[_kind] = StrategySpec.from_dict({"kind": _kind})
+    except ScenarioError:
+        pass
+del _kind
+# Those constants' JSON with its copy plan, by id (they live as long as the engine)
+_CONST_JSON: dict = {id(c): (j, _plan(j)) for c in (*_EMPTY.values(), *_KIND_ONLY.values())
+                     for j in (c.to_dict(),)}
+
+
+def _section_json(spec) -> dict:
+    """``spec.to_dict()``, a copy of the one made at import for the constants above."""
+    t = _CONST_JSON.get(id(spec))
+    return _copy(*t) if t is not None else spec.to_dict()
+
+
 _PARSED: dict = {}
 _PARSED_MAX = 4096
 
@@ -1556,6 +1585,10 @@ def _parsed(cls, section):
         return cls.from_dict(section)
     if not section and cls in _EMPTY:
         return _EMPTY[cls]
+    if cls is StrategySpec and len(section) == 1:
+        hit = _KIND_ONLY.get(section.get("kind"))    # {"kind": k}: made at import
+        if hit is not None:
+            return hit
     # repr keeps JSON types apart (True, 1, 1.0) and floats exact; C-fast
     key = (cls, repr(section))
     hit = _PARSED.get(key)
@@ -1640,11 +1673,13 @@ def _expand(value, table: dict, path: str, what: str) -> dict:
     return out
 
 
-def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
+def resolve(d: dict, models=None, nodes=None, accelerators=None,
+            expand_cluster: bool = True) -> dict:
     """Expand preset names into explicit values; returns a new dict (input unchanged).
 
     ``models``/``nodes``/``accelerators`` are lookup tables (id -> spec dict); the
-    built-in :mod:`simulation.presets` are used where omitted.
+    built-in :mod:`simulation.presets` are used where omitted. Without ``expand_cluster``
+    the cluster section is left as written (the caller has its spec).
     """
     if not isinstance(d, dict):
         raise ScenarioError("scenario", "must be a JSON object")
@@ -1663,7 +1698,8 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None) -> dict:
     if d.get("model") is not None:
         out["model"] = _expand(d["model"], models, "model", "model")
 
-    out["cluster"] = resolve_cluster(d["cluster"], nodes, accelerators)
+    if expand_cluster:
+        out["cluster"] = resolve_cluster(d["cluster"], nodes, accelerators)
     return out
 
 
@@ -2076,3 +2112,57 @@ for _tpl in presets.NODES.values():
             _BUILT_IN_TIERS_BY_DEVICE.setdefault(_t.get("device"), []).append(
                 (_written(_t), _BUILT_IN_TIERS[repr(_t)]))
 del _name, _acc, _tpl, _t
+
+
+# The built-in node templates parsed once at import (constants of the engine, as the
+# presets are; ``forget`` leaves them): node id -> (the template and its accelerator preset
+# as the tables had them, the fields of its ClusterSpec at one node, that spec's JSON and
+# its copy plan). A cluster section that is a built-in node and at most ``num_nodes`` (the
+# 160 benchmark configurations', most forms') takes them: :func:`_template_cluster`.
+_TEMPLATE_CLUSTERS: dict = {}
+
+
+def _template_cluster(c, nodes, accelerators):
+    """``ClusterSpec.from_dict(resolve_cluster(c))`` for a section ``{"node": built-in id}``
+    with at most a valid ``num_nodes`` and the built-in tables (unchanged since import),
+    made from the template's spec at import; None for any other section (the long way).
+    ``tests/engine/test_scenario_fast.py`` holds it equal to the long way on every template."""
+    if type(c) is not dict or nodes is not presets.NODES or accelerators is not presets.ACCELERATORS:
+        return None
+    node, n = c.get("node"), c.get("num_nodes", 1)
+    t = _TEMPLATE_CLUSTERS.get(node) if type(node) is str else None
+    if t is None or type(n) is not int or not 1 <= n <= 1_000_000 or not (
+            len(c) == 1 or len(c) == 2 and "num_nodes" in c):
+        return None
+    tpl, acc_name, acc, fields, json_of = t
+    if nodes[node] != tpl or acc_name is not None and accelerators.get(acc_name) != acc:
+        return None
+    spec = object.__new__(ClusterSpec)
+    d = spec.__dict__
+    d.update(fields)
+    d["num_nodes"] = n
+    d["tiers"] = dict(fields["tiers"])
+    d["_json"] = json_of           # ClusterSpec.to_dict: the template's JSON, this num_nodes
+    return spec
+
+
+def _template_entry(node_id: str) -> tuple:
+    """:data:`_TEMPLATE_CLUSTERS`' entry of a built-in node (ScenarioError: it needs more
+    than its id)."""
+    import copy as _copy_mod
+    tpl = presets.NODES[node_id]
+    a = tpl.get("accelerator")
+    acc_name = a if type(a) is str else a.get("preset") if type(a) is dict else None
+    acc = presets.ACCELERATORS.get(acc_name) if acc_name is not None else None
+    spec = ClusterSpec.from_dict(resolve_cluster({"node": node_id}))
+    fields = dict(spec.__dict__)
+    j = spec.to_dict()
+    return (_copy_mod.deepcopy(tpl), acc_name, _copy_mod.deepcopy(acc), fields, (j, _plan(j)))
+
+
+for _name in presets.NODES:
+    try:
+        _TEMPLATE_CLUSTERS[_name] = _template_entry(_name)
+    except ScenarioError:          # a template that needs more than its id: the long way
+        pass
+del _name

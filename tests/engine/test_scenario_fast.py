@@ -252,3 +252,82 @@ def test_kept_on_second_call_makes_hands_out_and_copies():
     m.clear()
     m(key)
     assert len(made) == 3
+
+
+# ------------------------------------------------------------------ specs made at import
+def test_a_built_in_node_with_at_most_num_nodes_takes_the_spec_made_at_import():
+    from simulation import presets
+    from simulation.scenario import _template_cluster, resolve_cluster
+    nodes, accs = presets.NODES, presets.ACCELERATORS
+    taken = 0
+    for node in nodes:
+        for extra in ({}, {"num_nodes": 1}, {"num_nodes": 3}, {"num_nodes": 1_000_000}):
+            c = {"node": node, **extra}
+            try:
+                want = ClusterSpec.from_dict(resolve_cluster(c))
+            except ScenarioError:
+                assert _template_cluster(c, nodes, accs) is None
+                continue
+            got = _template_cluster(c, nodes, accs)
+            assert got is not None, c
+            taken += 1
+            assert got == want and repr(got) == repr(want)
+            assert [k for k in vars(got) if k != "_json"] == list(vars(want))
+            j = got.to_dict()
+            assert json.dumps(j) == json.dumps(want.to_dict())
+            j["accelerator"]["name"] = "changed"          # the caller's own copy
+            for t in j.get("tiers", {}).values():
+                t["capacity_bytes"] = -1
+            assert json.dumps(got.to_dict()) == json.dumps(want.to_dict())
+    assert taken >= 4 * (len(nodes) - 2)
+    # anything else takes the long way (and its checks)
+    for c in ({"node": "dgx-h100", "num_nodes": 0}, {"node": "dgx-h100", "num_nodes": True},
+              {"node": "dgx-h100", "num_nodes": 2.0}, {"node": "dgx-h100", "num_nodes": 1_000_001},
+              {"node": "dgx-h100", "gpus_per_node": 4}, {"node": "dgx-h100", "tiers": {}},
+              {"node": "no-such-node"}, {"node": "dgx-h100", "num_nodes": None}):
+        assert _template_cluster(c, nodes, accs) is None, c
+    assert _template_cluster({"node": "dgx-h100"}, dict(nodes), accs) is None
+    assert _template_cluster({"node": "dgx-h100"}, nodes, dict(accs)) is None
+
+
+def test_a_strategy_naming_its_kind_alone_takes_the_spec_made_at_import():
+    from simulation.scenario import STRATEGY_KINDS, _parsed, _section_json
+    made = 0
+    for kind in STRATEGY_KINDS:
+        try:
+            want = StrategySpec.from_dict({"kind": kind})
+        except ScenarioError:
+            continue
+        got = _parsed(StrategySpec, {"kind": kind})
+        assert got == want and repr(got) == repr(want)
+        j = _section_json(got)
+        assert json.dumps(j) == json.dumps(want.to_dict())
+        j["kind"] = "changed"
+        assert _section_json(got) == want.to_dict()
+        made += 1
+    assert made == len(STRATEGY_KINDS) - 1        # fsdp_hybrid_shard needs its group size
+    for cls in (RuntimeSpec, CheckpointSpec, TrainingSpec):      # the empty sections' constants
+        assert json.dumps(_section_json(_parsed(cls, {}))) == json.dumps(cls.from_dict({}).to_dict())
+
+
+@pytest.mark.parametrize("fn", [estimate_dict, lambda d, **kw: evaluate_dict(d, detail=False, **kw)],
+                         ids=["quick", "full"])
+def test_reports_through_the_specs_made_at_import_equal_the_long_way(fn):
+    """The same scenarios with copies of the preset tables (not the built-in ones: every
+    section expanded and parsed) give the same bytes."""
+    from simulation import presets
+    from simulation.scenario import _template_cluster
+    long_way = dict(nodes=dict(presets.NODES), accelerators=dict(presets.ACCELERATORS))
+    compared = 0
+    for i, node in enumerate(presets.NODES):
+        for kind in ("ddp", "zero2", "zero3", "zero_offload", "zero_infinity"):
+            d = {"model": llama_style(i), "cluster": {"node": node, "num_nodes": 1 + i % 3},
+                 "training": {"micro_batch_size": 1, "global_batch_size": 64, "seq_len": 2048},
+                 "strategy": {"kind": kind}}
+            taken = _template_cluster(d["cluster"], presets.NODES, presets.ACCELERATORS) is not None
+            forget()
+            fast = report_bytes(fn, copy.deepcopy(d))
+            forget()
+            assert fast == report_bytes(lambda x: fn(x, **long_way), copy.deepcopy(d)), (node, kind)
+            compared += taken and not fast.startswith("error")
+    assert compared >= 3 * len(presets.NODES)
