@@ -98,3 +98,52 @@ def test_the_softmax_chain_separates_by_sequence_length():
         2 * p["b"] * p["s"] * p["h"])
     assert grown_b == pytest.approx(2 * EAGER["softmax"][1] * (scores[1] - scores[0]) + 2 * lin_b * d_sbh,
                                     rel=0.01)
+
+
+# ---------------------------------------------------------------- torch.compile
+
+COMPILED = json.loads((Path(__file__).parent.parent / "data" / "compiled_passes_llama.json").read_text())
+COMPILE = PASSES["torch_compile"]
+
+
+def test_the_compiled_data_says_what_it_was_measured_with():
+    assert set(COMPILED["versions"]) >= {"torch", "transformers"}
+    assert [c["config"]["s"] for c in COMPILED["cases"]] == [64, 128]
+
+
+@pytest.mark.parametrize("i", range(len(COMPILED["cases"])))
+def test_compiled_swiglu_and_norm_regions_as_measured(i):
+    """TorchInductor (CPU kernels) on transformers' LlamaMLP: one kernel reads gate and up
+    and writes the product (3 passes of b x s x f), backward 5, plus the sum of the gate and
+    up projections' input gradients after their GEMMs (3 passes of b x s x h). The norm and
+    residual regions (the layer less its MLP and attention): 2 x (residual 3 + norm 3)
+    backward; forward 2 x (3 + 1), the measured kernels moving about 12 % more."""
+    c = COMPILED["cases"][i]
+    p = c["config"]
+    sbh, sbf = p["b"] * p["s"] * p["h"], p["b"] * p["s"] * p["ffn"]
+    fwd, bwd = _passes(c, "mlp", sbf)
+    assert fwd == pytest.approx(COMPILE["swiglu"][0], rel=0.01)
+    assert bwd - 3 * sbh / sbf == pytest.approx(COMPILE["swiglu"][1], rel=0.01)
+    layer, mlp, attn = (_passes(c, k, sbh) for k in ("layer", "mlp", "self_attn"))
+    regions = [layer[j] - mlp[j] - attn[j] for j in (0, 1)]
+    assert regions[1] == pytest.approx(2 * (COMPILE["residual"][1] + COMPILE["rmsnorm"][1]), rel=0.02)
+    assert regions[0] == pytest.approx(2 * (COMPILE["residual"][0] + COMPILE["rmsnorm"][0]), rel=0.15)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "compiled eager-attention layer (CPU kernels): outside the s x s scores the measured kernels "
+    "move 19.2 passes of b x s x h forward and 14.2 backward against the engine's rotary 4 and 4 "
+    "(the layout copies torch.matmul needs and what the partitioner saves are not counted), and "
+    "6.25 / 7.25 passes a score against the engine's 2 / 3 (the CPU code generator splits the "
+    "softmax's reductions into kernels of their own, Triton on a GPU fewer): a GPU measurement "
+    "(or the SDPA path, transformers >= 4.36) is needed before these terms are changed"))
+def test_compiled_attention_within_10_percent():
+    short, long_ = COMPILED["cases"]
+    for c in (short, long_):
+        p = c["config"]
+        sc = _scenario(p, software_stack="torch_compile")
+        parts = layer_times(sc, model_params(sc.model))["parts"]
+        scores = p["b"] * p["a"] * p["s"] ** 2
+        fwd = parts["memory_bound"] * HBM / 2 + COMPILE["softmax"][0] * scores
+        layer = c["parts"]["layer"]
+        assert 2 * fwd == pytest.approx(layer["forward_bytes"], rel=0.10)
