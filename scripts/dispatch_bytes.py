@@ -4,10 +4,14 @@
 (the autograd engine's gradient sums included) adds the bytes of its tensor inputs (read)
 and outputs (written), except the GEMMs (``mm``, ``addmm``, ``bmm``), ops that move no
 data (views, ``t``, ``detach``) and allocations. Used by ``measure_lora_elementwise.py``
-and ``measure_eager_passes.py``.
+and ``measure_eager_passes.py``; :func:`main` is their shared command line.
 """
 
 from __future__ import annotations
+
+import argparse
+import json
+import platform
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -50,3 +54,17 @@ class ByteCounter(TorchDispatchMode):
         self.bytes += moved
         self.ops[str(func)] = self.ops.get(str(func), 0) + moved
         return out
+
+
+def main(doc: str, what: str, versions: dict, run, points) -> None:
+    """``--out FILE``: ``run(p)`` for each of ``points()`` on one thread, written as JSON with
+    ``what``, the ``versions`` (Python's added) and the device (the CPU, bf16)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    data = {"what": what, "versions": {**versions, "python": platform.python_version()},
+            "device": "cpu", "dtype": "bfloat16", "cases": [run(p) for p in points()]}
+    with open(a.out, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")

@@ -24,12 +24,9 @@ It is a tool, not a test: ``tests/engine/test_eager_passes.py`` reads the JSON.
 
 from __future__ import annotations
 
-import argparse
 import glob
-import json
 import math
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -42,6 +39,7 @@ import torch  # noqa: E402
 import torch._inductor.config as inductor_config  # noqa: E402
 import transformers  # noqa: E402
 
+import dispatch_bytes  # noqa: E402
 import measure_saved_tensors as mst  # noqa: E402
 
 DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float32": 4, "torch.int64": 8,
@@ -124,20 +122,14 @@ def points() -> list[dict]:
     return [base, dict(base, s=128)]
 
 
+WHAT = ("bytes read plus written by TorchInductor's fused (non-extern) kernels, CPU "
+        "backend, of a bf16 transformers LlamaDecoderLayer's modules, forward and "
+        "backward; see scripts/measure_compiled_passes.py")
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    data = {"what": "bytes read plus written by TorchInductor's fused (non-extern) kernels, CPU "
-                    "backend, of a bf16 transformers LlamaDecoderLayer's modules, forward and "
-                    "backward; see scripts/measure_compiled_passes.py",
-            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                         "python": platform.python_version()},
-            "device": "cpu", "dtype": "bfloat16", "cases": [run(p) for p in points()]}
-    with open(a.out, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+    dispatch_bytes.main(__doc__, WHAT, versions, run, points)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,7 @@ It is a tool, not a test: ``tests/engine/test_eager_passes.py`` reads the JSON.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,6 +30,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import measure_saved_tensors as mst  # noqa: E402
+import dispatch_bytes  # noqa: E402
 from dispatch_bytes import ByteCounter  # noqa: E402
 
 
@@ -75,20 +73,14 @@ def points() -> list[dict]:
     return [base, dict(base, s=128), dict(base, kv=2)]
 
 
+WHAT = ("bytes read plus written by the element-wise aten ops (GEMMs, views and "
+        "allocations left out) of a bf16 transformers LlamaDecoderLayer's modules, "
+        "forward and backward; see scripts/measure_eager_passes.py")
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    data = {"what": "bytes read plus written by the element-wise aten ops (GEMMs, views and "
-                    "allocations left out) of a bf16 transformers LlamaDecoderLayer's modules, "
-                    "forward and backward; see scripts/measure_eager_passes.py",
-            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                         "python": platform.python_version()},
-            "device": "cpu", "dtype": "bfloat16", "cases": [run(p) for p in points()]}
-    with open(a.out, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+    dispatch_bytes.main(__doc__, WHAT, versions, run, points)
 
 
 if __name__ == "__main__":

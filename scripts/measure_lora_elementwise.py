@@ -23,10 +23,7 @@ It is a tool, not a test: ``tests/engine/test_lora_automodel.py`` reads the JSON
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -34,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nemo_automodel  # noqa: E402
 import torch  # noqa: E402
 from nemo_automodel.components._peft.lora import patch_linear_module  # noqa: E402
+import dispatch_bytes  # noqa: E402
 from dispatch_bytes import ByteCounter  # noqa: E402
 
 def run(p: dict) -> dict:
@@ -64,21 +62,15 @@ def points() -> list[dict]:
     return out
 
 
+WHAT = ("bytes read plus written by element-wise aten ops (GEMMs, views and "
+        "allocations left out) in the forward and backward of one frozen bf16 "
+        "Linear, alone and with NeMo AutoModel's LinearLoRA; see "
+        "scripts/measure_lora_elementwise.py")
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    data = {"what": "bytes read plus written by element-wise aten ops (GEMMs, views and "
-                    "allocations left out) in the forward and backward of one frozen bf16 "
-                    "Linear, alone and with NeMo AutoModel's LinearLoRA; see "
-                    "scripts/measure_lora_elementwise.py",
-            "versions": {"torch": torch.__version__, "nemo_automodel": nemo_automodel.__version__,
-                         "python": platform.python_version()},
-            "device": "cpu", "dtype": "bfloat16", "cases": [run(p) for p in points()]}
-    with open(a.out, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    versions = {"torch": torch.__version__, "nemo_automodel": nemo_automodel.__version__}
+    dispatch_bytes.main(__doc__, WHAT, versions, run, points)
 
 
 if __name__ == "__main__":
