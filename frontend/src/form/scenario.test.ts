@@ -417,6 +417,12 @@ describe("LoRA implementation and fused RMSNorm (issue #12)", () => {
     expect((req.scenario.training as Record<string, unknown>).lora).toEqual({ rank: 8 });
     expect(req.scenario.training).not.toHaveProperty("fused_norm");
   });
+  it("sends fused_mlp_activation as a tri-state switch, and reads it back", () => {
+    const req = buildRequest({ ...values, "training.fused_mlp_activation": "true" });
+    expect((req.scenario.training as Record<string, unknown>).fused_mlp_activation).toBe(true);
+    expect(valuesFromScenario(req.scenario)["training.fused_mlp_activation"]).toBe("true");
+    expect(buildRequest(values).scenario.training).not.toHaveProperty("fused_mlp_activation");
+  });
   it("sends fused_norm only when on, and reads it back", () => {
     const req = buildRequest({ ...values, "training.fused_norm": true });
     expect((req.scenario.training as Record<string, unknown>).fused_norm).toBe(true);

@@ -237,7 +237,8 @@ export const BOOLEAN_FIELDS = ["training.flash_attention", "training.sequence_pa
   "training.moe_a2a_overlap", "training.activation_func_fp8_input_store", "checkpoint.sharded"] as const;
 
 /** On / off / blank (the framework's default) selects, sent as JSON booleans. */
-export const TRI_STATE_FIELDS = ["training.overlap_grad_reduce", "training.gradient_accumulation_fusion"] as const;
+export const TRI_STATE_FIELDS = ["training.overlap_grad_reduce", "training.gradient_accumulation_fusion",
+  "training.fused_mlp_activation"] as const;
 
 /** The inputs of the "Advanced" section (opened when an example sets one of them). */
 export const ADVANCED_FIELDS = [
@@ -255,6 +256,7 @@ export const ADVANCED_FIELDS = [
   "strategy.fsdp_version",
   "training.repeat_kv",
   "training.fused_norm",
+  "training.fused_mlp_activation",
   "strategy.cpu_optimizer_cores_per_gpu",
   "cluster.cpu_cores",
   "cluster.cpu_isa",
@@ -324,6 +326,7 @@ export const FIELD_LABELS: Record<string, string> = {
   "training.lora.implementation": "LoRA implementation",
   "training.lora.dropout_position": "LoRA dropout position",
   "training.fused_norm": "Fused RMSNorm (Liger)",
+  "training.fused_mlp_activation": "Fused MLP activation",
   "strategy.deepspeed_release": "DeepSpeed release",
   "strategy.fsdp_version": "FSDP version",
   "training.repeat_kv": "K/V heads repeated before attention",
@@ -411,6 +414,7 @@ export const DEFAULT_VALUES: FormValues = {
   "training.lora.implementation": "",
   "training.lora.dropout_position": "",
   "training.fused_norm": false,
+  "training.fused_mlp_activation": "",
   "strategy.deepspeed_release": "current",
   "strategy.fsdp_version": "1",
   "training.repeat_kv": false,

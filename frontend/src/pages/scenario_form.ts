@@ -148,6 +148,7 @@ function mount(root: HTMLElement): void {
     fsdpVersion: select(FSDP_VERSIONS),
     repeatKv: h("input", { type: "checkbox", role: "switch" }),
     fusedNorm: h("input", { type: "checkbox", role: "switch" }),
+    fusedMlp: select(TRI_STATE),
     cpuOptCores: decimal("strategy.cpu_optimizer_cores_per_gpu", { min: 0 }),
     cpuCores: integer({ placeholder: PLACEHOLDERS["cluster.cpu_cores"] }),
     cpuIsa: select(CPU_ISAS),
@@ -276,6 +277,12 @@ function mount(root: HTMLElement): void {
         unit: "transformers + Liger kernels",
         help: "Liger's LigerRMSNorm (NeMo AutoModel applies Liger's kernels by default without TP or CP): " +
           "each norm keeps its 16-bit input and an fp32 rstd a token, not transformers' fp32 copy of the input.",
+      }),
+      f("training.fused_mlp_activation", c.fusedMlp, {
+        unit: "SwiGLU / GeLU in one kernel",
+        help: "On: the activation and (SwiGLU) the product run as one kernel that keeps only its inputs " +
+          "(Megatron's bias_swiglu, Liger's LigerSiLUMulFunction); off: transformers' separate ops. " +
+          "Blank = on for the Megatron framework, off otherwise.",
       }),
     ),
     grid(
