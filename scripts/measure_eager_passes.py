@@ -15,6 +15,10 @@ Needs torch and transformers (tierlab depends on neither)::
 
     python scripts/measure_eager_passes.py --out tests/data/eager_passes_llama.json
 
+and, with SDPA attention (transformers >= 4.48 in its own environment; recorded with 4.57.3)::
+
+    python scripts/measure_eager_passes.py --attn sdpa --out tests/data/eager_passes_llama_sdpa.json
+
 It is a tool, not a test: ``tests/engine/test_eager_passes.py`` reads the JSON.
 """
 
@@ -51,10 +55,14 @@ def run(p: dict) -> dict:
     torch.manual_seed(0)
     b, s, h = p["b"], p["s"], p["h"]
     mst.DTYPE = torch.bfloat16
-    cfg, layer, rope = mst._llama_like("llama", dict(p, arch="llama", attn="eager"))
+    attn = p.get("attn", "eager")
+    cfg, layer, rope = mst._llama_like("llama", dict(p, arch="llama", attn=attn))
     layer = layer.to(torch.bfloat16).train()
     pos = torch.arange(s).unsqueeze(0).expand(b, s)
-    attn_kw = {"attention_mask": mst._causal_mask(b, s), "position_ids": pos}
+    attn_kw = {"attention_mask": mst._causal_mask(b, s) if attn == "eager" else None, "position_ids": pos}
+    if rope is not None:            # transformers >= 4.48: the layer takes (cos, sin)
+        with torch.no_grad():
+            attn_kw["position_embeddings"] = rope(torch.zeros(b, s, h, dtype=torch.bfloat16), pos)
     out = {"config": p, "parts": {}}
     for name, module, kw in (("rmsnorm", layer.input_layernorm, {}), ("mlp", layer.mlp, {}),
                              ("self_attn", layer.self_attn, attn_kw), ("layer", layer, attn_kw)):
@@ -68,8 +76,10 @@ def run(p: dict) -> dict:
     return out
 
 
-def points() -> list[dict]:
+def points(attn: str = "eager") -> list[dict]:
     base = dict(b=2, s=64, h=128, a=4, kv=4, ffn=344)
+    if attn != "eager":
+        base["attn"] = attn
     return [base, dict(base, s=128), dict(base, kv=2)]
 
 

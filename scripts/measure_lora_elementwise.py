@@ -54,7 +54,7 @@ def run(p: dict) -> dict:
             "forward_ops": fwd.ops, "backward_ops": bwd.ops}
 
 
-def points() -> list[dict]:
+def points(attn: str = "eager") -> list[dict]:
     out = []
     for d_in, d_out, r in ((256, 256, 8), (256, 688, 8), (688, 256, 16)):
         for lora in (False, True):
