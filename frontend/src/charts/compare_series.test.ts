@@ -21,6 +21,7 @@ import {
   timelinePanels,
   unusedTiers,
   type Column,
+  middleEllipsis,
 } from "./compare_series";
 
 const cols = (): Column[] => [
@@ -141,5 +142,18 @@ describe("cost", () => {
     expect(hour.label.formatter({ value: 40 })).toBe("$40.00/h");
     expect(mtok.label.formatter({ value: 2.5 })).toBe("$2.50");
     expect(mtok.label.formatter({ value: null })).toBe("n/a");
+  });
+});
+
+
+describe("middleEllipsis (timeline lane labels)", () => {
+  it("keeps the end that tells two long lanes apart", () => {
+    const a = middleEllipsis("NVMe read → NVMe drives (node 0)");
+    const b = middleEllipsis("NVMe read → NVMe drives (node 1)");
+    expect(a).not.toBe(b);
+    expect(a.length).toBe(24);
+    expect(a.endsWith("(node 0)")).toBe(true);
+    expect(a).toContain("…");
+    expect(middleEllipsis("GPU stream")).toBe("GPU stream");
   });
 });

@@ -77,6 +77,17 @@ export interface TierGroup {
  * The tiers any column puts something on (HBM per GPU always), each with every column's
  * usage (null: no report). Tiers present but empty in every column are left to `unusedTiers`.
  */
+/**
+ * A lane label cut in the middle when longer than `max` characters, so the end that tells
+ * lanes apart stays ("NVMe read → NVMe drives (node 0)" and "(node 1)" would both read
+ * "NVMe read → NVMe drives (…" cut at the end).
+ */
+export function middleEllipsis(label: string, max = 24): string {
+  if (label.length <= max) return label;
+  const tail = Math.ceil((max - 1) / 2);
+  return `${label.slice(0, max - 1 - tail)}…${label.slice(label.length - tail)}`;
+}
+
 export function tierGroups(columns: Column[]): TierGroup[] {
   return allTiers(columns).filter((g) => g.tier.key === "hbm" || g.columns.some((c) => c && c.totalBytes > 0));
 }
@@ -386,7 +397,8 @@ export function compareTimelineOption(columns: Column[], style: ChartStyle = {})
       nameGap: 8,
       nameTextStyle: { align: "left" as const, fontWeight: "bold" as const, color: columnColor(p.column) },
       axisTick: { show: false },
-      axisLabel: { fontSize: 10, color: textColor(style.dark), width: 150, overflow: "truncate" as const },
+      axisLabel: { fontSize: 10, color: textColor(style.dark), width: 150, overflow: "truncate" as const,
+                   formatter: (label: string) => middleEllipsis(label) },
     })),
     dataZoom: panels.length
       ? [
