@@ -68,6 +68,10 @@ describe("byte units", () => {
     expect(formatGB(-6e9)).toBe("-6.0 GB");
     expect(formatGB(-1e7)).toBe("0.0 GB");
     expect(formatGB(0)).toBe("0.0 GB");
+    // a LoRA run's gradients, 4e7 bytes: two significant digits, not "0.0 GB (0.0 GiB)"
+    expect(formatBytes(4e7)).toBe("0.040 GB (0.037 GiB)");
+    expect(formatBytes(0)).toBe("0.0 GB (0.0 GiB)");
+    expect(formatBytes(85.1e9)).toBe("85.1 GB (79.3 GiB)");
   });
 
   it("does not print NaN", () => {

@@ -82,9 +82,17 @@ export function formatTierBytes(bytes: number, tier: string, digits = 1): string
   return formatIn(bytes, tierUnit(tier, bytes), digits);
 }
 
-/** Both units, each scaled to the size: "85.1 GB (79.3 GiB)", "30.7 TB (27.9 TiB)". */
+/** Both units, each scaled to the size: "85.1 GB (79.3 GiB)", "30.7 TB (27.9 TiB)"; under
+ *  0.1 GB two significant digits, so a small part is not shown as nothing: 4e7 -> "0.040 GB
+ *  (0.037 GiB)". */
 export function formatBytes(bytes: number, digits = 1): string {
-  return `${formatSI(bytes, digits)} (${formatIn(bytes, binaryUnit(bytes), digits)})`;
+  const small = (unit: ByteUnit) => {
+    const x = Math.abs(bytes) / unit.bytes;
+    return x > 0 && x < 0.1 ? Math.min(6, Math.max(digits, 1 - Math.floor(Math.log10(x)))) : digits;
+  };
+  const si = decimalUnit(bytes);
+  const bin = binaryUnit(bytes);
+  return `${formatIn(bytes, si, small(si))} (${formatIn(bytes, bin, small(bin))})`;
 }
 
 const MINUTE_S = 60;
