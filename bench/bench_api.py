@@ -143,6 +143,26 @@ def engine_rate(python, env, spec, axes, processes: int = 1) -> dict:
             "points_per_s": total / wall, "load": load}
 
 
+async def drain_runs(make_client, timeout_s: float = 300.0) -> int:
+    """Wait until no run is queued or running (the queued-runs phase leaves its runs in the
+    broker, and a sweep's chunks would wait behind them); returns how many were open at first."""
+    http = make_client()
+    first = None
+    deadline = time.perf_counter() + timeout_s
+    try:
+        while True:
+            open_runs = 0
+            for state in ("queued", "running"):
+                body = json.loads((await http.request("GET", f"/api/v1/runs/?status={state}"))[1])
+                open_runs += body.get("count", len(body.get("results", [])))
+            first = open_runs if first is None else first
+            if open_runs == 0 or time.perf_counter() > deadline:
+                return first
+            await asyncio.sleep(0.5)
+    finally:
+        http.close()
+
+
 async def sweep_end_to_end(make_client, scenario_id, axes, name) -> dict:
     """POST the sweep, poll its (light) list row until it ends; times as the client sees them."""
     http = make_client()
@@ -562,6 +582,9 @@ def main():
 
         sweeps = []
         if sweep_sizes:
+            drained = asyncio.run(drain_runs(make_client))   # the queued runs done first
+            print(f"(before the sweeps: {drained} runs were still queued or running; waited for them)",
+                  file=sys.stderr)
             stop(procs.pop())                              # the -c 1 worker makes way
             sweep_worker = [python, "-m", "celery", "-A", "tierlab", "worker", "--pool", "prefork",
                             "--concurrency", str(args.sweep_workers), "--queues", queue,
