@@ -23,8 +23,12 @@ def _count(name: str, default: int, unit: str = "requests") -> int:
     return int(text)
 
 
-max_requests = _count("WEB_MAX_REQUESTS", 1000)
-max_requests_jitter = _count("WEB_MAX_REQUESTS_JITTER", 100)
+# A replacement boots Django and the engine again (about a second), and a quick estimate is
+# about 1 ms: at 1,000 requests a process was replaced every second or two under load, a
+# third of the throughput and a one-second tail (bench/bench_api.py); memory growth is what
+# WEB_MAX_MEMORY_KIB bounds.
+max_requests = _count("WEB_MAX_REQUESTS", 100_000)
+max_requests_jitter = _count("WEB_MAX_REQUESTS_JITTER", 10_000)
 web_max_memory_kib = _count("WEB_MAX_MEMORY_KIB", 1_048_576, "KiB")
 
 
