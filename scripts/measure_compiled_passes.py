@@ -44,7 +44,7 @@ import torch._inductor.config as inductor_config  # noqa: E402
 import transformers  # noqa: E402
 
 import dispatch_bytes  # noqa: E402
-import measure_saved_tensors as mst  # noqa: E402
+from measure_eager_passes import llama_parts  # noqa: E402
 
 DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float32": 4, "torch.int64": 8,
                "torch.int32": 4, "torch.bool": 1, "torch.uint8": 1, "torch.int8": 1}
@@ -106,18 +106,9 @@ def _count(module, x, kwargs) -> dict:
 def run(p: dict) -> dict:
     torch.manual_seed(0)
     b, s, h = p["b"], p["s"], p["h"]
-    mst.DTYPE = torch.bfloat16
-    attn = p.get("attn", "eager")
-    cfg, layer, rope = mst._llama_like("llama", dict(p, arch="llama", attn=attn))
-    layer = layer.to(torch.bfloat16).train()
-    pos = torch.arange(s).unsqueeze(0).expand(b, s)
-    attn_kw = {"attention_mask": mst._causal_mask(b, s) if attn == "eager" else None, "position_ids": pos}
-    if rope is not None:            # transformers >= 4.48: the layer takes (cos, sin)
-        with torch.no_grad():
-            attn_kw["position_embeddings"] = rope(torch.zeros(b, s, h, dtype=torch.bfloat16), pos)
+    _, parts = llama_parts(p)
     out = {"config": p, "parts": {}}
-    for name, module, kw in (("rmsnorm", layer.input_layernorm, {}), ("mlp", layer.mlp, {}),
-                             ("self_attn", layer.self_attn, attn_kw), ("layer", layer, attn_kw)):
+    for name, module, kw in parts:
         x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
         out["parts"][name] = _count(module, x, kw)
     print(p, {k: (v["forward_bytes"], v["backward_bytes"]) for k, v in out["parts"].items()},

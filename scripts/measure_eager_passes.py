@@ -51,8 +51,10 @@ def _count(module, x, kwargs) -> dict:
             "forward_ops": fwd.ops, "backward_ops": bwd.ops}
 
 
-def run(p: dict) -> dict:
-    torch.manual_seed(0)
+def llama_parts(p: dict) -> tuple:
+    """``(layer, [(name, module, kwargs)])``: a bf16 ``LlamaDecoderLayer`` of config ``p``
+    (``attn`` eager or sdpa) in training mode, and the modules measured: its first norm, MLP,
+    attention and the whole layer, each with the keyword arguments it takes."""
     b, s, h = p["b"], p["s"], p["h"]
     mst.DTYPE = torch.bfloat16
     attn = p.get("attn", "eager")
@@ -63,9 +65,16 @@ def run(p: dict) -> dict:
     if rope is not None:            # transformers >= 4.48: the layer takes (cos, sin)
         with torch.no_grad():
             attn_kw["position_embeddings"] = rope(torch.zeros(b, s, h, dtype=torch.bfloat16), pos)
+    return layer, [("rmsnorm", layer.input_layernorm, {}), ("mlp", layer.mlp, {}),
+                   ("self_attn", layer.self_attn, attn_kw), ("layer", layer, attn_kw)]
+
+
+def run(p: dict) -> dict:
+    torch.manual_seed(0)
+    b, s, h = p["b"], p["s"], p["h"]
+    layer, parts = llama_parts(p)
     out = {"config": p, "parts": {}}
-    for name, module, kw in (("rmsnorm", layer.input_layernorm, {}), ("mlp", layer.mlp, {}),
-                             ("self_attn", layer.self_attn, attn_kw), ("layer", layer, attn_kw)):
+    for name, module, kw in parts:
         x = torch.randn(b, s, h, dtype=torch.bfloat16, requires_grad=True)
         out["parts"][name] = _count(module, x, kw)
     layer.input_layernorm.weight.requires_grad_(False)

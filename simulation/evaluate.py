@@ -22,7 +22,7 @@ from .recsys import moe_designs
 from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
 from .scenario import Scenario, checkpoint_target, node_figures
-from .states import state_bytes
+from .states import StateBytes, state_bytes
 from .step import achieved_flops, background_slowdown, links_for, peak_flops, step_report
 from .units import fmt_bytes
 from .version import ENGINE_VERSION
@@ -71,7 +71,7 @@ def evaluate(sc: Scenario, include_step: bool = True,
     notes = [t["message"] for t in tight]
     notes += _advice(sc, per_gpu["hbm"], lay)
     if sc.training.lora is not None:
-        notes.append(lora_note(sc))
+        notes.append(lora_note(sc, sb))
         if sc.training.lora.quantised:
             lo = sc.training.lora
             notes.append(QLORA_NOTE.format(dtype="in int8" if lo.base_dtype == "int8" else
@@ -148,12 +148,12 @@ LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimize
              "parameters x tokens.")
 
 
-def lora_note(sc: Scenario) -> str:
-    """The LoRA note for the scenario's implementation and adapter dtype (what
+def lora_note(sc: Scenario, sb: StateBytes) -> str:
+    """The LoRA note for the scenario's implementation and adapter dtype (``sb``: its
+    :class:`simulation.states.StateBytes`; what
     :func:`simulation.memory.adapter_regime` and :func:`simulation.lora.adapter_activation_bytes`
     count)."""
     lo = sc.training.lora
-    sb = state_bytes(sc.training.precision, sc.training.optimizer, sc.training.dtypes)
     regime = adapter_regime(sc, sb)
     if regime == "peft_fp32":
         adapters = "in fp32 under torch AMP, as PEFT keeps them (their own master copy)"

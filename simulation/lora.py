@@ -132,6 +132,17 @@ def adapter_params(m, lora: LoraSpec) -> dict:
     return {"per_layer": per_layer, "embedding": emb, "total": m.num_layers * per_layer + emb}
 
 
+def _targets(m, lora: LoraSpec, tokens: float, tensor_parallel: int):
+    """Each targeted matrix of one block as ``(name, tokens it sees, d_in, d_out, count)``,
+    ``d_in`` / ``d_out`` over ``tensor_parallel`` (:func:`target_shapes`, :func:`_tokens`)."""
+    shapes = target_shapes(m)
+    for name in lora.targets:
+        if name in shapes:
+            d_in, d_out, count = shapes[name]
+            yield (name, _tokens(m, name, tokens), d_in / tensor_parallel,
+                   d_out / tensor_parallel, count)
+
+
 def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
                              tensor_parallel: int = 1, mask_bytes: int = 1,
                              o_input_kept: bool = False) -> float:
@@ -165,14 +176,8 @@ def adapter_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int,
     if lora.implementation == "automodel":
         return _automodel_activation_bytes(m, lora, tokens, act_bytes, tensor_parallel,
                                            mask_bytes, o_input_kept)
-    shapes = target_shapes(m)
     total = 0.0
-    for t in lora.targets:
-        if t not in shapes:
-            continue
-        d_in, d_out, count = shapes[t]
-        n = _tokens(m, t, tokens)
-        d_in, d_out = d_in / tensor_parallel, d_out / tensor_parallel
+    for _, n, d_in, d_out, count in _targets(m, lora, tokens, tensor_parallel):
         per = n * (d_in + lora.rank) * act_bytes + lora.rank * (d_in + d_out) * act_bytes
         if lora.dropout > 0:
             per += n * d_in * mask_bytes
@@ -184,17 +189,11 @@ def _automodel_activation_bytes(m, lora: LoraSpec, tokens: float, act_bytes: int
                                 tensor_parallel: int, mask_bytes: int,
                                 o_input_kept: bool) -> float:
     """:func:`adapter_activation_bytes` of NeMo AutoModel's ``LinearLoRA``."""
-    shapes = target_shapes(m)
     dropout = lora.dropout > 0
     pre = dropout and lora.dropout_at == "pre"
     inputs: dict = {}
     total = 0.0
-    for t in lora.targets:
-        if t not in shapes:
-            continue
-        d_in, d_out, count = shapes[t]
-        n = _tokens(m, t, tokens)
-        d_in, d_out = d_in / tensor_parallel, d_out / tensor_parallel
+    for t, n, d_in, d_out, count in _targets(m, lora, tokens, tensor_parallel):
         per = n * lora.rank * act_bytes
         if pre:       # its own dropped copy and mask; the input itself is not kept
             per += n * d_in * (act_bytes + mask_bytes)
@@ -231,16 +230,11 @@ def adapter_elementwise_elements(m, lora: LoraSpec, tokens: float, tensor_parall
       tensor each way; on an fp32 input 4.5): on the input ("pre", per target) or on
       the adapter's output ("post", AutoModel).
     """
-    shapes = target_shapes(m)
-    r, t = lora.rank, tensor_parallel
+    r = lora.rank
     dropout = lora.dropout > 0
     pre, post = dropout and lora.dropout_at == "pre", dropout and lora.dropout_at == "post"
     fwd = bwd = 0.0
-    for name in lora.targets:
-        if name not in shapes:
-            continue
-        d_in, d_out, count = shapes[name]
-        d_in, d_out = d_in / t, d_out / t
+    for _, n, d_in, d_out, count in _targets(m, lora, tokens, tensor_parallel):
         if lora.implementation == "automodel":
             f = 2 * r + 3 * d_out + (0.5 if compiled else 2.5) * d_out * post
             b = 2 * r + 3 * d_in + 2.5 * d_out * post
@@ -252,9 +246,8 @@ def adapter_elementwise_elements(m, lora: LoraSpec, tokens: float, tensor_parall
             drop = 4.5 if casts else 2.5
         f += drop * d_in * pre
         b += drop * d_in * pre
-        n = _tokens(m, name, tokens) * count
-        fwd += n * f
-        bwd += n * b
+        fwd += n * count * f
+        bwd += n * count * b
     return fwd, bwd
 
 
@@ -334,13 +327,6 @@ def adapter_gemms(m, lora: LoraSpec, tokens: float, tensor_parallel: int = 1) ->
     (tokens x r x d_in) and ``(x A^T) B^T`` (tokens x d_out x r) per target; ``d_in`` /
     ``d_out`` divided by ``tensor_parallel``. Adapters are trainable: their backward has
     a data- and a weight-gradient GEMM each, like any trainable matmul."""
-    shapes = target_shapes(m)
-    out = []
-    r, t = lora.rank, tensor_parallel
-    for name in lora.targets:
-        if name not in shapes:
-            continue
-        d_in, d_out, count = shapes[name]
-        n = _tokens(m, name, tokens)
-        out += [(n, r, d_in / t, count), (n, d_out / t, r, count)]
-    return out
+    r = lora.rank
+    return [g for _, n, d_in, d_out, count in _targets(m, lora, tokens, tensor_parallel)
+            for g in ((n, r, d_in, count), (n, d_out, r, count))]

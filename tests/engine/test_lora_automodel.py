@@ -23,19 +23,12 @@ from simulation.activations import CPU, CUDA, ActivationShape, layer_bytes
 from simulation.errors import ScenarioError
 from simulation.lora import LoraSpec, adapter_activation_bytes, adapter_elementwise_elements
 from simulation.scenario import Scenario
+from tests.engine.test_qlora import _small_model as _model
 
 DATA = json.loads((Path(__file__).parent.parent / "data" / "saved_tensors_lora_automodel.json").read_text())
 CASES = {c["id"]: c for c in DATA["cases"]}
 FROZEN = CASES["llama-eager-frozen-b2-s64-h128-a4-kv4-ffn344"]
 ALL = ["q", "k", "v", "o", "gate", "up", "down"]
-
-
-def _model(cfg):
-    return Scenario.from_dict(_scenario(model=dict(
-        name="small", num_layers=1, hidden_size=cfg["h"], num_attention_heads=cfg["a"],
-        num_kv_heads=cfg["kv"], ffn_hidden_size=cfg["ffn"], vocab_size=128, gated_mlp=True,
-        tied_embeddings=False, position_embedding="rope", norm="rmsnorm", linear_bias=False,
-        dropout=False, max_seq_len=1024))).model
 
 
 def _scenario(lora=None, model=None, **training):
