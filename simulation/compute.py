@@ -118,6 +118,19 @@ class GpuFigures:
 _MAMF8 = "; FP8: " + _MAMF.replace("BF16 torch.matmul", "FP8 float8_e4m3fn matmul")
 
 
+# B200 SXM (HGX / DGX B200, 1,000 W): no published sustained burn. Its die is GB200's, whose
+# gpu-fryer row (below) sustains 1550 of its 1822.0 best-of-sweep MAMF, 85.1 %; the 1,000 W
+# part is assumed to sustain no larger share of its own MAMF (1745.0): 1485 TFLOP/s. Held
+# against OpenXLA's measured sm_100_B200 GEMM table (short runs, so an upper bound on a
+# sustained rate; tests/data/xla_b200_gemm_bf16.json) the wave model now lies at or below the
+# measured rate on training-size shapes where MAMF's 1745 ran 10-25 % above it, and B200 over
+# H100 at the same shapes (1.77 measured on average) comes out 1.94 where it was 2.27
+# (tests/engine/test_compute.py).
+GB200_SUSTAINED_SHARE = 1550 / 1822.0
+B200_SUSTAINED_GEMM_FLOPS = 1745.0e12 * GB200_SUSTAINED_SHARE
+_B200 = (_MAMF + ": B200 SXM 1745.0 TFLOP/s x 1550 / 1822.0, GB200's sustained share of its "
+         "MAMF (HF gpu-fryer README c12f710)")
+
 GPU_FIGURES: dict[str, GpuFigures] = {
     "a100-sxm4-40gb": GpuFigures(230e12, 108, _MLI + " (80 GB part)", A100_HBM_FRACTION),
     "a100-sxm4-80gb": GpuFigures(230e12, 108, _MLI, A100_HBM_FRACTION),
@@ -127,8 +140,9 @@ GPU_FIGURES: dict[str, GpuFigures] = {
     "h200-sxm-141gb": GpuFigures(H100_SUSTAINED_GEMM_FLOPS, 132, _FRYER + " (the H100's: 'H200 is the "
                                  "same', Bekman); 132 SMs" + _MAMF8 + ": H200 SXM 1453.4 x 730 / 794.5",
                                  1.0, H100_SUSTAINED_GEMM_FLOPS * 1453.4 / 794.5),
-    "b200-sxm-180gb": GpuFigures(1745.0e12, 148, _MAMF + ": B200 SXM 1745.0 TFLOP/s; 148 SMs"
-                                 + _MAMF8 + ": B200 SXM 3432.5", 1.0, 3432.5e12),
+    "b200-sxm-180gb": GpuFigures(B200_SUSTAINED_GEMM_FLOPS, 148, _B200 + "; 148 SMs" + _MAMF8
+                                 + ": B200 SXM 3432.5 x the same share (MAMF FP8/BF16 ratio)", 1.0,
+                                 B200_SUSTAINED_GEMM_FLOPS * 3432.5 / 1745.0),
     "mi300x-192gb": GpuFigures(668.4e12, 304, _MAMF + ": MI300X 668.4 TFLOP/s (ROCm 6.3, TunableOp); 304 CUs"),
     "mi325x-256gb": GpuFigures(784.9e12, 304, _MAMF + ": MI325X 784.9 TFLOP/s; 304 CUs (CDNA 3 whitepaper)"),
 }
@@ -140,12 +154,12 @@ GPU_FIGURES["h800-sxm5-80gb"] = GpuFigures(
 # The Blackwell GPU of GB200 NVL72: the B200 die (148 SMs) at 1.2 kW. By the H100's rule
 # (a sustained 8192^3 cuBLAS matmul from a published table), gpu-fryer's "GB200-NVL72
 # 186GB HBM3e" row, ~1550 TFLOP/s BF16 (85 % of its 1822.0 best-of-sweep MAMF, the figure
-# the shipped hardware catalog's row records); FP8 from the FP8 / BF16 peak ratio (no FP8
-# MAMF row for it; gpu-fryer's FP8 figure is not used, as for the H100). HGX B200 has no
-# gpu-fryer row and keeps its MAMF figure, like MI300X / MI325X.
+# the shipped hardware catalog's row records); FP8 by the die's MAMF FP8 / BF16 ratio (B200
+# SXM 3432.5 / 1745.0; gpu-fryer's FP8 figure is not used, as for the H100).
 GPU_FIGURES["b200-gb200-186gb"] = GpuFigures(
     1550e12, 148, "HF gpu-fryer README (c12f710): GB200-NVL72 186GB HBM3e BF16 ~1550 TFLOP/s "
-    "sustained (MAMF 1822.0); 148 SMs (the B200 die)")
+    "sustained (MAMF 1822.0); 148 SMs (the B200 die)" + _MAMF8 + ": x B200 SXM 3432.5 / 1745.0",
+    1.0, 1550e12 * 3432.5 / 1745.0)
 GPU_FIGURES["a800-sxm4-80gb"] = GpuFigures(
     **{**GPU_FIGURES["a100-sxm4-80gb"].__dict__,
        "source": GPU_FIGURES["a100-sxm4-80gb"].source + " (A800: the A100's SMs and clocks)"})
@@ -157,7 +171,9 @@ TILES = ((256, 128), (128, 256), (128, 128))
 # (Dao 2023, Sec. 4.1: on A100 "up to 73% of the theoretical max throughput in the forward
 # pass, and up to 63% in the backward pass"; on H100, without Hopper-specific instructions,
 # "up to 335 TFLOPs/s" of 989). Accelerators the paper did not run take the A100 figures
-# scaled by their matmul efficiency over the A100's (an assumption, not a measurement).
+# scaled by their matmul efficiency over the A100's (an assumption, not a measurement; on
+# the B200 it gives 1470 TFLOP/s forward, between FlashAttention-4's published best of 1613
+# and cuDNN 9.13's at up to 1.3x below it: Zadouri et al. 2026, arXiv:2603.05451, abstract).
 FLASH_FRACTION = {"a100": (0.73, 0.63), "h100": (335 / 989, 335 / 989)}
 _FLASH_GEN = {"a100-sxm4-40gb": "a100", "a100-sxm4-80gb": "a100",
               "h100-sxm5-80gb": "h100", "h200-sxm-141gb": "h100",
