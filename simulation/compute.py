@@ -471,7 +471,9 @@ def _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts):
     fprop, column-wise for wgrad; with sequence parallelism the local 1/t shard, before the
     FP8 all-gather), each output gradient backward in both (dgrad, wgrad); the weights
     (row-wise and the transpose for dgrad) once a step when cached, else each micro-batch;
-    FP8 primary weights need only their transpose (1 B written from 1 read). Delayed
+    FP8 primary weights need only their transpose (1 B written from 1 read). Where the
+    part's FP8 GEMMs take any layout (Blackwell) the per-tensor recipes cast to the row-wise
+    layout alone and transpose nothing (:func:`simulation.fp8.te_layouts`). Delayed
     scaling adds the fused amax-history update after forward and after backward (read and
     write each fp32 history). torchao: the input cast row-wise forward and again
     column-wise backward, the output gradient in both layouts, at 5 B an element and
@@ -493,13 +495,16 @@ def _fp8_casts(m, tr, acc, hbm, tok, h, a, kv, d, f, t, up_n, e_tok, experts):
         fwd = inputs * one
         bwd = inputs * one + grads * fp8_model.cast_bytes_per_element(fp8.recipe, 2, True, fused=fused)
         return fwd / hbm, bwd / hbm, weights * fp8_model.cast_bytes_per_element(fp8.recipe, 1, True) / hbm
-    two = fp8_model.cast_bytes_per_element(fp8.recipe, 2, False)
-    fwd = inputs * two
-    bwd = grads * two
+    lay = fp8_model.te_layouts(fp8.recipe, acc)
+    cast = fp8_model.cast_bytes_per_element(fp8.recipe, lay, False)
+    fwd = inputs * cast
+    bwd = grads * cast
     if fp8.param:
-        w_bytes = weights * (1 + 1 + fp8_model.block_scale_bytes(fp8.recipe, weight=True))
+        # the transpose of the FP8 primary weight (read 1, write 1 and its scales); none
+        # where the GEMMs take the row-wise weight in any layout
+        w_bytes = weights * (1 + 1 + fp8_model.block_scale_bytes(fp8.recipe, weight=True)) * (lay - 1)
     else:
-        w_bytes = weights * two
+        w_bytes = weights * cast
     hist = fp8.history_len
     if hist:
         state = fp8_model.gemms_per_layer(m) * (hist + 1) * fp8_model.FP32 * 2

@@ -151,12 +151,30 @@ def cast_bytes_per_element(recipe: str, layouts: int, torchao: bool, act_bytes: 
     return act_bytes + extra + layouts * (1.0 + block_scale_bytes(recipe))
 
 
-def weight_copy_bytes_per_param(fp8: Fp8Spec) -> float:
-    """Bytes per Linear weight of TE's FP8 weight copies beyond the primary weight: the
-    row-wise and column-wise FP8 data (2) plus block scales; with FP8 primary weights only
-    the column-wise copy (1) and its scales."""
+PER_TENSOR_RECIPES = ("delayed", "tensorwise")
+
+
+def te_layouts(recipe: str, acc) -> int:
+    """FP8 layouts Transformer Engine makes of each GEMM operand: 2 (row-wise for fprop, the
+    column-wise transpose for dgrad / wgrad: cuBLAS's FP8 GEMMs are TN only before
+    Blackwell), or 1 for the per-tensor recipes on a part whose FP8 GEMMs take any layout
+    (``accelerator.fp8_non_tn_gemm``: TE ``pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``,
+    compute capability 10.x or 13+; ``Float8TensorStorage.update_usage`` then serves the
+    column-wise usage from the row-wise data and drops the transpose). MXFP8 keeps both:
+    its 32-element scale blocks run along the contracted dimension, which differs between
+    fprop and wgrad."""
+    if recipe in PER_TENSOR_RECIPES and acc is not None and acc.fp8_non_tn_gemm:
+        return 1
+    return 2
+
+
+def weight_copy_bytes_per_param(fp8: Fp8Spec, acc=None) -> float:
+    """Bytes per Linear weight of TE's FP8 weight copies beyond the primary weight: one FP8
+    byte plus block scales per layout of :func:`te_layouts` (2 on Hopper: row-wise and the
+    transpose); with FP8 primary weights the primary is the row-wise layout, so one layout
+    fewer (the transpose on Hopper, nothing on Blackwell's per-tensor recipes)."""
     per_layout = 1.0 + block_scale_bytes(fp8.recipe, weight=True)
-    return per_layout * (1 if fp8.param else 2)
+    return per_layout * (te_layouts(fp8.recipe, acc) - (1 if fp8.param else 0))
 
 
 def scaling_state_bytes_per_gemm(fp8: Fp8Spec) -> float:

@@ -494,9 +494,13 @@ def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout, layers: float) ->
     # the rank's FP8 GEMM weights of a block (its experts over ETP x EP), over the
     # ``layers`` of its pipeline stage
     per_layer = experts.layer_params_per_rank(m, fp8_model.linear_params_per_layer(m, pc), lay, mean=True)
-    bpp = fp8_model.weight_copy_bytes_per_param(fp8)
-    what = "transposed copy" if fp8.param else "row-wise and transposed copies"
-    if sc.strategy.zero_stage >= 3:
+    bpp = fp8_model.weight_copy_bytes_per_param(fp8, sc.cluster.accelerator)
+    one = fp8_model.te_layouts(fp8.recipe, sc.cluster.accelerator) == 1
+    what = ("row-wise copy" if one else "transposed copy" if fp8.param
+            else "row-wise and transposed copies")
+    if bpp == 0:
+        pass                           # FP8 primary weights on a non-TN part: no copy at all
+    elif sc.strategy.zero_stage >= 3:
         units = min(2.0, layers)
         add(f"FP8 weight {what} of the gathered units ({units:g} layers)", "buffers", "hbm",
             bpp * per_layer * units, phase="fwd_bwd",

@@ -197,9 +197,11 @@ ACCELERATORS: dict[str, dict] = {
         name="NVIDIA B200 SXM", hbm_capacity_bytes=int(180 * GIB * _USABLE),
         hbm_bytes_per_s=8000 * GB, peak_flops_bf16=2250e12, peak_flops_fp32=80e12,
         host_link_bytes_per_s=55.4 * GB, scaleup_bytes_per_s=900 * GB, peak_flops_fp8=4500e12,
-        mxfp8=True,
+        mxfp8=True, fp8_non_tn_gemm=True,
         source=("NVIDIA DGX B200 datasheet (72 PFLOPS FP8 training for 8 GPUs, with sparsity: "
-                "4,500 TFLOP/s dense per GPU; Blackwell tensor cores take MXFP8)")),
+                "4,500 TFLOP/s dense per GPU; Blackwell tensor cores take MXFP8); FP8 GEMMs in "
+                "any layout on compute capability 10.0 (Transformer Engine "
+                "pytorch/utils.py is_non_tn_fp8_gemm_supported)")),
     "mi300x-192gb": dict(
         name="AMD Instinct MI300X", hbm_capacity_bytes=int(192 * GIB * _USABLE),
         hbm_bytes_per_s=5300 * GB, peak_flops_bf16=1307.4e12, peak_flops_fp32=163.4e12,
@@ -575,7 +577,7 @@ ACCELERATORS.update({
         name="NVIDIA Blackwell GPU in GB200 NVL72", hbm_capacity_bytes=int(186 * GIB * _USABLE),
         hbm_bytes_per_s=8000 * GB, peak_flops_bf16=2500e12, peak_flops_fp32=80e12,
         host_link_bytes_per_s=_C2C_PER_GPU, scaleup_bytes_per_s=900 * GB,
-        peak_flops_fp8=5000e12, mxfp8=True,
+        peak_flops_fp8=5000e12, mxfp8=True, fp8_non_tn_gemm=True,
         source=(f"{_NVL72_PAGE}: rack totals / 72: 186 GB HBM3e at 8 TB/s, 2.5 PFLOP/s dense "
                 "bf16 (360 PFLOPS with sparsity / 2 / 72), 5 PFLOP/s dense FP8 (720 PFLOPS "
                 "with sparsity / 2 / 72; Blackwell's MX formats), 80 TFLOP/s fp32, NVLink 5 1.8 TB/s "

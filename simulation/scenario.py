@@ -412,8 +412,12 @@ class AcceleratorSpec:
     # Dense (not sparse) FP8 tensor-core peak FLOP/s; None: the part has no FP8 GEMMs
     # (A100, V100, MI250X) and ``training.fp8`` is refused. ``mxfp8``: the tensor cores
     # take MX block-scaled FP8 (OCP microscaling, E8M0 scales per 32 elements: Blackwell).
+    # ``fp8_non_tn_gemm``: FP8 GEMMs take their operands in any layout (datacenter Blackwell,
+    # compute capability 10.x: Transformer Engine's ``is_non_tn_fp8_gemm_supported``), so the
+    # per-tensor recipes make no transposed FP8 copies; False: TN only (Hopper, Ada).
     peak_flops_fp8: float | None = None
     mxfp8: bool = False
+    fp8_non_tn_gemm: bool = False
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "AcceleratorSpec":
@@ -438,8 +442,9 @@ class AcceleratorSpec:
         vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
                     preset=_str(d, "preset", path), source=_str(d, "source", path),
                     gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8,
-                    mxfp8=_bool(d, "mxfp8", path, False))
-        if vals["mxfp8"] and fp8 is None:
+                    mxfp8=_bool(d, "mxfp8", path, False),
+                    fp8_non_tn_gemm=_bool(d, "fp8_non_tn_gemm", path, False))
+        if (vals["mxfp8"] or vals["fp8_non_tn_gemm"]) and fp8 is None:
             _missing()
         return _new(cls, vals)
 
@@ -460,9 +465,13 @@ class AcceleratorSpec:
         sms = bad(_int, d, "sm_count", path, minimum=1, maximum=100_000)
         fp8 = bad(_num, d, "peak_flops_fp8", path, strict=True, maximum=MAX_FLOPS)
         mx = bad(_bool, d, "mxfp8", path, False)
+        non_tn = bad(_bool, d, "fp8_non_tn_gemm", path, False)
         bad.check()
         if mx and fp8 is None:
             raise ScenarioError(f"{path}.mxfp8", "needs peak_flops_fp8 (MX formats are FP8 GEMMs)")
+        if non_tn and fp8 is None:
+            raise ScenarioError(f"{path}.fp8_non_tn_gemm", "needs peak_flops_fp8 (it says how the "
+                                "part's FP8 GEMMs take their operands)")
         if (gemm is None) != (sms is None):
             missing = "sm_count" if sms is None else "gemm_flops"
             raise ScenarioError(f"{path}.{missing}", "is required with "
@@ -471,13 +480,15 @@ class AcceleratorSpec:
             raise ScenarioError(f"{path}.gemm_flops", "must not exceed peak_flops_bf16")
         vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
                     preset=_str(d, "preset", path), source=_str(d, "source", path),
-                    gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8, mxfp8=mx)
+                    gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8, mxfp8=mx,
+                    fp8_non_tn_gemm=non_tn)
         return _new(cls, vals)
 
     def to_dict(self) -> dict:
         out = _given(self)
-        if not self.mxfp8:            # the default: keep older scenarios' JSON (and hashes)
-            del out["mxfp8"]
+        for flag in ("mxfp8", "fp8_non_tn_gemm"):
+            if not getattr(self, flag):   # the default: keep older scenarios' JSON (and hashes)
+                del out[flag]
         return out
 
 

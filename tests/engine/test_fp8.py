@@ -216,6 +216,75 @@ def test_te_cast_kernels_by_hand():
         (95_420_416 * 6 + 202_375_168 * 6 / 8) / HBM_H100, rel=1e-9)
 
 
+def _b200(fp8, **kw):
+    """The same Llama-2-7B step on one B200 (whose FP8 GEMMs take any operand layout)."""
+    d = scenario(fp8, gpus=1, seq_len=4096, global_batch_size=8, **kw)
+    d["cluster"]["node"] = "dgx-b200"
+    return d
+
+
+def test_per_tensor_recipes_make_no_transposes_where_fp8_gemms_take_any_layout():
+    """Transformer Engine on compute capability 10.x (pytorch/utils.py
+    is_non_tn_fp8_gemm_supported; Float8TensorStorage.update_usage drops the transpose and
+    serves column-wise usage from the row-wise data): current scaling casts each tensor to one
+    layout, read 2 B for the amax + read 2 + write 1 = 5 B an element (6 on the H100); the
+    inputs of test_te_cast_kernels_by_hand (95,420,416 elements) and the cached weight copy
+    (202,375,168 weights over 8 micro-batches) over the B200's 8,000 GB/s (no measured share).
+    MXFP8 keeps both layouts (its 32-element scale blocks lie along the contracted
+    dimension): 2 + 2 x (1 + 1/32) = 4.0625 B. The H100 keeps its two layouts."""
+    sc = Scenario.from_dict(_b200({"recipe": "tensorwise"}))
+    assert sc.cluster.accelerator.fp8_non_tn_gemm
+    ct = compute_times(sc, count_params(sc.model))
+    assert ct["parts"]["fp8_cast"] == pytest.approx((95_420_416 * 5 + 202_375_168 * 5 / 8) / 8000e9, rel=1e-9)
+    assert ct["parts"]["fp8_cast_bwd"] == pytest.approx(174_063_616 * 5 / 8000e9, rel=1e-9)
+    mx = Scenario.from_dict(_b200({"recipe": "mxfp8"}))
+    ct = compute_times(mx, count_params(mx.model))
+    assert ct["parts"]["fp8_cast"] == pytest.approx(
+        (95_420_416 * 4.0625 + 202_375_168 * (2 + 2 * (1 + 1 / 32)) / 8) / 8000e9, rel=1e-9)
+    # the same part without the property: the Hopper layout, two casts
+    d = _b200({"recipe": "tensorwise"})
+    d["cluster"]["accelerator"] = {"preset": "b200-sxm-180gb", "fp8_non_tn_gemm": False}
+    tn = Scenario.from_dict(d)
+    assert not tn.cluster.accelerator.fp8_non_tn_gemm
+    ct = compute_times(tn, count_params(tn.model))
+    assert ct["parts"]["fp8_cast"] == pytest.approx((95_420_416 * 6 + 202_375_168 * 6 / 8) / 8000e9, rel=1e-9)
+
+
+def test_per_tensor_weight_copy_is_one_layout_on_blackwell():
+    # TP 2 on 8 B200: the row-wise FP8 copy only, 1 B per FP8 GEMM weight of the rank
+    # (202,375,168 x 32 / 2 = 3,238,002,688 B; 2 B on the H100, test_te_memory_parts_by_hand);
+    # MXFP8 keeps both layouts and their E8M0 scales (1/32 B each): 2.0625 B
+    d = _b200({"recipe": "tensorwise"}, tensor_parallel=2)
+    d["cluster"]["gpus_per_node"] = 8
+    r = evaluate_dict(d, include_step=False)
+    assert part(r, "FP8 weight row-wise copy") == LIN * L / 2 == 3_238_002_688
+    d["training"]["fp8"] = {"recipe": "mxfp8"}
+    r = evaluate_dict(d, include_step=False)
+    assert part(r, "FP8 weight row-wise and transposed copies") == pytest.approx(2.0625 * LIN * L / 2)
+    # FP8 primary weights: the primary is the row-wise layout, nothing more is made
+    d["training"]["fp8"] = {"recipe": "tensorwise", "param": True}
+    r = evaluate_dict(d, include_step=False)
+    assert not [p for p in parts(r) if p["name"].startswith("FP8 weight")]
+    assert part(r, "fp8 Linear weights (primary") == LIN * L / 2
+
+
+def test_non_tn_fp8_gemm_needs_an_fp8_peak_and_is_left_out_of_json_when_false():
+    bad = {"name": "x", "hbm_capacity_bytes": 8e10, "hbm_bytes_per_s": 3e12, "peak_flops_bf16": 1e15,
+           "peak_flops_fp32": 6e13, "host_link_bytes_per_s": 5e10, "scaleup_bytes_per_s": 4e11,
+           "fp8_non_tn_gemm": True}
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(scenario() | {"cluster": {"accelerator": bad, "gpus_per_node": 1}})
+    assert e.value.field == "cluster.accelerator.fp8_non_tn_gemm"
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(scenario() | {"cluster": {"accelerator": bad | {"peak_flops_fp8": 2e15,
+                                                                          "fp8_non_tn_gemm": "yes"},
+                                                      "gpus_per_node": 1}})
+    assert e.value.field == "cluster.accelerator.fp8_non_tn_gemm"
+    h100 = Scenario.from_dict(scenario()).cluster.accelerator
+    assert not h100.fp8_non_tn_gemm and "fp8_non_tn_gemm" not in h100.to_dict()
+    assert Scenario.from_dict(_b200(None)).cluster.accelerator.to_dict()["fp8_non_tn_gemm"] is True
+
+
 def test_torchao_casts_by_hand():
     """torchao (eager): an amax pass and a cast per layout, 5 B an element; the input and
     the weight cast forward and again backward, the output gradient in two layouts."""

@@ -105,9 +105,9 @@ def test_torch_compile_is_faster_than_eager_as_measured():
         assert m[comp] < m[eager] and e[comp] < e[eager]
 
 
-@pytest.mark.xfail(strict=True, reason="held-out mean |error| 13.9 % over 24 rows (Megatron-Core "
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 14.0 % over 24 rows (Megatron-Core "
                                        "H100 10.7 %, torchtitan H100 24.3 %, NeMo AutoModel H100 8.2 %, "
-                                       "Megatron-Bridge B200 / GB200 FP8 20.8 %); see the tests above, "
+                                       "Megatron-Bridge B200 / GB200 FP8 21.2 %); see the tests above, "
                                        "below and in test_heldout_blackwell.py")
 def test_held_out_mean_error_under_8_percent():
     es = [v for name in HELD_OUT for v in errors(name).values()]
