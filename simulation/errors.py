@@ -6,12 +6,15 @@ class ScenarioError(ValueError):
 
     ``field`` is a dotted path into the scenario JSON (``"training.global_batch_size"``);
     ``message`` says what is wrong and what would be accepted. ``str(err)`` is
-    ``"<field>: <message>"``, which the REST API returns as a 400.
+    ``"<field>: <message>"``, which the REST API returns as a 400. ``depends_on``: the
+    other fields a cross-field check read (their defaults when not given), so that
+    :func:`every_error` does not report it once one of them was found bad and left out.
     """
 
-    def __init__(self, field: str, message: str):
+    def __init__(self, field: str, message: str, depends_on: tuple[str, ...] = ()):
         self.field = field
         self.message = message
+        self.depends_on = depends_on
         super().__init__(f"{field}: {message}")
 
 
@@ -80,7 +83,8 @@ def every_error(check, d):
     ``d`` is the input JSON (never changed). After an error, the field it names is left out
     of a copy and ``check`` runs again: a field left out takes its default, as if not
     given. That goes on until ``check`` passes or names a field the input does not hold
-    (a cross-field check, or a consequence of what was left out), one found already, or
+    (a cross-field check, or a consequence of what was left out), one found already, a
+    check that depends on a field found bad (``ScenarioError.depends_on``), or
     :data:`MAX_REPORTED_ERRORS`. A :class:`ScenarioErrors` (a section naming several
     fields, :class:`Collect`) counts as each of its errors; the fields it names that the
     input holds are all left out before the next run. Raises the ScenarioError when there is one, else
@@ -95,8 +99,11 @@ def every_error(check, d):
             seen = {e.field for e in found}
             # after the first run, an error on a field the input does not hold is a
             # consequence of what was left out (or a cross-field check): not reported
+            # an error of a cross-field check that read a field found bad (now its
+            # default) is a consequence of leaving that field out too
             new = [e for e in getattr(exc, "errors", None) or [exc]
-                   if e.field not in seen and (not found or _holds(d, e.field))]
+                   if e.field not in seen and (not found or _holds(d, e.field))
+                   and not seen.intersection(getattr(e, "depends_on", ()))]
             if not new:
                 break
             found.extend(new)

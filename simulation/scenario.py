@@ -1189,10 +1189,12 @@ def _lora(d, path: str) -> LoraSpec | None:
     if position == "post" and implementation == "peft":
         raise ScenarioError(f"{path}.dropout_position", "PEFT's lora_dropout is on the adapter's "
                                                         "input (pre); post is AutoModel's: set "
-                                                        "implementation to automodel")
+                                                        "implementation to automodel",
+                            depends_on=(f"{path}.implementation",))
     if implementation == "automodel" and base_dtype in QUANTISED_DTYPES:
         raise ScenarioError(f"{path}.base_dtype", "a quantised base is modelled for PEFT's "
-                                                  "QLoRA only: set implementation to peft")
+                                                  "QLoRA only: set implementation to peft",
+                            depends_on=(f"{path}.implementation",))
     block = _int(d, "quant_block_size", path, 64)
     if block not in QUANT_BLOCK_SIZES:
         raise ScenarioError(f"{path}.quant_block_size",

@@ -9,6 +9,7 @@ import math
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import models
 from django.http import JsonResponse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
@@ -201,6 +202,24 @@ class StrictBooleanField(serializers.BooleanField):
         if data is True or data is False:
             return data
         self.fail("invalid", input=show(data)[:40])
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string only: DRF's field would also store a number (5 as "5") or a boolean."""
+
+    default_error_messages = {"not_a_string": "Must be a string (text), got {input}."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string", input=show(data)[:40])
+        return super().to_internal_value(data)
+
+
+class StrictTextModelSerializer(serializers.ModelSerializer):
+    """A model serializer whose text columns take JSON strings only (:class:`StrictCharField`)."""
+
+    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
+                                models.CharField: StrictCharField, models.TextField: StrictCharField}
 
 
 class StrictPageNumberPagination(pagination.PageNumberPagination):

@@ -209,6 +209,26 @@ def test_checked_scenario_names_every_bad_field_the_input_holds():
     assert type(e.value) is ScenarioError and e.value.field == "model.preset"
 
 
+def test_a_cross_field_check_that_read_a_bad_field_is_not_reported_with_it():
+    # an unknown LoRA implementation is left out and retried as PEFT's (the default); the
+    # dropout position "post" (AutoModel's) would then be refused as PEFT's, a consequence of
+    # leaving the implementation out, not a second mistake (ScenarioError.depends_on)
+    from simulation import ScenarioError, ScenarioErrors, checked_scenario
+
+    good = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "gpus_per_node": 1}}
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario(dict(good, training={"lora": {"implementation": "nemo", "dropout_position": "post"}}))
+    assert type(e.value) is ScenarioError and e.value.field == "training.lora.implementation"
+    # the same check is still reported where the implementation given is the one it reads
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario(dict(good, training={"lora": {"implementation": "peft", "dropout_position": "post"}}))
+    assert e.value.field == "training.lora.dropout_position"
+    # and beside an unrelated bad field
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(dict(good, training={"seq_len": 0, "lora": {"dropout_position": "post"}}))
+    assert [x.field for x in e.value.errors] == ["training.seq_len", "training.lora.dropout_position"]
+
+
 def test_a_custom_accelerator_and_tier_name_every_missing_and_bad_field_at_once():
     """README: every bad field at once. A required field left out cannot be dropped and
     retried, so the accelerator (and a tier, and the cluster) must name them all itself."""

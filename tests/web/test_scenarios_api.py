@@ -126,3 +126,19 @@ def test_an_unknown_top_level_key_is_a_400_and_nothing_is_saved(owner_api, examp
     assert list(r.json()) == ["foo"] and r.json()["foo"][0].startswith("unknown field; known fields: id, name")
     assert Scenario.objects.count() == before
 
+
+
+@pytest.mark.parametrize("name", [5, 1.5, True, ["a"], {"a": 1}])
+def test_a_name_that_is_not_a_string_is_a_400_and_nothing_is_saved(owner_api, example_spec, name):
+    # DRF's CharField stores 5 as "5" and True as "True"; a name is text
+    before = Scenario.objects.count()
+    r = owner_api.post(URL, {"name": name, "scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["name"] and r.json()["name"][0].startswith("Must be a string (text), got")
+    assert Scenario.objects.count() == before
+    created = post(owner_api, "fine", example_spec)
+    assert created.status_code == 201
+    # the dashboard's actions that take a name too: duplicating a scenario
+    r = owner_api.post(f"{URL}{created.json()['id']}/duplicate/", {"name": name}, format="json")
+    assert r.status_code == 400 and list(r.json()) == ["name"]
+    assert Scenario.objects.count() == before + 1

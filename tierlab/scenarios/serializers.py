@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from simulation import ScenarioError
-from tierlab.api import StrictBooleanField, loads
+from tierlab.api import StrictBooleanField, StrictTextModelSerializer, loads
 from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 
 
@@ -61,7 +61,7 @@ class RejectUnknownFields:
         return super().to_internal_value(data)
 
 
-class ScenarioSerializer(RejectUnknownFields, serializers.ModelSerializer):
+class ScenarioSerializer(RejectUnknownFields, StrictTextModelSerializer):
     scenario = ScenarioJSONField(source="spec")
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,
                                          help_text="Username of its owner: you, or a member of your team.")
@@ -216,7 +216,7 @@ class MeasurementsJSONField(ScenarioJSONField):
     }
 
 
-class ClusterProfileSerializer(serializers.ModelSerializer):
+class ClusterProfileSerializer(StrictTextModelSerializer):
     """A cluster profile: what was measured, and the figures fitted to it."""
 
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,

@@ -3,6 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from tierlab.api import StrictCharField
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison
@@ -10,8 +11,8 @@ from tierlab.dashboard.serializers.common import owner_field
 
 
 class ComparisonCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                 help_text="Default: the scenarios' names joined by “vs”.")
+    name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                           help_text="Default: the scenarios' names joined by “vs”.")
     scenarios = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=MAX_ID), min_length=MIN_COMPARED, max_length=MAX_COMPARED,
         help_text=f"{MIN_COMPARED} to {MAX_COMPARED} ids of your scenarios, in column order.")

@@ -2,13 +2,14 @@
 
 from rest_framework import serializers
 
+from tierlab.api import StrictCharField
 from tierlab.dashboard import plans
 from tierlab.dashboard.models import Plan
 from tierlab.dashboard.serializers.common import owner_field
 
 
 class PlanCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     spec = serializers.JSONField(help_text=(
         'The plan spec (simulation.planner): {"model": "llama2-70b", "cluster": {"node": "dgx-h100", '
         '"num_nodes": {"min": 1, "max": 4}}, "training": {"seq_len": 4096, "global_batch_size": 512}, '
@@ -66,4 +67,4 @@ class PlanSerializer(serializers.Serializer):
 class PlanSaveSerializer(serializers.Serializer):
     rank = serializers.IntegerField(min_value=1, max_value=1000, default=1,
                                     help_text="Which ranked candidate to save (1 = best)")
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")

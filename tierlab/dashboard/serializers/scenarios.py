@@ -2,12 +2,13 @@
 
 from rest_framework import serializers
 
+from tierlab.api import StrictCharField
 from tierlab.dashboard import variants
 
 
 class DuplicateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
-                                 help_text="Default: “Copy of <name>”.")
+    name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                           help_text="Default: “Copy of <name>”.")
 
 
 class VariantsSerializer(serializers.Serializer):
