@@ -215,9 +215,9 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# A model serializer whose text columns take JSON strings only (StrictCharField). A comment,
+# not a docstring: the API schema takes a serializer's docstring as its description.
 class StrictTextModelSerializer(serializers.ModelSerializer):
-    """A model serializer whose text columns take JSON strings only (:class:`StrictCharField`)."""
-
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
                                 models.CharField: StrictCharField, models.TextField: StrictCharField}
 
