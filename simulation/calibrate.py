@@ -46,7 +46,7 @@ import math
 from . import collectives as nccl
 from .checkpoint import TARGET_DEFAULTS, TARGET_KINDS
 from .errors import ScenarioError
-from .fields import (int_field as _int, no_unknown as _no_unknown, num_field as _num,
+from .fields import (finite, int_field as _int, no_unknown as _no_unknown, num_field as _num,
                      show as _show, str_field as _str)
 
 MAX_MEASUREMENTS = 8                # of each kind, per profile
@@ -335,7 +335,7 @@ def _evaluated_step_s(spec: dict, lookups: dict) -> float:
 
     sc = Scenario.from_dict(spec, **lookups)
     step = evaluate(sc, include_step=True, detail=False).step or {}
-    if not isinstance(step.get("time_s"), (int, float)) or not math.isfinite(step["time_s"]):
+    if not isinstance(step.get("time_s"), (int, float)) or not finite(step["time_s"]):
         raise ScenarioError("scenario", "the engine gives no step time for this scenario")
     return float(step["time_s"])
 

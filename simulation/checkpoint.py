@@ -164,7 +164,7 @@ class CheckpointSpec:
             run_length_s=_num(d, "run_length_s", path, 30 * DAY_S, strict=True),
             monte_carlo_runs=_int(d, "monte_carlo_runs", path, 200, minimum=0,
                                   maximum=MAX_MONTE_CARLO_RUNS),
-            seed=_int(d, "seed", path, 0, minimum=0),
+            seed=_int(d, "seed", path, 0, minimum=0, maximum=2 ** 64 - 1),
             target_write_bytes_per_s=_num(d, "target_write_bytes_per_s", path, strict=True),
             target_read_bytes_per_s=_num(d, "target_read_bytes_per_s", path, strict=True),
             target_capacity_bytes=_num(d, "target_capacity_bytes", path, strict=True)))

@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import json
 import math
+import sys
 
 from .errors import ScenarioError
 
@@ -26,12 +27,41 @@ def show(v) -> str:
         return repr(v)[:80]
 
 
+def finite(v) -> bool:
+    """``math.isfinite`` for any JSON number: an integer past float's range (JSON allows
+    4,300 digits) is not finite rather than an OverflowError."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def number_text(v) -> str:
+    """A number for a message: whole numbers with thousands separators up to 1e15, else three
+    significant digits ("1e+309" for an integer of 310 digits, past float's range)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if -1e15 < v < 1e15:
+            return f"{v:,}"
+        if not finite(v):
+            digits = len(str(abs(v)))
+            return f"{'-' if v < 0 else ''}1e+{digits - 1} (an integer of {digits} digits)"
+        return f"{float(v):.3g}"
+    return f"{v:g}" if isinstance(v, float) else show(v)
+
+
+# The largest whole number a field without a bound of its own takes: far beyond any count the
+# engine reads (layers, heads, GPUs, tokens), and short enough to print in a message.
+INT_CEILING = 10 ** 15
+
+
 def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, required=False,
               maximum: int | None = None):
     v = d.get(key)
     if v is None:                         # absent or null: the default
         v = default
-    if type(v) is int and v >= minimum and (maximum is None or v <= maximum):
+    if maximum is None:
+        maximum = INT_CEILING
+    if type(v) is int and minimum <= v <= maximum:
         return v                          # the common case, checked first: same result
     if v is None:
         if required:
@@ -42,14 +72,13 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
         raise ScenarioError(_where(path, key), f"must be a whole number, got {show(v)}")
     v = int(v)
     if v < minimum:
-        raise ScenarioError(_where(path, key), f"must be at least {minimum}, got {v}")
-    if maximum is not None and v > maximum:
-        shown = f"{v:,}" if v < 1e15 else f"{float(v):.3g}"     # not 1e308's 309 digits
-        raise ScenarioError(_where(path, key), f"must be at most {maximum:,}, got {shown}")
+        raise ScenarioError(_where(path, key), f"must be at least {minimum}, got {number_text(v)}")
+    if v > maximum:                             # not 1e308's 309 digits
+        raise ScenarioError(_where(path, key), f"must be at most {maximum:,}, got {number_text(v)}")
     return v
 
 
-_INF = math.inf
+_FMAX = sys.float_info.max     # past it an int has no float (OverflowError)
 
 
 def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
@@ -60,16 +89,20 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     if v is None:
         return None
     t = type(v)
-    if (t is float or t is int) and -_INF < v < _INF and (v > minimum or (
+    if (t is float or t is int) and -_FMAX <= v <= _FMAX and (v > minimum or (
             v == minimum and not strict)) and (maximum is None or v <= maximum):
         return float(v)                   # the common case, checked first: same result
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ScenarioError(_where(path, key), f"must be a finite number, got {show(v)}")
+    if not finite(v):
+        if maximum is not None and isinstance(v, int) and v > 0:
+            raise ScenarioError(_where(path, key), f"must be <= {maximum:g}, got {number_text(v)}")
+        raise ScenarioError(_where(path, key), f"must be a finite number, got {number_text(v)}")
     if v < minimum or (strict and v == minimum):
         op = ">" if strict else ">="
-        raise ScenarioError(_where(path, key), f"must be {op} {minimum:g}, got {v:g}")
+        raise ScenarioError(_where(path, key), f"must be {op} {minimum:g}, got {number_text(v)}")
     if maximum is not None and v > maximum:
-        raise ScenarioError(_where(path, key), f"must be <= {maximum:g}, got {v:g}")
+        raise ScenarioError(_where(path, key), f"must be <= {maximum:g}, got {number_text(v)}")
     return float(v)
 
 

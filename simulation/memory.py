@@ -388,7 +388,8 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
         add(f"offloaded activations ({layers_held - 2:g} layers)", "activations", "ddr",
             layers_bytes - on_hbm, note="pinned host copies of activation checkpoints")
     else:
-        add(f"activations ({layers_held:g} layers x {tr.recompute} recompute"
+        how = "no recompute" if tr.recompute == "none" else f"{tr.recompute} recompute"
+        add(f"activations ({layers_held:g} layers, {how}"
             + (f" of {n_ckpt:g} per stage)" if partial else ")"),
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
         if tr.recompute == "full" and _peft_fp32_residual(sc):

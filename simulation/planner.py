@@ -86,7 +86,7 @@ import numpy as np
 from .cost import validate
 from .errors import MAX_REPORTED_ERRORS, Collect, ScenarioError
 from .evaluate import evaluate
-from .fields import show
+from .fields import finite, show
 from .parallel import layout
 from . import experts
 from .params import model_params
@@ -169,7 +169,7 @@ def _whole(lo: int = 1, hi: int = 100_000, none_ok: bool = False):
 def _positive(x, where):
     if x is None:
         return
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not finite(x) or x <= 0:
         raise ScenarioError(where, f"must be a positive number of seconds or null, got {show(x)}")
 
 
@@ -184,7 +184,7 @@ def _num(d: dict, key: str, path: str, lo: float = 0.0, hi: float | None = None)
     v = d.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < lo \
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not finite(v) or v < lo \
             or (hi is not None and v > hi):
         bound = f"from {lo:g} to {hi:g}" if hi is not None else f">= {lo:g}"
         raise ScenarioError(f"{path}.{key}", f"must be a number {bound}, got {show(v)}")

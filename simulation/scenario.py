@@ -340,7 +340,7 @@ class ModelSpec:
                             if "sliding_window" in d else None),
             sliding_window_layers=(None if d.get("sliding_window_layers") is None else _choice(
                 d, "sliding_window_layers", path, SLIDING_WINDOW_LAYERS, "all")),
-            max_seq_len=(_int(d, "max_seq_len", path) if "max_seq_len" in d else None),
+            max_seq_len=(_int(d, "max_seq_len", path, maximum=MAX_SEQ_LEN) if "max_seq_len" in d else None),
             num_params=(_int(d, "num_params", path, maximum=10**16) if "num_params" in d else None),
             preset=_str(d, "preset", path),
             source=(_str(d, "source", path) if "source" in d else None)))

@@ -222,6 +222,22 @@ class StrictTextModelSerializer(serializers.ModelSerializer):
                                 models.CharField: StrictCharField, models.TextField: StrictCharField}
 
 
+# A request body's keys outside the serializer's fields are a 400 naming each (DRF drops them
+# silently: a typo such as "scenaro" would save a scenario without what was meant). Read-only
+# fields a client echoes back from a GET are fields. A comment, not a docstring: the API
+# schema takes a serializer's docstring as its description.
+class RejectUnknownFields:
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                known = ", ".join(self.fields)
+                raise serializers.ValidationError(
+                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
+        return super().to_internal_value(data)
+
+
 class StrictPageNumberPagination(pagination.PageNumberPagination):
     """A ``page_size`` that is not a whole number in range is a 400, and a ``page`` that is
     not a whole number from 1 a 404, as the schema says; not silently page 1."""

@@ -42,7 +42,8 @@ def int_spec(d, key, path, default=None, minimum=1, required=False, maximum=None
             not math.isfinite(v) or v != int(v)):
         raise ScenarioError(f"{path}.{key}", "must be a whole number")
     v = int(v)
-    if v < minimum or (maximum is not None and v > maximum):
+    # without a bound of its own a whole number stops at fields.INT_CEILING (10**15)
+    if v < minimum or v > (fields.INT_CEILING if maximum is None else maximum):
         raise ScenarioError(f"{path}.{key}", "out of range")
     return v
 
@@ -52,7 +53,8 @@ def num_spec(d, key, path, default=None, minimum=0.0, strict=False, maximum=None
     v = default if v is None else v          # absent or null: the default
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    # an integer past float's range is not finite (fields.finite), not an OverflowError
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not fields.finite(v):
         raise ScenarioError(f"{path}.{key}", "must be a finite number")
     if v < minimum or (strict and v == minimum) or (maximum is not None and v > maximum):
         raise ScenarioError(f"{path}.{key}", "out of range")
@@ -69,7 +71,8 @@ def outcome(fn, *args, **kw):
 
 
 VALUES = st.one_of(st.integers(-3, 12), st.floats(allow_nan=True, allow_infinity=True),
-                   st.sampled_from([0.0, 1.0, 2.5, 4.0, 8.0, 1e15, True, False, None, "2", [1]]))
+                   st.sampled_from([0.0, 1.0, 2.5, 4.0, 8.0, 1e15, True, False, None, "2", [1],
+                                    10 ** 15 + 1, 10 ** 309, -10 ** 309]))
 
 
 @settings(max_examples=400, deadline=None)

@@ -211,3 +211,15 @@ def test_it_accepts_qlora_and_names_a_bad_qlora_field(owner_api, example_spec):
     r = owner_api.post(URL, {"scenario": example_spec}, format="json")
     assert r.status_code == 400
     assert list(r.json()) == ["scenario.training.lora.quant_block_size"]
+
+
+@pytest.mark.parametrize("field", ["cluster.num_nodes", "training.seq_len", "training.global_batch_size"])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_integer_past_floats_range_is_a_400_naming_the_field(owner_api, example_spec, field, sign):
+    # JSON allows 4,300 digits; float() of 10**309 is an OverflowError (it was a 500)
+    section, key = field.split(".")
+    example_spec.setdefault(section, {})[key] = sign * 10 ** 309
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400, r.content[:200]
+    assert list(r.json()) == [f"scenario.{field}"]
+    assert "e+309 (an integer of 310 digits)" in r.json()[f"scenario.{field}"][0]

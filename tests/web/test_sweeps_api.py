@@ -317,3 +317,9 @@ def test_fields_absent_from_the_base_scenario_are_sweep_axes_too(owner_api, path
     from tests.web.dashboard_helpers import spec
     base = spec(**{"model.preset": "llama3.1-8b", "cluster.node": "dgx-h100", "strategy.kind": "ddp"})
     assert validate_axes(base, [{"path": path, "values": values}])[0]["path"] == path
+
+
+def test_an_axis_value_past_floats_range_is_a_400_naming_it(owner_api, base):
+    r = create(owner_api, base, [{"path": "cluster.num_nodes", "values": [1, 10 ** 309]}])
+    assert r.status_code == 400 and list(r.json()) == ["axes.0.values.1"], r.json()
+    assert Sweep.objects.count() == 0

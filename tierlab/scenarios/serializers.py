@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from simulation import ScenarioError
-from tierlab.api import StrictBooleanField, StrictTextModelSerializer, loads
+from tierlab.api import RejectUnknownFields, StrictBooleanField, StrictTextModelSerializer, loads
 from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 
 
@@ -43,22 +43,6 @@ class LastRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "status", "created_at"]
-
-
-# A request body's keys outside the serializer's fields are a 400 naming each (DRF drops them
-# silently: a typo such as "scenaro" would save a scenario without what was meant). Read-only
-# fields a client echoes back from a GET are fields. A comment, not a docstring: the API
-# schema takes a serializer's docstring as its description.
-class RejectUnknownFields:
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                known = ", ".join(self.fields)
-                raise serializers.ValidationError(
-                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
-        return super().to_internal_value(data)
 
 
 class ScenarioSerializer(RejectUnknownFields, StrictTextModelSerializer):
@@ -216,7 +200,7 @@ class MeasurementsJSONField(ScenarioJSONField):
     }
 
 
-class ClusterProfileSerializer(StrictTextModelSerializer):
+class ClusterProfileSerializer(RejectUnknownFields, StrictTextModelSerializer):
     """A cluster profile: what was measured, and the figures fitted to it."""
 
     owner = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True,

@@ -3,14 +3,14 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tierlab.api import StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison
 from tierlab.dashboard.serializers.common import owner_field
 
 
-class ComparisonCreateSerializer(serializers.Serializer):
+class ComparisonCreateSerializer(RejectUnknownFields, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                            help_text="Default: the scenarios' names joined by “vs”.")
     scenarios = serializers.ListField(

@@ -2,13 +2,13 @@
 
 from rest_framework import serializers
 
-from tierlab.api import StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField
 from tierlab.dashboard import plans
 from tierlab.dashboard.models import Plan
 from tierlab.dashboard.serializers.common import owner_field
 
 
-class PlanCreateSerializer(serializers.Serializer):
+class PlanCreateSerializer(RejectUnknownFields, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     spec = serializers.JSONField(help_text=(
         'The plan spec (simulation.planner): {"model": "llama2-70b", "cluster": {"node": "dgx-h100", '
@@ -64,7 +64,7 @@ class PlanSerializer(serializers.Serializer):
                                          else instance)
 
 
-class PlanSaveSerializer(serializers.Serializer):
+class PlanSaveSerializer(RejectUnknownFields, serializers.Serializer):
     rank = serializers.IntegerField(min_value=1, max_value=1000, default=1,
                                     help_text="Which ranked candidate to save (1 = best)")
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")

@@ -2,15 +2,15 @@
 
 from rest_framework import serializers
 
-from tierlab.api import StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField
 from tierlab.dashboard import variants
 
 
-class DuplicateSerializer(serializers.Serializer):
+class DuplicateSerializer(RejectUnknownFields, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                            help_text="Default: “Copy of <name>”.")
 
 
-class VariantsSerializer(serializers.Serializer):
+class VariantsSerializer(RejectUnknownFields, serializers.Serializer):
     question = serializers.ChoiceField(choices=list(variants.QUESTIONS.items()),
                                        help_text="sharding | offload | checkpoint")

@@ -2,11 +2,12 @@
 
 from rest_framework import serializers
 
+from tierlab.api import RejectUnknownFields
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import ShareLink
 
 
-class ShareCreateSerializer(serializers.Serializer):
+class ShareCreateSerializer(RejectUnknownFields, serializers.Serializer):
     scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     comparison = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
@@ -50,7 +51,7 @@ class SharedSerializer(serializers.Serializer):
     data = serializers.JSONField(help_text="A comparison's, sweep's or plan's API shape; a scenario as a comparison of one")
 
 
-class ForkSerializer(serializers.Serializer):
+class ForkSerializer(RejectUnknownFields, serializers.Serializer):
     kind = serializers.CharField()
     id = serializers.IntegerField()
     url = serializers.CharField(help_text="Its page in your account")

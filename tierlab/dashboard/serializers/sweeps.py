@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from tierlab.api import StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField
 from tierlab.dashboard import sweeps
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import Sweep
@@ -22,7 +22,7 @@ class AxisSerializer(serializers.Serializer):
                   'dgx-h100 or "ZeRO-3" for zero3; null for a value that reads as itself')
 
 
-class SweepCreateSerializer(serializers.Serializer):
+class SweepCreateSerializer(RejectUnknownFields, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
     scenario = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="Id of your base scenario.")
     axes = serializers.JSONField(help_text='One or two axes: [{"path": "cluster.num_nodes", "values": [1, 2, 4]}]; '
