@@ -28,6 +28,11 @@ LIN = 4 * H * H + 3 * H * F          # 202,375,168 weights a block in FP8 GEMMs 
 HBM_H100 = 3350e9 * H100_HBM_FRACTION
 
 
+# a custom accelerator without an FP8 peak (its FP8 flags need one)
+NO_FP8_PEAK = {"name": "x", "hbm_capacity_bytes": 8e10, "hbm_bytes_per_s": 3e12, "peak_flops_bf16": 1e15,
+               "peak_flops_fp32": 6e13, "host_link_bytes_per_s": 5e10, "scaleup_bytes_per_s": 4e11}
+
+
 def scenario(fp8=None, kind="ddp", gpus=8, **training):
     tr = {"micro_batch_size": 1, "seq_len": 2048, "framework": "megatron", **training}
     if fp8 is not None:
@@ -99,9 +104,7 @@ def test_parts_without_fp8_tensor_cores_refuse_it():
         with pytest.raises(ScenarioError) as e:
             Scenario.from_dict(d)
         assert e.value.field == "training.fp8" and "no FP8" in e.value.message
-    bad = {"name": "x", "hbm_capacity_bytes": 8e10, "hbm_bytes_per_s": 3e12, "peak_flops_bf16": 1e15,
-           "peak_flops_fp32": 6e13, "host_link_bytes_per_s": 5e10, "scaleup_bytes_per_s": 4e11,
-           "mxfp8": True}
+    bad = NO_FP8_PEAK | {"mxfp8": True}
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(scenario() | {"cluster": {"accelerator": bad, "gpus_per_node": 1}})
     assert e.value.field == "cluster.accelerator.mxfp8"
@@ -269,9 +272,7 @@ def test_per_tensor_weight_copy_is_one_layout_on_blackwell():
 
 
 def test_non_tn_fp8_gemm_needs_an_fp8_peak_and_is_left_out_of_json_when_false():
-    bad = {"name": "x", "hbm_capacity_bytes": 8e10, "hbm_bytes_per_s": 3e12, "peak_flops_bf16": 1e15,
-           "peak_flops_fp32": 6e13, "host_link_bytes_per_s": 5e10, "scaleup_bytes_per_s": 4e11,
-           "fp8_non_tn_gemm": True}
+    bad = NO_FP8_PEAK | {"fp8_non_tn_gemm": True}
     with pytest.raises(ScenarioError) as e:
         Scenario.from_dict(scenario() | {"cluster": {"accelerator": bad, "gpus_per_node": 1}})
     assert e.value.field == "cluster.accelerator.fp8_non_tn_gemm"
