@@ -6,15 +6,23 @@ import re
 
 import pytest
 
+from simulation import errormodel
 from tests.browser.conftest import SCREENSHOTS, log_in, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# every ZeRO-3 / FSDP case on H100 (torchtitan's and NeMo AutoModel's multi-GPU FSDP2 rows;
-# AutoModel's 1-GPU rows run unwrapped, as DDP-like) was measured slower than predicted, so the
-# band lies above the headline: the words must say so rather than print a range without it
-BAND = (r"\d[\d.]* m?s \(tierlab's figure; measured runs of this kind took \d+ % to \d+ % longer: "
-        r"\d[\d.]* m?s–\d[\d.]* m?s, ZeRO-3 / FSDP on H100\)")
+# The phrasing follows the recorded band of ZeRO-3 / FSDP on H100 (simulation/data/
+# error_model.json): where every case was measured slower than predicted (torchtitan's and
+# NeMo AutoModel's FSDP2 rows) the band lies above the headline and the words say so; with
+# Megatron-Bridge's Megatron-FSDP 8B FP8 rows (measured faster) it straddles the headline and
+# reads as a plain range with its signed spread.
+_LO, _HI = errormodel.load()["step_time"]["by_generation"]["sharded"]["h100"]["band_rel"]
+if _LO > 0:
+    BAND = (r"\d[\d.]* m?s \(tierlab's figure; measured runs of this kind took \d+ % to \d+ % longer: "
+            r"\d[\d.]* m?s–\d[\d.]* m?s, ZeRO-3 / FSDP on H100\)")
+else:
+    BAND = (r"\d[\d.]* m?s \(measured runs of this kind: \d[\d.]* m?s–\d[\d.]* m?s "
+            r"\(−\d+ % to \+\d+ %\), ZeRO-3 / FSDP on H100\)")
 
 
 def test_step_time_shows_its_band_and_where_it_was_not_validated(page, live_url, user_admin, catalog,
