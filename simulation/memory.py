@@ -499,15 +499,14 @@ def _fp8_parts(add, sc: Scenario, pc: ParamCount, lay: Layout, layers: float) ->
     one = fp8_model.te_layouts(fp8.recipe, sc.cluster.accelerator) == 1
     what = ("row-wise copy" if one else "transposed copy" if fp8.param
             else "row-wise and transposed copies")
-    if bpp == 0:
-        pass                           # FP8 primary weights on a non-TN part: no copy at all
-    elif sc.strategy.zero_stage >= 3:
+    # bpp 0: FP8 primary weights on a part whose FP8 GEMMs take any layout make no copy
+    if bpp and sc.strategy.zero_stage >= 3:
         units = min(2.0, layers)
         add(f"FP8 weight {what} of the gathered units ({units:g} layers)", "buffers", "hbm",
             bpp * per_layer * units, phase="fwd_bwd",
             note=f"{bpp:g} B per gathered weight, freed with its unit (TE linear.py: no "
                  "workspace cache under FSDP)")
-    else:
+    elif bpp:
         add(f"FP8 weight {what} ({fp8.recipe})", "buffers", "hbm", bpp * per_layer * layers,
             note=f"{bpp:g} B per FP8 GEMM weight, cached for the step (TE linear.py "
                  "_fp8_workspaces, is_first_microbatch)")
