@@ -757,6 +757,26 @@ def _deepseek_routing(x: ActivationShape) -> dict[str, float]:
             "router weight (fp32 copy)": FP32 * e * h}
 
 
+def fp32_residual_mlp_bytes(x: ActivationShape) -> float:
+    """Bytes a frozen layer's MLP keeps in addition when its input is fp32 (a QLoRA base
+    under PEFT: ``memory._peft_fp32_residual``), per GPU: each element-wise tensor past
+    the fc1 / gate / up outputs (:func:`_mlp_per_token`) is fp32 instead of 16-bit, the
+    same bytes once more. bitsandbytes ``Linear4bit.forward`` casts its input to the
+    compute dtype and returns ``out.to(inp_dtype)``, so gate and up come out fp32, and
+    SiLU and the product (not autocast ops) keep fp32 tensors; ``MatMul4Bit`` keeps no
+    input, PEFT's adapters keep their 16-bit autocast copies and SDPA its 16-bit casts
+    of q, k, v, so nothing else changes. Measured with bitsandbytes' own NF4 layers
+    (CPU backend) on transformers' LlamaDecoderLayer: 6 B x b x s x f more than with a
+    bf16 input, for every shape (``tests/data/saved_tensors_qlora_hf.json``,
+    ``scripts/measure_saved_tensors_qlora.py``). 0 unless ``frozen`` on the
+    transformers stack with 16-bit activations, or with full recomputation (the
+    checkpoint keeps the block input only)."""
+    if not x.frozen or x.framework != "huggingface" or x.activation_bytes != ACT \
+            or x.recompute in ("full", "selective_ops"):
+        return 0.0
+    return sum(v for k, v in layer_terms(x).items() if "MLP activations" in k)
+
+
 def _routed_ffn(x: ActivationShape) -> int:
     """One routed expert's MLP width (``moe_ffn``), else ``ffn`` (4h when unset)."""
     if x.num_experts > 1 and x.moe_ffn:

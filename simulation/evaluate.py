@@ -441,8 +441,8 @@ def _cross_checks(sc: Scenario, pc, lay, sb) -> dict:
     psi = experts.rank_params(sc.model, pc.total, lay)
     d, stage = experts.sharded_divisor(sc.model, pc.total, lay, lay.shard_degree), sc.strategy.zero_stage
     p_div, g_div, o_div = (d if stage >= 3 else 1), (d if stage >= 2 else 1), (d if stage >= 1 else 1)
-    out["zero_paper_model_states_per_gpu_bytes"] = (
-        sb.params * psi / p_div + sb.grads * psi / g_div + sb.k * psi / o_div)
+    out["zero_paper_model_states_per_gpu_bytes"] = float(round(
+        sb.params * psi / p_div + sb.grads * psi / g_div + sb.k * psi / o_div))
     s = sc.strategy
     offload_opt, offload_par = s.offload_optimizer == "cpu", s.offload_params == "cpu"
     if stage >= 1 and s.offload_optimizer in ("none", "cpu") and s.offload_params in ("none", "cpu") \

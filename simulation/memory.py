@@ -59,7 +59,7 @@ import dataclasses
 import math
 
 from .activations import (ActivationShape, StageActivations, family_traits, final_norm_bytes,
-                          first_stage, layer_bytes)
+                          first_stage, fp32_residual_mlp_bytes, layer_bytes)
 from .parallel import split_of
 from .pipeline import StagePlan, stage_plans
 from .loss import loss_bytes
@@ -103,8 +103,11 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
          bytes_per_param: float | None = None, note: str = "") -> dict:
     """One allocation, as the report lists it: ``bytes`` is per GPU on HBM, per node on
     DDR/NVMe/CXL; ``phase`` is persistent, fwd_bwd or step. A plain dict because a report
-    lists a dozen of them per tier and a quick estimate should cost ~0.1 ms."""
-    d = {"name": name, "category": category, "tier": tier, "bytes": bytes, "phase": phase,
+    lists a dozen of them per tier and a quick estimate should cost ~0.1 ms. ``bytes`` is
+    rounded to a whole byte (a share such as a fragmentation fraction or an average
+    rounding factor is no fraction of a byte), so totals and free bytes are whole too."""
+    d = {"name": name, "category": category, "tier": tier, "bytes": float(round(bytes)),
+         "phase": phase,
          "note": note}
     if bytes_per_param is not None:
         d["bytes_per_param"] = bytes_per_param
@@ -335,8 +338,9 @@ def _adder(parts: list, gpn: int, counted: list | None = None, adapters: tuple |
                 state = (state[0], state[1], state[2] * adapters[0] / adapters[1])
             counted.append((*state, tier))
         # node tiers hold every local rank's share; the dict is part()'s, made inline
+        # (whole bytes, as part() rounds them)
         p = {"name": name, "category": category, "tier": tier,
-             "bytes": per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn,
+             "bytes": float(round(per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn)),
              "phase": phase, "note": note}
         if bpp is not None:
             p["bytes_per_param"] = bpp
@@ -399,6 +403,8 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
                 * ckpt, phase="fwd_bwd",
                 note="PEFT's fp32 embeddings make the residual fp32 (bitsandbytes returns "
                      "out.to(inp_dtype)); tests/data/qlora_residual_dtype.json")
+    if lora is not None and _peft_fp32_residual(sc):
+        _fp32_residual_mlp(add, sc, layers_held, n_ckpt, partial)
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         xs = _shape(sc.model, tr, "none")
@@ -425,6 +431,30 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
                 per_layer * layers_held, phase="fwd_bwd",
                 note=f"{per_layer / 1e6:.2f} MB per layer: {kept}")
     return layers_held
+
+
+def _fp32_residual_mlp(add, sc: Scenario, layers_held: float, n_ckpt: float, partial: bool) -> None:
+    """The fp32 MLP tensors of a QLoRA base under PEFT (:func:`_peft_fp32_residual`;
+    :func:`simulation.activations.fp32_residual_mlp_bytes`, measured with bitsandbytes):
+    every stored layer's without full recomputation; with it, the one layer re-run in
+    backward (its rebuilt MLP), and the plain layers' where only some are checkpointed."""
+    tr = sc.training
+    extra = fp32_residual_mlp_bytes(_shape(sc.model, tr, "none"))
+    if extra <= 0:
+        return
+    what = "fp32 MLP tensors of the fp32 residual (gate, SiLU input and output, up)"
+    note = ("bitsandbytes returns out.to(inp_dtype): the frozen MLP's element-wise tensors are "
+            "fp32, 2 B more each; tests/data/saved_tensors_qlora_hf.json")
+    if tr.recompute == "full" and partial:
+        plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
+        add(f"{what} ({plain:g} plain layers, +1 re-run)", "activations", "hbm",
+            extra * (plain + 1), phase="fwd_bwd", note=note)
+    elif tr.recompute == "full":
+        add(f"{what} (1 layer re-run in backward)", "activations", "hbm", extra,
+            phase="backward", note=note)
+    else:
+        add(f"{what} ({layers_held:g} layers)", "activations", "hbm", extra * layers_held,
+            phase="fwd_bwd", note=note)
 
 
 def in_flight_variant(parts: list[dict], spans: list, sc: Scenario, lay: Layout,
@@ -1399,7 +1429,7 @@ def add_fragmentation(parts: list[dict], hbm: dict, fraction: float) -> None:
     peak = hbm["peak_phase"]
     if fraction <= 0 or peak not in MOMENTS or peak == "load":
         return
-    extra = fraction * hbm["moments_bytes"][peak]
+    extra = float(round(fraction * hbm["moments_bytes"][peak]))
     if extra <= 0:
         return
     p = part(FRAGMENTATION_PART, "buffers", "hbm", extra, peak,
@@ -1458,7 +1488,7 @@ def hbm_figures(parts: list[dict], fragmentation: float | None) -> tuple:
     total = sum(cats.values())
     phase = peak or "persistent"
     if fragmentation is not None and fragmentation > 0 and phase in MOMENTS and phase != "load":
-        extra = fragmentation * per[phase]
+        extra = float(round(fragmentation * per[phase]))      # as add_fragmentation's
         if extra > 0:
             total = total + extra
     return total, cats["params"] + cats["grads"] + cats["optimizer"], stored, phase

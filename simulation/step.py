@@ -1334,7 +1334,7 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     mfu_precision, mfu_peak_flops = mfu_peak(sc)
     mfu = mflops / (step_s * lay.num_gpus * mfu_peak_flops) if step_s else 0.0
     link_rows = [dict(name=n, bytes_per_s=float(links[n]), busy_s=float(link_busy[n]),
-                      bytes=float(link_bytes[n]),
+                      bytes=float(round(link_bytes[n])),      # whole bytes
                       utilization=float(link_busy[n] / step_s) if step_s else 0.0)
                  for n in a_last["links"]]
     parts = {k: float(v) for k, v in parts.items()}

@@ -329,3 +329,44 @@ def test_bytes_per_param_table_is_what_the_breakdown_counts(kind, table):
     # sharded over 8 GPUs the table is still before sharding; the breakdown shows the shard
     eight = run(model="llama3.1-8b", kind=kind, gpn=8)["convention"]
     assert eight["bytes_per_param"]["total"] == sum(table)
+
+
+def _byte_counts(x, key=""):
+    """Every number in a report stored under a key that counts bytes (``*_bytes``, a part's
+    ``bytes``, the values of a ``*_bytes`` map such as ``moments_bytes``)."""
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if isinstance(v, dict) and k.endswith("_bytes"):
+                yield from ((f"{key}.{k}.{kk}", vv) for kk, vv in v.items())
+            else:
+                yield from _byte_counts(v, f"{key}.{k}")
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _byte_counts(v, f"{key}[{i}]")
+    elif isinstance(x, (int, float)) and not isinstance(x, bool) and (
+            key.endswith("_bytes") or key.endswith(".bytes")):
+        yield key, x
+
+
+def test_byte_counts_are_whole():
+    # A share of bytes (20 % allocator reserve, the pinned allocator's mean 1/ln 2 rounding of
+    # a staged checkpoint) is no fraction of a byte: the report printed free_bytes
+    # 25194230783.8 before parts were rounded. oom-03b has both shares (ZeRO-3 with offload,
+    # checkpoint staged through host memory).
+    from tests.refdata import cases
+    sc = cases("public_oom_reports", "oom-03b")[0]["scenario"]
+    r = evaluate_dict(sc, detail=True)
+    counts = list(_byte_counts(r))
+    assert len(counts) > 40
+    names = {p["name"] for t in r["memory"]["per_gpu"].values() for p in t.get("parts", ())}
+    names |= {p["name"] for t in r["memory"]["per_node"].values() for p in t.get("parts", ())}
+    assert "allocator fragmentation and reserve" in names
+    assert "pinned-allocator rounding of the staging copy" in names
+    assert [(k, v) for k, v in counts if v != int(v)] == []
+    # a pipeline's per-stage rows (their fragmentation added without a summary) and the
+    # bytes a step moves over each link (Table 2's 175B on 384 GPUs: 1214559403008.025 before)
+    r = evaluate_dict(cases("narayanan_2021_table2", "nar21_t2_ptdp_175B_384")[0]["scenario"],
+                      detail=True)
+    counts = list(_byte_counts(r))
+    assert any(".per_stage[" in k for k, _ in counts) and any(".links[" in k for k, _ in counts)
+    assert [(k, v) for k, v in counts if v != int(v)] == []
