@@ -246,6 +246,32 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+def _json_kind(data) -> str:
+    if isinstance(data, bool):
+        return "a boolean"
+    return {str: "a string", float: "a decimal number", list: "a list", dict: "an object",
+            type(None): "null"}.get(type(data), type(data).__name__)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: DRF's field would also take "1", " 1", "1.0" and 1.0 as 1 (and
+    refuse true without saying what was sent)."""
+
+    what = "an integer"
+    default_error_messages = {"not_an_integer": "Must be {what}, got {kind} ({input})."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("not_an_integer", what=self.what, kind=_json_kind(data), input=show(data)[:40])
+        return super().to_internal_value(data)
+
+
+class StrictIdField(StrictIntegerField):
+    """The id of a row (a scenario, comparison, ...): a JSON integer, not "1" or 1.0."""
+
+    what = "an integer id"
+
+
 # A model serializer whose text columns take JSON strings only (StrictCharField). A comment,
 # not a docstring: the API schema takes a serializer's docstring as its description.
 class StrictTextModelSerializer(serializers.ModelSerializer):
