@@ -289,9 +289,9 @@ class RejectUnknownFields:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                known = ", ".join(self.fields)
-                raise serializers.ValidationError(
-                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
+                known = (f"known fields: {', '.join(self.fields)}" if self.fields else
+                         "this request takes none (send {} or no body)")
+                raise serializers.ValidationError({key: [f"unknown field; {known}"] for key in unknown})
         return super().to_internal_value(data)
 
 
