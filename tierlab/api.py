@@ -1,7 +1,8 @@
 """Project-wide REST API helpers: a JSON parser with limits and the exception handler.
 
 A request body is never a 500: too large is 413, anything malformed (broken JSON, not
-UTF-8, nested too deeply, NaN, strings the database cannot store) is 400 under ``body``.
+UTF-8, nested too deeply, NaN) is 400 under ``body``; a string the database cannot store
+(NUL, an unpaired surrogate) is a 400 under its field's dotted path (``scenario.model.name``).
 """
 
 import json
@@ -41,7 +42,16 @@ def declared_length(request) -> int:
 
 
 class UnsafeJSON(ValueError):
-    """JSON that parses (or nearly) but must not reach the engine or the database."""
+    """JSON that parses (or nearly) but must not reach the engine or the database.
+
+    ``path`` is where, for a string the database cannot store: the keys and list indexes
+    from the top (``["scenario", "model", "name"]``; ``[]`` for the whole document), and
+    ``problem`` what is wrong there; both None for a problem of the whole text (depth).
+    """
+
+    def __init__(self, message: str, path: list | None = None, problem: str | None = None):
+        super().__init__(message)
+        self.path, self.problem = path, problem
 
 
 def _reject(message: str):
@@ -59,31 +69,48 @@ def _no_constant(name: str):
     _reject(f"{name} is not valid JSON")
 
 
-def _check_strings(text: str, where: str):
+def _unstorable(text: str) -> str | None:
     if "\x00" in text:
-        _reject(f"{where} contains a NUL character (\\u0000), which cannot be stored")
+        return "contains a NUL character (\\u0000), which cannot be stored"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        _reject(f"{where} contains an unpaired surrogate (\\ud800-\\udfff), which is not text")
+        return "contains an unpaired surrogate (\\ud800-\\udfff), which is not text"
+    return None
+
+
+def _shown_key(key: str) -> str:
+    return json.dumps(key)[1:-1][:40]      # NUL as \u0000, a surrogate as \ud800
+
+
+def json_path(path) -> str:
+    """``["scenarios", 1, "name"]`` as ``scenarios.1.name``: a field's dotted path, as the
+    400s name fields (``dotted_errors``)."""
+    return ".".join(str(part) for part in path)
 
 
 def check_value(data) -> None:
-    """Walk parsed JSON without recursion: depth, and strings the database can store."""
-    stack = [(data, 1)]
+    """Walk parsed JSON without recursion, in document order: depth, and strings the
+    database can store (an UnsafeJSON naming the first bad one's ``path``)."""
+    stack = [(data, 1, ())]
     while stack:
-        value, depth = stack.pop()
+        value, depth, path = stack.pop()
         if isinstance(value, (dict, list)):
             if depth > MAX_JSON_DEPTH:
                 _reject(f"nested deeper than {MAX_JSON_DEPTH} levels")
             if isinstance(value, dict):
-                for key, item in value.items():
-                    _check_strings(key, "a key")
-                    stack.append((item, depth + 1))
+                for key in value:
+                    problem = _unstorable(key)
+                    if problem:
+                        raise UnsafeJSON(f"a key {problem}", list(path),
+                                         f"the key \"{_shown_key(key)}\" {problem}")
+                stack.extend((item, depth + 1, (*path, key)) for key, item in reversed(value.items()))
             else:
-                stack.extend((item, depth + 1) for item in value)
+                stack.extend((value[i], depth + 1, (*path, i)) for i in range(len(value) - 1, -1, -1))
         elif isinstance(value, str):
-            _check_strings(value, "a string")
+            problem = _unstorable(value)
+            if problem:
+                raise UnsafeJSON(f"a string {problem}", list(path), problem)
 
 
 def loads(text: str, check: bool = True):
@@ -123,7 +150,11 @@ class JSONParser(parsers.JSONParser):
             message = f"the body is not valid {encoding} ({exc.reason} at byte {exc.start})"
         except LookupError:
             message = f"unknown charset {encoding!r}"
-        except ValueError as exc:     # UnsafeJSON, json's errors, int digit limits
+        except UnsafeJSON as exc:
+            if exc.path and isinstance(exc.path[0], str):     # in a field of an object: name it
+                raise exceptions.ValidationError({json_path(exc.path): [exc.problem]}) from None
+            message = str(exc)
+        except ValueError as exc:     # json's errors, int digit limits
             message = str(exc)
         raise exceptions.ParseError(f"JSON parse error - {message}")
 
@@ -215,6 +246,32 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+def _json_kind(data) -> str:
+    if isinstance(data, bool):
+        return "a boolean"
+    return {str: "a string", float: "a decimal number", list: "a list", dict: "an object",
+            type(None): "null"}.get(type(data), type(data).__name__)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: DRF's field would also take "1", " 1", "1.0" and 1.0 as 1 (and
+    refuse true without saying what was sent)."""
+
+    what = "an integer"
+    default_error_messages = {"not_an_integer": "Must be {what}, got {kind} ({input})."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("not_an_integer", what=self.what, kind=_json_kind(data), input=show(data)[:40])
+        return super().to_internal_value(data)
+
+
+class StrictIdField(StrictIntegerField):
+    """The id of a row (a scenario, comparison, ...): a JSON integer, not "1" or 1.0."""
+
+    what = "an integer id"
+
+
 # A model serializer whose text columns take JSON strings only (StrictCharField). A comment,
 # not a docstring: the API schema takes a serializer's docstring as its description.
 class StrictTextModelSerializer(serializers.ModelSerializer):
@@ -232,9 +289,9 @@ class RejectUnknownFields:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                known = ", ".join(self.fields)
-                raise serializers.ValidationError(
-                    {key: [f"unknown field; known fields: {known}"] for key in unknown})
+                known = (f"known fields: {', '.join(self.fields)}" if self.fields else
+                         "this request takes none (send {} or no body)")
+                raise serializers.ValidationError({key: [f"unknown field; {known}"] for key in unknown})
         return super().to_internal_value(data)
 
 

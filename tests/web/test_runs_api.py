@@ -129,6 +129,41 @@ def test_it_rejects_a_scenario_the_catalog_no_longer_resolves(owner_api, owner, 
     assert Run.objects.count() == 0
 
 
+
+# POST runs/ takes no body: DRF hands a view the parsed body and the view ignored it, so a
+# client's option ({"priority": "high"}) silently did nothing. The frontend posts {}
+# (frontend/src/pages/scenario_form.ts: postJSON(endpoints.scenarioRuns(id), {})).
+@pytest.mark.parametrize("body", [{"priority": "high"}, {"force": True, "b": 1}])
+def test_a_body_key_is_a_400_naming_it_and_no_run_starts(owner_api, scenario, body):
+    r = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/", body, format="json")
+    assert r.status_code == 400, r.content[:200]
+    assert r.json() == {key: ["unknown field; this request takes none (send {} or no body)"] for key in body}
+    assert Run.objects.count() == 0
+
+
+def test_a_form_body_key_is_named_too(owner_api, scenario):
+    r = owner_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/", {"priority": "high"})   # multipart
+    assert r.status_code == 400 and list(r.json()) == ["priority"]
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("send", [
+    lambda c, url: c.post(url),                                              # no body
+    lambda c, url: c.post(url, {}, format="json"),                           # {}, as the frontend
+    lambda c, url: c.generic("POST", url, "", content_type="application/json"),  # empty JSON body
+])
+def test_no_body_or_an_empty_object_starts_a_run(owner_api, scenario, send):
+    r = send(owner_api, f"/api/v1/scenarios/{scenario.pk}/runs/")
+    assert r.status_code == 202, r.content[:200]
+    assert Run.objects.get().pk == r.json()["id"]
+
+
+def test_a_body_does_not_get_past_the_owner_check(teammate_api, scenario):
+    """A teammate's POST is a 403 whatever it sends (the permission check comes first)."""
+    r = teammate_api.post(f"/api/v1/scenarios/{scenario.pk}/runs/", {"x": 1}, format="json")
+    assert r.status_code == 403
+    assert Run.objects.count() == 0
+
 # ---------------------------------------------------------------- lists stay light
 def _selected_columns(sql: str) -> str:
     """The SELECT list of a query (what the database ships back)."""

@@ -21,7 +21,7 @@ from tierlab.scenarios import profiles, services
 from tierlab.scenarios.filters import RunFilter, ScenarioFilter
 from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 from tierlab.scenarios.serializers import (ClusterProfileSerializer, EstimateRequestSerializer, RunListSerializer, RunSerializer,
-                                           ScenarioSerializer, scenario_error_detail)
+                                           RunStartSerializer, ScenarioSerializer, scenario_error_detail)
 
 
 class Pages(StrictPageNumberPagination):
@@ -59,8 +59,8 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     @idempotent
     def runs(self, request, pk=None):
         """GET: this scenario's runs (paginated; `?status=`), each with a `summary` of its
-        report (the report: GET `/api/v1/runs/{id}/`). POST (its owner): start a run (202), or
-        reuse an identical result; send `Idempotency-Key` to make retries safe."""
+        report (the report: GET `/api/v1/runs/{id}/`). POST (its owner; no body, or `{}`): start
+        a run (202), or reuse an identical result; send `Idempotency-Key` to make retries safe."""
         scenario = self.get_object()
         if request.method == "GET":
             services.fail_stale_runs()
@@ -70,6 +70,7 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
                 raise ValidationError(runs.errors)
             page = self.paginate_queryset(runs.qs)
             return self.get_paginated_response(RunListSerializer(page, many=True).data)
+        RunStartSerializer(data=request.data).is_valid(raise_exception=True)
         try:
             run = services.start_run(scenario)
         except ScenarioError as exc:

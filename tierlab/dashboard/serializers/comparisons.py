@@ -3,7 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tierlab.api import RejectUnknownFields, StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField, StrictIdField
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison
@@ -14,7 +14,7 @@ class ComparisonCreateSerializer(RejectUnknownFields, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                            help_text="Default: the scenarios' names joined by “vs”.")
     scenarios = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), min_length=MIN_COMPARED, max_length=MAX_COMPARED,
+        child=StrictIdField(min_value=1, max_value=MAX_ID), min_length=MIN_COMPARED, max_length=MAX_COMPARED,
         help_text=f"{MIN_COMPARED} to {MAX_COMPARED} ids of your scenarios, in column order.")
 
 

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from tierlab.api import RejectUnknownFields, StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField, StrictIntegerField
 from tierlab.dashboard import plans
 from tierlab.dashboard.models import Plan
 from tierlab.dashboard.serializers.common import owner_field
@@ -65,6 +65,6 @@ class PlanSerializer(serializers.Serializer):
 
 
 class PlanSaveSerializer(RejectUnknownFields, serializers.Serializer):
-    rank = serializers.IntegerField(min_value=1, max_value=1000, default=1,
-                                    help_text="Which ranked candidate to save (1 = best)")
+    rank = StrictIntegerField(min_value=1, max_value=1000, default=1,
+                                 help_text="Which ranked candidate to save (1 = best)")
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")

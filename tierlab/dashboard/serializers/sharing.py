@@ -2,16 +2,16 @@
 
 from rest_framework import serializers
 
-from tierlab.api import RejectUnknownFields
+from tierlab.api import RejectUnknownFields, StrictIdField
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import ShareLink
 
 
 class ShareCreateSerializer(RejectUnknownFields, serializers.Serializer):
-    scenario = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-    comparison = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-    sweep = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-    plan = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    scenario = StrictIdField(required=False, min_value=1, max_value=MAX_ID)
+    comparison = StrictIdField(required=False, min_value=1, max_value=MAX_ID)
+    sweep = StrictIdField(required=False, min_value=1, max_value=MAX_ID)
+    plan = StrictIdField(required=False, min_value=1, max_value=MAX_ID)
 
     def validate(self, attrs):
         given = [k for k in ShareLink.KINDS if attrs.get(k) is not None]

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from tierlab.api import RejectUnknownFields, StrictCharField
+from tierlab.api import RejectUnknownFields, StrictCharField, StrictIdField
 from tierlab.dashboard import sweeps
 from tierlab.dashboard.comparisons import MAX_ID
 from tierlab.dashboard.models import Sweep
@@ -24,7 +24,7 @@ class AxisSerializer(serializers.Serializer):
 
 class SweepCreateSerializer(RejectUnknownFields, serializers.Serializer):
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    scenario = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="Id of your base scenario.")
+    scenario = StrictIdField(min_value=1, max_value=MAX_ID, help_text="Id of your base scenario.")
     axes = serializers.JSONField(help_text='One or two axes: [{"path": "cluster.num_nodes", "values": [1, 2, 4]}]; '
                                            'a cluster.num_nodes axis may add "scales_global_batch": true')
 
