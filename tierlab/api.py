@@ -295,6 +295,24 @@ class RejectUnknownFields:
         return super().to_internal_value(data)
 
 
+# The body of a POST that takes none (a scenario's runs/, cancel/ of a run, sweep or plan, a
+# plan's compare/, a share link's revoke/, a shared link's fork/): no body, an empty one, or
+# {} (what the frontend sends); a key in it is a 400 naming it, "unknown field; this request
+# takes none (send {} or no body)". DRF hands every view the parsed body and these ignored it,
+# so a client's option ({"force": true}) silently did nothing. A comment, not a docstring: the
+# API schema takes a serializer's docstring as its description (these views declare
+# request=None, so it is not in the schema at all).
+class NoBodySerializer(RejectUnknownFields, serializers.Serializer):
+    pass
+
+
+def reject_body(request) -> None:
+    """Raise a 400 naming each key of ``request``'s body (see ``NoBodySerializer``). Called
+    after the object is looked up and its permission checked (a teammate still gets 403, a
+    stranger 404) and before anything changes."""
+    NoBodySerializer(data=request.data).is_valid(raise_exception=True)
+
+
 class StrictPageNumberPagination(pagination.PageNumberPagination):
     """A ``page_size`` that is not a whole number in range is a 400, and a ``page`` that is
     not a whole number from 1 a 404, as the schema says; not silently page 1."""

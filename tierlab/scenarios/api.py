@@ -15,13 +15,13 @@ from rest_framework.views import APIView
 
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
-from tierlab.api import StrictPageNumberPagination
+from tierlab.api import StrictPageNumberPagination, reject_body
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios import profiles, services
 from tierlab.scenarios.filters import RunFilter, ScenarioFilter
 from tierlab.scenarios.models import ClusterProfile, Run, Scenario
 from tierlab.scenarios.serializers import (ClusterProfileSerializer, EstimateRequestSerializer, RunListSerializer, RunSerializer,
-                                           RunStartSerializer, ScenarioSerializer, scenario_error_detail)
+                                           ScenarioSerializer, scenario_error_detail)
 
 
 class Pages(StrictPageNumberPagination):
@@ -70,7 +70,7 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
                 raise ValidationError(runs.errors)
             page = self.paginate_queryset(runs.qs)
             return self.get_paginated_response(RunListSerializer(page, many=True).data)
-        RunStartSerializer(data=request.data).is_valid(raise_exception=True)
+        reject_body(request)
         try:
             run = services.start_run(scenario)
         except ScenarioError as exc:
@@ -104,10 +104,12 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={200: RunSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Stop a queued or running run (its owner): it reads back `failed` with the error
-        "cancelled by <user>"; a running one stops at its next progress step."""
+        """Stop a queued or running run (its owner; no body, or `{}`): it reads back `failed`
+        with the error "cancelled by <user>"; a running one stops at its next progress step."""
+        run = self.get_object()
+        reject_body(request)
         try:
-            run = services.cancel_run(self.get_object(), request.user)
+            run = services.cancel_run(run, request.user)
         except services.RunStateError as exc:
             raise ValidationError({exc.field: [exc.message]}) from None
         return Response(RunSerializer(run).data)

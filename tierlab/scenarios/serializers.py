@@ -57,13 +57,6 @@ class ScenarioSerializer(RejectUnknownFields, StrictTextModelSerializer):
         read_only_fields = ["id", "owner", "created_at", "updated_at", "last_run"]
 
 
-# The body of POST scenarios/{id}/runs/: none, or {}; a key in it is a 400 naming it (DRF
-# ignored it: a client sending an option the endpoint does not have was never told). A
-# comment, not a docstring: the API schema takes a serializer's docstring as its description.
-class RunStartSerializer(RejectUnknownFields, serializers.Serializer):
-    pass
-
-
 def run_owner_field():
     return serializers.CharField(source="scenario.owner.username", read_only=True, allow_null=True,
                                  help_text="Username of its scenario's owner: you, or a member of your team.")

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
+from tierlab.api import reject_body
 from tierlab.dashboard import plans
 from tierlab.dashboard.api.common import bad_request, schema_only
 from tierlab.dashboard.comparisons import InputError
@@ -70,9 +71,12 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={200: PlanSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Stop a queued or running plan; chunks already finished keep their results."""
+        """Stop a queued or running plan (its owner; no body, or `{}`); chunks already
+        finished keep their results."""
+        plan = self._own()
+        reject_body(request)
         try:
-            plan = plans.cancel_plan(self._own())
+            plan = plans.cancel_plan(plan)
         except InputError as exc:
             raise bad_request(exc) from None
         return Response(PlanSerializer(plan).data)
@@ -94,9 +98,12 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={201: ComparisonSerializer})
     @action(detail=True, methods=["post"])
     def compare(self, request, pk=None):
-        """Save the top three candidates as your scenarios and compare them (a run each)."""
+        """Save the top three candidates as your scenarios and compare them, a run each (its
+        owner; no body, or `{}`)."""
+        plan = self.get_object()
+        reject_body(request)
         try:
-            comparison = plans.compare_top(request.user, self.get_object())
+            comparison = plans.compare_top(request.user, plan)
         except (InputError, ScenarioError) as exc:
             raise bad_request(exc) from None
         return Response(ComparisonSerializer(comparison).data, status=status.HTTP_201_CREATED,

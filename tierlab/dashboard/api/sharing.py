@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
+from tierlab.api import reject_body
 from tierlab.dashboard import comparisons, sharing
 from tierlab.dashboard.api.common import Gone, bad_request, schema_only
 from tierlab.dashboard.comparisons import InputError
@@ -58,8 +59,10 @@ class ShareLinkViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={200: ShareLinkSerializer})
     @action(detail=True, methods=["post"])
     def revoke(self, request, pk=None):
-        """End the link: from now on it answers 410 Gone. Revoking twice is harmless."""
+        """End the link (no body, or `{}`): from now on it answers 410 Gone. Revoking twice
+        is harmless."""
         link = self.get_object()
+        reject_body(request)
         link.revoke()
         return Response(ShareLinkSerializer(link, context={"request": request}).data)
 
@@ -85,11 +88,13 @@ class SharedView(APIView):
 
 
 class ForkView(APIView):
-    """Copy what a share link shows into your account (login required): 201 `{kind, id, url}`."""
+    """Copy what a share link shows into your account (login required; no body, or `{}`):
+    201 `{kind, id, url}`."""
 
     @extend_schema(request=None, responses={201: ForkSerializer})
     def post(self, request, token):
         link = open_shared(token)
+        reject_body(request)
         try:
             obj = sharing.fork(link, request.user)
         except (InputError, ScenarioError) as exc:

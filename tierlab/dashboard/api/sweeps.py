@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
+from tierlab.api import reject_body
 from tierlab.dashboard import sweeps
 from tierlab.dashboard.api.common import bad_request, schema_only
 from tierlab.dashboard.comparisons import InputError
@@ -58,9 +59,12 @@ class SweepViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={200: SweepSerializer})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        """Stop a queued or running sweep; points already evaluated keep their results."""
+        """Stop a queued or running sweep (its owner; no body, or `{}`); points already
+        evaluated keep their results."""
+        sweep = self.get_object()
+        reject_body(request)
         try:
-            sweep = sweeps.cancel_sweep(self.get_object())
+            sweep = sweeps.cancel_sweep(sweep)
         except InputError as exc:
             raise bad_request(exc) from None
         return Response(SweepSerializer(sweep).data)
