@@ -961,6 +961,14 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             note=_LOSS_NOTES[tr.loss_kernel] + (
                 "; + the tanh output of final_logit_softcapping (Gemma2ForCausalLM)"
                 if softcap and tr.loss_kernel == "torch" else ""))
+        if _peft_fp32_residual(sc):
+            # PEFT leaves the head in fp32; autocast casts its weight to 16 bits on each call
+            # (a frozen weight is not in autocast's cast cache) and the matmul keeps that copy
+            # for the input gradient until the head's backward has run
+            add("16-bit autocast copy of the fp32 output head", "activations", "hbm",
+                2 * m.vocab_size * m.hidden_size / t, phase="loss",
+                note="vocab x hidden x 2 B, from the head's forward to its backward "
+                     "(measured: tests/data/qlora_step_peak_hf.json)")
 
 
 _LOSS_NOTES = {
