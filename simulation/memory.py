@@ -961,6 +961,8 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             note=_LOSS_NOTES[tr.loss_kernel] + (
                 "; + the tanh output of final_logit_softcapping (Gemma2ForCausalLM)"
                 if softcap and tr.loss_kernel == "torch" else ""))
+        if _amp_fp32_weights(sc, sb):
+            _autocast_weight_copies(add, sc, pc)
         if _peft_fp32_residual(sc):
             # PEFT leaves the head in fp32; autocast casts its weight to 16 bits on each call
             # (a frozen weight is not in autocast's cast cache) and the matmul keeps that copy
@@ -969,6 +971,44 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
                 2 * m.vocab_size * m.hidden_size / t, phase="loss",
                 note="vocab x hidden x 2 B, from the head's forward to its backward "
                      "(measured: tests/data/qlora_step_peak_hf.json)")
+
+
+def _amp_fp32_weights(sc: Scenario, sb: StateBytes) -> bool:
+    """Whether the forward runs under torch AMP on fp32 weights: Hugging Face's stack with
+    DDP, fp32 parameters (``training.dtypes.params``) and 16-bit precision, as HF Trainer
+    with ``bf16=True`` / ``fp16=True`` trains a model loaded in fp32 (FSDP's and DeepSpeed's
+    mixed precision cast the weights themselves)."""
+    tr = sc.training
+    return (sc.convention == "realistic" and tr.framework == "huggingface" and tr.lora is None
+            and sc.strategy.kind == "ddp" and sb.params == DTYPE_BYTES["fp32"]
+            and tr.precision in ("bf16", "fp16"))
+
+
+def _autocast_weight_copies(add, sc: Scenario, pc: ParamCount) -> None:
+    """The 16-bit copies torch AMP makes of fp32 weights (:func:`_amp_fp32_weights`).
+
+    ``F.linear`` under autocast casts its fp32 weight; autocast caches the casts of leaf
+    tensors that require grad until the outermost autocast region exits
+    (``aten/src/ATen/autocast_mode.cpp`` ``cached_cast``), and the matmul keeps the copy for
+    the input gradient, so without recomputation every matrix's 16-bit copy (2 B x its
+    weights) is live from its forward to its backward: all of them at the loss. With full
+    recomputation the checkpointed blocks run under ``no_grad`` (reentrant checkpointing)
+    and keep none; the head's copy lives to the head's backward and the re-run block's
+    during its own. Measured: one step of an fp32 ``LlamaForCausalLM`` under bf16 autocast
+    (``scripts/measure_amp_step_peak.py``, ``tests/data/amp_step_peak_hf.json``)."""
+    m, tr = sc.model, sc.training
+    block = 2 * fp8_model.linear_params_per_layer(m, pc)
+    layers = m.num_layers / tr.pipeline_parallel
+    note = "autocast's cache: 2 B x each matrix's weights, until its backward"
+    if tr.recompute == "full":
+        add("16-bit autocast copies of the re-run block's fp32 weights", "activations", "hbm",
+            block, phase="backward", note=note)
+    else:
+        add(f"16-bit autocast copies of the fp32 weights ({layers:g} blocks)", "activations",
+            "hbm", block * layers, phase="fwd_bwd", note=note)
+    if m.vocab_size:
+        add("16-bit autocast copy of the fp32 output head", "activations", "hbm",
+            2 * m.vocab_size * m.hidden_size, phase="loss", note=note)
 
 
 _LOSS_NOTES = {

@@ -370,3 +370,43 @@ def test_byte_counts_are_whole():
     counts = list(_byte_counts(r))
     assert any(".per_stage[" in k for k, _ in counts) and any(".links[" in k for k, _ in counts)
     assert [(k, v) for k, v in counts if v != int(v)] == []
+
+
+def test_torch_amp_on_fp32_weights_keeps_16_bit_copies_as_measured():
+    """HF Trainer's bf16 AMP on a model loaded in fp32: autocast caches a 16-bit copy of every
+    matrix it casts (leaf tensors that require grad) and the matmuls keep them for backward.
+    Measured with the profiler's allocation events on a 2-layer fp32 LlamaForCausalLM
+    (scripts/measure_amp_step_peak.py, tests/data/amp_step_peak_hf.json: h 128, f 352, 4
+    heads, 2 KV heads, vocab 2,048): what the forward leaves allocated at 128 and 256 tokens
+    gives a per-token slope and a constant; the constant is 2 B x the 630,784 matrix weights
+    (2 x (128 x 128 x 2 + 128 x 64 x 2 + 3 x 128 x 352) + 2,048 x 128) without checkpointing,
+    2 B x the head's 262,144 alone with reentrant checkpointing (the blocks run under
+    no_grad). The engine's parts equal these to 0.2 % and 2 %."""
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).parent.parent / "data" / "amp_step_peak_hf.json").read_text())
+    runs = {(c["config"]["s"], c["config"]["h"], c["config"]["checkpointing"]): c for c in d["cases"]}
+
+    def constant(ck):
+        a, b = runs[128, 128, ck]["forward_end_bytes"], runs[256, 128, ck]["forward_end_bytes"]
+        return a - (b - a)                     # the bytes that do not grow with the tokens
+    assert runs[128, 128, False]["linear_params"] == 2 * (128 * 128 * 2 + 128 * 64 * 2 + 3 * 128 * 352) + 2048 * 128
+
+    model = dict(name="tiny", num_layers=2, hidden_size=128, num_attention_heads=4, num_kv_heads=2,
+                 ffn_hidden_size=352, vocab_size=2048, gated_mlp=True, tied_embeddings=False,
+                 position_embedding="rope", norm="rmsnorm", linear_bias=False, dropout=False,
+                 max_seq_len=1024)
+
+    def copies(recompute, **dtypes):
+        sc = {"model": model, "cluster": {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 1},
+              "training": {"micro_batch_size": 1, "seq_len": 128, "precision": "bf16", "recompute": recompute,
+                           "flash_attention": True, "dtypes": dtypes}, "strategy": {"kind": "ddp"}}
+        parts = evaluate_dict(sc, include_step=False)["memory"]["per_gpu"]["hbm"]["parts"]
+        return {p["name"]: p["bytes"] for p in parts if "autocast cop" in p["name"]}
+    none = copies("none", params="fp32")
+    assert sum(none.values()) == pytest.approx(constant(False), rel=0.002)
+    assert sum(none.values()) == 2 * 630784
+    full = copies("full", params="fp32")
+    assert full["16-bit autocast copy of the fp32 output head"] == pytest.approx(constant(True), rel=0.02)
+    assert full["16-bit autocast copies of the re-run block's fp32 weights"] == 2 * 184320
+    assert copies("none") == {}                # 16-bit weights: nothing to cast
