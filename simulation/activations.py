@@ -777,6 +777,28 @@ def fp32_residual_mlp_bytes(x: ActivationShape) -> float:
     return sum(v for k, v in layer_terms(x).items() if "MLP activations" in k)
 
 
+def amp_fp32_weight_bytes(x: ActivationShape) -> float:
+    """Bytes a trainable transformers block saves in addition when its weights are fp32 and
+    it runs under torch AMP (HF Trainer's ``bf16``/``fp16`` on a model loaded in fp32), per
+    GPU: RMSNorm's ``weight * x`` keeps its fp32 normalised value (4 B, not 2, x h a
+    norm), and autocast casts the fp32 norm output once for each projection that reads it,
+    each keeping its own 16-bit copy where a 16-bit model shares one tensor: q, k and v (2
+    copies more, none with a fused qkv projection) and a gated MLP's gate and up (1 more).
+    The weights' own copies are :func:`simulation.memory._autocast_weight_copies`'.
+    Measured on transformers' LlamaDecoderLayer under ``torch.autocast("cpu", bfloat16)``:
+    10 B x b x s x h more than the 16-bit layer (``tests/data/saved_tensors_amp_hf.json``,
+    ``scripts/measure_saved_tensors_amp.py``). 0 for frozen weights, 32-bit activations,
+    full recomputation (the checkpoint keeps the block input only) and Megatron's stack."""
+    if x.frozen or x.framework != "huggingface" or x.activation_bytes != ACT \
+            or x.recompute in ("full", "selective_ops"):
+        return 0.0
+    sbh = x.seq_len * x.micro_batch * x.hidden
+    norms = x.norms * ACT * sbh if x.norm == "rmsnorm" else 0
+    qkv = 0 if x.qkv_view_value else 2 * ACT * sbh
+    mlp = ACT * sbh if x.gated_mlp else 0
+    return float(norms + qkv + mlp)
+
+
 def _routed_ffn(x: ActivationShape) -> int:
     """One routed expert's MLP width (``moe_ffn``), else ``ffn`` (4h when unset)."""
     if x.num_experts > 1 and x.moe_ffn:

@@ -81,6 +81,12 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
 _FMAX = sys.float_info.max     # past it an int has no float (OverflowError)
 
 
+# The smallest positive value a field that must be > 0 takes: every one of them is a size,
+# rate, time or share in SI units, and one of 1e-300 (a NIC of 1e-300 B/s) made a step
+# time infinite, which no JSON report can hold. At 1e-12 quotients stay finite.
+TINY = 1e-12
+
+
 def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
          maximum: float | None = None):
     v = d.get(key)
@@ -90,7 +96,8 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
         return None
     t = type(v)
     if (t is float or t is int) and -_FMAX <= v <= _FMAX and (v > minimum or (
-            v == minimum and not strict)) and (maximum is None or v <= maximum):
+            v == minimum and not strict)) and (maximum is None or v <= maximum) and (
+            v >= TINY or minimum != 0 or (v == 0 and not strict)):
         return float(v)                   # the common case, checked first: same result
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ScenarioError(_where(path, key), f"must be a finite number, got {show(v)}")
@@ -101,6 +108,10 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     if v < minimum or (strict and v == minimum):
         op = ">" if strict else ">="
         raise ScenarioError(_where(path, key), f"must be {op} {minimum:g}, got {number_text(v)}")
+    if minimum == 0 and 0 < v < TINY:
+        raise ScenarioError(_where(path, key), ("must be at least" if strict else "must be 0 or at least")
+                            + f" {TINY:g} (a size, rate, time or share this small is out of range), "
+                            f"got {number_text(v)}")
     if maximum is not None and v > maximum:
         raise ScenarioError(_where(path, key), f"must be <= {maximum:g}, got {number_text(v)}")
     return float(v)

@@ -59,7 +59,8 @@ import dataclasses
 import math
 
 from .activations import (ActivationShape, StageActivations, family_traits, final_norm_bytes,
-                          first_stage, fp32_residual_mlp_bytes, layer_bytes)
+                          amp_fp32_weight_bytes, first_stage, fp32_residual_mlp_bytes,
+                          layer_bytes)
 from .parallel import split_of
 from .pipeline import StagePlan, stage_plans
 from .loss import loss_bytes
@@ -396,7 +397,7 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
         add(f"activations ({layers_held:g} layers, {how}"
             + (f" of {n_ckpt:g} per stage)" if partial else ")"),
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
-        if tr.recompute == "full" and _peft_fp32_residual(sc):
+        if tr.recompute == "full" and (_peft_fp32_residual(sc) or _amp_fp32_weights(sc)):
             ckpt = n_ckpt / (sc.model.num_layers / tr.pipeline_parallel) * layers_held
             add("fp32 residual stream (checkpointed layer inputs: the other 2 B)", "activations",
                 "hbm", 2 * tr.local_seq_len * tr.sequences_per_micro_batch * sc.model.hidden_size
@@ -405,6 +406,8 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
                      "out.to(inp_dtype)); tests/data/qlora_residual_dtype.json")
     if lora is not None and _peft_fp32_residual(sc):
         _fp32_residual_mlp(add, sc, layers_held, n_ckpt, partial)
+    if _amp_fp32_weights(sc):
+        _amp_layer_extra(add, sc, layers_held, n_ckpt, partial)
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
         xs = _shape(sc.model, tr, "none")
@@ -445,6 +448,30 @@ def _fp32_residual_mlp(add, sc: Scenario, layers_held: float, n_ckpt: float, par
     what = "fp32 MLP tensors of the fp32 residual (gate, SiLU input and output, up)"
     note = ("bitsandbytes returns out.to(inp_dtype): the frozen MLP's element-wise tensors are "
             "fp32, 2 B more each; tests/data/saved_tensors_qlora_hf.json")
+    if tr.recompute == "full" and partial:
+        plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
+        add(f"{what} ({plain:g} plain layers, +1 re-run)", "activations", "hbm",
+            extra * (plain + 1), phase="fwd_bwd", note=note)
+    elif tr.recompute == "full":
+        add(f"{what} (1 layer re-run in backward)", "activations", "hbm", extra,
+            phase="backward", note=note)
+    else:
+        add(f"{what} ({layers_held:g} layers)", "activations", "hbm", extra * layers_held,
+            phase="fwd_bwd", note=note)
+
+
+def _amp_layer_extra(add, sc: Scenario, layers_held: float, n_ckpt: float, partial: bool) -> None:
+    """What a transformers block saves in addition under torch AMP on fp32 weights
+    (:func:`_amp_fp32_weights`; :func:`simulation.activations.amp_fp32_weight_bytes`):
+    every stored layer's without full recomputation, the re-run layer's in backward with it
+    (and the plain layers' where only some are checkpointed)."""
+    tr = sc.training
+    extra = amp_fp32_weight_bytes(_shape(sc.model, tr, "none"))
+    if extra <= 0:
+        return
+    what = "AMP on fp32 weights: fp32 norm outputs, a 16-bit input cast per projection"
+    note = ("RMSNorm's weight x x is fp32, and autocast casts the fp32 norm output once for "
+            "each of q, k, v and gate, up; tests/data/saved_tensors_amp_hf.json")
     if tr.recompute == "full" and partial:
         plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
         add(f"{what} ({plain:g} plain layers, +1 re-run)", "activations", "hbm",
@@ -961,7 +988,7 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             note=_LOSS_NOTES[tr.loss_kernel] + (
                 "; + the tanh output of final_logit_softcapping (Gemma2ForCausalLM)"
                 if softcap and tr.loss_kernel == "torch" else ""))
-        if _amp_fp32_weights(sc, sb):
+        if _amp_fp32_weights(sc):
             _autocast_weight_copies(add, sc, pc)
         if _peft_fp32_residual(sc):
             # PEFT leaves the head in fp32; autocast casts its weight to 16 bits on each call
@@ -973,14 +1000,14 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
                      "(measured: tests/data/qlora_step_peak_hf.json)")
 
 
-def _amp_fp32_weights(sc: Scenario, sb: StateBytes) -> bool:
+def _amp_fp32_weights(sc: Scenario) -> bool:
     """Whether the forward runs under torch AMP on fp32 weights: Hugging Face's stack with
     DDP, fp32 parameters (``training.dtypes.params``) and 16-bit precision, as HF Trainer
     with ``bf16=True`` / ``fp16=True`` trains a model loaded in fp32 (FSDP's and DeepSpeed's
     mixed precision cast the weights themselves)."""
     tr = sc.training
     return (sc.convention == "realistic" and tr.framework == "huggingface" and tr.lora is None
-            and sc.strategy.kind == "ddp" and sb.params == DTYPE_BYTES["fp32"]
+            and sc.strategy.kind == "ddp" and tr.dtypes is not None and tr.dtypes.params == "fp32"
             and tr.precision in ("bf16", "fp16"))
 
 

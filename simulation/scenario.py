@@ -1599,7 +1599,8 @@ def _parsed(cls, section):
     if not section and cls in _EMPTY:
         return _EMPTY[cls]
     if cls is StrategySpec and len(section) == 1:
-        hit = _KIND_ONLY.get(section.get("kind"))    # {"kind": k}: made at import
+        kind = section.get("kind")                    # {"kind": k}: made at import
+        hit = _KIND_ONLY.get(kind) if isinstance(kind, str) else None
         if hit is not None:
             return hit
     # repr keeps JSON types apart (True, 1, 1.0) and floats exact; C-fast

@@ -410,3 +410,50 @@ def test_torch_amp_on_fp32_weights_keeps_16_bit_copies_as_measured():
     assert full["16-bit autocast copy of the fp32 output head"] == pytest.approx(constant(True), rel=0.02)
     assert full["16-bit autocast copies of the re-run block's fp32 weights"] == 2 * 184320
     assert copies("none") == {}                # 16-bit weights: nothing to cast
+
+
+def test_amp_on_fp32_weights_layer_saves_what_the_engine_counts():
+    """transformers' LlamaDecoderLayer in fp32 under bf16 autocast against the same layer in
+    bf16 (scripts/measure_saved_tensors_amp.py, tests/data/saved_tensors_amp_hf.json; SDPA):
+    10 B x b x s x h more for every shape (RMSNorm's fp32 normalised value, 2 B more for each
+    of the 2 norms; q, k, v each keep their own 16-bit cast of the fp32 norm output, 2
+    copies more; gate and up, 1 more), as amp_fp32_weight_bytes counts, and autocast's
+    weight copies, 2 B x the block's matrix weights, as the engine's per-block part."""
+    import json
+    from pathlib import Path
+    from simulation.activations import CPU, ActivationShape, amp_fp32_weight_bytes, layer_bytes
+    from simulation.fp8 import linear_params_per_layer
+    from simulation.params import count_params
+    from simulation.scenario import ModelSpec
+    d = json.loads((Path(__file__).parent.parent / "data" / "saved_tensors_amp_hf.json").read_text())
+    assert d["device"] == "cpu" and len(d["cases"]) == 8
+    by = {c["id"]: c for c in d["cases"]}
+    for c in d["cases"]:
+        cfg = c["config"]
+        if cfg["mode"] != "amp_fp32":
+            continue
+        bf16 = by[c["id"].replace("-amp_fp32-", "-bf16-")]
+        x = ActivationShape(seq_len=cfg["s"], micro_batch=cfg["b"], hidden=cfg["h"], heads=cfg["a"],
+                            kv_heads=cfg["kv"], ffn=cfg["ffn"], gated_mlp=True, dropout=False,
+                            flash_attention=True, framework="huggingface", norm="rmsnorm")
+        extra = amp_fp32_weight_bytes(x)
+        assert extra == 10 * cfg["b"] * cfg["s"] * cfg["h"]
+        assert c["layer_bytes"] - bf16["layer_bytes"] == extra
+        assert layer_bytes(x, CPU) == bf16["layer_bytes"]
+        m = ModelSpec.from_dict(dict(name="l", num_layers=1, hidden_size=cfg["h"],
+                                     num_attention_heads=cfg["a"], num_kv_heads=cfg["kv"],
+                                     ffn_hidden_size=cfg["ffn"], vocab_size=128, gated_mlp=True,
+                                     tied_embeddings=False, position_embedding="rope", norm="rmsnorm",
+                                     linear_bias=False, dropout=False, max_seq_len=1024))
+        assert c["weight_copy_bytes"] == 2 * c["linear_params"] == 2 * linear_params_per_layer(m, count_params(m))
+    # and a scenario shows it as a part: Llama 2 7B, b 1, s 2,048, 32 layers, no recompute:
+    # 10 x 2,048 x 4,096 x 32 = 2,684,354,560 B; none with 16-bit weights
+    def parts(**dtypes):
+        sc = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 1},
+              "training": {"micro_batch_size": 1, "seq_len": 2048, "precision": "bf16", "recompute": "none",
+                           "flash_attention": True, "dtypes": dtypes}, "strategy": {"kind": "ddp"}}
+        return {p["name"]: p["bytes"] for p in
+                evaluate_dict(sc, include_step=False)["memory"]["per_gpu"]["hbm"]["parts"]
+                if p["name"].startswith("AMP on fp32 weights")}
+    assert list(parts(params="fp32").values()) == [10 * 2048 * 4096 * 32]
+    assert parts() == {}
