@@ -22,9 +22,10 @@ def _where(path: str, key: str) -> str:
 def show(v) -> str:
     """A value as the user wrote it in JSON (true, null, "text"), for messages."""
     try:
-        return json.dumps(v, allow_nan=False)[:80]
+        text = json.dumps(v, allow_nan=False)
     except (TypeError, ValueError):
-        return repr(v)[:80]
+        text = repr(v)
+    return text if len(text) <= 80 else text[:79] + "…"      # a 100 kB name is not echoed
 
 
 def finite(v) -> bool:
@@ -81,14 +82,15 @@ def int_field(d: dict, key: str, path: str, default=None, minimum: int = 1, requ
 _FMAX = sys.float_info.max     # past it an int has no float (OverflowError)
 
 
-# The smallest positive value a field that must be > 0 takes: every one of them is a size,
+# The smallest positive value a field that must be > 0 (or >= 0) takes: each is a size,
 # rate, time or share in SI units, and one of 1e-300 (a NIC of 1e-300 B/s) made a step
-# time infinite, which no JSON report can hold. At 1e-12 quotients stay finite.
+# time infinite, which no JSON report can hold. At 1e-12 quotients stay finite. ``tiny``
+# False for a field that is none of these (a Zipf exponent).
 TINY = 1e-12
 
 
 def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, strict=False,
-         maximum: float | None = None):
+         maximum: float | None = None, tiny: bool = True):
     v = d.get(key)
     if v is None:                         # absent or null: the default
         v = default
@@ -97,7 +99,7 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     t = type(v)
     if (t is float or t is int) and -_FMAX <= v <= _FMAX and (v > minimum or (
             v == minimum and not strict)) and (maximum is None or v <= maximum) and (
-            v >= TINY or minimum != 0 or (v == 0 and not strict)):
+            v >= TINY or minimum != 0 or not tiny or (v == 0 and not strict)):
         return float(v)                   # the common case, checked first: same result
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ScenarioError(_where(path, key), f"must be a finite number, got {show(v)}")
@@ -108,7 +110,7 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     if v < minimum or (strict and v == minimum):
         op = ">" if strict else ">="
         raise ScenarioError(_where(path, key), f"must be {op} {minimum:g}, got {number_text(v)}")
-    if minimum == 0 and 0 < v < TINY:
+    if tiny and minimum == 0 and 0 < v < TINY:
         raise ScenarioError(_where(path, key), ("must be at least" if strict else "must be 0 or at least")
                             + f" {TINY:g} (a size, rate, time or share this small is out of range), "
                             f"got {number_text(v)}")

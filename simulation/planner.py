@@ -277,6 +277,11 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
         if model is not None:
             bad(ModelSpec.from_dict, model)
     training, total_tokens = _parse_training(sections.get("training"), bad)
+    # each candidate's own: a base value would be overwritten without a word
+    for k, dim in (("kind", "strategies"), ("offload_optimizer", "offload_optimizer"),
+                   ("offload_params", "offload_params"), ("prefetch_depth", "prefetch_depth")):
+        if k in sections.get("strategy", {}):
+            bad.add(f"strategy.{k}", f"is set per candidate by space.{dim}; give the values there")
     margin = max_usd = min_gbs = None
     if "constraints" in sections:
         c = sections["constraints"]

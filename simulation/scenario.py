@@ -46,7 +46,7 @@ from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      field_names, frozen_new as _new, given as _given, int_field as _int,
                      no_unknown as _no_unknown, num_field as _num, section as _section,
-                     str_field as _str)
+                     show as _show, str_field as _str)
 
 SCHEMA_VERSION = 1
 
@@ -1047,7 +1047,7 @@ def _recompute_modules(d: dict, path: str):
     for i, x in enumerate(v):
         if x not in RECOMPUTE_MODULES:
             raise ScenarioError(f"{where}[{i}]", f"must be one of {', '.join(RECOMPUTE_MODULES)}, "
-                                                 f"got {x!r}")
+                                                 f"got {_show(x)}")
         if x in out:
             raise ScenarioError(f"{where}[{i}]", f"{x} is listed twice")
         out.append(x)
@@ -1067,7 +1067,7 @@ def _int_list(d: dict, key: str, path: str, minimum: int = 0, maximum: int | Non
 
 def _int_item(x, where: str, minimum: int, maximum: int | None) -> int:
     if isinstance(x, bool) or not isinstance(x, int):
-        raise ScenarioError(where, f"must be a whole number, got {x!r}")
+        raise ScenarioError(where, f"must be a whole number, got {_show(x)}")
     if x < minimum:
         raise ScenarioError(where, f"must be at least {minimum}, got {x}")
     if maximum is not None and x > maximum:
@@ -1174,7 +1174,7 @@ def _lora(d, path: str) -> LoraSpec | None:
     for i, t in enumerate(targets):
         if t not in LORA_TARGETS:
             raise ScenarioError(f"{path}.targets[{i}]",
-                                f"must be one of {', '.join(LORA_TARGETS)}; got {t!r}")
+                                f"must be one of {', '.join(LORA_TARGETS)}; got {_show(t)}")
     if len(set(targets)) != len(targets):
         raise ScenarioError(f"{path}.targets", "names a module twice")
     base_dtype = _choice(d, "base_dtype", path, (None, *BASE_DTYPES), None)
@@ -1642,7 +1642,7 @@ def _resolved_sections(d, keys) -> tuple:
         return None, None, None
     schema = d.get("schema", SCHEMA_VERSION)
     if schema != SCHEMA_VERSION:
-        raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
+        raise ScenarioError("schema", f"unsupported schema {_show(schema)}; this engine reads {SCHEMA_VERSION}")
     _no_unknown(d, _TOP_LEVEL, "")
     return m[-1], c[-1], None
 
@@ -1680,7 +1680,7 @@ def _expand(value, table: dict, path: str, what: str) -> dict:
         if set(value) - {"preset", "name", "source"}:
             return dict(value)   # already resolved: the preset is provenance only
         raise ScenarioError(f"{path}.preset" if "preset" in value else path,
-                            f"unknown {what} preset {name!r}; known: {', '.join(sorted(table))}")
+                            f"unknown {what} preset {_show(name)}; known: {', '.join(sorted(table))}")
     out = {k: v for k, v in table[name].items()}
     out.update({k: v for k, v in value.items() if v is not None})
     out["preset"] = name
@@ -1699,7 +1699,7 @@ def resolve(d: dict, models=None, nodes=None, accelerators=None,
         raise ScenarioError("scenario", "must be a JSON object")
     schema = d.get("schema", SCHEMA_VERSION)
     if schema != SCHEMA_VERSION:
-        raise ScenarioError("schema", f"unsupported schema {schema!r}; this engine reads {SCHEMA_VERSION}")
+        raise ScenarioError("schema", f"unsupported schema {_show(schema)}; this engine reads {SCHEMA_VERSION}")
     _no_unknown(d, _TOP_LEVEL, "")
     models = presets.MODELS if models is None else models
     nodes = presets.NODES if nodes is None else nodes
@@ -1733,7 +1733,7 @@ def resolve_cluster(cluster_in, nodes=None, accelerators=None, path: str = "clus
     if node_id is not None and not (node_id not in nodes and explicit):
         if node_id not in nodes:
             raise ScenarioError(f"{path}.node",
-                                f"unknown node template {node_id!r}; known: {', '.join(sorted(nodes))}")
+                                f"unknown node template {_show(node_id)}; known: {', '.join(sorted(nodes))}")
         tpl = nodes[node_id]
         cluster = {k: v for k, v in tpl.items() if k not in ("name", "tiers")}
         cluster["node_name"] = tpl.get("name")
@@ -1781,7 +1781,7 @@ def _scale_host(cluster: dict, tpl: dict | None, given: dict) -> None:
     share = given.get("host_share", "proportional")
     if share not in HOST_SHARES:
         raise ScenarioError("cluster.host_share",
-                            f"must be one of {', '.join(HOST_SHARES)}; got {share!r}")
+                            f"must be one of {', '.join(HOST_SHARES)}; got {_show(share)}")
     tpl_gpus, gpus = (tpl or {}).get("gpus_per_node"), given.get("gpus_per_node")
     if share == "whole" or not tpl or not isinstance(gpus, int) or isinstance(gpus, bool) \
             or not tpl_gpus or gpus < 1 or gpus >= tpl_gpus:

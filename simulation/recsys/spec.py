@@ -118,7 +118,7 @@ class TableSpec:
         return cls(name=name, rows=_int(d, "rows", path), dim=_int(d, "dim", path),
                    dtype=_choice(d, "dtype", path, tuple(DTYPE_BYTES), "fp32"),
                    lookups_per_sample=_num(d, "lookups_per_sample", path, 1.0, strict=True),
-                   zipf_alpha=_num(d, "zipf_alpha", path),
+                   zipf_alpha=_num(d, "zipf_alpha", path, tiny=False),
                    hash_overhead_bytes_per_row=_num(d, "hash_overhead_bytes_per_row", path, 0.0))
 
     def to_dict(self) -> dict:
@@ -384,7 +384,7 @@ class RecModelSpec:
                 top_mlp=_widths(d, "top_mlp", path, ()), interaction=interaction,
                 dcn_num_layers=_int(d, "dcn_num_layers", path, 3 if interaction == "dcn" else None),
                 dcn_low_rank_dim=_int(d, "dcn_low_rank_dim", path, 512 if interaction == "dcn" else None),
-                batch_size=_int(d, "batch_size", path), zipf_alpha=_num(d, "zipf_alpha", path),
+                batch_size=_int(d, "batch_size", path), zipf_alpha=_num(d, "zipf_alpha", path, tiny=False),
                 tiers=_tier_overrides(d.get("tiers"), f"{path}.tiers"),
                 ps=PSSpec.from_dict(d.get("ps"), f"{path}.ps"),
                 embedding_optimizer=_choice(d, "embedding_optimizer", path, tuple(ROW_STATE_BYTES), "sgd"),

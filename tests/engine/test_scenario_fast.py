@@ -58,6 +58,8 @@ def num_spec(d, key, path, default=None, minimum=0.0, strict=False, maximum=None
         raise ScenarioError(f"{path}.{key}", "must be a finite number")
     if v < minimum or (strict and v == minimum) or (maximum is not None and v > maximum):
         raise ScenarioError(f"{path}.{key}", "out of range")
+    if minimum == 0 and 0 < v < fields.TINY:  # a size, rate, time or share: 0 or >= 1e-12
+        raise ScenarioError(f"{path}.{key}", "out of range")
     return float(v)
 
 
@@ -71,7 +73,8 @@ def outcome(fn, *args, **kw):
 
 
 VALUES = st.one_of(st.integers(-3, 12), st.floats(allow_nan=True, allow_infinity=True),
-                   st.sampled_from([0.0, 1.0, 2.5, 4.0, 8.0, 1e15, True, False, None, "2", [1],
+                   st.sampled_from([0.0, 1.0, 2.5, 4.0, 8.0, 1e15, True, False, None, "2", [1], 1e-12,
+                                    1e-13, 5e-324,
                                     10 ** 15 + 1, 10 ** 309, -10 ** 309]))
 
 

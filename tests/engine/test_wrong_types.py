@@ -57,3 +57,26 @@ def test_every_number_near_zero_gives_a_finite_report_or_an_error(sc):
         except ScenarioError:
             continue
         json.dumps(r, allow_nan=False)    # ValueError: an inf or NaN in the report
+
+
+def test_a_long_unknown_name_is_not_echoed_whole():
+    # a 100 kB preset name came back whole in the 400 (newcomer check)
+    for sc in ({"model": {"preset": "x" * 100_000}, "cluster": {"node": "dgx-h100"}},
+               {"model": {"preset": "llama2-7b"}, "cluster": {"node": "y" * 100_000}}):
+        with pytest.raises(ScenarioError) as e:
+            checked_scenario(sc)
+        assert len(str(e.value)) < 2_000 and "…" in str(e.value)
+
+
+def test_a_plan_s_base_strategy_does_not_take_what_each_candidate_sets():
+    # {"strategy": {"kind": {"a": 1}}} was accepted (202) and silently overwritten by each
+    # candidate's kind (newcomer check); the four the space sets are refused, naming space.*
+    from simulation import planner
+    base = {"model": "llama2-13b", "cluster": {"node": "dgx-h100", "num_nodes": [1]},
+            "training": {"seq_len": 4096, "global_batch_size": 64}}
+    for k, v, dim in (("kind", {"a": 1}, "strategies"), ("kind", "zero3", "strategies"),
+                      ("offload_optimizer", "cpu", "offload_optimizer"), ("prefetch_depth", 2, "prefetch_depth")):
+        with pytest.raises(ScenarioError) as e:
+            planner.parse_spec(dict(base, strategy={k: v}))
+        assert e.value.field == f"strategy.{k}" and f"space.{dim}" in str(e.value)
+    planner.parse_spec(dict(base, strategy={"shard_group_size": 8}))      # other keys stay the base's
