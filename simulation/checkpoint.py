@@ -238,12 +238,13 @@ def checkpoint_size_bytes(num_params: float, state_bytes_per_param: dict, spec: 
         if spec.quantize_bits and b % 4 == 0:
             b = b * spec.quantize_bits / 32
         bpp[k] = b
-    full = num_params * sum(bpp.values())
-    size = full * spec.differential_fraction
-    return dict(bytes_per_param=bpp, parts_bytes={k: num_params * v * spec.differential_fraction
+    # whole bytes (a differential fraction or a shard of a size is no fraction of a byte)
+    full = float(round(num_params * sum(bpp.values())))
+    size = float(round(full * spec.differential_fraction))
+    return dict(bytes_per_param=bpp, parts_bytes={k: float(round(num_params * v * spec.differential_fraction))
                                                    for k, v in bpp.items()},
                 full_bytes=full, size_bytes=size,
-                shard_bytes=size / num_ranks if spec.sharded else size,
+                shard_bytes=float(round(size / num_ranks)) if spec.sharded else size,
                 writers=num_ranks if spec.sharded else 1)
 
 

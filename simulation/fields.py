@@ -99,8 +99,8 @@ def num_field(d: dict, key: str, path: str, default=None, minimum: float = 0.0, 
     t = type(v)
     if (t is float or t is int) and -_FMAX <= v <= _FMAX and (v > minimum or (
             v == minimum and not strict)) and (maximum is None or v <= maximum) and (
-            v >= TINY or minimum != 0 or not tiny or (v == 0 and not strict)):
-        return float(v)                   # the common case, checked first: same result
+            v >= 1e-12 or minimum != 0 or not tiny or (v == 0 and not strict)):
+        return float(v)                   # the common case, checked first (1e-12 is TINY)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ScenarioError(_where(path, key), f"must be a finite number, got {show(v)}")
     if not finite(v):

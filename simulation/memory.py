@@ -107,7 +107,8 @@ def part(name: str, category: str, tier: str, bytes: float, phase: str = "persis
     lists a dozen of them per tier and a quick estimate should cost ~0.1 ms. ``bytes`` is
     rounded to a whole byte (a share such as a fragmentation fraction or an average
     rounding factor is no fraction of a byte), so totals and free bytes are whole too."""
-    d = {"name": name, "category": category, "tier": tier, "bytes": float(round(bytes)),
+    d = {"name": name, "category": category, "tier": tier,
+         "bytes": float(round(bytes)) if type(bytes) is float and not bytes.is_integer() else bytes,
          "phase": phase,
          "note": note}
     if bytes_per_param is not None:
@@ -339,10 +340,11 @@ def _adder(parts: list, gpn: int, counted: list | None = None, adapters: tuple |
                 state = (state[0], state[1], state[2] * adapters[0] / adapters[1])
             counted.append((*state, tier))
         # node tiers hold every local rank's share; the dict is part()'s, made inline
-        # (whole bytes, as part() rounds them)
-        p = {"name": name, "category": category, "tier": tier,
-             "bytes": float(round(per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn)),
-             "phase": phase, "note": note}
+        b = per_rank_bytes if tier == "hbm" else per_rank_bytes * gpn
+        if type(b) is float and not b.is_integer():      # whole bytes, as part() rounds them
+            b = float(round(b))
+        p = {"name": name, "category": category, "tier": tier, "bytes": b, "phase": phase,
+             "note": note}
         if bpp is not None:
             p["bytes_per_param"] = bpp
         parts.append(p)
@@ -397,7 +399,8 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
         add(f"activations ({layers_held:g} layers, {how}"
             + (f" of {n_ckpt:g} per stage)" if partial else ")"),
             "activations", "hbm", layers_bytes, phase="fwd_bwd", note=note)
-        if tr.recompute == "full" and (_peft_fp32_residual(sc) or _amp_fp32_weights(sc)):
+        if tr.recompute == "full" and (lora is not None and _peft_fp32_residual(sc)
+                                       or tr.dtypes is not None and _amp_fp32_weights(sc)):
             ckpt = n_ckpt / (sc.model.num_layers / tr.pipeline_parallel) * layers_held
             add("fp32 residual stream (checkpointed layer inputs: the other 2 B)", "activations",
                 "hbm", 2 * tr.local_seq_len * tr.sequences_per_micro_batch * sc.model.hidden_size
@@ -406,7 +409,7 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
                      "out.to(inp_dtype)); tests/data/qlora_residual_dtype.json")
     if lora is not None and _peft_fp32_residual(sc):
         _fp32_residual_mlp(add, sc, layers_held, n_ckpt, partial)
-    if _amp_fp32_weights(sc):
+    if tr.dtypes is not None and _amp_fp32_weights(sc):
         _amp_layer_extra(add, sc, layers_held, n_ckpt, partial)
     if lora is not None:
         ab = DTYPE_BYTES["fp32"] if tr.precision == "fp32" else 2
@@ -988,9 +991,9 @@ def _realistic_activations(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: S
             note=_LOSS_NOTES[tr.loss_kernel] + (
                 "; + the tanh output of final_logit_softcapping (Gemma2ForCausalLM)"
                 if softcap and tr.loss_kernel == "torch" else ""))
-        if _amp_fp32_weights(sc):
+        if tr.dtypes is not None and _amp_fp32_weights(sc):
             _autocast_weight_copies(add, sc, pc)
-        if _peft_fp32_residual(sc):
+        if tr.lora is not None and _peft_fp32_residual(sc):
             # PEFT leaves the head in fp32; autocast casts its weight to 16 bits on each call
             # (a frozen weight is not in autocast's cast cache) and the matmul keeps that copy
             # for the input gradient until the head's backward has run
@@ -1006,9 +1009,9 @@ def _amp_fp32_weights(sc: Scenario) -> bool:
     with ``bf16=True`` / ``fp16=True`` trains a model loaded in fp32 (FSDP's and DeepSpeed's
     mixed precision cast the weights themselves)."""
     tr = sc.training
-    return (sc.convention == "realistic" and tr.framework == "huggingface" and tr.lora is None
-            and sc.strategy.kind == "ddp" and tr.dtypes is not None and tr.dtypes.params == "fp32"
-            and tr.precision in ("bf16", "fp16"))
+    return (tr.dtypes is not None and tr.dtypes.params == "fp32" and tr.precision in ("bf16", "fp16")
+            and tr.framework == "huggingface" and tr.lora is None and sc.strategy.kind == "ddp"
+            and sc.convention == "realistic")
 
 
 def _autocast_weight_copies(add, sc: Scenario, pc: ParamCount) -> None:
