@@ -702,7 +702,10 @@ def _row(spec: dict, out: dict, sc: Scenario) -> dict:
     cost = r.get("cost", {})
     goodput = (r.get("checkpoint") or {}).get("goodput")
     ttt = spec["total_tokens"] / tps / (goodput or 1.0) if spec["total_tokens"] and tps else None
-    row = dict(out, status="feasible", message="", layout_index=layout_index(spec, out["index"]),
+    # fit_state: a feasible row may still be "tight" (within the engine's memory error of
+    # the capacity), as the run page of its scenario says
+    row = dict(out, status="feasible", message="", fit_state=r.get("fit_state"),
+               layout_index=layout_index(spec, out["index"]),
                data_parallel=r["parallelism"]["data_parallel"],
                global_batch_size=r["parallelism"]["global_batch_size"],
                grad_accumulation_steps=r["parallelism"]["grad_accumulation_steps"],

@@ -119,7 +119,9 @@ def summarize(point: dict, **lookups) -> dict:
     step = r.get("step", {})
     hbm = r["memory"]["per_gpu"]["hbm"]
     peak = step.get("mfu_peak") or {}
-    return dict(out, valid=True, fits=r["fits"],
+    # fit_state beside fits: a "tight" point (within the engine's memory error of the
+    # capacity) fits but may not; the run page says so, and so must the sweep's row
+    return dict(out, valid=True, fits=r["fits"], fit_state=r.get("fit_state"),
                 violations=[v["message"] for v in r["violations"]],
                 hbm_total_bytes=hbm["total_bytes"], hbm_capacity_bytes=hbm["capacity_bytes"],
                 step_time_s=step.get("time_s"), tokens_per_s=r.get("throughput", {}).get("tokens_per_s"),

@@ -1,6 +1,8 @@
 """What runs and sweep chunks share as Celery jobs: a task base that records the hard time
 limit on the row, and sending a job again under a new task id."""
 
+import json
+import math
 import uuid
 
 from celery import Task
@@ -15,6 +17,40 @@ def limit_exceeded(subject: str, limit_s, hard: bool = False) -> str:
     if hard:
         return f"time limit exceeded: {subject} longer than {limit_s:g} s (hard limit; its process was killed)"
     return f"time limit exceeded: {subject} longer than {limit_s} s"
+
+
+def _first_non_finite(value, path: str = ""):
+    """``(path, value)`` of the first float in ``value`` (dicts and lists) that is inf or
+    NaN, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "(the report)", value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = _first_non_finite(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key)))
+        if found:
+            return found
+    return None
+
+
+def unstorable(value, what: str = "the engine's report") -> str | None:
+    """Why ``value`` cannot be stored or sent as JSON, or None when it can.
+
+    Strict JSON has no inf or NaN: PostgreSQL's jsonb rejects them (``DataError``), SQLite's
+    ``JSON_VALID`` check too (``IntegrityError``) and DRF's renderer raises ``ValueError``
+    ("Out of range float values are not JSON compliant"). A run whose report held one
+    stayed ``running`` until the stale check, and the estimate answered 500; the engine
+    rejects the inputs known to make one, and this keeps any other from doing so.
+    """
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        found = _first_non_finite(value)
+        if found:
+            return (f"{what} holds a number out of range ({found[0]} = {found[1]}), which JSON "
+                    "cannot hold: an input value is probably extreme (a bandwidth, rate or size "
+                    "far too small or large); check the scenario's numbers")
+        return f"{what} cannot be stored as JSON: {exc}"
+    return None
 
 
 def reconnect_after_interrupt() -> None:

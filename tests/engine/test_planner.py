@@ -68,6 +68,8 @@ def test_top_rows_are_ranked_and_explained(small_plan):
         # the row's scenario is a valid scenario: saving it as one gives the same step
         rep = evaluate(Scenario.from_dict(r["scenario"]), detail=False).to_dict()
         assert rep["step"]["time_s"] == r["step_time_s"]
+        # and its memory verdict, "tight" included, as its run page says (rows had none)
+        assert r["fit_state"] == rep["fit_state"]
 
 
 def test_pareto_front_is_not_dominated(small_plan):

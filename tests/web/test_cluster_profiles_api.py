@@ -151,3 +151,44 @@ def test_the_admin_lists_profiles(client, user_admin, owner_api):
     client.force_login(user_admin)
     r = client.get("/admin/scenarios/clusterprofile/")
     assert r.status_code == 200 and b"selene" in r.content
+
+
+def _using(owner, pk, name, as_text=False):
+    """A saved scenario whose cluster names profile ``pk`` (saved as-is: a former teammate's
+    may name a profile its owner can no longer see)."""
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-a100-80gb", "num_nodes": 1,
+                                              "profile": str(pk) if as_text else pk},
+            "training": {"global_batch_size": 8, "seq_len": 2048}, "strategy": {"kind": "zero1"}}
+    return Scenario.objects.create(owner=owner, name=name, spec=spec)
+
+
+def test_a_profile_a_scenario_uses_is_not_deleted_409_naming_them(owner_api, owner, teammate, stranger):
+    """DELETE answered 204 while saved scenarios named the profile, which could then no
+    longer run ("unknown cluster profile"). 409 (RFC 9110 section 15.5.10: "a conflict with
+    the current state of the target resource") naming the scenarios the caller may see."""
+    pk = create(owner_api).json()["id"]
+    mine, theirs = _using(owner, pk, "mine"), _using(teammate, pk, "team's", as_text=True)
+    _using(stranger, pk, "a stranger's")
+    r = owner_api.delete(f"{URL}{pk}/")
+    assert r.status_code == 409, r.content
+    body = r.json()
+    assert body["scenarios"] == [{"id": mine.pk, "name": "mine"}, {"id": theirs.pk, "name": "team's"}]
+    assert "used by 3 saved scenarios" in body["detail"] and "1 scenario of others" in body["detail"]
+    assert f"(id {mine.pk})" in body["detail"] and "a stranger's" not in body["detail"]
+    assert ClusterProfile.objects.filter(pk=pk).exists()
+    Scenario.objects.filter(spec__cluster__has_key="profile").delete()
+    assert owner_api.delete(f"{URL}{pk}/").status_code == 204
+    assert not ClusterProfile.objects.filter(pk=pk).exists()
+
+
+def test_the_admin_refuses_to_delete_a_profile_in_use(owner_api, owner, user_admin, client):
+    pk = create(owner_api).json()["id"]
+    sc = _using(owner, pk, "mine")
+    client.force_login(user_admin)
+    url = f"/admin/scenarios/clusterprofile/{pk}/delete/"
+    page = client.get(url)
+    assert page.status_code == 200 and f"(id {sc.pk}) uses cluster profile" in page.content.decode()
+    client.post(url, {"post": "yes"})
+    client.post("/admin/scenarios/clusterprofile/", {"action": "delete_selected", "_selected_action": [pk],
+                                                    "post": "yes"})
+    assert ClusterProfile.objects.filter(pk=pk).exists()

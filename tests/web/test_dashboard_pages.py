@@ -242,3 +242,21 @@ def test_a_question_button_on_the_scenario_page(owner_client, owner):
     assert comparison.name == "mine: ZeRO-2 vs ZeRO-3 vs FSDP hybrid"
     r = owner_client.post(f"/scenarios/{s.pk}/variants/", {"question": "nope"}, follow=True)
     assert "Could not compare" in r.content.decode()
+
+
+def test_a_recsys_scenario_page_offers_no_framework_configs_nor_variants(owner_client, owner, client):
+    """A recommendation model has no DeepSpeed / FSDP / Megatron config (the export answers
+    400, simulation/export.py _need_transformer), and its sharding, offload and checkpoint
+    choices change nothing the engine reports: "ZeRO-2 vs ZeRO-3 vs FSDP" made three
+    identical columns. Its page offered both; a transformer's still does (above)."""
+    s = Scenario.objects.create(owner=owner, name="dlrm", spec={
+        "recsys": {"preset": "dlrm-mlperf-v2"}, "cluster": {"node": "dgx-h100", "num_nodes": 2}})
+    assert owner_client.get(f"/api/v1/scenarios/{s.pk}/deepspeed.json").status_code == 400
+    html = owner_client.get(f"/scenarios/{s.pk}/").content.decode()
+    for needle in ("deepspeed.json", "fsdp.py", 'id="variants"', "data-question="):
+        assert needle not in html, needle
+    assert f"/sweeps/new/?scenario={s.pk}" in html               # the rest of the page stays
+    r = owner_client.post(f"/scenarios/{s.pk}/variants/", {"question": "sharding"}, follow=True)
+    assert "Could not compare" in r.content.decode() and not Comparison.objects.exists()
+    html = client.get(sharing.create_share(owner, "scenario", s.pk).get_absolute_url()).content.decode()
+    assert "report.json" in html and "deepspeed.json" not in html and "megatron.txt" not in html

@@ -223,3 +223,21 @@ def test_an_integer_past_floats_range_is_a_400_naming_the_field(owner_api, examp
     assert r.status_code == 400, r.content[:200]
     assert list(r.json()) == [f"scenario.{field}"]
     assert "e+309 (an integer of 310 digits)" in r.json()[f"scenario.{field}"][0]
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_report_json_cannot_hold_is_a_400_naming_the_scenario(owner_api, example_spec, monkeypatch, value):
+    """A report holding inf or NaN (RFC 8259 section 6 permits neither) made DRF's renderer
+    raise ValueError "Out of range float values are not JSON compliant": a 500. The engine
+    rejects the inputs known to make one (a NIC of 1e-300 B/s); any other is a 400."""
+    import simulation
+
+    class Report:
+        def to_dict(self):
+            return {"fits": True, "memory": {"per_gpu": {"hbm": {"total_bytes": value}}}}
+
+    monkeypatch.setattr(simulation, "evaluate", lambda *a, **k: Report())
+    r = owner_api.post(URL, {"scenario": example_spec}, format="json")
+    assert r.status_code == 400
+    (message,) = r.json()["scenario"]
+    assert "memory.per_gpu.hbm.total_bytes = " in message and "JSON" in message

@@ -328,3 +328,25 @@ def test_a_profile_of_someone_else_or_of_another_accelerator_is_400(owner_api, s
     r = create(owner_api, with_profile(a100.pk))
     assert r.status_code == 400 and "fitted on a100-sxm4-80gb" in r.json()["spec.cluster.profile"][0], r.json()
     assert not Plan.objects.exists()
+
+
+def test_a_chunk_result_json_cannot_hold_fails_the_chunk_at_once(owner_api, queued, monkeypatch):
+    """Strict JSON has no inf or NaN (RFC 8259 section 6), nor has PostgreSQL's jsonb: a
+    chunk whose result held one raised DataError when stored and stayed running until the
+    read-time check; it fails at once with the field, the other chunks' results kept."""
+    first = PlanChunk.objects.order_by("index").first()
+    real = planner.plan_chunk
+
+    def plan_chunk(spec, index, n_chunks, **kw):
+        out = real(spec, index, n_chunks, **kw)
+        if index == first.index:
+            out["kept"][0]["step_time_s"] = float("inf")
+        return out
+
+    monkeypatch.setattr(planner, "plan_chunk", plan_chunk)
+    plans.execute_chunk(first.pk)
+    first.refresh_from_db()
+    assert first.status == "failed" and "kept[0].step_time_s = inf" in first.error
+    run_chunks()
+    body = owner_api.get(f"{URL}{queued['id']}/").json()
+    assert body["status"] == "failed" and "1 of 3 chunks failed" in body["error"]

@@ -130,3 +130,31 @@ def test_a_ten_thousand_point_sweep_is_made_in_a_request(owner_api, base, settin
     axes[1]["values"].append(10_000)
     r = owner_api.post("/api/v1/sweeps/", {"scenario": base.pk, "axes": axes}, format="json")
     assert r.status_code == 400 and r.json() == {"axes": ["10100 points; at most 10,000 per sweep"]}
+
+
+@pytest.mark.django_db
+def test_a_point_report_json_cannot_hold_fails_that_point_only(owner, base, settings, monkeypatch):
+    """Strict JSON has no inf or NaN (RFC 8259 section 6), nor has PostgreSQL's jsonb: one
+    point whose summary held one made storing the chunk raise DataError, and the chunk stayed
+    running until the read-time check. That point fails, naming the field; the rest are done."""
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 0
+    axes = [{"path": "training.seq_len", "values": [512, 1024, 2048]}]
+    real = sweeps.engine_sweep.summarize
+
+    def summarize(point, **lookups):
+        out = real(point, **lookups)
+        if point["index"] == 1:
+            out["step_time_s"] = float("nan")
+        return out
+
+    monkeypatch.setattr(sweeps.engine_sweep, "summarize", summarize)
+    with mock.patch("tierlab.dashboard.tasks.run_sweep_chunk.apply_async"):
+        sweep = sweeps.create_sweep(owner, base.pk, axes)
+    (chunk,) = sweep.chunks.all()
+    sweeps.execute_chunk(chunk.pk)
+    chunk.refresh_from_db()
+    sweep.refresh_from_db()
+    assert chunk.status == SweepChunk.Status.DONE
+    assert [r["status"] for r in chunk.results] == ["done", "failed", "done"]
+    assert "step_time_s = nan" in chunk.results[1]["error"] and chunk.results[1]["fits"] is False
+    assert sweep.status == "succeeded"

@@ -87,3 +87,27 @@ def test_the_hash_covers_input_and_engine_version():
     assert a == services.input_hash({"y": [1, 2], "x": 1}, "1")
     assert a != services.input_hash({"x": 1, "y": [1, 2]}, "2")
     assert a != services.input_hash({"x": 2, "y": [1, 2]}, "1")
+
+
+def _report_with(value):
+    """A report whose step time is ``value`` (the engine now rejects the inputs that made
+    one infinite, e.g. a NIC of 1e-300 B/s; this stands in for any other)."""
+    return {"fits": True, "memory": {}, "step": {"time_s": value, "breakdown": [1.0, value]}}
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_a_report_json_cannot_hold_fails_the_run_and_its_followers_at_once(run, monkeypatch, value):
+    """Strict JSON has no inf or NaN (RFC 8259 section 6: "Numeric values that cannot be
+    represented in the grammar below (such as Infinity and NaN) are not permitted"), nor has
+    PostgreSQL's jsonb: storing such a report raised DataError in the task, and the run
+    stayed running until the stale check (360 s), its followers (identical input) waiting."""
+    follower = services.start_run(run.scenario)
+    assert follower.reused_from_id == run.pk and follower.status == "queued"
+    monkeypatch.setattr(services, "evaluate_resolved", lambda *a, **k: _report_with(value))
+    tasks.run_scenario.apply(args=[run.pk], task_id=run.celery_task_id)
+    run.refresh_from_db()
+    follower.refresh_from_db()
+    assert run.status == "failed" and run.result is None and run.finished_at is not None
+    assert "step.time_s = " in run.error and "JSON" in run.error
+    assert follower.status == "failed" and follower.error == run.error
+    assert services.settle_followers() == 0            # nobody is sent to compute it again

@@ -112,7 +112,7 @@ def sweep_csv(payload: dict) -> str:
 
     Columns: index (0-based, the engine's grid order), one per axis (its path; the value
     as the scenario takes it), status (done, pending, failed, cancelled), valid, fits,
-    pareto (on the cost / step-time front), the numbers in SI units as their names say
+    fit_state (fits, tight: it may not fit, does_not_fit; empty for a point not evaluated), pareto (on the cost / step-time front), the numbers in SI units as their names say
     (``step_time_s``, ``hbm_total_bytes``; ``mfu`` and ``goodput`` fractions; ``mfu`` is over
     the peak ``mfu_peak_precision`` names, fp8 for an FP8 point, and ``mfu_16bit_peak`` over
     the 16-bit peak for every point, the column that compares), error.
@@ -122,9 +122,10 @@ def sweep_csv(payload: dict) -> str:
     front = set(payload.get("pareto") or [])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["index", *paths, "status", "valid", "fits", "pareto", *SWEEP_CSV_FIELDS, "error"])
+    w.writerow(["index", *paths, "status", "valid", "fits", "fit_state", "pareto", *SWEEP_CSV_FIELDS, "error"])
     for p in payload["points"]:
         w.writerow([p["index"], *[_cell(p["values"].get(k)) for k in paths], p.get("status", ""),
-                    _cell(p.get("valid")), _cell(p.get("fits")), _cell(p["index"] in front),
+                    _cell(p.get("valid")), _cell(p.get("fits")), p.get("fit_state") or "",
+                    _cell(p["index"] in front),
                     *[_cell(p.get(k)) for k in SWEEP_CSV_FIELDS], p.get("error") or ""])
     return buf.getvalue()

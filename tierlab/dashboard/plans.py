@@ -243,7 +243,8 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     Plan.objects.filter(pk=plan.pk, status=Plan.Status.QUEUED).update(status=Plan.Status.RUNNING, started_at=now)
 
     def progress(p: dict) -> None:
-        PlanChunk.objects.filter(pk=chunk.pk).update(done=p["done"], feasible=p["feasible"], best=p["best"])
+        best = None if jobs.unstorable(p["best"]) else p["best"]     # inf/NaN: jsonb refuses it
+        PlanChunk.objects.filter(pk=chunk.pk).update(done=p["done"], feasible=p["feasible"], best=best)
         if Plan.objects.filter(pk=plan.pk, cancelled=True).exists():
             raise _Cancelled
 
@@ -264,6 +265,9 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     except Exception as exc:
         log.exception("plan chunk %s failed", chunk_id)
         status, reason = PlanChunk.Status.FAILED, f"engine error: {type(exc).__name__}: {exc}"
+    if result is not None and (unstorable := jobs.unstorable(result, "the chunk's result")):
+        log.error("plan chunk %s: %s", chunk_id, unstorable)   # jsonb would refuse it: failed now
+        result, status, reason = None, PlanChunk.Status.FAILED, unstorable
     finish_chunk(chunk, result, status, reason)
 
 

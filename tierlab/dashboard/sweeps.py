@@ -550,6 +550,11 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
                 next_check = time.monotonic() + PROGRESS_EVERY_S
             summary = engine_sweep.summarize(point, **lookups)
             summary["status"] = "done"
+            unstorable = jobs.unstorable(summary, "the point's report")
+            if unstorable:                            # inf/NaN: jsonb would refuse the whole chunk
+                log.error("sweep chunk %s, point %s: %s", chunk_id, point["index"], unstorable)
+                summary = {"index": point["index"], "values": point["values"], "valid": False,
+                           "fits": False, "status": "failed", "error": unstorable}
             results.append(summary)
             unwritten += 1
     except SoftTimeLimitExceeded:

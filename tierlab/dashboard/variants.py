@@ -144,6 +144,10 @@ def compare_variants(owner, scenario_id, question: str) -> Comparison:
         base = Scenario.objects.visible_to(owner).get(pk=parse_id(scenario_id, "scenario"))
     except Scenario.DoesNotExist:
         raise InputError("scenario", f"you have no scenario {scenario_id!r}") from None
+    if not base.has_transformer:
+        raise InputError("question", "a recommendation model's scenario has no variants to compare: "
+                                     "its sharding, offload and checkpoint choices change nothing the "
+                                     "engine reports for it")
     try:
         made = variants(base.spec, question)
     except ScenarioError as exc:

@@ -44,3 +44,15 @@ class ClusterProfileAdmin(admin.ModelAdmin):
     search_fields = ["name", "owner__username"]
     raw_id_fields = ["owner"]
     readonly_fields = ["measurements", "figures", "fits", "created_at", "updated_at"]
+
+    def get_deleted_objects(self, objs, request):
+        """A profile a saved scenario uses is "protected": the admin's delete page (and the
+        bulk action) refuses it, listing the scenarios, as the API's 409 does; the scenarios
+        could no longer run."""
+        from tierlab.scenarios import profiles
+
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for profile in objs:
+            for sc in profiles.scenarios_using(profile):
+                protected.append(f"Scenario {sc.name!r} (id {sc.pk}) uses cluster profile {profile.name!r}")
+        return deleted, counts, perms_needed, protected

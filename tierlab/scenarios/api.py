@@ -172,6 +172,20 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
         except ScenarioError as exc:
             raise ValidationError({exc.field: [exc.message]}) from None
 
+    @extend_schema(responses={204: None, 409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
+        "Saved scenarios use the profile (`\"cluster\": {\"profile\": <id>}`): `{\"detail\": "
+        "\"...\", \"scenarios\": [{\"id\", \"name\"}]}` (yours and your team's); nothing is deleted."))})
+    def destroy(self, request, *args, **kwargs):
+        """Delete the profile (its owner), unless a saved scenario uses it: then 409 naming
+        them, since they could no longer run."""
+        profile = self.get_object()
+        refusal = profiles.in_use_message(profile, request.user)
+        if refusal is not None:
+            detail, listed = refusal
+            return Response({"detail": detail, "scenarios": listed}, status=status.HTTP_409_CONFLICT)
+        profile.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
     def perform_update(self, serializer):
         data, profile = serializer.validated_data, serializer.instance
         try:

@@ -48,6 +48,15 @@ class Scenario(models.Model):
         return labels.strategy_label(self.spec)
 
     @property
+    def has_transformer(self) -> bool:
+        """False for a recommendation-model (recsys, DLRM) scenario without a transformer:
+        it has no framework configs (DeepSpeed, FSDP, Megatron: the export refuses them) and
+        its strategy, offload and checkpoint choices change nothing the engine reports, so the
+        pages offer neither."""
+        spec = self.spec if isinstance(self.spec, dict) else {}
+        return not ("recsys" in spec and not spec.get("model"))
+
+    @property
     def last_run(self):
         """The latest run, without its report and input (lists show only its state)."""
         return self.runs.defer("result", "input").order_by("-created_at", "-id").first()

@@ -2,10 +2,11 @@
 :mod:`simulation.calibrate`) and save them; views and the API stay thin."""
 
 from django.conf import settings
+from django.db.models import Q
 
 from simulation import ScenarioError, calibrate
 from tierlab.scenarios import services
-from tierlab.scenarios.models import ClusterProfile
+from tierlab.scenarios.models import ClusterProfile, Scenario
 
 
 def fit(measurements: dict, name: str = "") -> dict:
@@ -51,3 +52,29 @@ def check_visible(spec, user) -> None:
     if pk is None or user is None or not ClusterProfile.objects.visible_to(user).filter(pk=pk).exists():
         raise ScenarioError("cluster.profile", f"unknown cluster profile {ref!r}; give the id of a "
                                                "profile you or your team own (GET /api/v1/cluster-profiles/)")
+
+
+def scenarios_using(profile: ClusterProfile):
+    """The saved scenarios whose spec names ``profile`` (``"cluster": {"profile": <id>}``;
+    an id given as text, "3", is one too, as :func:`check_visible` takes it)."""
+    return Scenario.objects.filter(Q(spec__cluster__profile=profile.pk)
+                                   | Q(spec__cluster__profile=str(profile.pk))).order_by("pk")
+
+
+def in_use_message(profile: ClusterProfile, user=None) -> tuple[str, list[dict]] | None:
+    """Why ``profile`` cannot be deleted, and ``[{id, name}]`` of the scenarios that use it
+    that ``user`` may see (theirs and their team's; every one without ``user``); None when
+    no scenario uses it. Deleting it left those scenarios unable to run ("unknown cluster
+    profile")."""
+    using = scenarios_using(profile)
+    if not using.exists():
+        return None
+    shown = using.visible_to(user) if user is not None else using
+    listed = [{"id": sc.pk, "name": sc.name} for sc in shown.only("pk", "name")]
+    hidden = using.count() - len(listed)
+    names = ", ".join(f"{sc['name']!r} (id {sc['id']})" for sc in listed)
+    if hidden:
+        names += (", and " if names else "") + f"{hidden} scenario{'s' if hidden > 1 else ''} of others"
+    n = len(listed) + hidden
+    return (f"cluster profile {profile.pk} is used by {n} saved scenario{'s' if n > 1 else ''}: {names}; "
+            "they could no longer run. Point them at another profile (or none) first"), listed

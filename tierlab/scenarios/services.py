@@ -75,8 +75,17 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
         check_request_work(scenario, False, False)
         report = simulation.evaluate(scenario, include_step=False).to_dict()
         report["step_skipped"] = {"field": exc.field, "reason": exc.message}
-        return report
-    return simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict()
+        return _storable(report)
+    return _storable(simulation.evaluate(scenario, include_step=include_step, detail=detail).to_dict())
+
+
+def _storable(report: dict) -> dict:
+    """``report``, or ScenarioError (``scenario``) when it holds inf or NaN
+    (:func:`tierlab.jobs.unstorable`): a 400, not the renderer's 500."""
+    reason = jobs.unstorable(report)
+    if reason:
+        raise ScenarioError("scenario", reason)
+    return report
 
 
 def check_profile_visible(spec, user) -> None:
@@ -372,9 +381,31 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
         log.exception("run %s failed", run_id)
         run.mark_failed(f"engine error: {type(exc).__name__}: {exc}")
     else:
-        if not run.mark_succeeded(result):
-            log.info("run %s finished but was already %s; result not stored", run_id, run.status)
+        reason = jobs.unstorable(result)
+        if reason:
+            # The same input gives the same report: runs waiting for this one fail with it
+            # at once, none is sent to compute it again.
+            log.error("run %s: %s", run_id, reason)
+            if run.mark_failed(reason):
+                fail_followers(run, reason)
+        else:
+            try:
+                stored = run.mark_succeeded(result)
+            except Exception as exc:        # a report the database refused: never left running
+                log.exception("run %s: its result could not be stored", run_id)
+                jobs.reconnect_after_interrupt()
+                run.mark_failed(f"the result could not be stored: {type(exc).__name__}: {exc}")
+            else:
+                if not stored:
+                    log.info("run %s finished but was already %s; result not stored", run_id, run.status)
     settle_followers(run)
+
+
+def fail_followers(leader: Run, reason: str) -> int:
+    """Fail the queued runs waiting for ``leader`` (identical input) with ``reason``: for a
+    failure the input itself causes, which computing it again would only repeat."""
+    return Run.objects.filter(reused_from=leader, status=Run.Status.QUEUED).update(
+        status=Run.Status.FAILED, error=reason, finished_at=timezone.now())
 
 
 def fail_after_hard_limit(run_id: int, limit_s: float) -> None:

@@ -73,6 +73,8 @@ export interface SweepPoint {
   status: "done" | "failed" | "cancelled" | "pending" | string;
   valid?: boolean;
   fits?: boolean;
+  /** fits | tight (within the engine's memory error: it may not fit) | does_not_fit. */
+  fit_state?: "fits" | "tight" | "does_not_fit" | null;
   error?: string;
   violations?: string[];
   hbm_total_bytes?: number | null;

@@ -38,7 +38,9 @@ function outcome(p: SweepPoint, onFront: boolean): string {
   if (p.status !== "done") return p.status === "pending" ? "not yet run" : `${p.status}: ${p.error ?? ""}`;
   if (p.valid === false) return `invalid: ${p.error ?? ""}`;
   if (!p.fits) return `does not fit${p.violations?.length ? `: ${p.violations.join("; ")}` : ""}`;
-  return onFront ? "fits ◆ Pareto front" : "fits";
+  // "tight" as the run page says it: within the engine's memory error of the capacity
+  const fit = p.fit_state === "tight" ? "tight: it may not fit" : "fits";
+  return onFront ? `${fit} ◆ Pareto front` : fit;
 }
 
 /** Rows the points table shows, then at most as many more of the Pareto front (which keeps
@@ -95,7 +97,10 @@ function pointsTable(sweep: Sweep, url: string): HTMLElement {
         h("td", { class: "num" }, show(p.usd_per_hour, (v) => `${formatUSD(v)}/h`)),
         h("td", { class: "num" }, show(p.usd_per_million_tokens, (v) => formatUSD(v))),
         h("td", { class: "num" }, num(p.hbm_total_bytes) === null
-          ? "—" : valuePieces(formatBytes(p.hbm_total_bytes as number)).map((piece) => h("span", { class: "piece" }, piece, " "))),
+          ? "—" : valuePieces(formatBytes(p.hbm_total_bytes as number)).flatMap((piece, i) => [
+            // the space between the pieces, not inside one: a trailing space in an
+            // inline-block is dropped ("160.7 GB(149.7 GiB)" when they share a line)
+            i ? " " : "", h("span", { class: "piece" }, piece)])),
         h("td", { class: "num" }, mfuText(p).replace(/ /g, "\u00a0")))))));
   if (all) return region;
   // a sweep of yours or your team's has its CSV (/api/v1/sweeps/<id>/points.csv); a shared

@@ -58,7 +58,8 @@ class SweepSerializer(serializers.Serializer):
     total_points = serializers.IntegerField()
     chunks = serializers.IntegerField(help_text="Celery tasks the points were split into")
     points = serializers.JSONField(help_text="Per point: index, values, status (done | failed | cancelled | "
-                                             "pending), valid, fits, step_time_s, usd_per_million_tokens, ...")
+                                             "pending), valid, fits, fit_state (fits | tight | "
+                                             "does_not_fit), step_time_s, usd_per_million_tokens, ...")
     pareto = serializers.ListField(child=serializers.IntegerField(),
                                    help_text="Indices of feasible points no other beats on both cost and step time")
     error = serializers.CharField()

@@ -21,5 +21,8 @@ def share_panel(context, kind: str, target):
 
 @register.inclusion_tag("dashboard/_variants.html", takes_context=True)
 def variant_buttons(context, scenario):
-    """Buttons that compare the scenario's variants for one question each."""
-    return {"scenario": scenario, "questions": list(QUESTIONS.items()), "csrf_token": context.get("csrf_token")}
+    """Buttons that compare the scenario's variants for one question each; none for a
+    recommendation model's (sharding, offload and checkpoint choices change nothing the
+    engine reports for it: the comparison's columns were identical)."""
+    questions = list(QUESTIONS.items()) if scenario.has_transformer else []
+    return {"scenario": scenario, "questions": questions, "csrf_token": context.get("csrf_token")}
