@@ -855,8 +855,12 @@ function mount(root: HTMLElement): void {
     scheduleEstimate();
   });
   form.addEventListener("input", (e) => {
-    // numbers and the LoRA target list re-estimate while typed (other text: name only)
-    if ((e.target as Control).type === "number" || e.target === c.loraTargets) scheduleEstimate();
+    // numbers and the list inputs re-estimate while typed (the name does not): a list cleared
+    // without leaving the input must not keep the error its last value gave
+    const el = e.target as Control;
+    if (el.type === "number" || el === c.loraTargets || el === c.ppLayers || el === c.recomputeModules) {
+      scheduleEstimate();
+    }
   });
 
   exampleSelect.addEventListener("change", () => {
