@@ -260,3 +260,18 @@ def test_a_recsys_scenario_page_offers_no_framework_configs_nor_variants(owner_c
     assert "Could not compare" in r.content.decode() and not Comparison.objects.exists()
     html = client.get(sharing.create_share(owner, "scenario", s.pk).get_absolute_url()).content.decode()
     assert "report.json" in html and "deepspeed.json" not in html and "megatron.txt" not in html
+
+
+def test_the_index_lists_your_plans(owner_client, owner):
+    # no page listed one's plans (newcomer check): the comparisons index lists them beside sweeps
+    from tierlab.dashboard import plans
+    html = owner_client.get("/compare/").content.decode()
+    assert "No plans yet." in html and 'href="/plans/new/"' in html
+    plan = plans.create_plan(owner, {"model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
+                                     "training": {"seq_len": 2048, "global_batch_size": 8},
+                                     "space": {"tensor_parallel": [1], "pipeline_parallel": [1],
+                                               "micro_batch_size": [1], "recompute": ["full"],
+                                               "strategies": ["zero1"]}}, "my plan")
+    html = owner_client.get("/compare/").content.decode()
+    assert 'id="plan-list"' in html and f'href="/plans/{plan.pk}/">my plan</a>' in html
+    assert "<td>step_time</td>" in html

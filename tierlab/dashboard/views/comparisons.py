@@ -10,7 +10,7 @@ from django.urls import reverse
 from tierlab.access import can_change, get_visible_or_404
 from tierlab.dashboard import comparisons
 from tierlab.dashboard.comparisons import InputError
-from tierlab.dashboard.models import Comparison, Sweep
+from tierlab.dashboard.models import Comparison, Plan, Sweep
 
 
 def _list_with_ticks(ids) -> str:
@@ -24,7 +24,7 @@ def _list_with_ticks(ids) -> str:
 
 @login_required
 def compare_index(request):
-    """GET: your comparisons and sweeps and your team's. POST (the scenario list's Compare button): compare
+    """GET: your comparisons, sweeps and plans and your team's. POST (the scenario list's Compare button): compare
     the checked scenarios."""
     if request.method == "POST":
         try:
@@ -39,6 +39,7 @@ def compare_index(request):
         "comparisons": Comparison.objects.visible_to(request.user).select_related("owner")
                                          .prefetch_related("items__scenario")[:100],
         "sweeps": Sweep.objects.visible_to(request.user).select_related("owner")[:100],
+        "plans": Plan.objects.visible_to(request.user).select_related("owner")[:100],
     })
 
 
