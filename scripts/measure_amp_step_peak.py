@@ -34,7 +34,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from measure_qlora_step_peak import _events, _op_at  # noqa: E402
+from measure_qlora_step_peak import profiled_step  # noqa: E402
 
 
 def run(p: dict) -> dict:
@@ -49,27 +49,11 @@ def run(p: dict) -> dict:
         model.config.use_cache = False
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     ids = torch.randint(0, p["vocab"], (p["b"], p["s"]))
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                profile_memory=True) as prof:
-        with torch.profiler.record_function("forward"):
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = model(input_ids=ids, labels=ids).loss
-        with torch.profiler.record_function("backward"):
-            loss.backward()
-    mem, ops = _events(prof)
-    fwd_end = max(s1 for _, s1, n in ops if n == "forward")
-    live, peak, peak_t, at_fwd_end = 0, 0, 0, 0
-    for t, nbytes in mem:
-        live += nbytes
-        if live > peak:
-            peak, peak_t = live, t
-        if t <= fwd_end:
-            at_fwd_end = live
-    print(f"{p['id']:<48} end of forward {at_fwd_end:>11} B  peak {peak:>11} B ({_op_at(ops, peak_t)})",
-          file=sys.stderr)
-    return {"id": p["id"], "config": p, "linear_params": linear, "forward_end_bytes": at_fwd_end,
-            "peak_bytes": peak, "peak_op": _op_at(ops, peak_t),
-            "peak_phase": "forward" if peak_t <= fwd_end else "backward"}
+    m = profiled_step(model, input_ids=ids, labels=ids)
+    print(f"{p['id']:<48} end of forward {m['forward_end_bytes']:>11} B  peak {m['peak_bytes']:>11} B "
+          f"({m['peak_op']})", file=sys.stderr)
+    return {"id": p["id"], "config": p, "linear_params": linear, "forward_end_bytes": m["forward_end_bytes"],
+            "peak_bytes": m["peak_bytes"], "peak_op": m["peak_op"], "peak_phase": m["peak_phase"]}
 
 
 def points() -> list[dict]:

@@ -87,6 +87,32 @@ def _op_at(ops: list, t: int) -> str:
     return name
 
 
+def profiled_step(model, **inputs) -> dict:
+    """One forward (under ``torch.autocast("cpu", bfloat16)``) and backward of ``model`` on
+    ``inputs`` under the profiler's memory events: ``peak_bytes`` (allocated above what was
+    before), ``peak_op``, ``peak_phase`` (forward or backward), ``forward_end_bytes`` and the
+    ``loss``."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                profile_memory=True, record_shapes=False) as prof:
+        with torch.profiler.record_function("forward"):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(**inputs).loss
+        with torch.profiler.record_function("backward"):
+            loss.backward()
+    mem, ops = _events(prof)
+    fwd_end = max(s1 for _, s1, n in ops if n == "forward")
+    live, peak, peak_t, at_fwd_end = 0, 0, 0, 0
+    for t, nbytes in mem:
+        live += nbytes
+        if live > peak:
+            peak, peak_t = live, t
+        if t <= fwd_end:
+            at_fwd_end = live
+    return {"peak_bytes": peak, "peak_op": _op_at(ops, peak_t),
+            "peak_phase": "forward" if peak_t <= fwd_end else "backward",
+            "forward_end_bytes": at_fwd_end, "loss": loss}
+
+
 def run(p: dict) -> dict:
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=p["vocab"], hidden_size=p["h"], intermediate_size=p["ffn"],
@@ -103,28 +129,12 @@ def run(p: dict) -> dict:
     model.train()
     ids = torch.randint(0, p["vocab"], (p["b"], p["s"]))
     mask = torch.ones_like(ids)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                profile_memory=True, record_shapes=False) as prof:
-        with torch.profiler.record_function("forward"):
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                loss = model(input_ids=ids, attention_mask=mask, labels=ids).loss
-        with torch.profiler.record_function("backward"):
-            loss.backward()
-    mem, ops = _events(prof)
-    fwd_end = max(s1 for _, s1, n in ops if n == "forward")
-    live, peak, peak_t, at_fwd_end = 0, 0, 0, 0
-    for t, nbytes in mem:
-        live += nbytes
-        if live > peak:
-            peak, peak_t = live, t
-        if t <= fwd_end:
-            at_fwd_end = live
-    peak_op = _op_at(ops, peak_t)
-    phase = "forward" if peak_t <= fwd_end else "backward"
-    print(f"{p['id']:<44} peak {peak:>12} B in {phase} ({peak_op}); end of forward {at_fwd_end:>12} B",
-          file=sys.stderr)
-    return {"id": p["id"], "config": p, "peak_bytes": peak, "peak_phase": phase, "peak_op": peak_op,
-            "forward_end_bytes": at_fwd_end, "loss_dtype": str(loss.dtype).replace("torch.", "")}
+    m = profiled_step(model, input_ids=ids, attention_mask=mask, labels=ids)
+    print(f"{p['id']:<44} peak {m['peak_bytes']:>12} B in {m['peak_phase']} ({m['peak_op']}); "
+          f"end of forward {m['forward_end_bytes']:>12} B", file=sys.stderr)
+    return {"id": p["id"], "config": p, "peak_bytes": m["peak_bytes"], "peak_phase": m["peak_phase"],
+            "peak_op": m["peak_op"], "forward_end_bytes": m["forward_end_bytes"],
+            "loss_dtype": str(m["loss"].dtype).replace("torch.", "")}
 
 
 def points() -> list[dict]:

@@ -439,18 +439,14 @@ def _stored_activations(add, sc: Scenario, lay: Layout, plan: StagePlan,
     return layers_held
 
 
-def _fp32_residual_mlp(add, sc: Scenario, layers_held: float, n_ckpt: float, partial: bool) -> None:
-    """The fp32 MLP tensors of a QLoRA base under PEFT (:func:`_peft_fp32_residual`;
-    :func:`simulation.activations.fp32_residual_mlp_bytes`, measured with bitsandbytes):
-    every stored layer's without full recomputation; with it, the one layer re-run in
-    backward (its rebuilt MLP), and the plain layers' where only some are checkpointed."""
-    tr = sc.training
-    extra = fp32_residual_mlp_bytes(_shape(sc.model, tr, "none"))
+def _per_layer_part(add, sc: Scenario, what: str, extra: float, note: str, layers_held: float,
+                    n_ckpt: float, partial: bool) -> None:
+    """``extra`` bytes a layer keeps as a part: every stored layer's without full
+    recomputation; with it, the one layer re-run in backward, and the plain layers' too where
+    only some are checkpointed."""
     if extra <= 0:
         return
-    what = "fp32 MLP tensors of the fp32 residual (gate, SiLU input and output, up)"
-    note = ("bitsandbytes returns out.to(inp_dtype): the frozen MLP's element-wise tensors are "
-            "fp32, 2 B more each; tests/data/saved_tensors_qlora_hf.json")
+    tr = sc.training
     if tr.recompute == "full" and partial:
         plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
         add(f"{what} ({plain:g} plain layers, +1 re-run)", "activations", "hbm",
@@ -461,30 +457,26 @@ def _fp32_residual_mlp(add, sc: Scenario, layers_held: float, n_ckpt: float, par
     else:
         add(f"{what} ({layers_held:g} layers)", "activations", "hbm", extra * layers_held,
             phase="fwd_bwd", note=note)
+
+
+def _fp32_residual_mlp(add, sc: Scenario, layers_held: float, n_ckpt: float, partial: bool) -> None:
+    """The fp32 MLP tensors of a QLoRA base under PEFT (:func:`_peft_fp32_residual`;
+    :func:`simulation.activations.fp32_residual_mlp_bytes`, measured with bitsandbytes)."""
+    _per_layer_part(add, sc, "fp32 MLP tensors of the fp32 residual (gate, SiLU input and output, up)",
+                    fp32_residual_mlp_bytes(_shape(sc.model, sc.training, "none")),
+                    "bitsandbytes returns out.to(inp_dtype): the frozen MLP's element-wise tensors are "
+                    "fp32, 2 B more each; tests/data/saved_tensors_qlora_hf.json",
+                    layers_held, n_ckpt, partial)
 
 
 def _amp_layer_extra(add, sc: Scenario, layers_held: float, n_ckpt: float, partial: bool) -> None:
     """What a transformers block saves in addition under torch AMP on fp32 weights
-    (:func:`_amp_fp32_weights`; :func:`simulation.activations.amp_fp32_weight_bytes`):
-    every stored layer's without full recomputation, the re-run layer's in backward with it
-    (and the plain layers' where only some are checkpointed)."""
-    tr = sc.training
-    extra = amp_fp32_weight_bytes(_shape(sc.model, tr, "none"))
-    if extra <= 0:
-        return
-    what = "AMP on fp32 weights: fp32 norm outputs, a 16-bit input cast per projection"
-    note = ("RMSNorm's weight x x is fp32, and autocast casts the fp32 norm output once for "
-            "each of q, k, v and gate, up; tests/data/saved_tensors_amp_hf.json")
-    if tr.recompute == "full" and partial:
-        plain = layers_held * (1 - n_ckpt / (sc.model.num_layers / tr.pipeline_parallel))
-        add(f"{what} ({plain:g} plain layers, +1 re-run)", "activations", "hbm",
-            extra * (plain + 1), phase="fwd_bwd", note=note)
-    elif tr.recompute == "full":
-        add(f"{what} (1 layer re-run in backward)", "activations", "hbm", extra,
-            phase="backward", note=note)
-    else:
-        add(f"{what} ({layers_held:g} layers)", "activations", "hbm", extra * layers_held,
-            phase="fwd_bwd", note=note)
+    (:func:`_amp_fp32_weights`; :func:`simulation.activations.amp_fp32_weight_bytes`)."""
+    _per_layer_part(add, sc, "AMP on fp32 weights: fp32 norm outputs, a 16-bit input cast per projection",
+                    amp_fp32_weight_bytes(_shape(sc.model, sc.training, "none")),
+                    "RMSNorm's weight x x is fp32, and autocast casts the fp32 norm output once for "
+                    "each of q, k, v and gate, up; tests/data/saved_tensors_amp_hf.json",
+                    layers_held, n_ckpt, partial)
 
 
 def in_flight_variant(parts: list[dict], spans: list, sc: Scenario, lay: Layout,
