@@ -232,6 +232,15 @@ PASSES = {
 # (8), sum (4), ``div_`` (8) forward: 38 B a logit, 19 passes; backward ``mul_`` (8) and
 # the cast's gradient back to 16 bits (read 4, write 2): 14 B, 7 passes.
 LOSS_PASSES = {"megatron": (19, 7), "pytorch_eager": (6, 4), "torch_compile": (6, 4)}
+# ALiBi on eager attention: the biases (a [b x heads, 1, s] tensor) are the ``input`` of the
+# score GEMM, ``torch.baddbmm(alibi, q, k^T, beta=1)`` (Megatron-DeepSpeed, bigscience-
+# workshop/Megatron-DeepSpeed megatron/model/transformer.py ParallelAttention.forward, the
+# code BLOOM trained with; transformers' BloomAttention ``alibi.baddbmm``): the broadcast
+# input is first copied into the [b x heads, s, s] result (one write of the scores) and
+# the GEMM then reads it back as C (beta = 1; one read), where without biases it is an
+# empty buffer (beta = 0). The biases need no gradient: nothing in backward. Under
+# FlashAttention (``alibi_slopes``) the bias is added in the kernel: no pass.
+ALIBI_SCORE_PASSES = 2
 
 
 def software_stack(sc: Scenario) -> str:
@@ -614,6 +623,8 @@ def _layer_times_of(m, tr, acc, pc: ParamCount) -> dict:
         sp_f, sp_b = st["softmax"]
         if attn_drop:
             sp_f, sp_b = sp_f + st["attn_dropout"][0], sp_b + st["attn_dropout"][1]
+        if m.position_embedding == "alibi":
+            sp_f += ALIBI_SCORE_PASSES
         a_fwd += sp_f * sc_el * eb / hbm
         a_bwd += sp_b * sc_el * eb / hbm
 

@@ -226,8 +226,9 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
             raise _err("activation", f"must be one of {', '.join(_FALCON_ACTS)} (a single-op "
                                      f"activation: the engine counts its input only), got {show(act)}")
         if _bool(cfg, "alibi", False):
-            raise _err("alibi", "must be false: ALiBi position biases are not modelled (RoPE or "
-                                "learned positions only)")
+            raise _err("alibi", "must be false: Falcon's ALiBi layers (FalconAttention's alibi "
+                                "path) are not modelled; for Megatron-DeepSpeed / BLOOM-style ALiBi "
+                                "set model.position_embedding to \"alibi\" by hand")
         new_arch = _bool(cfg, "new_decoder_architecture", False)
         parallel = _bool(cfg, "parallel_attn", True)
         # FalconAttention: num_kv_heads if new_decoder_architecture or not multi_query, else 1

@@ -54,6 +54,7 @@ DEEPSPEED_RELEASES = ("current", "v0.3-v0.5")
 # PyTorch FSDP API (``strategy.fsdp_version``, as Hugging Face Accelerate names it):
 # 1 = ``FullyShardedDataParallel`` (flat parameters), 2 = ``fully_shard`` (per-parameter DTensor)
 FSDP_VERSIONS = (1, 2)
+POSITION_EMBEDDINGS = ("rope", "learned", "alibi")
 STRATEGY_KINDS = ("ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
                   "zero_offload", "zero_infinity", "megatron_dist_opt")
 OFFLOAD_TARGETS = ("none", "cpu", "nvme", "cxl")
@@ -131,6 +132,11 @@ class ModelSpec:
     Either the architecture (layers, hidden size, heads, FFN size, vocab) is given and the
     parameter count is derived, or ``num_params`` is given (then ``num_layers`` and
     ``hidden_size`` are still needed for activations).
+
+    ``position_embedding``: ``rope`` (rotary, no parameters), ``learned`` (a max_seq_len x
+    hidden table) or ``alibi`` (ALiBi's per-head linear biases on the attention scores,
+    Press et al. 2022, no parameters: BLOOM, MPT; simulation/compute.py counts its bias
+    add on eager attention's scores).
     """
     name: str = "custom"
     num_layers: int | None = None
@@ -300,7 +306,7 @@ class ModelSpec:
             vocab_size=_int(d, "vocab_size", path, maximum=100_000_000),
             gated_mlp=_bool(d, "gated_mlp", path, True),
             tied_embeddings=_bool(d, "tied_embeddings", path, False),
-            position_embedding=_choice(d, "position_embedding", path, ("rope", "learned"), "rope"),
+            position_embedding=_choice(d, "position_embedding", path, POSITION_EMBEDDINGS, "rope"),
             norm=_choice(d, "norm", path, ("rmsnorm", "layernorm"), "rmsnorm"),
             linear_bias=_bool(d, "linear_bias", path, False),
             head_dim=(_int(d, "head_dim", path, minimum=1, maximum=100_000)

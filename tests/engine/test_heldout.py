@@ -6,7 +6,8 @@ Megatron-Bridge's Llama 3 8B FP8 rows on B200 / GB200 and its DGX-H100 FP8 rows 
 8B / 70B and Llama 3.1 405B (tests/data/reference/megatron_core_h100_2024.json,
 torchtitan_llama3_h100_2024.json, nemo_h100_bf16_2026.json, megatron_bridge_blackwell_2025.json,
 megatron_bridge_h100_fp8_2025.json; the last two in test_heldout_blackwell.py and
-test_heldout_h100_fp8.py). No engine figure was set from these rows; the H100's
+test_heldout_h100_fp8.py) and BLOOM 176B's logged step on 384 A100s (Megatron-DeepSpeed,
+bloom_176b_2022.json; test_alibi.py). No engine figure was set from these rows; the H100's
 sustained GEMM rate (simulation/compute.py, gpu-fryer's 730 TFLOP/s) was chosen by a rule
 written down beforehand (the A100's: a square 8192 16-bit cuBLAS matmul held for seconds), but
 in the knowledge that every H100 row came out too fast at the best-of-sweep 794.5.
@@ -24,7 +25,7 @@ from simulation import evaluate_dict
 from tests.refdata import cases
 
 HELD_OUT = ("megatron_core_h100_2024", "torchtitan_llama3_h100_2024", "nemo_h100_bf16_2026",
-            "megatron_bridge_blackwell_2025", "megatron_bridge_h100_fp8_2025")
+            "megatron_bridge_blackwell_2025", "megatron_bridge_h100_fp8_2025", "bloom_176b_2022")
 
 
 def errors(name: str) -> dict:
@@ -106,11 +107,11 @@ def test_torch_compile_is_faster_than_eager_as_measured():
         assert m[comp] < m[eager] and e[comp] < e[eager]
 
 
-@pytest.mark.xfail(strict=True, reason="held-out mean |error| 12.5 % over 32 rows (Megatron-Core "
+@pytest.mark.xfail(strict=True, reason="held-out mean |error| 12.4 % over 33 rows (Megatron-Core "
                                        "H100 10.7 %, torchtitan H100 24.3 %, NeMo AutoModel H100 8.2 %, "
                                        "Megatron-Bridge B200 / GB200 FP8 21.2 %, Megatron-Bridge H100 FP8 "
-                                       "7.9 %); see the tests above, below and in "
-                                       "test_heldout_blackwell.py and test_heldout_h100_fp8.py")
+                                       "7.9 %, BLOOM 176B on A100 11.5 %); see the tests above, below and in "
+                                       "test_heldout_blackwell.py, test_heldout_h100_fp8.py and test_alibi.py")
 def test_held_out_mean_error_under_8_percent():
     es = [v for name in HELD_OUT for v in errors(name).values()]
     assert sum(map(abs, es)) / len(es) < 0.08
