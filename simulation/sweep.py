@@ -11,6 +11,13 @@ its node count over the base's (weak scaling; without a base global batch the en
 default, micro batch x data-parallel degree, scales by itself). ``summarize``
 keeps what a heatmap and a Pareto chart need; ``pareto`` marks the points no other point
 beats on both cost per million tokens and step time.
+
+A value of JSON null sets its field to null in the point's scenario, which the engine reads
+as the field's null meaning: no FP8 for ``training.fp8``, no LoRA for ``training.lora``, the
+default for a number (``simulation.fields``: null is the field left out). Two paths go
+further: a null under a section the base does not have leaves it out (a null LoRA base
+dtype does not switch LoRA on), and a null FP8 recipe switches FP8 off, as a blank recipe does
+on the scenario form (:data:`NULL_SECTION`). :func:`null_label` says how a null reads.
 """
 
 from __future__ import annotations
@@ -28,7 +35,39 @@ from .scenario import Scenario
 MAX_POINTS = 10_000             # the planner's scale; a point takes ~0.4-6 ms (simulation.cost)
 
 
+# Object fields whose null has a meaning of their own (``simulation.scenario``: null or
+# absent is off), which an axis may set whole: ``{"path": "training.fp8", "values": [null,
+# {"recipe": "delayed"}]}``.
+NULLABLE_SECTIONS = ("training.fp8", "training.lora")
+
+# A null on these fields is a null of the section named: a recipe of null is no FP8 (the
+# engine refuses ``{"recipe": null}``; the scenario form's blank recipe is FP8 off).
+NULL_SECTION = {"training.fp8.recipe": "training.fp8"}
+
+# How a null reads where it means more than "the default": short, a heatmap cell is narrow.
+# ``simulation.scenario`` and ``simulation.fields`` for each meaning.
+NULL_MEANINGS = {
+    "training.fp8": "off", "training.fp8.recipe": "off",          # TrainingSpec.fp8: every GEMM in precision
+    "training.lora": "off",                                       # TrainingSpec.lora: every weight trains
+    "strategy.shard_group_size": "none",                          # no hybrid shard group
+    "training.recompute_layers": "every layer",                   # recompute full: every layer checkpointed
+    "training.recompute_every": "every layer",
+    "training.seq_len": "the model's maximum",                    # ModelSpec.max_seq_len
+    "training.global_batch_size": "micro batch × data-parallel GPUs",
+    "cluster.profile": "none",
+}
+
+
+def null_label(path: str) -> str:
+    """How a null value of the axis on ``path`` reads: :data:`NULL_MEANINGS`, else
+    "default" (the engine reads a null number as the field left out: its default, a
+    preset's or template's value where one sets it)."""
+    return NULL_MEANINGS.get(path, "default")
+
+
 def _set(d: dict, path: str, value):
+    if value is None and path in NULL_SECTION:
+        path = NULL_SECTION[path]
     node = d
     *head, last = path.split(".")
     for k in head:
@@ -36,6 +75,8 @@ def _set(d: dict, path: str, value):
         if isinstance(nxt, str) and k in ("model",):
             nxt = {"preset": nxt}
         if not isinstance(nxt, dict):
+            if value is None and nxt is None:
+                return              # the section is absent: its field is null already
             nxt = {}
         node[k] = nxt
         node = nxt

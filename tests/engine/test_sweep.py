@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from simulation import ScenarioError
-from simulation.sweep import MAX_POINTS, expand, grid_size, pareto, point_at, run
+from simulation.sweep import MAX_POINTS, expand, grid_size, null_label, pareto, point_at, run
 
 BASE = {"model": "llama2-13b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
         "training": {"recompute": "full"}, "strategy": {"kind": "zero3"}}
@@ -124,3 +124,40 @@ def test_fp8_and_16_bit_points_carry_an_mfu_that_compares():
     assert fp8["mfu_16bit_peak"] == pytest.approx(2 * fp8["mfu"], rel=1e-3)
     assert fp8["step_time_s"] < bf16["step_time_s"]
     assert fp8["mfu"] < bf16["mfu"] < fp8["mfu_16bit_peak"]     # the raw column misorders them
+
+
+FP8_BASE = {**BASE, "model": "llama2-7b",
+            "training": {"recompute": "full", "framework": "megatron", "fp8": {"recipe": "delayed"}}}
+
+
+@pytest.mark.parametrize("path", ["training.fp8", "training.fp8.recipe"])
+def test_a_null_axis_value_is_the_fields_null_not_the_bases_value(path):
+    """With FP8 on in the base, a null of ``training.fp8`` (or of its recipe, as the scenario
+    form's blank recipe) is FP8 off at that point: a 16-bit point beside the FP8 one."""
+    other = {"recipe": "tensorwise"} if path == "training.fp8" else "tensorwise"
+    off, on = expand(FP8_BASE, [{"path": path, "values": [None, other]}])
+    assert off["values"] == {path: None}
+    assert off["scenario"]["training"]["fp8"] is None
+    assert on["scenario"]["training"]["fp8"] == {"recipe": "tensorwise"}
+    assert FP8_BASE["training"]["fp8"] == {"recipe": "delayed"}        # the base is not modified
+    a, b = run([off, on])
+    assert a["valid"] and b["valid"], (a.get("error"), b.get("error"))
+    assert a["mfu_peak_precision"] == "16-bit" and b["mfu_peak_precision"] == "fp8"
+    assert a["step_time_s"] > b["step_time_s"]
+
+
+def test_a_null_under_a_section_the_base_lacks_leaves_it_out():
+    """A null LoRA base dtype on a base without LoRA is no LoRA, not LoRA at rank 8 with the
+    default base dtype: the null point is the base itself."""
+    null, nf4 = expand(BASE, [{"path": "training.lora.base_dtype", "values": [None, "nf4"]}])
+    assert "lora" not in null["scenario"]["training"]
+    assert null["scenario"] == BASE
+    assert nf4["scenario"]["training"]["lora"] == {"base_dtype": "nf4"}
+    plain, = run(expand(BASE, [{"path": "cluster.num_nodes", "values": [1]}]))
+    assert run([null])[0]["hbm_total_bytes"] == plain["hbm_total_bytes"]
+
+
+def test_a_null_reads_as_its_meaning():
+    assert null_label("training.fp8") == "off" and null_label("training.fp8.recipe") == "off"
+    assert null_label("training.lora") == "off"
+    assert null_label("training.tensor_parallel") == "default"

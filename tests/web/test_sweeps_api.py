@@ -245,6 +245,7 @@ def test_values_from_a_form_are_typed():
     assert sweeps.parse_values("1, 2,4") == [1, 2, 4]
     assert sweeps.parse_values("none, cpu ,nvme") == ["none", "cpu", "nvme"]
     assert sweeps.parse_values("0.5, 1e-3, true, ,") == [0.5, 0.001, True]
+    assert sweeps.parse_values("null, delayed") == [None, "delayed"]    # the field's null: FP8 off
 
 
 def test_a_chunk_that_killed_its_worker_too_often_fails(base, owner, settings):
@@ -343,3 +344,65 @@ def test_a_tight_point_says_tight_in_the_api_and_the_csv(owner_api, owner):
     rows = list(csv.DictReader(io.StringIO(owner_api.get(f"{URL}{pk}/points.csv").content.decode())))
     assert [(x["fits"], x["fit_state"]) for x in rows] == [
         ("true", "fits"), ("true", "tight"), ("false", "does_not_fit")]
+
+
+FP8_SPEC = spec(**{"training.framework": "megatron", "training.fp8": {"recipe": "delayed"}})
+
+
+@pytest.mark.parametrize("path,on", [("training.fp8", {"recipe": "tensorwise"}), ("training.fp8.recipe", "tensorwise")])
+def test_a_null_axis_value_runs_the_fields_null_and_reads_as_its_meaning(owner_api, owner, path, on):
+    """With FP8 on in the base, the null point of an FP8 axis runs without FP8 (16-bit
+    MFU, slower) and reads "off" in the API, the CSV and the page, never "null"."""
+    import csv
+    import io
+
+    base = Scenario.objects.create(owner=owner, name="7B FP8", spec=FP8_SPEC)
+    r = create(owner_api, base, [{"path": path, "values": [None, on]}])
+    assert r.status_code == 202, r.json()
+    run_chunks()
+    body = owner_api.get(f"{URL}{r.json()['id']}/").json()
+    off, fp8 = body["points"]
+    assert off["values"] == {path: None} and off["valid"] is True, off.get("error")
+    assert off["mfu_peak_precision"] == "16-bit" and fp8["mfu_peak_precision"] == "fp8"
+    assert off["step_time_s"] > fp8["step_time_s"]
+    assert body["axes"][0]["value_labels"][0] == "off"
+    rows = list(csv.DictReader(io.StringIO(owner_api.get(f"{URL}{r.json()['id']}/points.csv").content.decode())))
+    assert rows[0][path] == "off"
+    assert "null" not in {rows[0][path], rows[1][path]}
+
+
+@pytest.mark.parametrize("path,accepts", [
+    ("training.precision", "bf16, fp16, fp32"), ("training.flash_attention", "true or false"),
+    ("strategy.offload_optimizer", "none, cpu, nvme, cxl"), ("cluster.node", "dgx-h100")])
+def test_a_null_on_a_field_that_takes_none_is_a_400_naming_the_value(owner_api, base, path, accepts):
+    other = {"training.precision": "bf16", "training.flash_attention": True,
+             "strategy.offload_optimizer": "cpu", "cluster.node": "dgx-h100"}[path]
+    r = create(owner_api, base, [{"path": "training.micro_batch_size", "values": [1, 2]},
+                                 {"path": path, "values": [other, None]}])
+    assert r.status_code == 400, r.json()
+    assert list(r.json()) == ["axes.1.values.1"]
+    message = r.json()["axes.1.values.1"][0]
+    assert f"{path} takes no null" in message and accepts in message
+    assert not Sweep.objects.exists()
+
+
+def test_a_null_that_some_point_takes_stays_a_result(owner_api, owner):
+    """A null shard group is required under FSDP hybrid shard, and no shard group under
+    ZeRO-3: the grid's ZeRO-3 point takes it, so the sweep is made."""
+    base = Scenario.objects.create(owner=owner, name="hybrid", spec=spec(
+        **{"strategy.kind": "fsdp_hybrid_shard", "strategy.shard_group_size": 8}))
+    r = create(owner_api, base, [{"path": "strategy.kind", "values": ["fsdp_hybrid_shard", "zero3"]},
+                                 {"path": "strategy.shard_group_size", "values": [8, None]}])
+    assert r.status_code == 202, r.json()
+    assert r.json()["axes"][1]["value_labels"] == [None, "none"]
+
+
+def test_a_null_number_is_its_default_and_reads_so(owner_api, base):
+    """A null tensor-parallel degree is the default, 1, as the field left out."""
+    r = create(owner_api, base, [{"path": "training.tensor_parallel", "values": [None, 1, 2]}])
+    assert r.status_code == 202, r.json()
+    assert r.json()["axes"][0]["value_labels"] == ["default", None, None]
+    run_chunks()
+    null, tp1, tp2 = owner_api.get(f"{URL}{r.json()['id']}/").json()["points"]
+    assert null["valid"] and tp2["valid"] and null["step_time_s"] != tp2["step_time_s"]
+    assert (null["hbm_total_bytes"], null["step_time_s"]) == (tp1["hbm_total_bytes"], tp1["step_time_s"])

@@ -111,7 +111,8 @@ def sweep_csv(payload: dict) -> str:
     """Every point of a sweep as CSV (what its page's table lists only the first rows of).
 
     Columns: index (0-based, the engine's grid order), one per axis (its path; the value
-    as the scenario takes it), status (done, pending, failed, cancelled), valid, fits,
+    as the scenario takes it, an object as JSON, a null as its meaning: "off" for FP8,
+    "default" for a number), status (done, pending, failed, cancelled), valid, fits,
     fit_state (fits, tight: it may not fit, does_not_fit; empty for a point not evaluated), pareto (on the cost / step-time front), the numbers in SI units as their names say
     (``step_time_s``, ``hbm_total_bytes``; ``mfu`` and ``goodput`` fractions; ``mfu`` is over
     the peak ``mfu_peak_precision`` names, fp8 for an FP8 point, and ``mfu_16bit_peak`` over
@@ -119,12 +120,17 @@ def sweep_csv(payload: dict) -> str:
     A number the point has not is an empty cell.
     """
     paths = [ax["path"] for ax in payload["axes"]]
+    # a null reads as its meaning ("off" for FP8), as on the page: an empty cell would read
+    # as a value missing
+    nulls = {ax["path"]: next((label for v, label in zip(ax["values"], ax.get("value_labels") or [])
+                               if v is None and label), "null") for ax in payload["axes"]}
     front = set(payload.get("pareto") or [])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["index", *paths, "status", "valid", "fits", "fit_state", "pareto", *SWEEP_CSV_FIELDS, "error"])
     for p in payload["points"]:
-        w.writerow([p["index"], *[_cell(p["values"].get(k)) for k in paths], p.get("status", ""),
+        w.writerow([p["index"], *[_cell(p["values"].get(k)) if p["values"].get(k) is not None else nulls[k]
+                                  for k in paths], p.get("status", ""),
                     _cell(p.get("valid")), _cell(p.get("fits")), p.get("fit_state") or "",
                     _cell(p["index"] in front),
                     *[_cell(p.get(k)) for k in SWEEP_CSV_FIELDS], p.get("error") or ""])

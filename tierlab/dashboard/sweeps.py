@@ -84,6 +84,10 @@ PARAMETERS: tuple[tuple[str, str, str], ...] = (
     ("checkpoint.method", "Checkpoint method", "blocking, async, in_memory_then_flush"),
 )
 PARAMETER_LABELS = {path: label for path, label, _ in PARAMETERS}
+# Sections an API axis may set whole, null (off) or an object (``simulation.sweep.NULLABLE_SECTIONS``);
+# the form's comma-separated values cannot spell an object, so it offers their fields instead.
+PARAMETER_LABELS.update({"training.fp8": "FP8", "training.lora": "LoRA"})
+PARAMETER_HINTS = {path: hint for path, _, hint in PARAMETERS}
 
 # Ready-made grids: (slug, title, axes). The sweep form offers each fitted to the base
 # scenario (``presets_for``): the values that would make a point invalid there are left
@@ -240,8 +244,12 @@ _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 
 
 def parse_value(text: str):
-    """A typed value from a form: ``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"true"`` -> True, else the text."""
+    """A typed value from a form: ``"4"`` -> 4, ``"0.5"`` -> 0.5, ``"true"`` -> True,
+    ``"null"`` -> None (the field's null: FP8 off for a recipe, the default for a number),
+    else the text."""
     t = text.strip()
+    if t.lower() == "null":
+        return None
     if _INT.match(t):
         return int(t)
     if _FLOAT.match(t):
@@ -276,7 +284,7 @@ def validate_axes(base_spec: dict, axes) -> list[dict]:
         resolved = services.resolve(base_spec)
     except ScenarioError as exc:
         raise InputError("scenario", f"the base scenario cannot run: {exc.field}: {exc.message}") from None
-    known = set(flatten(resolved)) | set(PARAMETER_LABELS)
+    known = set(flatten(resolved)) | set(PARAMETER_LABELS) | set(engine_sweep.NULLABLE_SECTIONS)
     seen = set()
     errors = []
     for k, ax in enumerate(axes):
@@ -347,10 +355,18 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
     """A value that the scenario refuses on its own field at every point of the grid (a word
     where a number goes, -3 nodes) is a typo, not a finding: a ScenarioError naming
     ``axes.<k>.values.<j>`` for each such value. Points invalid only in combination (a batch that does not
-    divide, offload the other axis's strategy cannot do) stay results of the sweep."""
+    divide, offload the other axis's strategy cannot do) stay results of the sweep. A null
+    that the base scenario cannot take by itself is refused wherever the engine's error
+    lands, if no point takes it (a null node template leaves no accelerator)."""
     lookups = catalog_lookups()
     sizes = [len(ax["values"]) for ax in axes]
     refused = {(k, j): None for k, n in enumerate(sizes) for j in range(n)}   # None: not yet
+    # A null the base scenario cannot take on its own is refused like a typo wherever the
+    # engine's error lands (a null node template: "cluster.accelerator is required"), once
+    # no point of the grid takes it: null is never a finding of the sweep.
+    null_breaks = {(k, j): _null_breaks_base(base_spec, ax["path"], lookups)
+                   for k, ax in enumerate(axes) for j, v in enumerate(ax["values"]) if v is None}
+    null_breaks = {kj: e for kj, e in null_breaks.items() if e is not None}
     open_values = len(refused)                  # values not yet seen accepted on their field
     cells = itertools.product(*[range(n) for n in sizes])                    # expand's order
     for i, cell in enumerate(cells):
@@ -365,13 +381,60 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
         for k, j in enumerate(cell):
             if refused[(k, j)] is False:
                 continue
-            on_own_field = error is not None and error.field == axes[k]["path"]
+            on_own_field = error is not None and (error.field == axes[k]["path"] or (k, j) in null_breaks)
             refused[(k, j)] = error.message if on_own_field else False
             open_values -= not on_own_field
         if not open_values:
             break                               # every value was accepted somewhere
-    return [ScenarioError(f"axes.{k}.values.{j}", f"{message} (at every point of the grid)")
+    return [ScenarioError(f"axes.{k}.values.{j}", (_null_refusal(axes[k]["path"], null_breaks[(k, j)])
+                                                   if (k, j) in null_breaks else message)
+                          + " (at every point of the grid)")
             for (k, j), message in refused.items() if message]
+
+
+def _null_breaks_base(base_spec: dict, path: str, lookups: dict) -> ScenarioError | None:
+    """The engine's error for the base scenario with ``path`` set to null alone, or None
+    when it takes the null (as its default, or the null's own meaning)."""
+    point = engine_sweep.point_at(base_spec, [{"path": path, "values": [None]}], 0)
+    try:
+        simulation.Scenario.from_dict(point["scenario"], **lookups)
+    except ScenarioError as exc:
+        return exc
+    return None
+
+
+def _null_refusal(path: str, error: ScenarioError) -> str:
+    """Why a null is refused, and what the field takes: the engine's message names the
+    choices where the null fails on the field itself; else the sweep form's hint."""
+    if error.field == path:
+        return f"{path} takes no null: it {error.message}"
+    hint = PARAMETER_HINTS.get(path)
+    return (f"{path} takes no null here ({error.field}: {error.message})"
+            + (f"; give a value: {hint}" if hint else ""))
+
+
+def value_labels(path: str, values: list) -> list:
+    """How each value of a sweep axis reads: a null as its meaning ("off" for an FP8 axis,
+    ``simulation.sweep.null_label``), an object by its fields ("recipe: delayed"), a
+    preset or choice by its name (:func:`tierlab.catalog.labels.axis_value_labels`), None
+    for a value that reads as itself."""
+    named = axis_value_labels(path, values)
+    out = []
+    for v, name in zip(values, named):
+        if v is None:
+            name = engine_sweep.null_label(path)
+        elif isinstance(v, dict):
+            name = ", ".join(f"{k}: {_plain(x)}" for k, x in v.items()) or "on (its defaults)"
+        out.append(name)
+    return out
+
+
+def _plain(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 # ---------------------------------------------------------------- making and cancelling
@@ -627,7 +690,7 @@ def sweep_payload(sweep: Sweep) -> dict:
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
         "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"])
                       + (" (global batch scaled with it)" if ax.get("scales_global_batch") else ""),
-                      value_labels=axis_value_labels(ax["path"], ax["values"])) for ax in sweep.axes],
+                      value_labels=value_labels(ax["path"], ax["values"])) for ax in sweep.axes],
         "status": sweep.status, "cancelled": sweep.cancelled,
         "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,
         "done_points": done, "total_points": sweep.total_points,

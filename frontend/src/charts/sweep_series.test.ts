@@ -58,6 +58,16 @@ describe("axis values", () => {
     expect(axisValueText({ path: "x", values: [0.5], value_labels: [null] }, 0.5)).toBe("0.5");
   });
 
+  it("read a null as its meaning and an object by the server's name, never 'null'", () => {
+    const fp8 = { path: "training.fp8", values: [null, { recipe: "delayed" }],
+      value_labels: ["off", "recipe: delayed"] };
+    expect(axisValueText(fp8, null)).toBe("off");
+    expect(axisValueText(fp8, { recipe: "delayed" })).toBe("recipe: delayed");   // a copy, as a point holds
+    const bare = { path: "training.fp8", values: [null, { recipe: "delayed" }] }; // no names sent
+    expect(axisValueText(bare, null)).toBe("none");
+    expect(axisValueText(bare, { recipe: "delayed" })).toBe('{"recipe":"delayed"}');
+  });
+
   it("name the point in its tooltip", () => {
     const s = sampleSweep();
     expect(pointTooltipHTML(s, s.points[1])).toContain("Strategy: <strong>ZeRO-3</strong>");

@@ -157,15 +157,21 @@ export function pointClass(p: SweepPoint, metric: Metric): PointClass {
   return typeof v === "number" && Number.isFinite(v) ? "value" : "missing";
 }
 
-/** A value of an axis as text: 4 -> "4", "nvme" -> "nvme", true -> "true". */
-export const valueText = (v: unknown) => (typeof v === "number" ? formatTick(v, 4) : String(v));
+/**
+ * A value of an axis as text: 4 -> "4", "nvme" -> "nvme", true -> "true"; a null (the
+ * field's null) -> "none", an object -> its JSON, never "null" or "[object Object]".
+ */
+export const valueText = (v: unknown) => (typeof v === "number" ? formatTick(v, 4)
+  : v === null || v === undefined ? "none" : typeof v === "object" ? JSON.stringify(v) : String(v));
 
 /**
  * A value of `axis` as text, by its display name where the server sent one ("ZeRO-3" for
- * zero3, "NVIDIA DGX H100" for dgx-h100), else as `valueText` writes it.
+ * zero3, "NVIDIA DGX H100" for dgx-h100, "off" for a null FP8), else as `valueText` writes
+ * it. Found by its JSON: a point's object value is a copy of the axis's, not the same one.
  */
 export function axisValueText(axis: Axis, v: unknown): string {
-  const i = axis.values.indexOf(v as number | string | boolean);
+  const key = JSON.stringify(v ?? null);
+  const i = axis.values.findIndex((x) => JSON.stringify(x) === key);
   const label = i >= 0 ? axis.value_labels?.[i] : null;
   return label ?? valueText(v);
 }

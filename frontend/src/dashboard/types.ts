@@ -59,17 +59,21 @@ export interface Comparison {
   url?: string;
 }
 
+/** A value a sweep axis tries: a null is the field's null (FP8 off), an object a whole section. */
+export type AxisValue = number | string | boolean | null | Record<string, unknown>;
+
 export interface Axis {
   path: string;
   label?: string;
-  values: (number | string | boolean)[];
-  /** Display names of the values, where they differ from the value (null where not). */
+  values: AxisValue[];
+  /** Display names of the values, where they differ from the value (null where not):
+   * "off" for a null FP8, "default" for a null number, "recipe: delayed" for an object. */
   value_labels?: (string | null)[];
 }
 
 export interface SweepPoint {
   index: number;
-  values: Record<string, number | string | boolean>;
+  values: Record<string, AxisValue>;
   status: "done" | "failed" | "cancelled" | "pending" | string;
   valid?: boolean;
   fits?: boolean;

@@ -11,7 +11,10 @@ import { ganttLayout, timelineHeight, timelineSummary } from "../charts/timeline
 import { checkpointRows, wasteSlices } from "../checkpoint";
 import { h, replaceChildren } from "../dom";
 import { BYTES_PER_PARAM_LABELS, crossCheckRows, expertsLine, partsRows, stageRows, tierSummaryRows, trainableLine, verdict } from "../report";
-import { TERMINAL_STATUSES as TERMINAL, pollDelay, progressFraction } from "../poll";
+import {
+  FIRST_RUN_POLL, TERMINAL_STATUSES as TERMINAL, formatElapsed, nextRunPoll, pollDelay, progressFraction,
+  runElapsedSeconds, type RunPollState,
+} from "../poll";
 import { breakdownSegments, linkRows, mfuNote, partHelp, pipelineLine, stepBandText, stepHeadline, stepPhasesNote, stepVerdict } from "../step";
 import type { Report, Run } from "../types";
 import { isRecsysOnly, type RecsysReport } from "../charts/recsys_series";
@@ -420,12 +423,27 @@ function mount(root: HTMLElement): void {
   const pageError = document.getElementById("run-error");
   const cancelForm = document.getElementById("run-cancel-form");
 
-  const started = performance.now();
-  let attempt = 0;
+  let pace: RunPollState = FIRST_RUN_POLL;
   let timer = 0;
+  let ticker = 0;
   let done = false;
+  // The run as last read, and since when (performance.now(), ms) this page has seen it at its
+  // status: the elapsed time ticks from these between polls, the percentage changes on a poll.
+  let last: Run | null = null;
+  let seenSince = 0;
+  let fractionText = "";
+
+  const tick = () => {
+    if (!last || TERMINAL.has(last.status)) return;
+    const s = runElapsedSeconds(last, Date.now(), (performance.now() - seenSince) / 1000);
+    const words = last.status === "running" ? "so far" : "waiting";
+    elapsed.textContent = s === null ? "" : `(${formatElapsed(s)} ${words}${fractionText})`;
+    elapsed.dataset.elapsedS = s === null ? "" : String(Math.floor(s));
+  };
 
   const show = (run: Run) => {
+    if (!last || last.status !== run.status) seenSince = performance.now();
+    last = run;
     status.dataset.status = run.status;
     statusText.textContent = STATUS_TEXT[run.status] ?? run.status;
     if (pageStatus && !root.contains(pageStatus)) {
@@ -444,10 +462,15 @@ function mount(root: HTMLElement): void {
       const took = run.started_at && run.finished_at
         ? (Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000 : 0;
       elapsed.textContent = took > 0 ? `(took ${formatSeconds(took)})` : "";
+      window.clearInterval(ticker);
     } else {
       if (fraction === null) progress.removeAttribute("value");
       else progress.value = Math.round(fraction * 100);
-      elapsed.textContent = `(${formatSeconds((performance.now() - started) / 1000)} so far${fraction !== null ? `, ${formatPercent(fraction, 0)}` : ""})`;
+      progress.dataset.fraction = fraction === null ? "" : String(fraction);
+      fractionText = fraction !== null ? `, ${formatPercent(fraction, 0)}` : "";
+      tick();
+      // between polls the elapsed time ticks here (a poll can be seconds away)
+      if (!ticker) ticker = window.setInterval(tick, 250);
     }
     if (run.status === "failed") {
       if (pageError) pageError.hidden = true; // shown below instead, once
@@ -467,24 +490,39 @@ function mount(root: HTMLElement): void {
     }
   };
 
-  const schedule = () => {
+  // Paced by what the run does: at most ACTIVE_POLL_MS apart while it progresses, else
+  // backing off to 5 s (poll.ts nextRunPoll); after an error, as pollDelay backs off.
+  let failures = 0;
+  const schedule = (run: Run | null) => {
     window.clearTimeout(timer);
     if (done) return;
-    timer = window.setTimeout(poll, pollDelay(attempt++, document.hidden));
+    let delay: number;
+    if (run) {
+      failures = 0;
+      const next = nextRunPoll(pace, run, performance.now(), document.hidden);
+      pace = next.state;
+      delay = next.delay;
+    } else {
+      delay = pollDelay(failures++, document.hidden);
+    }
+    timer = window.setTimeout(poll, delay);
   };
 
   let inFlight = false;
   async function poll() {
     if (inFlight) return;
     inFlight = true;
+    let read: Run | null = null;
     try {
       const run = await getJSON<Run>(runUrl);
       problem.hidden = true;
       show(run);
       if (TERMINAL.has(run.status)) {
         done = true;
+        window.clearInterval(ticker);
         return;
       }
+      read = run;
     } catch (err) {
       problem.hidden = false;
       problem.className = "run-error";
@@ -494,18 +532,20 @@ function mount(root: HTMLElement): void {
         problem.textContent = `${err.message}`;
         progress.hidden = true;
         done = true;
+        window.clearInterval(ticker);
         return;
       }
       problem.textContent = `Could not reach the server (${err instanceof Error ? err.message : String(err)}); retrying…`;
     } finally {
       inFlight = false;
     }
-    schedule();
+    schedule(read);
   }
 
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden && !done) {
-      attempt = Math.min(attempt, 2);
+      pace = { ...pace, attempt: Math.min(pace.attempt, 2) };
+      failures = Math.min(failures, 2);
       window.clearTimeout(timer);
       void poll();
     }

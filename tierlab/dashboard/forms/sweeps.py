@@ -15,7 +15,8 @@ class SweepForm(forms.Form):
     scenario = forms.TypedChoiceField(coerce=int, label="Base scenario")
     axis1_path = forms.ChoiceField(choices=_CHOICES, label="First axis: field")
     axis1_values = forms.CharField(label="First axis: values",
-                                   help_text="Comma-separated, e.g. 1, 2, 4 or none, cpu, nvme")
+                                   help_text="Comma-separated, e.g. 1, 2, 4 or none, cpu, nvme; "
+                                             "null is the field's null (FP8 recipe: FP8 off)")
     axis2_path = forms.ChoiceField(choices=[("", "— none (one axis) —")] + _CHOICES, required=False,
                                    label="Second axis: field")
     axis2_values = forms.CharField(required=False, label="Second axis: values",
@@ -71,7 +72,7 @@ class SweepForm(forms.Form):
         initial = {}
         for k, ax in enumerate(axes[:2], start=1):
             initial[f"axis{k}_path"] = ax["path"]
-            initial[f"axis{k}_values"] = ", ".join(str(v) for v in ax["values"])
+            initial[f"axis{k}_values"] = ", ".join("null" if v is None else str(v) for v in ax["values"])
             if ax.get("scales_global_batch"):
                 initial["scale_global_batch"] = True
         return initial

@@ -12,14 +12,17 @@ from tierlab.dashboard.serializers.common import owner_field
 class AxisSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="A dotted scenario field, e.g. cluster.num_nodes")
     label = serializers.CharField(read_only=True, help_text="The field in words, e.g. Number of nodes")
-    values = serializers.ListField(child=serializers.JSONField(), help_text="The values to try, e.g. [1, 2, 4]")
+    values = serializers.ListField(child=serializers.JSONField(), help_text=(
+        "The values to try, e.g. [1, 2, 4]; null is the field's null (training.fp8: FP8 off; a "
+        "number: its default), refused where the field takes none"))
     scales_global_batch = serializers.BooleanField(
         required=False, help_text="A cluster.num_nodes axis only: each point's global batch is the "
                                   "base's x its nodes / the base's nodes (the per-GPU batch is kept)")
     value_labels = serializers.ListField(
         child=serializers.CharField(allow_null=True), read_only=True,
         help_text='How each value reads where it differs from itself, e.g. "NVIDIA DGX H100" for '
-                  'dgx-h100 or "ZeRO-3" for zero3; null for a value that reads as itself')
+                  'dgx-h100, "ZeRO-3" for zero3, "off" for a null FP8 (a null number: "default"), '
+                  '"recipe: delayed" for an object; null for a value that reads as itself')
 
 
 class SweepCreateSerializer(RejectUnknownFields, serializers.Serializer):
