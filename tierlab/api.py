@@ -209,6 +209,17 @@ def exception_handler(exc, context):
     return response
 
 
+def engine_error_detail(exc) -> dict:
+    """``{field: [message, ...]}`` for an engine ScenarioError: every field of a
+    ``ScenarioErrors`` (several bad fields at once), each under its own path as the engine
+    names it (``config.hidden_size``, ``measurements.steps[0].step_s``); a whole-input
+    error under ``body``."""
+    out: dict = {}
+    for e in getattr(exc, "errors", None) or [exc]:
+        out.setdefault(e.field or "body", []).append(e.message)
+    return out
+
+
 def dotted_errors(detail, prefix: str = "") -> dict:
     """DRF's nested errors (``{"scenarios": {"1": [...]}}``) as ``{"scenarios.1": [...]}``:
     every 400 names its field as one dotted path, as the engine's errors do."""
