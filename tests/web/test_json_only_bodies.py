@@ -60,7 +60,7 @@ def bodies(example_spec, saved, profile):
         ("post", f"/api/v1/scenarios/{saved.pk}/duplicate/", {"name": "copy"}),
         ("post", "/api/v1/cluster-profiles/", {"name": "selene", "measurements": json.dumps(measurements())}),
         ("post", "/api/v1/models/from-hf-config/", {"config": json.dumps(json.loads(CONFIG.read_text())["config"])}),
-        ("post", "/api/v1/comparisons/", {"scenario_ids": str(saved.pk)}),
+        ("post", "/api/v1/comparisons/", {"scenarios": str(saved.pk)}),
     ]
 
 
@@ -105,7 +105,7 @@ def test_a_body_without_a_content_type_is_a_415(curl, example_spec):
 
 
 def test_the_same_bodies_as_json_still_work(curl, example_spec, saved, profile):
-    expected = [201, 200, 200, 400, 201, 201, 200, 400]     # runs/ takes no key; one scenario is no comparison
+    expected = [201, 200, 200, 400, 201, 201, 200, 400]     # runs/ takes no key; "1" is no list of ids
     for (method, url, fields), status in zip(bodies(example_spec, saved, profile), expected):
         r = getattr(curl, method)(url, json.dumps(fields), content_type="application/json")
         assert r.status_code == status, (url, r.status_code, r.content[:300])
