@@ -45,7 +45,7 @@ import math
 
 from . import collectives as nccl
 from .checkpoint import TARGET_DEFAULTS, TARGET_KINDS
-from .errors import ScenarioError
+from .errors import Collect, ScenarioError, ScenarioErrors
 from .fields import (finite, int_field as _int, no_unknown as _no_unknown, num_field as _num,
                      show as _show, str_field as _str)
 
@@ -212,20 +212,22 @@ def fit_collective(m: dict, cluster, path: str) -> dict:
     domains of ``cluster.nvlink_domain_gpus`` GPUs (by default a node's
     ``gpus_per_node``). Raises ScenarioError (``<path>.bus_bytes_per_s``)
     when the measurement is faster than the links allow (e > 1) or than NCCL's latency.
-    Returns ``{"network_efficiency", "link", "model_bus_bytes_per_s"}``.
+    Returns ``{"network_efficiency", "link", "model_bus_bytes_per_s"}``. Every bad or
+    missing field of the measurement is named at once (:class:`ScenarioErrors`).
     """
-    _no_unknown(m, {"collective", "size_bytes", "ranks", "bus_bytes_per_s"}, path)
+    bad = Collect()
+    _unknown_each(bad, m, {"collective", "size_bytes", "ranks", "bus_bytes_per_s"}, path)
     name = m.get("collective", "all_reduce")
     if name not in COLLECTIVE_KINDS:
-        raise ScenarioError(f"{path}.collective",
-                            f"must be one of {', '.join(COLLECTIVE_KINDS)}, got {_show(name)}")
-    kind = COLLECTIVE_KINDS[name]
-    size = _num(m, "size_bytes", path, strict=True, maximum=MAX_BYTES)
-    ranks = _int(m, "ranks", path, minimum=2, maximum=1_000_000)
-    busbw = _num(m, "bus_bytes_per_s", path, strict=True, maximum=MAX_BYTES_PER_S)
+        bad.add(f"{path}.collective", f"must be one of {', '.join(COLLECTIVE_KINDS)}, got {_show(name)}")
+    size = bad(_num, m, "size_bytes", path, strict=True, maximum=MAX_BYTES)
+    ranks = bad(_int, m, "ranks", path, minimum=2, maximum=1_000_000)
+    busbw = bad(_num, m, "bus_bytes_per_s", path, strict=True, maximum=MAX_BYTES_PER_S)
     for key, v in (("size_bytes", size), ("ranks", ranks), ("bus_bytes_per_s", busbw)):
-        if v is None:
-            raise ScenarioError(f"{path}.{key}", "is required")
+        if v is None and not bad.named(f"{path}.{key}"):
+            bad.add(f"{path}.{key}", "is required")
+    bad.check()
+    kind = COLLECTIVE_KINDS[name]
     g = cluster.gpus_per_node
     # ranks fill NVLink domains (a host on HGX/DGX; collectives.group_span), NICs are per host
     domain = getattr(cluster, "nvlink_domain_gpus", None) or g
@@ -278,37 +280,44 @@ def fit_checkpoint(m: dict, cluster, path: str) -> dict:
     is solved the same way after the host-to-device copy of each GPU's shard,
     size / GPUs / ``accelerator.host_link_bytes_per_s``, is taken off (GPUDirect Storage
     has none). ``num_nodes`` defaults to the cluster's. Returns ``{target:
-    {"write_bytes_per_s", "read_bytes_per_s"}}`` (a rate only for the times given).
+    {"write_bytes_per_s", "read_bytes_per_s"}}`` (a rate only for the times given). Every
+    bad or missing field of the measurement is named at once (:class:`ScenarioErrors`).
     """
-    _no_unknown(m, {"target", "size_bytes", "num_nodes", "write_s", "restart_s"}, path)
+    bad = Collect()
+    _unknown_each(bad, m, {"target", "size_bytes", "num_nodes", "write_s", "restart_s"}, path)
     kind = m.get("target", "parallel_fs")
     if kind not in TARGET_KINDS:
-        raise ScenarioError(f"{path}.target", f"must be one of {', '.join(TARGET_KINDS)}, got {_show(kind)}")
-    size = _num(m, "size_bytes", path, strict=True, maximum=MAX_BYTES)
-    if size is None:
-        raise ScenarioError(f"{path}.size_bytes", "is required")
-    nodes = _int(m, "num_nodes", path, cluster.num_nodes, maximum=1_000_000)
-    write_s = _num(m, "write_s", path, strict=True, maximum=MAX_SECONDS)
-    restart_s = _num(m, "restart_s", path, strict=True, maximum=MAX_SECONDS)
-    if write_s is None and restart_s is None:
-        raise ScenarioError(f"{path}.write_s", "is required (or restart_s)")
+        bad.add(f"{path}.target", f"must be one of {', '.join(TARGET_KINDS)}, got {_show(kind)}")
+    size = bad(_num, m, "size_bytes", path, strict=True, maximum=MAX_BYTES)
+    if size is None and not bad.named(f"{path}.size_bytes"):
+        bad.add(f"{path}.size_bytes", "is required")
+    nodes = bad(_int, m, "num_nodes", path, cluster.num_nodes, maximum=1_000_000)
+    write_s = bad(_num, m, "write_s", path, strict=True, maximum=MAX_SECONDS)
+    restart_s = bad(_num, m, "restart_s", path, strict=True, maximum=MAX_SECONDS)
+    if write_s is None and restart_s is None and not (bad.named(f"{path}.write_s")
+                                                      or bad.named(f"{path}.restart_s")):
+        bad.add(f"{path}.write_s", "is required (or restart_s)")
+    bad.check()
     tgt = TARGET_DEFAULTS[kind]
     share = size if tgt.scope == "cluster" else size / nodes
     rates = {}
     if write_s is not None:
         if write_s <= tgt.latency_s:
-            raise ScenarioError(f"{path}.write_s", f"must exceed the target's latency {tgt.latency_s:g} s")
-        rates["write_bytes_per_s"] = share / (write_s - tgt.latency_s)
+            bad.add(f"{path}.write_s", f"must exceed the target's latency {tgt.latency_s:g} s")
+        else:
+            rates["write_bytes_per_s"] = share / (write_s - tgt.latency_s)
     if restart_s is not None:
         h2d = size / (nodes * cluster.gpus_per_node) / cluster.accelerator.host_link_bytes_per_s \
             if tgt.via_host else 0.0
         left = restart_s - tgt.latency_s - h2d
         if left <= 0:
-            raise ScenarioError(f"{path}.restart_s",
-                                f"must exceed the copy of each GPU's shard into HBM ({h2d:.3g} s "
-                                f"over the {cluster.accelerator.host_link_bytes_per_s / 1e9:g} GB/s "
-                                "host link) plus the target's latency")
-        rates["read_bytes_per_s"] = share / left
+            bad.add(f"{path}.restart_s",
+                    f"must exceed the copy of each GPU's shard into HBM ({h2d:.3g} s "
+                    f"over the {cluster.accelerator.host_link_bytes_per_s / 1e9:g} GB/s "
+                    "host link) plus the target's latency")
+        else:
+            rates["read_bytes_per_s"] = share / left
+    bad.check()
     return {kind: rates}
 
 
@@ -443,16 +452,31 @@ def fit_step(spec: dict, measured_s: float, lookups: dict | None = None,
     return out
 
 
-def _list(measurements: dict, key: str) -> list:
+def _unknown_each(bad: Collect, d: dict, allowed, path: str) -> None:
+    """Record every key of ``d`` outside ``allowed`` in ``bad`` (``fields.no_unknown`` names
+    the first only)."""
+    for k in d:
+        if k not in allowed:
+            bad.add(f"{path}.{k}", f"unknown field; known fields: {', '.join(sorted(allowed))}")
+
+
+def _list(measurements: dict, key: str, bad: Collect) -> list[tuple[int, dict]]:
+    """``[(index, measurement)]`` of ``measurements[key]``; what is wrong with the list, or
+    with each item that is not an object, recorded in ``bad`` (those items left out)."""
     v = measurements.get(key) or []
     if not isinstance(v, list):
-        raise ScenarioError(f"measurements.{key}", "must be a list")
+        bad.add(f"measurements.{key}", "must be a list")
+        return []
     if len(v) > MAX_MEASUREMENTS:
-        raise ScenarioError(f"measurements.{key}", f"at most {MAX_MEASUREMENTS} per profile, got {len(v)}")
+        bad.add(f"measurements.{key}", f"at most {MAX_MEASUREMENTS} per profile, got {len(v)}")
+        return []
+    items = []
     for i, item in enumerate(v):
-        if not isinstance(item, dict):
-            raise ScenarioError(f"measurements.{key}[{i}]", "must be an object")
-    return v
+        if isinstance(item, dict):
+            items.append((i, item))
+        else:
+            bad.add(f"measurements.{key}[{i}]", "must be an object")
+    return items
 
 
 def _resolved_cluster(cluster_in, lookups: dict):
@@ -478,7 +502,10 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     (``measurements.<kind>[i].<field>``; a step's scenario errors under
     ``measurements.steps[i].scenario``), also when the steps' fits together could take
     more than ``max_work_units`` (:func:`simulation.cost_bound` of one evaluation times
-    :data:`MAX_STEP_EVALUATIONS` + 1 each), checked before any is simulated.
+    :data:`MAX_STEP_EVALUATIONS` + 1 each), checked before any is simulated. Every bad
+    field is named at once (:class:`ScenarioErrors`): each measurement is read, and the
+    steps are fitted only when all of them read well; a cluster that cannot be read is
+    reported with unknown sections only (every measurement is read on it).
 
     Returns ``{"profile": {...figures...}, "fits": [...]}``: per measurement what it gave
     and the engine's figure with the default and with the fitted profile.
@@ -489,12 +516,17 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     lookups = dict(lookups or {})
     if not isinstance(measurements, dict):
         raise ScenarioError("measurements", "must be an object")
-    _no_unknown(measurements, set(MEASUREMENT_SECTIONS), "measurements")
+    bad = Collect()                  # every bad field at once
+    _unknown_each(bad, measurements, set(MEASUREMENT_SECTIONS), "measurements")
     cluster_in = measurements.get("cluster")
     if not isinstance(cluster_in, dict):
-        raise ScenarioError("measurements.cluster", "is required: the cluster measured "
-                                                    '(e.g. {"node": "dgx-a100-80gb"})')
-    cluster = _resolved_cluster(cluster_in, lookups)
+        bad.add("measurements.cluster", "is required: the cluster measured "
+                                        '(e.g. {"node": "dgx-a100-80gb"})')
+        cluster = None
+    else:
+        cluster = bad(_resolved_cluster, cluster_in, lookups)
+    if cluster is None:
+        bad.check()
     profile: dict = {"name": name} if name else {}
     if cluster.accelerator.preset:
         profile["accelerator"] = cluster.accelerator.preset
@@ -503,17 +535,22 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
     gemm = measurements.get("gemm")
     if gemm is not None:
         if not isinstance(gemm, dict):
-            raise ScenarioError("measurements.gemm", "must be an object")
-        _no_unknown(gemm, {"flops_per_s"}, "measurements.gemm")
-        rate = _num(gemm, "flops_per_s", "measurements.gemm", strict=True, maximum=1e18)
-        if rate is None:
-            raise ScenarioError("measurements.gemm.flops_per_s", "is required")
-        profile.update(fit_gemm(rate, cluster.accelerator))
-        fits.append({"kind": "gemm", "measured_flops_per_s": rate, "gemm_flops": rate})
+            bad.add("measurements.gemm", "must be an object")
+        else:
+            _unknown_each(bad, gemm, {"flops_per_s"}, "measurements.gemm")
+            rate = bad(_num, gemm, "flops_per_s", "measurements.gemm", strict=True, maximum=1e18)
+            if rate is None and not bad.named("measurements.gemm.flops_per_s"):
+                bad.add("measurements.gemm.flops_per_s", "is required")
+            figures = bad(fit_gemm, rate, cluster.accelerator) if rate is not None else None
+            if figures is not None:
+                profile.update(figures)
+                fits.append({"kind": "gemm", "measured_flops_per_s": rate, "gemm_flops": rate})
 
     effs = []
-    for i, m in enumerate(_list(measurements, "collectives")):
-        r = fit_collective(m, cluster, f"measurements.collectives[{i}]")
+    for i, m in _list(measurements, "collectives", bad):
+        r = bad(fit_collective, m, cluster, f"measurements.collectives[{i}]")
+        if r is None:
+            continue
         effs.append(r["network_efficiency"])
         fits.append({"kind": "collective", **{k: m.get(k) for k in ("collective", "size_bytes", "ranks")},
                      "measured_bus_bytes_per_s": m["bus_bytes_per_s"], **r})
@@ -521,8 +558,8 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
         profile["network_efficiency"] = statistics.median(effs)
 
     per_target: dict = {}
-    for i, m in enumerate(_list(measurements, "checkpoints")):
-        for kind, rates in fit_checkpoint(m, cluster, f"measurements.checkpoints[{i}]").items():
+    for i, m in _list(measurements, "checkpoints", bad):
+        for kind, rates in (bad(fit_checkpoint, m, cluster, f"measurements.checkpoints[{i}]") or {}).items():
             fits.append({"kind": "checkpoint", "target": kind, **rates})
             for k, v in rates.items():
                 per_target.setdefault(kind, {}).setdefault(k, []).append(v)
@@ -530,25 +567,33 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
         profile["checkpoint_targets"] = {kind: {k: statistics.median(v) for k, v in rates.items()}
                                          for kind, rates in per_target.items()}
 
-    steps = _list(measurements, "steps")
     step_fits, specs, units_total = [], [], 0.0
-    for i, m in enumerate(steps):
+    for i, m in _list(measurements, "steps", bad):
         path = f"measurements.steps[{i}]"
-        _no_unknown(m, {"scenario", "step_s"}, path)
-        measured = _num(m, "step_s", path, strict=True, maximum=MAX_SECONDS)
-        if measured is None:
-            raise ScenarioError(f"{path}.step_s", "is required")
-        spec, units = _step_spec(m.get("scenario"), cluster_in, profile, f"{path}.scenario", lookups)
+        _unknown_each(bad, m, {"scenario", "step_s"}, path)
+        measured = bad(_num, m, "step_s", path, strict=True, maximum=MAX_SECONDS)
+        if measured is None and not bad.named(f"{path}.step_s"):
+            bad.add(f"{path}.step_s", "is required")
+        read = bad(_step_spec, m.get("scenario"), cluster_in, profile, f"{path}.scenario", lookups)
+        if read is None:
+            continue
+        spec, units = read
         units_total += units * (MAX_STEP_EVALUATIONS + 1)
         if max_work_units is not None and units_total > max_work_units:
-            raise ScenarioError(f"{path}.scenario",
-                                f"fitting the measured steps could take about {units_total:,.0f} work units "
-                                f"({MAX_STEP_EVALUATIONS + 1} evaluations each); at most "
-                                f"{max_work_units:,.0f} are allowed per request: fit a smaller "
-                                "configuration or fewer steps")
-        specs.append((i, spec, measured))
+            bad.add(f"{path}.scenario",
+                    f"fitting the measured steps could take about {units_total:,.0f} work units "
+                    f"({MAX_STEP_EVALUATIONS + 1} evaluations each); at most "
+                    f"{max_work_units:,.0f} are allowed per request: fit a smaller "
+                    "configuration or fewer steps")
+            break
+        if measured is not None:
+            specs.append((i, spec, measured))
+    bad.check()                      # before any step is simulated
     for i, spec, measured in specs:
-        step_fits.append((i, spec, measured, fit_step(spec, measured, lookups, f"measurements.steps[{i}]")))
+        r = bad(fit_step, spec, measured, lookups, f"measurements.steps[{i}]")
+        if r is not None:
+            step_fits.append((i, spec, measured, r))
+    bad.check()
     work = [r for *_, r in step_fits if r["compute_model"] == "work"]
     constant = [r for *_, r in step_fits if r["compute_model"] == "constant"]
     if work:        # the rate the workload reached wins over a GEMM benchmark's (kept in fits)
@@ -577,11 +622,14 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
 
 
 def _scoped(fn, path: str):
-    """Run ``fn``; a ScenarioError it raises names its field under ``path``."""
+    """Run ``fn``; a ScenarioError it raises names its field under ``path`` (each of a
+    :class:`ScenarioErrors`)."""
     try:
         return fn()
     except ScenarioError as exc:
-        raise ScenarioError(f"{path}.{exc.field}" if exc.field else path, exc.message) from None
+        errors = [ScenarioError(f"{path}.{e.field}" if e.field else path, e.message)
+                  for e in getattr(exc, "errors", None) or [exc]]
+        raise (errors[0] if len(errors) == 1 else ScenarioErrors(errors)) from None
 
 
 def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) -> dict:

@@ -76,15 +76,17 @@ Per family (the modeling file each follows):
   is 1 KV head, the new architecture reads ``num_kv_heads``; ``bias`` is every linear's.
 
 Errors: a bad value raises :class:`ScenarioError` naming the config key
-(``config.num_attention_heads``); a ``model_type`` outside those above names
-``config.model_type``. The returned section is checked by ``ModelSpec.from_dict``; an error
-there is reported under the config key it came from.
+(``config.num_attention_heads``), several bad keys :class:`ScenarioErrors` naming each (every
+key is read before any is reported); a ``model_type`` outside those above names
+``config.model_type`` alone (the family says which keys are read). The returned section is
+checked by ``ModelSpec.from_dict``; an error there is reported under the config key it came
+from.
 """
 
 from __future__ import annotations
 
 from .activations import FAMILY_TRAITS
-from .errors import ScenarioError
+from .errors import Collect, ScenarioError
 from .fields import show
 
 PATH = "config"
@@ -192,7 +194,9 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     window, soft-capping, an output-projection bias it cannot hold).
 
     Raises :class:`ScenarioError` naming ``config.<key>`` for a bad or missing value, or
-    ``config.model_type`` for a family it does not read.
+    ``config.model_type`` for a family it does not read; :class:`ScenarioErrors` naming
+    each when several keys are bad (every key is read; a check that needs a bad key's
+    value is left out, as a consequence of it).
     """
     if not isinstance(cfg, dict):
         raise ScenarioError(PATH, f"must be a JSON object (the config.json), got {show(cfg)}")
@@ -204,16 +208,20 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     fam = _FAMILY[mt]
     used = set(_CONFIRMING)
     notes: list[str] = []
+    bad = Collect()                  # every bad key at once; None where a key was bad
 
     def take(*keys):
         used.update(keys)
 
+    def fail(key: str, message: str) -> None:
+        bad.errors.append(_err(key, message))
+
     take("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size",
          "max_position_embeddings", "tie_word_embeddings")
-    hidden = _int(cfg, "hidden_size", maximum=1_000_000)
-    heads = _int(cfg, "num_attention_heads", maximum=100_000)
+    hidden = bad(_int, cfg, "hidden_size", maximum=1_000_000)
+    heads = bad(_int, cfg, "num_attention_heads", maximum=100_000)
     m = dict(name=_name(cfg, mt),
-             num_layers=_int(cfg, "num_hidden_layers", maximum=10_000),
+             num_layers=bad(_int, cfg, "num_hidden_layers", maximum=10_000),
              hidden_size=hidden, num_attention_heads=heads)
 
     if mt == "falcon":
@@ -223,46 +231,47 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         # op keeping its input: simulation/activations.py single_op_activation)
         act = cfg.get("activation", "gelu")
         if act is not None and act not in _FALCON_ACTS:
-            raise _err("activation", f"must be one of {', '.join(_FALCON_ACTS)} (a single-op "
-                                     f"activation: the engine counts its input only), got {show(act)}")
-        if _bool(cfg, "alibi", False):
-            raise _err("alibi", "must be false: Falcon's ALiBi layers (FalconAttention's alibi "
-                                "path) are not modelled; for Megatron-DeepSpeed / BLOOM-style ALiBi "
-                                "set model.position_embedding to \"alibi\" by hand")
-        new_arch = _bool(cfg, "new_decoder_architecture", False)
-        parallel = _bool(cfg, "parallel_attn", True)
+            fail("activation", f"must be one of {', '.join(_FALCON_ACTS)} (a single-op "
+                               f"activation: the engine counts its input only), got {show(act)}")
+        if bad(_bool, cfg, "alibi", False):
+            fail("alibi", "must be false: Falcon's ALiBi layers (FalconAttention's alibi "
+                          "path) are not modelled; for Megatron-DeepSpeed / BLOOM-style ALiBi "
+                          "set model.position_embedding to \"alibi\" by hand")
+        new_arch = bad(_bool, cfg, "new_decoder_architecture", False)
+        parallel = bad(_bool, cfg, "parallel_attn", True)
+        parallel = True if parallel is None else parallel
         # FalconAttention: num_kv_heads if new_decoder_architecture or not multi_query, else 1
-        multi_query = _bool(cfg, "multi_query", True)
+        multi_query = bad(_bool, cfg, "multi_query", True)
+        multi_query = True if multi_query is None else multi_query
         if new_arch or not multi_query:
             take("num_kv_heads")
-        kv = _int(cfg, "num_kv_heads", heads) if new_arch or not multi_query else 1
+        kv = bad(_int, cfg, "num_kv_heads", heads or 1) if new_arch or not multi_query else 1
         # FalconDecoderLayer: ln_attn + ln_mlp when the new architecture has 2 (its default),
         # else input_layernorm, plus post_attention_layernorm when not parallel_attn
         if new_arch:
             take("num_ln_in_parallel_attn")
-        two_ln = new_arch and _int(cfg, "num_ln_in_parallel_attn", 2, maximum=2) == 2
+        two_ln = bool(new_arch) and bad(_int, cfg, "num_ln_in_parallel_attn", 2, maximum=2) == 2
         norms = 2 if two_ln or not parallel else 1
         m["num_kv_heads"] = kv
-        m["ffn_hidden_size"] = _int(cfg, "ffn_hidden_size", 4 * hidden, maximum=10_000_000)
-        bias = _bool(cfg, "bias", False)
+        m["ffn_hidden_size"] = bad(_int, cfg, "ffn_hidden_size", 4 * (hidden or 1), maximum=10_000_000)
+        bias = bool(bad(_bool, cfg, "bias", False))
     else:
         take("num_key_value_heads", "intermediate_size", "head_dim", "hidden_act",
              "hidden_activation")
         if mt != "qwen2":            # Qwen2Attention's biases are fixed (q/k/v yes, o no)
             take("attention_bias", "mlp_bias")
-        m["num_kv_heads"] = _int(cfg, "num_key_value_heads", heads, maximum=100_000)
-        m["ffn_hidden_size"] = _int(cfg, "intermediate_size", maximum=10_000_000)
+        m["num_kv_heads"] = bad(_int, cfg, "num_key_value_heads", heads or 1, maximum=100_000)
+        m["ffn_hidden_size"] = bad(_int, cfg, "intermediate_size", maximum=10_000_000)
         for key in ("hidden_act", "hidden_activation"):
             act = cfg.get(key)
             if act is not None and act not in _ACTS:
-                raise _err(key, f"must be one of {', '.join(_ACTS)} (the MLP is gated "
-                                f"{'GeGLU' if mt.startswith('gemma') else 'SwiGLU'}), got {show(act)}")
+                fail(key, f"must be one of {', '.join(_ACTS)} (the MLP is gated "
+                          f"{'GeGLU' if mt.startswith('gemma') else 'SwiGLU'}), got {show(act)}")
         norms = fam.get("norms_per_block")
-        attn_bias = mt != "qwen2" and _bool(cfg, "attention_bias", False)
-        mlp_bias = mt != "qwen2" and _bool(cfg, "mlp_bias", False)
+        attn_bias = mt != "qwen2" and bool(bad(_bool, cfg, "attention_bias", False))
+        mlp_bias = mt != "qwen2" and bool(bad(_bool, cfg, "mlp_bias", False))
         if mt == "phi3" and attn_bias:
-            raise _err("attention_bias", "must be false: Phi3Attention's qkv_proj and o_proj "
-                                         "carry no bias")
+            fail("attention_bias", "must be false: Phi3Attention's qkv_proj and o_proj carry no bias")
         bias = mlp_bias
         if mlp_bias and not attn_bias:
             m["qkv_bias"] = False
@@ -274,25 +283,25 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
                          "layer), which the model section cannot hold: counted without it")
         if mt == "mixtral":
             take("num_local_experts", "num_experts_per_tok")
-            m["num_experts"] = _int(cfg, "num_local_experts", 8, maximum=1_000_000)
-            m["moe_top_k"] = _int(cfg, "num_experts_per_tok", 2, maximum=1_000_000)
-            if m["moe_top_k"] > m["num_experts"]:
-                raise _err("num_experts_per_tok",
-                           f"must be <= num_local_experts ({m['num_experts']}), got {m['moe_top_k']}")
+            m["num_experts"] = bad(_int, cfg, "num_local_experts", 8, maximum=1_000_000)
+            m["moe_top_k"] = bad(_int, cfg, "num_experts_per_tok", 2, maximum=1_000_000)
+            if m["moe_top_k"] and m["num_experts"] and m["moe_top_k"] > m["num_experts"]:
+                fail("num_experts_per_tok",
+                     f"must be <= num_local_experts ({m['num_experts']}), got {m['moe_top_k']}")
         if mt.startswith("deepseek"):
-            _deepseek(cfg, mt, m, take, notes)
+            _deepseek(cfg, mt, m, take, notes, bad)
             if attn_bias or mlp_bias:
-                raise _err("attention_bias" if attn_bias else "mlp_bias",
-                           "must be false: biases of the latent-attention projections are not modelled")
+                fail("attention_bias" if attn_bias else "mlp_bias",
+                     "must be false: biases of the latent-attention projections are not modelled")
         head_dim = cfg.get("head_dim")
         if mt.startswith("deepseek"):
             pass                     # MLA sets its own head widths; DeepseekV2's head_dim is unused
         elif head_dim is not None or mt in ("gemma", "gemma2"):
-            m["head_dim"] = _int(cfg, "head_dim", 256 if mt.startswith("gemma") else None,
-                                 maximum=100_000)
-    m["vocab_size"] = _int(cfg, "vocab_size", maximum=100_000_000)
-    m.update(gated_mlp=fam["gated"],
-             tied_embeddings=_bool(cfg, "tie_word_embeddings", fam["tie"]),
+            m["head_dim"] = bad(_int, cfg, "head_dim", 256 if mt.startswith("gemma") else None,
+                                maximum=100_000)
+    m["vocab_size"] = bad(_int, cfg, "vocab_size", maximum=100_000_000)
+    tied = bad(_bool, cfg, "tie_word_embeddings", fam["tie"])
+    m.update(gated_mlp=fam["gated"], tied_embeddings=fam["tie"] if tied is None else tied,
              position_embedding="rope", norm=fam["norm"], linear_bias=bias)
     if fam.get("qkv_bias"):
         m["qkv_bias"] = True
@@ -304,15 +313,15 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     # Dropout: a probability above 0 turns the term on (transformers' attention_dropout;
     # Phi-3's resid_pdrop and embd_pdrop, Falcon's hidden_dropout on the residual branches).
     take("attention_dropout", "resid_pdrop", "hidden_dropout", "embd_pdrop")
-    attn_p = _prob(cfg, "attention_dropout")
-    hidden_p = max(_prob(cfg, "resid_pdrop"), _prob(cfg, "hidden_dropout"))
-    _prob(cfg, "embd_pdrop")
+    attn_p = bad(_prob, cfg, "attention_dropout") or 0.0
+    hidden_p = max(bad(_prob, cfg, "resid_pdrop") or 0.0, bad(_prob, cfg, "hidden_dropout") or 0.0)
+    bad(_prob, cfg, "embd_pdrop")
     m["dropout"] = False
     if attn_p > 0:
         m["attention_dropout"] = True
     if hidden_p > 0:
         m["hidden_dropout"] = True
-    m["max_seq_len"] = _int(cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
+    m["max_seq_len"] = bad(_int, cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
     m["source"] = f"imported config.json (model_type {mt})"
     if mt in FAMILY_TRAITS:          # the families whose layers save what Llama's do not
         m["layer_family"] = mt
@@ -324,46 +333,48 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
             if key not in cfg or cfg[key] is not None:
                 v = cfg.get(key, default)
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                    raise _err(key, f"must be a number > 0 or null, got {show(v)}")
-                m[key] = float(v)
+                    fail(key, f"must be a number > 0 or null, got {show(v)}")
+                else:
+                    m[key] = float(v)
 
-    _sliding(cfg, mt, m, take, notes)
+    _sliding(cfg, mt, m, take, notes, bad)
     for key, note in _NOTES.items():
         if cfg.get(key) is not None:
             notes.append(f"{key}: {note}")
-    _check(m)
+    _check(m, bad)
+    bad.check()
     ignored = sorted(k for k in cfg if k not in used)
     return m, ignored, notes
 
 
-def _deepseek(cfg: dict, mt: str, m: dict, take, notes: list) -> None:
+def _deepseek(cfg: dict, mt: str, m: dict, take, notes: list, bad: Collect) -> None:
     """DeepSeek's experts and latent attention into ``m`` (see the module docstring)."""
     dflt = _DEEPSEEK_DEFAULTS[mt]
     take(*dflt, "moe_layer_freq", "num_nextn_predict_layers")
-    m["num_experts"] = _int(cfg, "n_routed_experts", dflt["n_routed_experts"], maximum=1_000_000)
-    m["moe_top_k"] = _int(cfg, "num_experts_per_tok", dflt["num_experts_per_tok"], maximum=1_000_000)
-    if m["moe_top_k"] > m["num_experts"]:
-        raise _err("num_experts_per_tok",
-                   f"must be <= n_routed_experts ({m['num_experts']}), got {m['moe_top_k']}")
-    m["moe_ffn_hidden_size"] = _int(cfg, "moe_intermediate_size", dflt["moe_intermediate_size"],
-                                    maximum=10_000_000)
+    m["num_experts"] = bad(_int, cfg, "n_routed_experts", dflt["n_routed_experts"], maximum=1_000_000)
+    m["moe_top_k"] = bad(_int, cfg, "num_experts_per_tok", dflt["num_experts_per_tok"], maximum=1_000_000)
+    if m["moe_top_k"] and m["num_experts"] and m["moe_top_k"] > m["num_experts"]:
+        bad.errors.append(_err("num_experts_per_tok",
+                               f"must be <= n_routed_experts ({m['num_experts']}), got {m['moe_top_k']}"))
+    m["moe_ffn_hidden_size"] = bad(_int, cfg, "moe_intermediate_size", dflt["moe_intermediate_size"],
+                                   maximum=10_000_000)
     # DeepseekV2MoE / DeepseekV3MoE: no shared MLP when n_shared_experts is null
     if not ("n_shared_experts" in cfg and cfg["n_shared_experts"] is None):
-        shared = _int(cfg, "n_shared_experts", dflt["n_shared_experts"], minimum=0, maximum=1_000_000)
+        shared = bad(_int, cfg, "n_shared_experts", dflt["n_shared_experts"], minimum=0, maximum=1_000_000)
         if shared:
             m["num_shared_experts"] = shared
-    dense = _int(cfg, "first_k_dense_replace", dflt["first_k_dense_replace"], minimum=0, maximum=10_000)
+    dense = bad(_int, cfg, "first_k_dense_replace", dflt["first_k_dense_replace"], minimum=0, maximum=10_000)
     if dense:
         m["first_dense_layers"] = dense
     # q_lora_rank null: one q_proj (DeepSeek-V2-Lite); absent: the class default
     if "q_lora_rank" not in cfg or cfg["q_lora_rank"] is not None:
-        m["q_lora_rank"] = _int(cfg, "q_lora_rank", dflt["q_lora_rank"], maximum=1_000_000)
-    m["kv_lora_rank"] = _int(cfg, "kv_lora_rank", dflt["kv_lora_rank"], maximum=1_000_000)
-    m["qk_nope_head_dim"] = _int(cfg, "qk_nope_head_dim", dflt["qk_nope_head_dim"], minimum=0,
-                                 maximum=100_000)
-    m["qk_rope_head_dim"] = _int(cfg, "qk_rope_head_dim", dflt["qk_rope_head_dim"], minimum=0,
-                                 maximum=100_000)
-    m["v_head_dim"] = _int(cfg, "v_head_dim", dflt["v_head_dim"], maximum=100_000)
+        m["q_lora_rank"] = bad(_int, cfg, "q_lora_rank", dflt["q_lora_rank"], maximum=1_000_000)
+    m["kv_lora_rank"] = bad(_int, cfg, "kv_lora_rank", dflt["kv_lora_rank"], maximum=1_000_000)
+    m["qk_nope_head_dim"] = bad(_int, cfg, "qk_nope_head_dim", dflt["qk_nope_head_dim"], minimum=0,
+                                maximum=100_000)
+    m["qk_rope_head_dim"] = bad(_int, cfg, "qk_rope_head_dim", dflt["qk_rope_head_dim"], minimum=0,
+                                maximum=100_000)
+    m["v_head_dim"] = bad(_int, cfg, "v_head_dim", dflt["v_head_dim"], maximum=100_000)
     freq = cfg.get("moe_layer_freq", 1)
     if freq not in (None, 1):
         notes.append(f"moe_layer_freq {show(freq)}: transformers' DeepSeek classes put experts in "
@@ -374,25 +385,25 @@ def _deepseek(cfg: dict, mt: str, m: dict, take, notes: list) -> None:
                      "counted (transformers' model does not build it)")
 
 
-def _sliding(cfg: dict, mt: str, m: dict, take, notes: list) -> None:
+def _sliding(cfg: dict, mt: str, m: dict, take, notes: list, bad: Collect) -> None:
     """Sliding-window attention into ``m`` (see the module docstring)."""
     take("sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
          "sliding_window_size")
     if mt in _SLIDING_ALL:
         if cfg.get("sliding_window") is not None:
-            m["sliding_window"] = _int(cfg, "sliding_window", maximum=100_000_000)
+            m["sliding_window"] = bad(_int, cfg, "sliding_window", maximum=100_000_000)
             m["sliding_window_layers"] = "all"
     elif mt == "gemma2":
-        m["sliding_window"] = _int(cfg, "sliding_window", 4096, maximum=100_000_000)
+        m["sliding_window"] = bad(_int, cfg, "sliding_window", 4096, maximum=100_000_000)
         m["sliding_window_layers"] = "alternate"
         types = cfg.get("layer_types")
-        if types is not None:
+        if types is not None and m["num_layers"] is not None:
             want = ["sliding_attention" if (i + 1) % 2 else "full_attention"
                     for i in range(m["num_layers"])]
             if types != want:
-                raise _err("layer_types", "must alternate sliding and full attention from layer 0 "
-                                          "(sliding_window_layers holds all or alternate)")
-    elif mt == "qwen2" and _bool(cfg, "use_sliding_window", False) and cfg.get("sliding_window"):
+                bad.errors.append(_err("layer_types", "must alternate sliding and full attention from "
+                                                      "layer 0 (sliding_window_layers holds all or alternate)"))
+    elif mt == "qwen2" and bad(_bool, cfg, "use_sliding_window", False) and cfg.get("sliding_window"):
         notes.append("use_sliding_window: Qwen2 slides the layers from max_window_layers on, which "
                      "the model section cannot hold: counted as full attention")
 
@@ -407,12 +418,20 @@ _FROM = {"num_layers": "num_hidden_layers", "hidden_size": "hidden_size",
          "max_seq_len": "max_position_embeddings"}
 
 
-def _check(m: dict) -> None:
+def _check(m: dict, bad: Collect) -> None:
     """``ModelSpec.from_dict(m)``, its errors renamed to the config key (heads that do not
-    divide hidden_size, KV heads that do not divide heads)."""
+    divide hidden_size, KV heads that do not divide heads) and recorded in ``bad``. Not
+    run when a bad key left a field of ``m`` unset (None): its cross-field checks would
+    read a default in its place, and what they found would be a consequence."""
     from .scenario import ModelSpec
+    if bad.errors and any(v is None for v in m.values()):
+        return
+    named = {e.field for e in bad.errors}
     try:
         ModelSpec.from_dict(dict(m))
     except ScenarioError as exc:
-        field = exc.field.split(".", 1)[-1]
-        raise _err(_FROM.get(field, field), exc.message) from None
+        for e in getattr(exc, "errors", None) or [exc]:
+            field = e.field.split(".", 1)[-1]
+            err = _err(_FROM.get(field, field), e.message)
+            if err.field not in named:
+                bad.errors.append(err)

@@ -169,27 +169,26 @@ class BrowsableAPIRenderer(renderers.BrowsableAPIRenderer):
         return {**super().get_context(*args, **kwargs), "code_style": None}
 
 
-class FormParser(parsers.FormParser):
-    """DRF's form parser; a form whose one key is JSON text (``curl -d '{...}'`` without a
-    Content-Type header) is a 415 that says to send JSON, not a 400 about an unknown field
-    named after the whole body."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
-        if len(data) == 1:
-            (key, values), = data.lists()
-            if key.lstrip()[:1] in ("{", "[") and values in ([""], []):
-                raise exceptions.UnsupportedMediaType(
-                    media_type, "The body is JSON sent as a form (Content-Type: "
-                                "application/x-www-form-urlencoded).")
-        return data
+def _media_type_text(request) -> str:
+    """What a refused body was sent as, for the 415's message."""
+    media = (getattr(request, "content_type", "") or "").split(";")[0].strip().lower()
+    if not media:
+        return "with no Content-Type header"
+    if media == "application/x-www-form-urlencoded":
+        return (f"as {media}, a form (curl -d without -H 'Content-Type: application/json' "
+                "sends one)")
+    if media == "multipart/form-data":
+        return f"as {media}, a form with files (curl -F sends one)"
+    return f"as {media[:80]}"
 
 
 def exception_handler(exc, context):
     """DRF's handler, with request-body problems reported under the field ``body``.
 
     Every 400 then has one shape: ``{field: [message, ...]}``; a body over the size limit
-    is 413 ``{"body": [...]}``, also when Django's form parsing noticed it first.
+    is 413 ``{"body": [...]}``, also when Django's form parsing noticed it first; a body that
+    is not JSON (a form, multipart, XML, no Content-Type) is 415 ``{"body": [...]}`` saying
+    what it was sent as and to send JSON with ``Content-Type: application/json``.
     """
     if isinstance(exc, RequestDataTooBig):
         exc = RequestTooLarge(settings.DATA_UPLOAD_MAX_MEMORY_SIZE, declared_length(context.get("request")))
@@ -201,12 +200,24 @@ def exception_handler(exc, context):
     if isinstance(exc, (exceptions.ParseError, RequestTooLarge)):
         response.data = {"body": [str(exc.detail)]}
     elif isinstance(exc, exceptions.UnsupportedMediaType):
-        response.data = {"body": [f"{exc.detail} Send the body as JSON with the header "
-                                  "Content-Type: application/json."]}
+        response.data = {"body": [f"The API takes JSON bodies only; this one was sent "
+                                  f"{_media_type_text(context.get('request'))}. Nothing was saved. "
+                                  "Send the body as JSON with the header Content-Type: application/json."]}
     elif isinstance(exc, exceptions.ValidationError):
         data = response.data
         response.data = dotted_errors(data) if isinstance(data, dict) else {"body": data}
     return response
+
+
+def engine_error_detail(exc) -> dict:
+    """``{field: [message, ...]}`` for an engine ScenarioError: every field of a
+    ``ScenarioErrors`` (several bad fields at once), each under its own path as the engine
+    names it (``config.hidden_size``, ``measurements.steps[0].step_s``); a whole-input
+    error under ``body``."""
+    out: dict = {}
+    for e in getattr(exc, "errors", None) or [exc]:
+        out.setdefault(e.field or "body", []).append(e.message)
+    return out
 
 
 def dotted_errors(detail, prefix: str = "") -> dict:

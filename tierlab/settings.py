@@ -230,10 +230,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON only: every endpoint takes a JSON body (the front end sends JSON, a config.json
+    # upload is read in the browser and sent as JSON); a form or multipart body is a 415 that
+    # says to send JSON (tierlab.api.exception_handler), before anything is saved. The admin's
+    # imports are Django forms, which these parsers do not serve.
     "DEFAULT_PARSER_CLASSES": [
         "tierlab.api.JSONParser",                  # size, depth and UTF-8 limits
-        "tierlab.api.FormParser",                  # JSON sent as a form (curl -d) is told so
-        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",

@@ -159,3 +159,34 @@ def test_a_finished_plans_pareto_front_is_a_chart_in_place_and_on_the_share_link
     page.goto(f"{live_url}/s/{link.token}/")
     check("share link")
     assert page.js_errors == []
+
+
+def test_the_plan_list_names_each_objective_with_its_unit(page, live_url, user_admin, catalog, settings):
+    """The comparisons index's plan list showed the planner's key ("step_time",
+    "cost_per_million_tokens"): each objective reads as what it measures, with its unit
+    (tierlab.catalog.labels.OBJECTIVE_LABELS), one plan per objective of
+    simulation.planner.OBJECTIVES. No worker reads the plans' queue: they stay queued."""
+    from simulation.planner import OBJECTIVES
+    from tierlab.catalog.labels import OBJECTIVE_LABELS
+    from tierlab.dashboard import plans
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
+    for objective in OBJECTIVES:
+        plans.create_plan(user_admin, {
+            "model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
+            "training": {"seq_len": 2048, "global_batch_size": 8, "total_tokens": 10**9},
+            "space": {"tensor_parallel": [1], "pipeline_parallel": [1], "micro_batch_size": [1],
+                      "recompute": ["full"], "strategies": ["zero1"]},
+            "objective": objective}, f"by {objective}")
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/compare/")
+    table = page.locator("#plan-list")
+    shown = {row.locator("th").inner_text(): row.locator("td").nth(1).inner_text()
+             for row in table.locator("tbody tr").all()}
+    assert shown == {f"by {o}": OBJECTIVE_LABELS[o] for o in OBJECTIVES}
+    assert shown["by step_time"] == "Step time (s)"
+    assert shown["by cost_per_million_tokens"] == "Cost (USD per million tokens)"
+    cells = " ".join(shown.values())
+    assert not any(o in cells for o in OBJECTIVES), cells
+    screenshot(page, "plan-list-objectives")
+    assert page.js_errors == []

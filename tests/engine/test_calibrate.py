@@ -303,3 +303,23 @@ def test_a_collective_across_gb200_trays_is_fitted_on_nvlink():
         {"collective": "all_gather", "size_bytes": S, "ranks": n, "bus_bytes_per_s": busbw}]})
     assert out["fits"][0]["link"] == "nvlink"
     assert out["profile"]["network_efficiency"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_every_bad_measurement_field_is_named_at_once():
+    """A bad GEMM rate, a collective with an unknown kind and no ranks, a checkpoint on an
+    unknown target and a step whose time is text and whose scenario is bad: each is named
+    (the first alone was), and no step is fitted."""
+    from simulation.errors import ScenarioErrors
+    step = copy.deepcopy(T1["nar21_t1_1p7B"]["scenario"])
+    step["training"]["global_batch_size"] = 7
+    m = {"cluster": SELENE, "gemm": {"flops_per_s": -1},
+         "collectives": [{"collective": "all_to_all", "size_bytes": 2**30, "bus_bytes_per_s": 2e11}],
+         "checkpoints": [{"target": "tape", "size_bytes": 1e12, "write_s": 10}],
+         "steps": [{"scenario": step, "step_s": "fast"}]}
+    with pytest.raises(ScenarioErrors) as e:
+        calibrate.fit_profile(m)
+    assert [x.field for x in e.value.errors] == [
+        "measurements.gemm.flops_per_s",
+        "measurements.collectives[0].collective", "measurements.collectives[0].ranks",
+        "measurements.checkpoints[0].target",
+        "measurements.steps[0].step_s", "measurements.steps[0].scenario.training.global_batch_size"]

@@ -190,3 +190,34 @@ def test_sliding_window_layers():
         model_from_hf_config(dict(g, layer_types=full))
     assert e.value.field == "config.layer_types"
     assert "sliding_window" not in model_from_hf_config(CONFIGS["mixtral-8x7b"]["config"])[0]
+
+
+def test_every_bad_key_is_named_at_once():
+    """Three bad keys, three errors (the first alone was named): each is read."""
+    from simulation.errors import ScenarioErrors
+    cfg = dict(CONFIGS["llama3.1-8b"]["config"], hidden_size="4096", hidden_act="tanh", attention_dropout=2)
+    with pytest.raises(ScenarioErrors) as e:
+        model_from_hf_config(cfg)
+    assert [x.field for x in e.value.errors] == ["config.hidden_size", "config.hidden_act",
+                                                 "config.attention_dropout"]
+
+
+def test_a_cross_key_check_is_named_beside_a_bad_key():
+    """heads that do not divide hidden_size (the model section's check) and a bad flag."""
+    from simulation.errors import ScenarioErrors
+    cfg = dict(CONFIGS["llama3.1-8b"]["config"], num_attention_heads=33, tie_word_embeddings="no")
+    with pytest.raises(ScenarioErrors) as e:
+        model_from_hf_config(cfg)
+    assert {x.field for x in e.value.errors} == {"config.num_attention_heads", "config.tie_word_embeddings"}
+
+
+def test_a_bad_key_adds_no_consequence():
+    """hidden_size bad: the heads-divide-hidden check, which would read a default, is not run;
+    the missing intermediate_size is named too."""
+    from simulation.errors import ScenarioErrors
+    cfg = {k: v for k, v in CONFIGS["llama3.1-8b"]["config"].items() if k != "intermediate_size"}
+    with pytest.raises(ScenarioErrors) as e:
+        model_from_hf_config(dict(cfg, hidden_size=0))
+    assert [(x.field, x.message) for x in e.value.errors] == [
+        ("config.hidden_size", "must be between 1 and 1,000,000, got 0"),
+        ("config.intermediate_size", "is required")]

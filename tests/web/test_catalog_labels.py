@@ -64,3 +64,19 @@ def test_a_recommendation_model_is_labelled_by_its_presets_name():
     assert labels.model_label(spec) == "DLRM-DCNv2, MLPerf v2 (Criteo 1TB multi-hot)"
     assert labels.strategy_label(spec) == "embeddings: parameter server vs all-to-all"
     assert labels.model_label({"recsys": {"tables": []}}) == "custom recommendation model"
+
+
+def test_every_planner_objective_has_a_label_with_its_unit_and_a_choice():
+    """One source (tierlab.catalog.labels) for the plan list, the plan page and the form,
+    covering simulation.planner.OBJECTIVES; the planner's default when a spec gives none."""
+    from simulation.planner import OBJECTIVES
+    from tierlab.dashboard.forms.plans import PlanForm
+
+    assert set(labels.OBJECTIVE_LABELS) == set(OBJECTIVES) == set(labels.OBJECTIVE_CHOICES)
+    assert [k for k, _ in PlanForm.OBJECTIVES] == list(OBJECTIVES)
+    assert all(label.endswith(("(s)", "(USD)", "(USD per million tokens)"))
+               for label in labels.OBJECTIVE_LABELS.values())
+    assert labels.objective_label("step_time") == "Step time (s)"
+    assert labels.objective_label("cost_per_million_tokens") == "Cost (USD per million tokens)"
+    assert labels.objective_label(None) == "Step time (s)"
+    assert labels.objective_label("nope") == "nope"

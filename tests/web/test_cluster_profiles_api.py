@@ -77,6 +77,32 @@ def test_bad_measurements_are_a_400_naming_the_field(owner_api, change, field):
     assert ClusterProfile.objects.count() == 0
 
 
+def bad_in_three_places():
+    body = copy.deepcopy(measurements())
+    body["gemm"] = {"flops_per_s": 1e16}                        # above the A100's peak
+    body["collectives"][0]["bus_bytes_per_s"] = 1e13            # faster than NVLink
+    body["steps"][0]["step_s"] = "fast"
+    return body, ["measurements.gemm.flops_per_s", "measurements.collectives[0].bus_bytes_per_s",
+                  "measurements.steps[0].step_s"]
+
+
+def test_every_bad_field_is_named_at_once(owner_api):
+    """Three bad measurements: a 400 naming each (the first alone was); nothing saved."""
+    body, fields = bad_in_three_places()
+    r = create(owner_api, body=body)
+    assert r.status_code == 400, r.content
+    assert list(r.json()) == fields and all(len(v) == 1 for v in r.json().values()), r.json()
+    assert ClusterProfile.objects.count() == 0
+
+
+def test_a_refit_names_every_bad_field_and_keeps_the_profile(owner_api):
+    saved = create(owner_api).json()
+    body, fields = bad_in_three_places()
+    r = owner_api.patch(f"{URL}{saved['id']}/", {"measurements": body}, format="json")
+    assert r.status_code == 400 and list(r.json()) == fields, r.json()
+    assert ClusterProfile.objects.get().figures == saved["figures"]
+
+
 def test_measurements_that_are_not_an_object_are_a_400(owner_api):
     r = owner_api.post(URL, {"name": "x", "measurements": [1, 2]}, format="json")
     assert r.status_code == 400 and "measurements" in r.json()

@@ -274,4 +274,5 @@ def test_the_index_lists_your_plans(owner_client, owner):
                                                "strategies": ["zero1"]}}, "my plan")
     html = owner_client.get("/compare/").content.decode()
     assert 'id="plan-list"' in html and f'href="/plans/{plan.pk}/">my plan</a>' in html
-    assert "<td>step_time</td>" in html
+    # the objective as a reader sees it, with its unit, not the planner's key (newcomer check)
+    assert "<td>Step time (s)</td>" in html and "step_time" not in html

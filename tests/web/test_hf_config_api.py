@@ -57,6 +57,18 @@ def test_bad_input_is_a_400_naming_the_field(owner_api, body, field):
     assert list(r.json()) == [field]
 
 
+def test_every_bad_key_is_named_at_once(owner_api):
+    """Three bad keys: a 400 naming each (the first alone was), in the API's shape."""
+    body = {"config": {**config("llama3.1-8b"), "hidden_size": "4096", "hidden_act": "tanh",
+                       "attention_dropout": 2}}
+    r = owner_api.post(URL, body, format="json")
+    assert r.status_code == 400
+    assert r.json() == {"config.hidden_size": ['must be a whole number, got "4096"'],
+                        "config.hidden_act": [r.json()["config.hidden_act"][0]],
+                        "config.attention_dropout": ["must be a probability between 0 and 1, got 2"]}
+    assert r.json()["config.hidden_act"][0].startswith("must be one of silu")
+
+
 def test_it_needs_a_login(anon_api):
     assert anon_api.post(URL, {"config": config("llama3.1-8b")}, format="json").status_code in (401, 403)
 

@@ -50,6 +50,18 @@ def test_an_impossible_measurement_is_shown_at_its_field(client, owner):
     assert ClusterProfile.objects.count() == 0
 
 
+def test_every_impossible_measurement_is_shown_at_its_field(client, owner):
+    """A GEMM rate above the A100's peak and a bus bandwidth faster than NVLink: both shown
+    (the first alone was)."""
+    client.force_login(owner)
+    r = client.post("/profiles/", form(gemm_tflops="5000", collective_size_mib="1024", collective_ranks="8",
+                                       collective_busbw_gb_s="9000"))
+    assert r.status_code == 400
+    html = r.content.decode()
+    assert 'data-error-for="gemm_tflops"' in html and 'data-error-for="collective_busbw_gb_s"' in html
+    assert ClusterProfile.objects.count() == 0
+
+
 def test_the_team_sees_the_profile_strangers_get_404(client, owner, teammate, stranger):
     p = ClusterProfile.objects.create(owner=owner, name="selene", measurements={}, figures={"compute_efficiency": 0.6})
     client.force_login(teammate)

@@ -25,9 +25,11 @@ def test_a_20_mb_json_body_is_413(owner_api, url):
                                    "2,621,440 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)")
 
 
-def test_a_20_mb_form_body_is_413(owner_api):
+def test_a_20_mb_form_body_is_refused_unread(owner_api):
+    """The API takes JSON only (tests/web/test_json_only_bodies.py): a form is a 415 before
+    its body is read, whatever its size."""
     r = owner_api.post(SCENARIOS, {"name": "big", "scenario": "x" * (20 * MB)})
-    assert r.status_code == 413 and "too large" in r.json()["body"][0]
+    assert r.status_code == 415 and "Content-Type: application/json" in r.json()["body"][0]
 
 
 def test_a_body_just_under_the_limit_is_parsed(owner_api, settings, example_spec):
@@ -68,7 +70,7 @@ def test_a_malformed_json_body_is_400(owner_api, body, words):
     ('{"model": ', "Expecting"),
 ])
 def test_a_malformed_scenario_string_is_400_on_its_field(owner_api, text, words):
-    r = owner_api.post(SCENARIOS, {"name": "form", "scenario": text})
+    r = owner_api.post(SCENARIOS, {"name": "text", "scenario": text}, format="json")
     assert r.status_code == 400 and list(r.json()) == ["scenario"]
     assert words in r.json()["scenario"][0]
 

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from simulation import ScenarioError
 from simulation.hf_config import model_from_hf_config
+from tierlab.api import engine_error_detail
 
 from tierlab.catalog import models, serializers
 
@@ -55,8 +56,8 @@ class ModelFromHfConfigView(APIView):
     `ignored` and `notes` on what the engine models differently. Families read: llama,
     mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon, deepseek_v3, deepseek_v2 (routed and
     shared experts, dense first layers, multi-head latent attention; sliding windows map to
-    `sliding_window` / `sliding_window_layers`). A bad value is a 400 naming the
-    config key (`{"config.num_attention_heads": [...]}`)."""
+    `sliding_window` / `sliding_window_layers`). Bad values are a 400 naming every bad
+    config key at once (`{"config.num_attention_heads": [...], "config.vocab_size": [...]}`)."""
 
     @extend_schema(request=serializers.HfConfigRequestSerializer,
                    responses={200: serializers.HfConfigResponseSerializer})
@@ -66,5 +67,5 @@ class ModelFromHfConfigView(APIView):
         try:
             model, ignored, notes = model_from_hf_config(data.validated_data["config"])
         except ScenarioError as exc:
-            raise ValidationError({exc.field: [exc.message]}) from None
+            raise ValidationError(engine_error_detail(exc)) from None
         return Response({"model": model, "ignored": ignored, "notes": notes})

@@ -21,6 +21,33 @@ STRATEGY_NAMES = {
 }
 
 
+# The planner's objectives (simulation.planner.OBJECTIVES), each as two readings: what it
+# measures, with its unit (a table's cell, the plan list's objective column), and as the
+# choice to rank by (the plan form, the plan page's "Ranked by ..."). Units: the planner's
+# (its module docstring): step and time to train in s, costs in USD at the node's hourly
+# price (cluster.price_usd_per_node_hour).
+OBJECTIVE_LABELS = {
+    "step_time": "Step time (s)",
+    "cost_per_million_tokens": "Cost (USD per million tokens)",
+    "time_to_train": "Time to train the total tokens (s)",
+    "cost_to_train": "Cost to train the total tokens (USD)",
+}
+OBJECTIVE_CHOICES = {
+    "step_time": "Shortest step time",
+    "cost_per_million_tokens": "Lowest cost per million tokens",
+    "time_to_train": "Shortest time to train the total tokens (checkpoints and failures included)",
+    "cost_to_train": "Lowest cost to train the total tokens",
+}
+DEFAULT_OBJECTIVE = "step_time"      # simulation.planner.parse_spec's default
+
+
+def objective_label(objective) -> str:
+    """``"step_time"`` -> ``"Step time (s)"`` (None: the planner's default, step time); an
+    unknown objective as it is."""
+    key = DEFAULT_OBJECTIVE if objective is None else objective
+    return OBJECTIVE_LABELS.get(key, str(key)) if isinstance(key, str) else str(key)
+
+
 def strategy_name(kind) -> str:
     """``"zero3"`` -> ``"ZeRO-3"``; an unknown kind as it is."""
     return STRATEGY_NAMES.get(kind, str(kind))

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
-from tierlab.api import StrictPageNumberPagination, reject_body
+from tierlab.api import StrictPageNumberPagination, engine_error_detail, reject_body
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios import profiles, services
 from tierlab.scenarios.filters import RunFilter, ScenarioFilter
@@ -154,7 +154,8 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
     the cluster's figures to what you measured (`figures`, and per measurement `fits`) and
     saves them; a scenario uses them with `"cluster": {"profile": <id>}`. PUT/PATCH (its
     owner) refits; scenarios naming it get the new figures from their next run on. Bad
-    measurements are a 400 naming the field (`measurements.steps[0].step_s`)."""
+    measurements are a 400 naming every bad field at once (`measurements.steps[0].step_s`,
+    `measurements.collectives[1].ranks`)."""
 
     serializer_class = ClusterProfileSerializer
     pagination_class = Pages
@@ -170,7 +171,7 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
         try:
             serializer.instance = profiles.create_profile(self.request.user, data["name"], data["measurements"])
         except ScenarioError as exc:
-            raise ValidationError({exc.field: [exc.message]}) from None
+            raise ValidationError(engine_error_detail(exc)) from None
 
     @extend_schema(responses={204: None, 409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
         "Saved scenarios use the profile (`\"cluster\": {\"profile\": <id>}`): `{\"detail\": "
@@ -192,4 +193,4 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
             serializer.instance = profiles.refit_profile(
                 profile, data.get("name", profile.name), data.get("measurements", profile.measurements))
         except ScenarioError as exc:
-            raise ValidationError({exc.field: [exc.message]}) from None
+            raise ValidationError(engine_error_detail(exc)) from None

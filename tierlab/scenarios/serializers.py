@@ -20,7 +20,7 @@ def scenario_error_detail(exc: ScenarioError) -> dict:
 
 
 class ScenarioJSONField(serializers.JSONField):
-    """A scenario object; a JSON string holding one is accepted too (e.g. from a form)."""
+    """A scenario object; a JSON string holding one is accepted too (the text of a file, in a JSON body)."""
 
     default_error_messages = {
         "malformed": "must be a JSON object (the scenario); this text is not JSON: {error}",

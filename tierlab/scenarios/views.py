@@ -87,8 +87,9 @@ def profile_list(request):
         try:
             profile = profiles.create_profile(request.user, form.cleaned_data["name"], form.measurements())
         except ScenarioError as exc:
-            target = ProfileForm.field_for_error(exc.field)
-            form.add_error(target, exc.message if target else f"{exc.field}: {exc.message}")
+            for e in getattr(exc, "errors", None) or [exc]:      # every bad field at once
+                target = ProfileForm.field_for_error(e.field)
+                form.add_error(target, e.message if target else f"{e.field}: {e.message}")
         else:
             return redirect(profile)
     visible = ClusterProfile.objects.visible_to(request.user).select_related("owner")

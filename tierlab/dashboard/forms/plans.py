@@ -4,6 +4,7 @@ from django import forms
 
 from simulation.planner import DEFAULT_STRATEGIES
 from simulation.scenario import OFFLOAD_TARGETS, STRATEGY_KINDS
+from tierlab.catalog.labels import OBJECTIVE_CHOICES
 
 
 class PlanForm(forms.Form):
@@ -12,10 +13,7 @@ class PlanForm(forms.Form):
     constraints (margin, budget, minimum batch, allowed strategies and offload tiers), an
     objective. A list left empty is the engine's default (``simulation.planner.parse_spec``)."""
 
-    OBJECTIVES = [("step_time", "Shortest step time"),
-                  ("cost_per_million_tokens", "Lowest cost per million tokens"),
-                  ("time_to_train", "Shortest time to train the total tokens (checkpoints and failures included)"),
-                  ("cost_to_train", "Lowest cost to train the total tokens")]
+    OBJECTIVES = list(OBJECTIVE_CHOICES.items())      # tierlab.catalog.labels: one source
 
     name = forms.CharField(max_length=200, required=False, label="Name",
                            help_text="Optional; default: the model, the node and the objective.")

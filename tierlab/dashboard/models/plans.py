@@ -54,6 +54,12 @@ class Plan(models.Model):
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
 
+    @property
+    def objective_label(self) -> str:
+        """The spec's objective as a reader sees it, "Step time (s)" (tierlab.catalog.labels)."""
+        from tierlab.catalog.labels import objective_label
+        return objective_label(self.spec.get("objective") if isinstance(self.spec, dict) else None)
+
 
 class PlanChunk(models.Model):
     """Chunk ``index`` of ``n_chunks`` of a plan's candidates: one Celery task."""

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from simulation import ScenarioError
 from simulation.planner import REASON_LABELS
 from tierlab.access import can_change, get_changeable_or_404, get_visible_or_404
+from tierlab.catalog.labels import OBJECTIVE_CHOICES
 from tierlab.dashboard import plans
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.forms.plans import PlanForm
@@ -74,7 +75,6 @@ def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
     if result:
         rejected = [(k, REASON_LABELS.get(k, k), v, result["examples"].get(k, ""))
                     for k, v in result["rejected"].items() if v]
-    labels = dict(PlanForm.OBJECTIVES)
     return {"plan": plan, "p": payload, "result": result, "rejected": rejected,
             "pareto_chart": _pareto_chart(result),
             # whole percent done, rounded down: 100 only once every candidate is done, and
@@ -82,7 +82,7 @@ def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
             "percent": (min(100, 100 * payload["done"] // payload["total_candidates"])
                         if payload["total_candidates"] else 100),
             "can_change": not shared and can_change(user, plan), "shared": shared,
-            "objective_label": labels.get((result or {}).get("objective"), "").lower(), "api_url": api_url}
+            "objective_label": OBJECTIVE_CHOICES.get((result or {}).get("objective"), "").lower(), "api_url": api_url}
 
 
 @login_required
