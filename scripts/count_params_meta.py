@@ -27,6 +27,11 @@ or later), which tierlab does not depend on; install them apart, e.g.::
     python3 -m venv ~/torch-env && ~/torch-env/bin/pip install torch transformers
     HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/count_params_meta.py \\
         --out tests/data/param_counts_hf.json
+    HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/count_params_meta.py \\
+        --set bloom --out tests/data/param_counts_hf_bloom.json
+
+``--set bloom`` counts BLOOM models (``BloomForCausalLM``, which transformers 4.31 has;
+recorded with 4.31.0), keyed by ``name`` since no preset is BLOOM.
 """
 
 from __future__ import annotations
@@ -133,12 +138,28 @@ ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
 }
 
 
+# ``--set bloom`` (tests/data/param_counts_hf_bloom.json): BLOOM, which no preset is; name ->
+# (config class, repository, config.json fields that set shapes). BloomConfig reads n_layer
+# and n_head (its attribute_map: num_hidden_layers, num_attention_heads); tie_word_embeddings
+# is the default, True. bigscience/bloom's config.json: n_embed 14336, n_layer 70,
+# num_attention_heads 112 (the 176B model of the validation case
+# tests/data/reference/bloom_176b_2022.json).
+BLOOM: dict[str, tuple[str, str, dict]] = {
+    "bloom-560m": ("BloomConfig", "bigscience/bloom-560m", dict(
+        hidden_size=1024, n_layer=24, n_head=16, vocab_size=250880)),
+    "bloom-176b": ("BloomConfig", "bigscience/bloom", dict(
+        hidden_size=14336, n_layer=70, n_head=112, vocab_size=250880)),
+}
+
+
 def count(cls_name: str, kwargs: dict) -> dict:
     cfg = getattr(transformers, cls_name)(**kwargs)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)
     params = list(model.parameters())                       # deduplicated: tied once
-    block = model.get_decoder().layers if hasattr(model.get_decoder(), "layers") else model.transformer.h
+    # BloomForCausalLM has no get_decoder in transformers 4.31; its blocks are transformer.h
+    dec = model.get_decoder() if hasattr(model, "get_decoder") else None
+    block = dec.layers if hasattr(dec, "layers") else model.transformer.h
     layer_types = getattr(cfg, "layer_types", None)
     if layer_types:
         sliding = sum(t == "sliding_attention" for t in layer_types)
@@ -158,11 +179,14 @@ def count(cls_name: str, kwargs: dict) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--set", choices=("presets", "bloom"), default="presets",
+                    help="presets: the model presets; bloom: BLOOM models (no preset; name, not preset)")
     a = ap.parse_args()
     cases = []
-    for slug, (cls_name, repo, kwargs) in ARCHITECTURES.items():
-        cases.append(dict(preset=slug, config_class=cls_name, url=HF.format(repo), config=kwargs,
-                          **count(cls_name, kwargs)))
+    key, models = ("name", BLOOM) if a.set == "bloom" else ("preset", ARCHITECTURES)
+    for slug, (cls_name, repo, kwargs) in models.items():
+        cases.append({key: slug, "config_class": cls_name, "url": HF.format(repo), "config": kwargs,
+                      **count(cls_name, kwargs)})
     data = {"what": "parameter counts of transformers' causal LMs built on the meta device; "
                     "see scripts/count_params_meta.py",
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,

@@ -23,6 +23,14 @@ environment, e.g.::
     HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
         --set families --out tests/data/saved_tensors_hf_families.json
 
+``--set bloom`` measures transformers' ``BloomBlock`` (ALiBi, fused ``query_key_value``
+with a bias, LayerNorm, ``BloomGelu``, attention and hidden dropout; eager attention, the
+only kind it has), recorded with torch 2.13.0 (CPU) and transformers 4.31.0 into
+``tests/data/saved_tensors_hf_bloom.json``::
+
+    HF_HUB_OFFLINE=1 ~/torch-env/bin/python scripts/measure_saved_tensors.py \
+        --set bloom --out tests/data/saved_tensors_hf_bloom.json
+
 ``--set families`` measures the other families the engine reads (Qwen2, Gemma, Gemma 2,
 Phi-3, Falcon decoder layers, SDPA and eager) and the output stage of one-layer Llama,
 Gemma and Gemma 2 CausalLMs with labels (final norm, lm_head, Gemma 2's
@@ -378,6 +386,75 @@ def run_family_point(p: dict) -> dict:
             "shared_input_bytes": m["shared_input_bytes"], "tensors": m["tensors"]}
 
 
+# ---------------------------------------------------------------- BLOOM
+# ``--set bloom`` (tests/data/saved_tensors_hf_bloom.json): transformers' BloomBlock
+# (bloom/modeling_bloom.py): LayerNorm, ``query_key_value`` fused with a bias, ALiBi as the
+# ``input`` of ``alibi.baddbmm`` in its eager attention (the only attention BloomAttention
+# has), the softmax in fp32 (``F.softmax(..., dtype=torch.float32).to(input_dtype)``),
+# ``attention_dropout`` on the probabilities, ``BloomGelu`` (in training the autograd
+# ``GeLUFunction``, which saves its input only) and ``dropout_add`` (hidden_dropout) on both
+# residual branches. The mask (a [b, 1, s, s] bool, ``BloomModel._prepare_attn_mask``) and
+# the ALiBi tensor (``build_alibi_tensor``: [b x heads, 1, s]) are made once per model and
+# shared by every layer: ``shared_input``, not the layer's bytes.
+def bloom_points() -> list[dict]:
+    """The shapes that separate BloomBlock's terms: base, s^2 (vary s), heads (a), width
+    (h), each dropout alone and both (the masks), and BloomConfig's two switches that
+    change the block's code path."""
+    base = dict(b=2, s=64, h=128, a=4)
+    variants = [{}, dict(s=128), dict(a=8), dict(b=1, h=256, a=8), dict(attn_dropout=0.1),
+                dict(hidden_dropout=0.1), dict(attn_dropout=0.1, hidden_dropout=0.1),
+                dict(attn_dropout=0.1, hidden_dropout=0.1, s=128, a=8),
+                # the residual taken after the norm (BloomBlock's
+                # apply_residual_connection_post_layernorm) and the sliced out-projections of
+                # slow_but_exact with pretraining_tp 2: what they save, if anything
+                dict(post_ln_residual=True), dict(pretraining_tp=2, slow_but_exact=True)]
+    pts = []
+    for v in variants:
+        p = dict(base, arch="bloom", attn="eager", **v)
+        p["kv"], p["ffn"] = p["a"], 4 * p["h"]          # BloomMLP: dense_h_to_4h, 4 h
+        tag = "-".join(f"{k}{p[k]}" for k in ("b", "s", "h", "a"))
+        extra = "-".join(f"{k}{v[k]}" for k in sorted(v) if k not in ("b", "s", "h", "a"))
+        p["id"] = f"bloom-eager-{tag}" + (f"-{extra}" if extra else "")
+        pts.append(p)
+    return pts
+
+
+def run_bloom_point(p: dict) -> dict:
+    from transformers import BloomConfig
+    from transformers.models.bloom import modeling_bloom as mb
+    torch.manual_seed(0)
+    b, s, h = p["b"], p["s"], p["h"]
+    x = torch.randn(b, s, h, dtype=DTYPE, requires_grad=True)
+    cfg = BloomConfig(hidden_size=h, n_head=p["a"], n_layer=1, vocab_size=128,
+                      hidden_dropout=p.get("hidden_dropout", 0.0),
+                      attention_dropout=p.get("attn_dropout", 0.0),
+                      apply_residual_connection_post_layernorm=p.get("post_ln_residual", False),
+                      pretraining_tp=p.get("pretraining_tp", 1),
+                      slow_but_exact=p.get("slow_but_exact", False))
+    layer = mb.BloomBlock(cfg)
+    with torch.no_grad():
+        for w in layer.parameters():
+            if w.dim() >= 2:
+                w.normal_(0.0, 0.02)
+    layer = layer.to(DTYPE).train()
+    # what BloomModel.forward gives every block: the ALiBi tensor of an all-ones padding
+    # mask and the causal mask combined with it (True: masked)
+    pad = torch.ones(b, s, dtype=torch.long)
+    alibi = mb.build_alibi_tensor(pad, p["a"], DTYPE)
+    if not hasattr(mb, "_make_causal_mask"):
+        # newer versions build the mask in BloomModel._update_causal_mask (a 4-d float
+        # mask, other block arguments): this set was written against 4.31's BloomBlock
+        raise SystemExit("--set bloom builds BloomModel._prepare_attn_mask's bool mask "
+                         "(transformers 4.31); this transformers has no _make_causal_mask")
+    mask = mb._expand_mask(pad, tgt_length=s) | mb._make_causal_mask((b, s), x.device, 0)
+    m = measure(layer, x, lambda layer, x: layer(x, alibi=alibi, attention_mask=mask), (alibi, mask))
+    kinds = Counter(r["function"] for r in m["tensors"] if r["kind"] in ("activation", "layer_input"))
+    print(f"{p['id']:<52} {m['layer_bytes']:>10} B  {m['layer_bytes'] / (b * s * h):7.2f} x sbh  "
+          f"{dict(kinds)}", file=sys.stderr)
+    return {"id": p["id"], "config": p, "layer_bytes": m["layer_bytes"],
+            "shared_input_bytes": m["shared_input_bytes"], "tensors": m["tensors"]}
+
+
 # ---------------------------------------------------------------- the output stage
 # A whole CausalLM of one layer with labels: what the final norm, the head, Gemma 2's
 # final_logit_softcapping and the loss (ForCausalLMLoss: logits.float(), F.cross_entropy)
@@ -471,9 +548,10 @@ def main():
     ap.add_argument("--only", help="run the points whose id contains this")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16",
                     help="the layer's parameters and activations (float32: fp32 training)")
-    ap.add_argument("--set", choices=("core", "families"), default="core",
+    ap.add_argument("--set", choices=("core", "families", "bloom"), default="core",
                     help="core: Llama, GPT-2, Mixtral layers; families: Qwen2, Gemma, Gemma 2, "
-                         "Phi-3 and Falcon layers and the output stage of whole CausalLMs")
+                         "Phi-3 and Falcon layers and the output stage of whole CausalLMs; "
+                         "bloom: BloomBlock (ALiBi, fused qkv with bias, LayerNorm, BloomGelu)")
     a = ap.parse_args()
     global DTYPE
     DTYPE = DTYPES[a.dtype]
@@ -481,12 +559,16 @@ def main():
     if a.set == "families":
         cases = [run_family_point(p) for p in family_points() if not a.only or a.only in p["id"]]
         cases += [run_output_point(p) for p in output_points() if not a.only or a.only in p["id"]]
+    elif a.set == "bloom":
+        cases = [run_bloom_point(p) for p in bloom_points() if not a.only or a.only in p["id"]]
     else:
         cases = [run_point(p) for p in points() if not a.only or a.only in p["id"]]
     data = {"what": "bytes PyTorch saves for backward in one decoder layer (saved_tensors_hooks), "
                     "storage-deduplicated, parameters excluded; see scripts/measure_saved_tensors.py"
                     + (" (--set families; the output-stage cases: a whole one-layer CausalLM with "
-                       "labels, what its final norm, lm_head and loss save)" if a.set == "families" else ""),
+                       "labels, what its final norm, lm_head and loss save)" if a.set == "families" else
+                       " (--set bloom: transformers' BloomBlock; its ALiBi tensor and bool mask, made "
+                       "once per model, are shared_input)" if a.set == "bloom" else ""),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                          "python": platform.python_version()},
             "device": "cpu", "dtype": str(DTYPE).replace("torch.", ""), "cases": cases}

@@ -44,7 +44,10 @@ Gemma's RMSNorm scales in fp32 and its heads are ``head_dim`` wide; Gemma 2 has 
 and soft-caps eager attention's scores; Phi-3's fused ``qkv_proj`` leaves V a view of the
 whole qkv output under SDPA; Falcon's block has one norm (7B) or two on one input (the
 new architecture), GELU, and a multi-query SDPA call that runs the fp32 math kernel
-(:data:`FAMILY_TRAITS`, :func:`family_traits`). The final norm and, for Gemma 2, the
+(:data:`FAMILY_TRAITS`, :func:`family_traits`). BLOOM's ``BloomBlock``
+(``tests/data/saved_tensors_hf_bloom.json``, ``--set bloom``, transformers 4.31) is a
+GPT-2-style LayerNorm block with an fp32 softmax and a GELU that keeps its input only; its
+ALiBi biases and bool mask are made once per model. The final norm and, for Gemma 2, the
 soft-capped logits are the output stage's (:func:`final_norm_bytes`,
 ``simulation/loss.py``).
 
@@ -292,11 +295,27 @@ class ActivationShape:
 # ``FalconAttention`` (``F.scaled_dot_product_attention`` without ``enable_gqa``;
 # ``_split_heads`` broadcasts K and V to every head in the new architecture) and
 # ``FalconMLP`` (``nn.GELU``). Qwen2, Llama, Mistral and Mixtral layers need none.
+# bloom/modeling_bloom.py ``BloomBlock`` (measured apart, tests/data/saved_tensors_hf_bloom.json,
+# transformers 4.31, torch 2.13): ``BloomAttention.forward`` takes the scores to
+# ``F.softmax(..., dtype=torch.float32).to(input_dtype)`` (an fp32 softmax output beside its
+# 16-bit copy, although the norm is a LayerNorm: ``eager_softmax_fp32``) and ``BloomMLP``'s
+# ``BloomGelu`` runs the autograd ``GeLUFunction`` in training, which saves its input only
+# (``single_op_activation``: 4 B per f with fc2's input). Nothing else differs from a
+# GPT-2-style LayerNorm block: q, k and v leave ``_split_heads`` as views and are copied by
+# the ``transpose(...).reshape`` of ``baddbmm``'s and ``bmm``'s operands (three 16-bit
+# tensors, as eager ``repeat_kv`` gives); ``alibi.baddbmm`` keeps only q and k (its
+# ``input``, the ALiBi tensor, needs no gradient), ``masked_fill`` the bool mask and the
+# ``dropout_add`` its mask; ALiBi and the mask are made once per model (``BloomModel``) and
+# shared by every block: not per layer. transformers' BloomAttention has no SDPA or
+# FlashAttention path: a ``bloom`` layer under ``flash_attention`` is counted as a
+# FlashAttention kernel with ALiBi slopes would save (Q, K, V, output, logsumexp), which
+# transformers' own class does not do.
 FAMILY_TRAITS = {
     "gemma": dict(norm_fp32_scale=True),
     "gemma2": dict(norm_fp32_scale=True),
     "phi3": dict(qkv_view_value=True, sdpa_output_copy=True),
     "falcon": dict(single_op_activation=True),
+    "bloom": dict(single_op_activation=True, eager_softmax_fp32=True),
 }
 
 

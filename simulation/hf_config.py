@@ -36,8 +36,9 @@ attention_dropout, resid_pdrop,   attention_dropout / hidden_dropout (true only 
 hidden_dropout                    the probability is above 0)
 attn_logit_softcapping,           the same names (Gemma 2; absent: 50.0 and 30.0, the
 final_logit_softcapping           class defaults; null: no cap)
-model_type                        layer_family (gemma, gemma2, phi3, falcon: the layers
-                                  that save what Llama's do not, activations.py)
+model_type                        layer_family (gemma, gemma2, phi3, falcon, bloom: the
+                                  layers that save what Llama's do not, activations.py)
+n_layer, n_head, n_embed          num_layers, heads, hidden_size (BLOOM's own names)
 activation                        Falcon's MLP activation (a single op: gelu, relu, ...)
 ================================  =================================================
 
@@ -75,6 +76,14 @@ Per family (the modeling file each follows):
   (``num_ln_in_parallel_attn`` 2), input and post-attention norms otherwise; ``multi_query``
   is 1 KV head, the new architecture reads ``num_kv_heads``; ``bias`` is every linear's.
 
+- ``bloom``: ``BloomBlock``: ALiBi (``position_embedding`` alibi; BloomConfig has no
+  ``max_position_embeddings``, so no ``max_seq_len``), two LayerNorms a block, fused
+  ``query_key_value`` (heads K/V heads), a 4 h ``BloomGelu`` MLP (not gated), a bias on every
+  Linear, embeddings tied by default, and ``BloomModel.word_embeddings_layernorm`` (a
+  LayerNorm on the token embeddings: 2 h parameters, counted for ``layer_family`` bloom).
+  ``apply_residual_connection_post_layernorm`` and ``slow_but_exact`` change neither memory
+  nor parameters: read and noted (:func:`_bloom`).
+
 Errors: a bad value raises :class:`ScenarioError` naming the config key
 (``config.num_attention_heads``), several bad keys :class:`ScenarioErrors` naming each (every
 key is read before any is reported); a ``model_type`` outside those above names
@@ -91,7 +100,7 @@ from .fields import show
 
 PATH = "config"
 MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "falcon",
-               "deepseek_v3", "deepseek_v2")
+               "deepseek_v3", "deepseek_v2", "bloom")
 
 # Per family: defaults of transformers' config class for keys a config.json may leave
 # out (``<Type>Config.__init__``), and the architecture its modeling file fixes.
@@ -106,7 +115,16 @@ _FAMILY = {
     "falcon": dict(tie=True, ctx=2048, norm="layernorm", gated=False),
     "deepseek_v3": dict(tie=False, ctx=4096, norm="rmsnorm", gated=True),
     "deepseek_v2": dict(tie=False, ctx=2048, norm="rmsnorm", gated=True),
+    # BloomConfig: no max_position_embeddings (ALiBi has no table); tie_word_embeddings is
+    # PretrainedConfig's default, True
+    "bloom": dict(tie=True, ctx=None, norm="layernorm", gated=False),
 }
+# BloomConfig.attribute_map (transformers 4.31 configuration_bloom.py): the generic names a
+# BLOOM config.json may use instead of its own, and ``n_embed``, which
+# ``BloomConfig.__init__`` takes for hidden_size when given (bigscience/bloom's config.json
+# has n_embed and num_attention_heads, bloom-560m's hidden_size and n_head).
+_BLOOM_NAMES = {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
+                "hidden_size": "n_embed"}
 # DeepseekV3Config / DeepseekV2Config defaults (transformers 4.57) of the keys that set
 # shapes: (moe_intermediate_size, n_routed_experts, n_shared_experts, first_k_dense_replace,
 # q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
@@ -217,11 +235,14 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         bad.errors.append(_err(key, message))
 
     take("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size",
-         "max_position_embeddings", "tie_word_embeddings")
-    hidden = bad(_int, cfg, "hidden_size", maximum=1_000_000)
-    heads = bad(_int, cfg, "num_attention_heads", maximum=100_000)
+         "tie_word_embeddings")
+    if mt != "bloom":                # BloomConfig has no max_position_embeddings (ALiBi)
+        take("max_position_embeddings")
+    key = _bloom_keys(cfg, take, fail) if mt == "bloom" else {}
+    hidden = bad(_int, cfg, key.get("hidden_size", "hidden_size"), maximum=1_000_000)
+    heads = bad(_int, cfg, key.get("num_attention_heads", "num_attention_heads"), maximum=100_000)
     m = dict(name=_name(cfg, mt),
-             num_layers=bad(_int, cfg, "num_hidden_layers", maximum=10_000),
+             num_layers=bad(_int, cfg, key.get("num_hidden_layers", "num_hidden_layers"), maximum=10_000),
              hidden_size=hidden, num_attention_heads=heads)
 
     if mt == "falcon":
@@ -255,6 +276,9 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         m["num_kv_heads"] = kv
         m["ffn_hidden_size"] = bad(_int, cfg, "ffn_hidden_size", 4 * (hidden or 1), maximum=10_000_000)
         bias = bool(bad(_bool, cfg, "bias", False))
+    elif mt == "bloom":
+        _bloom(cfg, m, take, notes, bad)
+        norms, bias = None, True     # every BloomBlock Linear has a bias
     else:
         take("num_key_value_heads", "intermediate_size", "head_dim", "hidden_act",
              "hidden_activation")
@@ -302,7 +326,7 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     m["vocab_size"] = bad(_int, cfg, "vocab_size", maximum=100_000_000)
     tied = bad(_bool, cfg, "tie_word_embeddings", fam["tie"])
     m.update(gated_mlp=fam["gated"], tied_embeddings=fam["tie"] if tied is None else tied,
-             position_embedding="rope", norm=fam["norm"], linear_bias=bias)
+             position_embedding="alibi" if mt == "bloom" else "rope", norm=fam["norm"], linear_bias=bias)
     if fam.get("qkv_bias"):
         m["qkv_bias"] = True
     if norms not in (None, 2):
@@ -321,7 +345,8 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
         m["attention_dropout"] = True
     if hidden_p > 0:
         m["hidden_dropout"] = True
-    m["max_seq_len"] = bad(_int, cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
+    if fam["ctx"] is not None:       # BLOOM: ALiBi, no context length in the config
+        m["max_seq_len"] = bad(_int, cfg, "max_position_embeddings", fam["ctx"], maximum=100_000_000)
     m["source"] = f"imported config.json (model_type {mt})"
     if mt in FAMILY_TRAITS:          # the families whose layers save what Llama's do not
         m["layer_family"] = mt
@@ -345,6 +370,50 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     bad.check()
     ignored = sorted(k for k in cfg if k not in used)
     return m, ignored, notes
+
+
+def _bloom_keys(cfg: dict, take, fail) -> dict:
+    """The config key each of layers, hidden size and heads is read from in a BLOOM
+    config.json (:data:`_BLOOM_NAMES`): BloomConfig's own name when only it is there, else
+    the generic one; both with different values are refused (``PretrainedConfig`` would set
+    one over the other)."""
+    out = {}
+    for generic, own in _BLOOM_NAMES.items():
+        take(own)
+        if own in cfg and generic in cfg and cfg[own] != cfg[generic]:
+            fail(own, f"must equal {generic} ({show(cfg[generic])}) when both are given, "
+                      f"got {show(cfg[own])}")
+        out[generic] = own if own in cfg and generic not in cfg else generic
+    return out
+
+
+def _bloom(cfg: dict, m: dict, take, notes: list, bad: Collect) -> None:
+    """BLOOM's block into ``m`` (transformers 4.31 bloom/modeling_bloom.py ``BloomBlock``,
+    ``BloomAttention``, ``BloomMLP``; configuration_bloom.py ``BloomConfig``).
+
+    One ``query_key_value`` Linear h -> 3h with a bias (as many K/V heads as heads),
+    ``dense`` h -> h, ``dense_h_to_4h`` and ``dense_4h_to_h`` (always 4 h: BloomConfig has
+    no intermediate size; ``n_inner`` in published configs is a Megatron leftover that
+    BloomMLP does not read), all with biases; two LayerNorms a block, ``BloomGelu`` (not
+    gated). ``apply_residual_connection_post_layernorm`` takes the residual after the norm
+    instead of before it: the block keeps the same tensors (measured,
+    tests/data/saved_tensors_hf_bloom.json) and has the same parameters, so it is read and
+    noted. ``slow_but_exact`` with ``pretraining_tp`` above 1 runs ``dense`` and
+    ``dense_4h_to_h`` as ``pretraining_tp`` sliced matmuls (their input is one tensor, the
+    slices its views: the same saved bytes, measured) and skips those two biases in the
+    forward (the parameters still exist): noted, timed as one GEMM each.
+    """
+    take("apply_residual_connection_post_layernorm", "slow_but_exact", "pretraining_tp")
+    m["num_kv_heads"] = m["num_attention_heads"]
+    m["ffn_hidden_size"] = 4 * m["hidden_size"] if m["hidden_size"] is not None else None
+    if bad(_bool, cfg, "apply_residual_connection_post_layernorm", False):
+        notes.append("apply_residual_connection_post_layernorm: the residual is the norm's "
+                     "output; the block keeps the same tensors and has the same parameters")
+    tp = bad(_int, cfg, "pretraining_tp", 1, maximum=1_000_000)
+    if bad(_bool, cfg, "slow_but_exact", False) and tp is not None and tp > 1:
+        notes.append(f"slow_but_exact with pretraining_tp {tp}: BloomAttention.dense and "
+                     f"BloomMLP.dense_4h_to_h run as {tp} sliced matmuls without their biases; "
+                     "memory is the same, the time is counted as one GEMM each")
 
 
 def _deepseek(cfg: dict, mt: str, m: dict, take, notes: list, bad: Collect) -> None:

@@ -7,8 +7,8 @@ grouped-query attention), the MLP (two h x f matrices, three when gated as in Sw
 per expert plus an h x E router under MoE), the block's norms (``norms_per_block`` of
 them, default 2; weight, plus a bias for LayerNorm), linear biases when the model has them
 (``linear_bias``: every projection and MLP matrix; ``qkv_bias``: q, k and v only, as
-Qwen2's ``Qwen2Attention``), the final norm and the output head (shared with the
-embedding when tied).
+Qwen2's ``Qwen2Attention``), the final norm, BLOOM's embedding LayerNorm
+(``layer_family`` bloom) and the output head (shared with the embedding when tied).
 
 Checked against the exact counts of Llama 2 (Touvron et al. 2023, released configs),
 GPT-3 175B in GPT-2 style (Brown et al. 2020, Table 2.1) and Mixtral 8x7B (Jiang et al.
@@ -76,7 +76,11 @@ def count_params(m: ModelSpec) -> ParamCount:
     token_emb = v * h
     pos_emb = (m.max_seq_len or 0) * h if m.position_embedding == "learned" else 0
     head = 0 if m.tied_embeddings else v * h
-    rest = token_emb + pos_emb + norm + head
+    # BLOOM's LayerNorm on the token embeddings (transformers BloomModel.__init__:
+    # ``word_embeddings_layernorm``, weight and bias, h each); kept with the final norm
+    # (not in ``embedding``, the token table's own elements)
+    emb_norm = norm if m.layer_family == "bloom" else 0
+    rest = token_emb + pos_emb + norm + emb_norm + head
     blocks = n_dense * dense + n_moe * moe_total
     blocks_active = n_dense * dense + n_moe * moe_active
     total = blocks + rest

@@ -86,7 +86,7 @@ COMPUTE_MODELS = ("constant", "work")
 SLIDING_WINDOW_LAYERS = ("all", "alternate")
 # ModelSpec.layer_family: the model types simulation/hf_config.py reads
 LAYER_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "gemma", "gemma2", "phi3", "falcon",
-                  "deepseek_v3", "deepseek_v2")
+                  "deepseek_v3", "deepseek_v2", "bloom")
 # Megatron-LM --cp-comm-type values modelled (simulation.context_parallel)
 CP_COMM_TYPES = ("p2p", "all_gather")
 
@@ -167,8 +167,10 @@ class ModelSpec:
     fused_projections: bool | None = None
     # ``layer_family``: the transformers ``model_type`` whose decoder layer the huggingface
     # stack's activations follow (simulation/activations.py ``FAMILY_TRAITS``: Gemma's fp32
-    # norm scale, Gemma 2's soft-capping, Phi-3's fused-qkv views, Falcon's attention);
-    # None: a Llama-style layer (GPT-2 style when the MLP is not gated).
+    # norm scale, Gemma 2's soft-capping, Phi-3's fused-qkv views, Falcon's attention,
+    # BLOOM's fp32 softmax and single-op GELU); None: a Llama-style layer (GPT-2 style when
+    # the MLP is not gated). ``bloom`` also counts BloomModel's embedding LayerNorm
+    # (``word_embeddings_layernorm``, simulation/params.py).
     layer_family: str | None = None
     # Soft-capping (Gemma 2, transformers ``Gemma2Config``): ``attn_logit_softcapping``
     # caps the attention scores (eager attention keeps the tanh output: one more tensor of

@@ -1,6 +1,8 @@
 """config.json import (simulation/hf_config.py): each preset family's published config.json
 (tests/data/hf_configs/<preset>.json, with the URL it was copied from) gives the preset's
-own model, and so transformers' meta-device count recorded in param_counts_hf.json."""
+own model, and so transformers' meta-device count recorded in param_counts_hf.json.
+Configs of models that are no preset (``"preset": null``: BLOOM) are checked against the
+counts of param_counts_hf_bloom.json."""
 
 import dataclasses
 import json
@@ -14,7 +16,8 @@ from simulation.presets import MODELS
 from simulation.scenario import ModelSpec, ScenarioError
 
 DATA = Path(__file__).parents[1] / "data"
-CONFIGS = {p.stem: json.loads(p.read_text()) for p in sorted((DATA / "hf_configs").glob("*.json"))}
+ALL_CONFIGS = {p.stem: json.loads(p.read_text()) for p in sorted((DATA / "hf_configs").glob("*.json"))}
+CONFIGS = {k: c for k, c in ALL_CONFIGS.items() if c["preset"] is not None}
 META = {c["preset"]: c for c in json.loads((DATA / "param_counts_hf.json").read_text())["cases"]}
 
 
@@ -221,3 +224,80 @@ def test_a_bad_key_adds_no_consequence():
     assert [(x.field, x.message) for x in e.value.errors] == [
         ("config.hidden_size", "must be between 1 and 1,000,000, got 0"),
         ("config.intermediate_size", "is required")]
+
+
+# ---------------------------------------------------------------- BLOOM (no preset)
+BLOOM_META = {c["name"]: c for c in json.loads((DATA / "param_counts_hf_bloom.json").read_text())["cases"]}
+
+
+def test_bloom_560m_config():
+    """bigscience/bloom-560m's config.json (tests/data/hf_configs/bloom-560m.json, the URL in
+    it): transformers' BloomConfig names (n_layer, n_head), ALiBi, LayerNorm, a 4 h BloomGelu
+    MLP with biases, tied embeddings; the Megatron-DeepSpeed keys that transformers' classes
+    do not read are ignored."""
+    case = ALL_CONFIGS["bloom-560m"]
+    assert case["preset"] is None and case["url"] == BLOOM_META["bloom-560m"]["url"]
+    m, ignored, notes = model_from_hf_config(case["config"])
+    assert (m["num_layers"], m["hidden_size"], m["num_attention_heads"], m["num_kv_heads"],
+            m["ffn_hidden_size"], m["vocab_size"]) == (24, 1024, 16, 16, 4096, 250880)
+    assert m["position_embedding"] == "alibi" and m["layer_family"] == "bloom"
+    assert m["norm"] == "layernorm" and not m["gated_mlp"] and m["linear_bias"]
+    assert m["tied_embeddings"] and "max_seq_len" not in m and m["dropout"] is False
+    assert ignored == ["_name_or_path", "architectures", "attention_softmax_in_fp32",
+                       "bias_dropout_fusion", "bos_token_id", "eos_token_id", "initializer_range",
+                       "masked_softmax_fusion", "n_inner", "offset_alibi", "pad_token_id",
+                       "skip_bias_add", "skip_bias_add_qkv", "transformers_version",
+                       "unk_token_id", "use_cache"]
+    assert not notes
+
+
+@pytest.mark.parametrize("name", sorted(BLOOM_META))
+def test_bloom_counts_as_transformers(name):
+    """BloomForCausalLM on the meta device (scripts/count_params_meta.py --set bloom,
+    param_counts_hf_bloom.json): 12 h^2 + 13 h a block, the token table (tied head), the
+    final LayerNorm and word_embeddings_layernorm (2 h each)."""
+    case = BLOOM_META[name]
+    cfg = dict(case["config"], model_type="bloom")
+    pc = count_params(ModelSpec.from_dict(model_from_hf_config(cfg)[0]))
+    assert pc.total == case["total"]
+    assert pc.first_layer == pc.per_layer == case["per_layer"]
+    assert pc.embedding == case["embedding"] and pc.largest_module == case["largest_module"]
+    assert pc.output_head == 0 and case["tied"]
+    # without the embedding LayerNorm (the family unset) 2 h short
+    plain = dict(model_from_hf_config(cfg)[0])
+    del plain["layer_family"]
+    assert count_params(ModelSpec.from_dict(plain)).total == case["total"] - 2 * cfg["hidden_size"]
+
+
+def test_bloom_key_names():
+    """bigscience/bloom's config.json names hidden n_embed and heads num_attention_heads
+    (BloomConfig.__init__ takes n_embed for hidden_size; attribute_map maps the generic
+    names): either spelling reads the same; both with different values are refused."""
+    own = {"model_type": "bloom", "n_embed": 14336, "n_layer": 70, "num_attention_heads": 112,
+           "vocab_size": 250880}
+    generic = {"model_type": "bloom", "hidden_size": 14336, "num_hidden_layers": 70,
+               "n_head": 112, "vocab_size": 250880}
+    a, ignored, _ = model_from_hf_config(own)
+    b, _, _ = model_from_hf_config(generic)
+    assert a == b and a["hidden_size"] == 14336 and not ignored
+    assert count_params(ModelSpec.from_dict(a)).total == BLOOM_META["bloom-176b"]["total"]
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(own, hidden_size=1024))
+    assert e.value.field == "config.n_embed"
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(generic, n_head="112"))
+    assert e.value.field == "config.n_head"
+
+
+def test_bloom_switches_are_read_and_noted():
+    base = ALL_CONFIGS["bloom-560m"]["config"]
+    m, _, notes = model_from_hf_config(dict(base, apply_residual_connection_post_layernorm=True))
+    assert m == model_from_hf_config(base)[0] and any("post_layernorm" in n for n in notes)
+    _, _, notes = model_from_hf_config(dict(base, slow_but_exact=True, pretraining_tp=4))
+    assert any("4 sliced matmuls" in n for n in notes)
+    assert not model_from_hf_config(dict(base, slow_but_exact=True))[2]     # pretraining_tp 1
+    m, _, _ = model_from_hf_config(dict(base, hidden_dropout=0.1, attention_dropout=0.1))
+    assert m["hidden_dropout"] and m["attention_dropout"]
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(base, apply_residual_connection_post_layernorm="yes"))
+    assert e.value.field == "config.apply_residual_connection_post_layernorm"
