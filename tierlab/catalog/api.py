@@ -56,7 +56,8 @@ class ModelFromHfConfigView(APIView):
     `ignored` and `notes` on what the engine models differently. Families read: llama,
     mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon, deepseek_v3, deepseek_v2 (routed and
     shared experts, dense first layers, multi-head latent attention; sliding windows map to
-    `sliding_window` / `sliding_window_layers`). Bad values are a 400 naming every bad
+    `sliding_window` / `sliding_window_layers`), bloom (ALiBi, `position_embedding` alibi).
+    Bad values are a 400 naming every bad
     config key at once (`{"config.num_attention_heads": [...], "config.vocab_size": [...]}`)."""
 
     @extend_schema(request=serializers.HfConfigRequestSerializer,

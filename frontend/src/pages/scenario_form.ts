@@ -186,7 +186,7 @@ function mount(root: HTMLElement): void {
     hfText,
     h("small", { id: "hf-config-help", class: "field-help" },
       "The model's config.json from the Hub (llama, mistral, mixtral, qwen2, gemma, gemma2, phi3, falcon, " +
-      "deepseek_v3, deepseek_v2); " +
+      "deepseek_v3, deepseek_v2, bloom); " +
       "nothing is fetched. Its architecture becomes the model of this scenario."),
     grid(h("div", { class: "field" }, h("label", { for: "f-hf-config-file" }, "or the file"), hfFile),
       h("div", { class: "field" }, hfButton)),
