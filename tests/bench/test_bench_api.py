@@ -70,7 +70,9 @@ def test_the_benchmark_prints_the_load_beside_the_quick_estimate_p99_and_the_swe
                      r"\d+ errors; measured with load average \(1 min\) [\d.]+ -> [\d.]+ on \d+ cores; "
                      r"[\d.]+ cores busy in other processes, [\d.]+ stolen by the hypervisor", text), text
     # a sweep end to end beside the engine's own rate on the same points, with the load
-    assert re.search(r"sweep of 12 points \(1 chunks, 12 evaluated, succeeded\): [\d.]+ s end to end \(POST \d+ ms\), "
+    # the end is the sweep row's finished_at; the poll that saw it is printed beside it
+    assert re.search(r"sweep of 12 points \(1 chunks, 12 evaluated, succeeded\): [\d.]+ s end to end, POST to "
+                     r"finished_at \(POST \d+ ms; a client polling every 0.5 s saw it end at [\d.]+ s\), "
                      r"\d+ points/s through gunicorn \+ Celery with 2 worker processes; the engine alone \d+ "
                      r"points/s in one process on the same points \(12 in [\d.]+ s, [\d.]+ s CPU\): [\d.]+ of 2 x "
                      r"the engine's rate per worker process \(goal >= 0.80\)", text), text
