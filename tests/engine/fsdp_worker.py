@@ -7,6 +7,7 @@ Usage: python -m torch.distributed.run --standalone --nproc-per-node=2 fsdp_work
 
 import importlib.util
 import json
+import os
 import sys
 
 import torch
@@ -105,11 +106,15 @@ def main(snippet_path: str, out_dir: str) -> None:
     }
     with open(f"{out_dir}/rank{rank}.json", "w") as f:
         json.dump(result, f)
-    # both ranks reach the end before either tears gloo down: a rank that destroys its
-    # group while the other is still in a collective aborts ("terminate called without an
-    # active exception", exit -6), seen about one run in ten
+    # both ranks reach the end, then leave without tearing gloo down: a rank that destroys
+    # its group, or whose interpreter exit runs gloo's thread destructors, while the other
+    # is still in a collective aborts ("terminate called without an active exception", exit
+    # -6): seen about one run in ten with destroy_process_group after the barrier too. Both
+    # results are written before the barrier; os._exit skips only the teardown.
     dist.barrier()
-    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
