@@ -13,6 +13,7 @@ from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
 from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, adapter_regime, build_parts,
+                     checkpoint_state_bytes,
                      counted_bytes_per_param, hbm_figures, hbm_summary, in_flight_variant,
                      stage_figures, stage_plans_for, tier_summaries, trained_params)
 from .params import model_params
@@ -232,7 +233,8 @@ def _checkpoint(sc: Scenario, spec, pc, lay, sb, step_s) -> dict:
     checkpoint section, or it without the Monte-Carlo) on this cluster's tiers."""
     # LoRA: a checkpoint holds the adapters and their optimizer states (PEFT
     # save_pretrained writes adapter_model.safetensors; the frozen base is not saved)
-    states = sb.to_dict() if sc.training.lora is None else adapter_checkpoint_bytes(sc, sb)
+    states = (checkpoint_state_bytes(sc, sb) if sc.training.lora is None
+              else adapter_checkpoint_bytes(sc, sb))
     return evaluate_checkpoint(spec, num_params=trained_params(sc, pc), num_gpus=lay.num_gpus,
                                state_bytes_per_param=states, step_time_s=step_s,
                                target=checkpoint_target(sc), **node_figures(sc))

@@ -173,7 +173,7 @@ def build_parts(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     # FSDP's sharded flat parameters keep the dtype the model was wrapped in: fp32 when
     # mixed precision is on (HF Accelerate upcasts a bf16-loaded model, "Upcasted low
     # precision parameters"), and then they double as the master weights.
-    fsdp_master = realistic and st.is_fsdp and sb.master_weights > 0 and lora is None
+    fsdp_master = fsdp_shard_is_master(sc, sb)
     # PEFT keeps the adapters in fp32 when the base is 16-bit (autocast_adapter_dtype=True,
     # peft tuners_utils.cast_adapter_dtype, peft 0.20.1.dev0): under torch AMP (DDP, FSDP)
     # the fp32 adapters are what the optimizer updates, no separate master copy. DeepSpeed
@@ -1361,6 +1361,33 @@ def _gathered_modules(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateB
             0 if frozen else head * sb.grads, phase="backward", note="vocab x hidden in the gradient dtype")
 
 
+def fsdp_shard_is_master(sc: Scenario, sb: StateBytes) -> bool:
+    """Whether FSDP's sharded flat parameters are the master weights (the realistic
+    convention, mixed precision, no LoRA): they keep the dtype the model was wrapped in,
+    fp32 (HF Accelerate upcasts a bf16-loaded model, "Upcasted low precision parameters"),
+    and the 16-bit compute copy exists only while a unit is gathered."""
+    return (sc.convention == "realistic" and sc.strategy.is_fsdp and sb.master_weights > 0
+            and sc.training.lora is None)
+
+
+def checkpoint_state_bytes(sc: Scenario, sb: StateBytes) -> dict:
+    """Bytes per parameter of each state a checkpoint holds (:meth:`StateBytes.to_dict`'s
+    keys; :func:`simulation.checkpoint.checkpoint_size_bytes` reads ``params``,
+    ``master_weights`` and ``optimizer_states``). FSDP's fp32 shard, which is the master
+    copy (:func:`fsdp_shard_is_master`), is saved once, as the parameters: FSDP's sharded
+    state dict holds the flat parameters in their own dtype (torch.distributed.fsdp
+    ``FullyShardedDataParallel.state_dict`` under ``StateDictType.SHARDED_STATE_DICT``;
+    FSDP2's DTensor parameters likewise) and the optimizer's moments; no 16-bit copy
+    exists to save. 4 + 8 = 12 B a parameter with fp32 Adam, where the states' own sum
+    would say 2 + 4 + 8."""
+    return _checkpoint_states(sb, fsdp_shard_is_master(sc, sb))
+
+
+def _checkpoint_states(sb: StateBytes, shard_is_master: bool) -> dict:
+    d = sb.to_dict()
+    return dict(d, params=sb.master_weights, master_weights=0) if shard_is_master else d
+
+
 def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> None:
     """Host DRAM a checkpoint save stages its shards in, beside what training holds there.
 
@@ -1371,24 +1398,39 @@ def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes
     PyTorch allocates pinned (``aten/src/ATen/native/TensorConversions.cpp``: ``pin_out``),
     from the caching host allocator, which rounds every block up to a power of two
     (``aten/src/ATen/core/CachingHostAllocator.h``): for tensor sizes spread evenly over
-    the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes.
+    the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes. Only the states that
+    live in HBM are copied: those already in host memory (``strategy.offload_optimizer`` /
+    ``offload_params`` "cpu": DeepSpeed keeps the fp32 partitions and the optimizer's
+    moments, or the parameters, in pinned host tensors and saves them from there) are
+    written as they are.
     """
     if sc.training.lora is not None:     # the checkpoint holds the adapters only
         pc = dataclasses.replace(pc, total=trained_params(sc, pc))
-        staged = _staging_parts(sc.checkpoint, sc.cluster, pc, sb, lay)
+        staged = _staging_parts(sc.checkpoint, sc.cluster, pc, sb, lay, sc.strategy,
+                                fsdp_shard_is_master(sc, sb))
     else:
-        staged = _staging(sc.checkpoint, sc.cluster, pc, sb, lay)
+        staged = _staging(sc.checkpoint, sc.cluster, pc, sb, lay, sc.strategy,
+                          fsdp_shard_is_master(sc, sb))
     for name, per_rank, note in staged:
         add(name, "buffers", "ddr", per_rank, phase="checkpoint", note=note)
 
 
-def _staging_parts(ck, cluster, pc: ParamCount, sb: StateBytes, lay: Layout) -> tuple:
+def _staging_parts(ck, cluster, pc: ParamCount, sb: StateBytes, lay: Layout, st,
+                   shard_is_master: bool) -> tuple:
     """``((name, bytes per rank, note), ...)`` of :func:`_host_staging` (remembered per
-    identity of the frozen sections it reads)."""
+    identity of the frozen sections it reads; ``st`` the strategy, ``shard_is_master``
+    :func:`fsdp_shard_is_master`)."""
     # the target was checked when the scenario was parsed; only its kind matters here
     if not (TARGET_DEFAULTS[ck.target].via_host or ck.method == "in_memory_then_flush"):
         return ()
-    size = checkpoint_size_bytes(pc.total, sb.to_dict(), ck, lay.num_gpus)
+    states = _checkpoint_states(sb, shard_is_master)
+    if st.offload_optimizer == "cpu":        # already in host memory: written from there
+        states = dict(states, master_weights=0, optimizer_states=0)
+    if st.offload_params == "cpu":
+        states = dict(states, params=0)
+    size = checkpoint_size_bytes(pc.total, states, ck, lay.num_gpus)
+    if not size["size_bytes"]:
+        return ()
     per_rank = size["size_bytes"] / lay.num_gpus if ck.sharded else size["size_bytes"]
     factor = 2 if ck.method == "in_memory_then_flush" and cluster.num_nodes > 1 else 1
     staged = per_rank * factor

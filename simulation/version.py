@@ -1,6 +1,7 @@
 """The engine's version: stored with every run; a new version invalidates reused results."""
 
-ENGINE_VERSION = "0.12.0"    # 0.12: whole bytes in reports, QLoRA's fp32 MLP tensors and fp32 head copy, torch AMP's autocast weight copies (measured on CPU with bitsandbytes and the profiler)
+ENGINE_VERSION = "0.13.0"    # 0.13: ALiBi, BLOOM layers measured, FSDP checkpoints hold the fp32 shard once (12 B/param with Adam), host-resident states are not staged for a checkpoint save
+# 0.12: whole bytes in reports, QLoRA's fp32 MLP tensors and fp32 head copy, torch AMP's autocast weight copies (measured on CPU with bitsandbytes and the profiler)
 # 0.11: the HGX B200 at a sustained GEMM figure (GB200's share of MAMF), FP8 in any operand layout on Blackwell (no transposed FP8 copies for the per-tensor recipes)
 # 0.10: eager and compiled element-wise passes measured on transformers' Llama layer, LoRA adapters' element-wise kernels, NeMo AutoModel's LinearLoRA, Liger's fused RMSNorm / SwiGLU
 # 0.9: GEMM fixed per-kernel costs (launch, fills, epilogue, split-K), DeepSpeed 2021 list-collective launches, FSDP2 copy-out/copy-in, GQA K/V repeat, interleaved schedules of uneven virtual stages, node-limited MoE routing and the all-to-all SMs, PEFT fp32 residual stream

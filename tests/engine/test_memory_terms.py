@@ -96,12 +96,48 @@ def test_checkpoint_staging_through_host_dram_is_counted_with_pinned_rounding():
     r = run(nodes=1, checkpoint={"target": "parallel_fs", "method": "blocking"})
     (copy,) = parts(r, "checkpoint staging copy", "ddr", "per_node")
     (rounding,) = parts(r, "pinned-allocator rounding", "ddr", "per_node")
-    # model states 2 + 12 = 14 B/param sharded over 8 ranks, all 8 ranks of the node
-    assert copy["bytes"] == pytest.approx(14 * P7 / 8 * 8)
+    # FSDP: the fp32 shard (also the master weights) and fp32 Adam's two moments,
+    # 4 + 8 = 12 B/param sharded over 8 ranks, all 8 ranks of the node
+    assert copy["bytes"] == pytest.approx(12 * P7 / 8 * 8)
     assert copy["phase"] == "checkpoint"
     assert rounding["bytes"] == pytest.approx(copy["bytes"] * (1 / math.log(2) - 1))
     assert r["memory"]["per_node"]["ddr"]["moments_bytes"]["checkpoint"] == pytest.approx(
         copy["bytes"] + rounding["bytes"])
+
+
+def test_checkpoint_holds_fsdp_shard_once():
+    # FSDP under mixed precision: the fp32 flat shard is the master copy (no 16-bit copy
+    # exists between steps), so the sharded state dict holds 4 B of parameters and 8 B of
+    # Adam moments a parameter: 12 B, not the states' own 2 + 4 + 8
+    r = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                       "training": {"micro_batch_size": 1, "seq_len": 4096, "flash_attention": True},
+                       "strategy": {"kind": "fsdp_full_shard"}}, detail=False)
+    size = r["checkpoint"]["size"]
+    assert size["bytes_per_param"] == {"params": 4.0, "master_weights": 0.0, "optimizer_states": 8.0}
+    assert size["full_bytes"] == round(12 * P7)
+    # DeepSpeed ZeRO-3 keeps 16-bit partitions beside its fp32 masters: both are saved
+    z = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                       "training": {"micro_batch_size": 1, "seq_len": 4096, "flash_attention": True},
+                       "strategy": {"kind": "zero3"}}, detail=False)
+    assert z["checkpoint"]["size"]["full_bytes"] == round(16 * P7 - 2 * P7)    # 2 + 4 + 8
+
+
+def test_checkpoint_staging_leaves_host_resident_states_where_they_are():
+    # ZeRO-Offload: the fp32 masters and Adam moments live in pinned host memory; a save
+    # writes them from there, so only the 16-bit parameters on the GPU are staged:
+    # 2 B/param of llama2-13b on one GPU (13,015,864,320 parameters)
+    d = {"model": {"preset": "llama2-13b"}, "cluster": {"node": "dgx-a100-80gb", "gpus_per_node": 1},
+         "training": {"micro_batch_size": 1, "seq_len": 2048, "recompute": "full", "flash_attention": True},
+         "strategy": {"kind": "zero_offload", "offload_optimizer": "cpu"},
+         "checkpoint": {"target": "parallel_fs", "method": "blocking"}}
+    r = evaluate_dict(d, include_step=False)
+    (copy,) = parts(r, "checkpoint staging copy", "ddr", "per_node")
+    assert r["model"]["num_params"] == 13_015_864_320
+    assert copy["bytes"] == pytest.approx(2 * 13_015_864_320)
+    assert r["fit_state"] == "fits"          # 13B with ZeRO-Offload on one A100 80GB host share
+    # the parameters offloaded too (ZeRO-Infinity to CPU): nothing is staged
+    d["strategy"] = {"kind": "zero_infinity", "offload_optimizer": "cpu", "offload_params": "cpu"}
+    assert parts(evaluate_dict(d, include_step=False), "checkpoint staging copy", "ddr", "per_node") == []
 
 
 def test_tier_state_band_edges():
@@ -351,10 +387,12 @@ def _byte_counts(x, key=""):
 def test_byte_counts_are_whole():
     # A share of bytes (20 % allocator reserve, the pinned allocator's mean 1/ln 2 rounding of
     # a staged checkpoint) is no fraction of a byte: the report printed free_bytes
-    # 25194230783.8 before parts were rounded. oom-03b has both shares (ZeRO-3 with offload,
+    # 25194230783.8 before parts were rounded. oom-03b with its optimizer offloaded but its
+    # parameters on the GPU has both shares (ZeRO-3 with offload, the 16-bit parameters'
     # checkpoint staged through host memory).
     from tests.refdata import cases
     sc = cases("public_oom_reports", "oom-03b")[0]["scenario"]
+    sc = dict(sc, strategy=dict(sc["strategy"], offload_params="none"))
     r = evaluate_dict(sc, detail=True)
     counts = list(_byte_counts(r))
     assert len(counts) > 40
