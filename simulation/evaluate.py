@@ -460,12 +460,17 @@ def _cross_checks(sc: Scenario, pc, lay, sb) -> dict:
 
 def _advice(sc: Scenario, hbm: dict, lay) -> list[str]:
     notes = []
-    if hbm["free_bytes"] < 0 and hbm["activations_bytes"] > 0.25 * hbm["total_bytes"] \
-            and sc.training.recompute != "full":
-        notes.append("Activations are a large share of HBM: try training.recompute = full "
-                     "(or selective), flash_attention, or a smaller micro batch.")
-    if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3:
-        notes.append(_model_state_advice(sc.strategy))
+    tr = sc.training
+    if hbm["free_bytes"] < 0 and hbm["activations_bytes"] > 0.25 * hbm["total_bytes"]:
+        levers = _activation_levers(tr)
+        if levers:
+            notes.append(f"Activations take {fmt_bytes(hbm['activations_bytes'])} of HBM: try "
+                         + ", ".join(levers[:-1]) + (" or " if len(levers) > 1 else "")
+                         + levers[-1] + ".")
+    states = hbm["params_bytes"] + hbm["grads_bytes"] + hbm["optimizer_bytes"]
+    if hbm["free_bytes"] < 0 and sc.strategy.zero_stage < 3 and hbm["capacity_bytes"] \
+            and states >= 0.5 * hbm["capacity_bytes"]:
+        notes.append(_model_state_advice(sc.strategy, states, hbm["capacity_bytes"]))
     m, c = sc.model, sc.cluster
     if m.max_seq_len and sc.training.seq_len > m.max_seq_len:
         notes.append(f"training.seq_len {sc.training.seq_len:,} is longer than {m.name}'s "
@@ -533,8 +538,26 @@ def _moe_note(sc: Scenario, lay) -> str:
             + ("beside the compute (moe_a2a_overlap)." if tr.moe_a2a_overlap else "on the critical path."))
 
 
-def _model_state_advice(s) -> str:
-    """The next steps for model states that do not fit HBM under ZeRO stage 0-2, never one
+def _activation_levers(tr) -> list[str]:
+    """What cuts activation memory that ``tr`` (a TrainingSpec) does not use yet: full
+    recomputation (one layer input kept a layer); selective recomputation only without
+    FlashAttention, since it drops just the attention core's s x s tensors (Korthikanti et
+    al. 2022, Sec. 4.2), which FlashAttention never keeps; FlashAttention; a smaller micro
+    batch above 1."""
+    levers = []
+    if tr.recompute != "full":
+        levers.append("training.recompute = full"
+                      + (" (or selective)" if not tr.flash_attention and tr.recompute == "none" else ""))
+    if not tr.flash_attention:
+        levers.append("flash_attention")
+    if tr.micro_batch_size > 1:
+        levers.append("a smaller micro batch")
+    return levers
+
+
+def _model_state_advice(s, states_bytes: float, capacity_bytes: float) -> str:
+    """The next steps for model states (``states_bytes`` of ``capacity_bytes``, at least half
+    of it) that leave HBM short under ZeRO stage 0-2, never one
     the strategy ``s`` already takes (a StrategySpec; returns one sentence).
 
     ZeRO-3 shards the 16-bit parameters too (Rajbhandari et al., ZeRO, SC20, section 5.3:
@@ -555,7 +578,8 @@ def _model_state_advice(s) -> str:
                      "zero_infinity (offload_params) moves them off the GPU")
     if s.zero_stage >= 1:
         steps.append("more data-parallel GPUs make each GPU's shard smaller")
-    return "Model states do not fit: " + "; ".join(steps[:-1]) + ", or " + steps[-1] + "."
+    return (f"Model states take {fmt_bytes(states_bytes)} of the GPU's {fmt_bytes(capacity_bytes)}: "
+            + "; ".join(steps[:-1]) + ", or " + steps[-1] + ".")
 
 
 def _evaluate_recsys_only(sc: Scenario, include_step: bool, tick) -> Report:
