@@ -804,6 +804,7 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
                           + list_collective_copy_s(sc, grad_layer_bytes, "reduce_scatter", shard, n_rs)),
         dp_allreduce_latency_s=dp_ar_lat,
         dp_allreduce_factor=dp_ar_bytes / grad_layer_bytes if grad_layer_bytes else 0.0,
+        dp_reduce_scatter=st.kind == "megatron_dist_opt",
         dp_gather_latency_s=nccl.ring_latency_s("allgather", dp, dp_nodes),
         replica_latency_s=nccl.ring_latency_s("allreduce", reps, rep_nodes),
         tp_latency_s=nccl.ring_latency_s("allreduce", t, tp_nodes),

@@ -173,6 +173,13 @@ class RankModel:
     bwd_contention_s: float = 0.0
     fwd_contention_last_s: float = 0.0
     bwd_contention_last_s: float = 0.0
+    # the data-parallel gradient collective is a reduce-scatter (Megatron's distributed
+    # optimizer): its name only; its bytes are dp_allreduce_factor's
+    dp_reduce_scatter: bool = False
+
+
+def _dp_grad_name(r: "RankModel") -> str:
+    return "gradient reduce-scatter" if r.dp_reduce_scatter else "gradient all-reduce"
 
 
 def ring(kind: str, nbytes: float, n: int) -> float:
@@ -380,7 +387,7 @@ def _grad_sync(g, r: RankModel, i, c, grad_bytes, last, state=None) -> list:
     elif last and r.dp > 1:
         volume = (r.dp_allreduce_factor * grad_bytes if r.dp_allreduce_factor > 0
                   else ring("allreduce", grad_bytes, r.dp))
-        out.append(collective(g, r, f"L{i} gradient all-reduce", volume, r.dp_link, [c], "allreduce",
+        out.append(collective(g, r, f"L{i} {_dp_grad_name(r)}", volume, r.dp_link, [c], "allreduce",
                               per_node=r.dp_per_node, latency_s=r.dp_allreduce_latency_s))
     elif last and r.offload_optimizer != "none":
         out.append(g.transfer(f"L{i} gradients to host", grad_bytes / r.shard,
@@ -689,7 +696,7 @@ def _grad_sync_names(r: RankModel, i: int, last: bool, coll, xfer) -> None:
             if r.offload_optimizer == "nvme":
                 xfer(f"L{i} fp32 gradients to NVMe", "offload")
     elif last and r.dp > 1:
-        coll(f"L{i} gradient all-reduce", r.dp_link, "allreduce", r.dp_per_node,
+        coll(f"L{i} {_dp_grad_name(r)}", r.dp_link, "allreduce", r.dp_per_node,
              r.dp_allreduce_latency_s)
     elif last and r.offload_optimizer != "none":
         xfer(f"L{i} gradients to host", "offload")

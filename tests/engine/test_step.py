@@ -1,5 +1,7 @@
 """Step time: a two-layer graph worked by hand, invariants, and Korthikanti et al. 2022 Table 5."""
 
+import json
+
 import pytest
 
 from simulation import evaluate_dict
@@ -519,3 +521,19 @@ def test_the_bottleneck_names_a_huge_step_in_years_not_exponents():
     assert duration_text(5.12e6) == "59.3 days"          # 1,422 h
     assert duration_text(4984) == "1.4 h" and duration_text(750) == "12.5 min"
     assert duration_text(4.2) == "4.2 s" and duration_text(0.0123) == "0.0123 s"
+
+
+def test_distributed_optimizer_names_its_gradient_collective_a_reduce_scatter():
+    # Megatron's distributed optimizer reduce-scatters the gradient buffer (its bytes are
+    # (n-1)/n of it, step.gradient_reduction); DDP all-reduces: the timeline says which
+    from tests.refdata import cases
+    sc = cases("megatron_core_h100_2024", "mcore_h100_32B")[0]["scenario"]
+    names = {t["name"].split(" ", 1)[1] for t in evaluate_dict(sc)["timeline"]["tasks"]
+             if t["name"].startswith("L")}
+    assert "gradient reduce-scatter" in names and "gradient all-reduce" not in names
+    ddp = json.loads(json.dumps(sc))
+    ddp["strategy"] = {"kind": "ddp"}
+    ddp["training"].pop("overlap_param_gather")
+    names = {t["name"].split(" ", 1)[1] for t in evaluate_dict(ddp)["timeline"]["tasks"]
+             if t["name"].startswith("L")}
+    assert "gradient all-reduce" in names and "gradient reduce-scatter" not in names
