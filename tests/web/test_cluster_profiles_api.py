@@ -218,3 +218,35 @@ def test_the_admin_refuses_to_delete_a_profile_in_use(owner_api, owner, user_adm
     client.post("/admin/scenarios/clusterprofile/", {"action": "delete_selected", "_selected_action": [pk],
                                                     "post": "yes"})
     assert ClusterProfile.objects.filter(pk=pk).exists()
+
+
+def test_a_refit_on_another_node_of_a_profile_in_use_is_a_409_naming_them(owner_api, owner, teammate):
+    """PATCH of the measurements onto another node answered 200, after which every scenario
+    naming the profile failed ("was fitted on h100-sxm5-80gb, but this scenario's accelerator
+    is a100-sxm4-80gb") on runs, comparisons, sweeps and exports, and could not be edited.
+    Like DELETE: 409 naming the scenarios, saying to make a new profile; nothing changes."""
+    pk = create(owner_api).json()["id"]
+    before = ClusterProfile.objects.get(pk=pk)
+    mine, theirs = _using(owner, pk, "mine"), _using(teammate, pk, "team's")
+    h100 = {"cluster": {"node": "dgx-h100"}, "gemm": {"flops_per_s": 6e14}}
+    for method in (owner_api.patch, owner_api.put):
+        r = method(f"{URL}{pk}/", {"name": "selene", "measurements": h100}, format="json")
+        assert r.status_code == 409, r.content
+        body = r.json()
+        assert body["scenarios"] == [{"id": mine.pk, "name": "mine"}, {"id": theirs.pk, "name": "team's"}]
+        assert "used by 2 saved scenarios" in body["detail"] and f"(id {mine.pk})" in body["detail"]
+        assert "dgx-a100-80gb" in body["detail"] and "dgx-h100" in body["detail"]
+        assert "Make a new profile" in body["detail"]
+    after = ClusterProfile.objects.get(pk=pk)
+    assert (after.measurements, after.figures, after.fits) == (before.measurements, before.figures, before.fits)
+    assert owner_api.post(f"/api/v1/scenarios/{mine.pk}/runs/").status_code == 202
+    # a refit on the same node stays possible (a new input hash: no stale result), as does a rename
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": measurements(step_s=60.0)}, format="json")
+    assert r.status_code == 200, r.content
+    assert owner_api.patch(f"{URL}{pk}/", {"name": "selene 2"}, format="json").status_code == 200
+    # once no scenario uses it, it may be refitted on another node
+    Scenario.objects.filter(pk__in=[mine.pk, theirs.pk]).delete()
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": h100}, format="json")
+    assert r.status_code == 200, r.content
+    assert r.json()["figures"]["accelerator"] == "h100-sxm5-80gb"
+
