@@ -61,6 +61,7 @@ COLLECTIVE_KINDS = {"all_reduce": "allreduce", "all_gather": "allgather",
 PROFILE_FIELDS = ("name", "id", "accelerator", "compute_efficiency", "network_efficiency",
                   "gemm_flops", "sm_count", "checkpoint_targets")
 MEASUREMENT_SECTIONS = ("cluster", "gemm", "collectives", "checkpoints", "steps")
+MEASURED_SECTIONS = MEASUREMENT_SECTIONS[1:]      # the kinds of measurement; a profile needs one
 
 
 # ------------------------------------------------------------------ the profile in a scenario
@@ -525,6 +526,11 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
         cluster = None
     else:
         cluster = bad(_resolved_cluster, cluster_in, lookups)
+    if not any(measurements.get(k) not in (None, [], {}) for k in MEASURED_SECTIONS):
+        bad.add("measurements", "needs at least one measurement besides the cluster: a GEMM rate "
+                                '("gemm": {"flops_per_s"}), an nccl-tests bus bandwidth ("collectives"), '
+                                'a checkpoint write or restart time ("checkpoints") or a measured '
+                                'step of a scenario ("steps"); without one there is nothing to fit')
     if cluster is None:
         bad.check()
     profile: dict = {"name": name} if name else {}

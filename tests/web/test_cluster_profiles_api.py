@@ -250,3 +250,17 @@ def test_a_refit_on_another_node_of_a_profile_in_use_is_a_409_naming_them(owner_
     assert r.status_code == 200, r.content
     assert r.json()["figures"]["accelerator"] == "h100-sxm5-80gb"
 
+
+@pytest.mark.parametrize("body", [{"cluster": {"node": "dgx-h100"}},
+                                  {"cluster": {"node": "dgx-h100"}, "steps": [], "collectives": []}])
+def test_a_profile_without_measurements_is_a_400(owner_api, body):
+    """Only the cluster, no measurement: 201 with empty figures (the page's form refused it)."""
+    r = create(owner_api, body=body)
+    assert r.status_code == 400, r.content
+    message = r.json()["measurements"][0]
+    assert "at least one measurement" in message
+    assert all(kind in message for kind in ('"gemm"', '"collectives"', '"checkpoints"', '"steps"'))
+    assert ClusterProfile.objects.count() == 0
+    pk = create(owner_api, body={"cluster": {"node": "dgx-h100"}, "gemm": {"flops_per_s": 6e14}}).json()["id"]
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": body}, format="json")
+    assert r.status_code == 400 and "measurements" in r.json(), r.content
