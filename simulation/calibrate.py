@@ -651,6 +651,8 @@ def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) 
     cluster = dict(spec.get("cluster") or cluster_in) if isinstance(spec.get("cluster") or {}, dict) else None
     if cluster is None:
         raise ScenarioError(f"{path}.cluster", "must be an object")
+    if spec.get("cluster") and profile.get("accelerator"):
+        _same_accelerator(cluster, profile["accelerator"], f"{path}.cluster", lookups)
     cluster["profile"] = {k: v for k, v in profile.items() if k != "compute_efficiency"}
     spec["cluster"] = cluster
     training = spec.get("training") or {}
@@ -661,6 +663,27 @@ def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) 
     sc = _scoped(lambda: Scenario.from_dict(spec, **lookups), path)
     _scoped(lambda: validate(sc), path)
     return spec, cost_bound(sc, include_step=True, detail=False).work_units
+
+
+def _same_accelerator(cluster: dict, measured_on: str, path: str, lookups: dict) -> None:
+    """Raise ScenarioError naming the measured step's own ``cluster.node`` (or
+    ``cluster.accelerator``, or ``cluster``) when it is another accelerator than the cluster
+    measured (``measurements.cluster``): the profile's figures describe that hardware only."""
+    from .scenario import resolve_cluster
+
+    probe = {k: v for k, v in cluster.items() if k != "profile"}
+    try:
+        resolved = resolve_cluster(probe, lookups.get("nodes"), lookups.get("accelerators"), path)
+    except ScenarioError:
+        return               # the step's scenario reports it, validated as any scenario
+    acc = resolved.get("accelerator")
+    here = acc.get("preset") if isinstance(acc, dict) else None
+    if here and here != measured_on:
+        field = next((k for k in ("accelerator", "node") if cluster.get(k) is not None), None)
+        raise ScenarioError(f"{path}.{field}" if field else path,
+                            f"is {here}, but the cluster measured (measurements.cluster) has {measured_on}: "
+                            "a measured step must be of the cluster measured. Give the step's node "
+                            "there, or leave out the step's cluster (it then is measurements.cluster)")
 
 
 def _default_step_s(spec: dict, lookups: dict) -> float:

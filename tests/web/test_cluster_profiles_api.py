@@ -264,3 +264,20 @@ def test_a_profile_without_measurements_is_a_400(owner_api, body):
     pk = create(owner_api, body={"cluster": {"node": "dgx-h100"}, "gemm": {"flops_per_s": 6e14}}).json()["id"]
     r = owner_api.patch(f"{URL}{pk}/", {"measurements": body}, format="json")
     assert r.status_code == 400 and "measurements" in r.json(), r.content
+
+
+def test_a_measured_step_on_another_node_names_its_node(owner_api):
+    """A step whose scenario runs on dgx-h100 while the cluster measured is dgx-a100-80gb was
+    reported under measurements.steps[0].scenario.cluster.profile ("pick a profile of this
+    cluster"), a field the user never gave."""
+    body = measurements()
+    del body["collectives"], body["checkpoints"]
+    spec = body["steps"][0]["scenario"]
+    spec["cluster"] = {**spec["cluster"], "node": "dgx-h100"}
+    r = create(owner_api, body=body)
+    assert r.status_code == 400, r.content
+    errors = r.json()
+    assert list(errors) == ["measurements.steps[0].scenario.cluster.node"], errors
+    message = errors["measurements.steps[0].scenario.cluster.node"][0]
+    assert "h100-sxm5-80gb" in message and "a100-sxm4-80gb" in message and "measurements.cluster" in message
+    assert "pick a profile" not in message
