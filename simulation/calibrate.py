@@ -46,7 +46,7 @@ import math
 from . import collectives as nccl
 from .checkpoint import TARGET_DEFAULTS, TARGET_KINDS
 from .errors import Collect, ScenarioError, ScenarioErrors
-from .fields import (finite, int_field as _int, no_unknown as _no_unknown, num_field as _num,
+from .fields import (finite, int_field as _int, name_field as _name, no_unknown as _no_unknown, num_field as _num,
                      show as _show, str_field as _str)
 
 MAX_MEASUREMENTS = 8                # of each kind, per profile
@@ -72,7 +72,7 @@ def profile_from_dict(d, path: str = "cluster.profile") -> dict:
     if not isinstance(d, dict):
         raise ScenarioError(path, f"must be a cluster profile's figures (an object) or its id, got {_show(d)}")
     _no_unknown(d, set(PROFILE_FIELDS), path)
-    out = {"name": _str(d, "name", path), "id": _int(d, "id", path),
+    out = {"name": _name(d, "name", path), "id": _int(d, "id", path),
            "accelerator": _str(d, "accelerator", path),
            "compute_efficiency": _num(d, "compute_efficiency", path, strict=True, maximum=1.0),
            "network_efficiency": _num(d, "network_efficiency", path, strict=True, maximum=1.0),

@@ -292,15 +292,20 @@ class StrictTextModelSerializer(serializers.ModelSerializer):
 
 # A request body's keys outside the serializer's fields are a 400 naming each (DRF drops them
 # silently: a typo such as "scenaro" would save a scenario without what was meant). Read-only
-# fields a client echoes back from a GET are fields. A comment, not a docstring: the API
+# fields a client echoes back from a GET are fields, unless ``writable_only`` (a serializer
+# that only creates: the keys the server sets are unknown there, as the create serializers
+# of sweeps and comparisons have no such fields). A comment, not a docstring: the API
 # schema takes a serializer's docstring as its description.
 class RejectUnknownFields:
+    writable_only = False
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
+            fields = [name for name, f in self.fields.items()
+                      if not (self.writable_only and f.read_only)]
+            unknown = sorted(set(data) - set(fields))
             if unknown:
-                known = (f"known fields: {', '.join(self.fields)}" if self.fields else
+                known = (f"known fields: {', '.join(fields)}" if fields else
                          "this request takes none (send {} or no body)")
                 raise serializers.ValidationError({key: [f"unknown field; {known}"] for key in unknown})
         return super().to_internal_value(data)
