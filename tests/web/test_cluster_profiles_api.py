@@ -281,3 +281,25 @@ def test_a_measured_step_on_another_node_names_its_node(owner_api):
     message = errors["measurements.steps[0].scenario.cluster.node"][0]
     assert "h100-sxm5-80gb" in message and "a100-sxm4-80gb" in message and "measurements.cluster" in message
     assert "pick a profile" not in message
+
+
+def test_a_refit_on_the_same_node_that_its_scenarios_could_not_run_with_is_a_409(owner_api, owner):
+    """Same node, but the new GEMM rate is over the peak a scenario set for its accelerator:
+    that scenario would fail ("above this accelerator's peak_flops_bf16") from then on."""
+    pk = create(owner_api, body={"cluster": {"node": "dgx-a100-80gb"}, "gemm": {"flops_per_s": 2.0e14}}).json()["id"]
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-a100-80gb", "num_nodes": 1, "profile": pk,
+                                              "accelerator": {"preset": "a100-sxm4-80gb", "peak_flops_bf16": 2.5e14}},
+            "training": {"global_batch_size": 8, "seq_len": 2048}, "strategy": {"kind": "zero1"}}
+    r = owner_api.post("/api/v1/scenarios/", {"name": "capped", "scenario": spec}, format="json")
+    assert r.status_code == 201, r.content
+    sc = r.json()["id"]
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": {"cluster": {"node": "dgx-a100-80gb"},
+                                                         "gemm": {"flops_per_s": 2.8e14}}}, format="json")
+    assert r.status_code == 409, r.content
+    assert r.json()["scenarios"] == [{"id": sc, "name": "capped"}]
+    assert "could not run" in r.json()["detail"] and "gemm_flops" in r.json()["detail"]
+    assert ClusterProfile.objects.get(pk=pk).figures["gemm_flops"] == 2.0e14
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": {"cluster": {"node": "dgx-a100-80gb"},
+                                                         "gemm": {"flops_per_s": 2.2e14}}}, format="json")
+    assert r.status_code == 200 and r.json()["figures"]["gemm_flops"] == 2.2e14, r.content
+    assert owner_api.post(f"/api/v1/scenarios/{sc}/runs/").status_code == 202
