@@ -46,7 +46,7 @@ import math
 from . import collectives as nccl
 from .checkpoint import TARGET_DEFAULTS, TARGET_KINDS
 from .errors import Collect, ScenarioError, ScenarioErrors
-from .fields import (finite, int_field as _int, no_unknown as _no_unknown, num_field as _num,
+from .fields import (finite, int_field as _int, name_field as _name, no_unknown as _no_unknown, num_field as _num,
                      show as _show, str_field as _str)
 
 MAX_MEASUREMENTS = 8                # of each kind, per profile
@@ -61,6 +61,7 @@ COLLECTIVE_KINDS = {"all_reduce": "allreduce", "all_gather": "allgather",
 PROFILE_FIELDS = ("name", "id", "accelerator", "compute_efficiency", "network_efficiency",
                   "gemm_flops", "sm_count", "checkpoint_targets")
 MEASUREMENT_SECTIONS = ("cluster", "gemm", "collectives", "checkpoints", "steps")
+MEASURED_SECTIONS = MEASUREMENT_SECTIONS[1:]      # the kinds of measurement; a profile needs one
 
 
 # ------------------------------------------------------------------ the profile in a scenario
@@ -71,7 +72,7 @@ def profile_from_dict(d, path: str = "cluster.profile") -> dict:
     if not isinstance(d, dict):
         raise ScenarioError(path, f"must be a cluster profile's figures (an object) or its id, got {_show(d)}")
     _no_unknown(d, set(PROFILE_FIELDS), path)
-    out = {"name": _str(d, "name", path), "id": _int(d, "id", path),
+    out = {"name": _name(d, "name", path), "id": _int(d, "id", path),
            "accelerator": _str(d, "accelerator", path),
            "compute_efficiency": _num(d, "compute_efficiency", path, strict=True, maximum=1.0),
            "network_efficiency": _num(d, "network_efficiency", path, strict=True, maximum=1.0),
@@ -525,6 +526,11 @@ def fit_profile(measurements: dict, lookups: dict | None = None, name: str | Non
         cluster = None
     else:
         cluster = bad(_resolved_cluster, cluster_in, lookups)
+    if not any(measurements.get(k) not in (None, [], {}) for k in MEASURED_SECTIONS):
+        bad.add("measurements", "needs at least one measurement besides the cluster: a GEMM rate "
+                                '("gemm": {"flops_per_s"}), an nccl-tests bus bandwidth ("collectives"), '
+                                'a checkpoint write or restart time ("checkpoints") or a measured '
+                                'step of a scenario ("steps"); without one there is nothing to fit')
     if cluster is None:
         bad.check()
     profile: dict = {"name": name} if name else {}
@@ -645,6 +651,8 @@ def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) 
     cluster = dict(spec.get("cluster") or cluster_in) if isinstance(spec.get("cluster") or {}, dict) else None
     if cluster is None:
         raise ScenarioError(f"{path}.cluster", "must be an object")
+    if spec.get("cluster") and profile.get("accelerator"):
+        _same_accelerator(cluster, profile["accelerator"], f"{path}.cluster", lookups)
     cluster["profile"] = {k: v for k, v in profile.items() if k != "compute_efficiency"}
     spec["cluster"] = cluster
     training = spec.get("training") or {}
@@ -655,6 +663,27 @@ def _step_spec(spec, cluster_in: dict, profile: dict, path: str, lookups: dict) 
     sc = _scoped(lambda: Scenario.from_dict(spec, **lookups), path)
     _scoped(lambda: validate(sc), path)
     return spec, cost_bound(sc, include_step=True, detail=False).work_units
+
+
+def _same_accelerator(cluster: dict, measured_on: str, path: str, lookups: dict) -> None:
+    """Raise ScenarioError naming the measured step's own ``cluster.node`` (or
+    ``cluster.accelerator``, or ``cluster``) when it is another accelerator than the cluster
+    measured (``measurements.cluster``): the profile's figures describe that hardware only."""
+    from .scenario import resolve_cluster
+
+    probe = {k: v for k, v in cluster.items() if k != "profile"}
+    try:
+        resolved = resolve_cluster(probe, lookups.get("nodes"), lookups.get("accelerators"), path)
+    except ScenarioError:
+        return               # the step's scenario reports it, validated as any scenario
+    acc = resolved.get("accelerator")
+    here = acc.get("preset") if isinstance(acc, dict) else None
+    if here and here != measured_on:
+        field = next((k for k in ("accelerator", "node") if cluster.get(k) is not None), None)
+        raise ScenarioError(f"{path}.{field}" if field else path,
+                            f"is {here}, but the cluster measured (measurements.cluster) has {measured_on}: "
+                            "a measured step must be of the cluster measured. Give the step's node "
+                            "there, or leave out the step's cluster (it then is measurements.cluster)")
 
 
 def _default_step_s(spec: dict, lookups: dict) -> float:

@@ -143,6 +143,19 @@ def str_field(d: dict, key: str, path: str, default=None):
     return v
 
 
+MAX_NAME_CHARS = 200      # a name's length cap: the API's own for a scenario's name (Scenario.name)
+
+
+def name_field(d: dict, key: str, path: str, default=None):
+    """A name (a string, as :func:`str_field`) of at most :data:`MAX_NAME_CHARS` characters:
+    it is stored with the scenario and shown in titles and reports."""
+    v = str_field(d, key, path, default)
+    if v is not None and len(v) > MAX_NAME_CHARS:
+        raise ScenarioError(_where(path, key), f"must be at most {MAX_NAME_CHARS} characters, "
+                                               f"got {len(v):,}")
+    return v
+
+
 def section(d: dict, key: str, path: str = "") -> dict:
     v = d.get(key, {})
     where = _where(path, key)

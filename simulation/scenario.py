@@ -45,8 +45,8 @@ from .lora import (BASE_DTYPES, DROPOUT_POSITIONS, IMPLEMENTATIONS, LORA_TARGETS
 from .memo import ByIdentity, KeptOnSecondCall
 from .fields import (bool_field as _bool, choice_field as _choice, drop_none as _drop_none,
                      field_names, frozen_new as _new, given as _given, int_field as _int,
-                     no_unknown as _no_unknown, num_field as _num, section as _section,
-                     show as _show, str_field as _str)
+                     name_field as _name_field, no_unknown as _no_unknown, num_field as _num,
+                     section as _section, show as _show, str_field as _str)
 
 SCHEMA_VERSION = 1
 
@@ -299,7 +299,7 @@ class ModelSpec:
         # ``x if "k" in d else v``: a field left out is what its check gives on an empty
         # section, without the call (tests/engine/test_stage_parts_fast.py holds v to it)
         m = _new(cls, dict(
-            name=_str(d, "name", path, "custom") or "custom",
+            name=_name_field(d, "name", path, "custom") or "custom",
             num_layers=_int(d, "num_layers", path, maximum=10_000),
             hidden_size=_int(d, "hidden_size", path, maximum=1_000_000),
             num_attention_heads=(heads := _int(d, "num_attention_heads", path, maximum=100_000)),
@@ -447,7 +447,7 @@ class AcceleratorSpec:
         if (gemm is None) != (sms is None) or gemm is not None and gemm > vals["peak_flops_bf16"]:
             _missing()
         fp8 = _num(d, "peak_flops_fp8", path, strict=True, maximum=MAX_FLOPS)
-        vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
+        vals.update(name=_name_field(d, "name", path, "custom accelerator") or "custom accelerator",
                     preset=_str(d, "preset", path), source=_str(d, "source", path),
                     gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8,
                     mxfp8=_bool(d, "mxfp8", path, False),
@@ -486,7 +486,7 @@ class AcceleratorSpec:
                                 + ("gemm_flops" if sms is None else "sm_count"))
         if gemm is not None and gemm > vals["peak_flops_bf16"]:
             raise ScenarioError(f"{path}.gemm_flops", "must not exceed peak_flops_bf16")
-        vals.update(name=_str(d, "name", path, "custom accelerator") or "custom accelerator",
+        vals.update(name=_name_field(d, "name", path, "custom accelerator") or "custom accelerator",
                     preset=_str(d, "preset", path), source=_str(d, "source", path),
                     gemm_flops=gemm, sm_count=sms, peak_flops_fp8=fp8, mxfp8=mx,
                     fp8_non_tn_gemm=non_tn)
@@ -1479,6 +1479,7 @@ class Scenario:
                             convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
                             runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
                             checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint"))))
+        _name_field(d, "name", "")      # the scenario's own name: read by nothing, stored with it
         _checked_target(sc.checkpoint, sc.cluster)
         cpu_adam.check_cores(sc.cluster, sc.strategy)
         if sc.training.overlap_param_gather and sc.strategy.kind != "megatron_dist_opt":

@@ -2,11 +2,13 @@
 
 A request body is never a 500: too large is 413, anything malformed (broken JSON, not
 UTF-8, nested too deeply, NaN) is 400 under ``body``; a string the database cannot store
-(NUL, an unpaired surrogate) is a 400 under its field's dotted path (``scenario.model.name``).
+(NUL, an unpaired surrogate) or one with a Unicode bidirectional control (U+202E) is a 400
+under its field's dotted path (``scenario.model.name``).
 """
 
 import json
 import math
+import re
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -69,14 +71,51 @@ def _no_constant(name: str):
     _reject(f"{name} is not valid JSON")
 
 
+# Unicode's explicit bidirectional formatting characters (UAX #9, "Unicode Bidirectional
+# Algorithm", section 2: embeddings U+202A/U+202B, pop U+202C, overrides U+202D/U+202E,
+# isolates U+2066-U+2069): they make a name display in another order than it is stored
+# and read ("Trojan Source", CVE-2021-42574), in titles, lists and logs. Right-to-left
+# letters (Arabic, Hebrew) are not among them and are kept; so are the implicit marks
+# U+200E/U+200F (LRM/RLM), which only set the direction of neutral characters beside them,
+# reorder nothing else, and which right-to-left writing needs.
+BIDI_CONTROLS = {chr(c): name for c, name in (
+    (0x202A, "LEFT-TO-RIGHT EMBEDDING"), (0x202B, "RIGHT-TO-LEFT EMBEDDING"),
+    (0x202C, "POP DIRECTIONAL FORMATTING"), (0x202D, "LEFT-TO-RIGHT OVERRIDE"),
+    (0x202E, "RIGHT-TO-LEFT OVERRIDE"), (0x2066, "LEFT-TO-RIGHT ISOLATE"),
+    (0x2067, "RIGHT-TO-LEFT ISOLATE"), (0x2068, "FIRST STRONG ISOLATE"),
+    (0x2069, "POP DIRECTIONAL ISOLATE"))}
+_BIDI_RE = re.compile("[" + "".join(BIDI_CONTROLS) + "]")
+
+
 def _unstorable(text: str) -> str | None:
+    """Why ``text`` must not be stored (None when it may be): a NUL, an unpaired surrogate,
+    or a bidirectional control (:data:`BIDI_CONTROLS`)."""
     if "\x00" in text:
         return "contains a NUL character (\\u0000), which cannot be stored"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return "contains an unpaired surrogate (\\ud800-\\udfff), which is not text"
+    bidi = _BIDI_RE.search(text)
+    if bidi:
+        ch = bidi.group()
+        return (f"contains the Unicode bidirectional control U+{ord(ch):04X} {BIDI_CONTROLS[ch]}, "
+                "which makes text display in another order than it reads; remove it "
+                "(right-to-left letters such as Arabic or Hebrew are fine)")
     return None
+
+
+def no_bidi_controls(value) -> None:
+    """A form field's validator: Django's ValidationError for text with a bidirectional
+    control (:data:`BIDI_CONTROLS`), as the API's JSON bodies refuse it."""
+    from django.core.exceptions import ValidationError
+
+    bidi = _BIDI_RE.search(value) if isinstance(value, str) else None
+    if bidi:
+        ch = bidi.group()
+        raise ValidationError(f"Contains the Unicode bidirectional control U+{ord(ch):04X} "
+                              f"{BIDI_CONTROLS[ch]}, which makes text display in another order than "
+                              "it reads; remove it (right-to-left letters are fine).", code="bidi_control")
 
 
 def _shown_key(key: str) -> str:
@@ -292,15 +331,20 @@ class StrictTextModelSerializer(serializers.ModelSerializer):
 
 # A request body's keys outside the serializer's fields are a 400 naming each (DRF drops them
 # silently: a typo such as "scenaro" would save a scenario without what was meant). Read-only
-# fields a client echoes back from a GET are fields. A comment, not a docstring: the API
+# fields a client echoes back from a GET are fields, unless ``writable_only`` (a serializer
+# that only creates: the keys the server sets are unknown there, as the create serializers
+# of sweeps and comparisons have no such fields). A comment, not a docstring: the API
 # schema takes a serializer's docstring as its description.
 class RejectUnknownFields:
+    writable_only = False
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
+            fields = [name for name, f in self.fields.items()
+                      if not (self.writable_only and f.read_only)]
+            unknown = sorted(set(data) - set(fields))
             if unknown:
-                known = (f"known fields: {', '.join(self.fields)}" if self.fields else
+                known = (f"known fields: {', '.join(fields)}" if fields else
                          "this request takes none (send {} or no body)")
                 raise serializers.ValidationError({key: [f"unknown field; {known}"] for key in unknown})
         return super().to_internal_value(data)

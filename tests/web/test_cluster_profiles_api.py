@@ -218,3 +218,88 @@ def test_the_admin_refuses_to_delete_a_profile_in_use(owner_api, owner, user_adm
     client.post("/admin/scenarios/clusterprofile/", {"action": "delete_selected", "_selected_action": [pk],
                                                     "post": "yes"})
     assert ClusterProfile.objects.filter(pk=pk).exists()
+
+
+def test_a_refit_on_another_node_of_a_profile_in_use_is_a_409_naming_them(owner_api, owner, teammate):
+    """PATCH of the measurements onto another node answered 200, after which every scenario
+    naming the profile failed ("was fitted on h100-sxm5-80gb, but this scenario's accelerator
+    is a100-sxm4-80gb") on runs, comparisons, sweeps and exports, and could not be edited.
+    Like DELETE: 409 naming the scenarios, saying to make a new profile; nothing changes."""
+    pk = create(owner_api).json()["id"]
+    before = ClusterProfile.objects.get(pk=pk)
+    mine, theirs = _using(owner, pk, "mine"), _using(teammate, pk, "team's")
+    h100 = {"cluster": {"node": "dgx-h100"}, "gemm": {"flops_per_s": 6e14}}
+    for method in (owner_api.patch, owner_api.put):
+        r = method(f"{URL}{pk}/", {"name": "selene", "measurements": h100}, format="json")
+        assert r.status_code == 409, r.content
+        body = r.json()
+        assert body["scenarios"] == [{"id": mine.pk, "name": "mine"}, {"id": theirs.pk, "name": "team's"}]
+        assert "used by 2 saved scenarios" in body["detail"] and f"(id {mine.pk})" in body["detail"]
+        assert "dgx-a100-80gb" in body["detail"] and "dgx-h100" in body["detail"]
+        assert "Make a new profile" in body["detail"]
+    after = ClusterProfile.objects.get(pk=pk)
+    assert (after.measurements, after.figures, after.fits) == (before.measurements, before.figures, before.fits)
+    assert owner_api.post(f"/api/v1/scenarios/{mine.pk}/runs/").status_code == 202
+    # a refit on the same node stays possible (a new input hash: no stale result), as does a rename
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": measurements(step_s=60.0)}, format="json")
+    assert r.status_code == 200, r.content
+    assert owner_api.patch(f"{URL}{pk}/", {"name": "selene 2"}, format="json").status_code == 200
+    # once no scenario uses it, it may be refitted on another node
+    Scenario.objects.filter(pk__in=[mine.pk, theirs.pk]).delete()
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": h100}, format="json")
+    assert r.status_code == 200, r.content
+    assert r.json()["figures"]["accelerator"] == "h100-sxm5-80gb"
+
+
+@pytest.mark.parametrize("body", [{"cluster": {"node": "dgx-h100"}},
+                                  {"cluster": {"node": "dgx-h100"}, "steps": [], "collectives": []}])
+def test_a_profile_without_measurements_is_a_400(owner_api, body):
+    """Only the cluster, no measurement: 201 with empty figures (the page's form refused it)."""
+    r = create(owner_api, body=body)
+    assert r.status_code == 400, r.content
+    message = r.json()["measurements"][0]
+    assert "at least one measurement" in message
+    assert all(kind in message for kind in ('"gemm"', '"collectives"', '"checkpoints"', '"steps"'))
+    assert ClusterProfile.objects.count() == 0
+    pk = create(owner_api, body={"cluster": {"node": "dgx-h100"}, "gemm": {"flops_per_s": 6e14}}).json()["id"]
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": body}, format="json")
+    assert r.status_code == 400 and "measurements" in r.json(), r.content
+
+
+def test_a_measured_step_on_another_node_names_its_node(owner_api):
+    """A step whose scenario runs on dgx-h100 while the cluster measured is dgx-a100-80gb was
+    reported under measurements.steps[0].scenario.cluster.profile ("pick a profile of this
+    cluster"), a field the user never gave."""
+    body = measurements()
+    del body["collectives"], body["checkpoints"]
+    spec = body["steps"][0]["scenario"]
+    spec["cluster"] = {**spec["cluster"], "node": "dgx-h100"}
+    r = create(owner_api, body=body)
+    assert r.status_code == 400, r.content
+    errors = r.json()
+    assert list(errors) == ["measurements.steps[0].scenario.cluster.node"], errors
+    message = errors["measurements.steps[0].scenario.cluster.node"][0]
+    assert "h100-sxm5-80gb" in message and "a100-sxm4-80gb" in message and "measurements.cluster" in message
+    assert "pick a profile" not in message
+
+
+def test_a_refit_on_the_same_node_that_its_scenarios_could_not_run_with_is_a_409(owner_api, owner):
+    """Same node, but the new GEMM rate is over the peak a scenario set for its accelerator:
+    that scenario would fail ("above this accelerator's peak_flops_bf16") from then on."""
+    pk = create(owner_api, body={"cluster": {"node": "dgx-a100-80gb"}, "gemm": {"flops_per_s": 2.0e14}}).json()["id"]
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-a100-80gb", "num_nodes": 1, "profile": pk,
+                                              "accelerator": {"preset": "a100-sxm4-80gb", "peak_flops_bf16": 2.5e14}},
+            "training": {"global_batch_size": 8, "seq_len": 2048}, "strategy": {"kind": "zero1"}}
+    r = owner_api.post("/api/v1/scenarios/", {"name": "capped", "scenario": spec}, format="json")
+    assert r.status_code == 201, r.content
+    sc = r.json()["id"]
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": {"cluster": {"node": "dgx-a100-80gb"},
+                                                         "gemm": {"flops_per_s": 2.8e14}}}, format="json")
+    assert r.status_code == 409, r.content
+    assert r.json()["scenarios"] == [{"id": sc, "name": "capped"}]
+    assert "could not run" in r.json()["detail"] and "gemm_flops" in r.json()["detail"]
+    assert ClusterProfile.objects.get(pk=pk).figures["gemm_flops"] == 2.0e14
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": {"cluster": {"node": "dgx-a100-80gb"},
+                                                         "gemm": {"flops_per_s": 2.2e14}}}, format="json")
+    assert r.status_code == 200 and r.json()["figures"]["gemm_flops"] == 2.2e14, r.content
+    assert owner_api.post(f"/api/v1/scenarios/{sc}/runs/").status_code == 202

@@ -123,8 +123,49 @@ def test_an_unknown_top_level_key_is_a_400_and_nothing_is_saved(owner_api, examp
     before = Scenario.objects.count()
     r = owner_api.post(URL, {"name": "typo", "foo": 1, "scenario": example_spec}, format="json")
     assert r.status_code == 400
-    assert list(r.json()) == ["foo"] and r.json()["foo"][0].startswith("unknown field; known fields: id, name")
+    assert list(r.json()) == ["foo"] and r.json()["foo"][0].startswith("unknown field; known fields: name, scenario")
     assert Scenario.objects.count() == before
+
+
+@pytest.mark.parametrize("extra", [{"owner": "someone"}, {"id": 99999}, {"created_at": "2020-01-01T00:00:00Z"},
+                                   {"last_run": None}])
+def test_a_key_the_server_sets_is_a_400_as_on_the_other_creates(owner_api, example_spec, extra):
+    """owner, id and the other read-only keys gave 201 (silently dropped) where sweeps,
+    comparisons and the estimate refuse keys they do not take."""
+    before = Scenario.objects.count()
+    r = owner_api.post(URL, {"name": "x", "scenario": example_spec, **extra}, format="json")
+    assert r.status_code == 400, r.content
+    (key,) = extra
+    assert list(r.json()) == [key] and r.json()[key] == ["unknown field; known fields: name, scenario"]
+    assert Scenario.objects.count() == before
+
+
+@pytest.mark.parametrize("where, field", [((), "scenario.name"), (("model",), "scenario.model.name"),
+                                          (("cluster", "accelerator"), "scenario.cluster.accelerator.name")])
+def test_a_name_inside_the_scenario_is_capped_as_the_top_level_name(owner_api, example_spec, where, field):
+    """The scenario's own names had no cap (100,000 characters were stored) while the
+    top-level name is capped at 200."""
+    import copy
+
+    def with_name(n):
+        spec = copy.deepcopy(example_spec)
+        section = spec
+        for key in where:
+            value = section.get(key)
+            section[key] = value = ({"preset": value} if isinstance(value, str) else dict(value or {}))
+            section = value
+        section["name"] = "n" * n
+        return spec
+
+    if where == ("cluster", "accelerator"):
+        example_spec["cluster"]["accelerator"] = "h100-sxm5-80gb"
+    before = Scenario.objects.count()
+    r = owner_api.post(URL, {"name": "x", "scenario": with_name(100_000)}, format="json")
+    assert r.status_code == 400, r.content
+    assert list(r.json()) == [field], r.json()
+    assert "at most 200 characters" in r.json()[field][0]
+    assert Scenario.objects.count() == before
+    assert owner_api.post(URL, {"name": "x", "scenario": with_name(200)}, format="json").status_code == 201
 
 
 

@@ -159,10 +159,17 @@ def test_cancel_stops_the_remaining_chunks(owner_api, base, settings):
     r = owner_api.post(f"{URL}{pk}/cancel/")
     assert r.status_code == 200
     body = r.json()
-    assert body["status"] == "cancelled" and body["cancelled"] is True and body["progress"] == 1.0
+    assert body["status"] == "cancelled" and body["cancelled"] is True
+    # the points evaluated, not the total (it read 6 of 6, 100 %); the cancelled ones apart
+    assert (body["done_points"], body["cancelled_points"], body["total_points"]) == (2, 4, 6)
+    assert body["progress"] == pytest.approx(2 / 6)
     assert [p["status"] for p in body["points"]] == ["done"] * 2 + ["cancelled"] * 4
     run_chunks()          # a chunk the broker still delivers does nothing
-    assert owner_api.get(f"{URL}{pk}/").json()["points"][3]["status"] == "cancelled"
+    again = owner_api.get(f"{URL}{pk}/").json()
+    assert again["points"][3]["status"] == "cancelled"
+    assert (again["done_points"], again["cancelled_points"]) == (2, 4)
+    listed = owner_api.get(URL).json()["results"][0]
+    assert listed["progress"] == pytest.approx(2 / 6)
     again = owner_api.post(f"{URL}{pk}/cancel/")
     assert again.status_code == 400 and "status" in again.json()
 
@@ -185,6 +192,9 @@ def test_a_running_chunk_stops_before_its_next_point_when_cancelled(base, owner,
     chunk.refresh_from_db()
     assert calls == [0] and chunk.status == "cancelled"
     assert [r["status"] for r in chunk.results] == ["done", "cancelled", "cancelled"]
+    assert (chunk.done, chunk.cancelled) == (1, 2)
+    sweep.refresh_from_db()
+    assert (sweep.done_points, sweep.cancelled_points, sweep.progress) == (1, 2, pytest.approx(1 / 3))
 
 
 def test_a_chunk_that_crashes_marks_its_points_failed_with_the_reason(owner_api, base, settings):

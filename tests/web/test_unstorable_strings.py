@@ -90,3 +90,47 @@ def test_a_good_body_is_still_taken(owner_api, example_spec):
     r = owner_api.post("/api/v1/scenarios/", data=json.dumps({"name": "ok", "scenario": example_spec}),
                        content_type="application/json")
     assert r.status_code == 201
+
+
+RLO = "\u202e"        # RIGHT-TO-LEFT OVERRIDE: "invoice\u202efdp.exe" shows as "invoiceexe.pdf"
+BIDI = ("contains the Unicode bidirectional control U+202E RIGHT-TO-LEFT OVERRIDE, which makes "
+        "text display in another order than it reads; remove it (right-to-left letters such as "
+        "Arabic or Hebrew are fine)")
+
+
+def _with(value, body):
+    """``body`` with its NUL strings made ``value`` in place of the NUL."""
+    return json.loads(json.dumps(body).replace("\\u0000", json.dumps(value)[1:-1]))
+
+
+def test_a_bidi_control_in_a_string_is_a_400_naming_its_field(owner_api, two, example_spec):
+    """Names took U+202E and the pages showed it raw in titles, reordering what follows."""
+    for url, body, model, field in cases(two, example_spec):
+        before = model.objects.count()
+        r = owner_api.post(url, _with(RLO, body), format="json")
+        assert r.status_code == 400, (url, r.status_code, r.content[:200])
+        assert r.json() == {field: [BIDI]}, (url, r.json())
+        assert model.objects.count() == before, url
+
+
+@pytest.mark.parametrize("control", ["\u202a", "\u202b", "\u202c", "\u202d", "\u2066", "\u2067", "\u2068",
+                                     "\u2069"])
+def test_every_bidi_control_is_refused(owner_api, example_spec, control):
+    r = owner_api.post("/api/v1/scenarios/", {"name": f"a{control}b", "scenario": example_spec}, format="json")
+    assert r.status_code == 400 and f"U+{ord(control):04X}" in r.json()["name"][0], r.content
+    assert Scenario.objects.count() == 0
+
+
+@pytest.mark.parametrize("name", ["خطة التدريب", "תוכנית אימון", "Llama \u200fעברית\u200e 7B"])
+def test_right_to_left_text_is_taken(owner_api, example_spec, name):
+    r = owner_api.post("/api/v1/scenarios/", {"name": name, "scenario": example_spec}, format="json")
+    assert r.status_code == 201, r.content
+    assert Scenario.objects.get(pk=r.json()["id"]).name == name
+
+
+def test_the_pages_forms_refuse_it_too(client, owner):
+    client.force_login(owner)
+    r = client.post("/profiles/", {"name": f"selene{RLO}", "node": "dgx-a100-80gb", "collective": "all_reduce",
+                                   "checkpoint_target": "parallel_fs", "gemm_tflops": "250"})
+    assert r.status_code == 400 and "U+202E RIGHT-TO-LEFT OVERRIDE" in r.content.decode()
+    assert ClusterProfile.objects.count() == 0

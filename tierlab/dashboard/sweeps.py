@@ -25,7 +25,7 @@ import uuid
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils import timezone
 
 import simulation
@@ -521,8 +521,13 @@ def _left_over(values: list[dict], chunk: SweepChunk, results: list, status: str
 
 
 def _write_chunk(chunk: SweepChunk, results: list, status: str, error: str, now) -> None:
+    """Store the chunk's final ``results`` (one per point): ``done`` counts the points
+    evaluated or failed, ``cancelled`` those cancelled before they ran, so a cancelled
+    sweep's progress is what was evaluated, not 100 %."""
+    cancelled = sum(1 for r in results if r.get("status") == "cancelled")
     SweepChunk.objects.filter(pk=chunk.pk).update(status=status, results=results, error=error,
-                                                  done=chunk.size, finished_at=now)
+                                                  done=chunk.size - cancelled, cancelled=cancelled,
+                                                  finished_at=now)
 
 
 def _settle(sweep: Sweep) -> None:
@@ -684,7 +689,8 @@ def points(sweep: Sweep) -> list[dict]:
 def sweep_payload(sweep: Sweep) -> dict:
     fail_stale_chunks()
     sweep.refresh_from_db()
-    done = sweep.done_points
+    counts = sweep.chunks.aggregate(done=Sum("done"), cancelled=Sum("cancelled"))
+    done, cancelled = counts["done"] or 0, counts["cancelled"] or 0
     return {
         "id": sweep.pk, "name": sweep.name, "owner": sweep.owner.get_username(),
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
@@ -693,7 +699,7 @@ def sweep_payload(sweep: Sweep) -> dict:
                       value_labels=value_labels(ax["path"], ax["values"])) for ax in sweep.axes],
         "status": sweep.status, "cancelled": sweep.cancelled,
         "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,
-        "done_points": done, "total_points": sweep.total_points,
+        "done_points": done, "cancelled_points": cancelled, "total_points": sweep.total_points,
         "chunks": sweep.chunks.count(),
         "points": points(sweep), "pareto": sweep.pareto, "error": sweep.error,
         "engine_version": sweep.engine_version,

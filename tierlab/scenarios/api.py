@@ -149,11 +149,18 @@ class EstimateView(APIView):
         return Response(report)
 
 
+IN_USE_REFIT = OpenApiResponse(OpenApiTypes.OBJECT, description=(
+    "Saved scenarios use the profile and the refit would leave them unable to run (another "
+    "node or accelerator, or figures they fail with): `{\"detail\": \"...\", \"scenarios\": "
+    "[{\"id\", \"name\"}]}` (yours and your team's); nothing is changed. Make a new profile."))
+
+
 class ClusterProfileViewSet(viewsets.ModelViewSet):
     """Cluster profiles: your own and your team's. POST `{name, measurements}`: tierlab fits
     the cluster's figures to what you measured (`figures`, and per measurement `fits`) and
     saves them; a scenario uses them with `"cluster": {"profile": <id>}`. PUT/PATCH (its
-    owner) refits; scenarios naming it get the new figures from their next run on. Bad
+    owner) refits; scenarios naming it get the new figures from their next run on (a refit
+    that would leave them unable to run, e.g. on another node, is a 409 naming them). Bad
     measurements are a 400 naming every bad field at once (`measurements.steps[0].step_s`,
     `measurements.collectives[1].ranks`)."""
 
@@ -187,10 +194,26 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
         profile.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    @extend_schema(responses={200: ClusterProfileSerializer, 409: IN_USE_REFIT})
+    def update(self, request, *args, **kwargs):
+        """Refit the profile (its owner). While saved scenarios use it, it keeps the cluster
+        it was fitted on: measurements of another node or accelerator, or figures those
+        scenarios could not run with, are a 409 naming them (make a new profile instead)."""
+        try:
+            return super().update(request, *args, **kwargs)
+        except profiles.ProfileInUse as exc:
+            return Response({"detail": exc.detail, "scenarios": exc.scenarios}, status=status.HTTP_409_CONFLICT)
+
+    @extend_schema(responses={200: ClusterProfileSerializer, 409: IN_USE_REFIT})
+    def partial_update(self, request, *args, **kwargs):
+        """As PUT, with only the fields given."""
+        return super().partial_update(request, *args, **kwargs)
+
     def perform_update(self, serializer):
         data, profile = serializer.validated_data, serializer.instance
         try:
             serializer.instance = profiles.refit_profile(
-                profile, data.get("name", profile.name), data.get("measurements", profile.measurements))
+                profile, data.get("name", profile.name), data.get("measurements", profile.measurements),
+                user=self.request.user)
         except ScenarioError as exc:
             raise ValidationError(engine_error_detail(exc)) from None

@@ -7,12 +7,14 @@ from django import forms
 
 from simulation.calibrate import COLLECTIVE_KINDS
 from simulation.checkpoint import TARGET_KINDS
+from tierlab.api import no_bidi_controls
 
 GB = 1e9
 
 
 class ProfileForm(forms.Form):
-    name = forms.CharField(max_length=200, label="Name", help_text="e.g. our Selene partition")
+    name = forms.CharField(max_length=200, validators=[no_bidi_controls], label="Name",
+                           help_text="e.g. our Selene partition")
     node = forms.ChoiceField(label="Node template", help_text="The cluster's nodes (catalog)")
     gemm_tflops = forms.FloatField(required=False, min_value=0, label="GEMM rate (TFLOP/s)",
                                    help_text="Dense 16-bit matmul of large shapes, one GPU")

@@ -51,6 +51,10 @@ class ScenarioSerializer(RejectUnknownFields, StrictTextModelSerializer):
                                          help_text="Username of its owner: you, or a member of your team.")
     last_run = LastRunSerializer(read_only=True, allow_null=True)
 
+    # Only created (POST), never updated through it: a key it sets itself (id, owner, the
+    # times, last_run) is as unknown as a misspelt one, as for sweeps and comparisons.
+    writable_only = True
+
     class Meta:
         model = Scenario
         fields = ["id", "name", "owner", "scenario", "created_at", "updated_at", "last_run"]

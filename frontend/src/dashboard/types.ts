@@ -104,7 +104,10 @@ export interface Sweep {
   status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | string;
   cancelled: boolean;
   progress: number;
+  /** Points finished: evaluated, or failed with the reason. */
   done_points: number;
+  /** Points cancelled before they ran (not in done_points). */
+  cancelled_points?: number;
   total_points: number;
   chunks: number;
   points: SweepPoint[];

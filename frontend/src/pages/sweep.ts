@@ -14,10 +14,11 @@ import { METRICS, heatmapHeight, heatmapOption, metricByKey, metricLabel, mfuHea
 import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
 import { formatUSD, valuePieces } from "../dashboard/format";
+import { sweepProgressText } from "../dashboard/sweep_progress";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
 import { pollDelay } from "../poll";
-import { formatBytes, formatNumber, formatSeconds, plural } from "../units";
+import { formatBytes, formatNumber, formatSeconds } from "../units";
 
 const STATUS_TEXT: Record<string, string> = {
   queued: "Queued — waiting for a worker",
@@ -185,7 +186,7 @@ function mount(root: HTMLElement): void {
     const pct = Math.round(sweep.progress * 100);
     progress.value = pct;
     progress.dataset.value = String(pct);
-    progressText.textContent = `${sweep.done_points} of ${plural(sweep.total_points, "point")} (${pct}%) in ${plural(sweep.chunks, "job")}`;
+    progressText.textContent = sweepProgressText(sweep);
     cancel.hidden = shared || !cancelUrl || FINISHED.has(sweep.status);
     problem.hidden = !sweep.error;
     problem.textContent = sweep.error;

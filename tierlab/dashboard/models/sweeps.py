@@ -58,7 +58,8 @@ class Sweep(models.Model):
 
     @property
     def done_points(self) -> int:
-        """Points finished (any outcome): the chunks' ``done`` summed, or the list's
+        """Points finished (evaluated, or failed with the reason; not those cancelled before
+        they ran: :attr:`cancelled_points`): the chunks' ``done`` summed, or the list's
         annotation ``summed_done`` (:meth:`done_points_subquery`) when the row carries it."""
         if "summed_done" in self.__dict__:
             return self.summed_done or 0
@@ -69,6 +70,11 @@ class Sweep(models.Model):
         """The chunks' ``done`` summed per sweep, as a subquery to annotate a list with."""
         per_sweep = SweepChunk.objects.filter(sweep=OuterRef("pk")).order_by().values("sweep")
         return Subquery(per_sweep.annotate(n=Sum("done")).values("n")[:1])
+
+    @property
+    def cancelled_points(self) -> int:
+        """Points cancelled before they ran (the chunks' ``cancelled`` summed)."""
+        return self.chunks.aggregate(n=Sum("cancelled"))["n"] or 0
 
     @property
     def progress(self) -> float:
@@ -96,7 +102,9 @@ class SweepChunk(models.Model):
     stop = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
-    done = models.PositiveIntegerField(default=0, help_text="Points finished (any outcome).")
+    done = models.PositiveIntegerField(default=0, help_text="Points finished: evaluated, or failed with "
+                                       "the reason (a point cancelled before it ran is not one).")
+    cancelled = models.PositiveIntegerField(default=0, help_text="Points cancelled before they ran.")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     results = models.JSONField(default=list, blank=True, help_text="One summary per point, in order.")
     error = models.TextField(blank=True)

@@ -56,8 +56,10 @@ class SweepSerializer(serializers.Serializer):
     axes = serializers.ListField(child=AxisSerializer())
     status = serializers.CharField(help_text="queued | running | succeeded | failed | cancelled")
     cancelled = serializers.BooleanField()
-    progress = serializers.FloatField(help_text="0..1: points finished / total")
-    done_points = serializers.IntegerField()
+    progress = serializers.FloatField(help_text="0..1: done_points / total_points (a cancelled sweep's "
+                                                "stays below 1: its cancelled points never ran)")
+    done_points = serializers.IntegerField(help_text="Points finished: evaluated, or failed with the reason")
+    cancelled_points = serializers.IntegerField(help_text="Points cancelled before they ran (not in done_points)")
     total_points = serializers.IntegerField()
     chunks = serializers.IntegerField(help_text="Celery tasks the points were split into")
     points = serializers.JSONField(help_text="Per point: index, values, status (done | failed | cancelled | "
