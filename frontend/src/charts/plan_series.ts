@@ -48,7 +48,6 @@ export interface PlanChartData {
 /** The caption of a plan with no chart to draw: the server's reason, else the front's lack of costs. */
 export function noChartCaption(data: PlanChartData | null): string {
   if (data?.empty_reason) return data.empty_reason;
-  if (data && !data.front.length) return "No chart: the plan has no Pareto front (no candidate was feasible); see the rejected candidates below.";
   return "No chart: the front's candidates have no cost (the node has no price); see the list.";
 }
 

@@ -61,7 +61,7 @@ def no_chart_reason(result: dict) -> str:
     (with the planner's rejection counts, largest first), or a front without costs (the node
     has no price). Empty when there is a chart to draw."""
     front = result.get("pareto") or []
-    if not result.get("feasible") or not front:
+    if not result.get("feasible"):
         counts = sorted(((v, k) for k, v in (result.get("rejected") or {}).items() if v), key=lambda x: (-x[0], x[1]))
         why = "; ".join(f"{v} {REASON_LABELS.get(k, k)}" for v, k in counts)
         return ("No chart: no candidate was feasible" + (f" ({why})" if why else "")
