@@ -132,6 +132,11 @@ def _fp8_note(sc: Scenario, what: str) -> str:
               "modules and run forward under te.fp8_autocast(recipe=...)")
 
 
+# model.position_embedding -> Megatron-LM's --position-embedding-type (megatron/training/
+# arguments.py); alibi has none (Megatron-DeepSpeed's arguments.py adds it)
+MEGATRON_POSITION_EMBEDDINGS = {"rope": "rope", "learned": "learned_absolute"}
+
+
 def megatron_args(sc: Scenario) -> list[str]:
     """Megatron-LM (``pretrain_gpt.py``) command-line arguments for the scenario's batch,
     parallel layout (tensor, pipeline with its split and schedule, context and expert
@@ -143,13 +148,20 @@ def megatron_args(sc: Scenario) -> list[str]:
     :func:`megatron_parallel_args` writes them; ``training.recompute_modules`` as
     ``--recompute-modules``. ``training.activation_func_fp8_input_store`` has no argument
     (megatron/training/arguments.py excludes that TransformerConfig field from the command
-    line): it is left out, to be set in the model's TransformerConfig."""
+    line): it is left out, to be set in the model's TransformerConfig.
+    ``model.position_embedding`` is ``--position-embedding-type`` (megatron/training/
+    arguments.py: choices learned_absolute, rope, mrope, relative, none; default
+    learned_absolute): ``rope`` and ``learned_absolute`` (model ``learned``); ALiBi has no
+    Megatron-LM choice, so no flag: :func:`megatron_notes` says so (Megatron-DeepSpeed's
+    ``--position-embedding-type alibi``)."""
     _need_transformer(sc)
     lay, tr, st = layout(sc), sc.training, sc.strategy
     args = megatron_pipeline_args(sc)        # TP, PP, virtual stages, the split, SP
     args += ["--micro-batch-size", str(tr.micro_batch_size),
              "--global-batch-size", str(lay.global_batch_size),
              "--seq-length", str(tr.seq_len)]
+    if sc.model.position_embedding in MEGATRON_POSITION_EMBEDDINGS:
+        args += ["--position-embedding-type", MEGATRON_POSITION_EMBEDDINGS[sc.model.position_embedding]]
     if lay.context_parallel > 1:
         args += ["--context-parallel-size", str(lay.context_parallel),
                  "--cp-comm-type", tr.context_parallel_comm]
@@ -446,6 +458,11 @@ def megatron_notes(sc: Scenario) -> list[str]:
     """What the Megatron-LM arguments (:func:`megatron_args`) cannot say, one sentence each
     (the download writes them as comment lines after the arguments, not among them)."""
     notes = []
+    if sc.model.position_embedding == "alibi":
+        notes.append("ALiBi (model.position_embedding alibi) has no Megatron-LM flag: its "
+                     "--position-embedding-type takes learned_absolute, rope, mrope, relative or none. "
+                     "Megatron-DeepSpeed (BLOOM's trainer) has --position-embedding-type alibi; with "
+                     "Megatron-LM, add the biases in the attention yourself")
     if sc.training.pipeline_schedule == "dualpipe":
         notes.append("DualPipe (deepseek-ai/DualPipe) is not a Megatron-LM schedule: run it with "
                      "that library; each rank holds stages i and p-1-i")

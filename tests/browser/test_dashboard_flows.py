@@ -134,10 +134,16 @@ def test_run_a_sweep_and_watch_progress_reach_100(page, live_url, user_admin, ca
           if (bar && window.__progress[window.__progress.length - 1] !== bar.value) window.__progress.push(bar.value);
         }).observe(document, {subtree: true, attributes: true, childList: true});
     """)
+    sweep_gets = []
+    page.on("request", lambda r: sweep_gets.append(r.url) if re.search(r"/api/v1/sweeps/\d+/", r.url) else None)
     page.click("#submit-sweep")
     page.wait_for_url(re.compile(r".*/sweeps/\d+/$"))
     page.wait_for_selector("#sweep-root[data-status='succeeded']", timeout=60_000)
     assert page.locator("#sweep-progress").evaluate("el => el.value") == 100
+    # every poll reads the light form (no points); the points only when needed, once at the end
+    assert all(u.endswith("/?points=none") or re.search(r"/sweeps/\d+/$", u) for u in sweep_gets), sweep_gets
+    light = [u for u in sweep_gets if u.endswith("?points=none")]
+    assert light and len(sweep_gets) - len(light) <= len(light) + 1, sweep_gets
     assert "9 of 9 points (100%) in 5 jobs" in page.locator("#sweep-progress-text").inner_text()
     seen = page.evaluate("window.__progress")
     assert seen[-1] == 100 and seen == sorted(seen), seen

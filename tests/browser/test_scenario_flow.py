@@ -378,3 +378,30 @@ def test_qlora_inputs_fit_a_70b_on_one_h100(page, live_url, user_admin, catalog,
                                         "base_dtype": "nf4", "double_quant": True}
     assert page.js_errors == []
 
+
+
+def test_the_position_embedding_select_is_saved_and_read_back_on_duplicate(page, live_url, user_admin, catalog,
+                                                                            settings):
+    """model.position_embedding has a select beside the model: ALiBi reaches the saved
+    scenario, and the builder opened on a copy (Duplicate) shows it again."""
+    import uuid
+
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker: the input is enough
+    open_form(page, live_url, user_admin)
+    fill_llama70b_on_two_dgx(page, "32")
+    labels = page.locator("select[name='model.position_embedding'] option").all_inner_texts()
+    assert labels[1:] == ["RoPE (rotary)", "Learned", "ALiBi (BLOOM, MPT)"]
+    page.select_option("select[name='model.position_embedding']", "alibi")
+    page.fill("input[name='name']", "alibi 70b")
+    page.wait_for_selector("#live-estimate[data-fits='true'], #live-estimate[data-fits='false']")
+    page.click("#submit-scenario")
+    page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+    scenario = Scenario.objects.get(name="alibi 70b")
+    assert scenario.spec["model"] == {"preset": "llama2-70b", "position_embedding": "alibi"}
+    page.goto(f"{live_url}/scenarios/{scenario.pk}/duplicate/")
+    page.wait_for_selector("#scenario-form-root[data-ready='true']")
+    page.wait_for_function("document.querySelector(\"select[name='model.preset']\").value === 'llama2-70b'")
+    assert page.locator("select[name='model.position_embedding']").input_value() == "alibi"
+    assert page.js_errors == []

@@ -82,3 +82,25 @@ def test_deepspeed_marks_placeholders_and_maps_hybrid_shard():
     assert z["stage"] == 3 and z["zero_hpz_partition_size"] == 8
     assert "DeepSpeed has no hybrid shard" in hybrid["_tierlab_notes"][0]
     assert "zero_hpz_partition_size" not in deepspeed_config(sc())["zero_optimization"]
+
+
+def _with_position(position_embedding):
+    return Scenario.from_dict({"model": {"preset": "llama2-7b", "position_embedding": position_embedding},
+                               "cluster": {"node": "dgx-h100", "num_nodes": 1},
+                               "training": {"micro_batch_size": 1, "global_batch_size": 8},
+                               "strategy": {"kind": "megatron_dist_opt"}})
+
+
+def test_megatron_args_name_the_position_embedding_and_alibi_gets_a_note():
+    # megatron/training/arguments.py: --position-embedding-type {learned_absolute,rope,mrope,relative,none}
+    from simulation.export import megatron_args, megatron_notes
+    for ours, theirs in (("rope", "rope"), ("learned", "learned_absolute")):
+        args = megatron_args(_with_position(ours))
+        i = args.index("--position-embedding-type")
+        assert args[i + 1] == theirs
+        assert not any("ALiBi" in n for n in megatron_notes(_with_position(ours)))
+    alibi = _with_position("alibi")
+    assert "--position-embedding-type" not in megatron_args(alibi)     # no wrong flag
+    note = next(n for n in megatron_notes(alibi) if "ALiBi" in n)
+    assert "no Megatron-LM flag" in note and "Megatron-DeepSpeed" in note
+    assert "--position-embedding-type alibi" in note

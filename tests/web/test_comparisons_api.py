@@ -275,3 +275,40 @@ def test_the_worst_pipeline_stage_is_a_row_only_with_a_pipeline():
     rows = {r["key"]: r for r in output_rows([{"memory": {"stage_index": 1}}, {"memory": {}}])}
     assert rows["memory.stage_index"]["values"] == [1, None]
     assert "memory.stage_index" not in {r["key"] for r in output_rows([{"memory": {}}])}
+
+
+def test_sharding_variants_of_a_tensor_and_pipeline_parallel_scenario(owner_api, owner):
+    # 13B on 8 GPUs with TP 2 x PP 2: data-parallel degree 2. A shard group of a whole node
+    # (8) does not divide it; hybrid with 2 ranks would be one group (full shard), with 1 it
+    # shards nothing: the hybrid variant is left out, said in the notes, the others made.
+    base = Scenario.objects.create(owner=owner, name="13B", spec={
+        "model": {"preset": "llama2-13b"}, "cluster": {"node": "dgx-h100", "num_nodes": 1},
+        "training": {"micro_batch_size": 1, "global_batch_size": 8, "seq_len": 2048,
+                     "tensor_parallel": 2, "pipeline_parallel": 2, "recompute": "full"},
+        "strategy": {"kind": "megatron_dist_opt"}})
+    r = owner_api.post(f"/api/v1/scenarios/{base.pk}/variants/", {"question": "sharding"}, format="json")
+    assert r.status_code == 201, r.json()
+    body = r.json()
+    assert [i["name"] for i in body["items"]] == ["13B · ZeRO-2", "13B · ZeRO-3"]
+    assert len(body["notes"]) == 1 and body["notes"][0].startswith("FSDP hybrid left out")
+    assert "data-parallel degree is 2" in body["notes"][0]
+    from django.test import Client
+    client = Client()
+    client.force_login(owner)
+    page = client.get(f"/compare/{body['id']}/")
+    assert page.status_code == 200 and "FSDP hybrid left out" in page.content.decode()
+
+
+@pytest.mark.parametrize("num_nodes,tp,group", [(1, 1, 4), (2, 1, 8), (2, 2, 4), (4, 4, 2)])
+def test_the_hybrid_variant_gets_a_shard_group_that_divides_the_data_parallel_degree(
+        owner, num_nodes, tp, group):
+    # the largest divisor of the DP degree in one node leaving >= 2 replicas
+    base = Scenario.objects.create(owner=owner, name="7B", spec=spec(**{
+        "cluster.num_nodes": num_nodes, "training.tensor_parallel": tp,
+        "training.global_batch_size": 8 * num_nodes}))
+    comparison = variants.compare_variants(owner, base.pk, "sharding")
+    hybrid = comparison.items.order_by("position").last().scenario
+    assert hybrid.name == "7B · FSDP hybrid"
+    assert hybrid.spec["strategy"]["shard_group_size"] == group
+    assert services.estimate(hybrid.spec)["parallelism"]["replica_groups"] >= 2
+    assert comparison.notes == []

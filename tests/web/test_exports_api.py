@@ -153,3 +153,45 @@ def test_megatron_arguments_of_a_dualpipe_plan_are_one_shell_line_then_comments(
     assert "#" not in first
     assert "--expert-model-parallel-size 16" in first and "--global-batch-size 15360" in first
     assert rest and all(line.startswith("# ") for line in rest) and "DualPipe" in rest[0]
+
+
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def test_every_numeric_row_of_a_comparison_csv_has_a_unit(owner_api, owner):
+    # a dense model, a MoE with LoRA and ZeRO-Infinity, and a pipelined, context-parallel FP8
+    # run on the CXL build: most of the fields a scenario has
+    specs = [
+        spec(),
+        {"model": {"preset": "mixtral-8x7b"}, "cluster": {"node": "dgx-h100", "num_nodes": 2},
+         "training": {"micro_batch_size": 1, "global_batch_size": 16, "seq_len": 4096, "expert_parallel": 8,
+                      "moe_capacity_factor": 1.25, "moe_routing_imbalance": 1.2, "recompute": "full",
+                      "lora": {"rank": 16, "alpha": 32, "dropout": 0.05}},
+         "strategy": {"kind": "zero_infinity", "prefetch_miss_rate": 0.1, "cpu_optimizer_cores_per_gpu": 4},
+         "checkpoint": {"interval_s": 3600, "gpu_failure_rate_per_hour": 1e-5}},
+        {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100-cxl", "num_nodes": 1},
+         "training": {"micro_batch_size": 1, "global_batch_size": 8, "seq_len": 2048, "pipeline_parallel": 2,
+                      "context_parallel": 2, "flash_attention": True, "fp8": {"recipe": "delayed"},
+                      "recompute": "full", "recompute_layers": 2},
+         "strategy": {"kind": "fsdp_hybrid_shard", "shard_group_size": 2},
+         "checkpoint": {"mtbf_s": 36000, "quantize_bits": 8}},
+    ]
+    ids = [Scenario.objects.create(owner=owner, name=f"s{i}", spec=s).pk for i, s in enumerate(specs)]
+    comparison = comparisons.create_comparison(owner, ids, "units")
+    run_queued_runs()
+    rows = list(csv.reader(io.StringIO(owner_api.get(f"/api/v1/comparisons/{comparison.pk}/export.csv")
+                                       .content.decode())))
+    numeric = [row for row in rows[1:] if row[0] in ("input", "output") and any(_numeric(c) for c in row[5:])]
+    assert len(numeric) > 80
+    assert [row[1] for row in numeric if not row[3]] == []
+    units = {row[1]: row[3] for row in numeric}
+    assert units["cluster.accelerator.peak_flops_bf16"] == "FLOP/s"
+    assert units["training.seq_len"] == "tokens"
+    assert units["cluster.accelerator.hbm_bytes_per_s"] == "bytes/s"
+    assert units["cluster.price_usd_per_node_hour"] == "USD per node-hour"
+    assert units["training.micro_batch_size"] == "sequences"

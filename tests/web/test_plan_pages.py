@@ -8,6 +8,9 @@ import pytest
 from django.utils.html import escape
 
 from tests.web.test_plans_api import run_chunks
+from simulation import presets
+from simulation.planner import REASON_LABELS
+from tierlab.dashboard import plans
 from tierlab.dashboard.models import Comparison, Plan
 from tierlab.scenarios.models import Scenario
 
@@ -167,3 +170,36 @@ def test_the_form_takes_a_gpu_count_or_tokens_per_step(client_owner):
     r = submit(client_owner, global_batch_size="")
     assert r.status_code == 200 and 'id="error-global_batch_size"' in r.content.decode()
     assert Plan.objects.count() == 1
+
+
+def test_a_plan_with_nothing_feasible_says_why_not_that_the_node_has_no_price(client_owner, owner_api):
+    # TP 3 divides neither the 8 GPUs of a DGX H100 nor Llama-2-70B's 64 heads; the node has a price
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
+        r = owner_api.post("/api/v1/plans/", {"spec": {
+            "model": "llama2-70b", "cluster": {"node": "dgx-h100", "num_nodes": 1},
+            "training": {"seq_len": 4096, "global_batch_size": 64}, "space": {"tensor_parallel": [3]}}},
+            format="json")
+    assert r.status_code == 202, r.json()
+    plan = Plan.objects.get()
+    run_chunks(plan)
+    plan.refresh_from_db()
+    assert plan.result["feasible"] == 0
+    html = client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    assert "no price" not in html and "No chart: no candidate was feasible (" in html
+    for reason, count in plan.result["rejected"].items():
+        if count:
+            assert f"{count} {escape(REASON_LABELS.get(reason, reason))}" in html
+
+
+def test_an_unnamed_custom_model_is_described_in_the_plan_name(client_owner, owner_api):
+    arch = {k: v for k, v in presets.MODELS["llama2-13b"].items() if k not in ("name", "source")}
+    with mock.patch("tierlab.dashboard.tasks.run_plan_chunk.apply_async"):
+        r = owner_api.post("/api/v1/plans/", {"spec": {
+            "model": arch, "cluster": {"node": "dgx-h100", "num_nodes": 1},
+            "training": {"seq_len": 4096, "global_batch_size": 64},
+            "space": {"tensor_parallel": [8], "pipeline_parallel": [1], "micro_batch_size": [1],
+                      "recompute": ["full"], "strategies": ["zero1"]}}}, format="json")
+    assert r.status_code == 202, r.json()
+    assert r.json()["name"] == "Plan: a 13.0B-parameter model on dgx-h100, step time"
+    assert plans.model_title({"num_layers": 40, "hidden_size": 5120}) == "custom model (40 layers, hidden 5120)"
+    assert plans.model_title({**arch, "name": "My 13B"}) == "My 13B"

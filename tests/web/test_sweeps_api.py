@@ -44,8 +44,11 @@ def test_it_queues_one_task_per_chunk(owner_api, base, settings, django_capture_
     assert body["status"] == "queued" and body["progress"] == 0.0
     assert body["total_points"] == 6 and body["chunks"] == 2
     assert body["name"] == "7B ZeRO-3: Number of nodes × Micro batch size"
-    assert [p["status"] for p in body["points"]] == ["pending"] * 6
-    assert body["points"][4]["values"] == {"cluster.num_nodes": 2, "training.micro_batch_size": 2}
+    # the response carries no points (a 10,000-point sweep's were ~1 MB): points_url has them
+    assert "points" not in body and body["points_url"] == f"{URL}{body['id']}/?points=all"
+    points = owner_api.get(body["points_url"]).json()["points"]
+    assert [p["status"] for p in points] == ["pending"] * 6
+    assert points[4]["values"] == {"cluster.num_nodes": 2, "training.micro_batch_size": 2}
     chunks = SweepChunk.objects.order_by("start")
     assert [(c.start, c.stop) for c in chunks] == [(0, 4), (4, 6)]
     assert [call.kwargs["args"] for call in send.call_args_list] == [[c.pk] for c in chunks]
@@ -416,3 +419,21 @@ def test_a_null_number_is_its_default_and_reads_so(owner_api, base):
     null, tp1, tp2 = owner_api.get(f"{URL}{r.json()['id']}/").json()["points"]
     assert null["valid"] and tp2["valid"] and null["step_time_s"] != tp2["step_time_s"]
     assert (null["hbm_total_bytes"], null["step_time_s"]) == (tp1["hbm_total_bytes"], tp1["step_time_s"])
+
+
+def test_the_detail_without_points_or_a_page_of_them(owner_api, base, settings):
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 4
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    sweeps.execute_chunk(SweepChunk.objects.order_by("start").first().pk)
+    full = owner_api.get(f"{URL}{pk}/").json()                       # as before: every point
+    assert len(full["points"]) == 6 and owner_api.get(f"{URL}{pk}/?points=all").json() == full
+    light = owner_api.get(f"{URL}{pk}/?points=none").json()
+    assert "points" not in light and light["points_url"] == f"{URL}{pk}/?points=all"
+    assert {k: v for k, v in full.items() if k != "points"} == light
+    assert light["done_points"] == 4 and light["status"] == "running"
+    page = owner_api.get(f"{URL}{pk}/?points=2:5").json()["points"]
+    assert [p["index"] for p in page] == [2, 3, 4] and page == full["points"][2:5]
+    assert owner_api.get(f"{URL}{pk}/?points=5:100").json()["points"] == full["points"][5:]
+    for bad in ("some", "3:1", "-1:2", "1:"):
+        r = owner_api.get(f"{URL}{pk}/?points={bad}")
+        assert r.status_code == 400 and "points" in r.json(), bad

@@ -156,3 +156,63 @@ def axis_value_labels(path: str, values: list) -> list:
             return None
         return name if name != value else None
     return [one(v) for v in values]
+
+
+# ------------------------------------------------------------------ units of input fields
+# The unit of a scenario field (the comparison CSV's input rows), by its last name or its
+# name's ending: SI as the engine keeps them (simulation/units.py: reports stay in SI base
+# units). Bytes and bytes/s are decimal SI; FLOP/s dense peak per GPU; money in USD.
+FIELD_UNITS = {
+    # model architecture
+    "num_layers": "layers", "first_dense_layers": "layers", "recompute_layers": "layers",
+    "recompute_every": "layers",
+    "hidden_size": "elements", "ffn_hidden_size": "elements", "moe_ffn_hidden_size": "elements",
+    "head_dim": "elements", "qk_nope_head_dim": "elements", "qk_rope_head_dim": "elements",
+    "v_head_dim": "elements", "kv_lora_rank": "elements", "q_lora_rank": "elements",
+    "rank": "elements (LoRA rank)",
+    "num_attention_heads": "heads", "num_kv_heads": "heads",
+    "num_experts": "experts", "num_shared_experts": "experts", "moe_top_k": "experts per token",
+    "moe_router_group_topk": "nodes per token",
+    "vocab_size": "tokens", "max_seq_len": "tokens", "seq_len": "tokens", "sliding_window": "tokens",
+    "num_params": "parameters",
+    "norms_per_block": "norms", "attn_logit_softcapping": "logit cap", "final_logit_softcapping": "logit cap",
+    "alpha": "scale (LoRA alpha)", "dropout": "fraction (0..1)",
+    # batch and parallel layout
+    "micro_batch_size": "sequences", "global_batch_size": "sequences", "min_global_batch_size": "sequences",
+    "tensor_parallel": "GPUs", "pipeline_parallel": "GPUs (stages)", "context_parallel": "GPUs",
+    "expert_parallel": "GPUs", "expert_tensor_parallel": "GPUs", "shard_group_size": "GPUs",
+    "interleave_stages": "virtual stages per GPU", "first_pipeline_layers": "layers",
+    "last_pipeline_layers": "layers",
+    "moe_capacity_factor": "ratio", "moe_routing_imbalance": "ratio (max / mean)",
+    # hardware
+    "num_nodes": "nodes", "gpus_per_node": "GPUs", "nvlink_domain_gpus": "GPUs",
+    "pcie_switch_gpus": "GPUs", "devices": "devices", "cpu_cores": "cores",
+    "cpu_optimizer_cores_per_gpu": "cores per GPU",
+    # strategy, checkpoint
+    "prefetch_depth": "blocks ahead", "quantize_bits": "bits", "amax_history_len": "steps",
+    "quant_block_size": "elements",
+    "monte_carlo_runs": "runs", "seed": "seed (integer)", "schema": "version",
+    "gpu_failure_rate_per_hour": "failures per GPU-hour",
+}
+_FIELD_SUFFIX_UNITS = (           # (ending, unit): the first that matches, longest first
+    ("_bytes_per_s", "bytes/s"), ("_bytes", "bytes"), ("_usd_per_node_hour", "USD per node-hour"),
+    ("_usd_per_hour", "USD/h"), ("_flops_per_s", "FLOP/s"), ("_s", "s"),
+    ("_efficiency", "fraction (0..1)"), ("_fraction", "fraction (0..1)"), ("_rate", "fraction (0..1)"),
+)
+
+
+def field_unit(key: str) -> str:
+    """The unit of a scenario field by its dotted key (``cluster.accelerator.peak_flops_bf16``
+    -> ``FLOP/s``, ``training.seq_len`` -> ``tokens``); empty for a name it does not know
+    (text, booleans)."""
+    last = key.rsplit(".", 1)[-1]
+    if last in FIELD_UNITS:
+        return FIELD_UNITS[last]
+    if last.startswith("peak_flops") or last.endswith("_flops"):
+        return "FLOP/s"           # dense peak per GPU (simulation/presets.py accelerators)
+    if last.startswith("price_usd_per_node_hour"):
+        return "USD per node-hour"
+    for ending, unit in _FIELD_SUFFIX_UNITS:
+        if last.endswith(ending):
+            return unit
+    return ""

@@ -82,14 +82,15 @@ def default_name(scenarios: list[Scenario]) -> str:
 
 
 @transaction.atomic
-def create_comparison(owner, scenario_ids, name: str = "") -> Comparison:
+def create_comparison(owner, scenario_ids, name: str = "", notes: list[str] | None = None) -> Comparison:
     """A comparison of the owner's scenarios, in the given order, each with a run started.
 
     Raises InputError (which scenarios; NotYours for a teammate's) or ScenarioError (a
     scenario cannot run: its field under ``scenarios.<i>``); nothing is saved then.
     """
     scenarios = _owned_scenarios(owner, scenario_ids)
-    comparison = Comparison.objects.create(owner=owner, name=(name or "").strip() or default_name(scenarios))
+    comparison = Comparison.objects.create(owner=owner, name=(name or "").strip() or default_name(scenarios),
+                                           notes=list(notes or []))
     for position, scenario in enumerate(scenarios):
         try:
             run = services.start_run(scenario)

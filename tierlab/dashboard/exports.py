@@ -12,6 +12,7 @@ from django.utils.text import slugify
 
 import simulation
 from simulation import export as engine_export
+from tierlab.catalog.labels import field_unit
 from tierlab.catalog.lookups import catalog_lookups
 from tierlab.scenarios import services
 
@@ -96,8 +97,7 @@ def comparison_csv(payload: dict) -> str:
         w.writerow(["output", row["key"], row["label"], CSV_UNITS.get(row["unit"], row["unit"]), best,
                     *[_cell(v, row["unit"]) for v in values]])
     for row in payload["table"]["inputs"]:
-        unit = "bytes" if row["key"].endswith("_bytes") else "bytes/s" if row["key"].endswith("_bytes_per_s") \
-            else "s" if row["key"].endswith("_s") else ""
+        unit = field_unit(row["key"])     # one table of units: tierlab/catalog/labels.py
         w.writerow(["input", row["key"], row["key"], unit, "differs" if row["differs"] else "",
                     *[_cell(v, unit) for v in row["values"]]])
     return buf.getvalue()

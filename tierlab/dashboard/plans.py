@@ -104,13 +104,42 @@ def _spec_field(field: str) -> str:
     return "spec" if field in ("", "plan") else f"spec.{field}"
 
 
+def model_title(model) -> str:
+    """How a plan's default name calls its model: the preset's slug, the architecture's
+    ``name``, else a description from the engine: "a 13.0B-parameter model" (the engine's
+    parameter count, :func:`simulation.params.count_params`), or "custom model (40 layers,
+    hidden 5120)" when it cannot count them."""
+    if isinstance(model, str):
+        return model
+    if not isinstance(model, dict):
+        return "custom model"
+    if isinstance(model.get("name"), str) and model["name"].strip() and model["name"] != "custom":
+        return model["name"].strip()
+    if isinstance(model.get("preset"), str) and model["preset"]:
+        return model["preset"]
+    try:
+        from simulation.params import count_params
+        from simulation.scenario import ModelSpec
+
+        total = count_params(ModelSpec.from_dict(model)).total
+    except (ScenarioError, TypeError, ValueError, KeyError):
+        shape = [f"{model[k]} {w}" if w == "layers" else f"{w} {model[k]}"
+                 for k, w in (("num_layers", "layers"), ("hidden_size", "hidden")) if model.get(k)]
+        return f"custom model ({', '.join(shape)})" if shape else "custom model"
+    if total >= 1e12:
+        return f"a {total / 1e12:.2f}T-parameter model"
+    if total >= 1e9:
+        return f"a {total / 1e9:.1f}B-parameter model"
+    return f"a {total / 1e6:.0f}M-parameter model"
+
+
 def create_plan(owner, spec, name: str = "") -> Plan:
     """A plan of ``spec`` owned by ``owner``, its chunks queued. Raises InputError naming
     the spec's field (``spec.space.tensor_parallel.1``); nothing is saved then. A cluster
     profile named by id is stored as its figures now (:func:`with_profile`)."""
     spec = with_profile(spec, owner)
     parsed = parse(spec)
-    model = spec["model"] if isinstance(spec["model"], str) else (spec["model"].get("preset") or "model")
+    model = model_title(spec["model"])
     node = spec["cluster"].get("node") or "cluster"
     default = f"Plan: {model} on {node}, {parsed['objective'].replace('_', ' ')}"
     plan = Plan.objects.create(owner=owner, name=((name or "").strip() or default)[:200], spec=spec,

@@ -686,12 +686,15 @@ def points(sweep: Sweep) -> list[dict]:
             for i, r in enumerate(out)]
 
 
-def sweep_payload(sweep: Sweep) -> dict:
+def sweep_payload(sweep: Sweep, points_slice: slice | None = slice(None)) -> dict:
+    """The sweep as the API and the page read it. ``points_slice``: which of its points to
+    include (every one by default, a slice of the grid's indices, or None for none: the
+    light form a poll reads, without reading the chunks' results)."""
     fail_stale_chunks()
     sweep.refresh_from_db()
     counts = sweep.chunks.aggregate(done=Sum("done"), cancelled=Sum("cancelled"))
     done, cancelled = counts["done"] or 0, counts["cancelled"] or 0
-    return {
+    payload = {
         "id": sweep.pk, "name": sweep.name, "owner": sweep.owner.get_username(),
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
         "axes": [dict(ax, label=PARAMETER_LABELS.get(ax["path"], ax["path"])
@@ -701,7 +704,10 @@ def sweep_payload(sweep: Sweep) -> dict:
         "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,
         "done_points": done, "cancelled_points": cancelled, "total_points": sweep.total_points,
         "chunks": sweep.chunks.count(),
-        "points": points(sweep), "pareto": sweep.pareto, "error": sweep.error,
+        "pareto": sweep.pareto, "error": sweep.error,
         "engine_version": sweep.engine_version,
         "created_at": sweep.created_at, "started_at": sweep.started_at, "finished_at": sweep.finished_at,
     }
+    if points_slice is not None:
+        payload["points"] = points(sweep)[points_slice]
+    return payload

@@ -1,6 +1,10 @@
 """Questions one comparison away: copies of a scenario that differ in one choice, compared.
 
-- sharding: ZeRO-2 vs ZeRO-3 vs FSDP HYBRID_SHARD (shard groups of one node)
+- sharding: ZeRO-2 vs ZeRO-3 vs FSDP HYBRID_SHARD: shard groups of the largest divisor of the
+  data-parallel (x context-parallel) degree whose GPUs fit in one node (each rank of the group
+  holds tensor_parallel GPUs of one pipeline stage) and that leaves at least 2 replicas; left
+  out, with a note saying why, where no group of 2 or more ranks leaves 2 replicas (a
+  data-parallel degree of 1 or 2 and other layouts with nothing to shard and replicate)
 - offload: optimizer states (and, with ZeRO-Infinity, parameters) in CPU DDR vs NVMe vs CXL
 - checkpoint: checkpoints to local NVMe vs remote DRAM (RDMA) vs the parallel file system
 
@@ -86,12 +90,37 @@ def _strategy(spec: dict) -> dict:
     return s if isinstance(s, dict) else {}
 
 
-def variants(spec: dict, question: str) -> list[tuple[str, dict]]:
-    """``[(label, scenario JSON), ...]`` for ``question``. Raises InputError, ScenarioError."""
+def hybrid_shard_group(resolved: dict) -> tuple[int | None, str]:
+    """``(shard_group_size, why)`` for an FSDP hybrid variant of a resolved scenario: the
+    largest divisor g of the data-parallel x context-parallel degree D (the group the engine
+    shards over, :func:`simulation.parallel.layout`) with g x tensor_parallel GPUs in one node
+    and D / g >= 2 replicas, g >= 2; ``(None, why)`` where there is none (hybrid would shard
+    nothing or replicate nothing)."""
+    cluster, training = resolved["cluster"], resolved.get("training") or {}
+    tp = int(training.get("tensor_parallel") or 1)
+    pp = int(training.get("pipeline_parallel") or 1)
+    cp = int(training.get("context_parallel") or 1)
+    gpus = int(cluster["gpus_per_node"]) * int(cluster.get("num_nodes") or 1)
+    dcp = gpus // (tp * pp * cp) * cp if gpus % (tp * pp * cp) == 0 else 0
+    what = "data-parallel degree" if cp == 1 else "data-parallel x context-parallel degree"
+    fits = max(1, int(cluster["gpus_per_node"]) // tp)
+    best = max((g for g in range(2, dcp // 2 + 1) if dcp % g == 0 and g <= fits), default=None)
+    if best is None:
+        return None, (f"FSDP hybrid left out: the {what} is {dcp} (tensor_parallel {tp} x "
+                      f"pipeline_parallel {pp} on {gpus} GPUs), so no shard group of 2 or more ranks "
+                      f"in one node leaves 2 or more replicas: hybrid shard would shard nothing or "
+                      f"be full shard")
+    return best, ""
+
+
+def variants(spec: dict, question: str, notes: list[str] | None = None) -> list[tuple[str, dict]]:
+    """``[(label, scenario JSON), ...]`` for ``question``; a variant left out is said in
+    ``notes`` (appended to). Raises InputError, ScenarioError."""
     if question not in QUESTIONS:
         raise InputError("question", f"must be one of {', '.join(QUESTIONS)}")
     base = copy.deepcopy(spec)
     out: list[tuple[str, dict]] = []
+    notes = notes if notes is not None else []
 
     def with_(label: str, **sections) -> None:
         v = copy.deepcopy(base)
@@ -100,10 +129,13 @@ def variants(spec: dict, question: str) -> list[tuple[str, dict]]:
 
     kept = {k: v for k, v in _strategy(base).items() if k in _KEEP}
     if question == "sharding":
-        gpus = services.resolve(base)["cluster"]["gpus_per_node"]
+        group, why = hybrid_shard_group(services.resolve(base))
         with_("ZeRO-2", strategy=dict(kept, kind="zero2"))
         with_("ZeRO-3", strategy=dict(kept, kind="zero3"))
-        with_("FSDP hybrid", strategy=dict(kept, kind="fsdp_hybrid_shard", shard_group_size=gpus))
+        if group is None:
+            notes.append(why)
+        else:
+            with_("FSDP hybrid", strategy=dict(kept, kind="fsdp_hybrid_shard", shard_group_size=group))
     elif question == "offload":
         kind = _strategy(base).get("kind")
         kind = kind if kind in ("zero_offload", "zero_infinity") else "zero_infinity"
@@ -148,10 +180,12 @@ def compare_variants(owner, scenario_id, question: str) -> Comparison:
         raise InputError("question", "a recommendation model's scenario has no variants to compare: "
                                      "its sharding, offload and checkpoint choices change nothing the "
                                      "engine reports for it")
+    notes: list[str] = []
     try:
-        made = variants(base.spec, question)
+        made = variants(base.spec, question, notes)
     except ScenarioError as exc:
         raise InputError("scenario", f"cannot run: {exc.field}: {exc.message}") from None
     copies = [Scenario.objects.create(owner=owner, name=f"{base.name} · {label}"[:200], spec=spec)
               for label, spec in made]
-    return comparisons.create_comparison(owner, [c.pk for c in copies], f"{base.name}: {QUESTIONS[question]}")
+    return comparisons.create_comparison(owner, [c.pk for c in copies], f"{base.name}: {QUESTIONS[question]}",
+                                         notes=notes)

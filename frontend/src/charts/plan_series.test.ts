@@ -4,6 +4,7 @@ import {
   PLAN_COST_AXIS,
   TOP_SYMBOL,
   configurationText,
+  noChartCaption,
   planParetoOption,
   planPoints,
   planTooltipHTML,
@@ -73,5 +74,15 @@ describe("plan Pareto chart", () => {
     expect(o.tooltip.formatter({ data: { point: 3 } })).not.toContain("top-ranked");
     expect(planTooltipHTML({ ...row(1, 2, null), choices: { ...row(1, 2, null).choices, strategy: "<b>" } }, false))
       .toContain("&#60;b&#62;");
+  });
+});
+
+describe("noChartCaption", () => {
+  it("says no candidate was feasible, not that the node has no price, when the front is empty", () => {
+    const reason = "No chart: no candidate was feasible (12 the tensor-parallel degree does not divide); see the rejected candidates below.";
+    expect(noChartCaption({ front: [], top: null, empty_reason: reason })).toBe(reason);
+  });
+  it("names the missing price only for a front without costs", () => {
+    expect(noChartCaption({ front: [row(1, 0.5, null)], top: row(1, 0.5, null) })).toMatch(/the node has no price/);
   });
 });

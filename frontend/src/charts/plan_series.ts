@@ -40,6 +40,15 @@ export interface PlanRow {
 export interface PlanChartData {
   front: PlanRow[];
   top: PlanRow | null;
+  /** Why there is no chart, in words (the server's: no feasible candidate and the rejection
+   * counts, or a front without costs); empty or absent when there is one. */
+  empty_reason?: string;
+}
+
+/** The caption of a plan with no chart to draw: the server's reason, else the front's lack of costs. */
+export function noChartCaption(data: PlanChartData | null): string {
+  if (data?.empty_reason) return data.empty_reason;
+  return "No chart: the front's candidates have no cost (the node has no price); see the list.";
 }
 
 export const PLAN_COST_AXIS = "Cost ($ per M tokens)";

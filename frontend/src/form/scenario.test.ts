@@ -9,6 +9,7 @@ import {
   nodeOptionLabel,
   offloadAfterStrategyChange,
   pipelineLayers,
+  POSITION_EMBEDDINGS,
   recomputeModules,
   settingsNotOnForm,
   STRATEGIES,
@@ -596,5 +597,29 @@ describe("a quantised base without a rank (newcomer: nf4 was dropped silently)",
     expect(q.lora).toEqual({ base_dtype: "nf4" });
     const plain = buildRequest({ ...values, "training.lora.base_dtype": "bf16" }).scenario.training as Record<string, unknown>;
     expect(plain).not.toHaveProperty("lora");
+  });
+});
+
+describe("model.position_embedding", () => {
+  it("offers RoPE, learned and ALiBi; blank keeps the model's own", () => {
+    expect(POSITION_EMBEDDINGS.map(([v]) => v)).toEqual(["", "rope", "learned", "alibi"]);
+    expect(Object.fromEntries(POSITION_EMBEDDINGS)).toMatchObject(
+      { rope: "RoPE (rotary)", learned: "Learned", alibi: "ALiBi (BLOOM, MPT)" });
+    expect(buildRequest(values).scenario.model).toEqual({ preset: "llama2-70b" });
+    const custom = { model: { name: "bloom-like", num_layers: 24, hidden_size: 1024, position_embedding: "alibi" },
+      cluster: { node: "dgx-h100" } } as ScenarioJSON;
+    expect(buildRequest({ ...values, "model.preset": "" }, custom).scenario.model)
+      .toMatchObject({ position_embedding: "alibi" });
+  });
+  it("sends ALiBi on a preset and reads it back (save, edit, fork)", () => {
+    const r = buildRequest({ ...values, "model.position_embedding": "alibi" });
+    expect(r.scenario.model).toEqual({ preset: "llama2-70b", position_embedding: "alibi" });
+    const back = valuesFromScenario(r.scenario);
+    expect(back["model.position_embedding"]).toBe("alibi");
+    expect(back["model.preset"]).toBe("llama2-70b");
+    expect(buildRequest({ ...back, name: "x" }).scenario.model).toEqual(r.scenario.model);
+    expect(settingsNotOnForm(r.scenario)).not.toContain("model.position_embedding");
+    const learned = buildRequest({ ...values, "model.position_embedding": "learned" }).scenario;
+    expect(valuesFromScenario(learned)["model.position_embedding"]).toBe("learned");
   });
 });

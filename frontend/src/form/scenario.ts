@@ -68,6 +68,15 @@ export const RECOMPUTE: [string, string][] = [
   ["selective_ops", "selective ops (torchtitan: every other matmul + element-wise)"],
 ];
 
+/** model.position_embedding (simulation/scenario.py POSITION_EMBEDDINGS): blank = the model's own
+ *  (the preset's, or the example's / imported custom model's). */
+export const POSITION_EMBEDDINGS: [string, string][] = [
+  ["", "the model's own"],
+  ["rope", "RoPE (rotary)"],
+  ["learned", "Learned"],
+  ["alibi", "ALiBi (BLOOM, MPT)"],
+];
+
 /** Pipeline schedules (training.pipeline_schedule; simulation/pipeline.py SCHEDULES). */
 export const PIPELINE_SCHEDULES: [string, string][] = [
   ["1f1b", "1F1B (interleaved with virtual stages)"],
@@ -268,6 +277,7 @@ export const FIELD_LABELS: Record<string, string> = {
   example: "Example",
   name: "Name",
   "model.preset": "Model",
+  "model.position_embedding": "Position embedding",
   "cluster.node": "Node template",
   "cluster.num_nodes": "Number of nodes",
   "cluster.gpus_per_node": "GPUs per node",
@@ -353,6 +363,7 @@ export const FIELD_LABELS: Record<string, string> = {
 export const DEFAULT_VALUES: FormValues = {
   name: "",
   "model.preset": "llama2-7b",
+  "model.position_embedding": "",
   "cluster.node": "dgx-h100",
   "cluster.num_nodes": "1",
   "cluster.gpus_per_node": "8",
@@ -540,6 +551,9 @@ export function buildRequest(
   const baseModel = isObject(base?.model) ? base.model : null;
   const model: Record<string, unknown> =
     preset === "" && baseModel ? { ...baseModel } : { preset };
+  // the position embedding: blank keeps the model's own (the preset's or the custom model's)
+  const positionEmbedding = str(values["model.position_embedding"], "");
+  if (positionEmbedding) model.position_embedding = positionEmbedding;
 
   const node = str(values["cluster.node"], "");
   const baseCluster = isObject(base?.cluster) ? base.cluster : {};
@@ -810,6 +824,9 @@ export function valuesFromScenario(scenario: ScenarioJSON, name = ""): FormValue
   const model = scenario.model;
   if (typeof model === "string") v["model.preset"] = model;
   else if (isObject(model)) v["model.preset"] = typeof model.preset === "string" ? model.preset : "";
+  if (isObject(model) && typeof model.position_embedding === "string") {
+    v["model.position_embedding"] = model.position_embedding;
+  }
   const sections: Record<string, unknown> = {
     cluster: scenario.cluster,
     training: scenario.training,

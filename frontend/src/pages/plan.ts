@@ -11,7 +11,7 @@ import "../base";
 
 import { ApiError } from "../api";
 import { mountChart } from "../charts/base";
-import { planParetoOption, planPoints, type PlanChartData } from "../charts/plan_series";
+import { noChartCaption, planParetoOption, planPoints, type PlanChartData } from "../charts/plan_series";
 import { FINISHED, fetchPlan } from "../dashboard/api";
 import { bestSoFarText, planPercent, planProgressText } from "../dashboard/plan_progress";
 import type { Plan } from "../dashboard/types";
@@ -42,7 +42,7 @@ function drawPareto(root: HTMLElement): void {
   if (!data || !points.length) {
     el.hidden = true;
     const caption = root.querySelector<HTMLElement>("#plan-pareto-caption");
-    if (caption) caption.textContent = "No chart: the front's candidates have no cost (the node has no price); see the list.";
+    if (caption) caption.textContent = noChartCaption(data);
     return;
   }
   const chartData = data;

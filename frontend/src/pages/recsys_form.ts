@@ -140,8 +140,10 @@ export function recsysForm(): RecsysForm {
         const block = el?.closest<HTMLElement>("fieldset, details");
         if (block && block !== fieldset) setOff(block, recsys);
       }
-      const model = f.querySelector<HTMLElement>('[data-field="model.preset"]');
-      if (model) setOff(model, recsys);
+      for (const name of ["model.preset", "model.position_embedding"]) {
+        const model = f.querySelector<HTMLElement>(`[data-field="${name}"]`);
+        if (model) setOff(model, recsys);
+      }
     }
     // An example with its own tables (no preset): keep them, say so.
     if (c.preset.selectedIndex === -1 && !c.preset.querySelector('option[value=""]')) {

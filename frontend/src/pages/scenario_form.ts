@@ -30,6 +30,7 @@ import {
   RECOMPUTE,
   PREFERENCE_REFERENCES,
   LOSS_KERNELS,
+  POSITION_EMBEDDINGS,
   FP8_FORMATS,
   FRAMEWORKS,
   FP8_RECIPES,
@@ -82,6 +83,7 @@ function mount(root: HTMLElement): void {
   const c = {
     name: h("input", { type: "text", maxlength: 200, required: true, autocomplete: "off", placeholder: "e.g. 70B on two DGX H100" }),
     model: select([["", "Loading models…"]], { required: true }),
+    positionEmbedding: select(POSITION_EMBEDDINGS),
     node: select([["", "Loading node templates…"]], { required: true }),
     profile: select([["", "none: the engine's default efficiencies"]]),
     numNodes: integer({ required: true }),
@@ -335,6 +337,12 @@ function mount(root: HTMLElement): void {
       rs.kindField,
       grid(
         f("model.preset", c.model, { unit: "preset" }),
+        f("model.position_embedding", c.positionEmbedding, {
+          unit: "architecture",
+          help: "How attention sees token positions: RoPE (Llama, no parameters), a learned " +
+            "max_seq_len × hidden table (GPT-2, OPT), or ALiBi's per-head biases on the scores " +
+            "(BLOOM, MPT; eager attention adds them). Blank = the model's own.",
+        }),
         f("cluster.node", c.node, { unit: "preset: GPUs, tiers" }),
       ),
       grid(
@@ -911,6 +919,7 @@ function mount(root: HTMLElement): void {
       c.model.querySelector('option[value=""]')?.remove();
       c.model.prepend(h("option", { value: "", "data-imported": "true" }, importedModelLabel(r.model)));
       c.model.value = "";
+      c.positionEmbedding.value = typeof r.model.position_embedding === "string" ? r.model.position_embedding : "";
       syncModelRequired();
       clearFieldError(c.model);
       replaceChildren(hfResult, h("ul", { id: "hf-config-summary" }, importSummary(r).map((l) => h("li", null, l))));

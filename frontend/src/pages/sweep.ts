@@ -13,6 +13,7 @@ import { METRICS, heatmapHeight, heatmapOption, metricByKey, metricLabel, mfuHea
   axisValueText, unplottedSummary, type Metric } from "../charts/sweep_series";
 import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
+import { type Drawn, lightUrl, needsPoints } from "../dashboard/sweep_poll";
 import { formatUSD, valuePieces } from "../dashboard/format";
 import { sweepProgressText } from "../dashboard/sweep_progress";
 import type { Sweep, SweepPoint } from "../dashboard/types";
@@ -178,8 +179,9 @@ function mount(root: HTMLElement): void {
     replaceChildren(tableHolder, h("h2", null, "Points"), pointsTable(sweep, url));
   };
 
-  const render = (sweep: Sweep, shared: boolean) => {
-    latest = sweep;
+  /** The status, progress and cancel button, from the light form or the full one. */
+  const renderStatus = (sweep: Pick<Sweep, "status" | "progress" | "done_points" | "total_points" | "chunks" | "error">,
+    shared: boolean) => {
     panel.dataset.status = sweep.status;
     root.dataset.status = sweep.status;
     statusText.textContent = STATUS_TEXT[sweep.status] ?? sweep.status;
@@ -190,8 +192,20 @@ function mount(root: HTMLElement): void {
     cancel.hidden = shared || !cancelUrl || FINISHED.has(sweep.status);
     problem.hidden = !sweep.error;
     problem.textContent = sweep.error;
+  };
+
+  let drawn: Drawn | null = null;
+  let fullAt = 0;
+  const render = (sweep: Sweep, shared: boolean) => {
+    latest = sweep;
+    drawn = { done_points: sweep.done_points, status: sweep.status };
+    fullAt = Date.now();
+    renderStatus(sweep, shared);
     draw(sweep);
   };
+  const light = lightUrl(url);
+  let polls = 0;
+  let pointFetches = 0;
 
   const schedule = () => {
     window.clearTimeout(timer);
@@ -200,9 +214,19 @@ function mount(root: HTMLElement): void {
 
   async function poll() {
     try {
-      const { data, shared } = await fetchSweep(url);
-      render(data, shared !== null || root.dataset.shared === "true");
-      if (FINISHED.has(data.status)) {
+      let data: Pick<Sweep, "status">;
+      root.dataset.polls = String(++polls);
+      const status = light ? (await fetchSweep(light)).data : null;
+      if (!status || needsPoints(status, drawn, Date.now() - fullAt)) {
+        const full = await fetchSweep(url);
+        render(full.data, full.shared !== null || root.dataset.shared === "true");
+        root.dataset.pointFetches = String(++pointFetches);
+        data = full.data;
+      } else {
+        renderStatus(status, root.dataset.shared === "true");
+        data = status;
+      }
+      if (FINISHED.has(data.status) && (!light || drawn?.status === data.status)) {
         done = true;
         root.dataset.ready = "true";
         return;

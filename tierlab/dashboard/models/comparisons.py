@@ -14,6 +14,8 @@ class Comparison(models.Model):
                               related_name="comparisons")
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+    # what the comparison leaves out and why (e.g. a variant that cannot run on this layout)
+    notes = models.JSONField(default=list, blank=True)
 
     objects = OwnedQuerySet.as_manager()
 

@@ -44,8 +44,12 @@ class ComparisonSerializer(ComparisonListSerializer):
         "best, unfit, labels?}]}; unfit: the columns whose value is a step time or cost of a scenario "
         "that does not fit (as if it ran); labels (the fit_state row): each verdict in words"))
 
+    notes = serializers.ListField(child=serializers.CharField(), read_only=True, help_text=(
+        "What the comparison leaves out and why, e.g. a one-click variant that makes no sense on "
+        "the scenario's layout (FSDP hybrid with a data-parallel degree of 1)"))
+
     class Meta(ComparisonListSerializer.Meta):
-        fields = ComparisonListSerializer.Meta.fields + ["status", "progress", "items", "table"]
+        fields = ComparisonListSerializer.Meta.fields + ["status", "progress", "items", "table", "notes"]
 
     def to_representation(self, instance):
         data = super().to_representation(instance)

@@ -62,9 +62,13 @@ class SweepSerializer(serializers.Serializer):
     cancelled_points = serializers.IntegerField(help_text="Points cancelled before they ran (not in done_points)")
     total_points = serializers.IntegerField()
     chunks = serializers.IntegerField(help_text="Celery tasks the points were split into")
-    points = serializers.JSONField(help_text="Per point: index, values, status (done | failed | cancelled | "
-                                             "pending), valid, fits, fit_state (fits | tight | "
-                                             "does_not_fit), step_time_s, usd_per_million_tokens, ...")
+    points = serializers.JSONField(required=False, help_text=(
+        "Per point: index, values, status (done | failed | cancelled | pending), valid, fits, fit_state "
+        "(fits | tight | does_not_fit), step_time_s, usd_per_million_tokens, ... Every point on GET "
+        "(or those ?points=start:stop selects); absent with ?points=none and in the POST's response"))
+    points_url = serializers.CharField(required=False, help_text=(
+        "Where the points are: this sweep's detail with ?points=all (the POST's response and the light "
+        "detail, ?points=none, carry no points)"))
     pareto = serializers.ListField(child=serializers.IntegerField(),
                                    help_text="Indices of feasible points no other beats on both cost and step time")
     error = serializers.CharField()
@@ -74,5 +78,9 @@ class SweepSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
     def to_representation(self, instance):
-        return super().to_representation(sweeps.sweep_payload(instance) if isinstance(instance, Sweep)
-                                         else instance)
+        if isinstance(instance, Sweep):
+            instance = sweeps.sweep_payload(instance, self.context.get("points", slice(None)))
+        data = super().to_representation(instance)
+        if "points" not in instance:
+            data.pop("points", None)
+        return data

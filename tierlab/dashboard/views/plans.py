@@ -56,15 +56,32 @@ def plan_new(request):
     return render(request, "dashboard/plan_form.html", {"form": form})
 
 
+def no_chart_reason(result: dict) -> str:
+    """Why the plan page draws no Pareto chart, in words (its caption): no feasible candidate
+    (with the planner's rejection counts, largest first), or a front without costs (the node
+    has no price). Empty when there is a chart to draw."""
+    front = result.get("pareto") or []
+    if not result.get("feasible"):
+        counts = sorted(((v, k) for k, v in (result.get("rejected") or {}).items() if v), key=lambda x: (-x[0], x[1]))
+        why = "; ".join(f"{v} {REASON_LABELS.get(k, k)}" for v, k in counts)
+        return ("No chart: no candidate was feasible" + (f" ({why})" if why else "")
+                + "; see the rejected candidates below.")
+    if not any(isinstance(r.get("usd_per_million_tokens"), (int, float)) for r in front):
+        return "No chart: the front's candidates have no cost (the node has no price); see the list."
+    return ""
+
+
 def _pareto_chart(result: dict | None) -> dict | None:
     """What src/charts/plan_series.ts draws (embedded as JSON on the page): the Pareto
-    front's candidates and the top-ranked one, with only the fields the chart shows."""
+    front's candidates and the top-ranked one, with only the fields the chart shows, and
+    ``empty_reason``: why there is no chart (:func:`no_chart_reason`), empty when there is."""
     if not result:
         return None
     keep = ("index", "choices", "data_parallel", "step_time_s", "usd_per_million_tokens")
     row = lambda r: {k: r.get(k) for k in keep}  # noqa: E731
     top = result.get("top") or []
-    return {"front": [row(r) for r in result.get("pareto") or []], "top": row(top[0]) if top else None}
+    return {"front": [row(r) for r in result.get("pareto") or []], "top": row(top[0]) if top else None,
+            "empty_reason": no_chart_reason(result)}
 
 
 def plan_context(plan: Plan, user, api_url: str, shared: bool = False) -> dict:
