@@ -295,6 +295,14 @@ def context_parallel_exchange(sc: Scenario, pc: ParamCount, lay: Layout, links: 
                 contention_s=n * x["contention_s"], bytes=n * x["bytes"], hidden_s=n * x["hidden_s"])
 
 
+# What the report's model_flops (and so MFU) counts, in words beside the number.
+MODEL_FLOPS_COUNTED = ("Korthikanti et al. 2022 Eq. 7 (Megatron's count): 6 FLOPs a parameter a "
+                       "token (4 for a frozen LoRA base), the full s x s attention scores (no "
+                       "causal halving), no recomputation")
+# What the timeline shows: one micro-batch's schedule, not the whole step's.
+TIMELINE_SPAN = "the step's last micro-batch, with the gradient reduction and optimizer phase"
+
+
 def model_flops_per_step(sc: Scenario, pc: ParamCount, lay: Layout) -> int:
     """Model FLOPs of one optimizer step (no recomputation), for MFU: Korthikanti Eq. 7.
 
@@ -1342,7 +1350,8 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     report = dict(
         available=True, time_s=step_s, breakdown_s=parts,
         micro_batch_s=float(t_mb or s_last.makespan_s), last_micro_batch_s=float(s_last.makespan_s),
-        optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops, gpu_idle_s=float(step_s - parts["compute"]),
+        optimizer_phase_s=optimizer_phase_s(a_last, s_last), micro_batches=m, model_flops=mflops,
+        model_flops_counted=MODEL_FLOPS_COUNTED, gpu_idle_s=float(step_s - parts["compute"]),
         compute=compute_summary(sc, pc),
         mfu_peak=dict(precision=mfu_precision, flops_per_s=float(mfu_peak_flops)))
     if sc.training.fp8 is not None:
@@ -1442,7 +1451,7 @@ def timeline(g, sched) -> dict:
         rows.append(dict(name=g.names[i], lane=lane, kind=g.labels[i],
                          start_s=float(sched.start_s[i]), end_s=float(sched.end_s[i]),
                          critical=i in critical))
-    return dict(tasks=rows, makespan_s=float(sched.makespan_s),
+    return dict(tasks=rows, makespan_s=float(sched.makespan_s), span=TIMELINE_SPAN,
                 truncated=len(g.names) > TIMELINE_MAX_TASKS)
 
 
@@ -1464,7 +1473,7 @@ def step_timeline(r: RankModel, links: dict, a: dict, sched, engine: str = "auto
             if len(streams) == a["n_streams"] else None)
     if rows is None:
         return timeline(build(r, links, last=True), sched)
-    return dict(tasks=rows, makespan_s=float(sched.makespan_s),
+    return dict(tasks=rows, makespan_s=float(sched.makespan_s), span=TIMELINE_SPAN,
                 truncated=len(a["kind"]) > TIMELINE_MAX_TASKS)
 
 

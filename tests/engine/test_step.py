@@ -537,3 +537,13 @@ def test_distributed_optimizer_names_its_gradient_collective_a_reduce_scatter():
     names = {t["name"].split(" ", 1)[1] for t in evaluate_dict(ddp)["timeline"]["tasks"]
              if t["name"].startswith("L")}
     assert "gradient all-reduce" in names and "gradient reduce-scatter" not in names
+
+
+def test_report_says_what_model_flops_and_the_timeline_cover():
+    from tests.refdata import cases
+    r = evaluate_dict(cases("megatron_core_h100_2024", "mcore_h100_1p7B")[0]["scenario"])
+    assert "no causal halving" in r["step"]["model_flops_counted"]
+    assert r["timeline"]["span"].startswith("the step's last micro-batch")
+    # the timeline ends with the last micro-batch, shorter than the step of several
+    assert r["step"]["micro_batches"] > 1
+    assert r["timeline"]["makespan_s"] < r["step"]["time_s"]
