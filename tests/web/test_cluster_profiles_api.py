@@ -284,6 +284,20 @@ def test_a_measured_step_on_another_node_names_its_node(owner_api):
     assert "pick a profile" not in message
 
 
+@pytest.mark.parametrize("bad", [{}, {"collectives": [{"collective": "all_reduce", "size_bytes": 2**30,
+                                                        "ranks": 8, "bus_bytes_per_s": 230e9}]},
+                                 {"cluster": {"node": "no-such-node"}, "gemm": {"flops_per_s": 6e14}}])
+def test_bad_measurements_for_a_profile_in_use_are_a_400_not_a_409(owner_api, owner, bad):
+    """The in-use check ran before the measurements were read: an empty body, one without its
+    cluster, or an unknown node answered 409 ("refitting it on no-such-node would leave them
+    unable to run"); as for a profile no scenario uses, they are a 400 naming the field."""
+    pk = create(owner_api).json()["id"]
+    _using(owner, pk, "mine")
+    r = owner_api.patch(f"{URL}{pk}/", {"measurements": bad}, format="json")
+    assert r.status_code == 400, r.content
+    assert all(k.startswith("measurements") for k in r.json()), r.json()
+
+
 def test_a_refit_on_the_same_node_that_its_scenarios_could_not_run_with_is_a_409(owner_api, owner):
     """Same node, but the new GEMM rate is over the peak a scenario set for its accelerator:
     that scenario would fail ("above this accelerator's peak_flops_bf16") from then on."""

@@ -74,10 +74,10 @@ def refit_profile(profile: ClusterProfile, name: str, measurements: dict, user=N
     figures describe that hardware; for another cluster, make a new profile."""
     if not scenarios_using(profile).exists():
         return _store(profile, name, measurements)
+    out = fit(measurements, name)        # bad measurements are a 400 before anything else
     old_node, new_node = _node(profile.measurements), _node(measurements)
     if old_node != new_node:
         raise _other_cluster(profile, user, old_node or "its cluster", new_node or "another cluster")
-    out = fit(measurements, name)
     figures = {k: v for k, v in out["profile"].items() if k not in ("id", "name")}
     old_acc, new_acc = (profile.figures or {}).get("accelerator"), figures.get("accelerator")
     if old_acc != new_acc:
