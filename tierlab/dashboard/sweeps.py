@@ -674,16 +674,20 @@ def fail_stale_chunks() -> int:
 
 
 # ---------------------------------------------------------------- what the page reads
-def points(sweep: Sweep) -> list[dict]:
-    """Every grid point in order: its result, or ``{index, values, status: "pending"}``."""
+def points(sweep: Sweep, which: slice = slice(None)) -> list[dict]:
+    """The grid points ``which`` selects (every one by default; a step-1 slice of the
+    grid's indices), in order: each one's result, or ``{index, values, status: "pending"}``.
+    Only the chunks holding them are read (a page of a 10,000-point sweep is not its 7 MB)."""
     values = grid_values(sweep.axes)
-    out: list[dict | None] = [None] * len(values)
-    for chunk in sweep.chunks.all():
+    lo, hi, _ = which.indices(len(values))
+    hi = max(hi, lo)
+    out: list[dict | None] = [None] * (hi - lo)
+    for chunk in sweep.chunks.filter(start__lt=hi, stop__gt=lo):
         for r in chunk.results or []:
-            if 0 <= r.get("index", -1) < len(out):
-                out[r["index"]] = r
-    return [r if r is not None else {"index": i, "values": values[i], "status": "pending"}
-            for i, r in enumerate(out)]
+            if lo <= r.get("index", -1) < hi:
+                out[r["index"] - lo] = r
+    return [r if r is not None else {"index": lo + k, "values": values[lo + k], "status": "pending"}
+            for k, r in enumerate(out)]
 
 
 def sweep_payload(sweep: Sweep, points_slice: slice | None = slice(None)) -> dict:
@@ -709,5 +713,5 @@ def sweep_payload(sweep: Sweep, points_slice: slice | None = slice(None)) -> dic
         "created_at": sweep.created_at, "started_at": sweep.started_at, "finished_at": sweep.finished_at,
     }
     if points_slice is not None:
-        payload["points"] = points(sweep)[points_slice]
+        payload["points"] = points(sweep, points_slice)
     return payload
