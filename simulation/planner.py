@@ -114,7 +114,7 @@ REASONS = ("indivisible", "invalid_combination", "over_work_cap", "over_budget",
 # each reason in words, as the plan page's table of rejected candidates names it
 REASON_LABELS = {
     "indivisible": "parallel degrees or batch do not divide",
-    "invalid_combination": "strategy and offload do not combine",
+    "invalid_combination": "strategy, offload and pipeline do not combine",
     "over_work_cap": "over the work cap of one evaluation",
     "over_budget": "over the $/hour budget",
     "below_min_global_batch": "global batch below the minimum",
@@ -1094,6 +1094,9 @@ class _Space:
         valid_u = np.array([s is not None for s in specs])
         stage_u = np.array([s.zero_stage if s is not None else 0 for s in specs], dtype=np.int64)
         sval, stage = valid_u[sinv], stage_u[sinv]
+        # DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only (scenario._check_pipeline_strategy)
+        deepspeed_u = np.array([s is not None and s.zero_stage >= 2 and not s.is_fsdp for s in specs])
+        sval = sval & ~(deepspeed_u[sinv] & (pp > 1))
         hyb = self.hybrid[ki] & (stage > 0)
         bad |= sval & hyb & (dp % np.where(group > 0, group, 1) != 0)
         code = np.where(bad, 1, 0).astype(np.int8)
@@ -1351,9 +1354,48 @@ def merge(spec: dict, chunks: list[dict], **lookups) -> dict:
         r["on_pareto_front"] = r["index"] in on_front
     return dict(objective=spec["objective"], candidates=spec["num_candidates"], done=done,
                 feasible=feasible, rejected=counts, examples=examples,
+                advice=infeasible_advice(spec, counts) if not feasible and done else [],
                 dominated=feasible - len({i for r in top for i in [r["index"]]
                                           + [a["index"] for a in r["alternatives"]]} | on_front),
                 top=top, pareto=front, best=top[0] if top else None)
+
+
+def infeasible_advice(spec: dict, counts: dict) -> list[str]:
+    """What to widen when no candidate is feasible, from the most common rejection: ``[str]``
+    naming the spec fields to change (empty when the rejections name no lever)."""
+    if not counts or not any(counts.values()):
+        return []
+    # the space's own shape (degrees over the GPU count, strategy pairings) says nothing of
+    # what to widen: the most common other reason does, when there is one
+    shaped = ("indivisible", "invalid_combination")
+    others = [k for k in REASONS if k not in shaped and counts.get(k, 0)]
+    reason = max(others or shaped, key=lambda k: counts.get(k, 0))
+    sp = spec["space"]
+    out = []
+    if reason == "does_not_fit_hbm":
+        if set(sp["offload_optimizer"]) == {"none"} and set(sp["offload_params"]) == {"none"}:
+            out.append("Most candidates do not fit GPU memory and the space offloads nothing: "
+                       "allow host offload (space.offload_optimizer [\"none\", \"cpu\"] for "
+                       "ZeRO-Offload, space.offload_params [\"none\", \"cpu\"] or \"nvme\" with "
+                       "zero3 / zero_infinity in space.strategies for ZeRO-Infinity).")
+        if "full" not in sp["recompute"]:
+            out.append("Recompute the activations (space.recompute with \"full\").")
+        out.append("Or more GPUs (cluster.num_nodes), a shorter sequence (training.seq_len) or "
+                   "LoRA (training.lora) to train fewer parameters.")
+    elif reason == "over_budget":
+        out.append("Most candidates cost more per hour than constraints.max_usd_per_hour: raise it "
+                   "or allow fewer nodes (cluster.num_nodes).")
+    elif reason == "below_min_global_batch":
+        out.append("Most candidates' global batch is below constraints.min_global_batch_size: lower "
+                   "it, or give training.global_batch_size.")
+    elif reason == "indivisible":
+        out.append("Most candidates' degrees or batch do not divide: check training.global_batch_size "
+                   "against the GPU counts (cluster.num_nodes) and space.micro_batch_size.")
+    elif reason.startswith("does_not_fit_"):
+        tier = reason[len("does_not_fit_"):].upper()
+        out.append(f"Most candidates do not fit {tier}: offload to another tier "
+                   "(space.offload_optimizer, space.offload_params) or use more nodes (cluster.num_nodes).")
+    return out
 
 
 def plan(spec: dict, prune: bool = True, **lookups) -> dict:
@@ -1380,5 +1422,5 @@ def plan_chunks(spec: dict, n_chunks: int, **lookups) -> list[tuple[int, int]]:
 
 
 __all__ = ["MAX_CANDIDATES", "OBJECTIVES", "REASONS", "brute_force", "candidate",
-           "evaluate_candidate", "hbm_lower_bound_bytes", "layout_index", "merge", "pareto_front", "parse_spec",
+           "evaluate_candidate", "hbm_lower_bound_bytes", "infeasible_advice", "layout_index", "merge", "pareto_front", "parse_spec",
            "plan", "plan_chunk", "plan_chunks"]

@@ -1287,6 +1287,29 @@ def last_layer_checkpointed(tr: "TrainingSpec", layers: int) -> bool:
     return True
 
 
+def _check_fsdp_offload(s: "StrategySpec", path: str) -> None:
+    """PyTorch FSDP offloads one way only: ``CPUOffload(offload_params=True)`` (FSDP1,
+    torch/distributed/fsdp/api.py) or ``CPUOffloadPolicy`` (FSDP2) keeps the parameter
+    shards and their gradients in host memory, and the optimizer steps there because its
+    parameters are host tensors. So the parameters and the optimizer are offloaded
+    together or not at all, to host memory (DRAM, or a CXL node bound with numactl), never
+    to NVMe and never the optimizer alone (that is DeepSpeed's ZeRO-Offload)."""
+    oo, op = s.offload_optimizer, s.offload_params
+    if "nvme" in (oo, op):
+        field = "offload_params" if op == "nvme" else "offload_optimizer"
+        raise ScenarioError(f"{path}.{field}",
+                            "PyTorch FSDP offloads to host memory only, never to NVMe "
+                            "(CPUOffload / CPUOffloadPolicy); ZeRO-Infinity (zero_infinity) can use NVMe")
+    if oo != op:
+        field = "offload_params" if oo != "none" else "offload_optimizer"
+        raise ScenarioError(f"{path}.{field}",
+                            f"PyTorch FSDP offloads the parameters and the optimizer together "
+                            f"(CPUOffload(offload_params=True) moves the parameter shards and their "
+                            f"gradients, and the optimizer steps on the host): set offload_params and "
+                            f"offload_optimizer to the same tier, not {op} and {oo}; DeepSpeed's "
+                            f"ZeRO-Offload (zero_offload) offloads the optimizer alone")
+
+
 _ZERO_STAGE = {"ddp": 0, "zero1": 1, "zero2": 2, "zero_offload": 2, "megatron_dist_opt": 1}
 
 
@@ -1357,6 +1380,17 @@ class StrategySpec:
         if kind == "zero_offload" and s.offload_optimizer == "none":
             raise ScenarioError(f"{path}.offload_optimizer", "ZeRO-Offload offloads the optimizer; "
                                                              "choose cpu, nvme or cxl")
+        if s.is_fsdp:
+            _check_fsdp_offload(s, path)
+        elif s.offload_optimizer == "nvme" and s.zero_stage < 3:
+            # DeepSpeed's stage 1 / 2 optimizer offloads to host memory only: the engine
+            # builds it with cpu_offload = (offload_optimizer.device == "cpu")
+            # (deepspeed/runtime/engine.py zero_cpu_offload); NVMe swapping is ZeRO-3's
+            # (ZeRO-Infinity)
+            raise ScenarioError(f"{path}.offload_optimizer",
+                                f"NVMe offload needs ZeRO-3 (zero3 or zero_infinity: ZeRO-Infinity); "
+                                f"{kind} (ZeRO stage {s.zero_stage}) offloads the optimizer to host "
+                                f"memory only (cpu, or cxl bound with numactl)")
         if kind == "fsdp_hybrid_shard" and s.shard_group_size is None:
             raise ScenarioError(f"{path}.shard_group_size",
                                 "is required for fsdp_hybrid_shard (often the GPUs of one node)")
@@ -1473,15 +1507,21 @@ class Scenario:
                 model = _parsed(ModelSpec, r["model"]) if r.get("model") is not None else None
                 recsys = _parsed(RecModelSpec, r["recsys"]) if r.get("recsys") is not None else None
                 cluster = fast if fast is not None else _parsed(ClusterSpec, r["cluster"])
-        sc = _new(cls, dict(model=model, recsys=recsys, cluster=cluster,
-                            training=_parsed(TrainingSpec, _section(d, "training")),
-                            strategy=_parsed(StrategySpec, _section(d, "strategy")),
+        training = _parsed(TrainingSpec, _section(d, "training"))
+        sdict = _section(d, "strategy")
+        if training.pipeline_parallel > 1 and isinstance(sdict, dict) and "kind" not in sdict:
+            # the default kind with a pipeline: zero1, the highest ZeRO stage DeepSpeed's
+            # pipeline engine runs (zero3, the default otherwise, runs none)
+            sdict = {**sdict, "kind": "zero1"}
+        sc = _new(cls, dict(model=model, recsys=recsys, cluster=cluster, training=training,
+                            strategy=_parsed(StrategySpec, sdict),
                             convention=_choice(d, "convention", "", CONVENTIONS, "realistic"),
                             runtime=_parsed(RuntimeSpec, _section(d, "runtime")),
                             checkpoint=_parsed(CheckpointSpec, _section(d, "checkpoint"))))
         _name_field(d, "name", "")      # the scenario's own name: read by nothing, stored with it
         _checked_target(sc.checkpoint, sc.cluster)
         cpu_adam.check_cores(sc.cluster, sc.strategy)
+        _check_pipeline_strategy(sc.training, sc.strategy)
         if sc.training.overlap_param_gather and sc.strategy.kind != "megatron_dist_opt":
             raise ScenarioError("training.overlap_param_gather",
                                 "is Megatron's distributed optimizer's option: needs strategy "
@@ -1515,6 +1555,22 @@ class Scenario:
         """The scenario as JSON: a new dict each call, so a caller may change what it gets."""
         return _as_json(self.model, self.recsys, self.cluster, self.training, self.strategy,
                         self.convention, self.runtime, self.checkpoint, self.schema)
+
+
+def _check_pipeline_strategy(tr: "TrainingSpec", st: "StrategySpec") -> None:
+    """DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only: ``PipelineEngine.__init__``
+    (deepspeed/runtime/pipe/engine.py) asserts ``zero_optimization_stage() < 2``, "ZeRO-2
+    and ZeRO-3 are incompatible with pipeline parallelism" (Megatron-DeepSpeed's pipeline is
+    that engine). So zero2, zero3, zero_offload and zero_infinity take no pipeline; PyTorch
+    FSDP does (torchtitan's pipeline + FSDP2), as do zero1 and Megatron's distributed
+    optimizer."""
+    if tr.pipeline_parallel > 1 and st.zero_stage >= 2 and not st.is_fsdp:
+        raise ScenarioError("strategy.kind",
+                            f"{st.kind} (ZeRO stage {st.zero_stage}) runs no pipeline: DeepSpeed's "
+                            "pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with "
+                            "pipeline parallelism' (deepspeed/runtime/pipe/engine.py); choose "
+                            "zero1, megatron_dist_opt or an FSDP kind, or pipeline_parallel 1 "
+                            f"(training.pipeline_parallel is {tr.pipeline_parallel})")
 
 
 def _check_context_parallel(tr: "TrainingSpec") -> None:

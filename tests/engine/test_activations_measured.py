@@ -120,11 +120,11 @@ def test_full_recompute_keeps_the_layer_input(case_id):
 
 
 # ---------------------------------------------------------------- through a scenario
-def scenario(**training):
+def scenario(kind="zero3", **training):
     return Scenario.from_dict({
         "model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100", "gpus_per_node": 8},
         "training": {"micro_batch_size": 1, "seq_len": 2048, **training},
-        "strategy": {"kind": "zero3"}})
+        "strategy": {"kind": kind}})
 
 
 def activation_part(sc):
@@ -153,7 +153,7 @@ def test_megatron_framework_keeps_korthikanti():
 
 def test_megatron_parallelism_picks_megatron_unless_told():
     assert scenario(tensor_parallel=2).training.framework == "megatron"
-    assert scenario(pipeline_parallel=2).training.framework == "megatron"
+    assert scenario("zero1", pipeline_parallel=2).training.framework == "megatron"
     told = scenario(tensor_parallel=2, framework="huggingface").training
     assert told.framework == "huggingface" and told.fused_mlp_activation is False
 

@@ -52,8 +52,9 @@ def flat(text: str) -> str:
 
 
 def test_fsdp_snippet_says_what_fsdp_cannot_express():
-    opt_only = flat(fsdp_snippet(sc(kind="fsdp_full_shard", offload_optimizer="cpu")))
-    # FSDP cannot offload the optimizer alone: CPUOffload moves the parameter shards too
+    # ZeRO-Offload's plan as an FSDP snippet (an FSDP scenario cannot offload the optimizer
+    # alone: scenario._check_fsdp_offload): CPUOffload moves the parameter shards too
+    opt_only = flat(fsdp_snippet(sc(kind="zero_offload", offload_optimizer="cpu")))
     assert "cpu_offload=CPUOffload(offload_params=True)" in opt_only
     assert "FSDP cannot offload the optimizer alone" in opt_only
     # the fp32 shard moves too: 69.0e9 params x 4 B / 16 ranks x 8 GPUs per node

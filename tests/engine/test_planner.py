@@ -477,8 +477,9 @@ def _report(parsed, index):
 
 
 def test_strategies_that_coincide_at_dp_1_are_one_ranked_entry():
-    """At data-parallel degree 1 (TP 4 x PP 8 on 32 GPUs) ZeRO-1, ZeRO-3 and Megatron's
-    distributed optimizer shard nothing: the engine's reports give them the same step (every
+    """At data-parallel degree 1 (TP 4 x PP 8 on 32 GPUs) ZeRO-1 and Megatron's distributed
+    optimizer shard nothing (ZeRO-3 takes no pipeline: DeepSpeed's pipeline engine runs
+    stage 0 or 1): the engine's reports give them the same step (every
     term of the breakdown) and cost, and different HBM (each framework's own buffers). The
     planner ranks such a class once, named by its first candidate, listing the others with
     their HBM; the top 10 are 10 different (layout, step, cost). Before, ranks 3 to 5 were
@@ -493,7 +494,7 @@ def test_strategies_that_coincide_at_dp_1_are_one_ranked_entry():
     assert dp1 and all(r["alternatives"] for r in dp1)
     for r in dp1:
         assert sorted([r["choices"]["strategy"]] + [a["name"] for a in r["alternatives"]]) == \
-            ["megatron_dist_opt", "zero1", "zero3"]
+            ["megatron_dist_opt", "zero1"]
         first = _report(parsed, r["index"])
         hbm = set()
         for a in r["alternatives"]:
@@ -505,7 +506,7 @@ def test_strategies_that_coincide_at_dp_1_are_one_ranked_entry():
             assert rep["cost"]["usd_per_million_tokens"] == first["cost"]["usd_per_million_tokens"]
             assert a["hbm_total_bytes"] == rep["memory"]["per_gpu"]["hbm"]["total_bytes"]
             hbm.add(a["hbm_total_bytes"])
-        assert len(hbm | {r["hbm_total_bytes"]}) == 3          # the memory is not the same
+        assert len(hbm | {r["hbm_total_bytes"]}) == 2          # the memory is not the same
         assert r["alternatives_message"].startswith("also: zero1 (")
         assert "at the same step time and cost (megatron_dist_opt: " in r["alternatives_message"]
     # a layout at DP 2 keeps its strategies apart: their steps differ (gradient traffic)
@@ -524,7 +525,8 @@ def test_collapsed_ranking_against_every_candidate_simulated():
     classes = {}
     for r in ok:
         classes.setdefault((r["layout_index"], r["step_time_s"], r["usd_per_million_tokens"]), []).append(r["index"])
-    assert len(ok) == 12 and len(classes) < len(ok)          # TP 4 x PP 8 x 3 strategies coincide
+    # TP 4 x PP 8: 2 strategies coincide (zero3 takes no pipeline)
+    assert len(ok) == 8 and len(classes) < len(ok)
     got = planner.plan(DP1_SLICE)
     assert got["best"]["objective"] == min(r["objective"] for r in ok)
     assert len(got["top"]) == len(classes)
@@ -574,3 +576,44 @@ def test_checkpoint_interval_is_a_dimension_of_the_space():
         by_layout.setdefault(r["choices"]["tensor_parallel"], {})[interval] = r["time_to_train_s"]
     for times in by_layout.values():
         assert times[None] < times[60.0] and times[None] < times[36000.0]
+
+
+def test_zero3_with_a_pipeline_is_an_invalid_combination_for_the_screen_and_one_by_one():
+    """DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only (deepspeed/runtime/pipe/
+    engine.py asserts it): the planner refuses ZeRO-3 with PP > 1 as an invalid combination,
+    in its whole-array screen and candidate by candidate alike, and ranks none of them (an
+    expert review found ZeRO-3 with PP 4 as a 70B plan's first pick)."""
+    parsed = planner.parse_spec(DP1_SLICE)
+    rows = [planner.evaluate_candidate(parsed, i, prune=False) for i in range(parsed["num_candidates"])]
+    zero3 = [r for r in rows if r["choices"]["strategy"] == "zero3"]
+    assert zero3 and all(r["status"] == "invalid_combination" for r in zero3)
+    assert "incompatible with pipeline parallelism" in zero3[0]["message"]
+    got = planner.plan(DP1_SLICE)
+    assert got["rejected"]["invalid_combination"] == len(zero3)
+    assert all(e["choices"]["strategy"] != "zero3" for e in got["top"])
+    wide = planner.plan(LLAMA70_ON_4)
+    assert all(e["choices"]["strategy"] != "zero3" or e["choices"]["pipeline_parallel"] == 1 for e in wide["top"])
+
+
+def test_an_infeasible_plan_says_what_to_widen():
+    """7B on one 24 GB card with the default space (no offload): nothing fits GPU memory
+    (Adam's 16 B a parameter alone is 108 GB), and the plan says to allow offload, the way
+    ZeRO-Offload trains such a model on one GPU (Ren et al. 2021); with offload allowed,
+    ZeRO-Offload / ZeRO-Infinity candidates are feasible and no advice is given. The
+    degrees that do not divide one GPU are not what it names."""
+    card = {"name": "24 GB card", "hbm_capacity_bytes": 24 * 2**30, "hbm_bytes_per_s": 936e9,
+            "peak_flops_bf16": 71e12, "peak_flops_fp32": 35.6e12, "host_link_bytes_per_s": 25e9,
+            "scaleup_bytes_per_s": 25e9}
+    spec = {"model": "llama2-7b", "cluster": {"node": "dgx-h100", "num_nodes": 1, "gpus_per_node": 1,
+                                               "accelerator": card},
+            "training": {"seq_len": 2048, "global_batch_size": 16, "flash_attention": True}}
+    r = planner.plan(spec)
+    assert r["feasible"] == 0 and r["rejected"]["indivisible"] > r["rejected"]["does_not_fit_hbm"] > 0
+    assert "space.offload_optimizer" in r["advice"][0] and "GPU memory" in r["advice"][0]
+    spec["space"] = {"offload_optimizer": ["none", "cpu"], "offload_params": ["none", "cpu"]}
+    r = planner.plan(spec)
+    assert r["feasible"] > 0 and r["advice"] == []
+    assert r["best"]["choices"]["offload_optimizer"] == "cpu"
+    over = dict(spec, constraints={"max_usd_per_hour": 0.01})
+    over["cluster"] = dict(spec["cluster"], price_usd_per_node_hour=98.32)
+    assert "max_usd_per_hour" in planner.plan(over)["advice"][0]

@@ -65,6 +65,8 @@ def test_bad_input_names_the_field(path, value, field):
     d = with_(path, value)
     if path == "strategy.offload_params":
         d["strategy"]["kind"] = "zero2"          # parameter offload needs ZeRO-3
+    if path == "training.pipeline_parallel":
+        d["strategy"]["kind"] = "zero1"          # ZeRO-3 takes no pipeline (below)
     with pytest.raises(ScenarioError) as e:
         evaluate_dict(d)
     assert e.value.field == field
@@ -183,10 +185,46 @@ def test_a_sequence_longer_than_the_models_context_is_said():
 
 def test_the_pipeline_degree_that_does_not_divide_is_named():
     d = with_("training.pipeline_parallel", 5)          # 2 nodes x 8 = 16 GPUs
+    d["strategy"]["kind"] = "zero1"
     with pytest.raises(ScenarioError) as e:
         evaluate_dict(d)
     assert e.value.field == "training.pipeline_parallel"
     assert "1 x 5 = 5 must divide the 16 GPUs (2 nodes x 8)" in e.value.message
+
+
+@pytest.mark.parametrize("kind", ["zero2", "zero3", "zero_offload", "zero_infinity"])
+def test_deepspeed_zero_2_and_3_take_no_pipeline(kind):
+    # DeepSpeed's PipelineEngine.__init__ (deepspeed/runtime/pipe/engine.py) asserts
+    # zero_optimization_stage() < 2: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    # parallelism"; Megatron-DeepSpeed's pipeline is that engine
+    d = with_("training.pipeline_parallel", 2)
+    d["strategy"]["kind"] = kind
+    with pytest.raises(ScenarioError) as e:
+        evaluate_dict(d)
+    assert e.value.field == "strategy.kind"
+    assert "incompatible with pipeline parallelism" in e.value.message and kind in e.value.message
+
+
+@pytest.mark.parametrize("kind", ["zero1", "megatron_dist_opt", "ddp", "fsdp_full_shard"])
+def test_zero1_megatron_and_fsdp_take_a_pipeline(kind):
+    # zero1 (BLOOM's and MT-NLG's ZeRO-1 + pipeline), Megatron's own optimizers and
+    # PyTorch FSDP with a pipeline (torchtitan's pipeline + FSDP2)
+    d = with_("training.pipeline_parallel", 2)
+    d["strategy"]["kind"] = kind
+    assert evaluate_dict(d)["parallelism"]["pipeline_parallel"] == 2
+
+
+def test_a_pipeline_without_a_strategy_kind_runs_zero1():
+    # the default kind is zero3, which no pipeline takes: with one, zero1, the highest
+    # stage DeepSpeed's pipeline engine runs; a kind given is kept (and checked)
+    d = with_("training.pipeline_parallel", 2)
+    del d["strategy"]
+    assert Scenario.from_dict(d).strategy.kind == "zero1"
+    d["strategy"] = {"prefetch_depth": 2}
+    sc = Scenario.from_dict(d)
+    assert sc.strategy.kind == "zero1" and sc.strategy.prefetch_depth == 2
+    assert sc.to_dict()["strategy"]["kind"] == "zero1"
+    assert Scenario.from_dict(BASE).strategy.kind == "zero3"      # no pipeline: the default
 
 
 def test_checked_scenario_names_every_bad_field_the_input_holds():
@@ -352,3 +390,40 @@ def test_newer_training_fields_are_left_out_at_their_dataclass_default_only():
              "moe_routing_imbalance": 1.5, "moe_a2a_overlap": True, "context_parallel_comm": "all_gather"}
     out = Scenario.from_dict({**base, "training": given}).to_dict()["training"]
     assert {k: out[k] for k in given} == given
+
+
+@pytest.mark.parametrize("oo,op,field", [
+    ("cpu", "none", "strategy.offload_params"),      # the optimizer alone: ZeRO-Offload's, not FSDP's
+    ("none", "cpu", "strategy.offload_optimizer"),   # parameters on the host step there
+    ("nvme", "nvme", "strategy.offload_params"),     # FSDP has no NVMe offload
+    ("cpu", "nvme", "strategy.offload_params"),
+])
+def test_fsdp_offloads_parameters_and_optimizer_together_to_host_memory(oo, op, field):
+    # FSDP1 CPUOffload(offload_params=True) / FSDP2 CPUOffloadPolicy keep the parameter
+    # shards and their gradients on the host and the optimizer steps there
+    d = with_("strategy", {"kind": "fsdp_full_shard", "offload_optimizer": oo, "offload_params": op})
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == field
+    assert "FSDP" in e.value.message
+
+
+@pytest.mark.parametrize("tier,node", [("none", "dgx-h100"), ("cpu", "dgx-h100"), ("cxl", "dgx-h100-cxl")])
+def test_fsdp_offload_both_or_neither_is_accepted(tier, node):
+    d = with_("strategy", {"kind": "fsdp_full_shard", "offload_optimizer": tier, "offload_params": tier})
+    d["cluster"]["node"] = node
+    sc = Scenario.from_dict(d)
+    assert sc.strategy.offload_params == sc.strategy.offload_optimizer == tier
+
+
+@pytest.mark.parametrize("kind", ["zero1", "zero2", "zero_offload"])
+def test_nvme_optimizer_offload_needs_zero3(kind):
+    # DeepSpeed builds its stage 1 / 2 optimizer with cpu_offload = (offload_optimizer.device
+    # == "cpu") (deepspeed/runtime/engine.py zero_cpu_offload): NVMe is ZeRO-Infinity's (stage 3)
+    d = with_("strategy", {"kind": kind, "offload_optimizer": "nvme"})
+    with pytest.raises(ScenarioError) as e:
+        Scenario.from_dict(d)
+    assert e.value.field == "strategy.offload_optimizer" and "ZeRO-3" in e.value.message
+    for ok in ({"kind": kind, "offload_optimizer": "cpu"}, {"kind": "zero3", "offload_optimizer": "nvme"},
+               {"kind": "zero_infinity"}):
+        assert Scenario.from_dict(with_("strategy", ok)).strategy.offload_optimizer in ("cpu", "nvme")

@@ -45,6 +45,7 @@ _MODELS = ["llama2-7b", "llama2-70b", "llama3.1-8b", "llama3.1-405b", "mixtral-8
            "deepseek-v2-lite", "deepseek-v3", "qwen2.5-7b", "gpt3-175b", "gemma2-9b"]
 _KINDS = ["ddp", "zero1", "zero2", "zero3", "fsdp_full_shard", "fsdp_hybrid_shard",
           "zero_offload", "zero_infinity", "megatron_dist_opt"]
+_PIPELINE_KINDS = ["ddp", "zero1", "fsdp_full_shard", "fsdp_hybrid_shard", "megatron_dist_opt"]
 _LAYERS = {}
 
 
@@ -112,7 +113,8 @@ def varied_scenarios(n: int = 300, seed: int = 17) -> list[dict]:
                                 "reference": rng.choice(["separate", "adapters_off", "precomputed"])}
         if tr["recompute"] == "full" and rng.random() < 0.3:
             tr["recompute_layers"] = rng.choice([1, 2, 4])
-        st = {"kind": rng.choice(_KINDS)}
+        # DeepSpeed's ZeRO-2/3 take no pipeline (scenario._check_pipeline_strategy)
+        st = {"kind": rng.choice(_KINDS if pp == 1 else _PIPELINE_KINDS)}
         if st["kind"] == "fsdp_hybrid_shard":
             st["shard_group_size"] = 8
         if rng.random() < 0.15:

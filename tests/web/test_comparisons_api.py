@@ -281,6 +281,8 @@ def test_sharding_variants_of_a_tensor_and_pipeline_parallel_scenario(owner_api,
     # 13B on 8 GPUs with TP 2 x PP 2: data-parallel degree 2. A shard group of a whole node
     # (8) does not divide it; hybrid with 2 ranks would be one group (full shard), with 1 it
     # shards nothing: the hybrid variant is left out, said in the notes, the others made.
+    # With the pipeline, ZeRO-2 and ZeRO-3 are left out too (DeepSpeed's pipeline engine runs
+    # stage 0 or 1 only): ZeRO-1 and FSDP full shard instead.
     base = Scenario.objects.create(owner=owner, name="13B", spec={
         "model": {"preset": "llama2-13b"}, "cluster": {"node": "dgx-h100", "num_nodes": 1},
         "training": {"micro_batch_size": 1, "global_batch_size": 8, "seq_len": 2048,
@@ -289,9 +291,10 @@ def test_sharding_variants_of_a_tensor_and_pipeline_parallel_scenario(owner_api,
     r = owner_api.post(f"/api/v1/scenarios/{base.pk}/variants/", {"question": "sharding"}, format="json")
     assert r.status_code == 201, r.json()
     body = r.json()
-    assert [i["name"] for i in body["items"]] == ["13B · ZeRO-2", "13B · ZeRO-3"]
-    assert len(body["notes"]) == 1 and body["notes"][0].startswith("FSDP hybrid left out")
-    assert "data-parallel degree is 2" in body["notes"][0]
+    assert [i["name"] for i in body["items"]] == ["13B · ZeRO-1", "13B · FSDP full shard"]
+    assert len(body["notes"]) == 2 and body["notes"][0].startswith("ZeRO-2 and ZeRO-3 left out")
+    assert "pipeline_parallel 2" in body["notes"][0]
+    assert body["notes"][1].startswith("FSDP hybrid left out") and "data-parallel degree is 2" in body["notes"][1]
     from django.test import Client
     client = Client()
     client.force_login(owner)
@@ -312,3 +315,24 @@ def test_the_hybrid_variant_gets_a_shard_group_that_divides_the_data_parallel_de
     assert hybrid.spec["strategy"]["shard_group_size"] == group
     assert services.estimate(hybrid.spec)["parallelism"]["replica_groups"] >= 2
     assert comparison.notes == []
+
+
+def test_offload_variants_use_what_each_zero_stage_can_offload_to(owner):
+    # NVMe swapping is ZeRO-3's: a ZeRO-Offload scenario's NVMe variant is ZeRO-Infinity with
+    # the optimizer on NVMe; with a pipeline, ZeRO-1 offloads to host memory (no NVMe variant)
+    base = Scenario.objects.create(owner=owner, name="7B", spec={
+        "model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100-cxl", "num_nodes": 1},
+        "training": {"micro_batch_size": 1, "global_batch_size": 8, "seq_len": 2048},
+        "strategy": {"kind": "zero_offload"}})
+    made = dict(variants.variants(base.spec, "offload"))
+    kinds = {label: (s["strategy"]["kind"], s["strategy"]["offload_optimizer"],
+                     s["strategy"].get("offload_params")) for label, s in made.items()}
+    assert sorted(kinds.values()) == [("zero_infinity", "nvme", "none"), ("zero_offload", "cpu", None),
+                                      ("zero_offload", "cxl", None)]
+    piped = dict(base.spec, training=dict(base.spec["training"], pipeline_parallel=2),
+                 strategy={"kind": "zero1", "offload_optimizer": "cpu"})
+    notes = []
+    made = variants.variants(piped, "offload", notes)
+    assert [(s["strategy"]["kind"], s["strategy"]["offload_optimizer"]) for _, s in made] == \
+        [("zero1", "cpu"), ("zero1", "cxl")]
+    assert "ZeRO-1 with the optimizer offloaded" in notes[0]

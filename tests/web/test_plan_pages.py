@@ -117,7 +117,10 @@ def test_the_form_sets_the_allowed_strategies_offload_tiers_and_minimum_batch(cl
     run_chunks(plan)
     plan.refresh_from_db()
     assert plan.result["rejected"]["below_min_global_batch"] > 0    # the batch is 64 < 128: all refused
-    assert plan.result["feasible"] == 0 and "No candidate fits" in client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    page = client_owner.get(f"/plans/{plan.pk}/").content.decode()
+    assert plan.result["feasible"] == 0 and "No candidate fits" in page
+    # and what to widen: the most common rejection's lever (planner.infeasible_advice)
+    assert 'id="plan-advice"' in page and "constraints.min_global_batch_size" in page
     r = submit(client_owner)                           # nothing picked: the engine's defaults
     assert "space" not in Plan.objects.latest("pk").spec
 

@@ -128,22 +128,39 @@ def variants(spec: dict, question: str, notes: list[str] | None = None) -> list[
         out.append((label, v))
 
     kept = {k: v for k, v in _strategy(base).items() if k in _KEEP}
+    pp = int((services.resolve(base).get("training") or {}).get("pipeline_parallel") or 1)
+    no_pipeline = (f"DeepSpeed's pipeline engine runs ZeRO stage 0 or 1 only, and this scenario "
+                   f"has pipeline_parallel {pp}")
     if question == "sharding":
         group, why = hybrid_shard_group(services.resolve(base))
-        with_("ZeRO-2", strategy=dict(kept, kind="zero2"))
-        with_("ZeRO-3", strategy=dict(kept, kind="zero3"))
+        if pp > 1:
+            notes.append(f"ZeRO-2 and ZeRO-3 left out: {no_pipeline}; ZeRO-1 and FSDP full shard instead.")
+            with_("ZeRO-1", strategy=dict(kept, kind="zero1"))
+            with_("FSDP full shard", strategy=dict(kept, kind="fsdp_full_shard"))
+        else:
+            with_("ZeRO-2", strategy=dict(kept, kind="zero2"))
+            with_("ZeRO-3", strategy=dict(kept, kind="zero3"))
         if group is None:
             notes.append(why)
         else:
             with_("FSDP hybrid", strategy=dict(kept, kind="fsdp_hybrid_shard", shard_group_size=group))
     elif question == "offload":
-        kind = _strategy(base).get("kind")
-        kind = kind if kind in ("zero_offload", "zero_infinity") else "zero_infinity"
+        base_kind = _strategy(base).get("kind")
+        base_kind = base_kind if base_kind in ("zero_offload", "zero_infinity") else "zero_infinity"
+        if pp > 1:
+            # ZeRO-1 offloads the optimizer to host memory with a pipeline (BLOOM's setup)
+            base_kind = "zero1"
+            notes.append(f"ZeRO-Offload (stage 2) and ZeRO-Infinity (stage 3) left out: {no_pipeline}; "
+                         "ZeRO-1 with the optimizer offloaded instead, which cannot use NVMe.")
         has_cxl = "cxl" in (services.resolve(base)["cluster"].get("tiers") or {})
         for target, label in (("cpu", "CPU DDR"), ("nvme", "NVMe"), ("cxl", "CXL")):
+            # NVMe swapping is ZeRO-3's: ZeRO-Offload's NVMe variant is ZeRO-Infinity's
+            kind = "zero_infinity" if target == "nvme" and base_kind == "zero_offload" else base_kind
+            if target == "nvme" and kind == "zero1":
+                continue
             strategy = dict(kept, kind=kind, offload_optimizer=target)
             if kind == "zero_infinity":
-                strategy["offload_params"] = target
+                strategy["offload_params"] = target if base_kind == "zero_infinity" else "none"
             if target == "cxl" and not has_cxl:
                 cluster = copy.deepcopy(base.get("cluster") or {})
                 cluster["tiers"] = dict(cluster.get("tiers") or {})
