@@ -225,3 +225,22 @@ def test_deleting_a_scenario_cancels_its_running_run_and_the_worker_stops_quietl
     waiting.refresh_from_db()
     assert waiting.status == "succeeded"
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+# ---------------------------------------------------------------- the pages
+PAGES = {"scenarios": "/scenarios/{}/", "comparisons": "/compare/{}/", "sweeps": "/sweeps/{}/", "plans": "/plans/{}/"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_only_the_owners_page_has_rename_and_delete(client, owner, teammate, kind, vite_manifest):
+    obj = make(kind, owner)
+    for user, mine in ((owner, True), (teammate, False)):
+        client.force_login(user)
+        page = client.get(PAGES[kind].format(obj.pk)).content.decode()
+        assert ('id="manage"' in page) is mine and ('id="delete"' in page) is mine
+        if mine:
+            assert f'data-api-url="/api/v1/{kind}/{obj.pk}/"' in page
+    token = ShareLink.objects.create(owner=owner, **{kind[:-1]: obj}).token
+    client.logout()
+    shared = client.get(f"/s/{token}/").content.decode()
+    assert obj.name in shared and 'id="manage"' not in shared
