@@ -89,3 +89,29 @@ def test_a_teammate_sees_no_rename_or_delete(page, live_url, user_admin, django_
     page.wait_for_selector("#read-only-note")
     assert page.locator("#manage").count() == 0 and page.locator("#delete").count() == 0
     assert not page.js_errors
+
+
+def test_the_owner_deletes_a_comparison_from_the_list(page, live_url, user_admin, example_spec, django_user_model):
+    from django.contrib.auth.models import Group
+
+    from tierlab.dashboard import comparisons
+    from tierlab.dashboard.models import Comparison
+    from tierlab.scenarios.models import Scenario
+
+    a, b = (Scenario.objects.create(owner=user_admin, name=n, spec=example_spec) for n in ("a", "b"))
+    mine = comparisons.create_comparison(user_admin, [a.pk, b.pk], "to tidy away")
+    mate = django_user_model.objects.create_user(username="mate", password="pw-for-mate-123")
+    Group.objects.create(name="team").user_set.add(user_admin, mate)
+    c, d = (Scenario.objects.create(owner=mate, name=n, spec=example_spec) for n in ("c", "d"))
+    theirs = comparisons.create_comparison(mate, [c.pk, d.pk], "the team's")
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/compare/")
+    page.wait_for_selector("#comparison-list button.delete-row:not([hidden])")
+    assert page.locator("#comparison-list button.delete-row").count() == 1      # not on the team's row
+    page.once("dialog", lambda dlg: dlg.accept())
+    page.click("#comparison-list button.delete-row")
+    page.wait_for_selector("#comparison-list >> text=to tidy away", state="detached")
+    assert "the team's" in page.inner_text("#comparison-list")
+    assert not Comparison.objects.filter(pk=mine.pk).exists() and Comparison.objects.filter(pk=theirs.pk).exists()
+    assert Scenario.objects.filter(pk__in=[a.pk, b.pk]).count() == 2            # its scenarios stay
+    assert not page.js_errors

@@ -244,3 +244,17 @@ def test_only_the_owners_page_has_rename_and_delete(client, owner, teammate, kin
     client.logout()
     shared = client.get(f"/s/{token}/").content.decode()
     assert obj.name in shared and 'id="manage"' not in shared
+
+
+def test_list_pages_have_delete_on_the_owners_rows_only(client, owner, teammate, vite_manifest):
+    mine = {kind: make(kind, owner) for kind in KINDS}
+    theirs = Scenario.objects.create(owner=teammate, name="theirs", spec=spec())
+    client.force_login(owner)
+    scenarios = client.get("/scenarios/").content.decode()
+    assert f'data-api-url="/api/v1/scenarios/{mine["scenarios"].pk}/"' in scenarios
+    assert f'data-api-url="/api/v1/scenarios/{theirs.pk}/"' not in scenarios
+    index = client.get("/compare/").content.decode()
+    for kind in ("comparisons", "sweeps", "plans"):
+        assert f'data-api-url="/api/v1/{kind}/{mine[kind].pk}/"' in index
+    client.force_login(teammate)
+    assert "delete-row" not in client.get("/compare/").content.decode()

@@ -84,3 +84,24 @@ function setUpManage(panel: HTMLElement): void {
 
 const managePanel = document.getElementById("manage");
 if (managePanel) setUpManage(managePanel);
+
+// A list row's Delete (the owner's rows): asks first, then the row goes; a refusal (a
+// scenario that comparisons use) is shown beside the button.
+for (const button of document.querySelectorAll<HTMLButtonElement>("button.delete-row")) {
+  const status = document.createElement("small");
+  status.className = "manage-status error";
+  status.setAttribute("aria-live", "polite");
+  button.after(status);
+  button.addEventListener("click", async () => {
+    if (!window.confirm(confirmText(button.dataset.kind ?? "", button.dataset.name ?? ""))) return;
+    button.disabled = true;
+    try {
+      await remove(button.dataset.apiUrl ?? "");
+      button.closest("tr")?.remove();
+    } catch (err) {
+      button.disabled = false;
+      status.textContent = errorText(err);
+    }
+  });
+  button.hidden = false;
+}
