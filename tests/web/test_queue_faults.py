@@ -179,6 +179,43 @@ def test_a_running_run_cancelled_stops_at_its_next_progress_step(
     assert run.status == "failed" and run.error == "cancelled by owner" and run.result is None
 
 
+# ---------------------------------------------------------------- deleted while it runs
+def test_a_running_run_whose_scenario_is_deleted_stops_quietly(owner, owner_api, example_spec, queue, procs,
+                                                               tmp_path):
+    worker = start_worker(tmp_path, queue, "gone", env=worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=20))
+    procs.append(worker)
+    run = new_run(owner, example_spec)
+    wait_status(run.pk, {"running"}, timeout=30)
+
+    assert owner_api.delete(f"/api/v1/scenarios/{run.scenario_id}/").status_code == 204
+    worker.wait_for_log(f"run {run.pk} stopped: it was deleted", timeout=5)
+    worker.wait_for_log("succeeded in", timeout=5)          # the task ended, its process is free
+    assert not Run.objects.filter(pk=run.pk).exists()
+    assert "Traceback" not in worker.log() and "ERROR" not in worker.log()
+
+
+def test_a_running_sweep_deleted_is_cancelled_and_its_chunk_stops_quietly(owner, owner_api, example_spec, queue,
+                                                                         procs, tmp_path, settings):
+    from tierlab.dashboard import sweeps
+    from tierlab.dashboard.models import Sweep
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_SWEEP_CHUNK_POINTS = 2
+    worker = start_worker(tmp_path, queue, "sweep-gone", env=worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=3))
+    procs.append(worker)
+    base = Scenario.objects.create(owner=owner, name="base", spec=example_spec)
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "training.seq_len", "values": [512, 1024, 2048, 4096]}])
+    assert sweep.chunks.count() == 2
+    poll(lambda: sweep.chunks.filter(status="running").count(), bool, timeout=30)
+
+    assert owner_api.delete(f"/api/v1/sweeps/{sweep.pk}/").status_code == 204
+    assert not Sweep.objects.filter(pk=sweep.pk).exists() and not SweepChunk.objects.filter(sweep_id=sweep.pk).exists()
+    worker.wait_for_log(f"its sweep {sweep.pk} was deleted; result dropped", timeout=15)
+    # the second chunk's message, if the broker still delivers it, finds nothing to do
+    worker.wait_for_log("nothing to do (gone)", timeout=15)
+    assert "Traceback" not in worker.log() and "ERROR" not in worker.log()
+
+
 # ---------------------------------------------------------------- identical input, once
 def test_identical_input_queued_twice_is_computed_once(owner, example_spec, queue, procs, tmp_path):
     worker = start_worker(tmp_path, queue, "once", env=worker_env(queue, TIERLAB_TEST_TASK_SLEEP_S=1.5))

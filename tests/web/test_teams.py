@@ -149,9 +149,15 @@ def test_only_the_owner_cancels_a_sweep(owner_api, teammate_api, stranger_api, o
 
 
 @pytest.mark.parametrize("method", ["put", "patch", "delete"])
-def test_nobody_edits_or_deletes_through_the_api(owner_api, teammate_api, stranger_api, objects, method):
-    for url in (f"/api/v1/scenarios/{objects.scenario.pk}/", f"/api/v1/runs/{objects.run.pk}/",
-                f"/api/v1/comparisons/{objects.comparison.pk}/", f"/api/v1/sweeps/{objects.sweep.pk}/"):
+def test_nobody_edits_a_run_or_replaces_an_object_through_the_api(owner_api, teammate_api, stranger_api, objects,
+                                                                  method):
+    """A run is the engine's record: read-only for all. The others are renamed (PATCH) and
+    deleted by their owner only (tests/web/test_rename_delete.py); PUT replaces nothing."""
+    urls = [f"/api/v1/runs/{objects.run.pk}/"]
+    if method == "put":
+        urls += [f"/api/v1/scenarios/{objects.scenario.pk}/", f"/api/v1/comparisons/{objects.comparison.pk}/",
+                 f"/api/v1/sweeps/{objects.sweep.pk}/"]
+    for url in urls:
         for api in (owner_api, teammate_api, stranger_api):
             assert getattr(api, method)(url, {}, format="json").status_code == 405, (url, method)
 

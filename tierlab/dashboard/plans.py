@@ -219,7 +219,10 @@ def _settle(plan: Plan) -> None:
 
 def finish_chunk(chunk: PlanChunk, result: dict | None, status: str, reason: str = "") -> None:
     with transaction.atomic():
-        plan = Plan.objects.select_for_update().get(pk=chunk.plan_id)
+        plan = Plan.objects.select_for_update().filter(pk=chunk.plan_id).first()
+        if plan is None:               # deleted meanwhile (tierlab.dashboard.removal): nothing to write
+            log.info("plan chunk %s: its plan %s was deleted; result dropped", chunk.pk, chunk.plan_id)
+            return
         fields = dict(status=status, error=reason, finished_at=timezone.now())
         if result is not None:
             fields.update(result=result, done=result["done"], feasible=result["feasible"],
@@ -234,6 +237,11 @@ def _best_of(result: dict) -> dict | None:
         return None
     best = min(kept, key=lambda r: (planner._rank_key(r), r["index"]))    # the engine's ranking
     return planner._brief(best)
+
+
+def _cancel_requested(plan_id: int) -> bool:
+    """The plan was cancelled, or deleted (a delete cancels it first)."""
+    return not Plan.objects.filter(pk=plan_id, cancelled=False).exists()
 
 
 def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
@@ -274,14 +282,14 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     def progress(p: dict) -> None:
         best = None if jobs.unstorable(p["best"]) else p["best"]     # inf/NaN: jsonb refuses it
         PlanChunk.objects.filter(pk=chunk.pk).update(done=p["done"], feasible=p["feasible"], best=best)
-        if Plan.objects.filter(pk=plan.pk, cancelled=True).exists():
+        if _cancel_requested(plan.pk):
             raise _Cancelled
 
     result, status, reason = None, PlanChunk.Status.DONE, ""
     try:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
             services._test_sleep()
-        if Plan.objects.filter(pk=plan.pk, cancelled=True).exists():
+        if _cancel_requested(plan.pk):
             raise _Cancelled
         result = planner.plan_chunk(plan.spec, chunk.index, chunk.n_chunks, progress=progress,
                                     every=PROGRESS_EVERY, **services.catalog_lookups())

@@ -553,7 +553,10 @@ def finish_chunk(chunk: SweepChunk, results: list, status: str, reason: str = ""
     """Write the chunk's results (points without one get ``reason``) and settle the sweep."""
     sweep_values = None
     with transaction.atomic():
-        sweep = Sweep.objects.select_for_update().get(pk=chunk.sweep_id)
+        sweep = Sweep.objects.select_for_update().filter(pk=chunk.sweep_id).first()
+        if sweep is None:              # deleted meanwhile (tierlab.dashboard.removal): nothing to write
+            log.info("sweep chunk %s: its sweep %s was deleted; result dropped", chunk.pk, chunk.sweep_id)
+            return
         if len(results) < chunk.size:
             sweep_values = grid_values(sweep.axes)
             point_status = "cancelled" if status == SweepChunk.Status.CANCELLED else "failed"
@@ -563,7 +566,8 @@ def finish_chunk(chunk: SweepChunk, results: list, status: str, reason: str = ""
 
 
 def _cancel_requested(sweep_id: int) -> bool:
-    return Sweep.objects.filter(pk=sweep_id, cancelled=True).exists()
+    """The sweep was cancelled, or deleted (a delete cancels it first)."""
+    return not Sweep.objects.filter(pk=sweep_id, cancelled=False).exists()
 
 
 def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:

@@ -6,7 +6,7 @@ and its runs (others get 404); only the owner starts runs (a team member gets 40
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
 from tierlab.api import StrictPageNumberPagination, engine_error_detail, reject_body
+from tierlab.editing import RenameDeleteMixin, delete_schema, rename_schema
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios import profiles, services
 from tierlab.scenarios.filters import RunFilter, ScenarioFilter
@@ -30,9 +31,17 @@ class Pages(StrictPageNumberPagination):
     max_page_size = 500
 
 
-class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+@extend_schema_view(
+    partial_update=rename_schema(ScenarioSerializer, "scenario"),
+    destroy=delete_schema("scenario", "Its runs go with it (a queued or running one is cancelled "
+                          "first); a sweep made from it keeps its own copy.", in_use=(
+                              "Saved comparisons use the scenario: `{\"detail\": \"...\", \"comparisons\": "
+                              "[{\"id\", \"name\"}]}`; nothing is deleted. Delete those comparisons first.")))
+class ScenarioViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Your scenarios and your team's. POST `{name, scenario}`; the engine validates it first.
-    Filter with `?q=` (name contains) and `?owner=` (username)."""
+    PATCH `{name}` renames it and DELETE deletes it (its owner; the scenario itself and its
+    results never change: duplicate it to change it). Filter with `?q=` (name contains) and
+    `?owner=` (username)."""
 
     serializer_class = ScenarioSerializer
     pagination_class = Pages
@@ -51,6 +60,11 @@ class ScenarioViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             serializer.instance = services.create_scenario(self.request.user, data["name"], data["spec"])
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
+
+    def delete_object(self, obj):
+        from tierlab.dashboard import removal
+
+        removal.delete_scenario(obj, self.request.user)
 
     @extend_schema(methods=["GET"], responses=RunListSerializer(many=True), filters=False, parameters=[
         OpenApiParameter("status", str, enum=Run.Status.values, description="Only runs in this state.")])

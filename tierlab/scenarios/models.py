@@ -124,12 +124,13 @@ class Run(models.Model):
             raise RunStopped(self.pk)
 
     def _finish(self, allowed, **fields) -> bool:
-        """Write these fields unless the run already has an outcome (a cancel, the stale check)."""
+        """Write these fields unless the run already has an outcome (a cancel, the stale check)
+        or is gone (its scenario was deleted: then the object keeps what it had)."""
         updated = Run.objects.filter(pk=self.pk, status__in=allowed).update(**fields)
         if updated:
             for name, value in fields.items():
                 setattr(self, name, value)
-        else:
+        elif Run.objects.filter(pk=self.pk).exists():
             self.refresh_from_db()
         return bool(updated)
 

@@ -369,6 +369,9 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
             _test_sleep(check=lambda: run.set_progress(0.0))
         result = evaluate_resolved(run.input, progress=run.set_progress)
     except RunStopped:
+        if not Run.objects.filter(pk=run_id).exists():      # its scenario was deleted
+            log.info("run %s stopped: it was deleted", run_id)
+            return
         run.refresh_from_db()
         log.info("run %s stopped: %s", run_id, run.error or run.status)
     except ScenarioError as exc:

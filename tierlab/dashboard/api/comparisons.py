@@ -1,26 +1,31 @@
 """REST API of comparisons: list, detail, create (a run of each scenario)."""
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
 from tierlab.access import API_PERMISSIONS
-from tierlab.dashboard import comparisons
+from tierlab.dashboard import comparisons, removal
 from tierlab.dashboard.api.common import bad_request, schema_only
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.filters import ComparisonFilter
 from tierlab.dashboard.models import Comparison
 from tierlab.dashboard.serializers.comparisons import (ComparisonCreateSerializer, ComparisonListSerializer,
                                                        ComparisonSerializer)
+from tierlab.editing import RenameDeleteMixin, delete_schema, rename_schema
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios.api import Pages
 
 
-class ComparisonViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+@extend_schema_view(
+    partial_update=rename_schema(ComparisonSerializer, "comparison"),
+    destroy=delete_schema("comparison", "Its scenarios and their runs stay."))
+class ComparisonViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Your comparisons and your team's. POST `{scenarios: [ids], name?}` (2–8 of your
-    scenarios) starts a run of each (identical inputs reuse a stored result) and returns 201.
-    Filter with `?q=`, `?owner=`, `?scenario=`."""
+    scenarios) starts a run of each (identical inputs reuse a stored result) and returns 201;
+    PATCH `{name}` renames one and DELETE deletes it (its owner). Filter with `?q=`,
+    `?owner=`, `?scenario=`."""
 
     pagination_class = Pages
     permission_classes = API_PERMISSIONS
@@ -50,3 +55,6 @@ class ComparisonViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             raise bad_request(exc) from None
         return Response(ComparisonSerializer(comparison).data, status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/comparisons/{comparison.pk}/"})
+
+    def delete_object(self, obj):
+        removal.delete_comparison(obj)

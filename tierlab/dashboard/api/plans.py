@@ -2,7 +2,7 @@
 save a ranked candidate as a scenario, compare the top three."""
 
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
 from tierlab.api import reject_body
-from tierlab.dashboard import plans
+from tierlab.dashboard import plans, removal
 from tierlab.dashboard.api.common import bad_request, schema_only
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.filters import PlanFilter
@@ -18,17 +18,23 @@ from tierlab.dashboard.models import Plan
 from tierlab.dashboard.serializers.comparisons import ComparisonSerializer
 from tierlab.dashboard.serializers.plans import (PlanCreateSerializer, PlanListSerializer,
                                                  PlanSaveSerializer, PlanSerializer)
+from tierlab.editing import RenameDeleteMixin, delete_schema, rename_schema
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios.api import Pages
 from tierlab.scenarios.serializers import ScenarioSerializer
 
 
-class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+@extend_schema_view(
+    partial_update=rename_schema(PlanSerializer, "plan"),
+    destroy=delete_schema("plan", "A queued or running plan is cancelled first: no chunk runs for it "
+                          "afterwards. Scenarios saved from it stay."))
+class PlanViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Your plans and your team's: the planner's search for the best configuration of a model
     on a cluster. POST `{spec, name?}` queues one Celery task per chunk of the candidate space
     (202); GET follows progress (done, feasible, best so far) and, once finished, the ranked
     answer, the Pareto front and the rejected counts; POST cancel/ (its owner) stops it; POST
-    save/ `{rank}` saves a ranked candidate as your scenario; POST compare/ compares the top three.
+    save/ `{rank}` saves a ranked candidate as your scenario; POST compare/ compares the top three;
+    PATCH `{name}` renames it and DELETE deletes it (its owner; a running one is cancelled first).
     Filter with `?status=`, `?q=`, `?owner=`."""
 
     pagination_class = Pages
@@ -108,3 +114,6 @@ class PlanViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             raise bad_request(exc) from None
         return Response(ComparisonSerializer(comparison).data, status=status.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/comparisons/{comparison.pk}/"})
+
+    def delete_object(self, obj):
+        removal.delete_plan(obj)

@@ -2,7 +2,7 @@
 
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -10,12 +10,13 @@ from rest_framework.response import Response
 from simulation import ScenarioError
 from tierlab.access import API_PERMISSIONS
 from tierlab.api import reject_body
-from tierlab.dashboard import sweeps
+from tierlab.dashboard import removal, sweeps
 from tierlab.dashboard.api.common import bad_request, schema_only
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.filters import SweepFilter
 from tierlab.dashboard.models import Sweep
 from tierlab.dashboard.serializers.sweeps import SweepCreateSerializer, SweepListSerializer, SweepSerializer
+from tierlab.editing import RenameDeleteMixin, delete_schema, rename_schema
 from tierlab.idempotency import IDEMPOTENCY_KEY, idempotent
 from tierlab.scenarios.api import Pages
 
@@ -45,12 +46,17 @@ def with_points_url(data: dict, pk: int) -> dict:
     return dict(data, points_url=f"/api/v1/sweeps/{pk}/?points=all")
 
 
-class SweepViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+@extend_schema_view(
+    partial_update=rename_schema(SweepSerializer, "sweep"),
+    destroy=delete_schema("sweep", "A queued or running sweep is cancelled first: no chunk runs for it "
+                          "afterwards."))
+class SweepViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Your sweeps and your team's. POST `{scenario: id, axes: [{path, values}], name?}` queues
     one Celery task per chunk of points (202; the response carries no points, `points_url`
     says where they are); GET follows progress and results (`?points=none` without the
     points, for a poll; `?points=start:stop` a page of them); POST cancel/ (its owner) stops
-    it. Filter with `?status=`, `?q=`, `?owner=`, `?scenario=`."""
+    it; PATCH `{name}` renames it and DELETE deletes it (its owner; a running one is cancelled
+    first). Filter with `?status=`, `?q=`, `?owner=`, `?scenario=`."""
 
     pagination_class = Pages
     permission_classes = API_PERMISSIONS
@@ -103,3 +109,9 @@ class SweepViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except InputError as exc:
             raise bad_request(exc) from None
         return Response(SweepSerializer(sweep).data)
+
+    def delete_object(self, obj):
+        removal.delete_sweep(obj)
+
+    def renamed(self, obj):
+        return with_points_url(SweepSerializer(obj, context={"points": None}).data, obj.pk)

@@ -1,4 +1,4 @@
-"""The share panel: a page's links to one object, with Copy and Revoke, and a button for a new one."""
+"""The owner's panels of a page: share links (Copy, Revoke, a new one) and Rename / Delete."""
 
 from django import template
 
@@ -26,3 +26,17 @@ def variant_buttons(context, scenario):
     engine reports for it: the comparison's columns were identical)."""
     questions = list(QUESTIONS.items()) if scenario.has_transformer else []
     return {"scenario": scenario, "questions": questions, "csrf_token": context.get("csrf_token")}
+
+
+# kind -> (its API collection, the page a deleted one's owner is sent to)
+_MANAGED = {"scenario": ("scenarios", "/scenarios/"), "comparison": ("comparisons", "/compare/"),
+            "sweep": ("sweeps", "/compare/"), "plan": ("plans", "/compare/")}
+
+
+@register.inclusion_tag("dashboard/_manage_panel.html")
+def manage_panel(kind: str, target):
+    """Rename and Delete of ``target`` (its owner's page only: the caller checks can_change);
+    src/pages/share_panel.ts shows and drives it (PATCH / DELETE on its API URL)."""
+    collection, after_delete = _MANAGED[kind]
+    return {"kind": kind, "target": target, "api_url": f"/api/v1/{collection}/{target.pk}/",
+            "after_delete_url": after_delete}
