@@ -581,7 +581,7 @@ def _settle(sweep: Sweep) -> None:
             fields["error"] = (f"{sum(c.size for c in failed)} of {sweep.total_points} points failed: "
                                + "; ".join(sorted({c.error for c in failed})))
         elif all_failed:
-            first = next(c.first_failure for c in chunks if c.first_failure)
+            first = next((c.first_failure for c in chunks if c.first_failure), None) or {"index": 0, "error": "failed"}
             fields["error"] = (f"all {plural(sweep.total_points, 'point')} failed, none was evaluated; "
                                f"the first (point {first['index'] + 1}): {first['error']}")
     Sweep.objects.filter(pk=sweep.pk).update(**fields)
