@@ -3,6 +3,7 @@ worker: build a scenario and duplicate it, compare three, run a sweep and watch 
 reach 100%, open a share link logged out, and revoke it."""
 
 import re
+import uuid
 
 import pytest
 
@@ -144,7 +145,9 @@ def test_run_a_sweep_and_watch_progress_reach_100(page, live_url, user_admin, ca
     assert all(u.endswith("/?points=none") or re.search(r"/sweeps/\d+/$", u) for u in sweep_gets), sweep_gets
     light = [u for u in sweep_gets if u.endswith("?points=none")]
     assert light and len(sweep_gets) - len(light) <= len(light) + 1, sweep_gets
-    assert "9 of 9 points (100%) in 5 jobs" in page.locator("#sweep-progress-text").inner_text()
+    # the 3 invalid points failed: counted apart, with the first one's error naming the field
+    text = page.locator("#sweep-progress-text").inner_text()
+    assert text.startswith("6 of 9 points evaluated (67%) in 5 jobs; 3 failed: training.global_batch_size: "), text
     seen = page.evaluate("window.__progress")
     assert seen[-1] == 100 and seen == sorted(seen), seen
     assert page.locator("#sweep-cancel").is_hidden()
@@ -214,3 +217,37 @@ def test_open_a_share_link_logged_out_then_revoke_it(page, browser, live_url, us
     finally:
         anonymous.close()
     assert page.js_errors == []
+
+
+def test_a_shared_sweep_page_polls_the_light_form(page, browser, live_url, user_admin, catalog, settings):
+    """The share link's page polled its link's full answer (every point, ~7 MB at 10,000)
+    on every poll; now it polls ?points=none as the owner's page does and reads the points
+    once they changed, and at the end. No worker reads the sweep's queue: the page polls
+    the queued sweep, then the test runs the chunks itself."""
+    from tests.web.dashboard_helpers import run_chunks
+    from tierlab.dashboard import sharing, sweeps
+    from tierlab.scenarios.models import Scenario
+
+    settings.TIERLAB_RUN_QUEUE = f"tierlab-test-{uuid.uuid4().hex[:8]}"   # no worker reads it
+    base = Scenario.objects.create(owner=user_admin, name="7B", spec=spec(**{"training.global_batch_size": 32}))
+    sweep = sweeps.create_sweep(user_admin, base.pk, [{"path": "cluster.num_nodes", "values": [1, 2]},
+                                                      {"path": "training.micro_batch_size", "values": [1, 2, 4]}])
+    link = sharing.create_share(user_admin, "sweep", sweep.pk)
+    anonymous = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        viewer = anonymous.new_page()
+        gets = []
+        viewer.on("request", lambda r: gets.append(r.url) if "/api/v1/shared/" in r.url else None)
+        viewer.goto(f"{live_url}/s/{link.token}/")
+        wait_until(viewer, "() => Number(document.getElementById('sweep-root').dataset.polls) >= 3", timeout_s=30)
+        run_chunks(sweep)
+        viewer.wait_for_selector("#sweep-root[data-ready='true']", timeout=30_000)
+        assert viewer.locator("#sweep-root").get_attribute("data-status") == "succeeded"
+        light = [u for u in gets if u.endswith(f"/api/v1/shared/{link.token}/?points=none")]
+        full = [u for u in gets if u.endswith(f"/api/v1/shared/{link.token}/")]
+        assert len(light) >= 4 and len(light) + len(full) == len(gets), gets
+        assert len(full) <= 3, gets           # the first draw, at most one while it ran, the end
+        assert viewer.locator("#sweep-table tbody tr").count() == 6
+        assert viewer.locator("#sweep-cancel").is_hidden()
+    finally:
+        anonymous.close()

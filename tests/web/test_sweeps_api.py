@@ -61,8 +61,10 @@ def test_chunks_fill_in_results_progress_and_the_pareto_front(owner_api, base, s
     first = SweepChunk.objects.order_by("start").first()
     sweeps.execute_chunk(first.pk)
     body = owner_api.get(f"{URL}{pk}/").json()
-    assert body["status"] == "running" and body["done_points"] == 4 and body["progress"] == pytest.approx(4 / 6)
-    assert [p["status"] for p in body["points"]] == ["done"] * 4 + ["pending"] * 2
+    # point 2 (1 node x micro batch 3) is invalid: it failed, it is not one evaluated
+    assert body["status"] == "running" and body["progress"] == pytest.approx(4 / 6)
+    assert (body["done_points"], body["failed_points"]) == (3, 1)
+    assert [p["status"] for p in body["points"]] == ["done", "done", "failed", "done"] + ["pending"] * 2
     run_chunks()
     body = owner_api.get(f"{URL}{pk}/").json()
     assert body["status"] == "succeeded" and body["progress"] == 1.0 and body["finished_at"]
@@ -209,8 +211,11 @@ def test_a_chunk_that_crashes_marks_its_points_failed_with_the_reason(owner_api,
         sweeps.execute_chunk(second.pk)
     body = owner_api.get(f"{URL}{pk}/").json()
     assert body["status"] == "succeeded"              # the sweep ends; its failed points say why
-    assert [p["status"] for p in body["points"]] == ["done"] * 3 + ["failed"] * 3
+    # point 2 is invalid (micro batch 3 does not divide 16): failed too, by the engine
+    assert [p["status"] for p in body["points"]] == ["done", "done", "failed"] + ["failed"] * 3
     assert body["points"][5]["error"] == "engine error: MemoryError: out of memory"
+    assert body["points"][5]["valid"] is None and body["points"][2]["valid"] is False   # never judged / refused
+    assert (body["done_points"], body["failed_points"]) == (2, 4)
     assert body["error"] == "3 of 6 points failed: engine error: MemoryError: out of memory"
 
 
@@ -430,10 +435,113 @@ def test_the_detail_without_points_or_a_page_of_them(owner_api, base, settings):
     light = owner_api.get(f"{URL}{pk}/?points=none").json()
     assert "points" not in light and light["points_url"] == f"{URL}{pk}/?points=all"
     assert {k: v for k, v in full.items() if k != "points"} == light
-    assert light["done_points"] == 4 and light["status"] == "running"
+    assert (light["done_points"], light["failed_points"]) == (3, 1) and light["status"] == "running"
     page = owner_api.get(f"{URL}{pk}/?points=2:5").json()["points"]
     assert [p["index"] for p in page] == [2, 3, 4] and page == full["points"][2:5]
     assert owner_api.get(f"{URL}{pk}/?points=5:100").json()["points"] == full["points"][5:]
     for bad in ("some", "3:1", "-1:2", "1:"):
         r = owner_api.get(f"{URL}{pk}/?points={bad}")
         assert r.status_code == 400 and "points" in r.json(), bad
+
+
+def test_failed_points_are_counted_apart_with_the_first_error(owner_api, base):
+    """A point the engine refuses (invalid) failed: it counted as done ("6 of 6 points"),
+    so a sweep whose points were mostly invalid read as a success. The API counts it in
+    failed_points with the first failure's error (naming the field), the light form too
+    (it reads no results), and the point's status and the CSV say failed."""
+    import csv
+    import io
+
+    pk = create(owner_api, base, NODES_X_MICRO).json()["id"]
+    run_chunks()
+    body = owner_api.get(f"{URL}{pk}/").json()
+    # 16 sequences: micro 3 divides neither 8 nor 16 GPUs; 2 nodes x micro 2 is 32 > 16
+    assert (body["done_points"], body["failed_points"], body["cancelled_points"]) == (3, 3, 0)
+    assert body["status"] == "succeeded" and body["progress"] == 1.0 and body["error"] == ""
+    assert body["first_failure"]["index"] == 2
+    assert body["first_failure"]["error"].startswith("training.global_batch_size: ")
+    assert [p["status"] for p in body["points"]] == ["done", "done", "failed", "done", "failed", "failed"]
+    assert all(p["valid"] is False for p in body["points"] if p["status"] == "failed")
+    light = owner_api.get(f"{URL}{pk}/?points=none").json()
+    assert {k: light[k] for k in ("done_points", "failed_points", "first_failure")} == \
+        {k: body[k] for k in ("done_points", "failed_points", "first_failure")}
+    rows = list(csv.DictReader(io.StringIO(owner_api.get(f"{URL}{pk}/points.csv").content.decode())))
+    assert [x["status"] for x in rows] == [p["status"] for p in body["points"]]
+    assert "global_batch_size" in rows[2]["error"]
+
+
+def test_a_sweep_whose_every_point_is_invalid_is_failed(owner_api, base):
+    """Each micro batch is refused in combination (the global batch it does not divide), so
+    the sweep is made; every point fails, and the sweep says so instead of "succeeded"."""
+    r = create(owner_api, base, [{"path": "training.micro_batch_size", "values": [3, 5]}])
+    assert r.status_code == 202, r.json()
+    run_chunks()
+    body = owner_api.get(f"{URL}{r.json()['id']}/").json()
+    assert (body["done_points"], body["failed_points"], body["progress"]) == (0, 2, 1.0)
+    assert body["status"] == "failed", body
+    assert body["error"].startswith("all 2 points failed, none was evaluated; the first (point 1): "
+                                    "training.global_batch_size: "), body["error"]
+    assert owner_api.get(URL, {"status": "failed"}).json()["results"][0]["progress"] == 1.0
+
+
+def test_a_chunk_counts_its_failures_as_it_runs(base, owner, settings):
+    """A running chunk writes the failed points beside the evaluated ones, with the first
+    failure, at each progress write (not only when it ends)."""
+    sweep = sweeps.create_sweep(owner, base.pk, [{"path": "training.micro_batch_size", "values": [1, 3, 2, 5]}])
+    chunk = sweep.chunks.get()
+    seen = []
+    real = sweeps._cancel_requested
+
+    def look(sweep_id):
+        chunk.refresh_from_db()
+        seen.append((chunk.done, chunk.failed, (chunk.first_failure or {}).get("index")))
+        return real(sweep_id)
+
+    with mock.patch.object(sweeps, "PROGRESS_EVERY_S", 0), mock.patch.object(sweeps, "_cancel_requested", look):
+        sweeps.execute_chunk(chunk.pk)
+    assert seen == [(0, 0, None), (1, 0, None), (1, 1, 1), (2, 1, 1)]
+    chunk.refresh_from_db()
+    assert (chunk.done, chunk.failed, chunk.first_failure["index"]) == (2, 2, 1)
+
+
+def test_a_value_refused_inside_the_section_it_sets_is_a_400(owner_api, base):
+    """The default framework (huggingface) does FP8 through torchao, whose recipes are
+    tensorwise and rowwise: an axis setting training.fp8 whole to the delayed recipe made
+    every point invalid (the engine names training.fp8.recipe, not the axis's path); now a
+    400 naming the value, with the engine's message, and nothing saved."""
+    r = create(owner_api, base, [{"path": "training.micro_batch_size", "values": [1, 2]},
+                                 {"path": "training.fp8", "values": [None, {"recipe": "rowwise"},
+                                                                     {"recipe": "delayed"}]}])
+    assert r.status_code == 400, r.json()
+    assert list(r.json()) == ["axes.1.values.2"]
+    message = r.json()["axes.1.values.2"][0]
+    assert message.startswith("training.fp8.recipe: delayed is not a recipe of torchao") and "tensorwise" in message
+    assert "at every point of the grid" in message
+    assert not Sweep.objects.exists()
+
+
+def test_a_value_valid_under_one_framework_of_the_grid_stays_a_result(owner_api, base):
+    """Delayed scaling is Transformer Engine's (Megatron), not torchao's: with both
+    frameworks on an axis the value is valid somewhere, so the sweep is made and the
+    huggingface point fails, counted as failed."""
+    r = create(owner_api, base, [{"path": "training.framework", "values": ["huggingface", "megatron"]},
+                                 {"path": "training.fp8", "values": [{"recipe": "delayed"}]}])
+    assert r.status_code == 202, r.json()
+    run_chunks()
+    body = owner_api.get(f"{URL}{r.json()['id']}/").json()
+    hf, megatron = body["points"]
+    assert hf["status"] == "failed" and hf["valid"] is False and "torchao" in hf["error"]
+    assert megatron["status"] == "done" and megatron["mfu_peak_precision"] == "fp8"
+    assert (body["done_points"], body["failed_points"], body["status"]) == (1, 1, "succeeded")
+
+
+def test_a_10000_point_grid_is_checked_without_evaluating_it(owner_api, base):
+    """Every FP8 value of a 10,000-point grid is refused: the check builds the points'
+    scenarios and never evaluates one."""
+    axes = [{"path": "cluster.num_nodes", "values": list(range(1, 101))},
+            {"path": "training.fp8", "values": [{"recipe": "delayed", "amax_history_len": n} for n in range(1, 101)]}]
+    with mock.patch.object(sweeps.engine_sweep, "evaluate", wraps=sweeps.engine_sweep.evaluate) as ev:
+        r = create(owner_api, base, axes)
+    assert r.status_code == 400, r.json()
+    assert set(r.json()) == {f"axes.1.values.{j}" for j in range(100)}
+    assert ev.call_count == 0 and not Sweep.objects.exists()

@@ -112,7 +112,8 @@ def sweep_csv(payload: dict) -> str:
 
     Columns: index (0-based, the engine's grid order), one per axis (its path; the value
     as the scenario takes it, an object as JSON, a null as its meaning: "off" for FP8,
-    "default" for a number), status (done, pending, failed, cancelled), valid, fits,
+    "default" for a number), status (done: evaluated; failed: the engine refused the
+    scenario, valid false, or its evaluation or chunk failed; pending; cancelled), valid, fits,
     fit_state (fits, tight: it may not fit, does_not_fit; empty for a point not evaluated), pareto (on the cost / step-time front), the numbers in SI units as their names say
     (``step_time_s``, ``hbm_total_bytes``; ``mfu`` and ``goodput`` fractions; ``mfu`` is over
     the peak ``mfu_peak_precision`` names, fp8 for an FP8 point, and ``mfu_16bit_peak`` over

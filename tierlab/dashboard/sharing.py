@@ -57,17 +57,19 @@ def title(link: ShareLink) -> str:
     return link.target.name
 
 
-def shared_payload(link: ShareLink) -> dict:
+def shared_payload(link: ShareLink, points_slice: slice | None = slice(None)) -> dict:
     """What a viewer of the link sees: ``{kind, token, name, owner, created_at, data}``.
 
     ``data`` has the shape of the owner's own API for a comparison or a sweep; a scenario
-    is shown as a comparison of one (plus its JSON).
+    is shown as a comparison of one (plus its JSON). ``points_slice``: a sweep's points to
+    include, as :func:`tierlab.dashboard.sweeps.sweep_payload` takes it (None: the light
+    form a poll reads).
     """
     target = link.target
     if link.kind == "comparison":
         data = dict(comparisons.comparison_payload(target), id=target.pk, name=target.name)
     elif link.kind == "sweep":
-        data = sweeps.sweep_payload(target)
+        data = sweeps.sweep_payload(target, points_slice)
         data["base"] = {"id": None, "name": data["base"]["name"]} if data["base"] else None
     elif link.kind == "plan":
         data = dict(plans.plan_payload(target), url=None)

@@ -3,14 +3,17 @@
 A sweep is split into chunks, one Celery task each: about ``SWEEP_CHUNKS_PER_WORKER``
 chunks for each of the ``SWEEP_WORKERS`` worker processes, fewer points per chunk where its
 points would take long (:func:`chunk_size`), or ``SWEEP_CHUNK_POINTS`` points when that is
-set. A running chunk adds the points it finished to its ``done`` count (``F()``) and checks
+set. A running chunk adds the points it evaluated to its ``done`` count and those that
+failed to ``failed`` (``F()``; the first failure's index and error beside them) and checks
 for a cancel at most every ``PROGRESS_EVERY_S`` seconds, so progress moves without a
 database write per point; when it ends it writes its results and, holding the sweep's row
 (``select_for_update``), settles the sweep once no chunk is left. Cancelling stops queued
 chunks at once and running ones within ``PROGRESS_EVERY_S`` (and the point in hand). Every
-point ends as a result: evaluated (valid or not, fitting or not, see ``simulation.sweep``),
-failed with the chunk's reason, or cancelled; a chunk whose worker died is failed by the
-read-time check, so no sweep stays running forever.
+point ends as a result: evaluated (``done``: a report, fitting or not, see
+``simulation.sweep``), failed (the engine refused its scenario, ``valid`` false; its
+evaluation raised; or its chunk failed, with the chunk's reason), or cancelled; a sweep
+whose every point failed is failed; a chunk whose worker died is failed by the read-time
+check, so no sweep stays running forever.
 """
 
 from __future__ import annotations
@@ -353,9 +356,16 @@ def batch_rule(base_spec: dict | None, axes: list[dict]) -> str:
 
 def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError]:
     """A value that the scenario refuses on its own field at every point of the grid (a word
-    where a number goes, -3 nodes) is a typo, not a finding: a ScenarioError naming
-    ``axes.<k>.values.<j>`` for each such value. Points invalid only in combination (a batch that does not
-    divide, offload the other axis's strategy cannot do) stay results of the sweep. A null
+    where a number goes, -3 nodes, an FP8 recipe the base's framework lacks: delayed on
+    torchao) is a typo, not a finding: a ScenarioError naming ``axes.<k>.values.<j>`` for
+    each such value, with the engine's message (and the field inside the axis's it names,
+    for an axis that sets a section whole: ``training.fp8.recipe`` of ``training.fp8``).
+    Only scenarios are built (``Scenario.from_dict``, tens of microseconds), never evaluated,
+    and a point whose values were all accepted already is skipped, so a 10,000-point grid
+    whose values are valid somewhere builds about a row and a column of it. Points invalid
+    only in combination (a batch that does not divide, offload the other axis's strategy
+    cannot do; a recipe valid under one framework of a framework axis) stay results of the
+    sweep, failed points (``failed_points``). A null
     that the base scenario cannot take by itself is refused wherever the engine's error
     lands, if no point takes it (a null node template leaves no accelerator)."""
     lookups = catalog_lookups()
@@ -381,15 +391,27 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
         for k, j in enumerate(cell):
             if refused[(k, j)] is False:
                 continue
-            on_own_field = error is not None and (error.field == axes[k]["path"] or (k, j) in null_breaks)
-            refused[(k, j)] = error.message if on_own_field else False
-            open_values -= not on_own_field
+            own = None if error is None else (error if (k, j) in null_breaks else _on_field(error, axes[k]["path"]))
+            refused[(k, j)] = False if own is None else (
+                own.message if own.field == axes[k]["path"] else f"{own.field}: {own.message}")
+            open_values -= own is None
         if not open_values:
             break                               # every value was accepted somewhere
     return [ScenarioError(f"axes.{k}.values.{j}", (_null_refusal(axes[k]["path"], null_breaks[(k, j)])
                                                    if (k, j) in null_breaks else message)
                           + " (at every point of the grid)")
             for (k, j), message in refused.items() if message]
+
+
+def _on_field(error: ScenarioError, path: str) -> ScenarioError | None:
+    """The error of ``error`` (one of a ``ScenarioErrors``' several) that names the axis's
+    field ``path`` or a field inside it (``training.fp8.recipe`` for a ``training.fp8``
+    axis that sets the section whole), whatever other field its reason reads (the
+    framework, for an FP8 recipe); None when none does."""
+    for e in getattr(error, "errors", None) or [error]:
+        if e.field == path or e.field.startswith(path + "."):
+            return e
+    return None
 
 
 def _null_breaks_base(base_spec: dict, path: str, lookups: dict) -> ScenarioError | None:
@@ -480,7 +502,7 @@ def enqueue(chunk: SweepChunk) -> None:
 
 def send_again(chunk: SweepChunk, *, count_requeue: bool, expect_status: str) -> bool:
     """Queue ``chunk`` again under a new task id (:func:`tierlab.jobs.send_again`)."""
-    return jobs.send_again(chunk, reset=dict(done=0), count_requeue=count_requeue,
+    return jobs.send_again(chunk, reset=dict(done=0, failed=0, first_failure=None), count_requeue=count_requeue,
                            expect_status=expect_status, enqueue=enqueue)
 
 
@@ -514,20 +536,30 @@ def cancel_sweep(sweep: Sweep) -> Sweep:
 
 # ---------------------------------------------------------------- a chunk, in the worker
 def _left_over(values: list[dict], chunk: SweepChunk, results: list, status: str, reason: str) -> list:
-    """``results`` plus one entry per point of the chunk that has none."""
-    rest = [{"index": i, "values": values[i], "valid": False, "fits": False, "status": status,
-             "error": reason} for i in range(chunk.start + len(results), chunk.stop)]
+    """``results`` plus one entry per point of the chunk that has none (``valid`` null for a
+    failed one: the engine never judged its scenario; false for a cancelled one, as before)."""
+    rest = [{"index": i, "values": values[i], "valid": None if status == "failed" else False, "fits": False,
+             "status": status, "error": reason} for i in range(chunk.start + len(results), chunk.stop)]
     return list(results) + rest
+
+
+def first_failure(results: list) -> dict | None:
+    """``{index, error}`` of the first failed point of ``results``, or None."""
+    failed = next((r for r in results if r.get("status") == "failed"), None)
+    return {"index": failed["index"], "error": failed.get("error") or "failed"} if failed else None
 
 
 def _write_chunk(chunk: SweepChunk, results: list, status: str, error: str, now) -> None:
     """Store the chunk's final ``results`` (one per point): ``done`` counts the points
-    evaluated or failed, ``cancelled`` those cancelled before they ran, so a cancelled
-    sweep's progress is what was evaluated, not 100 %."""
+    evaluated, ``failed`` those that failed (invalid, or their evaluation raised) and
+    ``cancelled`` those cancelled before they ran, so the page can tell them apart and a
+    cancelled sweep's progress is what finished, not 100 %."""
     cancelled = sum(1 for r in results if r.get("status") == "cancelled")
+    failed = sum(1 for r in results if r.get("status") == "failed")
     SweepChunk.objects.filter(pk=chunk.pk).update(status=status, results=results, error=error,
-                                                  done=chunk.size - cancelled, cancelled=cancelled,
-                                                  finished_at=now)
+                                                  done=chunk.size - cancelled - failed, failed=failed,
+                                                  first_failure=first_failure(results),
+                                                  cancelled=cancelled, finished_at=now)
 
 
 def _settle(sweep: Sweep) -> None:
@@ -540,12 +572,18 @@ def _settle(sweep: Sweep) -> None:
     fields = {"pareto": engine_sweep.pareto([r for r in results if r.get("status") == "done"])}
     if not any(c.status in (SweepChunk.Status.QUEUED, SweepChunk.Status.RUNNING) for c in chunks):
         failed = [c for c in chunks if c.status == SweepChunk.Status.FAILED]
+        # every point failed (its chunk, or the engine refused its scenario): not a success
+        all_failed = bool(chunks) and sum(c.failed for c in chunks) == sweep.total_points
         if not sweep.is_finished:
-            fields["status"] = Sweep.Status.FAILED if chunks and len(failed) == len(chunks) else Sweep.Status.SUCCEEDED
+            fields["status"] = Sweep.Status.FAILED if all_failed else Sweep.Status.SUCCEEDED
             fields["finished_at"] = timezone.now()
         if failed:
             fields["error"] = (f"{sum(c.size for c in failed)} of {sweep.total_points} points failed: "
                                + "; ".join(sorted({c.error for c in failed})))
+        elif all_failed:
+            first = next((c.first_failure for c in chunks if c.first_failure), None) or {"index": 0, "error": "failed"}
+            fields["error"] = (f"all {plural(sweep.total_points, 'point')} failed, none was evaluated; "
+                               f"the first (point {first['index'] + 1}): {first['error']}")
     Sweep.objects.filter(pk=sweep.pk).update(**fields)
 
 
@@ -598,7 +636,8 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     now = timezone.now()
     claimed = SweepChunk.objects.filter(
         pk=chunk.pk, status__in=[SweepChunk.Status.QUEUED, SweepChunk.Status.RUNNING]).update(
-        status=SweepChunk.Status.RUNNING, started_at=now, done=0, attempts=F("attempts") + 1,
+        status=SweepChunk.Status.RUNNING, started_at=now, done=0, failed=0, first_failure=None,
+        attempts=F("attempts") + 1,
         celery_task_id=task_id or chunk.celery_task_id, worker=worker or chunk.worker)
     if not claimed:
         return
@@ -610,25 +649,30 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
             services._test_sleep()
         points = engine_sweep.expand(sweep.base_spec, sweep.axes, chunk.start, chunk.stop)
         lookups = catalog_lookups()
-        unwritten, next_check = 0, 0.0          # points done since the last progress write
+        unwritten = {"done": 0, "failed": 0}   # points since the last progress write
+        first, next_check = None, 0.0           # the first failed point, once written
         for point in points:
             if time.monotonic() >= next_check:
-                if unwritten:
-                    SweepChunk.objects.filter(pk=chunk.pk).update(done=F("done") + unwritten)
-                    unwritten = 0
+                if unwritten["done"] or unwritten["failed"]:
+                    progress = {k: F(k) + n for k, n in unwritten.items()}
+                    if first is None and unwritten["failed"]:
+                        first = progress["first_failure"] = first_failure(results)
+                    SweepChunk.objects.filter(pk=chunk.pk).update(**progress)
+                    unwritten = {"done": 0, "failed": 0}
                 if _cancel_requested(sweep.pk):
                     status, reason = SweepChunk.Status.CANCELLED, "cancelled"
                     break
                 next_check = time.monotonic() + PROGRESS_EVERY_S
             summary = engine_sweep.summarize(point, **lookups)
-            summary["status"] = "done"
+            # a point the engine refused (invalid) failed: it has no report
+            summary["status"] = "done" if summary["valid"] else "failed"
             unstorable = jobs.unstorable(summary, "the point's report")
             if unstorable:                            # inf/NaN: jsonb would refuse the whole chunk
                 log.error("sweep chunk %s, point %s: %s", chunk_id, point["index"], unstorable)
-                summary = {"index": point["index"], "values": point["values"], "valid": False,
+                summary = {"index": point["index"], "values": point["values"], "valid": True,
                            "fits": False, "status": "failed", "error": unstorable}
             results.append(summary)
-            unwritten += 1
+            unwritten[summary["status"]] += 1
     except SoftTimeLimitExceeded:
         jobs.reconnect_after_interrupt()
         status, reason = SweepChunk.Status.FAILED, (
@@ -700,8 +744,10 @@ def sweep_payload(sweep: Sweep, points_slice: slice | None = slice(None)) -> dic
     light form a poll reads, without reading the chunks' results)."""
     fail_stale_chunks()
     sweep.refresh_from_db()
-    counts = sweep.chunks.aggregate(done=Sum("done"), cancelled=Sum("cancelled"))
-    done, cancelled = counts["done"] or 0, counts["cancelled"] or 0
+    counts = sweep.chunks.aggregate(done=Sum("done"), failed=Sum("failed"), cancelled=Sum("cancelled"))
+    done, failed, cancelled = (counts[k] or 0 for k in ("done", "failed", "cancelled"))
+    first = (sweep.chunks.filter(failed__gt=0, first_failure__isnull=False).order_by("start")
+             .values_list("first_failure", flat=True).first()) if failed else None
     payload = {
         "id": sweep.pk, "name": sweep.name, "owner": sweep.owner.get_username(),
         "base": {"id": sweep.base_id, "name": sweep.base.name} if sweep.base else None,
@@ -709,8 +755,9 @@ def sweep_payload(sweep: Sweep, points_slice: slice | None = slice(None)) -> dic
                       + (" (global batch scaled with it)" if ax.get("scales_global_batch") else ""),
                       value_labels=value_labels(ax["path"], ax["values"])) for ax in sweep.axes],
         "status": sweep.status, "cancelled": sweep.cancelled,
-        "progress": min(1.0, done / sweep.total_points) if sweep.total_points else 1.0,
-        "done_points": done, "cancelled_points": cancelled, "total_points": sweep.total_points,
+        "progress": min(1.0, (done + failed) / sweep.total_points) if sweep.total_points else 1.0,
+        "done_points": done, "failed_points": failed, "first_failure": first,
+        "cancelled_points": cancelled, "total_points": sweep.total_points,
         "chunks": sweep.chunks.count(),
         "pareto": sweep.pareto, "error": sweep.error,
         "engine_version": sweep.engine_version,

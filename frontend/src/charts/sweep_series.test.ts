@@ -106,6 +106,9 @@ describe("heatmap", () => {
       [0, 0, "infeasible"], [0, 1, "value"], [1, 0, "value"], [1, 1, "value"], [2, 0, "invalid"], [2, 1, "pending"],
     ]);
     expect(pointClass({ index: 9, values: {}, status: "failed" }, step)).toBe("failed");
+    // a point the engine refused is failed and invalid; one whose chunk failed was never judged
+    expect(pointClass({ index: 9, values: {}, status: "failed", valid: false }, step)).toBe("invalid");
+    expect(pointClass({ index: 9, values: {}, status: "failed", valid: null }, step)).toBe("failed");
     expect(pointClass({ index: 9, values: {}, status: "cancelled" }, step)).toBe("cancelled");
   });
 

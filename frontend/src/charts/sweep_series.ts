@@ -149,6 +149,7 @@ export const CLASS_LABELS: Record<Exclude<PointClass, "value">, string> = {
 
 export function pointClass(p: SweepPoint, metric: Metric): PointClass {
   if (p.status === "pending") return "pending";
+  if (p.status === "failed" && p.valid === false) return "invalid";     // the engine refused it
   if (p.status === "failed") return "failed";
   if (p.status === "cancelled") return "cancelled";
   if (p.valid === false) return "invalid";
@@ -242,7 +243,8 @@ export function pointTooltipHTML(sweep: Sweep, p: SweepPoint, headline?: string,
   const lines = sweep.axes.map((ax) => `${esc(ax.label ?? ax.path)}: <strong>${esc(axisValueText(ax, p.values[ax.path]))}</strong>`);
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
   if (headline) lines.unshift(`<strong>${esc(headline)}</strong>`);
-  if (p.status !== "done") lines.push(`Status: ${esc(p.status)}${p.error ? ` — ${esc(p.error)}` : ""}`);
+  if (p.status === "failed" && p.valid === false) lines.push(`Failed, invalid: ${esc(p.error ?? "")}`);
+  else if (p.status !== "done") lines.push(`Status: ${esc(p.status)}${p.error ? ` — ${esc(p.error)}` : ""}`);
   else if (p.valid === false) lines.push(`Invalid: ${esc(p.error ?? "")}`);
   else {
     lines.push(p.fits ? "Fits" : `<strong>Does not fit</strong>${p.violations?.length ? `: ${esc(p.violations.join("; "))}` : ""}`);

@@ -74,8 +74,10 @@ export interface Axis {
 export interface SweepPoint {
   index: number;
   values: Record<string, AxisValue>;
+  /** done: evaluated (a report); failed: invalid (valid false) or its evaluation or chunk failed. */
   status: "done" | "failed" | "cancelled" | "pending" | string;
-  valid?: boolean;
+  /** false: the engine refused the scenario; null: never judged (its chunk failed). */
+  valid?: boolean | null;
   fits?: boolean;
   /** fits | tight (within the engine's memory error: it may not fit) | does_not_fit. */
   fit_state?: "fits" | "tight" | "does_not_fit" | null;
@@ -103,9 +105,14 @@ export interface Sweep {
   axes: Axis[];
   status: "queued" | "running" | "succeeded" | "failed" | "cancelled" | string;
   cancelled: boolean;
+  /** 0..1: points evaluated or failed, of the total. */
   progress: number;
-  /** Points finished: evaluated, or failed with the reason. */
+  /** Points evaluated (a report, fitting or not). */
   done_points: number;
+  /** Points that failed: an invalid scenario, an evaluation that raised, a failed chunk. */
+  failed_points?: number;
+  /** The first failed point's index and error (naming the field); null when none failed. */
+  first_failure?: { index: number; error: string } | null;
   /** Points cancelled before they ran (not in done_points). */
   cancelled_points?: number;
   total_points: number;

@@ -15,7 +15,7 @@ import type { ChartHandle } from "../charts/base";
 import { FINISHED, cancelSweep, fetchSweep } from "../dashboard/api";
 import { type Drawn, lightUrl, needsPoints } from "../dashboard/sweep_poll";
 import { formatUSD, valuePieces } from "../dashboard/format";
-import { sweepProgressText } from "../dashboard/sweep_progress";
+import { type ProgressFields, sweepProgressText } from "../dashboard/sweep_progress";
 import type { Sweep, SweepPoint } from "../dashboard/types";
 import { h, replaceChildren } from "../dom";
 import { pollDelay } from "../poll";
@@ -37,6 +37,8 @@ const show = (v: unknown, f: (x: number) => string) => {
 };
 
 function outcome(p: SweepPoint, onFront: boolean): string {
+  // a point the engine refused is a failed one (status failed, valid false): say invalid
+  if (p.status === "failed" && p.valid === false) return `failed, invalid: ${p.error ?? ""}`;
   if (p.status !== "done") return p.status === "pending" ? "not yet run" : `${p.status}: ${p.error ?? ""}`;
   if (p.valid === false) return `invalid: ${p.error ?? ""}`;
   if (!p.fits) return `does not fit${p.violations?.length ? `: ${p.violations.join("; ")}` : ""}`;
@@ -180,8 +182,7 @@ function mount(root: HTMLElement): void {
   };
 
   /** The status, progress and cancel button, from the light form or the full one. */
-  const renderStatus = (sweep: Pick<Sweep, "status" | "progress" | "done_points" | "total_points" | "chunks" | "error">,
-    shared: boolean) => {
+  const renderStatus = (sweep: ProgressFields & Pick<Sweep, "error">, shared: boolean) => {
     panel.dataset.status = sweep.status;
     root.dataset.status = sweep.status;
     statusText.textContent = STATUS_TEXT[sweep.status] ?? sweep.status;
@@ -198,7 +199,7 @@ function mount(root: HTMLElement): void {
   let fullAt = 0;
   const render = (sweep: Sweep, shared: boolean) => {
     latest = sweep;
-    drawn = { done_points: sweep.done_points, status: sweep.status };
+    drawn = { done_points: sweep.done_points, failed_points: sweep.failed_points, status: sweep.status };
     fullAt = Date.now();
     renderStatus(sweep, shared);
     draw(sweep);

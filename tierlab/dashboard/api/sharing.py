@@ -1,6 +1,7 @@
 """REST API of share links: your links (create, revoke), what a link shows (no account
 needed) and a fork of it into your account."""
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, mixins, permissions, status, viewsets
 from rest_framework.decorators import action
@@ -11,6 +12,7 @@ from simulation import ScenarioError
 from tierlab.api import reject_body
 from tierlab.dashboard import comparisons, sharing
 from tierlab.dashboard.api.common import Gone, bad_request, schema_only
+from tierlab.dashboard.api.sweeps import points_selection
 from tierlab.dashboard.comparisons import InputError
 from tierlab.dashboard.models import ShareLink
 from tierlab.dashboard.serializers.sharing import (ForkSerializer, ShareCreateSerializer,
@@ -67,6 +69,13 @@ class ShareLinkViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return Response(ShareLinkSerializer(link, context={"request": request}).data)
 
 
+SHARED_POINTS_PARAMETER = OpenApiParameter(
+    "points", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+    description="A sweep's link: which points `data` carries, as on `/api/v1/sweeps/{id}/`: `all` (the "
+                "default), `none` (the light form the shared page polls) or `start:stop`; other kinds "
+                "ignore it.")
+
+
 def open_shared(token: str) -> ShareLink:
     """The active link, or 404 (no such token) / 410 (revoked)."""
     try:
@@ -82,9 +91,10 @@ class SharedView(APIView):
 
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses={200: SharedSerializer})   # 404 and 410: tierlab.schema
+    @extend_schema(parameters=[SHARED_POINTS_PARAMETER], responses={200: SharedSerializer})   # 404 and 410: tierlab.schema
     def get(self, request, token):
-        return Response(SharedSerializer(sharing.shared_payload(open_shared(token))).data)
+        selection = points_selection(request.query_params.get("points"))
+        return Response(SharedSerializer(sharing.shared_payload(open_shared(token), selection)).data)
 
 
 class ForkView(APIView):

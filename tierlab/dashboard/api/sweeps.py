@@ -69,7 +69,7 @@ class SweepViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnly
         rows = Sweep.objects.visible_to(self.request.user)
         if self.action == "list":        # a page in one query: no per-row progress sum, no JSON it never shows
             return rows.select_related("owner").defer("base_spec", "pareto").annotate(
-                summed_done=Sweep.done_points_subquery())
+                summed_finished=Sweep.finished_points_subquery())
         return rows.select_related("base", "owner")
 
     def get_serializer_class(self):

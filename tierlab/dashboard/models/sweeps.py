@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import OuterRef, Q, Subquery, Sum
+from django.db.models import F, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from tierlab.access import OwnedQuerySet
@@ -58,18 +58,23 @@ class Sweep(models.Model):
 
     @property
     def done_points(self) -> int:
-        """Points finished (evaluated, or failed with the reason; not those cancelled before
-        they ran: :attr:`cancelled_points`): the chunks' ``done`` summed, or the list's
-        annotation ``summed_done`` (:meth:`done_points_subquery`) when the row carries it."""
-        if "summed_done" in self.__dict__:
-            return self.summed_done or 0
+        """Points evaluated (a report: fitting or not; not those that failed,
+        :attr:`failed_points`, nor those cancelled before they ran, :attr:`cancelled_points`):
+        the chunks' ``done`` summed."""
         return self.chunks.aggregate(n=Sum("done"))["n"] or 0
 
+    @property
+    def failed_points(self) -> int:
+        """Points that failed: the engine refused their scenario (invalid), their evaluation
+        raised, or their chunk failed before it reached them (the chunks' ``failed`` summed)."""
+        return self.chunks.aggregate(n=Sum("failed"))["n"] or 0
+
     @staticmethod
-    def done_points_subquery():
-        """The chunks' ``done`` summed per sweep, as a subquery to annotate a list with."""
+    def finished_points_subquery():
+        """The chunks' points evaluated or failed (``done + failed``) summed per sweep, as a
+        subquery to annotate a list with (``summed_finished``, what :attr:`progress` reads)."""
         per_sweep = SweepChunk.objects.filter(sweep=OuterRef("pk")).order_by().values("sweep")
-        return Subquery(per_sweep.annotate(n=Sum("done")).values("n")[:1])
+        return Subquery(per_sweep.annotate(n=Sum(F("done") + F("failed"))).values("n")[:1])
 
     @property
     def cancelled_points(self) -> int:
@@ -78,7 +83,13 @@ class Sweep(models.Model):
 
     @property
     def progress(self) -> float:
-        return min(1.0, self.done_points / self.total_points) if self.total_points else 1.0
+        """0..1: the points finished, evaluated or failed, of the total (a cancelled sweep's
+        stays below 1); the list's annotation ``summed_finished`` when the row carries it."""
+        if "summed_finished" in self.__dict__:
+            finished = self.summed_finished or 0
+        else:
+            finished = self.chunks.aggregate(n=Sum(F("done") + F("failed")))["n"] or 0
+        return min(1.0, finished / self.total_points) if self.total_points else 1.0
 
     @property
     def axes_label(self) -> str:
@@ -102,8 +113,12 @@ class SweepChunk(models.Model):
     stop = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
-    done = models.PositiveIntegerField(default=0, help_text="Points finished: evaluated, or failed with "
-                                       "the reason (a point cancelled before it ran is not one).")
+    done = models.PositiveIntegerField(default=0, help_text="Points evaluated: a report, fitting or not "
+                                       "(a point that failed or was cancelled before it ran is not one).")
+    failed = models.PositiveIntegerField(default=0, help_text="Points that failed: an invalid scenario, an "
+                                         "evaluation that raised, or the chunk failed before it reached them.")
+    first_failure = models.JSONField(null=True, blank=True, help_text='{"index", "error"} of its first '
+                                     "failed point, so a progress poll says why without reading the results.")
     cancelled = models.PositiveIntegerField(default=0, help_text="Points cancelled before they ran.")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a worker started it.")
     results = models.JSONField(default=list, blank=True, help_text="One summary per point, in order.")

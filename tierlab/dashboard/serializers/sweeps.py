@@ -56,14 +56,23 @@ class SweepSerializer(serializers.Serializer):
     axes = serializers.ListField(child=AxisSerializer())
     status = serializers.CharField(help_text="queued | running | succeeded | failed | cancelled")
     cancelled = serializers.BooleanField()
-    progress = serializers.FloatField(help_text="0..1: done_points / total_points (a cancelled sweep's "
-                                                "stays below 1: its cancelled points never ran)")
-    done_points = serializers.IntegerField(help_text="Points finished: evaluated, or failed with the reason")
+    progress = serializers.FloatField(help_text="0..1: (done_points + failed_points) / total_points, the "
+                                                "points finished (a cancelled sweep's stays below 1: its "
+                                                "cancelled points never ran)")
+    done_points = serializers.IntegerField(help_text="Points evaluated: a report, fitting or not (not the "
+                                                     "failed or cancelled ones)")
+    failed_points = serializers.IntegerField(help_text=(
+        "Points that failed (status failed): the engine refused their scenario (valid false, e.g. a "
+        "batch that does not divide), their evaluation raised, or their chunk failed (valid null)"))
+    first_failure = serializers.JSONField(allow_null=True, help_text=(
+        '{index, error} of the first failed point (the lowest index of those finished), the error '
+        'naming the field ("training.global_batch_size: ..."); null when none failed'))
     cancelled_points = serializers.IntegerField(help_text="Points cancelled before they ran (not in done_points)")
     total_points = serializers.IntegerField()
     chunks = serializers.IntegerField(help_text="Celery tasks the points were split into")
     points = serializers.JSONField(required=False, help_text=(
-        "Per point: index, values, status (done | failed | cancelled | pending), valid, fits, fit_state "
+        "Per point: index, values, status (done: evaluated | failed | cancelled | pending), valid (false: the "
+        "engine refused the scenario; null: not judged), fits, fit_state "
         "(fits | tight | does_not_fit), step_time_s, usd_per_million_tokens, ... Every point on GET "
         "(or those ?points=start:stop selects); absent with ?points=none and in the POST's response"))
     points_url = serializers.CharField(required=False, help_text=(
