@@ -13,7 +13,6 @@ where each state lives, not as if it were in HBM.
 import pytest
 
 from simulation import evaluate_dict
-from simulation.checkpoint import snapshot_parts
 from simulation.scenario import Scenario
 
 P70 = 68976648192                     # Llama-2-70B exact parameter count
@@ -105,6 +104,7 @@ def test_zero_offload_snapshot_splits_hbm_and_host_states():
 
 
 def test_snapshot_parts_by_hand():
+    from simulation.checkpoint import snapshot_parts
     parts = {"params": 16e9, "master_weights": 32e9, "optimizer_states": 64e9}
     # 16 ranks on 2 nodes, sharded: each GPU holds 1/16; a node's 8 GPUs share its tier
     s = snapshot_parts(parts, {"params": "hbm", "master_weights": "nvme", "optimizer_states": "nvme"},
