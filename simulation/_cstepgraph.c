@@ -97,7 +97,8 @@ typedef struct {
     double fwd_s, bwd_s, head_s, unit_params, params_per_rank, param_bytes, grad_bytes,
         optimizer_state_bytes, tp_bytes, act_ckpt_bytes, miss_rate, hbm_bytes_per_s,
         gather_lat, reduce_lat, dp_ar_lat, dp_ar_factor, dp_gather_lat, replica_lat, tp_lat,
-        bwd_fetch_factor, nvme_ww, fwd_cont, bwd_cont, fwd_cont_last, bwd_cont_last, tp_ar_factor;
+        bwd_fetch_factor, nvme_ww, fwd_cont, bwd_cont, fwd_cont_last, bwd_cont_last, tp_ar_factor,
+        cpu_opt_bytes;
     int link[K_N];
     int stream_id[S_N], n_streams, zero3, n_units, last_rs;
     IVec kind, stream, pptr, plinks, dptr, didx, acq, rel, label, syncs;
@@ -362,7 +363,7 @@ static void optimizer(B *b, int last_c) {
             if (b->link[K_DDR] == NONE) { missing(b, K_DDR); break; }
             {   /* the DDR share, and the cores' rate when the node gives them */
                 int path[2] = {b->link[K_DDR], b->link[K_CPU_ADAM]};
-                prev_cpu = add(b, TRANSFER, 0, 0.0, per * ADAM_BYTES_PER_PARAM, path,
+                prev_cpu = add(b, TRANSFER, 0, 0.0, per * b->cpu_opt_bytes, path,
                                path[1] == NONE ? 1 : 2, cdeps, ncd, NONE, NONE, L_CPU_OPTIMIZER);
             }
             if (staged) {
@@ -466,7 +467,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
     B b;
     memset(&b, 0, sizeof b);
     PyObject *link_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiiiii)(dddddddddddddddddddddddddd)Op",
+    if (!PyArg_ParseTuple(args, "(iiiiiiiiiiiiiiiiiiiiiiii)(ddddddddddddddddddddddddddd)Op",
                           &b.layers, &b.shard, &b.replicas, &b.dp, &b.gpn, &b.stage, &b.tp,
                           &b.bwd_allreduces, &b.prefetch_depth, &b.off_params, &b.off_opt,
                           &b.off_act, &b.shard_nic, &b.dp_nic, &b.shard_per_node, &b.dp_per_node,
@@ -477,7 +478,7 @@ static PyObject *build(PyObject *self, PyObject *args) {
                           &b.act_ckpt_bytes, &b.miss_rate, &b.hbm_bytes_per_s, &b.gather_lat,
                           &b.reduce_lat, &b.dp_ar_lat, &b.dp_ar_factor, &b.dp_gather_lat,
                           &b.replica_lat, &b.tp_lat, &b.bwd_fetch_factor, &b.nvme_ww, &b.fwd_cont,
-                          &b.bwd_cont, &b.fwd_cont_last, &b.bwd_cont_last, &b.tp_ar_factor,
+                          &b.bwd_cont, &b.fwd_cont_last, &b.bwd_cont_last, &b.tp_ar_factor, &b.cpu_opt_bytes,
                           &link_obj,
                           &b.last))
         return NULL;
@@ -487,7 +488,8 @@ static PyObject *build(PyObject *self, PyObject *args) {
         b.tp_comm_overlap < 0 || b.tp_comm_overlap > 1 ||
         b.replica_nic < 0 || b.replica_nic > 1 || b.replica_per_node < 0 ||
         b.bwd_allreduces < 1 || b.prefetch_depth < 0 || b.off_params < 0 || b.off_params > T_CXL ||
-        b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL) {
+        b.off_opt < 0 || b.off_opt > T_CXL || b.off_act < 0 || b.off_act > T_CXL ||
+        !(b.cpu_opt_bytes >= 0)) {
         PyErr_SetString(PyExc_ValueError, "rank model out of range");
         return NULL;
     }

@@ -13,7 +13,11 @@ size      A checkpoint holds the model states a restart needs: the training-dtyp
           precision Adam: 2 + 4 + 8 = 14 B/param. ``differential_fraction`` keeps the
           changed share only and ``quantize_bits`` stores fp32 states in 8 or 4 bits
           (Check-N-Run, Eisenman et al., NSDI'22).
-stall     Snapshot = the shard leaving HBM over the GPU's host link (PCIe). Blocking:
+stall     Snapshot = each state leaving the tier it lives in: a state in HBM crosses the
+          GPU's host link (PCIe); one offloaded to host DRAM, a CXL expander or NVMe
+          (ZeRO-Offload / ZeRO-Infinity) is read from there at that tier's rate, shared
+          by the node's GPUs (DeepSpeed copies NVMe-swapped states from their swap files,
+          ``runtime/engine.py`` ``save_checkpoint``). Blocking:
           snapshot + write; async: snapshot only, the write runs in background (PyTorch
           DCP ``async_save``); in-memory: snapshot + RDMA copy into a peer node's DRAM
           (Gemini, Wang et al., SOSP'23), flushed to ``target`` every ``flush_every``-th
@@ -254,6 +258,40 @@ def snapshot_time_s(bytes_per_gpu: float, host_link_bytes_per_s: float) -> float
     return bytes_per_gpu / host_link_bytes_per_s
 
 
+SNAPSHOT_TIERS = ("hbm", "ddr", "cxl", "nvme")
+
+
+def snapshot_parts(parts_bytes: dict, state_tiers: dict | None, *, num_ranks: int,
+                   gpus_per_node: int, sharded: bool, host_link_bytes_per_s: float,
+                   tier_read_bytes_per_s: dict | None = None) -> dict:
+    """Per state (``parts_bytes``' keys, :func:`checkpoint_size_bytes`), where it is read
+    from and how long that takes: ``{state: {tier, bytes_per_gpu, s}}``.
+
+    ``state_tiers`` maps a state to the tier it lives in ("hbm" when absent or None). A
+    state in HBM leaves over each GPU's own host link (:func:`snapshot_time_s`, all GPUs
+    at once). A state that lives in host DRAM, a CXL expander or on NVMe never crosses
+    PCIe to be saved: it is read where it is, at that tier's read rate per node
+    (``tier_read_bytes_per_s``), which the node's writing GPUs share (ZeRO-Infinity:
+    DeepSpeed ``runtime/engine.py`` ``save_checkpoint`` copies the NVMe swap folder with
+    ``shutil.copytree``; host-resident partitions are saved from their pinned tensors).
+    A tier without a rate falls back to the host link. The parts' ``s`` add up: the
+    reads of one rank run one after the other.
+    """
+    tiers, rates = state_tiers or {}, tier_read_bytes_per_s or {}
+    out = {}
+    for k, b in parts_bytes.items():
+        per_gpu = b / num_ranks if sharded else b
+        tier = tiers.get(k, "hbm")
+        rate = rates.get(tier) if tier != "hbm" else None
+        if rate:
+            # every writing GPU of the node reads its share from the node's tier at once
+            s = per_gpu * (gpus_per_node if sharded else 1) / rate
+        else:
+            s = snapshot_time_s(per_gpu, host_link_bytes_per_s)
+        out[k] = dict(tier=tier, bytes_per_gpu=float(per_gpu), s=float(s))
+    return out
+
+
 def write_time_s(size_bytes: float, target: Target, *, num_nodes: int, sharded: bool,
                  nic_bytes_per_s: float | None = None, read: bool = False) -> float:
     """Time to move ``size_bytes`` to (or, ``read``, from) the target.
@@ -450,13 +488,16 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
                         gpus_per_node: int, num_nodes: int, state_bytes_per_param: dict,
                         host_link_bytes_per_s: float, nic_bytes_per_s: float | None,
                         nvme_write_bytes_per_s: float | None, step_time_s: float | None = None,
-                        target: Target | None = None, **node_tiers) -> dict:
+                        target: Target | None = None, state_tiers: dict | None = None,
+                        tier_read_bytes_per_s: dict | None = None, **node_tiers) -> dict:
     """Cost, interval and goodput of ``spec`` on a cluster; JSON-ready.
 
     ``node_tiers`` (optional, per node): ``nvme_read_bytes_per_s``, ``nvme_capacity_bytes``,
     ``ddr_capacity_bytes``, ``cxl_write_bytes_per_s``, ``cxl_read_bytes_per_s``,
     ``cxl_capacity_bytes``. With ``step_time_s`` the interval is a whole number of steps.
     ``target``: ``resolve_target`` of ``spec`` on this node, when the caller has it.
+    ``state_tiers`` / ``tier_read_bytes_per_s``: where each state lives and each node
+    tier's read rate (:func:`snapshot_parts`); without them every state is in HBM.
     """
     if not num_params > 0:
         raise ScenarioError("model.num_params", f"must be > 0, got {num_params!r}")
@@ -472,7 +513,13 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
     io = dict(num_nodes=num_nodes, sharded=spec.sharded, nic_bytes_per_s=nic_bytes_per_s)
     via_host = tgt.via_host or in_mem         # the in-memory copy always sits in host DRAM
 
-    snap = snapshot_time_s(shard, host_link_bytes_per_s) if via_host else 0.0
+    snap_parts = snapshot_parts(sz["parts_bytes"], state_tiers, num_ranks=num_gpus,
+                                gpus_per_node=gpus_per_node, sharded=spec.sharded,
+                                host_link_bytes_per_s=host_link_bytes_per_s,
+                                tier_read_bytes_per_s=tier_read_bytes_per_s) if via_host else {}
+    snap = sum(p["s"] for p in snap_parts.values())
+    # what crosses each GPU's host link: the states that live in HBM
+    pcie_bytes = sum(p["bytes_per_gpu"] for p in snap_parts.values() if p["tier"] == "hbm")
     write = write_time_s(size, tgt, **io)
     replicate = node_bytes / nic_bytes_per_s if in_mem and peer else 0.0
     stall = stall_s(spec.method, snap, write, replicate, tgt.via_host)
@@ -525,7 +572,7 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
                     peer, interval, mtbf)
     return dict(
         size_bytes=size, full_size_bytes=full, shard_bytes=shard, size=sz,
-        snapshot_s=snap, write_s=write, replicate_s=replicate, stall_s=stall,
+        snapshot_s=snap, snapshot=snap_parts, write_s=write, replicate_s=replicate, stall_s=stall,
         background_s=background, durable_lag_s=lag,
         interval_s=interval, interval_source="given" if spec.interval_s else "daly",
         interval_steps=steps, young_interval_s=young, daly_interval_s=daly,
@@ -533,7 +580,7 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
         restart_s=restart, restart=dict(detect_s=spec.detect_s, reload_s=reload, warmup_s=spec.warmup_s),
         goodput=g, waste_fraction=1.0 - g, waste_parts=waste_parts(interval, stall, mtbf, restart, lag, g),
         target=dict(tgt.to_dict(), stored_bytes=stored, fits=fits),
-        traffic=dict(host_link_bytes_per_gpu=shard if via_host else 0.0,
+        traffic=dict(host_link_bytes_per_gpu=pcie_bytes,
                      nic_bytes_per_node=nic_bytes, host_buffer_bytes_per_node=host_buffer,
                      mean_nic_bytes_per_s=nic_bytes / (interval + stall)),
         curve=dict(interval_s=xs.tolist(), goodput=ys.tolist()),

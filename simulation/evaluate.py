@@ -13,7 +13,7 @@ from .estimators import deepspeed_estimate
 from .fit import fit_state, memory_band, scenario_kind, tier_state
 from .memo import ByIdentity
 from .memory import (MOMENTS, add_fragmentation, adapter_checkpoint_bytes, adapter_regime, build_parts,
-                     checkpoint_state_bytes,
+                     checkpoint_state_bytes, checkpoint_state_tiers,
                      counted_bytes_per_param, hbm_figures, hbm_summary, in_flight_variant,
                      stage_figures, stage_plans_for, tier_summaries, trained_params)
 from .params import model_params
@@ -235,9 +235,16 @@ def _checkpoint(sc: Scenario, spec, pc, lay, sb, step_s) -> dict:
     # save_pretrained writes adapter_model.safetensors; the frozen base is not saved)
     states = (checkpoint_state_bytes(sc, sb) if sc.training.lora is None
               else adapter_checkpoint_bytes(sc, sb))
+    # each state is read from where it lives (HBM over PCIe, or an offload tier)
     return evaluate_checkpoint(spec, num_params=trained_params(sc, pc), num_gpus=lay.num_gpus,
                                state_bytes_per_param=states, step_time_s=step_s,
-                               target=checkpoint_target(sc), **node_figures(sc))
+                               target=checkpoint_target(sc), state_tiers=checkpoint_state_tiers(sc.strategy),
+                               tier_read_bytes_per_s=_tier_read_rates(sc.cluster), **node_figures(sc))
+
+
+def _tier_read_rates(cluster) -> dict:
+    """Read bytes per second of each of the node's tiers (per node), by tier name."""
+    return {name: t.read_bytes_per_s for name, t in cluster.tiers.items() if t.read_bytes_per_s}
 
 
 # A sweep's checkpoint section without the Monte-Carlo: one copy per section object.

@@ -1383,6 +1383,18 @@ def checkpoint_state_bytes(sc: Scenario, sb: StateBytes) -> dict:
     return _checkpoint_states(sb, fsdp_shard_is_master(sc, sb))
 
 
+def checkpoint_state_tiers(st) -> dict:
+    """Where each state a checkpoint saves lives between steps, by the strategy ``st``:
+    ``{"params": tier, "master_weights": tier, "optimizer_states": tier}`` with tier
+    "hbm", "ddr", "nvme" or "cxl" (:data:`OFFLOAD_TIER`). The parameters follow
+    ``offload_params`` (FSDP's fp32 shard, saved as the parameters, included), the master
+    weights and the optimizer's moments ``offload_optimizer``, as :func:`build_parts` places
+    them."""
+    opt = OFFLOAD_TIER.get(st.offload_optimizer, "hbm")
+    return {"params": OFFLOAD_TIER.get(st.offload_params, "hbm"), "master_weights": opt,
+            "optimizer_states": opt}
+
+
 def _checkpoint_states(sb: StateBytes, shard_is_master: bool) -> dict:
     d = sb.to_dict()
     return dict(d, params=sb.master_weights, master_weights=0) if shard_is_master else d
@@ -1399,10 +1411,22 @@ def _host_staging(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes
     from the caching host allocator, which rounds every block up to a power of two
     (``aten/src/ATen/core/CachingHostAllocator.h``): for tensor sizes spread evenly over
     the octaves the reserve is ``1/ln 2 = 1.44`` times the bytes. Only the states that
-    live in HBM are copied: those already in host memory (``strategy.offload_optimizer`` /
-    ``offload_params`` "cpu": DeepSpeed keeps the fp32 partitions and the optimizer's
-    moments, or the parameters, in pinned host tensors and saves them from there) are
-    written as they are.
+    live in HBM are copied (:func:`checkpoint_state_tiers` says where each lives):
+
+    * in host DRAM (``strategy.offload_optimizer`` / ``offload_params`` "cpu"): DeepSpeed
+      keeps the fp32 partitions and the optimizer's moments, or the parameters, in pinned
+      host tensors and saves them from there;
+    * in a CXL expander ("cxl"): that is host memory too (DeepSpeed's device "cpu" with
+      the ranks bound to the CXL NUMA node), saved from where it is;
+    * on NVMe ("nvme"): DeepSpeed saves the swapped states from their swap files, not
+      through host tensors. ``swap_tensor/optimizer_utils.py`` ``release_memory`` leaves
+      an empty tensor behind each swapped-out fp32 partition and moment, so the ZeRO-3
+      optimizer's ``state_dict`` (``zero/stage3.py`` ``_rigid_state_dict``) holds no
+      data, and ``runtime/engine.py`` ``save_checkpoint`` (v0.19.6) copies the swap
+      folder into the checkpoint with ``shutil.copytree`` (``offloaded_tensors/rank*``,
+      gradient files left out), a file-to-file copy; NVMe-swapped 16-bit parameters
+      (``partitioned_param_swapper.py``) are empty placeholders in the module's state
+      dict as well.
     """
     if sc.training.lora is not None:     # the checkpoint holds the adapters only
         pc = dataclasses.replace(pc, total=trained_params(sc, pc))
@@ -1423,11 +1447,11 @@ def _staging_parts(ck, cluster, pc: ParamCount, sb: StateBytes, lay: Layout, st,
     # the target was checked when the scenario was parsed; only its kind matters here
     if not (TARGET_DEFAULTS[ck.target].via_host or ck.method == "in_memory_then_flush"):
         return ()
-    states = _checkpoint_states(sb, shard_is_master)
-    if st.offload_optimizer == "cpu":        # already in host memory: written from there
-        states = dict(states, master_weights=0, optimizer_states=0)
-    if st.offload_params == "cpu":
-        states = dict(states, params=0)
+    # only what lives in HBM is copied: host DRAM and CXL states are written from where
+    # they are, NVMe-swapped ones copied file to file from their swap files
+    homes = checkpoint_state_tiers(st)
+    states = {k: (0 if homes.get(k, "hbm") != "hbm" else v)
+              for k, v in _checkpoint_states(sb, shard_is_master).items()}
     size = checkpoint_size_bytes(pc.total, states, ck, lay.num_gpus)
     if not size["size_bytes"]:
         return ()

@@ -17,8 +17,10 @@ Keys outside checks rely on (``"schema": 1``)::
     throughput.tokens_per_s, mfu, links[*].{name, busy_s, utilization}
     timeline.tasks[*].{name, lane, kind, start_s, end_s}, verdict.{bottleneck, message}
     offload_bandwidth             ZeRO-Infinity efficiency-vs-bandwidth curves
-    checkpoint.{size_bytes, write_s, stall_s, interval_s, young_interval_s, daly_interval_s,
-                mtbf_s, restart_s, goodput, waste_fraction, curve, monte_carlo}
+    step.cpu_optimizer.{bound, implementation, bytes_per_param, message, ...}  (simulation.cpu_adam)
+    checkpoint.{size_bytes, snapshot_s, snapshot.{state: {tier, bytes_per_gpu, s}}, write_s,
+                stall_s, interval_s, young_interval_s, daly_interval_s, mtbf_s, restart_s,
+                goodput, waste_fraction, curve, monte_carlo}
     cost.{usd_per_hour, usd_per_million_tokens, source}
     embedding.{tiers[*].{tier, rows, bytes, hit_rate, lookup_s, cost_usd}, lookup_s_per_step}
     ps.{designs[*].{design, step_time_s, bytes_on_wire}, faster}    (recommendation models)

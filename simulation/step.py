@@ -352,8 +352,9 @@ def links_for(sc: Scenario, lay: Layout) -> dict:
     NVMe: ``nvme_read`` / ``nvme_write`` are the drives' datasheet rates each way and
     ``nvme`` the drives themselves, shared by reads and writes (capacity the read rate; a
     written byte weighs read / write rate, ``RankModel.nvme_write_weight``). ``cpu_adam``:
-    the DDR bytes per second the rank's cores can drive through CPU-Adam
-    (:mod:`simulation.cpu_adam`), where the node gives its cores. ``pcie_switch_up`` /
+    the DDR bytes per second the rank's cores can drive through its CPU optimizer
+    (:mod:`simulation.cpu_adam`: DeepSpeed CPU-Adam, or torch's AdamW under FSDP), where
+    the node gives its cores. ``pcie_switch_up`` /
     ``pcie_switch_down``: the rank's share of its PCIe switch's uplink each way, where the
     node's topology puts GPUs and drives behind switches (``cluster.pcie_switch_gpus``).
     """
@@ -792,6 +793,9 @@ def rank_model(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes) -> Ran
                         unit_param_bytes(sc, pc, sb) if st.zero_stage == 3 else sb.params),
         grad_bytes=grad_bytes,
         optimizer_state_bytes=sb.master_weights + sb.optimizer_states,
+        # the CPU optimizer the offload runs (DeepSpeed CPU-Adam, or torch's AdamW under FSDP)
+        cpu_optimizer_bytes_per_param=cpu_adam.bytes_per_param(cpu_adam.implementation(st)),
+        cpu_optimizer_name=_CPU_OPTIMIZER_TASK[cpu_adam.implementation(st)],
         shard=shard, shard_link="nic" if shard_nodes > 1 else "nvlink",
         replicas=reps, dp=dp, dp_link="nic" if dp_nodes > 1 else "nvlink",
         replica_link="nic" if rep_nodes > 1 else "nvlink", replica_per_node=rep_k,
@@ -1377,6 +1381,10 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     if detail:
         out["timeline"] = step_timeline(r, links, a_last, s_last, engine)
     return out
+
+
+# The CPU optimizer's tasks in the timeline, by implementation (simulation.cpu_adam)
+_CPU_OPTIMIZER_TASK = {"deepspeed_cpu_adam": "CPU Adam", "torch_adamw": "CPU AdamW (torch for-loop)"}
 
 
 def cpu_optimizer_summary(sc: Scenario, r: RankModel, links: dict) -> dict:

@@ -176,6 +176,11 @@ class RankModel:
     # the data-parallel gradient collective is a reduce-scatter (Megatron's distributed
     # optimizer): its name only; its bytes are dp_allreduce_factor's
     dp_reduce_scatter: bool = False
+    # DDR bytes a parameter's CPU optimizer update moves (simulation.cpu_adam.bytes_per_param:
+    # DeepSpeed CPU-Adam 30, torch's for-loop AdamW under FSDP's CPU offload 80) and the
+    # name its tasks carry
+    cpu_optimizer_bytes_per_param: float = ADAM_BYTES_PER_PARAM
+    cpu_optimizer_name: str = "CPU Adam"
 
 
 def _dp_grad_name(r: "RankModel") -> str:
@@ -440,7 +445,8 @@ def _optimizer(g, r: RankModel, syncs, last_c):
                 cdeps = [prev_read, prev_cpu]
             else:
                 cdeps = deps + [prev_cpu]
-            prev_cpu = g.transfer(f"CPU Adam ({j + 1}/{chunks})", per * ADAM_BYTES_PER_PARAM,
+            prev_cpu = g.transfer(f"{r.cpu_optimizer_name} ({j + 1}/{chunks})",
+                                  per * r.cpu_optimizer_bytes_per_param,
                                   adam_path, deps=cdeps, label="cpu_optimizer")
             if where in ("nvme", "cxl"):
                 path, w = _nvme(r, "out") if where == "nvme" else (["cxl"], None)
@@ -505,7 +511,8 @@ def graph_arrays(r: RankModel, links: dict, last: bool, engine: str = "auto") ->
               r.hbm_bytes_per_s, r.gather_latency_s, r.reduce_latency_s, r.dp_allreduce_latency_s,
               r.dp_allreduce_factor, r.dp_gather_latency_s, r.replica_latency_s, r.tp_latency_s,
               r.bwd_fetch_factor, r.nvme_write_weight, r.fwd_contention_s, r.bwd_contention_s,
-              r.fwd_contention_last_s, r.bwd_contention_last_s, r.tp_allreduce_factor)
+              r.fwd_contention_last_s, r.bwd_contention_last_s, r.tp_allreduce_factor,
+              r.cpu_optimizer_bytes_per_param)
     (n_streams, gpu, _n_pools, pool_cap, kind, stream, duration, size, path_ptr, path_links,
      dep_ptr, dep_idx, acquire, release, label, path_weight) = c.build(
         ints, floats, [index.get(name, -1) for name in LINK_NAMES], last)
@@ -717,7 +724,7 @@ def _optimizer_names(r: RankModel, comp, xfer, coll) -> None:
         for j in range(chunks):
             if staged:
                 xfer(f"optimizer states in ({j + 1}/{chunks})", "offload")
-            xfer(f"CPU Adam ({j + 1}/{chunks})", "cpu_optimizer")
+            xfer(f"{r.cpu_optimizer_name} ({j + 1}/{chunks})", "cpu_optimizer")
             if staged:
                 xfer(f"optimizer states out ({j + 1}/{chunks})", "offload")
                 tail = True

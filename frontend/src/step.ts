@@ -39,7 +39,7 @@ export const LINK_LABELS: Record<string, string> = {
   nvme_read: "NVMe read",
   nvme_write: "NVMe write",
   nvme: "NVMe drives (reads + writes, read-equivalent bytes)",
-  cpu_adam: "CPU-Adam cores (optimizer update rate, as DDR bytes)",
+  cpu_adam: "CPU optimizer cores (CPU-Adam, or torch AdamW under FSDP; update rate as DDR bytes)",
   pcie_switch_up: "PCIe switch uplink (to host)",
   pcie_switch_down: "PCIe switch uplink (from host)",
 };

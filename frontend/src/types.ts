@@ -227,8 +227,12 @@ export interface StepBand {
 }
 
 export interface CpuOptimizer {
-  /** "cpu_adam": the cores' CPU-Adam rate; "ddr": the GPU's DDR share. */
+  /** "cpu_adam": the cores' rate (CPU-Adam, or torch's AdamW under FSDP); "ddr": the GPU's DDR share. */
   bound: "cpu_adam" | "ddr";
+  /** Which CPU optimizer runs: DeepSpeed's CPU-Adam, or torch.optim.AdamW under FSDP's CPU offload. */
+  implementation?: "deepspeed_cpu_adam" | "torch_adamw";
+  /** DDR bytes one parameter's update moves (30 for CPU-Adam, 80 for torch's for-loop AdamW). */
+  bytes_per_param?: number;
   /** The bound in words, as the engine writes it. */
   message: string;
   params?: number;
@@ -305,6 +309,8 @@ export interface Checkpoint {
   shard_bytes?: number;
   size?: { writers?: number; bytes_per_param?: Record<string, number>; parts_bytes?: Record<string, number> };
   snapshot_s?: number;
+  /** Per state: the tier it is read from and the seconds that takes (they add to snapshot_s). */
+  snapshot?: Record<string, { tier: "hbm" | "ddr" | "cxl" | "nvme"; bytes_per_gpu: number; s: number }>;
   write_s?: number;
   replicate_s?: number;
   stall_s: number;

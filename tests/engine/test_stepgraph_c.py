@@ -56,7 +56,9 @@ def rank_models(draw):
         tp_allreduce_factor=draw(st.sampled_from([0.0, 0.0, 1.75 * 370 / 480])),
         fwd_contention_s=draw(contention), bwd_contention_s=draw(contention),
         fwd_contention_last_s=draw(contention), bwd_contention_last_s=draw(contention),
-        nvme_write_weight=draw(st.sampled_from([1.0, 1.5, 6.9 / 4.2])))
+        nvme_write_weight=draw(st.sampled_from([1.0, 1.5, 6.9 / 4.2])),
+        # DeepSpeed CPU-Adam or torch's for-loop AdamW (FSDP's CPU offload)
+        cpu_optimizer_bytes_per_param=draw(st.sampled_from([30.0, 80.0])))
 
 
 latency = st.sampled_from([0.0, 0.0, 2e-5, 7.3e-3])
@@ -133,17 +135,20 @@ def test_a_missing_link_is_a_graph_error_in_both():
 def test_c_builder_rejects_out_of_range_models_without_crashing():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):
-        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 0, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 27, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # no fetch unit in a layer
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 27, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # sync_fetch is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 1, 0, 0, 1, 1), (0.0,) * 27, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # overlap_param_gather is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 2, 0, 1, 1), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 2, 0, 1, 1), (0.0,) * 27, [0] * 12, True)
     with pytest.raises(ValueError, match="out of range"):     # tp_comm_overlap is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 3, 1, 1), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 3, 1, 1), (0.0,) * 27, [0] * 12, True)
+    with pytest.raises(ValueError, match="out of range"):     # the CPU optimizer's bytes a parameter
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1),
+                          (0.0,) * 26 + (-1.0,), [0] * 12, True)
     with pytest.raises(ValueError, match="12 indices"):
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 26, [0] * 3, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1), (0.0,) * 27, [0] * 3, True)
     with pytest.raises(TypeError):
         _cstepgraph.build("nonsense", (), [], True)
 
@@ -235,4 +240,4 @@ def test_a_wait_to_start_is_charged_to_the_task_that_waited(engine):
 def test_c_builder_rejects_an_out_of_range_replica_link():
     from simulation import _cstepgraph
     with pytest.raises(ValueError, match="out of range"):     # replica_nic is a flag
-        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 2, 1), (0.0,) * 26, [0] * 12, True)
+        _cstepgraph.build((1, 1, 1, 1, 8, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 2, 1), (0.0,) * 27, [0] * 12, True)

@@ -295,14 +295,14 @@ function mount(root: HTMLElement): void {
       }),
       f("strategy.cpu_optimizer_cores_per_gpu", c.cpuOptCores, {
         unit: "cores",
-        help: "Cores each GPU's CPU-Adam may use (offloaded optimizer). Blank = the host's cores / its GPUs " +
-          "(DeepSpeed --bind_cores_to_rank).",
+        help: "Cores each GPU's CPU optimizer may use (offloaded optimizer: DeepSpeed's CPU-Adam, or torch's " +
+          "AdamW under FSDP's CPU offload). Blank = the host's cores / its GPUs (DeepSpeed --bind_cores_to_rank).",
       }),
     ),
     grid(
       f("cluster.cpu_cores", c.cpuCores, {
         unit: "physical cores, all sockets",
-        help: "The host's cores, which bound CPU-Adam's parameters per second. Blank = the node template's.",
+        help: "The host's cores, which bound the CPU optimizer's parameters per second. Blank = the node template's.",
       }),
       f("cluster.cpu_isa", c.cpuIsa, {
         unit: "CPU-Adam's SIMD width",
