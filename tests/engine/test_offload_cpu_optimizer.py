@@ -26,9 +26,11 @@ PER_CORE_AVX512 = 10e9 / 2.57 / 48    # Ren et al. 2021 Table 3 (CPU-Adam)
 
 
 def one_gpu(kind, **strategy):
+    # FSDP offloads the parameters with the optimizer (CPUOffload(offload_params=True))
+    both = {"offload_params": "cpu"} if kind.startswith("fsdp") else {}
     return evaluate_dict({"model": "llama2-7b", "cluster": {"node": "dgx-h100", "gpus_per_node": 1},
                           "training": {"global_batch_size": 1},
-                          "strategy": {"kind": kind, "offload_optimizer": "cpu", **strategy}})
+                          "strategy": {"kind": kind, "offload_optimizer": "cpu", **both, **strategy}})
 
 
 def optimizer_seconds(r):
@@ -82,7 +84,8 @@ def test_fsdp_ddr_bound_counts_the_for_loops_traffic():
                        "cluster": {"node": "dgx-h100", "gpus_per_node": 1,
                                    "tiers": {"ddr": {"read_bytes_per_s": 2.5e9, "write_bytes_per_s": 2.5e9}}},
                        "training": {"global_batch_size": 1},
-                       "strategy": {"kind": "fsdp_full_shard", "offload_optimizer": "cpu"}})
+                       "strategy": {"kind": "fsdp_full_shard", "offload_optimizer": "cpu",
+                                    "offload_params": "cpu"}})
     assert optimizer_seconds(r) == pytest.approx(LLAMA2_7B_PARAMS * 80 / 2.5e9, rel=1e-9)
     assert r["step"]["cpu_optimizer"]["bound"] == "ddr"
     assert "80 B each" in r["verdict"]["message"]
@@ -101,7 +104,9 @@ def test_implementation_by_strategy():
     from simulation.scenario import StrategySpec
     for kind, want in (("fsdp_full_shard", "torch_adamw"), ("zero3", "deepspeed_cpu_adam"),
                        ("zero_offload", "deepspeed_cpu_adam"), ("zero_infinity", "deepspeed_cpu_adam")):
-        st = StrategySpec.from_dict({"kind": kind, "offload_optimizer": "cpu"})
+        both = {"offload_params": "cpu"} if kind.startswith("fsdp") else {}
+        st = StrategySpec.from_dict({"kind": kind, "offload_optimizer": "cpu", **both})
         assert cpu_adam.implementation(st) == want
-    st = StrategySpec.from_dict({"kind": "fsdp_hybrid_shard", "shard_group_size": 8, "offload_optimizer": "cpu"})
+    st = StrategySpec.from_dict({"kind": "fsdp_hybrid_shard", "shard_group_size": 8, "offload_optimizer": "cpu",
+                                 "offload_params": "cpu"})
     assert cpu_adam.implementation(st) == "torch_adamw"
