@@ -6,8 +6,13 @@ hidden ``hd`` and an activation checkpoint every ``ci`` layers, the arithmetic
 intensity (FLOPs per byte moved to and from the tier) is
 
     parameters and gradients    AIT = seq * bsz
-    optimizer states            AIT = seq * bsz / 4
+    optimizer states            AIT = seq * bsz * gas / 4
     activation checkpoints      AIT = 24 * hd * ci
+
+where ``bsz`` is the micro-batch (parameters and gradients move once per forward and
+backward of each micro-batch) and ``gas`` the gradient-accumulation steps: the optimizer
+states move once per iteration (Sec. 4.1: "read and updated at least once per
+iteration"), while its compute is every micro-batch's, so accumulation raises their AIT.
 
 and training efficiency at bandwidth ``bw`` (bytes/s) and achievable FLOP/s ``peak``
 is ``AIT * bw / (AIT * bw + peak)``. The bandwidth for a target efficiency e is
@@ -19,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def intensities(seq: int, bsz: int, hidden: int, ci: int = 1) -> dict:
-    return {"params_grads": float(seq * bsz), "optimizer_states": seq * bsz / 4.0,
+def intensities(seq: int, bsz: int, hidden: int, ci: int = 1, gas: int = 1) -> dict:
+    """FLOPs per byte moved of each kind of state (module docstring): ``bsz`` the
+    micro-batch, ``gas`` the gradient-accumulation steps of an iteration."""
+    return {"params_grads": float(seq * bsz), "optimizer_states": seq * bsz * gas / 4.0,
             "activations": 24.0 * hidden * ci}
 
 
@@ -34,10 +41,11 @@ def bandwidth_for(ait: float, target: float, peak: float) -> float:
 
 
 def analysis(seq: int, bsz: int, hidden: int, peak_flops: float, tiers: dict,
-             target: float = 0.9, points: int = 40) -> dict:
+             target: float = 0.9, points: int = 40, gas: int = 1) -> dict:
     """Efficiency curves over 1 GB/s..10 TB/s and where each tier of this node stands.
 
-    ``tiers``: name -> per-GPU bandwidth (bytes/s) of this node's DDR, CXL, NVMe.
+    ``tiers``: name -> per-GPU bandwidth (bytes/s) of this node's DDR, CXL, NVMe; ``bsz``
+    the micro-batch, ``gas`` the gradient-accumulation steps (``intensities``).
     """
     bw = _bandwidths(points)
     out = {"bandwidth_bytes_per_s": list(bw), "target_efficiency": target,
@@ -45,7 +53,7 @@ def analysis(seq: int, bsz: int, hidden: int, peak_flops: float, tiers: dict,
     # Plain floats: +, * and / round as numpy's float64 do, without numpy's per-call cost
     # on 40 points (the same values as ``efficiency``).
     pk = float(peak_flops)
-    for name, ait in intensities(seq, bsz, hidden).items():
+    for name, ait in intensities(seq, bsz, hidden, gas=gas).items():
         out["curves"][name] = {"arithmetic_intensity": ait,
                                "efficiency": [ait * b / (ait * b + pk) for b in bw],
                                "bandwidth_needed_bytes_per_s": bandwidth_for(ait, target, peak_flops)}

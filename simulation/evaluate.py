@@ -261,7 +261,7 @@ def _offload_bw(sc: Scenario, lay) -> dict:
         tiers["nvme"] = links["nvme_read"]
     rate = achieved_flops(sc, model_params(sc.model))
     return bandwidth.analysis(sc.training.local_seq_len, sc.training.micro_batch_size,
-                              sc.model.hidden_size, rate, tiers)
+                              sc.model.hidden_size, rate, tiers, gas=lay.grad_accumulation_steps)
 
 
 def find_violations(per_gpu: dict, per_node: dict, band: float = 0.0) -> tuple[list, list]:

@@ -198,6 +198,19 @@ def test_infinity_bandwidth_analysis():
     assert need == pytest.approx(0.9 * peak / (0.1 * ait))
 
 
+def test_gradient_accumulation_raises_only_the_optimizer_states_intensity():
+    # Sec. 4.1: the optimizer states move once per iteration, parameters and gradients once
+    # per micro-batch's forward and backward: 4 accumulation steps of 4096 tokens give the
+    # optimizer states 4 x 4096 / 4 = 4096 FLOPs a byte, parameters and gradients 4096 still
+    one = scen(training__compute_model="constant")
+    four = scen(training__compute_model="constant",
+                training__global_batch_size=4 * one["parallelism"]["global_batch_size"])
+    assert four["parallelism"]["grad_accumulation_steps"] == 4 * one["parallelism"]["grad_accumulation_steps"]
+    c1, c4 = one["offload_bandwidth"]["curves"], four["offload_bandwidth"]["curves"]
+    assert c4["params_grads"]["arithmetic_intensity"] == c1["params_grads"]["arithmetic_intensity"] == 4096
+    assert c4["optimizer_states"]["arithmetic_intensity"] == 4 * c1["optimizer_states"]["arithmetic_intensity"]
+
+
 KORT = {c["id"]: c for c in cases("korthikanti_2022", "kort_t5_e2e")}
 KORT_CONFIG = {c["inputs"]["model"]: c["expected"] for c in cases("korthikanti_2022", "kort_t3_config")}
 
