@@ -117,6 +117,9 @@ def evaluate(sc: Scenario, include_step: bool = True,
             note="steps that overlap the background write, simulated with its traffic on "
                  "PCIe and the NIC")
     notes += checkpoint.get("notes", [])
+    wear = nvme_wear(sc, perf.get("links", ()), step_s) if step_s else None
+    if wear is not None and wear["rated_fraction_per_day"] > 1:
+        notes.append(wear["message"])
     tick(1.0)
     extra = {}
     if sc.model.num_experts > 1 and sc.model.has_architecture and include_step and perf.get("step", {}).get("available"):
@@ -141,6 +144,43 @@ def evaluate(sc: Scenario, include_step: bool = True,
                   verdict=perf.get("verdict", {}),
                   offload_bandwidth=_offload_bw(sc, lay) if include_step else {},
                   checkpoint=checkpoint, cost=_cost(sc, lay, perf))
+
+
+# Enterprise NVMe endurance is rated in full drive writes a day (DWPD) over a 5-year
+# warranty; 1 DWPD is the read-intensive class the catalog's Kioxia CM6 3.84 TB drives
+# belong to (the catalog's notes: the CM6 line has 1- and 3-DWPD models).
+NVME_WARRANTY_YEARS = 5
+ASSUMED_DRIVE_WRITES_PER_DAY = 1.0
+
+
+def nvme_wear(sc: Scenario, links, step_s: float) -> dict | None:
+    """What an offload to NVMe writes a day against the drives' rated endurance, per node.
+
+    ``links``: the step's link rows (bytes per GPU per step); ``step_s``: seconds a step.
+    Returns ``None`` without NVMe writes, else ``{written_bytes_per_day,
+    rated_bytes_per_day, drive_writes_per_day, assumed, rated_fraction_per_day,
+    days_to_rated_endurance, message}``: rated = DWPD x the node's NVMe capacity a day of
+    continuous training; the rated lifetime's writes are 5 years of that
+    (``NVME_WARRANTY_YEARS``)."""
+    row = next((r for r in links if r["name"] == "nvme_write"), None)
+    tier = sc.cluster.tiers.get("nvme")
+    if row is None or not row["bytes"] or tier is None or not tier.capacity_bytes:
+        return None
+    written = row["bytes"] * sc.cluster.gpus_per_node * 86400.0 / step_s
+    dwpd = tier.drive_writes_per_day
+    assumed = dwpd is None
+    dwpd = ASSUMED_DRIVE_WRITES_PER_DAY if assumed else dwpd
+    rated = dwpd * tier.capacity_bytes
+    days = rated * 365.25 * NVME_WARRANTY_YEARS / written
+    how = (f"{dwpd:g} drive write a day, assumed: set cluster.tiers.nvme.drive_writes_per_day"
+           if assumed else f"{dwpd:g} drive writes a day")
+    message = (f"NVMe wear: the offload writes {fmt_bytes(written)} a day per node, "
+               f"{written / rated:,.0f}x the rated endurance of its {fmt_bytes(tier.capacity_bytes)} "
+               f"of drives ({how}; {NVME_WARRANTY_YEARS}-year warranty); at this rate the rated "
+               f"endurance is spent in {days:,.0f} days of training.")
+    return dict(written_bytes_per_day=written, rated_bytes_per_day=rated, drive_writes_per_day=dwpd,
+                assumed=assumed, rated_fraction_per_day=written / rated,
+                days_to_rated_endurance=days, message=message)
 
 
 LORA_NOTE = ("LoRA: the base is frozen (no gradients, master weights or optimizer states; "

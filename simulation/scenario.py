@@ -509,6 +509,9 @@ class TierSpec:
     latency_s: float = 0.0
     device: str | None = None
     devices: int | None = None
+    # NVMe: the drives' rated endurance in full drive writes a day over their warranty
+    # (None: not stated; the report then assumes 1, a read-intensive datacenter drive's)
+    drive_writes_per_day: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict, path: str) -> "TierSpec":
@@ -538,7 +541,8 @@ class TierSpec:
                   write_bytes_per_s=bad(_num, d, "write_bytes_per_s", path, strict=True,
                                         maximum=MAX_BYTES_PER_S),
                   latency_s=bad(_num, d, "latency_s", path, 0.0),
-                  device=bad(_str, d, "device", path), devices=bad(_int, d, "devices", path, minimum=0))
+                  device=bad(_str, d, "device", path), devices=bad(_int, d, "devices", path, minimum=0),
+                  drive_writes_per_day=bad(_num, d, "drive_writes_per_day", path, strict=True, maximum=1000))
         bad.check()
         return _new(cls, kw)
 
@@ -558,7 +562,8 @@ _TIER_FIELDS = (
     ("write_bytes_per_s", _num, True, dict(strict=True, maximum=MAX_BYTES_PER_S)),
     ("latency_s", _num, False, dict(default=0.0)),
     ("device", _str, False, {}),
-    ("devices", _int, False, dict(minimum=0)))
+    ("devices", _int, False, dict(minimum=0)),
+    ("drive_writes_per_day", _num, False, dict(strict=True, maximum=1000)))
 
 @dataclass(frozen=True)
 class ClusterSpec:
