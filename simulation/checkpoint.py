@@ -64,6 +64,9 @@ LLAMA3_GPU_FAILURE_RATE_PER_HOUR = LLAMA3_UNEXPECTED_INTERRUPTIONS / (
 # Meta's Tectonic store behind Llama 3: 2 TB/s sustained, 7 TB/s peak (same paper,
 # Sec. 3.3.1). Pass it as target_write_bytes_per_s for a Meta-scale parallel FS.
 TECTONIC_SUSTAINED_BYTES_PER_S = 2e12
+# BLOOM's 176B run, whose checkpoint writes give the default parallel FS rate: 48 nodes of
+# 8 A100s (bigscience tr11-176B-ml README)
+JEANZAY_NODES = 48
 # Monte-Carlo runs per evaluation: 50x the default 200 (its standard error is then ~7x
 # smaller); each run draws at least 16 failure times (see ``monte_carlo``).
 MAX_MONTE_CARLO_RUNS = 10_000
@@ -569,7 +572,7 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
     nic_bytes = (node_bytes if in_mem and peer else 0.0) + (
         node_bytes / (spec.flush_every if in_mem else 1) if tgt.network else 0.0)
     notes += _notes(spec, tgt, fits, stored, host_buffer, node_tiers.get("ddr_capacity_bytes"),
-                    peer, interval, mtbf)
+                    peer, interval, mtbf, num_nodes)
     return dict(
         size_bytes=size, full_size_bytes=full, shard_bytes=shard, size=sz,
         snapshot_s=snap, snapshot=snap_parts, write_s=write, replicate_s=replicate, stall_s=stall,
@@ -587,7 +590,7 @@ def evaluate_checkpoint(spec: CheckpointSpec, *, num_params: float, num_gpus: in
         monte_carlo=mc, notes=notes, spec=spec.to_dict())
 
 
-def _notes(spec, tgt, fits, stored, host_buffer, ddr, peer, interval, mtbf) -> list[str]:
+def _notes(spec, tgt, fits, stored, host_buffer, ddr, peer, interval, mtbf, num_nodes) -> list[str]:
     notes = []
     if fits is False:
         notes.append(f"The target holds {tgt.capacity_bytes / 1e9:.1f} GB but one checkpoint needs "
@@ -619,4 +622,11 @@ def _notes(spec, tgt, fits, stored, host_buffer, ddr, peer, interval, mtbf) -> l
                      "not counted.")
     if interval > mtbf:
         notes.append("The interval exceeds the MTBF: most intervals end in a failure.")
+    if (tgt.kind == "parallel_fs" and spec.target_write_bytes_per_s is None
+            and num_nodes > JEANZAY_NODES):
+        notes.append(f"The parallel file system is the default one store of "
+                     f"{tgt.write_bytes_per_s / 1e9:.1f} GB/s (BLOOM's GPFS at JeanZay, measured "
+                     f"from {JEANZAY_NODES} nodes) shared by all {num_nodes:,} nodes: a cluster this "
+                     "size usually has a faster one (Llama 3's Tectonic sustained 2 TB/s): set "
+                     "checkpoint.target_write_bytes_per_s and target_read_bytes_per_s to yours.")
     return notes
