@@ -35,7 +35,9 @@ candidate through the checks one after another, cheapest first:
    (:func:`memory_tiers`, the memory of ``evaluate(..., include_step=False)``): a tier
    above ``capacity x (1 - memory_margin)`` is ``does_not_fit_<tier>``;
 5. the step model (``evaluate(..., detail=False)``) on what fits; a step the engine cannot
-   simulate is ``step_unavailable``; an exception of the engine, ``engine_error``.
+   simulate is ``step_unavailable``; an exception of the engine, ``engine_error``; a time to
+   train over ``max_time_to_train_s`` (``training.total_tokens`` / tokens per second /
+   checkpoint goodput), ``over_deadline``.
 
 A chunk (:func:`plan_chunk`) gives every candidate the same verdict faster, in three passes:
 
@@ -52,7 +54,10 @@ A chunk (:func:`plan_chunk`) gives every candidate the same verdict faster, in t
   2 and 5, skipping one whose bounds show it can be neither in the top k (k rows already
   rank strictly better) nor on the front (a row already has a lower step time at no more
   cost, or a lower cost at no more step time). A skipped candidate is feasible and
-  ``dominated``; it is never simulated, so the work cap is checked only on what is.
+  ``dominated``; it is never simulated, so the work cap and the deadline are checked only
+  on what is (the top k and front are exact either way: a skipped candidate ranks behind k
+  simulated ones that met the deadline; with a deadline, the feasible count may hold
+  skipped candidates a full simulation would have found over it).
 
 Of the feasible candidates a chunk keeps its ``top_k`` by the objective and its Pareto front
 of step time against cost per million tokens; every other one is ``dominated`` there and
@@ -110,7 +115,7 @@ MAX_NODE_COUNTS = 64
 OBJECTIVES = ("step_time", "cost_per_million_tokens", "time_to_train", "cost_to_train")
 REASONS = ("indivisible", "invalid_combination", "over_work_cap", "over_budget",
            "below_min_global_batch", "does_not_fit_hbm", "does_not_fit_ddr", "does_not_fit_nvme",
-           "does_not_fit_cxl", "does_not_fit_pmem", "step_unavailable", "engine_error")
+           "does_not_fit_cxl", "does_not_fit_pmem", "step_unavailable", "over_deadline", "engine_error")
 # each reason in words, as the plan page's table of rejected candidates names it
 REASON_LABELS = {
     "indivisible": "parallel degrees or batch do not divide",
@@ -124,6 +129,7 @@ REASON_LABELS = {
     "does_not_fit_cxl": "does not fit CXL memory",
     "does_not_fit_pmem": "does not fit persistent memory",
     "step_unavailable": "no step time for this layout",
+    "over_deadline": "takes longer to train than the deadline",
     "engine_error": "the engine refused the candidate",
 }
 # ScenarioError fields that mean a degree or batch does not divide (parallel.layout's)
@@ -282,18 +288,19 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
                    ("offload_params", "offload_params"), ("prefetch_depth", "prefetch_depth")):
         if k in sections.get("strategy", {}):
             bad.add(f"strategy.{k}", f"is set per candidate by space.{dim}; give the values there")
-    margin = max_usd = min_gbs = None
+    margin = max_usd = min_gbs = deadline = None
     if "constraints" in sections:
         c = sections["constraints"]
         for k in c:
-            if k not in ("memory_margin", "max_usd_per_hour", "min_global_batch_size"):
+            if k not in ("memory_margin", "max_usd_per_hour", "min_global_batch_size", "max_time_to_train_s"):
                 bad.add(f"constraints.{k}", "unknown field; known fields: max_usd_per_hour, "
-                                            "memory_margin, min_global_batch_size")
+                                            "memory_margin, min_global_batch_size, max_time_to_train_s")
         margin = bad(_num, c, "memory_margin", "constraints", 0.0, 0.9)
         max_usd = bad(_num, c, "max_usd_per_hour", "constraints", 0.0)
         min_gbs = c.get("min_global_batch_size")
         if min_gbs is not None:
             bad(_whole(1, 10**9), min_gbs, "constraints.min_global_batch_size")
+        deadline = bad(_num, c, "max_time_to_train_s", "constraints", 1.0)
     space = None
     if "space" in sections:
         s = sections["space"]
@@ -321,6 +328,9 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
     elif objective in ("time_to_train", "cost_to_train") and total_tokens is None \
             and training is not None and not bad.named("training.total_tokens"):
         bad.add("training.total_tokens", f"is required for the objective {objective}")
+    if deadline is not None and total_tokens is None and training is not None \
+            and not bad.named("training.total_tokens"):
+        bad.add("training.total_tokens", "is required for constraints.max_time_to_train_s")
     top_k = d.get("top_k", 10)
     bad(_whole(1, MAX_TOP_K), top_k, "top_k")
     bad.check(limit=MAX_REPORTED_ERRORS)
@@ -338,7 +348,7 @@ def parse_spec(d: dict, models=None, nodes=None, accelerators=None, max_candidat
                 strategy=dict(d.get("strategy") or {}), runtime=d.get("runtime"),
                 checkpoint=dict(d.get("checkpoint") or {}), convention=d.get("convention"),
                 constraints=dict(memory_margin=margin or 0.0, max_usd_per_hour=max_usd,
-                                 min_global_batch_size=min_gbs),
+                                 min_global_batch_size=min_gbs, max_time_to_train_s=deadline),
                 space=space, objective=objective, top_k=top_k, num_candidates=n)
 
 
@@ -720,6 +730,12 @@ def _row(spec: dict, out: dict, sc: Scenario) -> dict:
                breakdown_s=step["breakdown_s"],
                bottleneck=r.get("verdict", {}).get("bottleneck"),
                bottleneck_message=r.get("verdict", {}).get("message"))
+    deadline = spec["constraints"].get("max_time_to_train_s")
+    if deadline is not None and (ttt is None or ttt > deadline):
+        return dict(out, status="over_deadline",
+                    message=(f"{ttt / 86400:,.1f} days to train is over the deadline of "
+                             f"{deadline / 86400:,.1f} days (constraints.max_time_to_train_s)"
+                             if ttt is not None else "no time to train (no tokens per second)"))
     row["objective"] = _objective(spec, row)
     if row["objective"] is None:
         return dict(out, status="over_budget" if spec["objective"] != "step_time" else "step_unavailable",
@@ -1382,6 +1398,10 @@ def infeasible_advice(spec: dict, counts: dict) -> list[str]:
             out.append("Recompute the activations (space.recompute with \"full\").")
         out.append("Or more GPUs (cluster.num_nodes), a shorter sequence (training.seq_len) or "
                    "LoRA (training.lora) to train fewer parameters.")
+    elif reason == "over_deadline":
+        out.append("Most candidates take longer to train than constraints.max_time_to_train_s: "
+                   "allow more nodes (cluster.num_nodes), train fewer tokens (training.total_tokens) "
+                   "or extend the deadline.")
     elif reason == "over_budget":
         out.append("Most candidates cost more per hour than constraints.max_usd_per_hour: raise it "
                    "or allow fewer nodes (cluster.num_nodes).")

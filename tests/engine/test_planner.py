@@ -617,3 +617,30 @@ def test_an_infeasible_plan_says_what_to_widen():
     over = dict(spec, constraints={"max_usd_per_hour": 0.01})
     over["cluster"] = dict(spec["cluster"], price_usd_per_node_hour=98.32)
     assert "max_usd_per_hour" in planner.plan(over)["advice"][0]
+
+
+def test_a_deadline_refuses_what_trains_too_long_and_the_ranking_stays_exact():
+    """constraints.max_time_to_train_s (expert review: cost_to_train picked a one-node run of
+    about six years): a simulated candidate whose time to train (total tokens / tokens per s
+    / checkpoint goodput) is over it is ``over_deadline``; the best then meets it, and the
+    search's top k equal brute force's."""
+    spec = dict(SMALL, objective="cost_to_train")
+    free = planner.plan(spec)
+    slowest = max(r["time_to_train_s"] for r in free["top"])
+    fastest = min(r["time_to_train_s"] for r in free["top"])
+    deadline = (slowest + fastest) / 2
+    tight = dict(spec, constraints=dict(SMALL["constraints"], max_time_to_train_s=deadline))
+    got = planner.plan(tight)
+    assert got["rejected"]["over_deadline"] > 0
+    assert got["top"] and all(r["time_to_train_s"] <= deadline for r in got["top"])
+    assert _strip(got["top"]) == planner.brute_force(tight)["top"]
+    rows = [planner.evaluate_candidate(planner.parse_spec(tight), i, prune=False)
+            for i in range(planner.parse_spec(tight)["num_candidates"])]
+    late = [r for r in rows if r["status"] == "over_deadline"]
+    assert late and "days to train is over the deadline" in late[0]["message"]
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec(dict(tight, training={"seq_len": 4096, "global_batch_size": 64}))
+    assert e.value.field == "training.total_tokens"
+    with pytest.raises(ScenarioError) as e:
+        planner.parse_spec(dict(tight, constraints={"max_time_to_train_s": -1}))
+    assert e.value.field == "constraints.max_time_to_train_s"

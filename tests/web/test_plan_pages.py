@@ -206,3 +206,14 @@ def test_an_unnamed_custom_model_is_described_in_the_plan_name(client_owner, own
     assert r.json()["name"] == "Plan: a 13.0B-parameter model on dgx-h100, step time"
     assert plans.model_title({"num_layers": 40, "hidden_size": 5120}) == "custom model (40 layers, hidden 5120)"
     assert plans.model_title({**arch, "name": "My 13B"}) == "My 13B"
+
+
+def test_the_form_takes_a_deadline_in_days(client_owner):
+    """The deadline constraint (planner constraints.max_time_to_train_s) on the page, in days;
+    without the total tokens it is refused on the total-tokens field."""
+    r = submit(client_owner, max_days_to_train=30, total_tokens=1e11)
+    assert r.status_code == 302, r.content.decode()[:2000]
+    assert Plan.objects.get().spec["constraints"]["max_time_to_train_s"] == 30 * 86400
+    r = submit(client_owner, max_days_to_train=30)
+    page = r.content.decode()
+    assert r.status_code == 200 and "is required for constraints.max_time_to_train_s" in page

@@ -42,6 +42,10 @@ class PlanForm(forms.Form):
                                         help_text="Optional")
     memory_margin = forms.FloatField(min_value=0, max_value=0.9, initial=0.05, label="Memory margin",
                                      help_text="Fraction of each tier kept free, e.g. 0.05")
+    max_days_to_train = forms.FloatField(min_value=0.001, max_value=100_000, required=False,
+                                         label="Deadline (days to train)",
+                                         help_text="Optional; needs the total tokens: a candidate that takes "
+                                                   "longer is refused")
     min_global_batch_size = forms.IntegerField(min_value=1, max_value=1_000_000_000, required=False,
                                                label="Minimum global batch",
                                                help_text="Optional; sequences per step")
@@ -66,6 +70,7 @@ class PlanForm(forms.Form):
                        "spec.constraints.max_usd_per_hour": "max_usd_per_hour",
                        "spec.constraints.memory_margin": "memory_margin",
                        "spec.constraints.min_global_batch_size": "min_global_batch_size",
+                       "spec.constraints.max_time_to_train_s": "max_days_to_train",
                        "spec.objective": "objective"}
 
     @classmethod
@@ -107,6 +112,8 @@ class PlanForm(forms.Form):
             constraints["max_usd_per_hour"] = d["max_usd_per_hour"]
         if d.get("min_global_batch_size") is not None:
             constraints["min_global_batch_size"] = d["min_global_batch_size"]
+        if d.get("max_days_to_train") is not None:
+            constraints["max_time_to_train_s"] = d["max_days_to_train"] * 86400
         space = {k: list(d[k]) for k in ("strategies", "offload_optimizer", "offload_params") if d.get(k)}
         cluster = {"node": d["node"]}
         if d.get("num_gpus") is not None:
