@@ -386,3 +386,35 @@ def test_the_fp8_gemm_rates():
     m = after("and the HGX B200 at that share of its own MAMF,", r"^ ([\d.]+) × (\d+) / ([\d.]+) = ([\d.]+) TFLOP/s")
     assert float(m.group(4)) == pytest.approx(fig["b200-sxm-180gb"].gemm_flops / 1e12, abs=0.05)
     assert float(m.group(1)) * float(m.group(2)) / float(m.group(3)) == pytest.approx(float(m.group(4)), abs=0.05)
+
+
+def test_the_single_gpu_lora_rows_memory():
+    def hbm(case_id):
+        r = evaluate_dict(STEPS[case_id]["scenario"], include_step=False)
+        h = r["memory"]["per_gpu"]["hbm"]
+        return r["fit_state"], f"{h['total_bytes'] / 2**30:.1f}", f"{h['capacity_bytes'] / 2**30:.1f}"
+    state, total, capacity = hbm("am_llama31_8b_lora_1gpu")
+    assert state == "tight"
+    assert f"the 8B row comes out *tight* on the 80 GB H100 it ran on ({total} GiB reserved of {capacity}" in TEXT
+    state, total, _ = hbm("am_qwen25_7b_lora_1gpu")
+    assert state == "fits" and f"the 7B row fits ({total} GiB)" in TEXT
+
+
+def test_the_llama3_405b_8192_gpu_row():
+    # Dubey et al. 2024 Table 4 (430 TFLOP/s a GPU); tests/engine/test_context_parallel.py's
+    # scenario, at the sustained GEMM rate and at the H100's best-of-sweep 794.5 TFLOP/s
+    from tests.engine.test_context_parallel import llama3
+    sc = llama3(1, 8192, 64, layers=126, per_dp=32)
+    at_peak = sc.to_dict()
+    at_peak["cluster"]["accelerator"].update(gemm_flops=794.5e12, sm_count=132)
+
+    def tflops(s):
+        st = evaluate_dict(s, detail=False)["step"]
+        return st["model_flops"] / st["time_s"] / sc.cluster.num_gpus / 1e12
+    sustained, best = tflops(sc.to_dict()), tflops(at_peak)
+    m = after("8,192-GPU row of Dubey et al. 2024 Table 4",
+              r"^ \((\d+) TFLOP/s a GPU\) comes out at (\d+) \((\S+ %); (\d+), (\S+ %), with the GEMMs at 794.5\)")
+    measured = int(m.group(1))
+    assert measured == 430
+    assert m.groups()[1:] == (f"{sustained:.0f}", pct(sustained / measured - 1), f"{best:.0f}",
+                              pct(best / measured - 1))
