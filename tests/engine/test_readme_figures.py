@@ -418,3 +418,17 @@ def test_the_llama3_405b_8192_gpu_row():
     assert measured == 430
     assert m.groups()[1:] == (f"{sustained:.0f}", pct(sustained / measured - 1), f"{best:.0f}",
                               pct(best / measured - 1))
+
+
+def test_the_prose_around_the_tables():
+    small = [-error(c) * 100 for c in ("nar21_t1_1p7B", "nar21_t1_3p6B", "nar21_t1_7p5B", "nar21_t1_18p4B")]
+    assert all(e > 0 for e in small)
+    assert f"torch DDP) are still {round(min(small))}-{round(max(small))} % short" in TEXT
+    one_gpu = [abs(ROWS[i]["error"]) * 100 for i in ("am_llama31_8b_lora_1gpu", "am_qwen25_7b_lora_1gpu")]
+    assert f"The single-GPU LoRA rows are within {max(one_gpu):.1f} %" in TEXT
+    m = after("measured MXFP8 is", r"^ ([\d.]+) % \(B200\) and ([\d.]+) % \(GB200\) slower than current "
+              r"scaling, the engine has it (\d+) % faster")
+    for gpu, shown in (("b200", m.group(1)), ("gb200", m.group(2))):
+        cs, mx = ROWS[f"mbridge_{gpu}_8b_fp8cs"], ROWS[f"mbridge_{gpu}_8b_mxfp8"]
+        assert shown == f"{(mx['measured_s'] / cs['measured_s'] - 1) * 100:.1f}"
+        assert m.group(3) == f"{(1 - mx['predicted_s'] / cs['predicted_s']) * 100:.0f}"
