@@ -120,7 +120,7 @@ _MAMF8 = "; FP8: " + _MAMF.replace("BF16 torch.matmul", "FP8 float8_e4m3fn matmu
 
 # B200 SXM (HGX / DGX B200, 1,000 W): no published sustained burn. Its die is GB200's, whose
 # gpu-fryer row (below) sustains 1550 of its 1822.0 best-of-sweep MAMF, 85.1 %; the 1,000 W
-# part is assumed to sustain no larger share of its own MAMF (1745.0): 1485 TFLOP/s. Held
+# part is assumed to sustain no larger share of its own MAMF (1745.0): 1484.5 TFLOP/s. Held
 # against OpenXLA's measured sm_100_B200 GEMM table (short runs, so an upper bound on a
 # sustained rate; tests/data/xla_b200_gemm_bf16.json) the wave model now lies at or below the
 # measured rate on training-size shapes where MAMF's 1745 ran 10-25 % above it, and B200 over

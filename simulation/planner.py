@@ -821,8 +821,8 @@ def _alternative_name(first: dict, other: dict) -> str:
 def _entry(members: list[dict]) -> dict:
     """One ranked entry of a class: its first row, with the others as ``alternatives``
     (``index``, ``choices``, ``name``, ``hbm_total_bytes``) and ``alternatives_message``
-    ("also: zero1 (57.7 GiB HBM), zero3 (61.9 GiB HBM) at the same step time and cost
-    (megatron_dist_opt: 60.7 GiB HBM)"),
+    ("also: zero1 (58.4 GiB HBM) at the same step time and cost (megatron_dist_opt:
+    61.5 GiB HBM)"),
     empty for a class of one."""
     first = members[0]
     alts = [dict(index=r["index"], choices=r["choices"], name=_alternative_name(first, r),

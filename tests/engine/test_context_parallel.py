@@ -364,9 +364,9 @@ def test_llama3_405b_table4_layouts_fit_where_they_ran(row):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "381 TFLOP/s a GPU against 430 (-11.3 %) since the H100's GEMMs run at the sustained 730 "
-    "TFLOP/s of gpu-fryer's 8192^3 burn (simulation/compute.py); 405 (-5.8 %) at the best-of-sweep "
-    "794.5. The engine runs plain 1F1B, a bubble of 14.8 of the slowest stage's 32 micro-batches "
+    "380 TFLOP/s a GPU against 430 (-11.6 %) since the H100's GEMMs run at the sustained 730 "
+    "TFLOP/s of gpu-fryer's 8192^3 burn (simulation/compute.py); 404 (-6.2 %) at the best-of-sweep "
+    "794.5 (README's figures, recomputed by tests/engine/test_readme_figures.py). The engine runs plain 1F1B, a bubble of 14.8 of the slowest stage's 32 micro-batches "
     "(32 % of the step); Llama 3 ran its own interleaved schedule (Sec. 3.3.2), which the paper "
     "gives no virtual-stage count for: with v 2 and the first and last chunk one layer short "
     "(pipeline_layers [3] + [4] * 30 + [3]) the schedule's bubble is 7.0 and the row 452 "
