@@ -1,6 +1,6 @@
 """The engine's version: stored with every run; a new version invalidates reused results."""
 
-ENGINE_VERSION = "0.13.0"    # 0.13: ALiBi, BLOOM layers measured, FSDP checkpoints hold the fp32 shard once (12 B/param with Adam), host-resident states are not staged for a checkpoint save
+ENGINE_VERSION = "0.14.0"    # 0.14: strategies the frameworks cannot run refused (ZeRO-2/3 with a pipeline, FSDP optimizer-only or NVMe offload, NVMe below ZeRO-3), ZeRO-Infinity checkpoints staged and read where their states live, FSDP CPU offload at torch AdamW's rate, the optimizer-state offload intensity counts accumulation, NVMe wear note
 # 0.12: whole bytes in reports, QLoRA's fp32 MLP tensors and fp32 head copy, torch AMP's autocast weight copies (measured on CPU with bitsandbytes and the profiler)
 # 0.11: the HGX B200 at a sustained GEMM figure (GB200's share of MAMF), FP8 in any operand layout on Blackwell (no transposed FP8 copies for the per-tensor recipes)
 # 0.10: eager and compiled element-wise passes measured on transformers' Llama layer, LoRA adapters' element-wise kernels, NeMo AutoModel's LinearLoRA, Liger's fused RMSNorm / SwiGLU
