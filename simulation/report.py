@@ -14,7 +14,9 @@ Keys outside checks rely on (``"schema": 1``)::
     step.{time_s, breakdown_s.{compute, exposed_comm, exposed_offload, cpu_optimizer,
           stall, pipeline_bubble}, time_band_s [lo, hi], band.{kind, label, on, error_rel,
           cases, source}, validated, outside_validation[*]}   (simulation.errormodel)
-    throughput.tokens_per_s, mfu, links[*].{name, busy_s, utilization}
+    throughput.tokens_per_s, mfu, links[*].{name, bytes_per_s, bytes, busy_s, utilization
+          (busy_s / step: the share of the step any flow was on it), bandwidth_fraction
+          (bytes / (bytes_per_s x step): the share of its capacity used)}  (per GPU)
     timeline.tasks[*].{name, lane, kind, start_s, end_s}, verdict.{bottleneck, message}
     offload_bandwidth             ZeRO-Infinity efficiency-vs-bandwidth curves
     step.cpu_optimizer.{bound, implementation, bytes_per_param, message, ...}  (simulation.cpu_adam)

@@ -1348,7 +1348,11 @@ def step_report(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
     mfu = mflops / (step_s * lay.num_gpus * mfu_peak_flops) if step_s else 0.0
     link_rows = [dict(name=n, bytes_per_s=float(links[n]), busy_s=float(link_busy[n]),
                       bytes=float(round(link_bytes[n])),      # whole bytes
-                      utilization=float(link_busy[n] / step_s) if step_s else 0.0)
+                      utilization=float(link_busy[n] / step_s) if step_s else 0.0,
+                      # what it moved over what it could have moved in the step; below the
+                      # busy share when its flows were held back by another link on their path
+                      bandwidth_fraction=(float(link_bytes[n] / (links[n] * step_s))
+                                          if step_s and links[n] else 0.0))
                  for n in a_last["links"]]
     parts = {k: float(v) for k, v in parts.items()}
     report = dict(

@@ -113,9 +113,12 @@ describe("links", () => {
     const rows = linkRows(stepReport());
     expect(rows.map((r) => r.name)).toEqual(["pcie_h2d", "nvlink", "nic"]);
     expect(rows[2]).toEqual({
-      name: "nic", label: "NIC (node↔node)", bytesPerS: 40e9, bytes: 3.2e11, busyS: 8, utilization: 0.8, bottleneck: true,
+      name: "nic", label: "NIC (node↔node)", bytesPerS: 40e9, bytes: 3.2e11, busyS: 8, utilization: 0.8,
+      bandwidthFraction: 0.8, bottleneck: true,
     });
     expect(rows.filter((r) => r.bottleneck)).toHaveLength(1);
+    // a report from before engine 0.14 has no bandwidth_fraction: shown as a dash
+    expect(rows[0].bandwidthFraction).toBeNull();
   });
 });
 

@@ -237,7 +237,10 @@ export interface LinkRow {
   bytesPerS: number;
   bytes: number | null;
   busyS: number;
+  /** Share of the step any flow was on the link, 0..1. */
   utilization: number;
+  /** Share of the link's capacity the step used (bytes over bandwidth x step), 0..1; null from older reports. */
+  bandwidthFraction: number | null;
   /** The link the verdict says to buy more of. */
   bottleneck: boolean;
 }
@@ -252,6 +255,7 @@ export function linkRows(report: Report): LinkRow[] {
     bytes: typeof l.bytes === "number" ? l.bytes : null,
     busyS: l.busy_s,
     utilization: l.utilization,
+    bandwidthFraction: typeof l.bandwidth_fraction === "number" ? l.bandwidth_fraction : null,
     bottleneck: !!buy && buy === l.name,
   }));
 }

@@ -248,7 +248,10 @@ export interface Link {
   bytes_per_s: number;
   busy_s: number;
   bytes?: number;
+  /** Share of the step a transfer was on the link, 0..1. */
   utilization: number;
+  /** Bytes over bandwidth x step: the share of the link's capacity used, 0..1 (engine 0.14+). */
+  bandwidth_fraction?: number;
 }
 
 export interface StepVerdict {

@@ -128,16 +128,17 @@ function stepSection(report: Report): HTMLElement | null {
   const linksTable = links.length
     ? table(
         "links-table",
-        "Links during the step, per GPU (GB = 1e9 bytes; busy and utilization over the whole step)",
-        ["Link", "Bandwidth per GPU (GB/s)", "Moved per GPU (GB)", "Busy (s)", "Utilization (%)"],
+        "Links during the step, per GPU (GB = 1e9 bytes; busy: the share of the step a transfer was on the link; bandwidth used: what it moved over what it could have moved in the step)",
+        ["Link", "Bandwidth per GPU (GB/s)", "Moved per GPU (GB)", "Busy (s)", "Busy (% of step)", "Bandwidth used (%)"],
         links.map((l) => [
           l.bottleneck ? h("span", null, l.label, " ", h("mark", null, "bottleneck")) : l.label,
           formatGBps(l.bytesPerS),
           l.bytes !== null ? formatGB(l.bytes, 1) : "—",
           `${formatNumber(l.busyS, 2)} s`,
           formatPercent(l.utilization),
+          l.bandwidthFraction !== null ? formatPercent(l.bandwidthFraction) : "—",
         ]),
-        [1, 2, 3, 4],
+        [1, 2, 3, 4, 5],
         [0],
       )
     : null;
