@@ -42,7 +42,7 @@ Two accounting conventions:
       (1 + prefetch) units of bf16 parameters plus one unit of gradients, and keeps the
       root unit (embedding, final norm, head) gathered from forward through backward.
     * NVMe offload adds DeepSpeed's pinned DDR swap buffers (``offload_param``: 5 buffers x
-      1e8 elements; ``offload_optimizer``: one sub-group of fp32 states).
+      1e8 elements; ``offload_optimizer``: 4 fp32 buffers of the largest sub-group).
     * The loss and logits (:mod:`simulation.loss`), the recompute working set, checkpoint
       staging in host DRAM, the model's load into host RAM, the CUDA context / NCCL /
       cuBLAS runtime and allocator fragmentation that follows the allocation pattern.
@@ -89,6 +89,7 @@ DS_MAX_REUSE_DISTANCE = 1e9         # stage3_max_reuse_distance
 DS_PREFETCH_ELEMENTS = 5e7          # stage3_prefetch_bucket_size
 DS_SUB_GROUP_ELEMENTS = 1e9         # sub_group_size
 DS_PARAM_SWAP_BUFFERS = 5           # offload_param.buffer_count
+DS_OPTIMIZER_SWAP_BUFFERS = 4       # offload_optimizer.buffer_count (offload_config.py)
 DS_PARAM_SWAP_ELEMENTS = 1e8        # offload_param.buffer_size
 
 
@@ -1244,9 +1245,12 @@ def _buffers(add, sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes, psi
             DS_PARAM_SWAP_BUFFERS * DS_PARAM_SWAP_ELEMENTS * sb.params,
             note="offload_param: 5 buffers x 1e8 elements per rank")
     if st.offload_optimizer == "nvme":
-        add("pinned optimizer swap buffer (one sub-group)", "buffers", "ddr",
-            min(DS_SUB_GROUP_ELEMENTS, psi / d) * k_fp32,
-            note="fp32 master + moments of one sub_group (1e9 elements) per rank")
+        # OptimizerSwapper's pool (deepspeed/runtime/swap_tensor/optimizer_utils.py):
+        # SwapBufferManager(num_elems=largest sub-group, count=offload_optimizer.buffer_count
+        # (4: parameter, gradient and Adam's two moments), fp32)
+        add("pinned optimizer swap buffers", "buffers", "ddr",
+            DS_OPTIMIZER_SWAP_BUFFERS * min(DS_SUB_GROUP_ELEMENTS, psi / d) * 4,
+            note="offload_optimizer: 4 fp32 buffers of the largest sub_group (1e9 elements) per rank")
 
     add(RUNTIME_PART, "buffers", "hbm", sc.runtime.runtime_bytes, note="runtime.runtime_bytes")
 
