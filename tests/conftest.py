@@ -69,6 +69,15 @@ def _fresh_process_memories():
     forget_catalog()
 
 
+@pytest.fixture(autouse=True)
+def _no_rate_limits(settings):
+    """API rate limits are off unless a test sets the rates it checks
+    (``settings.TIERLAB_THROTTLE_RATES``); counts go under a key prefix of the test's own, so
+    no test sees another's requests in a shared cache."""
+    settings.TIERLAB_THROTTLE_RATES = dict.fromkeys(settings.TIERLAB_THROTTLE_RATES)
+    settings.TIERLAB_THROTTLE_KEY_PREFIX = f"throttle-test-{uuid.uuid4().hex}"
+
+
 @pytest.fixture
 def anon_api():
     from rest_framework.test import APIClient

@@ -242,6 +242,8 @@ def exception_handler(exc, context):
         response.data = {"body": [f"The API takes JSON bodies only; this one was sent "
                                   f"{_media_type_text(context.get('request'))}. Nothing was saved. "
                                   "Send the body as JSON with the header Content-Type: application/json."]}
+    elif isinstance(exc, exceptions.Throttled):      # tierlab.throttling; Retry-After is DRF's
+        response.data = {"detail": str(exc.detail), "retry_after_s": exc.wait}
     elif isinstance(exc, exceptions.ValidationError):
         data = response.data
         response.data = dotted_errors(data) if isinstance(data, dict) else {"body": data}

@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from tierlab.env import env_bool, env_choice, env_float, env_int, env_list, env_required, env_str
+from tierlab.env import env_bool, env_choice, env_float, env_int, env_list, env_rate, env_required, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TIERLAB_VAR_DIR", str(BASE_DIR / "var")))
@@ -244,7 +244,42 @@ REST_FRAMEWORK = {
     "NON_FIELD_ERRORS_KEY": "body",                # "expected an object, got a list" is the body's
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "tierlab.api.exception_handler",
+    # Rate limits (tierlab.throttling): every request counts as the account's (or, without
+    # one, the address's); the expensive endpoints also against their own scope. A 429 names
+    # the limit and carries Retry-After.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "tierlab.throttling.AnonThrottle",
+        "tierlab.throttling.UserThrottle",
+        "tierlab.throttling.ScopedThrottle",
+    ],
 }
+# Requests per period (DRF's "<count>/<s|min|hour|day>"; "off" turns one off), read on every
+# request. Polling a running sweep's page takes about one request a second.
+TIERLAB_THROTTLE_RATES = {
+    "anon": env_rate("THROTTLE_ANON_RATE", "60/min"),
+    "user": env_rate("THROTTLE_USER_RATE", "1200/min"),
+    "estimate": env_rate("THROTTLE_ESTIMATE_RATE", "120/min"),        # POST /api/v1/estimate/
+    "runs": env_rate("THROTTLE_RUNS_RATE", "30/min"),                 # POST .../runs/
+    "sweeps": env_rate("THROTTLE_SWEEPS_RATE", "10/min"),             # POST /api/v1/sweeps/
+    "plans": env_rate("THROTTLE_PLANS_RATE", "10/min"),               # POST /api/v1/plans/
+    "profile_fits": env_rate("THROTTLE_PROFILE_FITS_RATE", "30/min"),  # cluster-profile POST/PUT/PATCH
+    "hf_import": env_rate("THROTTLE_HF_IMPORT_RATE", "30/min"),       # POST /api/v1/models/from-hf-config/
+    "shared": env_rate("THROTTLE_SHARED_RATE", "120/min"),            # GET /api/v1/shared/<token>/ (per address)
+}
+TIERLAB_THROTTLE_KEY_PREFIX = "throttle"       # cache keys; tests use one of their own
+
+# ---------------------------------------------------------------- cache
+# Throttle counts (and nothing the app cannot lose). CACHE_URL (redis://host:port/db) names a
+# Redis; by default the broker's when it is one, so every web process counts together;
+# otherwise each process's own memory (the embedded SQLite mode: one process).
+CACHE_URL = env_str("CACHE_URL", env_str("CELERY_BROKER_URL", "") if
+                    (env_str("CELERY_BROKER_URL", "") or "").startswith(("redis://", "rediss://")) else "")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                          "KEY_PREFIX": "tierlab-cache",
+                          "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2}}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "tierlab API",

@@ -45,6 +45,7 @@ class ScenarioViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadO
 
     serializer_class = ScenarioSerializer
     pagination_class = Pages
+    throttle_scopes = {"POST runs": "runs"}           # tierlab.throttling
     permission_classes = API_PERMISSIONS
     filter_backends = [DjangoFilterBackend]
     filterset_class = ScenarioFilter
@@ -141,6 +142,8 @@ class EstimateView(APIView):
     [...]}`): save the scenario and start a run, which a worker evaluates.
     """
 
+    throttle_scopes = {"POST": "estimate"}           # tierlab.throttling
+
     @extend_schema(request=EstimateRequestSerializer, responses={
         200: OpenApiTypes.OBJECT,
         413: OpenApiResponse(OpenApiTypes.OBJECT, description=(
@@ -180,6 +183,7 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
 
     serializer_class = ClusterProfileSerializer
     pagination_class = Pages
+    throttle_scopes = {"POST": "profile_fits", "PUT": "profile_fits", "PATCH": "profile_fits"}
     permission_classes = API_PERMISSIONS
 
     def get_queryset(self):
