@@ -355,6 +355,9 @@ TIERLAB_RUN_MAX_REQUEUES = env_int("RUN_MAX_REQUEUES", 2, 0)
 TIERLAB_SWEEP_WORKERS = env_int("SWEEP_WORKERS", env_int("WORKER_CONCURRENCY", 2, 1), 1)
 TIERLAB_SWEEP_CHUNKS_PER_WORKER = env_int("SWEEP_CHUNKS_PER_WORKER", 2, 1)
 TIERLAB_SWEEP_CHUNK_POINTS = env_int("SWEEP_CHUNK_POINTS", 0, 0)
+# Creating a sweep checks that each axis value is valid somewhere on the grid by building
+# (never evaluating) at most this many of its points (tierlab.dashboard.sweeps, bounded work).
+TIERLAB_SWEEP_VALUE_CHECK_POINTS = env_int("SWEEP_VALUE_CHECK_POINTS", 200, 1)
 # A run whose worker died this many times (killed mid-run, redelivered) is marked failed.
 TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # A plan's candidates go to at least TIERLAB_PLAN_CHUNKS Celery tasks (so every worker takes
