@@ -377,6 +377,10 @@ CATALOG_CHECK_S = env_float("CATALOG_CHECK_S", 2.0, 0.0)
 # bound is at most this many work units (~1 us of engine time each; simulation.cost);
 # more is a 413: save it and start a run, which the worker does within its time limits.
 ESTIMATE_MAX_WORK_UNITS = env_int("ESTIMATE_MAX_WORK_UNITS", 500_000, 0)
+# POST /api/v1/estimate/ takes bodies of at most this many bytes (413 beyond; the smaller of
+# this and DATA_UPLOAD_MAX_MEMORY_SIZE): a scenario is a few kB, a recommender's 1,000 tables
+# about 100 kB, and parsing a 2.5 MB body took seconds.
+ESTIMATE_MAX_BODY_BYTES = env_int("ESTIMATE_MAX_BODY_BYTES", 262_144, 1024)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

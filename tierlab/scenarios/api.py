@@ -143,11 +143,12 @@ class EstimateView(APIView):
     """
 
     throttle_scopes = {"POST": "estimate"}           # tierlab.throttling
+    body_limit_setting = "ESTIMATE_MAX_BODY_BYTES"   # tierlab.api.body_limit
 
     @extend_schema(request=EstimateRequestSerializer, responses={
         200: OpenApiTypes.OBJECT,
         413: OpenApiResponse(OpenApiTypes.OBJECT, description=(
-            "Request body over DATA_UPLOAD_MAX_MEMORY_SIZE (`{\"body\": [...]}`), or a valid "
+            "Request body over ESTIMATE_MAX_BODY_BYTES (`{\"body\": [...]}`), or a valid "
             "scenario whose evaluation is over ESTIMATE_MAX_WORK_UNITS (`{\"scenario.<field>\": "
             "[...]}`, the field that drives the work): save it and start a run."))})
     def post(self, request):
