@@ -20,6 +20,7 @@ from rest_framework import exceptions, pagination, parsers, renderers, serialize
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from simulation.fields import show
+from tierlab.jobs import TooManyActive
 
 # Deeper than any scenario, comparison or sweep; far below Python's recursion limit.
 MAX_JSON_DEPTH = 64
@@ -43,6 +44,19 @@ def body_limit(view) -> tuple[int | None, str]:
     if own and (limit is None or getattr(settings, own) < limit):
         limit, name = getattr(settings, own), own
     return limit, name
+
+
+class ActiveLimitReached(exceptions.APIException):
+    """409 from :class:`tierlab.jobs.TooManyActive`: ``{"detail", "limit", "setting",
+    "active": [{id, name, status, url}]}``; nothing was queued."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "active_limit"
+
+    def __init__(self, exc):
+        super().__init__(exc.message)
+        self.payload = {"detail": exc.message, "limit": exc.limit, "setting": exc.setting,
+                        "active": exc.active}
 
 
 def declared_length(request) -> int:
@@ -251,6 +265,8 @@ def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         limit, setting = body_limit(context.get("view"))
         exc = RequestTooLarge(limit, declared_length(context.get("request")), setting)
+    elif isinstance(exc, TooManyActive):
+        exc = ActiveLimitReached(exc)
     elif isinstance(exc, SuspiciousOperation):      # too many fields, bad multipart, ...
         exc = exceptions.ParseError(str(exc) or type(exc).__name__)
     response = drf_exception_handler(exc, context)
@@ -262,6 +278,8 @@ def exception_handler(exc, context):
         response.data = {"body": [f"The API takes JSON bodies only; this one was sent "
                                   f"{_media_type_text(context.get('request'))}. Nothing was saved. "
                                   "Send the body as JSON with the header Content-Type: application/json."]}
+    elif isinstance(exc, ActiveLimitReached):
+        response.data = exc.payload
     elif isinstance(exc, exceptions.Throttled):      # tierlab.throttling; Retry-After is DRF's
         response.data = {"detail": str(exc.detail), "retry_after_s": exc.wait}
     elif isinstance(exc, exceptions.ValidationError):

@@ -366,6 +366,12 @@ TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # the run time limit (tierlab/dashboard/plans.py, n_chunks).
 TIERLAB_PLAN_CHUNKS = env_int("TIERLAB_PLAN_CHUNKS", 8, 1)
 TIERLAB_PLAN_CHUNK_CANDIDATES = env_int("TIERLAB_PLAN_CHUNK_CANDIDATES", 5000, 1)
+# A user's queued and running runs (not counting runs that wait for an identical one),
+# sweeps and plans are at most these many each (0: no limit); one more is a 409 naming them
+# (tierlab.jobs.check_active), so one account cannot fill the queue everyone's work waits in.
+TIERLAB_MAX_ACTIVE_RUNS = env_int("MAX_ACTIVE_RUNS_PER_USER", 20, 0)
+TIERLAB_MAX_ACTIVE_SWEEPS = env_int("MAX_ACTIVE_SWEEPS_PER_USER", 3, 0)
+TIERLAB_MAX_ACTIVE_PLANS = env_int("MAX_ACTIVE_PLANS_PER_USER", 3, 0)
 # Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
 TIERLAB_TEST_TASK_SLEEP_S = env_float("TIERLAB_TEST_TASK_SLEEP_S", 0.0, 0.0)
 TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ignoring the soft limit

@@ -133,15 +133,19 @@ def model_title(model) -> str:
     return f"a {total / 1e6:.0f}M-parameter model"
 
 
+@transaction.atomic
 def create_plan(owner, spec, name: str = "") -> Plan:
     """A plan of ``spec`` owned by ``owner``, its chunks queued. Raises InputError naming
-    the spec's field (``spec.space.tensor_parallel.1``); nothing is saved then. A cluster
+    the spec's field (``spec.space.tensor_parallel.1``), or TooManyActive at
+    ``MAX_ACTIVE_PLANS_PER_USER``; nothing is saved then. A cluster
     profile named by id is stored as its figures now (:func:`with_profile`)."""
     spec = with_profile(spec, owner)
     parsed = parse(spec)
     model = model_title(spec["model"])
     node = spec["cluster"].get("node") or "cluster"
     default = f"Plan: {model} on {node}, {parsed['objective'].replace('_', ' ')}"
+    jobs.check_active(owner, "plans", Plan.objects.filter(
+        owner=owner, status__in=[Plan.Status.QUEUED, Plan.Status.RUNNING]))
     plan = Plan.objects.create(owner=owner, name=((name or "").strip() or default)[:200], spec=spec,
                                total_candidates=parsed["num_candidates"],
                                engine_version=simulation.ENGINE_VERSION)

@@ -490,11 +490,13 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
     """A sweep of the owner's scenario ``scenario_id`` over ``axes``, its chunks queued (a
     teammate's scenario must be duplicated first).
 
-    Raises InputError (``scenario``; NotYours for a teammate's) or ScenarioError (the axes);
-    nothing is saved then.
+    Raises InputError (``scenario``; NotYours for a teammate's) or ScenarioError (the axes;
+    TooManyActive at ``MAX_ACTIVE_SWEEPS_PER_USER``); nothing is saved then.
     """
     base = owned_for(Scenario, owner, scenario_id, "scenario", "sweep")
     axes = validate_axes(base.spec, axes)
+    jobs.check_active(owner, "sweeps", Sweep.objects.filter(
+        owner=owner, status__in=[Sweep.Status.QUEUED, Sweep.Status.RUNNING]))
     total = math.prod(len(ax["values"]) for ax in axes)
     default = f"{base.name}: " + " × ".join(PARAMETER_LABELS.get(ax["path"], ax["path"]) for ax in axes)
     sweep = Sweep.objects.create(owner=owner, name=((name or "").strip() or default)[:200], base=base,

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
+from tierlab import jobs
 from tierlab.access import API_PERMISSIONS
 from tierlab.api import StrictPageNumberPagination, engine_error_detail, reject_body
 from tierlab.editing import RenameDeleteMixin, delete_schema, rename_schema
@@ -88,6 +89,8 @@ class ScenarioViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadO
         reject_body(request)
         try:
             run = services.start_run(scenario)
+        except jobs.TooManyActive:
+            raise                         # 409 (tierlab.api.exception_handler)
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED,

@@ -160,7 +160,8 @@ def start_run(scenario: Scenario) -> Run:
     waited for: the new run is created queued, pointing at it (``reused_from``), and gets
     its result when it finishes (``settle_followers``); nothing is computed twice.
     Otherwise the run is queued and sent to a Celery worker once this transaction
-    commits. A cluster profile the scenario names is resolved into its input with its
+    commits, unless the owner has ``MAX_ACTIVE_RUNS_PER_USER`` queued or running already
+    (:class:`tierlab.jobs.TooManyActive`). A cluster profile the scenario names is resolved into its input with its
     figures as they are now, so a refitted profile gives a new hash. Raises ScenarioError.
     """
     check_profile_visible(scenario.spec, scenario.owner)
@@ -183,6 +184,9 @@ def start_run(scenario: Scenario) -> Run:
     if pending is not None:
         return Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
                                   engine_version=version, reused_from=pending)
+    jobs.check_active(scenario.owner, "runs", Run.objects.filter(
+        scenario__owner=scenario.owner, reused_from=None,
+        status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).select_related("scenario"))
     run = Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
                              engine_version=version, celery_task_id=str(uuid.uuid4()),
                              enqueued_at=timezone.now())
