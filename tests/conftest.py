@@ -62,10 +62,11 @@ def _fresh_process_memories():
     """Each test starts with no remembered tokens or catalog (a flushed database fires no
     signals); tests of those memories set them up themselves."""
     yield
-    from tierlab import auth
+    from tierlab import auth, broker
     from tierlab.catalog.lookups import forget_catalog
 
     auth.forget()
+    broker.forget()
     forget_catalog()
 
 

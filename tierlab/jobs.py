@@ -5,6 +5,7 @@ active (queued or running) jobs."""
 import json
 import math
 import uuid
+from datetime import timedelta
 
 from celery import Task
 from celery.worker.request import Request
@@ -171,3 +172,47 @@ def requeue_left_running(model, worker: str, started_before, resend, what: str, 
                             what, row.pk, worker)
                 n += 1
     return n
+
+
+# ---------------------------------------------------------------- lost queue messages
+def queue_served_since(since) -> bool:
+    """Whether a worker started any run, sweep chunk or plan chunk since ``since``: the
+    queue is being read, so work still in it is waiting its turn, not lost."""
+    from tierlab.dashboard.models import PlanChunk, SweepChunk
+    from tierlab.scenarios.models import Run
+
+    return any(model.objects.filter(started_at__gte=since).exists() for model in (Run, SweepChunk, PlanChunk))
+
+
+def lost_messages(rows, now=None) -> list:
+    """Of ``rows`` (runs or chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were
+    sent), those whose message is lost. Age alone said so, and in a long queue (another
+    user's 10,000-point sweeps ahead) work that was only waiting was sent to the back again
+    and, after its requeues, failed "queue message was lost". Now a row whose message is
+    still in the broker (:func:`tierlab.broker.waiting_task_ids`) while workers are taking
+    work from the queue (:func:`queue_served_since`, within the timeout) keeps waiting. When
+    no worker took anything (nothing reads the queue) or the broker cannot be read, age
+    decides, as before: sent again, then failed with the reason."""
+    rows = list(rows)
+    if not rows:
+        return rows
+    from tierlab import broker
+
+    now = now or timezone.now()
+    if not queue_served_since(now - timedelta(seconds=settings.TIERLAB_RUN_QUEUED_TIMEOUT_S)):
+        return rows
+    waiting = broker.waiting_task_ids(settings.TIERLAB_RUN_QUEUE)
+    if waiting is None:
+        return rows
+    return [row for row in rows if row.celery_task_id not in waiting]
+
+
+def remove_cancelled_messages(task_ids) -> None:
+    """Once the transaction commits: take cancelled jobs' waiting messages out of the queue
+    (:func:`tierlab.broker.remove_messages`), so they no longer hold other users' work back
+    (a worker that reaches one anyway finds the job cancelled and drops it at once)."""
+    from tierlab import broker
+
+    ids, queue = [t for t in task_ids if t], settings.TIERLAB_RUN_QUEUE
+    if ids:
+        transaction.on_commit(lambda: broker.remove_messages(queue, ids))

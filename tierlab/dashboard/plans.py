@@ -184,7 +184,8 @@ def recover_chunks_of(worker: str, started_before=None) -> int:
 
 
 def cancel_plan(plan: Plan) -> Plan:
-    """Stop the plan: queued chunks now, running ones at their next progress write.
+    """Stop the plan: queued chunks now (their messages taken out of the queue once this
+    commits), running ones at their next progress write.
     Raises InputError (``status``) when it has already finished."""
     with transaction.atomic():
         plan = Plan.objects.select_for_update().get(pk=plan.pk)
@@ -194,8 +195,9 @@ def cancel_plan(plan: Plan) -> Plan:
         now = timezone.now()
         plan.cancelled, plan.status, plan.finished_at = True, Plan.Status.CANCELLED, now
         plan.save(update_fields=["cancelled", "status", "finished_at"])
-        PlanChunk.objects.filter(plan=plan, status=PlanChunk.Status.QUEUED).update(
-            status=PlanChunk.Status.CANCELLED, error="cancelled before it ran", finished_at=now)
+        queued = PlanChunk.objects.filter(plan=plan, status=PlanChunk.Status.QUEUED)
+        jobs.remove_cancelled_messages(list(queued.values_list("celery_task_id", flat=True)))
+        queued.update(status=PlanChunk.Status.CANCELLED, error="cancelled before it ran", finished_at=now)
         _settle(plan)
     return plan
 
@@ -322,7 +324,7 @@ def check_chunks() -> int:
     times), chunks whose worker died are sent again to resume the search (at most
     ``RUN_MAX_ATTEMPTS`` starts), else failed with the reason."""
     n = 0
-    for chunk in PlanChunk.lost():
+    for chunk in jobs.lost_messages(PlanChunk.lost()):
         with transaction.atomic():
             if chunk.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
                 n += send_again(chunk, count_requeue=True, expect_status=PlanChunk.Status.QUEUED)

@@ -541,7 +541,8 @@ def recover_chunks_of(worker: str, started_before=None) -> int:
 
 
 def cancel_sweep(sweep: Sweep) -> Sweep:
-    """Stop the sweep: queued chunks are cancelled now, running ones before their next point.
+    """Stop the sweep: queued chunks are cancelled now (their messages taken out of the
+    queue once this commits), running ones before their next point.
 
     Raises InputError (``status``) when the sweep has already finished.
     """
@@ -554,9 +555,11 @@ def cancel_sweep(sweep: Sweep) -> Sweep:
         sweep.cancelled, sweep.status, sweep.finished_at = True, Sweep.Status.CANCELLED, now
         sweep.save(update_fields=["cancelled", "status", "finished_at"])
         values = grid_values(sweep.axes)
-        for chunk in sweep.chunks.filter(status=SweepChunk.Status.QUEUED):
+        queued = list(sweep.chunks.filter(status=SweepChunk.Status.QUEUED))
+        for chunk in queued:
             _write_chunk(chunk, _left_over(values, chunk, [], "cancelled", "cancelled before it ran"),
                          SweepChunk.Status.CANCELLED, "cancelled", now)
+        jobs.remove_cancelled_messages([c.celery_task_id for c in queued])
         _settle(sweep)
     return sweep
 
@@ -716,10 +719,11 @@ def fail_chunk_after_hard_limit(chunk_id: int, limit_s: float) -> None:
 
 
 def requeue_lost_chunks() -> int:
-    """Chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message:
+    """Chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message
+    (unless it is still in a queue workers are reading, :func:`tierlab.jobs.lost_messages`):
     sent again, at most ``RUN_MAX_REQUEUES`` times, then their points fail with the reason."""
     n, timeout_s = 0, settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
-    for chunk in SweepChunk.lost():
+    for chunk in jobs.lost_messages(SweepChunk.lost()):
         if chunk.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
             with transaction.atomic():
                 if send_again(chunk, count_requeue=True, expect_status=SweepChunk.Status.QUEUED):

@@ -228,6 +228,7 @@ def cancel_run(run: Run, user) -> Run:
             raise RunStateError("status", f"the run has already {run.status}; only a queued or "
                                           "running run can be cancelled")
         run.mark_failed(f"cancelled by {user.get_username()}")
+        jobs.remove_cancelled_messages([run.celery_task_id])
         settle_followers(run)
     return run
 
@@ -276,7 +277,8 @@ def settle_followers(leader: Run | None = None) -> int:
 
 def requeue_lost_runs(now=None) -> int:
     """Runs still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message
-    (a broker restarted without persistence, flushed, failed over): each is sent again, at
+    (a broker restarted without persistence, flushed, failed over), unless it is still in
+    a queue workers are reading (:func:`tierlab.jobs.lost_messages`): each is sent again, at
     most ``RUN_MAX_REQUEUES`` times, then marked failed with the reason."""
     now = now or timezone.now()
     timeout_s = settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
@@ -285,7 +287,7 @@ def requeue_lost_runs(now=None) -> int:
         Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff)).only(
         "pk", "status", "requeues", "celery_task_id")   # checked on every list: no reports
     n = 0
-    for run in lost:
+    for run in jobs.lost_messages(lost, now):
         if run.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
             with transaction.atomic():
                 if send_again(run, count_requeue=True, expect_status=Run.Status.QUEUED):
