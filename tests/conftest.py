@@ -62,11 +62,21 @@ def _fresh_process_memories():
     """Each test starts with no remembered tokens or catalog (a flushed database fires no
     signals); tests of those memories set them up themselves."""
     yield
-    from tierlab import auth
+    from tierlab import auth, broker
     from tierlab.catalog.lookups import forget_catalog
 
     auth.forget()
+    broker.forget()
     forget_catalog()
+
+
+@pytest.fixture(autouse=True)
+def _no_rate_limits(settings):
+    """API rate limits are off unless a test sets the rates it checks
+    (``settings.TIERLAB_THROTTLE_RATES``); counts go under a key prefix of the test's own, so
+    no test sees another's requests in a shared cache."""
+    settings.TIERLAB_THROTTLE_RATES = dict.fromkeys(settings.TIERLAB_THROTTLE_RATES)
+    settings.TIERLAB_THROTTLE_KEY_PREFIX = f"throttle-test-{uuid.uuid4().hex}"
 
 
 @pytest.fixture

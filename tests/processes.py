@@ -108,6 +108,8 @@ def worker_env(queue: str, **extra) -> dict:
                DJANGO_SETTINGS_MODULE="tierlab.settings")
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         env["CELERY_BROKER_DIR"] = str(settings.BROKER_DIR)
+    # rate limits off (tests/conftest.py's _no_rate_limits), unless ``extra`` sets one
+    env.update({f"THROTTLE_{scope.upper()}_RATE": "off" for scope in settings.TIERLAB_THROTTLE_RATES})
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -78,3 +78,19 @@ def env_required(name: str, why: str) -> str:
     if value.strip() == "":
         raise ImproperlyConfigured(f"{name} must be set {why}")
     return value
+
+
+def env_rate(name: str, default: str | None) -> str | None:
+    """A DRF throttle rate, ``<count>/<period>`` (period: second, minute, hour, day, or their
+    first letter), or None for ``off``."""
+    import re
+
+    value = os.environ.get(name, "").strip()
+    if value == "":
+        return default
+    if value.lower() in ("off", "none", "0"):
+        return None
+    if not re.fullmatch(r"[1-9][0-9]*/(s|m|h|d|sec|second|min|minute|hour|day)", value):
+        raise ImproperlyConfigured(f"{name} must be <count>/<period> (e.g. 60/min; period s, min, "
+                                   f"hour or day) or off, got {value!r}")
+    return value

@@ -1,14 +1,63 @@
 """What runs and sweep chunks share as Celery jobs: a task base that records the hard time
-limit on the row, and sending a job again under a new task id."""
+limit on the row, sending a job again under a new task id, and the per-user limits on
+active (queued or running) jobs."""
 
 import json
 import math
 import uuid
+from datetime import timedelta
 
 from celery import Task
 from celery.worker.request import Request
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+
+from simulation import ScenarioError
+
+
+# ---------------------------------------------------------------- active jobs per user
+# kind: (setting, what, API path). A user's queued and running jobs of each kind are at most
+# the setting's value (0: no limit), so one account cannot fill the queue every user's work
+# waits in.
+ACTIVE_LIMITS = {
+    "runs": ("TIERLAB_MAX_ACTIVE_RUNS", "MAX_ACTIVE_RUNS_PER_USER", "/api/v1/runs/"),
+    "sweeps": ("TIERLAB_MAX_ACTIVE_SWEEPS", "MAX_ACTIVE_SWEEPS_PER_USER", "/api/v1/sweeps/"),
+    "plans": ("TIERLAB_MAX_ACTIVE_PLANS", "MAX_ACTIVE_PLANS_PER_USER", "/api/v1/plans/"),
+}
+
+
+class TooManyActive(ScenarioError):
+    """``owner`` has as many queued or running jobs of ``kind`` as they may: nothing was
+    queued. ``field`` is ``active_<kind>``; ``limit``, ``setting`` (the environment variable)
+    and ``active`` (``[{id, name, status, url}]``, oldest first) for the API's 409."""
+
+    def __init__(self, kind: str, limit: int, active: list[dict]):
+        self.kind, self.limit, self.active = kind, limit, active
+        self.setting = ACTIVE_LIMITS[kind][1]
+        ids = ", ".join(str(a["id"]) for a in active[:10]) + (", ..." if len(active) > 10 else "")
+        super().__init__(f"active_{kind}", (
+            f"you have {len(active)} {kind} queued or running (ids {ids}); at most {limit} may be "
+            f"at once ({self.setting}). Wait for one to finish or cancel one "
+            f"(POST {ACTIVE_LIMITS[kind][2]}<id>/cancel/), then try again."))
+
+
+def check_active(owner, kind: str, active) -> None:
+    """Raise TooManyActive when ``active`` (the owner's queued or running jobs of ``kind``,
+    a queryset with ``name`` or ``scenario__name``) is at the limit. Call inside the
+    transaction that queues the new job: the owner's row is locked, so two requests at once
+    cannot both pass."""
+    limit = getattr(settings, ACTIVE_LIMITS[kind][0])
+    if not limit or owner is None or owner.pk is None:
+        return
+    get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+    rows = list(active.order_by("created_at", "id")[:limit])
+    if len(rows) < limit:
+        return
+    raise TooManyActive(kind, limit, [
+        {"id": r.pk, "name": getattr(r, "name", None) or r.scenario.name, "status": r.status,
+         "url": f"{ACTIVE_LIMITS[kind][2]}{r.pk}/"} for r in rows])
 
 
 def limit_exceeded(subject: str, limit_s, hard: bool = False) -> str:
@@ -123,3 +172,47 @@ def requeue_left_running(model, worker: str, started_before, resend, what: str, 
                             what, row.pk, worker)
                 n += 1
     return n
+
+
+# ---------------------------------------------------------------- lost queue messages
+def queue_served_since(since) -> bool:
+    """Whether a worker started any run, sweep chunk or plan chunk since ``since``: the
+    queue is being read, so work still in it is waiting its turn, not lost."""
+    from tierlab.dashboard.models import PlanChunk, SweepChunk
+    from tierlab.scenarios.models import Run
+
+    return any(model.objects.filter(started_at__gte=since).exists() for model in (Run, SweepChunk, PlanChunk))
+
+
+def lost_messages(rows, now=None) -> list:
+    """Of ``rows`` (runs or chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were
+    sent), those whose message is lost. Age alone said so, and in a long queue (another
+    user's 10,000-point sweeps ahead) work that was only waiting was sent to the back again
+    and, after its requeues, failed "queue message was lost". Now a row whose message is
+    still in the broker (:func:`tierlab.broker.waiting_task_ids`) while workers are taking
+    work from the queue (:func:`queue_served_since`, within the timeout) keeps waiting. When
+    no worker took anything (nothing reads the queue) or the broker cannot be read, age
+    decides, as before: sent again, then failed with the reason."""
+    rows = list(rows)
+    if not rows:
+        return rows
+    from tierlab import broker
+
+    now = now or timezone.now()
+    if not queue_served_since(now - timedelta(seconds=settings.TIERLAB_RUN_QUEUED_TIMEOUT_S)):
+        return rows
+    waiting = broker.waiting_task_ids(settings.TIERLAB_RUN_QUEUE)
+    if waiting is None:
+        return rows
+    return [row for row in rows if row.celery_task_id not in waiting]
+
+
+def remove_cancelled_messages(task_ids) -> None:
+    """Once the transaction commits: take cancelled jobs' waiting messages out of the queue
+    (:func:`tierlab.broker.remove_messages`), so they no longer hold other users' work back
+    (a worker that reaches one anyway finds the job cancelled and drops it at once)."""
+    from tierlab import broker
+
+    ids, queue = [t for t in task_ids if t], settings.TIERLAB_RUN_QUEUE
+    if ids:
+        transaction.on_commit(lambda: broker.remove_messages(queue, ids))

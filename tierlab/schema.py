@@ -3,11 +3,26 @@
 drf-spectacular documents only the success response of each operation; clients (and the
 schemathesis fuzz test) need the errors too. This postprocessing hook adds, where they can
 occur and unless a view documented its own: 400 (field errors), 401/403, 404, 410 (a revoked
-share link: the shared view, its downloads and fork), 413, 415 and 422 (an ``Idempotency-Key``
-reused for another request).
+share link: the shared view, its downloads and fork), 413, 415, 422 (an ``Idempotency-Key``
+reused for another request), 429 (a rate limit, tierlab.throttling: every operation) and 409
+(a limit of active runs, sweeps or plans, tierlab.jobs.check_active, where one is queued).
 """
 
 SHARED_PREFIX = "/api/v1/shared/{token}/"
+# POSTs that queue runs, sweeps or plans: a 409 at the user's limit of active ones.
+QUEUES_JOBS = ("/api/v1/scenarios/{id}/runs/", "/api/v1/sweeps/", "/api/v1/plans/", "/api/v1/comparisons/",
+               "/api/v1/shared/{token}/fork/")
+THROTTLED = {
+    "type": "object", "properties": {"detail": {"type": "string"}, "retry_after_s": {"type": "integer"}},
+    "required": ["detail", "retry_after_s"],
+    "description": "A rate limit: which, its setting and when to try again (also the `Retry-After` header)."}
+ACTIVE_LIMIT = {
+    "type": "object", "required": ["detail", "limit", "setting", "active"],
+    "properties": {"detail": {"type": "string"}, "limit": {"type": "integer"}, "setting": {"type": "string"},
+                   "active": {"type": "array", "items": {"type": "object", "properties": {
+                       "id": {"type": "integer"}, "name": {"type": "string"}, "status": {"type": "string"},
+                       "url": {"type": "string"}}}}},
+    "description": "Your queued or running runs, sweeps or plans are at their limit (`setting`); nothing was queued."}
 
 ERROR = {"type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
          "description": "What went wrong, e.g. `{\"detail\": \"Not found.\"}`."}
@@ -26,6 +41,8 @@ def add_error_responses(result, generator, request, public):
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Error", ERROR)
     schemas.setdefault("FieldErrors", FIELD_ERRORS)
+    schemas.setdefault("Throttled", THROTTLED)
+    schemas.setdefault("ActiveLimit", ACTIVE_LIMIT)
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             params = operation.get("parameters", [])
@@ -48,10 +65,16 @@ def add_error_responses(result, generator, request, public):
             elif "{" in path or "page" in query:
                 errors["404"] = ("No such object (or not yours), or no such page.", "Error")
             if has_body:
-                errors["413"] = ("Request body over DATA_UPLOAD_MAX_MEMORY_SIZE.", "FieldErrors")
+                errors["413"] = ("Request body over DATA_UPLOAD_MAX_MEMORY_SIZE (the estimate: "
+                                 "ESTIMATE_MAX_BODY_BYTES).", "FieldErrors")
                 errors["415"] = ("Unsupported content type.", "Error")
             if any(p.get("in") == "header" and p["name"] == "Idempotency-Key" for p in params):
                 errors["422"] = ("This Idempotency-Key was used for a different request.", "FieldErrors")
+            if method == "post" and path in QUEUES_JOBS:
+                errors["409"] = ("Your active runs, sweeps or plans are at their limit "
+                                 "(MAX_ACTIVE_*_PER_USER).", "ActiveLimit")
+            errors["429"] = ("Too many requests (THROTTLE_*_RATE): try again after Retry-After seconds.",
+                             "Throttled")
             responses = operation.setdefault("responses", {})
             for status, (description, schema) in errors.items():
                 responses.setdefault(status, {"description": description, "content": _ref(schema)})

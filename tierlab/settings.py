@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from tierlab.env import env_bool, env_choice, env_float, env_int, env_list, env_required, env_str
+from tierlab.env import env_bool, env_choice, env_float, env_int, env_list, env_rate, env_required, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("TIERLAB_VAR_DIR", str(BASE_DIR / "var")))
@@ -244,7 +244,42 @@ REST_FRAMEWORK = {
     "NON_FIELD_ERRORS_KEY": "body",                # "expected an object, got a list" is the body's
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "tierlab.api.exception_handler",
+    # Rate limits (tierlab.throttling): every request counts as the account's (or, without
+    # one, the address's); the expensive endpoints also against their own scope. A 429 names
+    # the limit and carries Retry-After.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "tierlab.throttling.AnonThrottle",
+        "tierlab.throttling.UserThrottle",
+        "tierlab.throttling.ScopedThrottle",
+    ],
 }
+# Requests per period (DRF's "<count>/<s|min|hour|day>"; "off" turns one off), read on every
+# request. Polling a running sweep's page takes about one request a second.
+TIERLAB_THROTTLE_RATES = {
+    "anon": env_rate("THROTTLE_ANON_RATE", "60/min"),
+    "user": env_rate("THROTTLE_USER_RATE", "1200/min"),
+    "estimate": env_rate("THROTTLE_ESTIMATE_RATE", "120/min"),        # POST /api/v1/estimate/
+    "runs": env_rate("THROTTLE_RUNS_RATE", "30/min"),                 # POST .../runs/
+    "sweeps": env_rate("THROTTLE_SWEEPS_RATE", "10/min"),             # POST /api/v1/sweeps/
+    "plans": env_rate("THROTTLE_PLANS_RATE", "10/min"),               # POST /api/v1/plans/
+    "profile_fits": env_rate("THROTTLE_PROFILE_FITS_RATE", "30/min"),  # cluster-profile POST/PUT/PATCH
+    "hf_import": env_rate("THROTTLE_HF_IMPORT_RATE", "30/min"),       # POST /api/v1/models/from-hf-config/
+    "shared": env_rate("THROTTLE_SHARED_RATE", "120/min"),            # GET /api/v1/shared/<token>/ (per address)
+}
+TIERLAB_THROTTLE_KEY_PREFIX = "throttle"       # cache keys; tests use one of their own
+
+# ---------------------------------------------------------------- cache
+# Throttle counts (and nothing the app cannot lose). CACHE_URL (redis://host:port/db) names a
+# Redis; by default the broker's when it is one, so every web process counts together;
+# otherwise each process's own memory (the embedded SQLite mode: one process).
+CACHE_URL = env_str("CACHE_URL", env_str("CELERY_BROKER_URL", "") if
+                    (env_str("CELERY_BROKER_URL", "") or "").startswith(("redis://", "rediss://")) else "")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                          "KEY_PREFIX": "tierlab-cache",
+                          "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2}}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "tierlab API",
@@ -320,6 +355,9 @@ TIERLAB_RUN_MAX_REQUEUES = env_int("RUN_MAX_REQUEUES", 2, 0)
 TIERLAB_SWEEP_WORKERS = env_int("SWEEP_WORKERS", env_int("WORKER_CONCURRENCY", 2, 1), 1)
 TIERLAB_SWEEP_CHUNKS_PER_WORKER = env_int("SWEEP_CHUNKS_PER_WORKER", 2, 1)
 TIERLAB_SWEEP_CHUNK_POINTS = env_int("SWEEP_CHUNK_POINTS", 0, 0)
+# Creating a sweep checks that each axis value is valid somewhere on the grid by building
+# (never evaluating) at most this many of its points (tierlab.dashboard.sweeps, bounded work).
+TIERLAB_SWEEP_VALUE_CHECK_POINTS = env_int("SWEEP_VALUE_CHECK_POINTS", 200, 1)
 # A run whose worker died this many times (killed mid-run, redelivered) is marked failed.
 TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # A plan's candidates go to at least TIERLAB_PLAN_CHUNKS Celery tasks (so every worker takes
@@ -328,6 +366,12 @@ TIERLAB_RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, 1)
 # the run time limit (tierlab/dashboard/plans.py, n_chunks).
 TIERLAB_PLAN_CHUNKS = env_int("TIERLAB_PLAN_CHUNKS", 8, 1)
 TIERLAB_PLAN_CHUNK_CANDIDATES = env_int("TIERLAB_PLAN_CHUNK_CANDIDATES", 5000, 1)
+# A user's queued and running runs (not counting runs that wait for an identical one),
+# sweeps and plans are at most these many each (0: no limit); one more is a 409 naming them
+# (tierlab.jobs.check_active), so one account cannot fill the queue everyone's work waits in.
+TIERLAB_MAX_ACTIVE_RUNS = env_int("MAX_ACTIVE_RUNS_PER_USER", 20, 0)
+TIERLAB_MAX_ACTIVE_SWEEPS = env_int("MAX_ACTIVE_SWEEPS_PER_USER", 3, 0)
+TIERLAB_MAX_ACTIVE_PLANS = env_int("MAX_ACTIVE_PLANS_PER_USER", 3, 0)
 # Test-only: every run sleeps this long before the engine starts (kill and time-limit tests).
 TIERLAB_TEST_TASK_SLEEP_S = env_float("TIERLAB_TEST_TASK_SLEEP_S", 0.0, 0.0)
 TIERLAB_TEST_TASK_STUCK = env_bool("TIERLAB_TEST_TASK_STUCK", False)   # ... ignoring the soft limit
@@ -339,6 +383,10 @@ CATALOG_CHECK_S = env_float("CATALOG_CHECK_S", 2.0, 0.0)
 # bound is at most this many work units (~1 us of engine time each; simulation.cost);
 # more is a 413: save it and start a run, which the worker does within its time limits.
 ESTIMATE_MAX_WORK_UNITS = env_int("ESTIMATE_MAX_WORK_UNITS", 500_000, 0)
+# POST /api/v1/estimate/ takes bodies of at most this many bytes (413 beyond; the smaller of
+# this and DATA_UPLOAD_MAX_MEMORY_SIZE): a scenario is a few kB, a recommender's 1,000 tables
+# about 100 kB, and parsing a 2.5 MB body took seconds.
+ESTIMATE_MAX_BODY_BYTES = env_int("ESTIMATE_MAX_BODY_BYTES", 262_144, 1024)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

@@ -227,3 +227,22 @@ def test_what_a_request_refuses_a_real_worker_runs(owner_api, example_spec, cele
     else:
         assert result["step"]["time_s"] > 0 and result["timeline"]["tasks"]
         assert result["checkpoint"]["monte_carlo"]["runs"] == 200
+
+
+def test_a_sweep_of_typos_over_a_large_scenario_is_refused_fast(owner_api, owner, settings):
+    """600 tables and two 100-value axes of values invalid everywhere: the check that each
+    value is valid somewhere built all 10,000 points (~50-100 s of one web process); it builds at
+    most SWEEP_VALUE_CHECK_POINTS, and still refuses every value, naming it."""
+    settings.TIERLAB_SWEEP_VALUE_CHECK_POINTS = 200
+    base = Scenario.objects.create(owner=owner, name="wide", spec=recsys(tables=600, rows=1000))
+    r, elapsed = timed(lambda: owner_api.post("/api/v1/sweeps/", {"scenario": base.pk, "axes": [
+        {"path": "recsys.batch_size", "values": [-i for i in range(1, 101)]},
+        {"path": "cluster.num_nodes", "values": [-i for i in range(1, 101)]}]}, format="json"))
+    assert r.status_code == 400, r.json()
+    body = r.json()
+    # (a point's scenario reports its first bad field: the batch, so the node counts are not judged)
+    assert set(body) == {f"axes.0.values.{j}" for j in range(100)}
+    assert body["axes.0.values.0"] == ["must be at least 1, got -1 (at every point of the grid)"]
+    assert body["axes.0.values.99"] == ["must be at least 1, got -100 (at the 1 grid point checked of the 100 "
+                                        "that hold it: at most 200 points are checked, SWEEP_VALUE_CHECK_POINTS)"]
+    assert elapsed < 10 * FAST_S

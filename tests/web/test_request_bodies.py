@@ -14,15 +14,28 @@ def post_raw(client, url, body: bytes, content_type="application/json"):
     return client.post(url, data=body, content_type=content_type)
 
 
-@pytest.mark.parametrize("url", [ESTIMATE, SCENARIOS])
-def test_a_20_mb_json_body_is_413(owner_api, url):
+@pytest.mark.parametrize("url, limit", [(ESTIMATE, "262,144 bytes (ESTIMATE_MAX_BODY_BYTES)"),
+                                        (SCENARIOS, "2,621,440 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)")])
+def test_a_20_mb_json_body_is_413(owner_api, url, limit):
     body = b'{"name": "big", "scenario": {"pad": "' + b"x" * (20 * MB) + b'"}}'
     r = post_raw(owner_api, url, body)
     assert r.status_code == 413
     assert list(r.json()) == ["body"]
     # the size sent and the limit, readable: "request body too large (20,971,566 bytes): the limit is 2,621,440 bytes"
-    assert r.json()["body"][0] == (f"request body too large ({len(body):,} bytes): the limit is "
-                                   "2,621,440 bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)")
+    assert r.json()["body"][0] == f"request body too large ({len(body):,} bytes): the limit is {limit}"
+
+
+def test_the_estimate_takes_a_smaller_body_than_other_endpoints(owner_api, settings):
+    """Parsing a 2.5 MB JSON list took the estimate seconds; a scenario is a few kB (a
+    recommender's 1,000 tables ~45 kB): ESTIMATE_MAX_BODY_BYTES refuses more before parsing."""
+    body = b"[" + b",".join([b"1"] * 150_000) + b"]"           # 300 kB
+    r = post_raw(owner_api, ESTIMATE, body)
+    assert r.status_code == 413
+    assert r.json()["body"] == [f"request body too large ({len(body):,} bytes): the limit is 262,144 bytes "
+                                "(ESTIMATE_MAX_BODY_BYTES)"]
+    assert post_raw(owner_api, SCENARIOS, body).status_code == 400     # parsed: not an object
+    settings.ESTIMATE_MAX_BODY_BYTES = 10 * MB                 # the global limit still applies
+    assert "DATA_UPLOAD_MAX_MEMORY_SIZE" in post_raw(owner_api, ESTIMATE, b" " * (3 * MB)).json()["body"][0]
 
 
 def test_a_20_mb_form_body_is_refused_unread(owner_api):

@@ -60,6 +60,8 @@ class ModelFromHfConfigView(APIView):
     Bad values are a 400 naming every bad
     config key at once (`{"config.num_attention_heads": [...], "config.vocab_size": [...]}`)."""
 
+    throttle_scopes = {"POST": "hf_import"}          # tierlab.throttling
+
     @extend_schema(request=serializers.HfConfigRequestSerializer,
                    responses={200: serializers.HfConfigResponseSerializer})
     def post(self, request):

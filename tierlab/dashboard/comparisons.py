@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from simulation import ScenarioError
+from tierlab import jobs
 from tierlab.dashboard.models import MAX_COMPARED, MIN_COMPARED, Comparison, ComparisonItem
 from tierlab.dashboard.table import comparison_table
 from tierlab.scenarios import services
@@ -94,6 +95,8 @@ def create_comparison(owner, scenario_ids, name: str = "", notes: list[str] | No
     for position, scenario in enumerate(scenarios):
         try:
             run = services.start_run(scenario)
+        except jobs.TooManyActive:
+            raise                   # a 409 naming the active runs, not this scenario's fault
         except ScenarioError as exc:
             raise InputError(f"scenarios.{position}",
                              f"“{scenario.name}” cannot run: {exc.field}: {exc.message}") from None

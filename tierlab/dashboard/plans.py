@@ -133,15 +133,19 @@ def model_title(model) -> str:
     return f"a {total / 1e6:.0f}M-parameter model"
 
 
+@transaction.atomic
 def create_plan(owner, spec, name: str = "") -> Plan:
     """A plan of ``spec`` owned by ``owner``, its chunks queued. Raises InputError naming
-    the spec's field (``spec.space.tensor_parallel.1``); nothing is saved then. A cluster
+    the spec's field (``spec.space.tensor_parallel.1``), or TooManyActive at
+    ``MAX_ACTIVE_PLANS_PER_USER``; nothing is saved then. A cluster
     profile named by id is stored as its figures now (:func:`with_profile`)."""
     spec = with_profile(spec, owner)
     parsed = parse(spec)
     model = model_title(spec["model"])
     node = spec["cluster"].get("node") or "cluster"
     default = f"Plan: {model} on {node}, {parsed['objective'].replace('_', ' ')}"
+    jobs.check_active(owner, "plans", Plan.objects.filter(
+        owner=owner, status__in=[Plan.Status.QUEUED, Plan.Status.RUNNING]))
     plan = Plan.objects.create(owner=owner, name=((name or "").strip() or default)[:200], spec=spec,
                                total_candidates=parsed["num_candidates"],
                                engine_version=simulation.ENGINE_VERSION)
@@ -180,7 +184,8 @@ def recover_chunks_of(worker: str, started_before=None) -> int:
 
 
 def cancel_plan(plan: Plan) -> Plan:
-    """Stop the plan: queued chunks now, running ones at their next progress write.
+    """Stop the plan: queued chunks now (their messages taken out of the queue once this
+    commits), running ones at their next progress write.
     Raises InputError (``status``) when it has already finished."""
     with transaction.atomic():
         plan = Plan.objects.select_for_update().get(pk=plan.pk)
@@ -190,8 +195,9 @@ def cancel_plan(plan: Plan) -> Plan:
         now = timezone.now()
         plan.cancelled, plan.status, plan.finished_at = True, Plan.Status.CANCELLED, now
         plan.save(update_fields=["cancelled", "status", "finished_at"])
-        PlanChunk.objects.filter(plan=plan, status=PlanChunk.Status.QUEUED).update(
-            status=PlanChunk.Status.CANCELLED, error="cancelled before it ran", finished_at=now)
+        queued = PlanChunk.objects.filter(plan=plan, status=PlanChunk.Status.QUEUED)
+        jobs.remove_cancelled_messages(list(queued.values_list("celery_task_id", flat=True)))
+        queued.update(status=PlanChunk.Status.CANCELLED, error="cancelled before it ran", finished_at=now)
         _settle(plan)
     return plan
 
@@ -318,7 +324,7 @@ def check_chunks() -> int:
     times), chunks whose worker died are sent again to resume the search (at most
     ``RUN_MAX_ATTEMPTS`` starts), else failed with the reason."""
     n = 0
-    for chunk in PlanChunk.lost():
+    for chunk in jobs.lost_messages(PlanChunk.lost()):
         with transaction.atomic():
             if chunk.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
                 n += send_again(chunk, count_requeue=True, expect_status=PlanChunk.Status.QUEUED)

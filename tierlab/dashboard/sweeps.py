@@ -354,23 +354,35 @@ def batch_rule(base_spec: dict | None, axes: list[dict]) -> str:
     return ""
 
 
-def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError]:
+def _values_never_valid(base_spec: dict, axes: list[dict],
+                        max_points: int | None = None) -> list[ScenarioError]:
     """A value that the scenario refuses on its own field at every point of the grid (a word
     where a number goes, -3 nodes, an FP8 recipe the base's framework lacks: delayed on
     torchao) is a typo, not a finding: a ScenarioError naming ``axes.<k>.values.<j>`` for
     each such value, with the engine's message (and the field inside the axis's it names,
     for an axis that sets a section whole: ``training.fp8.recipe`` of ``training.fp8``).
-    Only scenarios are built (``Scenario.from_dict``, tens of microseconds), never evaluated,
-    and a point whose values were all accepted already is skipped, so a 10,000-point grid
-    whose values are valid somewhere builds about a row and a column of it. Points invalid
-    only in combination (a batch that does not divide, offload the other axis's strategy
-    cannot do; a recipe valid under one framework of a framework axis) stay results of the
-    sweep, failed points (``failed_points``). A null
-    that the base scenario cannot take by itself is refused wherever the engine's error
-    lands, if no point takes it (a null node template leaves no accelerator)."""
+    Only scenarios are built (``Scenario.from_dict``: tens of microseconds for a small
+    scenario, ~5 ms for a recommender with 600 tables), never evaluated.
+
+    Bounded: at most ``max_points`` (``SWEEP_VALUE_CHECK_POINTS``) points are built. First the
+    grid's diagonal (point ``(i mod n0, i mod n1)``: every value once, max(n0, n1) points),
+    which settles every value that is valid somewhere on it; then, in expand's order, only
+    points that hold a value not yet accepted. A 100 x 100 grid of typos built all 10,000
+    points (50 s of one web process for 600 tables); now ``max_points``. A value still
+    refused at every point built when the budget runs out is refused naming how many points
+    held it (``at the 2 grid points checked of the 100 that hold it``); within the budget the check is
+    exact (``at every point of the grid``). Points invalid only in combination (a batch that
+    does not divide, offload the other axis's strategy cannot do; a recipe valid under one
+    framework of a framework axis) stay results of the sweep, failed points
+    (``failed_points``). A null that the base scenario cannot take by itself is refused
+    wherever the engine's error lands, if no point takes it (a null node template leaves no
+    accelerator)."""
+    if max_points is None:
+        max_points = settings.TIERLAB_SWEEP_VALUE_CHECK_POINTS
     lookups = catalog_lookups()
     sizes = [len(ax["values"]) for ax in axes]
     refused = {(k, j): None for k, n in enumerate(sizes) for j in range(n)}   # None: not yet
+    checked = dict.fromkeys(refused, 0)         # points built that hold the value
     # A null the base scenario cannot take on its own is refused like a typo wherever the
     # engine's error lands (a null node template: "cluster.accelerator is required"), once
     # no point of the grid takes it: null is never a finding of the sweep.
@@ -378,11 +390,18 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
                    for k, ax in enumerate(axes) for j, v in enumerate(ax["values"]) if v is None}
     null_breaks = {kj: e for kj, e in null_breaks.items() if e is not None}
     open_values = len(refused)                  # values not yet seen accepted on their field
-    cells = itertools.product(*[range(n) for n in sizes])                    # expand's order
-    for i, cell in enumerate(cells):
-        if all(refused[(k, j)] is False for k, j in enumerate(cell)):
-            continue                            # this point can tell nothing new: not built
-        point = engine_sweep.point_at(base_spec, axes, i)
+    total = math.prod(sizes)
+    diagonal = [tuple(i % n for n in sizes) for i in range(max(sizes))]
+    built, seen = 0, set()
+    for cell in itertools.chain(diagonal, itertools.product(*[range(n) for n in sizes])):
+        if not open_values or built >= max_points:
+            break
+        if cell in seen or all(refused[(k, j)] is False for k, j in enumerate(cell)):
+            continue                            # built already, or it can tell nothing new
+        seen.add(cell)
+        built += 1
+        index = sum(j * math.prod(sizes[k + 1:]) for k, j in enumerate(cell))
+        point = engine_sweep.point_at(base_spec, axes, index)
         try:
             simulation.Scenario.from_dict(point["scenario"], **lookups)
             error = None
@@ -391,15 +410,21 @@ def _values_never_valid(base_spec: dict, axes: list[dict]) -> list[ScenarioError
         for k, j in enumerate(cell):
             if refused[(k, j)] is False:
                 continue
+            checked[(k, j)] += 1
             own = None if error is None else (error if (k, j) in null_breaks else _on_field(error, axes[k]["path"]))
             refused[(k, j)] = False if own is None else (
                 own.message if own.field == axes[k]["path"] else f"{own.field}: {own.message}")
             open_values -= own is None
-        if not open_values:
-            break                               # every value was accepted somewhere
+
+    def where(kj) -> str:
+        holding = total // sizes[kj[0]]         # grid points that hold the value
+        if checked[kj] >= holding:
+            return " (at every point of the grid)"
+        return (f" (at the {plural(checked[kj], 'grid point')} checked of the {holding} that hold it: "
+                f"at most {max_points} points are checked, SWEEP_VALUE_CHECK_POINTS)")
+
     return [ScenarioError(f"axes.{k}.values.{j}", (_null_refusal(axes[k]["path"], null_breaks[(k, j)])
-                                                   if (k, j) in null_breaks else message)
-                          + " (at every point of the grid)")
+                                                   if (k, j) in null_breaks else message) + where((k, j)))
             for (k, j), message in refused.items() if message]
 
 
@@ -465,11 +490,13 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
     """A sweep of the owner's scenario ``scenario_id`` over ``axes``, its chunks queued (a
     teammate's scenario must be duplicated first).
 
-    Raises InputError (``scenario``; NotYours for a teammate's) or ScenarioError (the axes);
-    nothing is saved then.
+    Raises InputError (``scenario``; NotYours for a teammate's) or ScenarioError (the axes;
+    TooManyActive at ``MAX_ACTIVE_SWEEPS_PER_USER``); nothing is saved then.
     """
     base = owned_for(Scenario, owner, scenario_id, "scenario", "sweep")
     axes = validate_axes(base.spec, axes)
+    jobs.check_active(owner, "sweeps", Sweep.objects.filter(
+        owner=owner, status__in=[Sweep.Status.QUEUED, Sweep.Status.RUNNING]))
     total = math.prod(len(ax["values"]) for ax in axes)
     default = f"{base.name}: " + " × ".join(PARAMETER_LABELS.get(ax["path"], ax["path"]) for ax in axes)
     sweep = Sweep.objects.create(owner=owner, name=((name or "").strip() or default)[:200], base=base,
@@ -514,7 +541,8 @@ def recover_chunks_of(worker: str, started_before=None) -> int:
 
 
 def cancel_sweep(sweep: Sweep) -> Sweep:
-    """Stop the sweep: queued chunks are cancelled now, running ones before their next point.
+    """Stop the sweep: queued chunks are cancelled now (their messages taken out of the
+    queue once this commits), running ones before their next point.
 
     Raises InputError (``status``) when the sweep has already finished.
     """
@@ -527,9 +555,11 @@ def cancel_sweep(sweep: Sweep) -> Sweep:
         sweep.cancelled, sweep.status, sweep.finished_at = True, Sweep.Status.CANCELLED, now
         sweep.save(update_fields=["cancelled", "status", "finished_at"])
         values = grid_values(sweep.axes)
-        for chunk in sweep.chunks.filter(status=SweepChunk.Status.QUEUED):
+        queued = list(sweep.chunks.filter(status=SweepChunk.Status.QUEUED))
+        for chunk in queued:
             _write_chunk(chunk, _left_over(values, chunk, [], "cancelled", "cancelled before it ran"),
                          SweepChunk.Status.CANCELLED, "cancelled", now)
+        jobs.remove_cancelled_messages([c.celery_task_id for c in queued])
         _settle(sweep)
     return sweep
 
@@ -689,10 +719,11 @@ def fail_chunk_after_hard_limit(chunk_id: int, limit_s: float) -> None:
 
 
 def requeue_lost_chunks() -> int:
-    """Chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message:
+    """Chunks still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message
+    (unless it is still in a queue workers are reading, :func:`tierlab.jobs.lost_messages`):
     sent again, at most ``RUN_MAX_REQUEUES`` times, then their points fail with the reason."""
     n, timeout_s = 0, settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
-    for chunk in SweepChunk.lost():
+    for chunk in jobs.lost_messages(SweepChunk.lost()):
         if chunk.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
             with transaction.atomic():
                 if send_again(chunk, count_requeue=True, expect_status=SweepChunk.Status.QUEUED):

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
+from tierlab import jobs
 from tierlab.access import API_PERMISSIONS
 from tierlab.api import StrictPageNumberPagination, engine_error_detail, reject_body
 from tierlab.editing import RenameDeleteMixin, delete_schema, rename_schema
@@ -45,6 +46,7 @@ class ScenarioViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadO
 
     serializer_class = ScenarioSerializer
     pagination_class = Pages
+    throttle_scopes = {"POST runs": "runs"}           # tierlab.throttling
     permission_classes = API_PERMISSIONS
     filter_backends = [DjangoFilterBackend]
     filterset_class = ScenarioFilter
@@ -87,6 +89,8 @@ class ScenarioViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadO
         reject_body(request)
         try:
             run = services.start_run(scenario)
+        except jobs.TooManyActive:
+            raise                         # 409 (tierlab.api.exception_handler)
         except ScenarioError as exc:
             raise ValidationError(scenario_error_detail(exc)) from None
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED,
@@ -141,10 +145,13 @@ class EstimateView(APIView):
     [...]}`): save the scenario and start a run, which a worker evaluates.
     """
 
+    throttle_scopes = {"POST": "estimate"}           # tierlab.throttling
+    body_limit_setting = "ESTIMATE_MAX_BODY_BYTES"   # tierlab.api.body_limit
+
     @extend_schema(request=EstimateRequestSerializer, responses={
         200: OpenApiTypes.OBJECT,
         413: OpenApiResponse(OpenApiTypes.OBJECT, description=(
-            "Request body over DATA_UPLOAD_MAX_MEMORY_SIZE (`{\"body\": [...]}`), or a valid "
+            "Request body over ESTIMATE_MAX_BODY_BYTES (`{\"body\": [...]}`), or a valid "
             "scenario whose evaluation is over ESTIMATE_MAX_WORK_UNITS (`{\"scenario.<field>\": "
             "[...]}`, the field that drives the work): save it and start a run."))})
     def post(self, request):
@@ -180,6 +187,7 @@ class ClusterProfileViewSet(viewsets.ModelViewSet):
 
     serializer_class = ClusterProfileSerializer
     pagination_class = Pages
+    throttle_scopes = {"POST": "profile_fits", "PUT": "profile_fits", "PATCH": "profile_fits"}
     permission_classes = API_PERMISSIONS
 
     def get_queryset(self):

@@ -160,7 +160,8 @@ def start_run(scenario: Scenario) -> Run:
     waited for: the new run is created queued, pointing at it (``reused_from``), and gets
     its result when it finishes (``settle_followers``); nothing is computed twice.
     Otherwise the run is queued and sent to a Celery worker once this transaction
-    commits. A cluster profile the scenario names is resolved into its input with its
+    commits, unless the owner has ``MAX_ACTIVE_RUNS_PER_USER`` queued or running already
+    (:class:`tierlab.jobs.TooManyActive`). A cluster profile the scenario names is resolved into its input with its
     figures as they are now, so a refitted profile gives a new hash. Raises ScenarioError.
     """
     check_profile_visible(scenario.spec, scenario.owner)
@@ -183,6 +184,9 @@ def start_run(scenario: Scenario) -> Run:
     if pending is not None:
         return Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
                                   engine_version=version, reused_from=pending)
+    jobs.check_active(scenario.owner, "runs", Run.objects.filter(
+        scenario__owner=scenario.owner, reused_from=None,
+        status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).select_related("scenario"))
     run = Run.objects.create(scenario=scenario, input=resolved, input_hash=digest,
                              engine_version=version, celery_task_id=str(uuid.uuid4()),
                              enqueued_at=timezone.now())
@@ -224,6 +228,7 @@ def cancel_run(run: Run, user) -> Run:
             raise RunStateError("status", f"the run has already {run.status}; only a queued or "
                                           "running run can be cancelled")
         run.mark_failed(f"cancelled by {user.get_username()}")
+        jobs.remove_cancelled_messages([run.celery_task_id])
         settle_followers(run)
     return run
 
@@ -272,7 +277,8 @@ def settle_followers(leader: Run | None = None) -> int:
 
 def requeue_lost_runs(now=None) -> int:
     """Runs still queued ``RUN_QUEUED_TIMEOUT_S`` after they were sent lost their message
-    (a broker restarted without persistence, flushed, failed over): each is sent again, at
+    (a broker restarted without persistence, flushed, failed over), unless it is still in
+    a queue workers are reading (:func:`tierlab.jobs.lost_messages`): each is sent again, at
     most ``RUN_MAX_REQUEUES`` times, then marked failed with the reason."""
     now = now or timezone.now()
     timeout_s = settings.TIERLAB_RUN_QUEUED_TIMEOUT_S
@@ -281,7 +287,7 @@ def requeue_lost_runs(now=None) -> int:
         Q(enqueued_at__lt=cutoff) | Q(enqueued_at=None, created_at__lt=cutoff)).only(
         "pk", "status", "requeues", "celery_task_id")   # checked on every list: no reports
     n = 0
-    for run in lost:
+    for run in jobs.lost_messages(lost, now):
         if run.requeues < settings.TIERLAB_RUN_MAX_REQUEUES:
             with transaction.atomic():
                 if send_again(run, count_requeue=True, expect_status=Run.Status.QUEUED):

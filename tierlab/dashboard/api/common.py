@@ -5,12 +5,16 @@ from drf_spectacular.types import OpenApiTypes
 from rest_framework import exceptions, status
 from rest_framework.exceptions import ValidationError
 
+from tierlab.api import ActiveLimitReached
 from tierlab.dashboard.comparisons import NotYours
+from tierlab.jobs import TooManyActive
 
 
 def bad_request(exc) -> exceptions.APIException:
     """A 400 ``{field: [message], ...}`` from an InputError or a ScenarioError(s); a 403
     ``{"detail": "<field>: <message>"}`` from NotYours (a teammate's object, read-only)."""
+    if isinstance(exc, TooManyActive):                       # a 409 naming the active jobs
+        return ActiveLimitReached(exc)
     if isinstance(exc, NotYours):
         return exceptions.PermissionDenied(f"{exc.field}: {exc.message}")
     detail: dict = {}

@@ -99,6 +99,7 @@ class SharedExportView(APIView):
     `report.json`, `deepspeed.json`, `fsdp.py`, `megatron.txt` (scenario)."""
 
     permission_classes = [permissions.AllowAny]
+    throttle_scopes = {"GET": "shared"}              # tierlab.throttling
     FILES = {"comparison": ("export.csv",), "scenario": ("report.json", "deepspeed.json", "fsdp.py", "megatron.txt"),
              "sweep": ()}
 

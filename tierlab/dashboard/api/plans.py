@@ -41,6 +41,7 @@ class PlanViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyM
     permission_classes = API_PERMISSIONS
     filter_backends = [DjangoFilterBackend]
     filterset_class = PlanFilter
+    throttle_scopes = {"POST create": "plans"}       # tierlab.throttling
 
     def get_queryset(self):
         if schema_only(self):

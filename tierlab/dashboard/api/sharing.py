@@ -90,6 +90,7 @@ class SharedView(APIView):
     """What a share link shows, read-only, to anyone who has the token (no login)."""
 
     permission_classes = [permissions.AllowAny]
+    throttle_scopes = {"GET": "shared"}              # tierlab.throttling
 
     @extend_schema(parameters=[SHARED_POINTS_PARAMETER], responses={200: SharedSerializer})   # 404 and 410: tierlab.schema
     def get(self, request, token):

@@ -62,6 +62,7 @@ class SweepViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnly
     permission_classes = API_PERMISSIONS
     filter_backends = [DjangoFilterBackend]
     filterset_class = SweepFilter
+    throttle_scopes = {"POST create": "sweeps"}      # tierlab.throttling
 
     def get_queryset(self):
         if schema_only(self):
