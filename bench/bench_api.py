@@ -529,6 +529,12 @@ def main():
                DB_CONN_MAX_AGE=str(args.conn_max_age), TIERLAB_RUN_QUEUE=queue, DJANGO_SETTINGS_MODULE="tierlab.settings",
                PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", VITE_DEV_MODE="1",
                SWEEP_WORKERS=str(args.sweep_workers))
+    # a load test measures the server, not its rate limits (README: THROTTLE_*_RATE) or the
+    # per-user limits on active jobs (MAX_ACTIVE_*_PER_USER: 0 is none)
+    env.update({k: "off" for k in ("THROTTLE_ANON_RATE", "THROTTLE_USER_RATE", "THROTTLE_ESTIMATE_RATE",
+                                   "THROTTLE_RUNS_RATE", "THROTTLE_SWEEPS_RATE", "THROTTLE_PLANS_RATE",
+                                   "THROTTLE_SHARED_RATE")})
+    env.update(MAX_ACTIVE_RUNS_PER_USER="0", MAX_ACTIVE_SWEEPS_PER_USER="0", MAX_ACTIVE_PLANS_PER_USER="0")
     env.pop("SWEEP_CHUNK_POINTS", None)            # chunks as the web side sizes them
     sweep_sizes = [int(x) for x in args.sweep_points.split(",") if x.strip()]
     if not args.use_env:

@@ -258,7 +258,8 @@ REST_FRAMEWORK = {
 TIERLAB_THROTTLE_RATES = {
     "anon": env_rate("THROTTLE_ANON_RATE", "60/min"),
     "user": env_rate("THROTTLE_USER_RATE", "1200/min"),
-    "estimate": env_rate("THROTTLE_ESTIMATE_RATE", "120/min"),        # POST /api/v1/estimate/
+    # the scenario form's live estimate asks 0.5 s after each edit: two a second while typing
+    "estimate": env_rate("THROTTLE_ESTIMATE_RATE", "600/min"),        # POST /api/v1/estimate/
     "runs": env_rate("THROTTLE_RUNS_RATE", "30/min"),                 # POST .../runs/
     "sweeps": env_rate("THROTTLE_SWEEPS_RATE", "10/min"),             # POST /api/v1/sweeps/
     "plans": env_rate("THROTTLE_PLANS_RATE", "10/min"),               # POST /api/v1/plans/
