@@ -1525,7 +1525,8 @@ class Scenario:
         if sc.training.overlap_param_gather and sc.strategy.kind != "megatron_dist_opt":
             raise ScenarioError("training.overlap_param_gather",
                                 "is Megatron's distributed optimizer's option: needs strategy "
-                                f"megatron_dist_opt, not {sc.strategy.kind}")
+                                f"megatron_dist_opt, not {sc.strategy.kind}",
+                                depends_on=("strategy.kind",))
         tr = sc.training
         acc = sc.cluster.accelerator
         if tr.precision == "bf16" and acc.preset in presets.NO_BF16_ACCELERATORS:
@@ -1545,7 +1546,8 @@ class Scenario:
             raise ScenarioError("training.tp_comm_overlap",
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "
                                 "sequence parallelism: needs sequence_parallel true (Megatron-LM "
-                                "arguments.py asserts it)")
+                                "arguments.py asserts it)",
+                                depends_on=("training.sequence_parallel",))
         if tr.context_parallel > 1:
             _check_context_parallel(tr)
         _check_experts(sc)
@@ -1570,7 +1572,8 @@ def _check_pipeline_strategy(tr: "TrainingSpec", st: "StrategySpec") -> None:
                             "pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with "
                             "pipeline parallelism' (deepspeed/runtime/pipe/engine.py); choose "
                             "zero1, megatron_dist_opt or an FSDP kind, or pipeline_parallel 1 "
-                            f"(training.pipeline_parallel is {tr.pipeline_parallel})")
+                            f"(training.pipeline_parallel is {tr.pipeline_parallel})",
+                            depends_on=("training.pipeline_parallel",))
 
 
 def _check_context_parallel(tr: "TrainingSpec") -> None:
@@ -1583,12 +1586,14 @@ def _check_context_parallel(tr: "TrainingSpec") -> None:
         raise ScenarioError("training.context_parallel",
                             f"seq_len {tr.seq_len:,} must be a multiple of 2 x context_parallel = "
                             f"{2 * cp} (each CP rank holds two equal chunks for causal load "
-                            f"balancing; Megatron-LM arguments.py asserts it)")
+                            f"balancing; Megatron-LM arguments.py asserts it)",
+                            depends_on=("training.seq_len",))
     if not tr.flash_attention:
         raise ScenarioError("training.context_parallel",
                             "needs flash_attention true: context parallelism runs in Transformer "
                             "Engine's fused/flash attention only (Megatron-LM "
-                            "dot_product_attention.py asserts context_parallel_size == 1)")
+                            "dot_product_attention.py asserts context_parallel_size == 1)",
+                            depends_on=("training.flash_attention",))
 
 
 def _json_of(model, recsys, cluster, training, strategy, convention, runtime, checkpoint,
