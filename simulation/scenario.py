@@ -365,13 +365,16 @@ class ModelSpec:
                 and m.hidden_size % m.num_attention_heads):
             raise ScenarioError(f"{path}.num_attention_heads",
                                 f"must divide hidden_size {m.hidden_size} (or give head_dim), "
-                                f"got {m.num_attention_heads}")
+                                f"got {m.num_attention_heads}",
+                                depends_on=(f"{path}.hidden_size", f"{path}.head_dim"))
         if m.num_kv_heads and m.num_attention_heads and m.num_attention_heads % m.num_kv_heads:
             raise ScenarioError(f"{path}.num_kv_heads",
-                                f"must divide num_attention_heads {m.num_attention_heads}, got {m.num_kv_heads}")
+                                f"must divide num_attention_heads {m.num_attention_heads}, got {m.num_kv_heads}",
+                                depends_on=(f"{path}.num_attention_heads",))
         if m.moe_top_k > m.num_experts:
             raise ScenarioError(f"{path}.moe_top_k",
-                                f"must be <= num_experts ({m.num_experts}), got {m.moe_top_k}")
+                                f"must be <= num_experts ({m.num_experts}), got {m.moe_top_k}",
+                                depends_on=(f"{path}.num_experts",))
         _check_layout(m, path)
         return m
 
@@ -383,23 +386,28 @@ def _check_layout(m: "ModelSpec", path: str) -> None:
     """The expert, latent-attention and sliding-window fields agree with each other."""
     for k in ("moe_ffn_hidden_size", "num_shared_experts", "first_dense_layers"):
         if getattr(m, k) is not None and m.num_experts <= 1:
-            raise ScenarioError(f"{path}.{k}", "needs num_experts > 1 (a mixture of experts)")
+            raise ScenarioError(f"{path}.{k}", "needs num_experts > 1 (a mixture of experts)",
+                                depends_on=(f"{path}.num_experts",))
     if m.first_dense_layers is not None and m.num_layers is not None and m.first_dense_layers > m.num_layers:
         raise ScenarioError(f"{path}.first_dense_layers",
-                            f"must be <= num_layers ({m.num_layers}), got {m.first_dense_layers}")
+                            f"must be <= num_layers ({m.num_layers}), got {m.first_dense_layers}",
+                            depends_on=(f"{path}.num_layers",))
     if m.uses_mla:
         for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if getattr(m, k) is None:
-                raise ScenarioError(f"{path}.{k}", "is required with kv_lora_rank (latent attention)")
+                raise ScenarioError(f"{path}.{k}", "is required with kv_lora_rank (latent attention)",
+                                    depends_on=(f"{path}.kv_lora_rank",))
         if m.qk_nope_head_dim + m.qk_rope_head_dim < 1:
             raise ScenarioError(f"{path}.qk_nope_head_dim",
                                 "and qk_rope_head_dim must not both be 0")
     else:
         for k in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if getattr(m, k) is not None:
-                raise ScenarioError(f"{path}.{k}", "needs kv_lora_rank (multi-head latent attention)")
+                raise ScenarioError(f"{path}.{k}", "needs kv_lora_rank (multi-head latent attention)",
+                                    depends_on=(f"{path}.kv_lora_rank",))
     if m.sliding_window_layers is not None and m.sliding_window is None:
-        raise ScenarioError(f"{path}.sliding_window_layers", "needs sliding_window")
+        raise ScenarioError(f"{path}.sliding_window_layers", "needs sliding_window",
+                            depends_on=(f"{path}.sliding_window",))
 
 
 @dataclass(frozen=True)
