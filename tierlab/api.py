@@ -119,7 +119,7 @@ def no_bidi_controls(value) -> None:
 
 
 def _shown_key(key: str) -> str:
-    return json.dumps(key)[1:-1][:40]      # NUL as \u0000, a surrogate as \ud800
+    return show(key)[1:-1][:40]      # NUL as \u0000, a surrogate as \ud800; letters as themselves
 
 
 def json_path(path) -> str:
