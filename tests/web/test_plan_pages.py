@@ -206,3 +206,21 @@ def test_an_unnamed_custom_model_is_described_in_the_plan_name(client_owner, own
     assert r.json()["name"] == "Plan: a 13.0B-parameter model on dgx-h100, step time"
     assert plans.model_title({"num_layers": 40, "hidden_size": 5120}) == "custom model (40 layers, hidden 5120)"
     assert plans.model_title({**arch, "name": "My 13B"}) == "My 13B"
+
+
+def test_a_name_too_long_is_shown_on_its_field_not_cut_short(client_owner, owner_api):
+    # the input had maxlength="200", so a browser cut a pasted 500-character name to 200
+    # and the plan was saved under it; the API refuses it: the form says what the API says
+    html = client_owner.get("/plans/new/").content.decode()
+    tag = html[html.index('name="name"') - 200:]
+    tag = tag[tag.rindex("<input", 0, 200):]
+    assert "maxlength" not in tag[:tag.index(">")]
+    r = submit(client_owner, name="n" * 500)
+    assert r.status_code == 200 and not Plan.objects.exists()
+    page = r.content.decode()
+    assert 'id="error-name"' in page
+    assert "Ensure this field has no more than 200 characters. This one has 500." in page
+    api = owner_api.post("/api/v1/plans/", {"name": "n" * 500}, format="json").json()
+    assert api["name"] == ["Ensure this field has no more than 200 characters."]
+    r = submit(client_owner, name="n" * 200)
+    assert r.status_code == 302 and Plan.objects.get().name == "n" * 200
