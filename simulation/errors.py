@@ -1,5 +1,7 @@
 """The one exception the engine raises for bad input."""
 
+from contextlib import contextmanager
+
 
 class ScenarioError(ValueError):
     """Bad input, naming the field at fault.
@@ -33,6 +35,20 @@ class ScenarioErrors(ScenarioError):
 
 
 MAX_REPORTED_ERRORS = 20
+
+
+@contextmanager
+def reads(*fields: str):
+    """A cross-field check's block: every ScenarioError raised inside gets ``fields`` (the
+    dotted fields the check read) added to its ``depends_on``, so that :func:`every_error`
+    does not report it once one of them was found bad and left out (the check then read
+    that field's default, and its message would quote a value the input never gave)."""
+    try:
+        yield
+    except ScenarioError as exc:
+        for e in [exc, *getattr(exc, "errors", ())]:
+            e.depends_on = tuple(dict.fromkeys((*e.depends_on, *fields)))
+        raise
 
 
 class Collect:

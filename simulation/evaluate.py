@@ -24,7 +24,8 @@ from .recsys_report import recsys_memory, recsys_sections
 from .report import Report, Violation
 from .scenario import Scenario, checkpoint_target, node_figures
 from .states import StateBytes, state_bytes
-from .step import achieved_flops, background_slowdown, links_for, peak_flops, step_report
+from .step import (achieved_flops, background_slowdown, links_for, peak_flops, step_report,
+                   unfit_verdict)
 from .units import fmt_bytes
 from .version import ENGINE_VERSION
 
@@ -99,6 +100,8 @@ def evaluate(sc: Scenario, include_step: bool = True,
     if perf.get("step", perf).get("available") is False:
         notes.append(f"Step time not computed: {perf['reason']}.")
         perf = {"step": perf}
+    if state == "does_not_fit" and perf.get("verdict"):
+        perf["verdict"] = unfit_verdict(perf["verdict"], violations)
     step_s = perf["step"]["time_s"] if perf.get("step", {}).get("available") else None
     if step_s is not None:          # a lookup in the recorded error model
         perf["step"].update(step_band(sc, lay.num_gpus, pc.total, step_s))

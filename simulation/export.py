@@ -279,6 +279,10 @@ NVME_PATH_PLACEHOLDER = "/local_nvme"     # DeepSpeed's documented example path
 LR_PLACEHOLDER = 3e-4
 
 
+# Both exports' note on a CXL offload: neither framework names CXL (module docstring).
+_CXL_NOTE = "CXL memory is a CPU-less NUMA node; neither DeepSpeed nor PyTorch names it."
+
+
 def deepspeed_config(sc: Scenario) -> dict:
     """DeepSpeed config JSON for the scenario (dict; ``json.dumps`` it).
 
@@ -351,9 +355,9 @@ def deepspeed_config(sc: Scenario) -> dict:
                                            "cpu_checkpointing": st.offload_activations == "cpu",
                                            "contiguous_memory_optimization": True}
     if "cxl" in (st.offload_optimizer, st.offload_params):
-        cfg["_tierlab_note"] = ("CXL offload exported as device 'cpu': start ranks under "
-                                "numactl --membind=<CXL NUMA node> so pinned host memory lands "
-                                "on the expander.")
+        notes.append(_CXL_NOTE + " DeepSpeed offloads to device 'cpu' (the CXL offload is "
+                     "exported as that); start the ranks under numactl --membind=<CXL node> "
+                     "(or --preferred) so its pinned host buffers land on the CXL expander.")
     if lay.context_parallel > 1:
         notes.append(_context_parallel_note(sc, "DeepSpeed"))
     if lay.expert_parallel > 1 or sc.model.num_experts > 1 and tr.moe_capacity_factor is not None:
@@ -579,8 +583,8 @@ def fsdp_snippet(sc: Scenario) -> str:
                      "host what the plan puts on NVMe; ZeRO-Infinity (deepspeed.json) can use "
                      "NVMe.")
     if "cxl" in (st.offload_params, st.offload_optimizer):
-        notes.append("CXL memory is a CPU-less NUMA node: start the ranks under "
-                     "numactl --membind=<CXL node> (or --preferred) so host tensors land there.")
+        notes.append(_CXL_NOTE + " Start the ranks under numactl --membind=<CXL node> "
+                     "(or --preferred) so host tensors land there.")
     if st.offload_activations == "cpu":
         notes.append("FSDP has no activation offload: wrap the blocks' forward in "
                      "torch.autograd.graph.save_on_cpu(pin_memory=True) to keep activations "

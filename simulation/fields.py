@@ -11,6 +11,7 @@ import functools
 import json
 import math
 import sys
+import unicodedata
 
 from .errors import ScenarioError
 
@@ -19,12 +20,28 @@ def _where(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+# Characters a message shows as JSON escapes (\\uXXXX) rather than as themselves: control
+# characters (Cc), format characters (Cf: bidi overrides, zero-width ones), lone surrogates
+# (Cs, which UTF-8 cannot encode), private use (Co) and the line / paragraph separators.
+_ESCAPED_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Co", "Zl", "Zp"))
+
+
+def _escape(ch: str) -> str:
+    if unicodedata.category(ch) not in _ESCAPED_CATEGORIES:
+        return ch
+    return json.dumps(ch)[1:-1]          # ensure_ascii's escape (a surrogate pair past U+FFFF)
+
+
 def show(v) -> str:
-    """A value as the user wrote it in JSON (true, null, "text"), for messages."""
+    """A value as the user wrote it in JSON (true, null, "text"), for messages. Letters,
+    marks, symbols and emoji of any script are shown as themselves ("ллама-🦙", not
+    "\\u043b..."); the characters of :data:`_ESCAPED_CATEGORIES` stay escaped."""
     try:
-        text = json.dumps(v, allow_nan=False)
+        text = json.dumps(v, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(v)
+    if not text.isascii():
+        text = "".join(map(_escape, text))
     return text if len(text) <= 80 else text[:79] + "…"      # a 100 kB name is not echoed
 
 

@@ -221,7 +221,7 @@ def model_from_hf_config(cfg: dict) -> tuple[dict, list[str], list[str]]:
     mt = cfg.get("model_type")
     if mt is None:
         raise _err("model_type", f"is required (one of {', '.join(MODEL_TYPES)})")
-    if mt not in _FAMILY:
+    if not isinstance(mt, str) or mt not in _FAMILY:
         raise _err("model_type", f"must be one of {', '.join(MODEL_TYPES)}, got {show(mt)}")
     fam = _FAMILY[mt]
     used = set(_CONFIRMING)
@@ -487,20 +487,38 @@ _FROM = {"num_layers": "num_hidden_layers", "hidden_size": "hidden_size",
          "max_seq_len": "max_position_embeddings"}
 
 
+def _stand_ins(x: dict) -> dict:
+    """Values for the fields ModelSpec.from_dict requires of an architecture, in place of a
+    bad key's, that pass the checks reading them (heads divide hidden_size, dense layers at
+    most num_layers), so the checks after those still run."""
+    return {"num_layers": 10_000, "hidden_size": x.get("num_attention_heads") or 1,
+            "num_attention_heads": 1, "ffn_hidden_size": 1, "vocab_size": 1}
+
+
 def _check(m: dict, bad: Collect) -> None:
-    """``ModelSpec.from_dict(m)``, its errors renamed to the config key (heads that do not
-    divide hidden_size, KV heads that do not divide heads) and recorded in ``bad``. Not
-    run when a bad key left a field of ``m`` unset (None): its cross-field checks would
-    read a default in its place, and what they found would be a consequence."""
+    """``ModelSpec.from_dict(m)``'s cross-field checks, their errors renamed to the config
+    key (heads that do not divide hidden_size, KV heads that do not divide heads) and
+    recorded in ``bad``, every one at once. A field a bad key left unset (None) is left out
+    (a required one stands in, :func:`_stand_ins`), and so is each field a check names, before the next
+    run; an error of a check that read a field left out (``ScenarioError.depends_on``) is
+    a consequence of it, not reported."""
     from .scenario import ModelSpec
-    if bad.errors and any(v is None for v in m.values()):
-        return
+    left_out = {k for k, v in m.items() if v is None}
+    x = {k: v for k, v in m.items() if v is not None}
     named = {e.field for e in bad.errors}
-    try:
-        ModelSpec.from_dict(dict(m))
-    except ScenarioError as exc:
-        for e in getattr(exc, "errors", None) or [exc]:
+    for _ in range(len(m) + 1):
+        x.update({k: v for k, v in _stand_ins(x).items() if k in left_out})
+        try:
+            ModelSpec.from_dict(dict(x))
+            return
+        except ScenarioError as exc:
+            errors = getattr(exc, "errors", None) or [exc]
+        for e in errors:
             field = e.field.split(".", 1)[-1]
+            read = {d.split(".", 1)[-1] for d in e.depends_on}
             err = _err(_FROM.get(field, field), e.message)
-            if err.field not in named:
+            if field not in left_out and not read & left_out and err.field not in named:
                 bad.errors.append(err)
+                named.add(err.field)
+            left_out.add(field)
+            x.pop(field, None)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .fields import frozen_new, made_once, plain
 
-from .errors import ScenarioError
+from .errors import ScenarioError, reads
 from .pipeline import check_schedule, stage_layers
 from .memo import ByIdentity
 from .units import plural
@@ -73,7 +73,27 @@ def layout(sc: Scenario) -> Layout:
     return _layout(sc.model, sc.cluster, sc.training, sc.strategy)
 
 
+# The fields each of the layout's cross-field checks reads (errors.reads): an error of a
+# check is not reported beside an error of a field it read (that field then took its default).
+_GPUS = ("cluster.num_nodes", "cluster.gpus_per_node", "cluster.node")
+_GRID = _GPUS + ("training.tensor_parallel", "training.pipeline_parallel",
+                 "training.context_parallel")
+_SPLIT = ("model.num_layers", "training.pipeline_parallel", "training.interleave_stages",
+          "training.pipeline_layers", "training.first_pipeline_layers",
+          "training.last_pipeline_layers")
+_BATCH = _GRID + ("training.micro_batch_size", "training.global_batch_size")
+_SHARD = _GRID + ("strategy.kind", "strategy.shard_group_size")
+_EXPERTS = _SHARD + ("model.num_experts", "training.expert_parallel",
+                     "training.expert_tensor_parallel")
+_SCHEDULE = _BATCH + ("training.interleave_stages",)
+
+
 def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) -> Layout:
+    with reads(*_GRID):
+        return _derive_checked(model, c, t, s)
+
+
+def _derive_checked(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) -> Layout:
     n = c.num_gpus
     cp = t.context_parallel
     mp = t.tensor_parallel * t.pipeline_parallel * cp
@@ -92,17 +112,20 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
                             f"{t.pipeline_parallel} = {mp} must divide the {plural(n, 'GPU')} "
                             f"({nodes} x {c.gpus_per_node})")
     dp = n // mp
-    _stage_layers(model, t)           # raises naming the field when the split is not built
+    with reads(*_SPLIT):
+        _stage_layers(model, t)       # raises naming the field when the split is not built
     if model.num_attention_heads and model.num_attention_heads % t.tensor_parallel:
         raise ScenarioError("training.tensor_parallel",
                             f"must divide the {model.num_attention_heads} attention heads, "
-                            f"got {t.tensor_parallel}")
+                            f"got {t.tensor_parallel}",
+                            depends_on=("model.num_attention_heads", "training.tensor_parallel"))
     per_step = t.micro_batch_size * dp
     gbs = t.global_batch_size if t.global_batch_size is not None else per_step
     if gbs % per_step:
         raise ScenarioError("training.global_batch_size",
                             f"must be a multiple of micro_batch_size x data-parallel degree = "
-                            f"{t.micro_batch_size} x {dp} = {per_step}, got {gbs}")
+                            f"{t.micro_batch_size} x {dp} = {per_step}, got {gbs}",
+                            depends_on=_BATCH)
     dcp = dp * cp                   # the gradient-reduction / sharding group
     if s.zero_stage == 0:
         shard = 1
@@ -110,13 +133,16 @@ def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) 
         if dcp % s.shard_group_size:
             what = "data-parallel degree" if cp == 1 else "data-parallel x context-parallel degree"
             raise ScenarioError("strategy.shard_group_size",
-                                f"must divide the {what} {dcp}, got {s.shard_group_size}")
+                                f"must divide the {what} {dcp}, got {s.shard_group_size}",
+                                depends_on=_SHARD)
         shard = s.shard_group_size
     else:
         shard = dcp
-    ep, etp, edp, eshard = _expert_degrees(model, t, s, dp, shard)
+    with reads(*_EXPERTS):
+        ep, etp, edp, eshard = _expert_degrees(model, t, s, dp, shard)
     gas = (t.global_batch_size if t.global_batch_size is not None else per_step) // per_step
-    check_schedule(t.pipeline_schedule, t.pipeline_parallel, t.interleave_stages or 1, gas)
+    with reads(*_SCHEDULE):
+        check_schedule(t.pipeline_schedule, t.pipeline_parallel, t.interleave_stages or 1, gas)
     return frozen_new(Layout, dict(
         num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
         pipeline_parallel=t.pipeline_parallel, shard_degree=shard,

@@ -365,13 +365,16 @@ class ModelSpec:
                 and m.hidden_size % m.num_attention_heads):
             raise ScenarioError(f"{path}.num_attention_heads",
                                 f"must divide hidden_size {m.hidden_size} (or give head_dim), "
-                                f"got {m.num_attention_heads}")
+                                f"got {m.num_attention_heads}",
+                                depends_on=(f"{path}.hidden_size", f"{path}.head_dim"))
         if m.num_kv_heads and m.num_attention_heads and m.num_attention_heads % m.num_kv_heads:
             raise ScenarioError(f"{path}.num_kv_heads",
-                                f"must divide num_attention_heads {m.num_attention_heads}, got {m.num_kv_heads}")
+                                f"must divide num_attention_heads {m.num_attention_heads}, got {m.num_kv_heads}",
+                                depends_on=(f"{path}.num_attention_heads",))
         if m.moe_top_k > m.num_experts:
             raise ScenarioError(f"{path}.moe_top_k",
-                                f"must be <= num_experts ({m.num_experts}), got {m.moe_top_k}")
+                                f"must be <= num_experts ({m.num_experts}), got {m.moe_top_k}",
+                                depends_on=(f"{path}.num_experts",))
         _check_layout(m, path)
         return m
 
@@ -383,23 +386,28 @@ def _check_layout(m: "ModelSpec", path: str) -> None:
     """The expert, latent-attention and sliding-window fields agree with each other."""
     for k in ("moe_ffn_hidden_size", "num_shared_experts", "first_dense_layers"):
         if getattr(m, k) is not None and m.num_experts <= 1:
-            raise ScenarioError(f"{path}.{k}", "needs num_experts > 1 (a mixture of experts)")
+            raise ScenarioError(f"{path}.{k}", "needs num_experts > 1 (a mixture of experts)",
+                                depends_on=(f"{path}.num_experts",))
     if m.first_dense_layers is not None and m.num_layers is not None and m.first_dense_layers > m.num_layers:
         raise ScenarioError(f"{path}.first_dense_layers",
-                            f"must be <= num_layers ({m.num_layers}), got {m.first_dense_layers}")
+                            f"must be <= num_layers ({m.num_layers}), got {m.first_dense_layers}",
+                            depends_on=(f"{path}.num_layers",))
     if m.uses_mla:
         for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if getattr(m, k) is None:
-                raise ScenarioError(f"{path}.{k}", "is required with kv_lora_rank (latent attention)")
+                raise ScenarioError(f"{path}.{k}", "is required with kv_lora_rank (latent attention)",
+                                    depends_on=(f"{path}.kv_lora_rank",))
         if m.qk_nope_head_dim + m.qk_rope_head_dim < 1:
             raise ScenarioError(f"{path}.qk_nope_head_dim",
                                 "and qk_rope_head_dim must not both be 0")
     else:
         for k in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if getattr(m, k) is not None:
-                raise ScenarioError(f"{path}.{k}", "needs kv_lora_rank (multi-head latent attention)")
+                raise ScenarioError(f"{path}.{k}", "needs kv_lora_rank (multi-head latent attention)",
+                                    depends_on=(f"{path}.kv_lora_rank",))
     if m.sliding_window_layers is not None and m.sliding_window is None:
-        raise ScenarioError(f"{path}.sliding_window_layers", "needs sliding_window")
+        raise ScenarioError(f"{path}.sliding_window_layers", "needs sliding_window",
+                            depends_on=(f"{path}.sliding_window",))
 
 
 @dataclass(frozen=True)
@@ -1530,7 +1538,8 @@ class Scenario:
         if sc.training.overlap_param_gather and sc.strategy.kind != "megatron_dist_opt":
             raise ScenarioError("training.overlap_param_gather",
                                 "is Megatron's distributed optimizer's option: needs strategy "
-                                f"megatron_dist_opt, not {sc.strategy.kind}")
+                                f"megatron_dist_opt, not {sc.strategy.kind}",
+                                depends_on=("strategy.kind",))
         tr = sc.training
         acc = sc.cluster.accelerator
         if tr.precision == "bf16" and acc.preset in presets.NO_BF16_ACCELERATORS:
@@ -1550,7 +1559,8 @@ class Scenario:
             raise ScenarioError("training.tp_comm_overlap",
                                 "overlaps the tensor-parallel all-gathers and reduce-scatters of "
                                 "sequence parallelism: needs sequence_parallel true (Megatron-LM "
-                                "arguments.py asserts it)")
+                                "arguments.py asserts it)",
+                                depends_on=("training.sequence_parallel",))
         if tr.context_parallel > 1:
             _check_context_parallel(tr)
         _check_experts(sc)
@@ -1575,7 +1585,8 @@ def _check_pipeline_strategy(tr: "TrainingSpec", st: "StrategySpec") -> None:
                             "pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with "
                             "pipeline parallelism' (deepspeed/runtime/pipe/engine.py); choose "
                             "zero1, megatron_dist_opt or an FSDP kind, or pipeline_parallel 1 "
-                            f"(training.pipeline_parallel is {tr.pipeline_parallel})")
+                            f"(training.pipeline_parallel is {tr.pipeline_parallel})",
+                            depends_on=("training.pipeline_parallel",))
 
 
 def _check_context_parallel(tr: "TrainingSpec") -> None:
@@ -1588,12 +1599,14 @@ def _check_context_parallel(tr: "TrainingSpec") -> None:
         raise ScenarioError("training.context_parallel",
                             f"seq_len {tr.seq_len:,} must be a multiple of 2 x context_parallel = "
                             f"{2 * cp} (each CP rank holds two equal chunks for causal load "
-                            f"balancing; Megatron-LM arguments.py asserts it)")
+                            f"balancing; Megatron-LM arguments.py asserts it)",
+                            depends_on=("training.seq_len",))
     if not tr.flash_attention:
         raise ScenarioError("training.context_parallel",
                             "needs flash_attention true: context parallelism runs in Transformer "
                             "Engine's fused/flash attention only (Megatron-LM "
-                            "dot_product_attention.py asserts context_parallel_size == 1)")
+                            "dot_product_attention.py asserts context_parallel_size == 1)",
+                            depends_on=("training.flash_attention",))
 
 
 def _json_of(model, recsys, cluster, training, strategy, convention, runtime, checkpoint,

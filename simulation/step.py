@@ -1548,6 +1548,23 @@ def verdict(sc: Scenario, parts: dict, step_s: float, link_rows: list,
             "buy_more_of": busiest["name"] if busiest and busiest["utilization"] > 0.5 else None}
 
 
+def unfit_verdict(verdict: dict, violations) -> dict:
+    """The verdict of a scenario that does not fit (``violations``: the report's, each with
+    a ``message``): its message leads with that and the first tier over, then says what
+    the step would be bound by were the memory there ("Compute-bound: 100% of the step is
+    GPU compute" alone read as if the plan ran). The bottleneck is the step's, as before."""
+    if not violations or not verdict:
+        return verdict
+    first = violations[0].message
+    more = len(violations) - 1
+    step = verdict.get("message", "")
+    lead = (f"Does not fit: {first}" + (f" (and {more} more tier{'s' if more > 1 else ''} over)"
+                                          if more else "") + ".")
+    if step:
+        lead += f" Were the memory there, the step would be: {step[0].lower()}{step[1:]}"
+    return {**verdict, "message": lead}
+
+
 def background_slowdown(sc: Scenario, pc: ParamCount, lay: Layout, sb: StateBytes,
                         bytes_per_rank: float, write_s: float, network: bool,
                         engine: str = "auto") -> float:

@@ -142,8 +142,30 @@ def no_bidi_controls(value) -> None:
                               "it reads; remove it (right-to-left letters are fine).", code="bidi_control")
 
 
+# DRF's words for a name too long (CharField's max_length), with the length the form was given
+NAME_TOO_LONG = "Ensure this field has no more than %(limit_value)d characters. This one has %(show_value)d."
+
+
+def name_form_field(**kwargs):
+    """A form's ``name``: at most 200 characters (the models' name columns), without bidi
+    controls. A longer one is the field's error, worded as the API's 400 says it; the input
+    carries no ``maxlength`` attribute, with which a browser cuts a pasted name to 200
+    characters silently (the API refuses it)."""
+    from django import forms
+
+    class NameField(forms.CharField):
+        def widget_attrs(self, widget):
+            attrs = super().widget_attrs(widget)
+            attrs.pop("maxlength", None)
+            return attrs
+
+    return NameField(max_length=200, validators=[no_bidi_controls],
+                     error_messages={"max_length": NAME_TOO_LONG},
+                     **kwargs)
+
+
 def _shown_key(key: str) -> str:
-    return json.dumps(key)[1:-1][:40]      # NUL as \u0000, a surrogate as \ud800
+    return show(key)[1:-1][:40]      # NUL as \u0000, a surrogate as \ud800; letters as themselves
 
 
 def json_path(path) -> str:

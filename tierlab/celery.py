@@ -5,8 +5,11 @@ import os
 
 from celery import Celery
 from celery.signals import worker_init, worker_ready
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tierlab.settings")
+# filesystem:// (the SQLite mode's broker): kombu's, stopping within one poll (tierlab.fs_transport)
+TRANSPORT_ALIASES["filesystem"] = "tierlab.fs_transport:Transport"
 
 app = Celery("tierlab")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -332,6 +332,11 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The worker's timer thread sleeps this long between looks at its schedule (Celery's default
+# 1 s), and a warm shutdown waits for it to wake: with the filesystem broker's loop (which
+# polls, up to 2 s a cycle) and the pool's join, an idle worker took 5-6.6 s to stop, past the
+# 5 s honcho gives it on Ctrl-C of scripts/start before a SIGKILL (tests/web/test_worker_stop.py).
+CELERY_WORKER_TIMER_PRECISION = env_float("WORKER_TIMER_PRECISION_S", 0.1, 0.01)
 # A pool process is replaced after this many tasks, or after a task that left its resident
 # memory above this many KiB (Celery's unit), so memory one large job took is given back.
 CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("WORKER_MAX_TASKS_PER_CHILD", 100, 1)

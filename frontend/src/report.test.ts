@@ -107,10 +107,19 @@ describe("estimateSummary", () => {
     expect(estimateSummary(sampleReport())).toBe("Overflows HBM per GPU by 5.6 GiB");
   });
   it("gives HBM use and room when it fits, and every node tier that holds something", () => {
-    // GPU memory in GiB: 62.1e9 B = 57.8 GiB of 85.0e9 B = 79.2 GiB, 21.3 GiB free; DDR (decimal,
-    // by size) holds 2 GB of pinned buffers of 2^41 B = 2.2 TB; NVMe and CXL nothing
+    // memory in binary units, HBM and DDR alike (it read "DDR per node 2.0 GB of 2.2 TB" beside
+    // the GiB of HBM): 62.1e9 B = 57.8 GiB of 85.0e9 B = 79.2 GiB, 21.3 GiB free; DDR holds
+    // 2e9 B = 1.9 GiB of pinned buffers of 2^41 B = 2.0 TiB; NVMe and CXL nothing
     expect(estimateSummary(fittingReport())).toBe(
-      "Fits — HBM per GPU 57.8 GiB of 79.2 GiB (21.3 GiB free); DDR per node 2.0 GB of 2.2 TB");
+      "Fits — HBM per GPU 57.8 GiB of 79.2 GiB (21.3 GiB free); DDR per node 1.9 GiB of 2.0 TiB");
+  });
+  it("gives every memory tier in binary units, NVMe in decimal", () => {
+    const r = fittingReport();
+    const ddr = r.memory.per_node!.ddr!;
+    Object.assign(ddr, { total_bytes: 136.1e9, capacity_bytes: 2.2e12 });
+    const line = estimateSummary(r);
+    expect(line).toContain("; DDR per node 126.8 GiB of 2.0 TiB");
+    expect(line).not.toMatch(/\d GB|\d TB/);
   });
   it("leaves out node tiers that hold nothing", () => {
     const r = fittingReport();

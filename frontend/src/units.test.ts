@@ -17,6 +17,8 @@ import {
   formatSeconds,
   formatSI,
   formatTierBytes,
+  tierUnit,
+  UNIT_TIB,
 } from "./units";
 
 describe("units as users read them", () => {
@@ -25,7 +27,17 @@ describe("units as users read them", () => {
     expect(formatTierBytes(Math.trunc(79.3 * 2 ** 30), "hbm")).toBe("79.3 GiB");
   });
 
-  it("reads drives and host memory in the decimal unit that suits the size", () => {
+  it("reads every memory tier in binary units, GiB then TiB, as HBM is", () => {
+    // the live estimate read "HBM per GPU 45.5 GiB of 79.3 GiB; DDR per node 136.1 GB of 2.2 TB"
+    expect(formatTierBytes(136.1e9, "ddr")).toBe("126.8 GiB");
+    expect(formatTierBytes(2 ** 41, "ddr")).toBe("2.0 TiB");
+    expect(formatTierBytes(512 * 2 ** 30, "cxl")).toBe("512.0 GiB");
+    expect(formatTierBytes(3 * 2 ** 40, "pmem")).toBe("3.0 TiB");
+    expect(formatTierBytes(2 ** 41, "hbm")).toBe("2.0 TiB");
+    expect(tierUnit("ddr", 2 ** 41)).toBe(UNIT_TIB);
+  });
+
+  it("reads drives in the decimal unit that suits the size", () => {
     // a DGX H100's eight 3.84 TB drives: 30.72e12 bytes, not "30,720.0 GB"
     expect(formatTierBytes(30.72e12, "nvme")).toBe("30.7 TB");
     expect(formatSI(2.25286e19)).toBe("22,528.6 PB");       // separators even when huge

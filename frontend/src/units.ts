@@ -1,7 +1,10 @@
 // Display units. The engine speaks SI (bytes, seconds); every number shown carries its unit.
 // GB = 1e9 bytes (what the engine and datasheets call GB), GiB = 2^30 bytes (what
-// nvidia-smi and `free -g` show); GPU memory reads in GiB, drives and host memory in GB or
-// TB by size (`tierUnit`). Numbers are formatted en-US (Intl.NumberFormat) so output is stable.
+// nvidia-smi and `free -g` show). One convention for capacities (`tierUnit`): memory (GPU HBM,
+// host DDR, CXL, PMem) reads in binary GiB / TiB, as nvidia-smi, `free` and `numactl -H`
+// report it; drives (NVMe) in decimal GB / TB by size, as their datasheets and `df -H` do.
+// Rates and traffic are decimal (GB/s). Numbers are formatted en-US (Intl.NumberFormat) so
+// output is stable.
 
 export const GB = 1e9;
 export const GIB = 2 ** 30;
@@ -58,13 +61,17 @@ export function binaryUnit(bytes: number): ByteUnit {
   return Math.abs(bytes) >= 2 ** 40 ? UNIT_TIB : UNIT_GIB;
 }
 
+/** The tiers that are drives, read in decimal units; every other tier is memory. */
+const DRIVE_TIERS: ReadonlySet<string> = new Set(["nvme"]);
+
 /**
- * The unit a tier's bytes are read in: GPU memory (`hbm`) in GiB, as nvidia-smi and
- * torch.cuda report it (an "80 GB" H100 is 79.6 GiB); host memory, CXL and drives in the
- * decimal unit their datasheets use, scaled to `bytes` (the larger of use and capacity).
+ * The unit a tier's bytes are read in, scaled to `bytes` (the larger of use and capacity):
+ * memory (HBM, DDR, CXL, PMem) in binary GiB / TiB, as nvidia-smi, torch.cuda and `free`
+ * report it (an "80 GB" H100 is 79.6 GiB; a node's 2 TiB of DDR is "2.0 TiB"); drives (NVMe)
+ * in the decimal unit their datasheets use (eight 3.84 TB drives are "30.7 TB").
  */
 export function tierUnit(tier: string, bytes: number): ByteUnit {
-  return tier === "hbm" ? UNIT_GIB : decimalUnit(bytes);
+  return DRIVE_TIERS.has(tier) ? decimalUnit(bytes) : binaryUnit(bytes);
 }
 
 /** Bytes in `unit`: 30.72e12 in TB -> "30.7 TB". */
@@ -77,7 +84,7 @@ export function formatSI(bytes: number, digits = 1): string {
   return formatIn(bytes, decimalUnit(bytes), digits);
 }
 
-/** A tier's bytes as its users read them (see `tierUnit`): HBM "79.3 GiB", NVMe "30.7 TB". */
+/** A tier's bytes as its users read them (see `tierUnit`): HBM "79.3 GiB", DDR "2.0 TiB", NVMe "30.7 TB". */
 export function formatTierBytes(bytes: number, tier: string, digits = 1): string {
   return formatIn(bytes, tierUnit(tier, bytes), digits);
 }

@@ -190,3 +190,21 @@ def test_the_plan_list_names_each_objective_with_its_unit(page, live_url, user_a
     assert not any(o in cells for o in OBJECTIVES), cells
     screenshot(page, "plan-list-objectives")
     assert page.js_errors == []
+
+
+def test_a_pasted_500_character_name_is_the_fields_error_not_cut_to_200(page, live_url, user_admin, catalog):
+    """The name input had maxlength 200: a pasted 500-character name was cut to 200 and the
+    plan saved under it, where the API refuses the name with a 400. Now the form says so."""
+    log_in(page, live_url, user_admin)
+    page.goto(f"{live_url}/plans/new/")
+    page.locator("#id_name").focus()
+    page.keyboard.insert_text("n" * 500)                 # as a paste: maxlength would cut it
+    assert len(page.locator("#id_name").input_value()) == 500
+    page.select_option("#id_model", "llama2-7b")
+    page.click("#submit-plan")
+    page.wait_for_selector("#error-name")
+    assert page.locator("#error-name").inner_text() == (
+        "Ensure this field has no more than 200 characters. This one has 500.")
+    assert re.search(r"/plans/new/$", page.url)
+    from tierlab.dashboard.models import Plan
+    assert not Plan.objects.exists()

@@ -31,7 +31,13 @@ def test_deepspeed_infinity_and_cxl_offload():
     assert inf["offload_param"]["buffer_count"] == 5
     cxl = deepspeed_config(sc(kind="zero3", offload_optimizer="cxl"))
     assert cxl["zero_optimization"]["offload_optimizer"]["device"] == "cpu"
-    assert "numactl" in cxl["_tierlab_note"]
+    # the note is with the others, under _tierlab_notes (README), as the FSDP snippet's is
+    assert "_tierlab_note" not in cxl
+    note = next(n for n in cxl["_tierlab_notes"] if "CXL" in n)
+    assert "numactl --membind=<CXL node>" in note and "--preferred" in note and "'cpu'" in note
+    params = deepspeed_config(sc(kind="zero3", offload_optimizer="cxl", offload_params="cxl"))
+    assert any("CXL" in n for n in params["_tierlab_notes"])
+    assert "CXL" not in json.dumps(deepspeed_config(sc(kind="zero3", offload_optimizer="cpu")))
 
 
 def test_fsdp_snippet_is_python_and_names_the_strategy():

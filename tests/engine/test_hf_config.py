@@ -214,6 +214,31 @@ def test_a_cross_key_check_is_named_beside_a_bad_key():
     assert {x.field for x in e.value.errors} == {"config.num_attention_heads", "config.tie_word_embeddings"}
 
 
+def test_every_independent_cross_key_check_is_named_beside_bad_keys():
+    """A bad vocab_size left heads-divide-hidden unchecked (the whole model check was
+    skipped); now only the checks reading a bad key are: KV heads that do not divide the
+    heads are named beside a bad hidden_size, not beside bad heads."""
+    from simulation.errors import ScenarioErrors
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+           "num_attention_heads": 33, "num_hidden_layers": 32, "vocab_size": -5}
+    with pytest.raises(ScenarioErrors) as e:
+        model_from_hf_config(cfg)
+    assert [x.field for x in e.value.errors] == ["config.vocab_size", "config.num_attention_heads"]
+    with pytest.raises(ScenarioErrors) as e:
+        model_from_hf_config(dict(cfg, vocab_size=32000, hidden_size=0, num_key_value_heads=5))
+    assert [x.field for x in e.value.errors] == ["config.hidden_size", "config.num_key_value_heads"]
+    with pytest.raises(ScenarioError) as e:
+        model_from_hf_config(dict(cfg, vocab_size=32000, num_attention_heads="x", num_key_value_heads=5))
+    assert e.value.field == "config.num_attention_heads"
+
+
+@pytest.mark.parametrize("model_type", [[], {"a": 1}, 7])
+def test_a_model_type_of_another_json_type_is_named(model_type):
+    with pytest.raises(ScenarioError) as e:       # a list was a TypeError (unhashable)
+        model_from_hf_config({"model_type": model_type})
+    assert e.value.field == "config.model_type"
+
+
 def test_a_bad_key_adds_no_consequence():
     """hidden_size bad: the heads-divide-hidden check, which would read a default, is not run;
     the missing intermediate_size is named too."""

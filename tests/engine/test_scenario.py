@@ -427,3 +427,24 @@ def test_nvme_optimizer_offload_needs_zero3(kind):
     for ok in ({"kind": kind, "offload_optimizer": "cpu"}, {"kind": "zero3", "offload_optimizer": "nvme"},
                {"kind": "zero_infinity"}):
         assert Scenario.from_dict(with_("strategy", ok)).strategy.offload_optimizer in ("cpu", "nvme")
+
+
+def test_a_layout_check_does_not_quote_the_default_of_a_field_found_bad():
+    # the pipeline degree 16 does not divide DeepSeek-V3's 61 layers; left out and retried,
+    # it reads as 1, and DualPipe's check would then say "needs an even pipeline_parallel,
+    # got 1" of a scenario that sent 16 (errors.reads: the layout's checks name what they read)
+    from simulation import ScenarioError, ScenarioErrors, checked_scenario
+
+    d = {"model": {"preset": "deepseek-v3"}, "cluster": {"node": "dgx-h100", "num_nodes": 256},
+         "training": {"flash_attention": True, "expert_parallel": 64, "pipeline_parallel": 16,
+                      "pipeline_schedule": "dualpipe", "global_batch_size": 16384},
+         "strategy": {"kind": "zero1"}}
+    with pytest.raises(ScenarioError) as e:
+        checked_scenario(d)
+    assert type(e.value) is ScenarioError and e.value.field == "training.pipeline_parallel"
+    assert "got 16" in e.value.message
+    # a layout check that reads none of the bad fields is still reported beside them
+    good = {"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"}}
+    with pytest.raises(ScenarioErrors) as e:
+        checked_scenario(dict(good, training={"seq_len": 0, "tensor_parallel": 3}))
+    assert [x.field for x in e.value.errors] == ["training.seq_len", "training.tensor_parallel"]

@@ -574,3 +574,20 @@ def test_a_links_bandwidth_used_is_its_bytes_over_what_it_could_move():
         assert link["bandwidth_fraction"] <= link["utilization"] + 1e-9
     h2d = next(x for x in r["links"] if x["name"] == "pcie_h2d")
     assert h2d["bandwidth_fraction"] < h2d["utilization"] / 2
+
+
+def test_the_verdict_of_a_scenario_that_does_not_fit_leads_with_that():
+    # a 70B on two nodes with eager attention: 803 GiB per GPU; the verdict said only
+    # "Compute-bound: 100% of the step is GPU compute", as if the plan ran
+    from simulation import evaluate_dict
+    r = evaluate_dict({"model": {"preset": "llama2-70b"},
+                       "cluster": {"node": "dgx-a100-80gb", "num_nodes": 2}}, include_step=True)
+    assert r["fits"] is False
+    v = r["verdict"]
+    assert v["message"].startswith("Does not fit: HBM per GPU needs ")
+    assert "Were the memory there, the step would be: compute-bound" in v["message"]
+    assert v["bottleneck"] == "compute"               # what bounds the step, as before
+    fits = evaluate_dict({"model": {"preset": "llama2-7b"}, "cluster": {"node": "dgx-h100"},
+                          "training": {"flash_attention": True}}, include_step=True)
+    assert fits["fits"]
+    assert not fits["verdict"]["message"].startswith("Does not fit")

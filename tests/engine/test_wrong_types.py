@@ -80,3 +80,12 @@ def test_a_plan_s_base_strategy_does_not_take_what_each_candidate_sets():
             planner.parse_spec(dict(base, strategy={k: v}))
         assert e.value.field == f"strategy.{k}" and f"space.{dim}" in str(e.value)
     planner.parse_spec(dict(base, strategy={"shard_group_size": 8}))      # other keys stay the base's
+
+
+def test_a_message_shows_letters_and_emoji_and_escapes_control_characters():
+    from simulation.fields import show
+    assert show("ллама-🦙") == '"ллама-🦙"' and show({"k": "é"}) == '{"k": "é"}'
+    # control, bidi/format and separator characters and lone surrogates stay JSON escapes
+    assert show("a\u202eb\x00\x7f\u200b\u2028\ud800") == '"a\\u202eb\\u0000\\u007f\\u200b\\u2028\\ud800"'
+    assert show("\U000f0000") == '"\\udb80\\udc00"'        # private use, past U+FFFF
+    assert show("я" * 100) == '"' + "я" * 78 + "…"

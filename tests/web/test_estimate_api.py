@@ -241,3 +241,17 @@ def test_a_report_json_cannot_hold_is_a_400_naming_the_scenario(owner_api, examp
     assert r.status_code == 400
     (message,) = r.json()["scenario"]
     assert "memory.per_gpu.hbm.total_bytes = " in message and "JSON" in message
+
+
+def test_an_error_shows_the_characters_of_a_value_not_escapes(owner_api):
+    # simulation.fields.show: letters of any script and emoji as themselves; control
+    # characters stay escaped
+    spec = {"model": {"preset": "ллама-🦙"}, "cluster": {"node": "dgx-h100"}}
+    r = owner_api.post(URL, {"scenario": spec}, format="json")
+    assert r.status_code == 400
+    assert r.json()["scenario.model.preset"][0].startswith('unknown model preset "ллама-🦙"; known:')
+    r = owner_api.post(URL, {"scenario": dict(spec, model={"preset": "a\u0007b"})}, format="json")
+    assert r.json()["scenario.model.preset"][0].startswith('unknown model preset "a\\u0007b"')
+    # a key the body refuses (tierlab/api.py) likewise
+    r = owner_api.post(URL, {"scenario": {**spec, "ключ\x00": 1}}, format="json")
+    assert r.status_code == 400 and r.json()["scenario"][0].startswith('the key "ключ\\u0000" contains')

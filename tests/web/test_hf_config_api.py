@@ -45,6 +45,8 @@ def test_the_files_text_is_accepted(owner_api):
 @pytest.mark.parametrize("body, field", [
     ({"config": {**config("llama3.1-8b"), "num_attention_heads": 33}}, "config.num_attention_heads"),
     ({"config": {**config("llama3.1-8b"), "model_type": "bert"}}, "config.model_type"),
+    ({"config": {"model_type": []}}, "config.model_type"),        # was a 500 (unhashable)
+    ({"config": {"model_type": {"a": 1}}}, "config.model_type"),
     ({"config": "not json"}, "config"),
     ({"config": [1]}, "config"),
     ({"config": {"x": "y" * 70_000}}, "config"),
@@ -67,6 +69,15 @@ def test_every_bad_key_is_named_at_once(owner_api):
                         "config.hidden_act": [r.json()["config.hidden_act"][0]],
                         "config.attention_dropout": ["must be a probability between 0 and 1, got 2"]}
     assert r.json()["config.hidden_act"][0].startswith("must be one of silu")
+
+
+def test_a_cross_key_error_is_named_beside_a_bad_key(owner_api):
+    """heads that do not divide hidden_size are named with a bad vocab_size, not after it."""
+    body = {"config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+                       "num_attention_heads": 33, "num_hidden_layers": 32, "vocab_size": -5}}
+    r = owner_api.post(URL, body, format="json")
+    assert r.status_code == 400
+    assert list(r.json()) == ["config.vocab_size", "config.num_attention_heads"]
 
 
 def test_it_needs_a_login(anon_api):

@@ -217,3 +217,21 @@ def test_the_form_takes_a_deadline_in_days(client_owner):
     r = submit(client_owner, max_days_to_train=30)
     page = r.content.decode()
     assert r.status_code == 200 and "is required for constraints.max_time_to_train_s" in page
+
+
+def test_a_name_too_long_is_shown_on_its_field_not_cut_short(client_owner, owner_api):
+    # the input had maxlength="200", so a browser cut a pasted 500-character name to 200
+    # and the plan was saved under it; the API refuses it: the form says what the API says
+    html = client_owner.get("/plans/new/").content.decode()
+    tag = html[html.index('name="name"') - 200:]
+    tag = tag[tag.rindex("<input", 0, 200):]
+    assert "maxlength" not in tag[:tag.index(">")]
+    r = submit(client_owner, name="n" * 500)
+    assert r.status_code == 200 and not Plan.objects.exists()
+    page = r.content.decode()
+    assert 'id="error-name"' in page
+    assert "Ensure this field has no more than 200 characters. This one has 500." in page
+    api = owner_api.post("/api/v1/plans/", {"name": "n" * 500}, format="json").json()
+    assert api["name"] == ["Ensure this field has no more than 200 characters."]
+    r = submit(client_owner, name="n" * 200)
+    assert r.status_code == 302 and Plan.objects.get().name == "n" * 200

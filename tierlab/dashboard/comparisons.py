@@ -90,7 +90,10 @@ def create_comparison(owner, scenario_ids, name: str = "", notes: list[str] | No
     scenario cannot run: its field under ``scenarios.<i>``); nothing is saved then.
     """
     scenarios = _owned_scenarios(owner, scenario_ids)
-    comparison = Comparison.objects.create(owner=owner, name=(name or "").strip() or default_name(scenarios),
+    name = (name or "").strip()
+    if len(name) > 200:          # the name column's length; the API's serializer says so first
+        raise InputError("name", f"must be at most 200 characters, got {len(name)}")
+    comparison = Comparison.objects.create(owner=owner, name=name or default_name(scenarios),
                                            notes=list(notes or []))
     for position, scenario in enumerate(scenarios):
         try:

@@ -7,13 +7,13 @@ from django import forms
 
 from simulation.calibrate import COLLECTIVE_KINDS
 from simulation.checkpoint import TARGET_KINDS
-from tierlab.api import no_bidi_controls
+from tierlab.api import name_form_field
 
 GB = 1e9
 
 
 class ProfileForm(forms.Form):
-    name = forms.CharField(max_length=200, validators=[no_bidi_controls], label="Name",
+    name = name_form_field(label="Name",
                            help_text="e.g. our Selene partition")
     node = forms.ChoiceField(label="Node template", help_text="The cluster's nodes (catalog)")
     gemm_tflops = forms.FloatField(required=False, min_value=0, label="GEMM rate (TFLOP/s)",

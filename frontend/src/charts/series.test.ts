@@ -60,10 +60,10 @@ describe("tierBars", () => {
 });
 
 describe("labels and tooltips", () => {
-  it("labels a bar with its use and capacity as the tier reads: GPU memory in GiB, others in GB or TB", () => {
-    // 9.1e10 / 2^30 = 84.75 GiB of 8.5e10 / 2^30 = 79.16 GiB; DDR 2 GB of 2^41 B = 2.2 TB
+  it("labels a bar with its use and capacity as the tier reads: memory in GiB or TiB, NVMe in GB or TB", () => {
+    // 9.1e10 / 2^30 = 84.75 GiB of 8.5e10 / 2^30 = 79.16 GiB; DDR 2e9 B = 1.9 GiB of 2^41 B = 2.0 TiB
     expect(tierAxisLabel(tierBars(sampleReport())[0])).toBe("HBM per GPU\n84.8 GiB / 79.2 GiB");
-    expect(tierAxisLabel(tierBars(sampleReport())[1])).toBe("DDR per node\n2.0 GB / 2.2 TB");
+    expect(tierAxisLabel(tierBars(sampleReport())[1])).toBe("DDR per node\n1.9 GiB / 2.0 TiB");
   });
 
   it("gives GB and GiB in the tooltip, and the overflow", () => {
@@ -88,13 +88,13 @@ describe("memoryChartOption", () => {
   const option = memoryChartOption(sampleReport());
   const series = asArray(option.series) as BarSeriesOption[];
 
-  it("has one grid, x axis and y axis per tier: HBM in GiB, DDR and NVMe (over 1e12 B) in TB", () => {
+  it("has one grid, x axis and y axis per tier: HBM in GiB, DDR (2 TiB) in TiB, NVMe (over 1e12 B) in TB", () => {
     expect(asArray(option.grid)).toHaveLength(3);
     const xAxis = asArray(option.xAxis) as { data: string[]; gridIndex: number }[];
     expect(xAxis.map((x) => x.data)).toEqual([["hbm"], ["ddr"], ["nvme"]]);
     expect(xAxis.map((x) => x.gridIndex)).toEqual([0, 1, 2]);
     const yAxis = asArray(option.yAxis) as { name: string }[];
-    expect(yAxis.map((y) => y.name)).toEqual(["GiB (2³⁰ bytes)", "TB (10¹² bytes)", "TB (10¹² bytes)"]);
+    expect(yAxis.map((y) => y.name)).toEqual(["GiB (2³⁰ bytes)", "TiB (2⁴⁰ bytes)", "TB (10¹² bytes)"]);
     expect(Y_AXIS_NAME).toBe("GB (10⁹ bytes)");
   });
 
@@ -122,8 +122,8 @@ describe("memoryChartOption", () => {
 
   it("draws the capacity as a dashed frame overlapping the stack", () => {
     const caps = series.filter((s) => s.name === CAPACITY_NAME);
-    // HBM 8.5e10 B in GiB; DDR 2^41 B and NVMe 30.72e12 B in TB
-    expect(caps.map((s) => s.data)).toEqual([[79.162], [2.199], [30.72]]);
+    // HBM 8.5e10 B in GiB; DDR 2^41 B in TiB; NVMe 30.72e12 B in TB
+    expect(caps.map((s) => s.data)).toEqual([[79.162], [2], [30.72]]);
     expect(toGB(DDR_CAPACITY)).toBe(2199.023);
     expect(caps[0].barGap).toBe("-100%");
     expect(caps[0].itemStyle?.borderType).toBe("dashed");

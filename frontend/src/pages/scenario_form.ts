@@ -81,7 +81,7 @@ function mount(root: HTMLElement): void {
   exampleSelect.name = "example";
 
   const c = {
-    name: h("input", { type: "text", maxlength: 200, required: true, autocomplete: "off", placeholder: "e.g. 70B on two DGX H100" }),
+    name: h("input", { type: "text", required: true, autocomplete: "off", placeholder: "e.g. 70B on two DGX H100" }),
     model: select([["", "Loading models…"]], { required: true }),
     positionEmbedding: select(POSITION_EMBEDDINGS),
     node: select([["", "Loading node templates…"]], { required: true }),

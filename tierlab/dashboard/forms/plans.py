@@ -4,7 +4,7 @@ from django import forms
 
 from simulation.planner import DEFAULT_STRATEGIES
 from simulation.scenario import OFFLOAD_TARGETS, STRATEGY_KINDS
-from tierlab.api import no_bidi_controls
+from tierlab.api import name_form_field
 from tierlab.catalog.labels import OBJECTIVE_CHOICES
 
 
@@ -16,7 +16,7 @@ class PlanForm(forms.Form):
 
     OBJECTIVES = list(OBJECTIVE_CHOICES.items())      # tierlab.catalog.labels: one source
 
-    name = forms.CharField(max_length=200, validators=[no_bidi_controls], required=False, label="Name",
+    name = name_form_field(required=False, label="Name",
                            help_text="Optional; default: the model, the node and the objective.")
     model = forms.ChoiceField(label="Model")
     node = forms.ChoiceField(label="Node template")

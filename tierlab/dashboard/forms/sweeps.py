@@ -4,14 +4,14 @@ import re
 
 from django import forms
 
-from tierlab.api import no_bidi_controls
+from tierlab.api import name_form_field
 from tierlab.dashboard.sweeps import PARAMETERS, parse_values
 
 _CHOICES = [(path, f"{label} — {path}") for path, label, _ in PARAMETERS]
 
 
 class SweepForm(forms.Form):
-    name = forms.CharField(max_length=200, validators=[no_bidi_controls], required=False, label="Name",
+    name = name_form_field(required=False, label="Name",
                            help_text="Optional; default: the base scenario and the axes.")
     scenario = forms.TypedChoiceField(coerce=int, label="Base scenario")
     axis1_path = forms.ChoiceField(choices=_CHOICES, label="First axis: field")
