@@ -1,10 +1,9 @@
 """Downloads: a scenario's DeepSpeed config and FSDP snippet, a run's report, a comparison's
 CSV, and the same files through a share link (no account needed)."""
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
@@ -96,17 +95,20 @@ class ComparisonCSVView(APIView):
 
 class SharedExportView(APIView):
     """Downloads of a shared object, without login: `export.csv` (comparison);
-    `report.json`, `deepspeed.json`, `fsdp.py`, `megatron.txt` (scenario)."""
+    `report.json`, `deepspeed.json`, `fsdp.py`, `megatron.txt` (scenario). A sweep's or a
+    plan's link has none; any other name is a 404 that says which files the link has."""
 
     permission_classes = [permissions.AllowAny]
     FILES = {"comparison": ("export.csv",), "scenario": ("report.json", "deepspeed.json", "fsdp.py", "megatron.txt"),
-             "sweep": ()}
+             "sweep": (), "plan": ()}
 
     @extend_schema(operation_id="v1_shared_file_retrieve", responses={**FILE, **CSV, **PYTHON, **TEXT})
     def get(self, request, token, filename):
         link = open_shared(token)
-        if filename not in self.FILES[link.kind]:
-            raise Http404
+        files = self.FILES.get(link.kind, ())
+        if filename not in files:
+            offered = (f"it has {', '.join(files)}" if files else "it has no files to download")
+            raise NotFound(f"A {link.kind}'s share link has no file {filename!r}; {offered}.")
         target = link.target
         if filename == "export.csv":
             return exports.download(exports.comparison_csv(comparisons.comparison_payload(target)),
