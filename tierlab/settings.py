@@ -339,6 +339,8 @@ CATALOG_CHECK_S = env_float("CATALOG_CHECK_S", 2.0, 0.0)
 # bound is at most this many work units (~1 us of engine time each; simulation.cost);
 # more is a 413: save it and start a run, which the worker does within its time limits.
 ESTIMATE_MAX_WORK_UNITS = env_int("ESTIMATE_MAX_WORK_UNITS", 500_000, 0)
+# Cluster profiles one user may own (a create past it is a 400 naming "name"; 0: no limit).
+TIERLAB_MAX_PROFILES_PER_USER = env_int("MAX_PROFILES_PER_USER", 100, 0)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

@@ -13,7 +13,6 @@ from django.utils.text import slugify
 import simulation
 from simulation import export as engine_export
 from tierlab.catalog.labels import field_unit
-from tierlab.catalog.lookups import catalog_lookups
 from tierlab.scenarios import services
 
 CSV_UNITS = {
@@ -24,24 +23,26 @@ CSV_UNITS = {
 }
 
 
-def _scenario(spec: dict) -> simulation.Scenario:
-    """The scenario as the catalog has it now. Raises ScenarioError."""
-    return simulation.Scenario.from_dict(spec, **catalog_lookups())
+def _scenario(spec: dict, owner) -> simulation.Scenario:
+    """The scenario as the catalog has it now, a cluster profile only if ``owner`` (the
+    scenario's) may use it, as for a run. Raises ScenarioError ("unknown cluster profile")."""
+    services.check_profile_visible(spec, owner)
+    return simulation.Scenario.from_dict(spec, **services.lookups_for(owner))
 
 
-def deepspeed_config(spec: dict) -> dict:
-    return engine_export.deepspeed_config(_scenario(spec))
+def deepspeed_config(spec: dict, owner) -> dict:
+    return engine_export.deepspeed_config(_scenario(spec, owner))
 
 
-def fsdp_snippet(spec: dict) -> str:
-    return engine_export.fsdp_snippet(_scenario(spec))
+def fsdp_snippet(spec: dict, owner) -> str:
+    return engine_export.fsdp_snippet(_scenario(spec, owner))
 
 
-def megatron_args(spec: dict) -> str:
+def megatron_args(spec: dict, owner) -> str:
     """Megatron-LM arguments for the scenario on one line (``simulation.export.megatron_args``),
     then what they cannot say as ``#`` comment lines (``megatron_notes``): a shell running the
     first line runs every argument."""
-    sc = _scenario(spec)
+    sc = _scenario(spec, owner)
     return (" ".join(engine_export.megatron_args(sc)) + "\n"
             + "".join(f"# {n}\n" for n in engine_export.megatron_notes(sc)))
 

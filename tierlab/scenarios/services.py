@@ -40,15 +40,25 @@ class TooMuchWork(Exception):
         super().__init__(f"{field}: {message}")
 
 
-def resolve(spec: dict) -> dict:
-    """Validate ``spec`` completely and return the resolved scenario JSON.
+def lookups_for(user) -> dict:
+    """The catalog's tables, with only the cluster profiles ``user`` may name (theirs and
+    their team's; :class:`tierlab.scenarios.profiles.ProfileTable`, read by id when named)."""
+    from tierlab.scenarios.profiles import ProfileTable
+
+    return {**catalog_lookups(), "profiles": ProfileTable(user, restricted=True)}
+
+
+def resolve(spec: dict, user=None) -> dict:
+    """Validate ``spec`` completely and return the resolved scenario JSON. With ``user``, a
+    cluster profile named by id must be one they may see (else "unknown cluster profile").
 
     Raises ScenarioError (``ScenarioErrors`` when several fields are bad: it names them
     all). The engine's ``validate`` makes every check an evaluation would (batch
     divisibility, parallel degrees, the caps on work) without simulating, so saving a
     scenario or starting a run costs well under a millisecond whatever it describes.
     """
-    scenario = simulation.checked_scenario(spec, **catalog_lookups())
+    lookups = lookups_for(user) if user is not None else catalog_lookups()
+    scenario = simulation.checked_scenario(spec, **lookups)
     return scenario.to_dict()
 
 
@@ -66,7 +76,7 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
     """
     if user is not None:
         check_profile_visible(spec, user)
-    scenario = simulation.checked_scenario(spec, **catalog_lookups())
+    scenario = simulation.checked_scenario(spec, **(lookups_for(user) if user is not None else catalog_lookups()))
     try:
         check_request_work(scenario, include_step, detail)
     except TooMuchWork as exc:
@@ -147,7 +157,7 @@ def input_hash(resolved: dict, engine_version: str) -> str:
 def create_scenario(owner, name: str, spec: dict) -> Scenario:
     """Validate with the engine, then save. Raises ScenarioError; nothing saved then."""
     check_profile_visible(spec, owner)
-    resolve(spec)
+    resolve(spec, owner)
     return Scenario.objects.create(owner=owner, name=name, spec=spec)
 
 
@@ -164,7 +174,7 @@ def start_run(scenario: Scenario) -> Run:
     figures as they are now, so a refitted profile gives a new hash. Raises ScenarioError.
     """
     check_profile_visible(scenario.spec, scenario.owner)
-    resolved = resolve(scenario.spec)
+    resolved = resolve(scenario.spec, scenario.owner)
     version = simulation.ENGINE_VERSION
     digest = input_hash(resolved, version)
     # Originals only: every reuse is another succeeded row with the same hash, and sorting

@@ -16,14 +16,16 @@ from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import scenario_error_detail
 
 
-def _scenario_export(spec: dict, name: str, what: str):
+def _scenario_export(scenario: Scenario, what: str):
+    """``what`` of ``scenario``; its cluster profile as its owner may use it (as a run does)."""
+    spec, name, owner = scenario.spec, scenario.name, scenario.owner
     try:
         if what == "deepspeed.json":
-            return exports.json_download(exports.deepspeed_config(spec), exports.filename(f"{name}-deepspeed", "json"))
+            return exports.json_download(exports.deepspeed_config(spec, owner), exports.filename(f"{name}-deepspeed", "json"))
         if what == "megatron.txt":
-            return exports.download(exports.megatron_args(spec), "text/plain; charset=utf-8",
+            return exports.download(exports.megatron_args(spec, owner), "text/plain; charset=utf-8",
                                     exports.filename(f"{name}-megatron", "txt"))
-        return exports.download(exports.fsdp_snippet(spec), "text/x-python; charset=utf-8",
+        return exports.download(exports.fsdp_snippet(spec, owner), "text/x-python; charset=utf-8",
                                 exports.filename(f"{name}-fsdp", "py"))
     except ScenarioError as exc:
         raise ValidationError(scenario_error_detail(exc)) from None
@@ -35,7 +37,7 @@ class DeepSpeedConfigView(APIView):
     @extend_schema(responses=FILE)
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
-        return _scenario_export(scenario.spec, scenario.name, "deepspeed.json")
+        return _scenario_export(scenario, "deepspeed.json")
 
 
 class FSDPSnippetView(APIView):
@@ -44,7 +46,7 @@ class FSDPSnippetView(APIView):
     @extend_schema(responses=PYTHON)
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
-        return _scenario_export(scenario.spec, scenario.name, "fsdp.py")
+        return _scenario_export(scenario, "fsdp.py")
 
 
 class MegatronArgsView(APIView):
@@ -53,7 +55,7 @@ class MegatronArgsView(APIView):
     @extend_schema(responses=TEXT)
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
-        return _scenario_export(scenario.spec, scenario.name, "megatron.txt")
+        return _scenario_export(scenario, "megatron.txt")
 
 
 def _report(run: Run | None):
@@ -115,4 +117,4 @@ class SharedExportView(APIView):
                                     "text/csv; charset=utf-8", exports.filename(target.name, "csv"))
         if filename == "report.json":
             return _report(comparisons.latest_run(target))
-        return _scenario_export(target.spec, target.name, filename)
+        return _scenario_export(target, filename)
