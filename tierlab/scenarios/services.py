@@ -166,7 +166,8 @@ def start_run(scenario: Scenario) -> Run:
     """Create a run of the scenario as it is now.
 
     An identical input (same hash) that already succeeded is reused: the new run is
-    created succeeded with a copy of that result. One that is queued or running now is
+    created succeeded, pointing at that run (``reused_from``), whose report it serves
+    (``Run.result``; no copy is stored). One that is queued or running now is
     waited for: the new run is created queued, pointing at it (``reused_from``), and gets
     its result when it finishes (``settle_followers``); nothing is computed twice.
     Otherwise the run is queued and sent to a Celery worker once this transaction
@@ -185,7 +186,7 @@ def start_run(scenario: Scenario) -> Run:
         now = timezone.now()
         return Run.objects.create(
             scenario=scenario, status=Run.Status.SUCCEEDED, progress=1.0, input=resolved,
-            input_hash=digest, result=done.result, engine_version=version, reused_from=done,
+            input_hash=digest, engine_version=version, reused_from=done,
             started_at=now, finished_at=now)
     pending = (Run.objects.filter(input_hash=digest, reused_from=None,
                                   status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
@@ -250,7 +251,7 @@ def settle_followers(leader: Run | None = None) -> int:
     """Finish the queued runs that wait for an identical run (``reused_from``) that has
     finished: a copy of its result when it succeeded; when it failed (cancelled, worker
     lost, ...) the oldest waiting run is sent to the worker itself and the others wait for
-    it. Only ``leader``'s followers, or (the read-time check) every such run."""
+    it. A succeeded follower serves the leader's report (``Run.result``), not a copy. Only ``leader``'s followers, or (the read-time check) every such run."""
     followers = Run.objects.filter(status=Run.Status.QUEUED, reused_from__isnull=False,
                                    reused_from__status__in=[Run.Status.SUCCEEDED, Run.Status.FAILED])
     if leader is not None:
@@ -266,7 +267,7 @@ def settle_followers(leader: Run | None = None) -> int:
             now = timezone.now()
             if lead.status == Run.Status.SUCCEEDED:
                 Run.objects.filter(pk__in=[r.pk for r in waiting]).update(
-                    status=Run.Status.SUCCEEDED, result=lead.result, progress=1.0,
+                    status=Run.Status.SUCCEEDED, progress=1.0,
                     started_at=now, finished_at=now)
             else:
                 first, rest = waiting[0], waiting[1:]
@@ -366,9 +367,9 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
             .exclude(pk=run.pk).order_by("-finished_at").first())
     now = timezone.now()
     if done is not None and Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
-            status=Run.Status.SUCCEEDED, result=done.result, reused_from=done, progress=1.0,
+            status=Run.Status.SUCCEEDED, reused_from=done, progress=1.0,
             started_at=now, finished_at=now):     # two identical runs were queued at once
-        log.info("run %s: identical run %s succeeded meanwhile; its result copied", run_id, done.pk)
+        log.info("run %s: identical run %s succeeded meanwhile; its result reused", run_id, done.pk)
         settle_followers(run)
         return
     if not run.mark_running(task_id, worker):
