@@ -42,6 +42,7 @@ def test_no_process_loads_every_profile(owner, stranger, settings):
     table = ClusterProfile._meta.db_table
     reads = [q["sql"] for q in queries.captured_queries if f'FROM "{table}"' in q["sql"]]
     assert reads and all(f'"{table}"."id" = {mine.pk}' in sql for sql in reads), reads
+    assert len(reads) == 1, reads          # the check and the engine share the request's table
 
 
 def test_a_profile_made_or_refitted_is_used_at_once(owner):

@@ -26,8 +26,9 @@ CSV_UNITS = {
 def _scenario(spec: dict, owner) -> simulation.Scenario:
     """The scenario as the catalog has it now, a cluster profile only if ``owner`` (the
     scenario's) may use it, as for a run. Raises ScenarioError ("unknown cluster profile")."""
-    services.check_profile_visible(spec, owner)
-    return simulation.Scenario.from_dict(spec, **services.lookups_for(owner))
+    lookups = services.lookups_for(owner)
+    services.check_profile_visible(spec, owner, lookups)
+    return simulation.Scenario.from_dict(spec, **lookups)
 
 
 def deepspeed_config(spec: dict, owner) -> dict:

@@ -192,14 +192,16 @@ def _broken_with(profile: ClusterProfile, name: str, figures: dict) -> dict:
     return broken
 
 
-def check_visible(spec, user) -> None:
+def check_visible(spec, user, table: "ProfileTable | None" = None) -> None:
     """Raise ScenarioError (``cluster.profile``) when ``spec`` names a cluster profile by id
     that ``user`` cannot see (someone else's, not their team's) or that does not exist."""
     cluster = spec.get("cluster") if isinstance(spec, dict) else None
     ref = cluster.get("profile") if isinstance(cluster, dict) else None
     if ref is None or isinstance(ref, dict):
         return
-    if ref not in ProfileTable(user, restricted=True):
+    if table is None or not table.restricted or table.user is not user:
+        table = ProfileTable(user, restricted=True)
+    if ref not in table:
         raise ScenarioError("cluster.profile", f"unknown cluster profile {ref!r}; give the id of a "
                                                "profile you or your team own (GET /api/v1/cluster-profiles/)")
 

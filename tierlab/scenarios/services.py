@@ -48,7 +48,7 @@ def lookups_for(user) -> dict:
     return {**catalog_lookups(), "profiles": ProfileTable(user, restricted=True)}
 
 
-def resolve(spec: dict, user=None) -> dict:
+def resolve(spec: dict, user=None, lookups: dict | None = None) -> dict:
     """Validate ``spec`` completely and return the resolved scenario JSON. With ``user``, a
     cluster profile named by id must be one they may see (else "unknown cluster profile").
 
@@ -57,7 +57,8 @@ def resolve(spec: dict, user=None) -> dict:
     divisibility, parallel degrees, the caps on work) without simulating, so saving a
     scenario or starting a run costs well under a millisecond whatever it describes.
     """
-    lookups = lookups_for(user) if user is not None else catalog_lookups()
+    if lookups is None:
+        lookups = lookups_for(user) if user is not None else catalog_lookups()
     scenario = simulation.checked_scenario(spec, **lookups)
     return scenario.to_dict()
 
@@ -74,9 +75,10 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
     report with ``step_skipped`` (the reason) is returned. With ``user``, a cluster
     profile the scenario names must be one they can see.
     """
+    lookups = lookups_for(user) if user is not None else catalog_lookups()
     if user is not None:
-        check_profile_visible(spec, user)
-    scenario = simulation.checked_scenario(spec, **(lookups_for(user) if user is not None else catalog_lookups()))
+        check_profile_visible(spec, user, lookups)     # the same table: one query for the profile
+    scenario = simulation.checked_scenario(spec, **lookups)
     try:
         check_request_work(scenario, include_step, detail)
     except TooMuchWork as exc:
@@ -98,12 +100,13 @@ def _storable(report: dict) -> dict:
     return report
 
 
-def check_profile_visible(spec, user) -> None:
+def check_profile_visible(spec, user, lookups: dict | None = None) -> None:
     """ScenarioError (``cluster.profile``) unless the profile ``spec`` names is ``user``'s
-    or their team's (:func:`tierlab.scenarios.profiles.check_visible`)."""
+    or their team's (:func:`tierlab.scenarios.profiles.check_visible`). ``lookups``: the
+    request's :func:`lookups_for` ``user``, whose profiles table then reads it once."""
     from tierlab.scenarios.profiles import check_visible
 
-    check_visible(spec, user)
+    check_visible(spec, user, (lookups or {}).get("profiles"))
 
 
 def check_request_work(scenario, include_step: bool, detail: bool) -> None:
@@ -156,8 +159,9 @@ def input_hash(resolved: dict, engine_version: str) -> str:
 # ---------------------------------------------------------------- scenarios and runs
 def create_scenario(owner, name: str, spec: dict) -> Scenario:
     """Validate with the engine, then save. Raises ScenarioError; nothing saved then."""
-    check_profile_visible(spec, owner)
-    resolve(spec, owner)
+    lookups = lookups_for(owner)
+    check_profile_visible(spec, owner, lookups)
+    resolve(spec, owner, lookups)
     return Scenario.objects.create(owner=owner, name=name, spec=spec)
 
 
@@ -174,8 +178,9 @@ def start_run(scenario: Scenario) -> Run:
     commits. A cluster profile the scenario names is resolved into its input with its
     figures as they are now, so a refitted profile gives a new hash. Raises ScenarioError.
     """
-    check_profile_visible(scenario.spec, scenario.owner)
-    resolved = resolve(scenario.spec, scenario.owner)
+    lookups = lookups_for(scenario.owner)
+    check_profile_visible(scenario.spec, scenario.owner, lookups)
+    resolved = resolve(scenario.spec, scenario.owner, lookups)
     version = simulation.ENGINE_VERSION
     digest = input_hash(resolved, version)
     # Originals only: every reuse is another succeeded row with the same hash, and sorting
