@@ -92,7 +92,8 @@ def test_downloads_check_the_profile_as_runs_do(owner, stranger, stranger_api, a
     scenario = Scenario.objects.create(owner=stranger, name="x", spec=on(theirs.pk))
     for name in ("deepspeed.json", "fsdp.py", "megatron.txt"):
         r = stranger_api.get(f"/api/v1/scenarios/{scenario.pk}/{name}")
-        assert r.status_code == 400 and "unknown cluster profile" in r.json()["scenario.cluster.profile"][0], (name, r.json())
+        assert r.status_code == 400, (name, r.json())
+        assert "unknown cluster profile" in r.json()["scenario.cluster.profile"][0]
     link = ShareLink.objects.create(owner=stranger, scenario=scenario)
     r = anon_api.get(f"/api/v1/shared/{link.token}/deepspeed.json")
     assert r.status_code == 400 and "scenario.cluster.profile" in r.json()

@@ -114,7 +114,8 @@ def comparison_csv(payload: dict) -> str:
         # the verdict as the run page words it ("Tight: ... it may not fit"), else the value
         values = [label if label is not None else v
                   for v, label in zip(row["values"], row.get("labels") or [None] * len(row["values"]))]
-        w.writerow(["output", _text(row["key"]), _text(row["label"]), _text(CSV_UNITS.get(row["unit"], row["unit"])), best,
+        w.writerow(["output", _text(row["key"]), _text(row["label"]),
+                    _text(CSV_UNITS.get(row["unit"], row["unit"])), best,
                     *[_cell(v, row["unit"]) for v in values]])
     for row in payload["table"]["inputs"]:
         unit = field_unit(row["key"])     # one table of units: tierlab/catalog/labels.py

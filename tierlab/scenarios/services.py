@@ -254,9 +254,10 @@ class RunStateError(Exception):
 
 def settle_followers(leader: Run | None = None) -> int:
     """Finish the queued runs that wait for an identical run (``reused_from``) that has
-    finished: a copy of its result when it succeeded; when it failed (cancelled, worker
-    lost, ...) the oldest waiting run is sent to the worker itself and the others wait for
-    it. A succeeded follower serves the leader's report (``Run.result``), not a copy. Only ``leader``'s followers, or (the read-time check) every such run."""
+    finished: succeeded, serving its result (``Run.result`` reads the leader's; no copy),
+    when it succeeded; when it failed (cancelled, worker lost, ...) the oldest waiting run
+    is sent to the worker itself and the others wait for it. Only ``leader``'s followers, or
+    (the read-time check) every such run."""
     followers = Run.objects.filter(status=Run.Status.QUEUED, reused_from__isnull=False,
                                    reused_from__status__in=[Run.Status.SUCCEEDED, Run.Status.FAILED])
     if leader is not None:

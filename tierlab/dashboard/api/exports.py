@@ -21,7 +21,8 @@ def _scenario_export(scenario: Scenario, what: str):
     spec, name, owner = scenario.spec, scenario.name, scenario.owner
     try:
         if what == "deepspeed.json":
-            return exports.json_download(exports.deepspeed_config(spec, owner), exports.filename(f"{name}-deepspeed", "json"))
+            return exports.json_download(exports.deepspeed_config(spec, owner),
+                                         exports.filename(f"{name}-deepspeed", "json"))
         if what == "megatron.txt":
             return exports.download(exports.megatron_args(spec, owner), "text/plain; charset=utf-8",
                                     exports.filename(f"{name}-megatron", "txt"))
