@@ -393,6 +393,8 @@ ESTIMATE_MAX_WORK_UNITS = env_int("ESTIMATE_MAX_WORK_UNITS", 500_000, 0)
 # this and DATA_UPLOAD_MAX_MEMORY_SIZE): a scenario is a few kB, a recommender's 1,000 tables
 # about 100 kB, and parsing a 2.5 MB body took seconds.
 ESTIMATE_MAX_BODY_BYTES = env_int("ESTIMATE_MAX_BODY_BYTES", 262_144, 1024)
+# Cluster profiles one user may own (a create past it is a 400 naming "name"; 0: no limit).
+TIERLAB_MAX_PROFILES_PER_USER = env_int("MAX_PROFILES_PER_USER", 100, 0)
 # GET /healthz gives the broker this long to answer.
 HEALTH_BROKER_TIMEOUT_S = env_float("HEALTH_BROKER_TIMEOUT_S", 2.0, 0.1)
 

@@ -42,7 +42,12 @@ urlpatterns = [
     path("catalog/", catalog_views.catalog, name="catalog"),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"debug_hint": _login_hint}),
          name="login"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Django's auth URLs without password reset: no mail is sent from here, so its form only
+    # logged a traceback per request (an admin sets a forgotten password: manage.py changepassword).
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(),
+         name="password_change_done"),
     path("admin/", admin.site.urls),
     path("api/v1/estimate/", scenario_api.EstimateView.as_view(), name="estimate"),
     path("api/v1/models/from-hf-config/", catalog_api.ModelFromHfConfigView.as_view(),

@@ -92,7 +92,7 @@ def test_a_failed_run_leaves_its_column_empty(owner_api, owner):
     a, b = strategies(owner, ("zero2", "zero3"))
     pk = create(owner_api, [a.pk, b.pk]).json()["id"]
     run_queued_runs()
-    Run.objects.filter(scenario=b).update(status=Run.Status.FAILED, error="engine error: boom", result=None)
+    Run.objects.filter(scenario=b).update(status=Run.Status.FAILED, error="engine error: boom", stored_result=None)
     body = owner_api.get(f"{URL}{pk}/").json()
     assert body["status"] == "failed"
     assert body["items"][1]["error"] == "engine error: boom" and body["items"][1]["report"] is None

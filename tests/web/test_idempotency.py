@@ -41,7 +41,9 @@ def test_a_repeated_run_request_replays_the_first_response(owner_api, scenario):
     Run.objects.filter(pk=first.json()["id"]).update(status=Run.Status.RUNNING)   # time passes
     again = start(owner_api, scenario, "run-1")
     assert again.status_code == 202
-    assert again.json() == first.json()                  # the first answer, not the run's state now
+    # the same run, as it is now (the key's row keeps its id, not the first body)
+    assert again.json() == owner_api.get(f"/api/v1/runs/{first.json()['id']}/").json()
+    assert again.json()["id"] == first.json()["id"] and again.json()["status"] == "running"
     assert again["Location"] == first["Location"] == f"/api/v1/runs/{first.json()['id']}/"
     assert again["Idempotent-Replayed"] == "true"
     assert Run.objects.count() == 1
@@ -190,3 +192,22 @@ def test_concurrent_duplicates_make_one_run(owner, scenario, monkeypatch):
     assert responses[0].json()["id"] == responses[1].json()["id"]
     assert sorted(r.get("Idempotent-Replayed", "") for r in responses) == ["", "true"]
     assert Run.objects.count() == 1
+
+
+def test_a_key_keeps_the_made_objects_id_not_its_body(owner_api, scenario):
+    """A reused run's response carries the whole report (up to ~550 kB); the key's row keeps
+    its status, Location and id, and a replay reads the run again."""
+    services.execute_run(start(owner_api, scenario).json()["id"])
+    first = start(owner_api, scenario, "reuse")
+    assert first.json()["reused_from"] and first.json()["result"]
+    row = IdempotencyKey.objects.get(key="reuse")
+    assert row.response_body == {"id": first.json()["id"]} and row.response_status == 202
+    again = start(owner_api, scenario, "reuse")
+    assert again.json() == first.json() and again["Location"] == first["Location"]
+    other = Scenario.objects.create(owner=scenario.owner, name="b", spec=spec(**{"strategy.kind": "zero2"}))
+    for key, make in (("c", lambda k: owner_api.post("/api/v1/comparisons/", {"scenarios": [scenario.pk, other.pk]},
+                                                     format="json", HTTP_IDEMPOTENCY_KEY=k)),
+                      ("s", lambda k: sweep(owner_api, scenario, k))):
+        made = make(key)
+        assert IdempotencyKey.objects.get(key=key).response_body == {"id": made.json()["id"]}
+        assert make(key).json() == made.json()

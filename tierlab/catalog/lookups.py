@@ -14,18 +14,27 @@ from tierlab.catalog.models import Accelerator, ModelPreset, NodeTemplate
 # (engine lookup key, model, attribute the engine names a row by)
 _PRESET_TABLES = [("models", ModelPreset, "slug"), ("nodes", NodeTemplate, "slug"),
                   ("accelerators", Accelerator, "slug")]
+_LAZY_TABLES: dict = {}                     # engine lookup key -> factory of a table read on demand
 _catalog_cache: tuple = (None, None)       # (version, tables), per process
 _catalog_checked_at = float("-inf")         # time.monotonic() of the last version query
 
 
 def register_table(key: str, model, key_attr: str = "pk") -> None:
     """Serve ``model``'s rows (``engine_spec()`` each, by ``key_attr``) as the engine's
-    ``key`` lookup table too. Apps above the catalog register theirs at start
-    (``AppConfig.ready``: the scenarios app's cluster profiles), so the catalog never
-    imports its users. The model needs ``updated_at`` (the version query reads it)."""
+    ``key`` lookup table too, the whole table in every process (for small tables an admin
+    edits). Apps above the catalog register theirs at start (``AppConfig.ready``), so the
+    catalog never imports its users. The model needs ``updated_at`` (the version query reads it)."""
     if all(k != key for k, _, _ in _PRESET_TABLES):
         _PRESET_TABLES.append((key, model, key_attr))
     forget_catalog()
+
+
+def register_lazy_table(key: str, factory) -> None:
+    """Serve ``factory()`` (a mapping that reads a row when the engine asks for its key)
+    as the engine's ``key`` table, a new one for each :func:`catalog_lookups` call: for a
+    table of users' rows, too many to hold in every process (the scenarios app's cluster
+    profiles)."""
+    _LAZY_TABLES[key] = factory
 
 
 def forget_catalog() -> None:
@@ -48,9 +57,9 @@ def catalog_lookups() -> dict:
     """Preset tables for the engine, from the database so admin edits take effect.
 
     A table with no rows yet (catalog not loaded) falls back to the engine's built-ins.
-    Tables registered by other apps (:func:`register_table`) come along: ``profiles``
-    holds every cluster profile by id; who may name which is checked where a user's
-    scenario comes in (``scenarios.profiles.check_visible``), not here.
+    Tables registered by other apps come along: ``profiles`` reads a cluster profile by id
+    when a scenario names one (:func:`register_lazy_table`; never the whole table); who may
+    name which is checked where a user's scenario comes in (``scenarios.profiles``), not here.
     Rebuilt when a preset row is added, removed or saved (the version query, asked at most
     every ``CATALOG_CHECK_S`` seconds; at once after an edit in this process); the engine
     only reads these tables, so one copy per process serves every request.
@@ -59,7 +68,7 @@ def catalog_lookups() -> dict:
     cached_version, tables = _catalog_cache
     now = time.monotonic()
     if tables is not None and now - _catalog_checked_at < settings.CATALOG_CHECK_S:
-        return dict(tables)
+        return _with_lazy(tables)
     version = _catalog_version()
     _catalog_checked_at = now
     if version != cached_version:
@@ -68,4 +77,8 @@ def catalog_lookups() -> dict:
             rows = {getattr(row, attr): row.engine_spec() for row in model.objects.all()}
             tables[key] = rows or None
         _catalog_cache = (version, tables)
-    return dict(tables)
+    return _with_lazy(tables)
+
+
+def _with_lazy(tables: dict) -> dict:
+    return {**tables, **{key: factory() for key, factory in _LAZY_TABLES.items()}}

@@ -108,9 +108,13 @@ def create_comparison(owner, scenario_ids, name: str = "", notes: list[str] | No
 
 
 def copy_scenario(scenario: Scenario, owner, name: str | None = None) -> Scenario:
-    """A new scenario of ``owner`` with the same JSON (a fork or a duplicate)."""
+    """A new scenario of ``owner`` with the same JSON (a fork or a duplicate); a cluster
+    profile ``owner`` may not use is copied as its figures (``profiles.for_copy``)."""
+    from tierlab.scenarios.profiles import for_copy
+
     name = name or f"Copy of {scenario.name}"
-    return Scenario.objects.create(owner=owner, name=name[:200], spec=scenario.spec)
+    return Scenario.objects.create(owner=owner, name=name[:200],
+                                   spec=for_copy(scenario.spec, owner, scenario.owner))
 
 
 # ---------------------------------------------------------------- what the page reads

@@ -13,7 +13,6 @@ from django.utils.text import slugify
 import simulation
 from simulation import export as engine_export
 from tierlab.catalog.labels import field_unit
-from tierlab.catalog.lookups import catalog_lookups
 from tierlab.scenarios import services
 
 CSV_UNITS = {
@@ -24,24 +23,27 @@ CSV_UNITS = {
 }
 
 
-def _scenario(spec: dict) -> simulation.Scenario:
-    """The scenario as the catalog has it now. Raises ScenarioError."""
-    return simulation.Scenario.from_dict(spec, **catalog_lookups())
+def _scenario(spec: dict, owner) -> simulation.Scenario:
+    """The scenario as the catalog has it now, a cluster profile only if ``owner`` (the
+    scenario's) may use it, as for a run. Raises ScenarioError ("unknown cluster profile")."""
+    lookups = services.lookups_for(owner)
+    services.check_profile_visible(spec, owner, lookups)
+    return simulation.Scenario.from_dict(spec, **lookups)
 
 
-def deepspeed_config(spec: dict) -> dict:
-    return engine_export.deepspeed_config(_scenario(spec))
+def deepspeed_config(spec: dict, owner) -> dict:
+    return engine_export.deepspeed_config(_scenario(spec, owner))
 
 
-def fsdp_snippet(spec: dict) -> str:
-    return engine_export.fsdp_snippet(_scenario(spec))
+def fsdp_snippet(spec: dict, owner) -> str:
+    return engine_export.fsdp_snippet(_scenario(spec, owner))
 
 
-def megatron_args(spec: dict) -> str:
+def megatron_args(spec: dict, owner) -> str:
     """Megatron-LM arguments for the scenario on one line (``simulation.export.megatron_args``),
     then what they cannot say as ``#`` comment lines (``megatron_notes``): a shell running the
     first line runs every argument."""
-    sc = _scenario(spec)
+    sc = _scenario(spec, owner)
     return (" ".join(engine_export.megatron_args(sc)) + "\n"
             + "".join(f"# {n}\n" for n in engine_export.megatron_notes(sc)))
 
@@ -62,6 +64,22 @@ def json_download(data, name: str) -> HttpResponse:
                     "application/json; charset=utf-8", name)
 
 
+# A text cell a spreadsheet would run as a formula (=HYPERLINK(...), +, -, @, or a tab or
+# carriage return before one): OWASP's CSV injection guidance, a single quote before it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(value) -> str:
+    """A text cell, with a leading ``'`` when it begins as a formula would (names and
+    errors come from users and reach anyone with a share link). Numbers are not text:
+    a negative number stays as it is (:func:`_cell`). A carriage return inside becomes a
+    line feed: Python's writer quotes a cell with ``\n`` but not one with a lone ``\r``,
+    which a spreadsheet reads as a new row (whose first cell could be a formula)."""
+    text = "" if value is None else str(value)
+    text = "'" + text if text.startswith(FORMULA_STARTS) else text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _cell(value, unit: str = "") -> str:
     """A CSV cell; bytes as whole bytes (the engine's estimates carry fractions of a byte,
     70638308659.2: a byte count reads as an integer, rounded here only)."""
@@ -73,9 +91,11 @@ def _cell(value, unit: str = "") -> str:
         return str(round(value))
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, (int, float)):
+        return str(value)
     if isinstance(value, (list, dict)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
+        return _text(json.dumps(value, sort_keys=True))
+    return _text(value)
 
 
 def comparison_csv(payload: dict) -> str:
@@ -84,21 +104,22 @@ def comparison_csv(payload: dict) -> str:
     Columns: section, key, label, unit, best (names of the best columns) or differs (for
     inputs), then one column per scenario in the comparison's order.
     """
-    names = [f"{i['position'] + 1}. {i['name']}" for i in payload["items"]]
+    names = [_text(f"{i['position'] + 1}. {i['name']}") for i in payload["items"]]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["section", "key", "label", "unit", "best_or_differs", *names])
-    w.writerow(["status", "status", "Run status", "", "", *[i["status"] for i in payload["items"]]])
+    w.writerow(["status", "status", "Run status", "", "", *[_text(i["status"]) for i in payload["items"]]])
     for row in payload["table"]["outputs"]:
         best = "; ".join(names[i] for i in row["best"])
         # the verdict as the run page words it ("Tight: ... it may not fit"), else the value
         values = [label if label is not None else v
                   for v, label in zip(row["values"], row.get("labels") or [None] * len(row["values"]))]
-        w.writerow(["output", row["key"], row["label"], CSV_UNITS.get(row["unit"], row["unit"]), best,
+        w.writerow(["output", _text(row["key"]), _text(row["label"]),
+                    _text(CSV_UNITS.get(row["unit"], row["unit"])), best,
                     *[_cell(v, row["unit"]) for v in values]])
     for row in payload["table"]["inputs"]:
         unit = field_unit(row["key"])     # one table of units: tierlab/catalog/labels.py
-        w.writerow(["input", row["key"], row["key"], unit, "differs" if row["differs"] else "",
+        w.writerow(["input", _text(row["key"]), _text(row["key"]), _text(unit), "differs" if row["differs"] else "",
                     *[_cell(v, unit) for v in row["values"]]])
     return buf.getvalue()
 
@@ -128,11 +149,12 @@ def sweep_csv(payload: dict) -> str:
     front = set(payload.get("pareto") or [])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["index", *paths, "status", "valid", "fits", "fit_state", "pareto", *SWEEP_CSV_FIELDS, "error"])
+    w.writerow(["index", *map(_text, paths), "status", "valid", "fits", "fit_state", "pareto", *SWEEP_CSV_FIELDS,
+                "error"])
     for p in payload["points"]:
-        w.writerow([p["index"], *[_cell(p["values"].get(k)) if p["values"].get(k) is not None else nulls[k]
-                                  for k in paths], p.get("status", ""),
-                    _cell(p.get("valid")), _cell(p.get("fits")), p.get("fit_state") or "",
+        w.writerow([p["index"], *[_cell(p["values"].get(k)) if p["values"].get(k) is not None else _text(nulls[k])
+                                  for k in paths], _text(p.get("status", "")),
+                    _cell(p.get("valid")), _cell(p.get("fits")), _text(p.get("fit_state") or ""),
                     _cell(p["index"] in front),
-                    *[_cell(p.get(k)) for k in SWEEP_CSV_FIELDS], p.get("error") or ""])
+                    *[_cell(p.get(k)) for k in SWEEP_CSV_FIELDS], _text(p.get("error") or "")])
     return buf.getvalue()

@@ -7,7 +7,8 @@ DELETE). Each is one transaction: nothing is half deleted.
   scenario waiting for one of them, identical input, is computed itself instead); its
   finished runs go with it. A sweep made from it keeps its own copy of the scenario
   (``Sweep.base_spec``) and loses only the link (``base``: null). Runs of other scenarios
-  that reused one of its results keep their copy of it.
+  that reused one of its results keep it: the oldest gets the report stored on its row, the
+  others point at that one (``Run.reused_from``'s ``hand_on_result``).
 - A **comparison** goes with its columns; the runs it shows are its scenarios' and stay.
 - A **sweep** or **plan** still queued or running is cancelled first (``cancel_sweep``,
   ``cancel_plan``), so no chunk is started for it again; a worker in the middle of a chunk

@@ -10,6 +10,7 @@ from tierlab.dashboard import comparisons, plans, sweeps
 from tierlab.dashboard.comparisons import InputError, owned_for
 from tierlab.dashboard.models import Comparison, Plan, ShareLink, Sweep
 from tierlab.scenarios import services
+from tierlab.scenarios.profiles import for_copy
 from tierlab.scenarios.models import Run, Scenario
 
 MODELS = {"scenario": Scenario, "comparison": Comparison, "sweep": Sweep, "plan": Plan}
@@ -89,7 +90,10 @@ def fork(link: ShareLink, user):
 
     A scenario is copied; a comparison's scenarios are copied and compared (identical
     inputs reuse the stored results at once); a sweep's base scenario is copied and the
-    same grid is swept again; a plan is planned again from its spec.
+    same grid is swept again; a plan is planned again from its spec. A cluster profile of
+    the link owner's that ``user`` may not use is copied as its figures (a plan's spec
+    already holds them): the fork computes what the link shows, and keeps doing so after
+    the link is revoked (``profiles.for_copy``).
     """
     target = link.target
     if link.kind == "plan":
@@ -101,5 +105,5 @@ def fork(link: ShareLink, user):
                   for item in target.ordered_items()]
         return comparisons.create_comparison(user, [c.pk for c in copies], f"{target.name} (fork)")
     base = Scenario.objects.create(owner=user, name=f"{target.base.name if target.base else target.name} (fork)"[:200],
-                                   spec=target.base_spec)
+                                   spec=for_copy(target.base_spec, user, target.owner))
     return sweeps.create_sweep(user, base.pk, target.axes, f"{target.name} (fork)")

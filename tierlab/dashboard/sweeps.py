@@ -491,9 +491,12 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
     teammate's scenario must be duplicated first).
 
     Raises InputError (``scenario``; NotYours for a teammate's) or ScenarioError (the axes;
-    TooManyActive at ``MAX_ACTIVE_SWEEPS_PER_USER``); nothing is saved then.
+    TooManyActive at ``MAX_ACTIVE_SWEEPS_PER_USER``); nothing is saved then. A cluster
+    profile the base (or an axis) names by id must be one the owner may use, as for a run
+    (:func:`check_profiles`); the worker checks it again (:func:`execute_chunk`).
     """
     base = owned_for(Scenario, owner, scenario_id, "scenario", "sweep")
+    check_profiles(base.spec, axes, owner)
     axes = validate_axes(base.spec, axes)
     jobs.check_active(owner, "sweeps", Sweep.objects.filter(
         owner=owner, status__in=[Sweep.Status.QUEUED, Sweep.Status.RUNNING]))
@@ -510,6 +513,24 @@ def create_sweep(owner, scenario_id, axes, name: str = "") -> Sweep:
         for start in range(0, total, size))
     transaction.on_commit(lambda: [enqueue(c) for c in chunks])
     return sweep
+
+
+def check_profiles(base_spec: dict, axes, owner) -> None:
+    """InputError (``scenario``) when the base scenario names a cluster profile ``owner`` may
+    not use (someone else's, not their team's; :func:`services.check_profile_visible`, as
+    ``start_run`` calls it), ScenarioError (``axes.<k>.values.<j>``) for such a value of a
+    ``cluster.profile`` axis."""
+    try:
+        services.check_profile_visible(base_spec, owner)
+    except ScenarioError as exc:
+        raise InputError("scenario", f"the base scenario cannot run: {exc.field}: {exc.message}") from None
+    for k, ax in enumerate(axes if isinstance(axes, list) else []):
+        if isinstance(ax, dict) and ax.get("path") == "cluster.profile" and isinstance(ax.get("values"), list):
+            for j, value in enumerate(ax["values"]):
+                try:
+                    services.check_profile_visible({"cluster": {"profile": value}}, owner)
+                except ScenarioError as exc:
+                    raise ScenarioError(f"axes.{k}.values.{j}", exc.message) from None
 
 
 def enqueue(chunk: SweepChunk) -> None:
@@ -646,7 +667,7 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
     worker starts over (its count is reset, so progress is not counted twice), unless its
     workers died ``TIERLAB_RUN_MAX_ATTEMPTS`` times: then its points fail.
     """
-    chunk = SweepChunk.objects.select_related("sweep").filter(pk=chunk_id).first()
+    chunk = SweepChunk.objects.select_related("sweep__owner").filter(pk=chunk_id).first()
     if chunk is None or chunk.status in SweepChunk.FINISHED:
         log.info("sweep chunk %s: nothing to do (%s)", chunk_id, chunk.status if chunk else "gone")
         return
@@ -678,7 +699,9 @@ def execute_chunk(chunk_id: int, task_id: str = "", worker: str = "") -> None:
         if settings.TIERLAB_TEST_TASK_SLEEP_S:
             services._test_sleep()
         points = engine_sweep.expand(sweep.base_spec, sweep.axes, chunk.start, chunk.stop)
-        lookups = catalog_lookups()
+        # only the profiles the sweep's owner may use now: one whose use ended (another's,
+        # no longer shared with them) fails its points, "unknown cluster profile", as a run
+        lookups = services.lookups_for(sweep.owner)
         unwritten = {"done": 0, "failed": 0}   # points since the last progress write
         first, next_check = None, 0.0           # the first failed point, once written
         for point in points:

@@ -72,7 +72,7 @@ class ScenarioViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadO
         OpenApiParameter("status", str, enum=Run.Status.values, description="Only runs in this state.")])
     @extend_schema(methods=["POST"], request=None, responses={202: RunSerializer}, parameters=[IDEMPOTENCY_KEY])
     @action(detail=True, methods=["get", "post"])
-    @idempotent
+    @idempotent(lambda view, pk: RunSerializer(Run.objects.select_related("scenario__owner").get(pk=pk)).data)
     def runs(self, request, pk=None):
         """GET: this scenario's runs (paginated; `?status=`), each with a `summary` of its
         report (the report: GET `/api/v1/runs/{id}/`). POST (its owner; no body, or `{}`): start

@@ -9,7 +9,7 @@ class ScenariosConfig(AppConfig):
     # the catalog's own app forgets its cached preset tables when a row changes
 
     def ready(self):
-        from tierlab.catalog.lookups import register_table
-        from tierlab.scenarios.models import ClusterProfile
+        from tierlab.catalog.lookups import register_lazy_table
+        from tierlab.scenarios.profiles import ProfileTable
 
-        register_table("profiles", ClusterProfile, "pk")     # cluster.profile by id
+        register_lazy_table("profiles", ProfileTable)     # cluster.profile by id, read when named

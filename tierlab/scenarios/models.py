@@ -59,7 +59,29 @@ class Scenario(models.Model):
     @property
     def last_run(self):
         """The latest run, without its report and input (lists show only its state)."""
-        return self.runs.defer("result", "input").order_by("-created_at", "-id").first()
+        return self.runs.defer("stored_result", "input").order_by("-created_at", "-id").first()
+
+
+def hand_on_result(collector, field, sub_objs, using):
+    """``on_delete`` of ``Run.reused_from``: when a run whose result others reuse is deleted
+    (its scenario was), the oldest reusing run that stays gets the result stored on its own
+    row and becomes the one the others point at; they keep their report without a copy each.
+    A deleted run that had not succeeded leaves its followers unlinked, as SET_NULL would
+    (the read-time check then sends or fails them)."""
+    deleted = {obj.pk for obj in collector.data.get(field.model, ())}
+    followers = {}
+    for run in sub_objs.order_by("created_at", "id").only("pk", "reused_from_id", "created_at"):
+        if run.pk not in deleted:
+            followers.setdefault(run.reused_from_id, []).append(run.pk)
+    runs = field.model._base_manager.using(using)
+    for leader_id, pks in followers.items():
+        lead = runs.filter(pk=leader_id).values("status", "stored_result").first() or {}
+        if lead.get("status") == Run.Status.SUCCEEDED and lead.get("stored_result") is not None:
+            heir, rest = pks[0], pks[1:]
+            runs.filter(pk=heir).update(stored_result=lead["stored_result"], reused_from=None)
+            runs.filter(pk__in=rest).update(reused_from=heir)
+        else:
+            runs.filter(pk__in=pks).update(reused_from=None)
 
 
 class Run(models.Model):
@@ -76,11 +98,13 @@ class Run(models.Model):
     input = models.JSONField(help_text="The resolved scenario the engine runs (presets expanded).")
     input_hash = models.CharField(max_length=64, db_index=True,
                                   help_text="sha256 of canonical input JSON + engine version")
-    result = models.JSONField(null=True, blank=True)
+    # The engine's report, on the run that computed it; a run that reuses it (``reused_from``)
+    # stores none and reads it from there (``result``): a report is 30–550 kB.
+    stored_result = models.JSONField(null=True, blank=True, db_column="result")
     error = models.TextField(blank=True)
     engine_version = models.CharField(max_length=32)
-    reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+", help_text="The run whose stored result this copies.")
+    reused_from = models.ForeignKey("self", null=True, blank=True, on_delete=hand_on_result,
+                                    related_name="+", help_text="The run whose stored result this serves.")
     celery_task_id = models.CharField(max_length=64, blank=True)
     worker = models.CharField(max_length=255, blank=True,
                               help_text="Hostname of the Celery worker that ran it last (name@host).")
@@ -104,6 +128,22 @@ class Run(models.Model):
 
     def get_absolute_url(self):
         return f"/runs/{self.pk}/"
+
+    @property
+    def result(self) -> dict | None:
+        """The report: its own, or (a run that reused an identical one) that run's, read
+        once per object (only that column)."""
+        if self.stored_result is None and self.reused_from_id is not None and self.status == self.Status.SUCCEEDED:
+            if getattr(self, "_reused_result_of", None) != self.reused_from_id:
+                self._reused_result = (Run.objects.filter(pk=self.reused_from_id)
+                                       .values_list("stored_result", flat=True).first())
+                self._reused_result_of = self.reused_from_id
+            return self._reused_result
+        return self.stored_result
+
+    @result.setter
+    def result(self, value) -> None:
+        self.stored_result = value
 
     @property
     def is_finished(self) -> bool:
@@ -135,7 +175,7 @@ class Run(models.Model):
         return bool(updated)
 
     def mark_succeeded(self, result: dict) -> bool:
-        return self._finish([self.Status.RUNNING], status=self.Status.SUCCEEDED, result=result,
+        return self._finish([self.Status.RUNNING], status=self.Status.SUCCEEDED, stored_result=result,
                             progress=1.0, error="", finished_at=timezone.now())
 
     def mark_failed(self, reason: str) -> bool:

@@ -1,6 +1,8 @@
 """Cluster profiles: fit a cluster's figures to measurements (the engine's
 :mod:`simulation.calibrate`) and save them; views and the API stay thin."""
 
+from collections.abc import Mapping
+
 from django.conf import settings
 from django.db.models import Q
 
@@ -8,6 +10,62 @@ import simulation
 from simulation import ScenarioError, calibrate
 from tierlab.scenarios import services
 from tierlab.scenarios.models import ClusterProfile, Scenario
+
+
+_MAX_PK = 2 ** 63 - 1        # a bigint: a larger id is no profile, not a database error
+
+
+def profile_pk(ref) -> int | None:
+    """The profile id a scenario's ``cluster.profile`` names (3 or "3"), else None."""
+    if isinstance(ref, bool) or not isinstance(ref, (int, str)):
+        return None
+    try:
+        pk = int(ref)
+    except ValueError:
+        return None
+    return pk if 0 < pk <= _MAX_PK else None
+
+
+class ProfileTable(Mapping):
+    """The engine's ``profiles`` lookup table (id -> ``ClusterProfile.engine_spec()``), read
+    one profile at a time when a scenario names it (one query each, kept for the life of
+    this table: a request's or a worker task's lookups), never every profile into every
+    process. With ``user``, only the profiles they may see (theirs and their team's): any
+    other id is not in it, and the engine answers "unknown cluster profile" as a run does.
+    Without, any profile (for input a visibility check already admitted)."""
+
+    def __init__(self, user=None, *, restricted: bool = False):
+        self.user, self.restricted, self._rows = user, restricted or user is not None, {}
+
+    def _get(self, key):
+        pk = profile_pk(key)
+        if pk is None:
+            return None
+        if pk not in self._rows:
+            rows = ClusterProfile.objects.all()
+            if self.restricted:
+                rows = rows.visible_to(self.user) if self.user is not None else rows.none()
+            row = rows.filter(pk=pk).first()
+            self._rows[pk] = row.engine_spec() if row is not None else None
+        return self._rows[pk]
+
+    def __contains__(self, key):
+        return self._get(key) is not None
+
+    def __getitem__(self, key):
+        figures = self._get(key)
+        if figures is None:
+            raise KeyError(key)
+        return figures
+
+    def __iter__(self):      # the profiles read so far
+        return iter([pk for pk, figures in self._rows.items() if figures is not None])
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __bool__(self):      # the engine's ``profiles or {}`` keeps it
+        return True
 
 
 def fit(measurements: dict, name: str = "") -> dict:
@@ -23,13 +81,19 @@ def _store(profile: ClusterProfile, name: str, measurements: dict, out: dict | N
     out = out if out is not None else fit(measurements, name)
     figures = {k: v for k, v in out["profile"].items() if k not in ("id", "name")}
     profile.name, profile.measurements, profile.figures, profile.fits = name, measurements, figures, out["fits"]
-    profile.save()
-    services.forget_catalog()        # this process resolves the new figures at once
+    profile.save()                   # read by id when a scenario names it: no table to refresh
     return profile
 
 
 def create_profile(owner, name: str, measurements: dict) -> ClusterProfile:
-    """Fit, then save. Raises ScenarioError; nothing saved then."""
+    """Fit, then save. Raises ScenarioError; nothing saved then. An owner who has
+    ``TIERLAB_MAX_PROFILES_PER_USER`` profiles already (0: no limit) gets a ScenarioError
+    (``name``) saying so, before anything is fitted."""
+    cap = settings.TIERLAB_MAX_PROFILES_PER_USER
+    if cap and owner is not None and ClusterProfile.objects.filter(owner=owner).count() >= cap:
+        raise ScenarioError("name", f"you have {cap} cluster profiles, the most one account may keep "
+                                    "(MAX_PROFILES_PER_USER); delete one you no longer use, or refit "
+                                    "one (PUT /api/v1/cluster-profiles/<id>/) with the new measurements")
     return _store(ClusterProfile(owner=owner), name, measurements)
 
 
@@ -108,7 +172,7 @@ def _broken_with(profile: ClusterProfile, name: str, figures: dict) -> dict:
     engine accepts with its figures now and refuses once it has ``figures`` (validated, not
     simulated: well under a millisecond each)."""
     lookups = dict(services.catalog_lookups())
-    table = dict(lookups.get("profiles") or {})
+    table = {}                       # the scenarios name this profile only
     lookups["profiles"] = table
 
     def refusal(spec, figs):
@@ -128,20 +192,36 @@ def _broken_with(profile: ClusterProfile, name: str, figures: dict) -> dict:
     return broken
 
 
-def check_visible(spec, user) -> None:
+def check_visible(spec, user, table: "ProfileTable | None" = None) -> None:
     """Raise ScenarioError (``cluster.profile``) when ``spec`` names a cluster profile by id
     that ``user`` cannot see (someone else's, not their team's) or that does not exist."""
     cluster = spec.get("cluster") if isinstance(spec, dict) else None
     ref = cluster.get("profile") if isinstance(cluster, dict) else None
     if ref is None or isinstance(ref, dict):
         return
-    try:
-        pk = int(ref) if not isinstance(ref, bool) else None
-    except (TypeError, ValueError):
-        pk = None
-    if pk is None or user is None or not ClusterProfile.objects.visible_to(user).filter(pk=pk).exists():
+    if table is None or not table.restricted or table.user is not user:
+        table = ProfileTable(user, restricted=True)
+    if ref not in table:
         raise ScenarioError("cluster.profile", f"unknown cluster profile {ref!r}; give the id of a "
                                                "profile you or your team own (GET /api/v1/cluster-profiles/)")
+
+
+def for_copy(spec, owner, source_owner):
+    """``spec`` as a copy of it for ``owner`` (a fork, a duplicate) carries it. A cluster
+    profile named by id that ``owner`` may use stays an id (refits reach the copy); one only
+    ``source_owner`` may use (another account's, shared by a link) is written in as its
+    figures now (``ClusterProfile.engine_spec``, as a run's resolved input has them): the
+    copy computes what its source did, and keeps doing so when the link is revoked or the
+    profile refitted or deleted, without using the profile itself. Any other spec is
+    returned as it is (a profile nobody may use stays the unknown id it was)."""
+    cluster = spec.get("cluster") if isinstance(spec, dict) else None
+    ref = cluster.get("profile") if isinstance(cluster, dict) else None
+    if ref is None or isinstance(ref, dict) or ref in ProfileTable(owner, restricted=True):
+        return spec
+    source = ProfileTable(source_owner, restricted=True)
+    if ref not in source:
+        return spec
+    return {**spec, "cluster": {**cluster, "profile": dict(source[ref])}}
 
 
 def scenarios_using(profile: ClusterProfile):

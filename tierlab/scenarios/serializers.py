@@ -1,6 +1,7 @@
 """API shapes for scenarios, runs and the live estimate."""
 
 from django.db.models import F, QuerySet
+from django.db.models.functions import Coalesce
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -71,6 +72,8 @@ class RunSerializer(serializers.ModelSerializer):
 
     scenario_name = serializers.CharField(source="scenario.name", read_only=True)
     owner = run_owner_field()
+    # the run's own report, or the one of the run it reused (``reused_from``): Run.result
+    result = serializers.JSONField(read_only=True, allow_null=True)
 
     class Meta:
         model = Run
@@ -154,8 +157,10 @@ class RunListSerializer(serializers.ModelSerializer):
     def queryset(runs: QuerySet) -> QuerySet:
         """``runs`` without the report and the input (deferred), with the summary's figures
         extracted by the database (``summary_<key>``)."""
-        return (runs.select_related("scenario__owner").defer("result", "input", "scenario__spec")
-                .annotate(**{f"summary_{key}": F("result__" + path.replace(".", "__"))
+        # a run that reused an identical one reads the figures from that run's report
+        return (runs.select_related("scenario__owner").defer("stored_result", "input", "scenario__spec")
+                .annotate(**{f"summary_{key}": Coalesce(F("stored_result__" + path.replace(".", "__")),
+                                                        F("reused_from__stored_result__" + path.replace(".", "__")))
                              for key, path in SUMMARY_PATHS.items()}))
 
     @extend_schema_field(RunSummarySerializer(allow_null=True))

@@ -40,15 +40,26 @@ class TooMuchWork(Exception):
         super().__init__(f"{field}: {message}")
 
 
-def resolve(spec: dict) -> dict:
-    """Validate ``spec`` completely and return the resolved scenario JSON.
+def lookups_for(user) -> dict:
+    """The catalog's tables, with only the cluster profiles ``user`` may name (theirs and
+    their team's; :class:`tierlab.scenarios.profiles.ProfileTable`, read by id when named)."""
+    from tierlab.scenarios.profiles import ProfileTable
+
+    return {**catalog_lookups(), "profiles": ProfileTable(user, restricted=True)}
+
+
+def resolve(spec: dict, user=None, lookups: dict | None = None) -> dict:
+    """Validate ``spec`` completely and return the resolved scenario JSON. With ``user``, a
+    cluster profile named by id must be one they may see (else "unknown cluster profile").
 
     Raises ScenarioError (``ScenarioErrors`` when several fields are bad: it names them
     all). The engine's ``validate`` makes every check an evaluation would (batch
     divisibility, parallel degrees, the caps on work) without simulating, so saving a
     scenario or starting a run costs well under a millisecond whatever it describes.
     """
-    scenario = simulation.checked_scenario(spec, **catalog_lookups())
+    if lookups is None:
+        lookups = lookups_for(user) if user is not None else catalog_lookups()
+    scenario = simulation.checked_scenario(spec, **lookups)
     return scenario.to_dict()
 
 
@@ -64,9 +75,10 @@ def estimate(spec: dict, include_step: bool = False, detail: bool = False,
     report with ``step_skipped`` (the reason) is returned. With ``user``, a cluster
     profile the scenario names must be one they can see.
     """
+    lookups = lookups_for(user) if user is not None else catalog_lookups()
     if user is not None:
-        check_profile_visible(spec, user)
-    scenario = simulation.checked_scenario(spec, **catalog_lookups())
+        check_profile_visible(spec, user, lookups)     # the same table: one query for the profile
+    scenario = simulation.checked_scenario(spec, **lookups)
     try:
         check_request_work(scenario, include_step, detail)
     except TooMuchWork as exc:
@@ -88,12 +100,13 @@ def _storable(report: dict) -> dict:
     return report
 
 
-def check_profile_visible(spec, user) -> None:
+def check_profile_visible(spec, user, lookups: dict | None = None) -> None:
     """ScenarioError (``cluster.profile``) unless the profile ``spec`` names is ``user``'s
-    or their team's (:func:`tierlab.scenarios.profiles.check_visible`)."""
+    or their team's (:func:`tierlab.scenarios.profiles.check_visible`). ``lookups``: the
+    request's :func:`lookups_for` ``user``, whose profiles table then reads it once."""
     from tierlab.scenarios.profiles import check_visible
 
-    check_visible(spec, user)
+    check_visible(spec, user, (lookups or {}).get("profiles"))
 
 
 def check_request_work(scenario, include_step: bool, detail: bool) -> None:
@@ -146,8 +159,9 @@ def input_hash(resolved: dict, engine_version: str) -> str:
 # ---------------------------------------------------------------- scenarios and runs
 def create_scenario(owner, name: str, spec: dict) -> Scenario:
     """Validate with the engine, then save. Raises ScenarioError; nothing saved then."""
-    check_profile_visible(spec, owner)
-    resolve(spec)
+    lookups = lookups_for(owner)
+    check_profile_visible(spec, owner, lookups)
+    resolve(spec, owner, lookups)
     return Scenario.objects.create(owner=owner, name=name, spec=spec)
 
 
@@ -156,7 +170,8 @@ def start_run(scenario: Scenario) -> Run:
     """Create a run of the scenario as it is now.
 
     An identical input (same hash) that already succeeded is reused: the new run is
-    created succeeded with a copy of that result. One that is queued or running now is
+    created succeeded, pointing at that run (``reused_from``), whose report it serves
+    (``Run.result``; no copy is stored). One that is queued or running now is
     waited for: the new run is created queued, pointing at it (``reused_from``), and gets
     its result when it finishes (``settle_followers``); nothing is computed twice.
     Otherwise the run is queued and sent to a Celery worker once this transaction
@@ -164,8 +179,9 @@ def start_run(scenario: Scenario) -> Run:
     (:class:`tierlab.jobs.TooManyActive`). A cluster profile the scenario names is resolved into its input with its
     figures as they are now, so a refitted profile gives a new hash. Raises ScenarioError.
     """
-    check_profile_visible(scenario.spec, scenario.owner)
-    resolved = resolve(scenario.spec)
+    lookups = lookups_for(scenario.owner)
+    check_profile_visible(scenario.spec, scenario.owner, lookups)
+    resolved = resolve(scenario.spec, scenario.owner, lookups)
     version = simulation.ENGINE_VERSION
     digest = input_hash(resolved, version)
     # Originals only: every reuse is another succeeded row with the same hash, and sorting
@@ -176,7 +192,7 @@ def start_run(scenario: Scenario) -> Run:
         now = timezone.now()
         return Run.objects.create(
             scenario=scenario, status=Run.Status.SUCCEEDED, progress=1.0, input=resolved,
-            input_hash=digest, result=done.result, engine_version=version, reused_from=done,
+            input_hash=digest, engine_version=version, reused_from=done,
             started_at=now, finished_at=now)
     pending = (Run.objects.filter(input_hash=digest, reused_from=None,
                                   status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
@@ -243,9 +259,10 @@ class RunStateError(Exception):
 
 def settle_followers(leader: Run | None = None) -> int:
     """Finish the queued runs that wait for an identical run (``reused_from``) that has
-    finished: a copy of its result when it succeeded; when it failed (cancelled, worker
-    lost, ...) the oldest waiting run is sent to the worker itself and the others wait for
-    it. Only ``leader``'s followers, or (the read-time check) every such run."""
+    finished: succeeded, serving its result (``Run.result`` reads the leader's; no copy),
+    when it succeeded; when it failed (cancelled, worker lost, ...) the oldest waiting run
+    is sent to the worker itself and the others wait for it. Only ``leader``'s followers, or
+    (the read-time check) every such run."""
     followers = Run.objects.filter(status=Run.Status.QUEUED, reused_from__isnull=False,
                                    reused_from__status__in=[Run.Status.SUCCEEDED, Run.Status.FAILED])
     if leader is not None:
@@ -261,7 +278,7 @@ def settle_followers(leader: Run | None = None) -> int:
             now = timezone.now()
             if lead.status == Run.Status.SUCCEEDED:
                 Run.objects.filter(pk__in=[r.pk for r in waiting]).update(
-                    status=Run.Status.SUCCEEDED, result=lead.result, progress=1.0,
+                    status=Run.Status.SUCCEEDED, progress=1.0,
                     started_at=now, finished_at=now)
             else:
                 first, rest = waiting[0], waiting[1:]
@@ -362,9 +379,9 @@ def execute_run(run_id: int, task_id: str = "", worker: str = "") -> None:
             .exclude(pk=run.pk).order_by("-finished_at").first())
     now = timezone.now()
     if done is not None and Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
-            status=Run.Status.SUCCEEDED, result=done.result, reused_from=done, progress=1.0,
+            status=Run.Status.SUCCEEDED, reused_from=done, progress=1.0,
             started_at=now, finished_at=now):     # two identical runs were queued at once
-        log.info("run %s: identical run %s succeeded meanwhile; its result copied", run_id, done.pk)
+        log.info("run %s: identical run %s succeeded meanwhile; its result reused", run_id, done.pk)
         settle_followers(run)
         return
     if not run.mark_running(task_id, worker):

@@ -44,7 +44,7 @@ class ComparisonViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.Rea
 
     @extend_schema(request=ComparisonCreateSerializer, responses={201: ComparisonSerializer},
                    parameters=[IDEMPOTENCY_KEY])
-    @idempotent
+    @idempotent(lambda view, pk: ComparisonSerializer(Comparison.objects.get(pk=pk)).data)
     def create(self, request, *args, **kwargs):
         serializer = ComparisonCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

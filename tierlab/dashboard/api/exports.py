@@ -1,10 +1,9 @@
 """Downloads: a scenario's DeepSpeed config and FSDP snippet, a run's report, a comparison's
 CSV, and the same files through a share link (no account needed)."""
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.views import APIView
 
 from simulation import ScenarioError
@@ -17,14 +16,17 @@ from tierlab.scenarios.models import Run, Scenario
 from tierlab.scenarios.serializers import scenario_error_detail
 
 
-def _scenario_export(spec: dict, name: str, what: str):
+def _scenario_export(scenario: Scenario, what: str):
+    """``what`` of ``scenario``; its cluster profile as its owner may use it (as a run does)."""
+    spec, name, owner = scenario.spec, scenario.name, scenario.owner
     try:
         if what == "deepspeed.json":
-            return exports.json_download(exports.deepspeed_config(spec), exports.filename(f"{name}-deepspeed", "json"))
+            return exports.json_download(exports.deepspeed_config(spec, owner),
+                                         exports.filename(f"{name}-deepspeed", "json"))
         if what == "megatron.txt":
-            return exports.download(exports.megatron_args(spec), "text/plain; charset=utf-8",
+            return exports.download(exports.megatron_args(spec, owner), "text/plain; charset=utf-8",
                                     exports.filename(f"{name}-megatron", "txt"))
-        return exports.download(exports.fsdp_snippet(spec), "text/x-python; charset=utf-8",
+        return exports.download(exports.fsdp_snippet(spec, owner), "text/x-python; charset=utf-8",
                                 exports.filename(f"{name}-fsdp", "py"))
     except ScenarioError as exc:
         raise ValidationError(scenario_error_detail(exc)) from None
@@ -36,7 +38,7 @@ class DeepSpeedConfigView(APIView):
     @extend_schema(responses=FILE)
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
-        return _scenario_export(scenario.spec, scenario.name, "deepspeed.json")
+        return _scenario_export(scenario, "deepspeed.json")
 
 
 class FSDPSnippetView(APIView):
@@ -45,7 +47,7 @@ class FSDPSnippetView(APIView):
     @extend_schema(responses=PYTHON)
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
-        return _scenario_export(scenario.spec, scenario.name, "fsdp.py")
+        return _scenario_export(scenario, "fsdp.py")
 
 
 class MegatronArgsView(APIView):
@@ -54,7 +56,7 @@ class MegatronArgsView(APIView):
     @extend_schema(responses=TEXT)
     def get(self, request, pk):
         scenario = get_visible_or_404(Scenario, request.user, pk=pk)
-        return _scenario_export(scenario.spec, scenario.name, "megatron.txt")
+        return _scenario_export(scenario, "megatron.txt")
 
 
 def _report(run: Run | None):
@@ -96,22 +98,25 @@ class ComparisonCSVView(APIView):
 
 class SharedExportView(APIView):
     """Downloads of a shared object, without login: `export.csv` (comparison);
-    `report.json`, `deepspeed.json`, `fsdp.py`, `megatron.txt` (scenario)."""
+    `report.json`, `deepspeed.json`, `fsdp.py`, `megatron.txt` (scenario). A sweep's or a
+    plan's link has none; any other name is a 404 that says which files the link has."""
 
     permission_classes = [permissions.AllowAny]
     throttle_scopes = {"GET": "shared"}              # tierlab.throttling
     FILES = {"comparison": ("export.csv",), "scenario": ("report.json", "deepspeed.json", "fsdp.py", "megatron.txt"),
-             "sweep": ()}
+             "sweep": (), "plan": ()}
 
     @extend_schema(operation_id="v1_shared_file_retrieve", responses={**FILE, **CSV, **PYTHON, **TEXT})
     def get(self, request, token, filename):
         link = open_shared(token)
-        if filename not in self.FILES[link.kind]:
-            raise Http404
+        files = self.FILES.get(link.kind, ())
+        if filename not in files:
+            offered = (f"it has {', '.join(files)}" if files else "it has no files to download")
+            raise NotFound(f"A {link.kind}'s share link has no file {filename!r}; {offered}.")
         target = link.target
         if filename == "export.csv":
             return exports.download(exports.comparison_csv(comparisons.comparison_payload(target)),
                                     "text/csv; charset=utf-8", exports.filename(target.name, "csv"))
         if filename == "report.json":
             return _report(comparisons.latest_run(target))
-        return _scenario_export(target.spec, target.name, filename)
+        return _scenario_export(target, filename)

@@ -57,7 +57,7 @@ class PlanViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnlyM
         return PlanListSerializer if self.action == "list" else PlanSerializer
 
     @extend_schema(request=PlanCreateSerializer, responses={202: PlanSerializer}, parameters=[IDEMPOTENCY_KEY])
-    @idempotent
+    @idempotent(lambda view, pk: PlanSerializer(Plan.objects.get(pk=pk)).data)
     def create(self, request, *args, **kwargs):
         serializer = PlanCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -79,7 +79,7 @@ class SweepViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnly
         return SweepListSerializer if self.action == "list" else SweepSerializer
 
     @extend_schema(request=SweepCreateSerializer, responses={202: SweepSerializer}, parameters=[IDEMPOTENCY_KEY])
-    @idempotent
+    @idempotent(lambda view, pk: view.renamed(Sweep.objects.get(pk=pk)))      # the light form, as made
     def create(self, request, *args, **kwargs):
         serializer = SweepCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -115,4 +115,6 @@ class SweepViewSet(RenameDeleteMixin, mixins.CreateModelMixin, viewsets.ReadOnly
         removal.delete_sweep(obj)
 
     def renamed(self, obj):
+        """The sweep without its points (they are at ``points_url``): after a rename, and a
+        replayed create."""
         return with_points_url(SweepSerializer(obj, context={"points": None}).data, obj.pk)
