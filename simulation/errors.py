@@ -37,18 +37,24 @@ class ScenarioErrors(ScenarioError):
 MAX_REPORTED_ERRORS = 20
 
 
+def add_reads(exc: ScenarioError, fields: tuple) -> ScenarioError:
+    """``exc`` (and each error it holds) with ``fields``, the dotted fields the check that
+    raised it read, added to its ``depends_on``, so that :func:`every_error` does not report
+    it once one of them was found bad and left out (the check then read that field's
+    default, and its message would quote a value the input never gave). Called in an
+    ``except`` around the check (free when nothing is raised; a hot path's checks)."""
+    for e in [exc, *getattr(exc, "errors", ())]:
+        e.depends_on = tuple(dict.fromkeys((*e.depends_on, *fields)))
+    return exc
+
+
 @contextmanager
 def reads(*fields: str):
-    """A cross-field check's block: every ScenarioError raised inside gets ``fields`` (the
-    dotted fields the check read) added to its ``depends_on``, so that :func:`every_error`
-    does not report it once one of them was found bad and left out (the check then read
-    that field's default, and its message would quote a value the input never gave)."""
+    """:func:`add_reads` as a block: every ScenarioError raised inside gets ``fields``."""
     try:
         yield
     except ScenarioError as exc:
-        for e in [exc, *getattr(exc, "errors", ())]:
-            e.depends_on = tuple(dict.fromkeys((*e.depends_on, *fields)))
-        raise
+        raise add_reads(exc, fields)
 
 
 class Collect:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .fields import frozen_new, made_once, plain
 
-from .errors import ScenarioError, reads
+from .errors import ScenarioError, add_reads
 from .pipeline import check_schedule, stage_layers
 from .memo import ByIdentity
 from .units import plural
@@ -89,8 +89,10 @@ _SCHEDULE = _BATCH + ("training.interleave_stages",)
 
 
 def _derive(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) -> Layout:
-    with reads(*_GRID):
+    try:
         return _derive_checked(model, c, t, s)
+    except ScenarioError as exc:
+        raise add_reads(exc, _GRID)
 
 
 def _derive_checked(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: StrategySpec) -> Layout:
@@ -112,8 +114,10 @@ def _derive_checked(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: Strate
                             f"{t.pipeline_parallel} = {mp} must divide the {plural(n, 'GPU')} "
                             f"({nodes} x {c.gpus_per_node})")
     dp = n // mp
-    with reads(*_SPLIT):
+    try:
         _stage_layers(model, t)       # raises naming the field when the split is not built
+    except ScenarioError as exc:
+        raise add_reads(exc, _SPLIT)
     if model.num_attention_heads and model.num_attention_heads % t.tensor_parallel:
         raise ScenarioError("training.tensor_parallel",
                             f"must divide the {model.num_attention_heads} attention heads, "
@@ -138,11 +142,15 @@ def _derive_checked(model: ModelSpec, c: ClusterSpec, t: TrainingSpec, s: Strate
         shard = s.shard_group_size
     else:
         shard = dcp
-    with reads(*_EXPERTS):
+    try:
         ep, etp, edp, eshard = _expert_degrees(model, t, s, dp, shard)
+    except ScenarioError as exc:
+        raise add_reads(exc, _EXPERTS)
     gas = (t.global_batch_size if t.global_batch_size is not None else per_step) // per_step
-    with reads(*_SCHEDULE):
+    try:
         check_schedule(t.pipeline_schedule, t.pipeline_parallel, t.interleave_stages or 1, gas)
+    except ScenarioError as exc:
+        raise add_reads(exc, _SCHEDULE)
     return frozen_new(Layout, dict(
         num_gpus=n, data_parallel=dp, tensor_parallel=t.tensor_parallel,
         pipeline_parallel=t.pipeline_parallel, shard_degree=shard,
