@@ -72,11 +72,14 @@ def _fresh_process_memories():
 
 @pytest.fixture(autouse=True)
 def _no_rate_limits(settings):
-    """API rate limits are off unless a test sets the rates it checks
+    """API rate limits and active-job limits are off unless a test sets the ones it checks
     (``settings.TIERLAB_THROTTLE_RATES``); counts go under a key prefix of the test's own, so
     no test sees another's requests in a shared cache."""
     settings.TIERLAB_THROTTLE_RATES = dict.fromkeys(settings.TIERLAB_THROTTLE_RATES)
     settings.TIERLAB_THROTTLE_KEY_PREFIX = f"throttle-test-{uuid.uuid4().hex}"
+    # nor the per-user limits on active jobs (tests that queue several and no worker runs
+    # them): test_active_limits.py sets the limits it checks
+    settings.TIERLAB_MAX_ACTIVE_RUNS = settings.TIERLAB_MAX_ACTIVE_SWEEPS = settings.TIERLAB_MAX_ACTIVE_PLANS = 0
 
 
 @pytest.fixture
