@@ -39,6 +39,8 @@ def test_build_a_scenario_from_a_preset_and_duplicate_it(page, live_url, user_ad
     assert page.input_value("input[name='name']") == f"Copy of {original.name}"
     assert page.input_value("select[name='model.preset']") == "llama2-7b"
     assert page.input_value("select[name='strategy.kind']") == "zero_offload"
+    # NVMe swapping is ZeRO-3's (ZeRO-Infinity): DeepSpeed's stage 2 offloads to host only
+    page.select_option("select[name='strategy.kind']", "zero_infinity")
     page.select_option("select[name='strategy.offload_optimizer']", "nvme")
     page.fill("input[name='name']", "7B offload to NVMe")
     page.wait_for_selector("#live-estimate[data-fits]")
@@ -46,7 +48,7 @@ def test_build_a_scenario_from_a_preset_and_duplicate_it(page, live_url, user_ad
     page.click("#submit-scenario")
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))
     copy = Scenario.objects.get(name="7B offload to NVMe")
-    assert copy.spec["strategy"]["offload_optimizer"] == "nvme"
+    assert copy.spec["strategy"]["offload_optimizer"] == "nvme" and copy.spec["strategy"]["kind"] == "zero_infinity"
     assert Scenario.objects.get(pk=original.pk).spec == original.spec        # the original is unchanged
     assert page.js_errors == []
 

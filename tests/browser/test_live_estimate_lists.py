@@ -14,6 +14,7 @@ def test_clearing_a_bad_list_clears_its_error_without_leaving_the_input(page, li
     page.wait_for_selector("#scenario-form-root[data-ready='true']")
     page.select_option("select[name='model.preset']", "llama2-7b")
     page.select_option("select[name='cluster.node']", "dgx-h100")
+    page.select_option("select[name='strategy.kind']", "zero1")     # ZeRO-3 takes no pipeline
     page.fill("input[name='training.pipeline_parallel']", "2")
     wait_until(page, r"() => /HBM per GPU/.test(document.querySelector('#estimate-summary')?.textContent ?? '')",
                timeout_s=30)

@@ -74,7 +74,7 @@ def test_a_queued_run_moves_its_bar_and_cannot_be_run_again_until_it_finishes(pa
     assert "0%" not in page.locator("#run-progress-panel").inner_text()
     page.locator("#run-progress-panel").screenshot(path=str(screenshot(page, "newcomer-run-queued")))
     page.goto(f"{live_url}/scenarios/")
-    button = page.locator(f"#scenario-{scenario.pk} .row-actions button")
+    button = page.locator(f"#scenario-{scenario.pk} .row-actions button.run-button")
     assert button.inner_text() == "Run again" and button.is_disabled()
     run_queued_runs()
     page.goto(f"{live_url}/runs/{run.pk}/")

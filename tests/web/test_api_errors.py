@@ -30,10 +30,11 @@ def test_an_unknown_hardware_kind_is_400(anon_api, kind):
 
 def test_the_schema_documents_the_errors(client):
     paths = client.get("/api/schema/?format=json").json()["paths"]
-    assert set(paths["/api/v1/scenarios/"]["post"]["responses"]) == {"201", "400", "401", "403", "413", "415"}
-    assert set(paths["/api/v1/runs/{id}/"]["get"]["responses"]) == {"200", "401", "403", "404"}
-    assert set(paths["/api/v1/runs/"]["get"]["responses"]) == {"200", "400", "401", "403", "404"}
+    # every operation may be throttled: 429 (tierlab.throttling)
+    assert set(paths["/api/v1/scenarios/"]["post"]["responses"]) == {"201", "400", "401", "403", "413", "415", "429"}
+    assert set(paths["/api/v1/runs/{id}/"]["get"]["responses"]) == {"200", "401", "403", "404", "429"}
+    assert set(paths["/api/v1/runs/"]["get"]["responses"]) == {"200", "400", "401", "403", "404", "429"}
     catalog = paths["/api/v1/catalog/models/"]["get"]["responses"]
-    assert set(catalog) == {"200", "401"}                 # anyone may read; a bad token is 401
+    assert set(catalog) == {"200", "401", "429"}          # anyone may read; a bad token is 401
     page_size = [p for p in paths["/api/v1/runs/"]["get"]["parameters"] if p["name"] == "page_size"]
     assert page_size[0]["schema"] == {"type": "integer", "minimum": 1, "maximum": 500}
