@@ -1111,8 +1111,8 @@ class _Space:
         stage_u = np.array([s.zero_stage if s is not None else 0 for s in specs], dtype=np.int64)
         sval, stage = valid_u[sinv], stage_u[sinv]
         # DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only (scenario._check_pipeline_strategy)
-        deepspeed_u = np.array([s is not None and s.zero_stage >= 2 and not s.is_fsdp for s in specs])
-        sval = sval & ~(deepspeed_u[sinv] & (pp > 1))
+        no_pipeline_u = np.array([s is not None and not s.takes_pipeline for s in specs])
+        sval = sval & ~(no_pipeline_u[sinv] & (pp > 1))
         hyb = self.hybrid[ki] & (stage > 0)
         bad |= sval & hyb & (dp % np.where(group > 0, group, 1) != 0)
         code = np.where(bad, 1, 0).astype(np.int8)

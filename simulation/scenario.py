@@ -1355,6 +1355,12 @@ class StrategySpec:
     def is_fsdp(self) -> bool:
         return self.kind.startswith("fsdp")
 
+    @property
+    def takes_pipeline(self) -> bool:
+        """Whether the framework runs this strategy with pipeline parallelism
+        (:func:`_check_pipeline_strategy`): not DeepSpeed's ZeRO-2/3."""
+        return self.zero_stage < 2 or self.is_fsdp
+
     @classmethod
     def from_dict(cls, d: dict, path: str = "strategy") -> "StrategySpec":
         _no_unknown(d, field_names(cls), path)
@@ -1579,7 +1585,7 @@ def _check_pipeline_strategy(tr: "TrainingSpec", st: "StrategySpec") -> None:
     that engine). So zero2, zero3, zero_offload and zero_infinity take no pipeline; PyTorch
     FSDP does (torchtitan's pipeline + FSDP2), as do zero1 and Megatron's distributed
     optimizer."""
-    if tr.pipeline_parallel > 1 and st.zero_stage >= 2 and not st.is_fsdp:
+    if tr.pipeline_parallel > 1 and not st.takes_pipeline:
         raise ScenarioError("strategy.kind",
                             f"{st.kind} (ZeRO stage {st.zero_stage}) runs no pipeline: DeepSpeed's "
                             "pipeline engine asserts 'ZeRO-2 and ZeRO-3 are incompatible with "

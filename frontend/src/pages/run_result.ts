@@ -128,8 +128,8 @@ function stepSection(report: Report): HTMLElement | null {
   const linksTable = links.length
     ? table(
         "links-table",
-        "Links during the step, per GPU (GB = 1e9 bytes; busy: the share of the step a transfer was on the link; bandwidth used: what it moved over what it could have moved in the step)",
-        ["Link", "Bandwidth per GPU (GB/s)", "Moved per GPU (GB)", "Busy (s)", "Busy (% of step)", "Bandwidth used (%)"],
+        "Links during the step, per GPU (GB = 1e9 bytes)",
+        ["Link", "Bandwidth per GPU (GB/s)", "Moved per GPU (GB)", "Busy (s)", "Busy (% of step)", "Bandwidth used (% of capacity)"],
         links.map((l) => [
           l.bottleneck ? h("span", null, l.label, " ", h("mark", null, "bottleneck")) : l.label,
           formatGBps(l.bytesPerS),
