@@ -1,7 +1,5 @@
 """The one exception the engine raises for bad input."""
 
-from contextlib import contextmanager
-
 
 class ScenarioError(ValueError):
     """Bad input, naming the field at fault.
@@ -47,14 +45,6 @@ def add_reads(exc: ScenarioError, fields: tuple) -> ScenarioError:
         e.depends_on = tuple(dict.fromkeys((*e.depends_on, *fields)))
     return exc
 
-
-@contextmanager
-def reads(*fields: str):
-    """:func:`add_reads` as a block: every ScenarioError raised inside gets ``fields``."""
-    try:
-        yield
-    except ScenarioError as exc:
-        raise add_reads(exc, fields)
 
 
 class Collect:

@@ -73,7 +73,7 @@ def layout(sc: Scenario) -> Layout:
     return _layout(sc.model, sc.cluster, sc.training, sc.strategy)
 
 
-# The fields each of the layout's cross-field checks reads (errors.reads): an error of a
+# The fields each of the layout's cross-field checks reads (errors.add_reads): an error of a
 # check is not reported beside an error of a field it read (that field then took its default).
 _GPUS = ("cluster.num_nodes", "cluster.gpus_per_node", "cluster.node")
 _GRID = _GPUS + ("training.tensor_parallel", "training.pipeline_parallel",

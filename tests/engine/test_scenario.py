@@ -432,7 +432,7 @@ def test_nvme_optimizer_offload_needs_zero3(kind):
 def test_a_layout_check_does_not_quote_the_default_of_a_field_found_bad():
     # the pipeline degree 16 does not divide DeepSeek-V3's 61 layers; left out and retried,
     # it reads as 1, and DualPipe's check would then say "needs an even pipeline_parallel,
-    # got 1" of a scenario that sent 16 (errors.reads: the layout's checks name what they read)
+    # got 1" of a scenario that sent 16 (errors.add_reads: the layout's checks name what they read)
     from simulation import ScenarioError, ScenarioErrors, checked_scenario
 
     d = {"model": {"preset": "deepseek-v3"}, "cluster": {"node": "dgx-h100", "num_nodes": 256},
